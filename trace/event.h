@@ -1,0 +1,103 @@
+// The records that travel from the shim to the analyzer. This header is the
+// contract between the two: both sides include it, and docs/trace-format.md
+// describes the same layout for people. Records are fixed-size, trivially
+// copyable and little-endian, so a block of them is written and read with one
+// memcpy; adding a field means a new format version.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+namespace cuxfer::trace {
+
+// What an event is. Values are stored in traces: append, never renumber.
+enum class EventKind : uint8_t {
+  Copy = 1,            // any memcpy family call (1D, 2D, 3D, peer, batch)
+  Memset = 2,          // cuMemsetD* / cudaMemset*
+  DeviceAlloc = 3,     // cuMemAlloc*, pitch, async/pool, cuMemCreate+cuMemMap
+  DeviceFree = 4,
+  ManagedAlloc = 5,
+  HostAlloc = 6,       // pinned host allocation (cuMemHostAlloc, cudaMallocHost, ...)
+  HostFree = 7,
+  HostRegister = 8,    // in-place pinning of existing host memory
+  HostUnregister = 9,
+};
+
+// Where the bytes go. HtoH and DtoD need both sides classified.
+enum class Direction : uint8_t {
+  Unknown = 0,
+  HtoD = 1,
+  DtoH = 2,
+  DtoD = 3,
+  HtoH = 4,
+  Peer = 5,  // device to device across devices
+};
+
+// What kind of memory a pointer refers to, as the shim saw it.
+enum class MemKind : uint8_t {
+  Unknown = 0,
+  Pageable = 1,    // ordinary host memory, not known to CUDA
+  Pinned = 2,      // allocated pinned by CUDA (cuMemHostAlloc, cudaMallocHost)
+  Registered = 3,  // ordinary host memory pinned in place (cuMemHostRegister)
+  Managed = 4,     // unified memory (cuMemAllocManaged)
+  Device = 5,      // device memory (cuMemAlloc, VMM mappings, pools)
+  Array = 6,       // CUDA array (cuMemcpy*A*)
+};
+
+// Event::flags bits.
+enum EventFlags : uint8_t {
+  kFlagAsync = 1u << 0,          // the API is an *Async variant
+  kFlagFailed = 1u << 1,         // the real call returned an error (Event::result)
+  kFlagPerThreadStream = 1u << 2,// _ptds/_ptsz entry point
+  kFlagRuntimeOnly = 1u << 3,    // recorded by a runtime hook; no driver hook saw the call
+  kFlagGpuExpected = 1u << 4,    // CUPTI was active: a GPU record should match this event
+  kFlagKindFromDriver = 1u << 5, // a pointer kind came from cuPointerGetAttributes
+};
+
+// One intercepted user call. 64 bytes.
+struct Event {
+  uint64_t t_enter_ns;   // CLOCK_MONOTONIC, nanoseconds
+  uint64_t t_exit_ns;
+  uint64_t bytes;        // payload bytes (copy, memset, allocation size)
+  uint64_t address;      // copies: host-side pointer (0 if none); allocations: the pointer
+  uint64_t stream;       // CUstream handle value as the app passed it (0 = legacy default)
+  uint32_t correlation_id;  // shim's id; matches GpuRecord::correlation_id
+  uint32_t thread_id;       // kernel tid of the calling thread
+  uint32_t callsite_id;     // index into the call-site table; 0 = none captured
+  uint16_t api;             // index into the API name table written in the trace
+  uint8_t kind;             // EventKind
+  uint8_t direction;        // Direction
+  uint8_t src_kind;         // MemKind
+  uint8_t dst_kind;         // MemKind
+  uint8_t flags;            // EventFlags
+  int8_t device;            // device ordinal current at the call, -1 unknown
+  int32_t result;           // CUresult / cudaError_t returned to the app
+};
+static_assert(sizeof(Event) == 64);
+static_assert(std::is_trivially_copyable_v<Event>);
+
+// GPU-side activity from CUPTI. 48 bytes.
+enum class GpuRecordKind : uint8_t { Memcpy = 1, Memset = 2, Kernel = 3 };
+
+struct GpuRecord {
+  uint64_t start_ns;      // same clock as Event timestamps
+  uint64_t end_ns;
+  uint64_t bytes;
+  uint32_t correlation_id;  // the shim's Event::correlation_id (CUPTI external id), 0 if unknown
+  uint32_t cupti_correlation_id;
+  uint32_t stream_id;       // CUPTI stream id
+  uint32_t device;
+  uint8_t kind;             // GpuRecordKind
+  uint8_t cupti_copy_kind;  // CUpti_ActivityMemcpyKind
+  uint8_t src_kind;         // CUPTI's memory-kind view, mapped to MemKind
+  uint8_t dst_kind;
+  uint32_t reserved;
+};
+static_assert(sizeof(GpuRecord) == 48);
+static_assert(std::is_trivially_copyable_v<GpuRecord>);
+
+const char* to_string(Direction d);
+const char* to_string(MemKind k);
+const char* to_string(EventKind k);
+
+}  // namespace cuxfer::trace

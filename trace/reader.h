@@ -1,0 +1,47 @@
+// Reads a whole trace file into memory. Untrusted input: every length is
+// checked, a truncated or corrupt tail stops the read at the last good block
+// (and says so), and a file that is not a cuxfer trace is refused.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trace/event.h"
+#include "trace/records.h"
+
+namespace cuxfer::trace {
+
+struct Trace {
+  std::string path;
+  bool has_process = false;
+  ProcessInfo process;
+  std::vector<std::string> api_names;
+  std::vector<ModuleInfo> modules;
+  std::vector<CallSite> callsites;
+  std::vector<Event> events;
+  std::vector<GpuRecord> gpu_records;
+  std::vector<std::string> notes;
+  bool has_status = false;
+  Status status;
+  bool complete = false;    // the End block was seen: the process shut down cleanly
+  std::string cut_reason;   // non-empty when reading stopped before the end of the file
+  uint64_t blocks_read = 0;
+
+  const char* api_name(uint16_t id) const {
+    return id < api_names.size() ? api_names[id].c_str() : "?";
+  }
+};
+
+enum class ReadStatus {
+  Ok,           // read (possibly partially: see Trace::complete / cut_reason)
+  Missing,      // cannot open
+  Empty,        // zero bytes: the process died before writing anything
+  Foreign,      // not a cuxfer trace
+  Unsupported,  // a cuxfer trace of a newer format version
+};
+
+// Fills `out`; on anything but Ok, `error` holds one line for the user.
+ReadStatus read_trace(const std::string& path, Trace& out, std::string& error);
+
+}  // namespace cuxfer::trace

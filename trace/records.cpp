@@ -1,0 +1,167 @@
+#include "trace/records.h"
+
+#include <cstring>
+
+namespace cuxfer::trace {
+namespace {
+
+template <typename T>
+void put(std::string& out, T v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+void put_str(std::string& out, std::string_view s) {
+  put<uint32_t>(out, static_cast<uint32_t>(s.size()));
+  out.append(s.data(), s.size());
+}
+
+// Bounds-checked cursor over untrusted bytes.
+class Cursor {
+ public:
+  explicit Cursor(std::string_view in) : in_(in) {}
+  template <typename T>
+  bool get(T& v) {
+    if (in_.size() - pos_ < sizeof v) return false;
+    std::memcpy(&v, in_.data() + pos_, sizeof v);
+    pos_ += sizeof v;
+    return true;
+  }
+  bool get_str(std::string& s) {
+    uint32_t n = 0;
+    if (!get(n) || in_.size() - pos_ < n) return false;
+    s.assign(in_.data() + pos_, n);
+    pos_ += n;
+    return true;
+  }
+  // A count read from the file may not promise more items than bytes remain.
+  bool get_count(uint32_t& n, size_t min_item_bytes) {
+    return get(n) && static_cast<uint64_t>(n) * min_item_bytes <= in_.size() - pos_;
+  }
+  bool done() const { return pos_ == in_.size(); }
+
+ private:
+  std::string_view in_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+void encode(const ProcessInfo& p, std::string& out) {
+  put(out, p.pid);
+  put(out, p.ppid);
+  put(out, p.start_realtime_ns);
+  put(out, p.start_monotonic_ns);
+  put_str(out, p.exe);
+  put<uint32_t>(out, static_cast<uint32_t>(p.argv.size()));
+  for (const auto& a : p.argv) put_str(out, a);
+  put_str(out, p.hostname);
+  put_str(out, p.trace_name);
+  put_str(out, p.cuxfer_version);
+  put(out, p.stack_depth);
+}
+
+bool decode(std::string_view in, ProcessInfo& p) {
+  Cursor c(in);
+  uint32_t argc = 0;
+  if (!c.get(p.pid) || !c.get(p.ppid) || !c.get(p.start_realtime_ns) ||
+      !c.get(p.start_monotonic_ns) || !c.get_str(p.exe) || !c.get_count(argc, 4))
+    return false;
+  p.argv.resize(argc);
+  for (auto& a : p.argv)
+    if (!c.get_str(a)) return false;
+  return c.get_str(p.hostname) && c.get_str(p.trace_name) && c.get_str(p.cuxfer_version) &&
+         c.get(p.stack_depth) && c.done();
+}
+
+void encode(const std::vector<ModuleInfo>& m, std::string& out) {
+  put<uint32_t>(out, static_cast<uint32_t>(m.size()));
+  for (const auto& x : m) {
+    put(out, x.base);
+    put(out, x.low);
+    put(out, x.high);
+    put_str(out, x.path);
+    put_str(out, x.build_id);
+  }
+}
+
+bool decode(std::string_view in, std::vector<ModuleInfo>& m) {
+  Cursor c(in);
+  uint32_t n = 0;
+  if (!c.get_count(n, 32)) return false;
+  for (uint32_t i = 0; i < n; ++i) {
+    ModuleInfo x;
+    if (!c.get(x.base) || !c.get(x.low) || !c.get(x.high) || !c.get_str(x.path) ||
+        !c.get_str(x.build_id))
+      return false;
+    m.push_back(std::move(x));
+  }
+  return c.done();
+}
+
+void encode(const std::vector<CallSite>& v, std::string& out) {
+  put<uint32_t>(out, static_cast<uint32_t>(v.size()));
+  for (const auto& s : v) {
+    put(out, s.id);
+    put<uint32_t>(out, static_cast<uint32_t>(s.frames.size()));
+    for (uint64_t f : s.frames) put(out, f);
+  }
+}
+
+bool decode(std::string_view in, std::vector<CallSite>& v) {
+  Cursor c(in);
+  uint32_t n = 0;
+  if (!c.get_count(n, 8)) return false;
+  for (uint32_t i = 0; i < n; ++i) {
+    CallSite s;
+    uint32_t depth = 0;
+    if (!c.get(s.id) || !c.get_count(depth, 8)) return false;
+    s.frames.resize(depth);
+    for (auto& f : s.frames)
+      if (!c.get(f)) return false;
+    v.push_back(std::move(s));
+  }
+  return c.done();
+}
+
+void encode(const Status& s, std::string& out) {
+  put<uint8_t>(out, s.simulated ? 1 : 0);
+  put<uint8_t>(out, static_cast<uint8_t>(s.cupti));
+  put_str(out, s.cupti_reason);
+  put(out, s.events_recorded);
+  put(out, s.events_dropped);
+  put(out, s.gpu_records_recorded);
+  put(out, s.gpu_records_dropped);
+  put(out, s.callsites_dropped);
+}
+
+bool decode(std::string_view in, Status& s) {
+  Cursor c(in);
+  uint8_t sim = 0, cupti = 0;
+  if (!c.get(sim) || !c.get(cupti) || !c.get_str(s.cupti_reason) || !c.get(s.events_recorded) ||
+      !c.get(s.events_dropped) || !c.get(s.gpu_records_recorded) ||
+      !c.get(s.gpu_records_dropped) || !c.get(s.callsites_dropped) || !c.done())
+    return false;
+  if (cupti > static_cast<uint8_t>(CuptiState::Unavailable)) return false;
+  s.simulated = sim != 0;
+  s.cupti = static_cast<CuptiState>(cupti);
+  return true;
+}
+
+void encode_strings(const std::vector<std::string>& v, std::string& out) {
+  put<uint32_t>(out, static_cast<uint32_t>(v.size()));
+  for (const auto& s : v) put_str(out, s);
+}
+
+bool decode_strings(std::string_view in, std::vector<std::string>& v) {
+  Cursor c(in);
+  uint32_t n = 0;
+  if (!c.get_count(n, 4)) return false;
+  for (uint32_t i = 0; i < n; ++i) {
+    std::string s;
+    if (!c.get_str(s)) return false;
+    v.push_back(std::move(s));
+  }
+  return c.done();
+}
+
+}  // namespace cuxfer::trace

@@ -1,0 +1,69 @@
+// Metadata blocks of a trace, and their byte encoding. Strings are u32 length +
+// bytes; integers little-endian. Decoders check every bound and return false on
+// malformed input instead of trusting lengths read from a file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cuxfer::trace {
+
+struct ProcessInfo {
+  uint32_t pid = 0;
+  uint32_t ppid = 0;
+  uint64_t start_realtime_ns = 0;   // CLOCK_REALTIME at shim start
+  uint64_t start_monotonic_ns = 0;  // CLOCK_MONOTONIC at the same instant (clock anchor)
+  std::string exe;
+  std::vector<std::string> argv;
+  std::string hostname;
+  std::string trace_name;
+  std::string cuxfer_version;
+  uint32_t stack_depth = 0;  // 0 = call stacks not captured (only the immediate call site)
+};
+
+struct ModuleInfo {
+  uint64_t base = 0;  // load bias (dlpi_addr)
+  uint64_t low = 0;   // lowest mapped address of its PT_LOAD segments
+  uint64_t high = 0;  // one past the highest
+  std::string path;
+  std::string build_id;  // hex, empty if the object has none
+};
+
+struct CallSite {
+  uint32_t id = 0;
+  std::vector<uint64_t> frames;  // return addresses, innermost first
+};
+
+enum class CuptiState : uint8_t {
+  Unknown = 0,
+  Active = 1,       // GPU records present
+  Unavailable = 2,  // reason says why (not found, another subscriber, simulated CUDA, ...)
+};
+
+struct Status {
+  bool simulated = false;
+  CuptiState cupti = CuptiState::Unknown;
+  std::string cupti_reason;
+  uint64_t events_recorded = 0;
+  uint64_t events_dropped = 0;       // per-thread buffer full: the report says the trace is partial
+  uint64_t gpu_records_recorded = 0;
+  uint64_t gpu_records_dropped = 0;
+  uint64_t callsites_dropped = 0;    // call-site table full: events kept, site unknown
+};
+
+// Encoders append to `out`.
+void encode(const ProcessInfo& p, std::string& out);
+void encode(const std::vector<ModuleInfo>& m, std::string& out);
+void encode(const std::vector<CallSite>& c, std::string& out);
+void encode(const Status& s, std::string& out);
+void encode_strings(const std::vector<std::string>& v, std::string& out);
+
+bool decode(std::string_view in, ProcessInfo& p);
+bool decode(std::string_view in, std::vector<ModuleInfo>& m);  // appends
+bool decode(std::string_view in, std::vector<CallSite>& c);    // appends
+bool decode(std::string_view in, Status& s);
+bool decode_strings(std::string_view in, std::vector<std::string>& v);  // appends
+
+}  // namespace cuxfer::trace
