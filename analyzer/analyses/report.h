@@ -1,0 +1,148 @@
+// Everything a report says, computed from the model by pure functions and
+// rendered by render/. Bytes and nanoseconds are exact integers; optional
+// values are absent when the trace cannot support them (no GPU time, ...).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzer/model/job.h"
+
+namespace cuxfer::analyses {
+
+// Thresholds and reference numbers the findings use. Defaults are the
+// documented ones (docs/report.md); tests and options may change them.
+struct Thresholds {
+  uint64_t large_bytes = 1u << 20;     // large_pageable: each transfer at least this
+  uint64_t tiny_bytes = 4096;          // tiny_storm: each copy at most this
+  uint64_t storm_calls = 1000;         // tiny_storm: at least this many from one site
+  double nominal_pinned_gbps = 50.0;   // pinned PCIe bandwidth when the run measured none
+  uint64_t nominal_async_return_ns = 3000;  // an async copy from pinned memory returns in ~3 us
+};
+
+struct ProcessSummary {
+  uint32_t pid = 0, ppid = 0;
+  std::string exe, hostname, trace_name, trace_path, cuxfer_version;
+  std::vector<std::string> argv;
+  uint64_t start_realtime_ns = 0;
+  bool complete = false;
+  std::string cut_reason;
+  std::string cupti_state;  // "active" | "unavailable" | "unknown"
+  std::string cupti_reason;
+  bool simulated = false;
+  uint64_t events = 0, events_dropped = 0, gpu_records = 0, gpu_records_dropped = 0;
+  uint64_t callsites_dropped = 0, gpu_records_unmatched = 0, events_without_gpu = 0;
+  uint64_t copies = 0, bytes = 0, cpu_blocked_ns = 0, failed_calls = 0;
+  uint32_t stack_depth = 0;
+  std::vector<std::string> notes;  // the shim's own notes from the trace
+};
+
+struct Totals {
+  uint64_t calls = 0, bytes = 0, cpu_blocked_ns = 0;
+  uint64_t failed_calls = 0;  // not in calls/bytes/time
+};
+
+struct ClassTotals {
+  model::TransferClass cls;
+  uint64_t calls = 0, bytes = 0, cpu_blocked_ns = 0, failed_calls = 0, async_calls = 0;
+  std::optional<uint64_t> gpu_ns;  // set when at least one call had GPU time
+  uint64_t gpu_calls = 0;          // calls with GPU time
+  std::optional<double> gbps;      // decimal GB/s (1e9 bytes per second)
+  std::string gbps_basis;          // "gpu" | "cpu" | "" (none: see docs/report.md)
+};
+
+struct AllocTotals {
+  uint64_t calls = 0, bytes = 0, cpu_blocked_ns = 0, frees = 0;
+};
+
+struct Allocations {
+  AllocTotals device, managed, host_pinned, host_registered;
+};
+
+struct ApiTotals {
+  std::string name;
+  uint64_t calls = 0, bytes = 0, cpu_blocked_ns = 0, failed_calls = 0;
+};
+
+struct PageableShare {
+  uint64_t pageable_bytes = 0, host_bytes = 0;
+  double fraction = 0.0;
+};
+
+struct CallSiteTotals {
+  uint32_t id = 0;  // Job::sites index + 1; findings refer to it
+  uint32_t pid = 0;
+  symbolize::Frame frame;
+  std::vector<symbolize::Frame> stack;
+  uint64_t calls = 0, bytes = 0, cpu_blocked_ns = 0, max_cpu_ns = 0, failed_calls = 0;
+  std::optional<uint64_t> gpu_ns;
+  std::string main_class;  // e.g. "H2D pageable": the class with most bytes at this site
+};
+
+struct FindingSite {
+  uint32_t callsite = 0;
+  uint64_t calls = 0, bytes = 0, time_ns = 0, max_ns = 0;
+  std::optional<uint64_t> estimated_recoverable_ns;
+  std::optional<double> achieved_gbps;
+  std::optional<double> calls_per_second;
+};
+
+struct Finding {
+  std::string kind;   // async_pageable | large_pageable | tiny_storm
+  std::string title;
+  uint64_t calls = 0, bytes = 0, time_ns = 0, max_ns = 0;
+  std::string time_basis;  // what time_ns measures: "cpu_blocked" | "gpu"
+  std::optional<uint64_t> estimated_recoverable_ns;
+  std::vector<uint32_t> callsites;
+  std::vector<FindingSite> sites;  // per call site, largest time first
+  std::optional<double> achieved_gbps, reference_gbps, calls_per_second;
+  std::string reference_source;  // where reference_gbps comes from
+  std::string advice;
+};
+
+struct Report {
+  std::string schema = "cuxfer.report/1";
+  bool simulated = false;
+  std::string timing = "cpu";  // "gpu" when every process with copies had CUPTI active
+  std::string program;         // the root process's executable
+  std::vector<std::string> argv;
+  uint64_t start_realtime_ns = 0;
+  uint64_t span_ns = 0;        // first process start to the last recorded call's end
+  std::vector<ProcessSummary> processes;
+  Totals totals;
+  std::vector<ClassTotals> classes;
+  Totals memsets;
+  Allocations allocations;
+  std::vector<ApiTotals> apis;
+  PageableShare pageable_share;
+  std::vector<CallSiteTotals> callsites;  // all, most CPU-blocked time first
+  uint64_t calls_without_site = 0;        // copies with no captured call site
+  std::vector<Finding> findings;
+  std::vector<std::string> notes;         // symbolization and other caveats, each once
+};
+
+// The whole report of a job.
+Report analyze(const model::Job& job, const Thresholds& thresholds = {});
+
+// The parts, each a pure function of the model (unit-tested on their own).
+Totals copy_totals(const model::Job& job);
+std::vector<ClassTotals> class_totals(const model::Job& job);
+Totals memset_totals(const model::Job& job);
+Allocations allocation_totals(const model::Job& job);
+std::vector<ApiTotals> api_totals(const model::Job& job);
+PageableShare pageable_share(const model::Job& job);
+std::vector<CallSiteTotals> callsite_totals(const model::Job& job, uint64_t* calls_without_site);
+std::vector<Finding> find_async_pageable(const model::Job& job, const Thresholds& t);
+std::vector<Finding> find_large_pageable(const model::Job& job, const Thresholds& t);
+std::vector<Finding> find_tiny_storm(const model::Job& job, const Thresholds& t);
+std::vector<ProcessSummary> process_summaries(const model::Job& job);
+
+// "gpu" when every process that made copies had CUPTI active, else "cpu".
+std::string job_timing(const model::Job& job);
+
+// "H2D pageable", "D2D device", ...
+std::string class_name(const model::TransferClass& c);
+
+}  // namespace cuxfer::analyses

@@ -1,0 +1,84 @@
+// cuxfer: record a program's CUDA host<->device transfers, and report on them.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "analyzer/cli/options.h"
+#include "analyzer/cli/report_command.h"
+#include "analyzer/launcher/record_command.h"
+
+namespace {
+
+const char* const kUsage =
+    R"(Usage: cuxfer <command> [options] [args]
+
+Finds slow host<->device transfers in CUDA programs (pageable memory, async
+copies that are not, storms of tiny copies) and shows where they come from.
+
+Commands:
+  record [options] -- COMMAND [ARGS...]
+                 run COMMAND with the cuxfer shim preloaded; writes one trace
+                 per process that uses CUDA
+  report [--json] [--top N] [-o FILE] TRACE...
+                 read traces and report totals, call sites and findings
+  help [COMMAND] show help for a command
+
+Options:
+  -h, --help     show this help
+  --version      print the version
+
+Example:
+  cuxfer record -- python train.py
+  cuxfer report cuxfer-python-*.trace
+
+Documentation: docs/cli.md, docs/report.md, docs/trace-format.md.
+)";
+
+int help_for(const std::string& command) {
+  if (command == "record") {
+    std::fputs(cuxfer::launcher::kRecordHelp, stdout);
+  } else if (command == "report") {
+    std::fputs(cuxfer::cli::kReportHelp, stdout);
+  } else {
+    std::fprintf(stderr, "cuxfer: no command '%s' (commands: record, report)\n", command.c_str());
+    return cuxfer::cli::kExitUsage;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::fputs(kUsage, stderr);
+    return cuxfer::cli::kExitUsage;
+  }
+  const std::string command = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (command == "-h" || command == "--help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (command == "--version" || command == "-V") {
+    std::printf("cuxfer %s\n", CUXFER_VERSION);
+    return 0;
+  }
+  if (command == "help") {
+    if (rest.empty()) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    return help_for(rest[0]);
+  }
+  if (command == "record") return cuxfer::launcher::run_record(std::move(rest));
+  if (command == "report") return cuxfer::cli::run_report(std::move(rest));
+  if (command.size() > 1 && command[0] == '-') {
+    std::fprintf(stderr, "cuxfer: unknown option '%s' (try 'cuxfer --help')\n", command.c_str());
+    return cuxfer::cli::kExitUsage;
+  }
+  std::fprintf(stderr, "cuxfer: unknown command '%s' (commands: record, report; try 'cuxfer --help')\n",
+               command.c_str());
+  return cuxfer::cli::kExitUsage;
+}

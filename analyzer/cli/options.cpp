@@ -1,0 +1,88 @@
+#include "analyzer/cli/options.h"
+
+#include <charconv>
+
+#include <fmt/format.h>
+
+namespace cuxfer::cli {
+
+ArgReader::ArgReader(std::string command, std::vector<std::string> args)
+    : command_(std::move(command)), args_(std::move(args)) {}
+
+bool ArgReader::at_option() const {
+  if (done()) return false;
+  const std::string& a = args_[pos_];
+  return a.size() > 1 && a[0] == '-';
+}
+
+bool ArgReader::end_of_options() {
+  if (done() || args_[pos_] != "--") return false;
+  ++pos_;
+  return true;
+}
+
+bool ArgReader::flag(std::string_view long_name, char short_name) {
+  if (done()) return false;
+  std::string_view a = args_[pos_];
+  if ((a.starts_with("--") && a.substr(2) == long_name) ||
+      (short_name && a.size() == 2 && a[0] == '-' && a[1] == short_name)) {
+    ++pos_;
+    return true;
+  }
+  return false;
+}
+
+bool ArgReader::option(std::string_view long_name, char short_name, std::string& value) {
+  if (done()) return false;
+  std::string_view a = args_[pos_];
+  bool matched_needs_next = false;
+  std::string shown;
+  if (a.starts_with("--") && a.substr(2) == long_name) {
+    matched_needs_next = true;
+    shown = std::string(a);
+  } else if (a.starts_with("--") && a.substr(2).starts_with(long_name) &&
+             a.size() > 2 + long_name.size() && a[2 + long_name.size()] == '=') {
+    value = std::string(a.substr(3 + long_name.size()));
+    ++pos_;
+    return true;
+  } else if (short_name && a.size() >= 2 && a[0] == '-' && a[1] == short_name) {
+    if (a.size() > 2) {
+      value = std::string(a.substr(2));
+      ++pos_;
+      return true;
+    }
+    matched_needs_next = true;
+    shown = std::string(a);
+  }
+  if (!matched_needs_next) return false;
+  if (pos_ + 1 >= args_.size()) {
+    fail(fmt::format("option {} needs a value", shown));
+    ++pos_;
+    return false;
+  }
+  value = args_[pos_ + 1];
+  pos_ += 2;
+  return true;
+}
+
+std::vector<std::string> ArgReader::rest() {
+  std::vector<std::string> r(args_.begin() + static_cast<std::ptrdiff_t>(pos_), args_.end());
+  pos_ = args_.size();
+  return r;
+}
+
+std::string ArgReader::unknown_option() const {
+  return fmt::format("{}: unknown option '{}' (try '{} --help')", command_, peek(), command_);
+}
+
+void ArgReader::fail(std::string message) {
+  if (error_.empty()) error_ = fmt::format("{}: {}", command_, message);
+}
+
+bool parse_unsigned(std::string_view s, uint64_t& out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+}  // namespace cuxfer::cli

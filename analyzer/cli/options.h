@@ -1,0 +1,52 @@
+// A small command-line reader shared by the subcommands: GNU-style long
+// options (--name, --name=value, --name value), short options (-o value,
+// -ovalue), "--" to end options. Usage errors are one line and exit code 2.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cuxfer::cli {
+
+inline constexpr int kExitUsage = 2;
+
+class ArgReader {
+ public:
+  // `command` names the subcommand in messages ("cuxfer report").
+  ArgReader(std::string command, std::vector<std::string> args);
+
+  bool done() const { return pos_ >= args_.size(); }
+  const std::string& peek() const { return args_[pos_]; }
+  // The current argument starts with '-' and is not "-" (stdin) or a number.
+  bool at_option() const;
+  // Consumes "--": everything after it is positional.
+  bool end_of_options();
+
+  bool flag(std::string_view long_name, char short_name = 0);
+  // Matches the option and consumes its value; on a missing value sets the
+  // error and returns false.
+  bool option(std::string_view long_name, char short_name, std::string& value);
+
+  std::string take() { return args_[pos_++]; }
+  std::vector<std::string> rest();
+
+  // One line: "cuxfer report: unknown option '--x' (try 'cuxfer report --help')".
+  std::string unknown_option() const;
+  bool failed() const { return !error_.empty(); }
+  const std::string& error() const { return error_; }
+  void fail(std::string message);
+
+ private:
+  std::string command_;
+  std::vector<std::string> args_;
+  size_t pos_ = 0;
+  std::string error_;
+};
+
+// Strict unsigned decimal; false on anything else or overflow.
+bool parse_unsigned(std::string_view s, uint64_t& out);
+
+}  // namespace cuxfer::cli

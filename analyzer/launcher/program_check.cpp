@@ -1,0 +1,122 @@
+#include "analyzer/launcher/program_check.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+namespace cuxfer::launcher {
+namespace {
+
+bool is_executable_file(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+}
+
+bool exists(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0;
+}
+
+// Reads exactly `n` bytes at `offset`; false on a short read.
+bool read_at(int fd, void* buf, size_t n, off_t offset) {
+  auto* p = static_cast<char*>(buf);
+  while (n > 0) {
+    ssize_t r = ::pread(fd, p, n, offset);
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+    offset += r;
+  }
+  return true;
+}
+
+// -1: could not tell; 0: no PT_INTERP; 1: has one.
+template <typename Ehdr, typename Phdr>
+int has_interpreter(int fd) {
+  Ehdr eh{};
+  if (!read_at(fd, &eh, sizeof eh, 0) || eh.e_phentsize != sizeof(Phdr) || eh.e_phnum == 0 ||
+      eh.e_phnum > 4096)
+    return -1;
+  std::vector<Phdr> ph(eh.e_phnum);
+  if (!read_at(fd, ph.data(), ph.size() * sizeof(Phdr), static_cast<off_t>(eh.e_phoff))) return -1;
+  for (const auto& p : ph)
+    if (p.p_type == PT_INTERP) return 1;
+  return 0;
+}
+
+}  // namespace
+
+ResolvedProgram resolve_program(const std::string& name, const char* path_env) {
+  ResolvedProgram r;
+  if (name.empty()) return r;
+  if (name.find('/') != std::string::npos) {
+    r.path = name;
+    r.result = is_executable_file(name) ? ResolvedProgram::Result::Found
+               : exists(name)           ? ResolvedProgram::Result::NotExecutable
+                                        : ResolvedProgram::Result::NotFound;
+    return r;
+  }
+  std::string_view dirs = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
+  while (true) {
+    size_t colon = dirs.find(':');
+    std::string_view dir = dirs.substr(0, colon);
+    std::string candidate = dir.empty() ? name : std::string(dir) + "/" + name;
+    if (is_executable_file(candidate)) {
+      r.path = candidate;
+      r.result = ResolvedProgram::Result::Found;
+      return r;
+    }
+    if (exists(candidate) && r.result == ResolvedProgram::Result::NotFound) {
+      r.path = candidate;
+      r.result = ResolvedProgram::Result::NotExecutable;
+    }
+    if (colon == std::string_view::npos) break;
+    dirs.remove_prefix(colon + 1);
+  }
+  return r;
+}
+
+PreloadCheck check_preloadable(const std::string& path) {
+  PreloadCheck c;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return c;
+  // Secure-execution mode (and so an ignored LD_PRELOAD) comes from a set-id
+  // bit that changes who we run as; set-id to ourselves changes nothing.
+  if ((st.st_mode & S_ISUID) && st.st_uid != ::geteuid()) {
+    c.ok = false;
+    c.reason = "is setuid: the dynamic loader ignores LD_PRELOAD for it, so it cannot be traced";
+    return c;
+  }
+  if ((st.st_mode & S_ISGID) && st.st_gid != ::getegid()) {
+    c.ok = false;
+    c.reason = "is setgid: the dynamic loader ignores LD_PRELOAD for it, so it cannot be traced";
+    return c;
+  }
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return c;  // execute-only file: let exec decide
+  unsigned char ident[EI_NIDENT] = {};
+  int interp = -1;
+  if (read_at(fd, ident, sizeof ident, 0) && std::memcmp(ident, ELFMAG, SELFMAG) == 0) {
+    if (ident[EI_CLASS] == ELFCLASS64)
+      interp = has_interpreter<Elf64_Ehdr, Elf64_Phdr>(fd);
+    else if (ident[EI_CLASS] == ELFCLASS32 && sizeof(void*) == 8) {
+      ::close(fd);
+      c.ok = false;
+      c.reason = "is a 32-bit program: the cuxfer shim is 64-bit and cannot be preloaded into it";
+      return c;
+    }
+  }
+  ::close(fd);
+  if (interp == 0) {
+    c.ok = false;
+    c.reason = "is statically linked: there is no dynamic loader to preload the cuxfer shim";
+  }
+  return c;
+}
+
+}  // namespace cuxfer::launcher

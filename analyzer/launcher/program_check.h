@@ -1,0 +1,30 @@
+// Before launching: find the program the way a shell would, and make sure the
+// dynamic loader will honour LD_PRELOAD for it (a static executable has no
+// loader; a set-id one runs in secure mode, which ignores LD_PRELOAD).
+#pragma once
+
+#include <string>
+
+namespace cuxfer::launcher {
+
+struct ResolvedProgram {
+  enum class Result { Found, NotFound, NotExecutable } result = Result::NotFound;
+  std::string path;  // the file to exec when Found (or the last candidate when NotExecutable)
+};
+
+// Looks `name` up like execvp: a name with a '/' is taken as is; otherwise each
+// directory of `path_env` (":"-separated, empty entry = current directory;
+// default "/usr/local/bin:/usr/bin:/bin" when null) is tried in order.
+ResolvedProgram resolve_program(const std::string& name, const char* path_env);
+
+struct PreloadCheck {
+  bool ok = true;
+  std::string reason;  // why not, one clause: "is statically linked ..."
+};
+
+// Reads the file's ELF program headers (PT_INTERP present = dynamically
+// linked) and mode bits. Scripts ("#!") pass: their interpreter inherits
+// LD_PRELOAD. Files that cannot be read or parsed pass too: exec decides.
+PreloadCheck check_preloadable(const std::string& path);
+
+}  // namespace cuxfer::launcher

@@ -1,0 +1,84 @@
+// The model of one recorded job: every trace of it (one per process: a fork
+// tree, MPI ranks), each event classified and joined with its GPU records, and
+// each captured stack reduced to the user's call site.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "analyzer/model/classify.h"
+#include "analyzer/symbolize/frame.h"
+#include "analyzer/symbolize/symbolizer.h"
+#include "trace/reader.h"
+
+namespace cuxfer::model {
+
+inline constexpr uint32_t kNoSite = std::numeric_limits<uint32_t>::max();
+
+struct Process {
+  trace::Trace trace;
+  // CUPTI was active in this process: its events carry GPU time where a GPU
+  // record matched. Otherwise only CPU-blocked time is known.
+  bool gpu_timing = false;
+  uint64_t gpu_records_unmatched = 0;  // GPU copy/memset records no event claimed
+  uint64_t events_without_gpu = 0;     // events flagged GPU-expected that got no record
+
+  uint32_t pid() const { return trace.has_process ? trace.process.pid : 0; }
+  // CLOCK_REALTIME of a CLOCK_MONOTONIC timestamp of this process (processes
+  // on different hosts share no monotonic clock).
+  uint64_t realtime_of(uint64_t monotonic_ns) const {
+    return trace.process.start_realtime_ns + (monotonic_ns - trace.process.start_monotonic_ns);
+  }
+};
+
+// One event, classified and joined. Points into its process's trace.
+struct Call {
+  const trace::Event* event = nullptr;
+  uint32_t process = 0;     // index into Job::processes
+  uint32_t site = kNoSite;  // index into Job::sites
+  TransferClass cls;
+  uint64_t gpu_ns = 0;      // sum of the durations of its GPU records
+  uint32_t gpu_records = 0; // how many GPU records joined (2D/batch copies have several)
+
+  trace::EventKind kind() const { return static_cast<trace::EventKind>(event->kind); }
+  bool failed() const { return event->flags & trace::kFlagFailed; }
+  bool async() const { return event->flags & trace::kFlagAsync; }
+  bool has_gpu_time() const { return gpu_records > 0; }
+  uint64_t bytes() const { return event->bytes; }
+  uint64_t cpu_ns() const {
+    return event->t_exit_ns > event->t_enter_ns ? event->t_exit_ns - event->t_enter_ns : 0;
+  }
+};
+
+// A user call site: the frame chosen from a captured stack (see frame_filter.h).
+struct Site {
+  uint32_t process = 0;
+  symbolize::Frame frame;
+  std::vector<symbolize::Frame> stack;  // the whole captured stack, innermost first
+};
+
+class Job {
+ public:
+  std::vector<Process> processes;
+  std::vector<Call> calls;  // process order, then trace order
+  std::vector<Site> sites;
+  std::vector<std::string> notes;  // symbolization notes, each once
+
+  Job() = default;
+  Job(const Job&) = delete;  // calls point into processes
+  Job& operator=(const Job&) = delete;
+  Job(Job&&) = default;
+  Job& operator=(Job&&) = default;
+};
+
+// Builds the model from traces already read. Takes ownership of them.
+Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolizer);
+
+// Reads each path; a trace that cannot be used (missing, empty, foreign,
+// unsupported) adds one line to `errors` and is skipped.
+std::vector<trace::Trace> read_traces(const std::vector<std::string>& paths,
+                                      std::vector<std::string>& errors);
+
+}  // namespace cuxfer::model

@@ -1,0 +1,272 @@
+#include "analyzer/render/text_renderer.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "analyzer/render/units.h"
+
+namespace cuxfer::render {
+namespace {
+
+using analyses::Report;
+
+// A table whose first column takes what the others leave of the width.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}
+  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  bool empty() const { return rows_.empty(); }
+
+  void render(std::string& out, size_t width, const std::string& indent = "  ") const {
+    const size_t n = headers_.size();
+    std::vector<size_t> w(n, 0);
+    for (size_t i = 0; i < n; ++i) w[i] = display_width(headers_[i]);
+    for (const auto& r : rows_)
+      for (size_t i = 0; i < n && i < r.size(); ++i) w[i] = std::max(w[i], display_width(r[i]));
+    size_t others = indent.size();
+    for (size_t i = 1; i < n; ++i) others += w[i] + 2;
+    size_t first_max = width > others + 12 ? width - others : 12;
+    w[0] = std::min(w[0], first_max);
+    auto line = [&](const std::vector<std::string>& r) {
+      std::string s = indent;
+      for (size_t i = 0; i < n; ++i) {
+        std::string cell = i < r.size() ? r[i] : "";
+        if (i == 0) {
+          cell = fit(cell, w[0]);
+          s += cell + std::string(w[0] - display_width(cell), ' ');
+        } else {
+          s += "  " + std::string(w[i] - display_width(cell), ' ') + cell;
+        }
+      }
+      while (!s.empty() && s.back() == ' ') s.pop_back();
+      out += s + "\n";
+    };
+    line(headers_);
+    for (const auto& r : rows_) line(r);
+  }
+
+ private:
+  std::vector<std::string> headers_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::string basename_of(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+void wrapped(std::string& out, const std::string& text, size_t width, const std::string& first,
+             const std::string& rest) {
+  size_t avail = width > rest.size() + 20 ? width - rest.size() : 20;
+  auto lines = wrap(text, avail);
+  for (size_t i = 0; i < lines.size(); ++i) out += (i == 0 ? first : rest) + lines[i] + "\n";
+}
+
+std::string site_label(const Report& r, uint32_t id) {
+  if (id == 0) return "(no call site captured)";
+  for (const auto& s : r.callsites)
+    if (s.id == id) return fmt::format("#{} {}", id, s.frame.display());
+  return fmt::format("#{}", id);
+}
+
+void header(std::string& out, const Report& r, size_t width) {
+  std::string program = r.program.empty() ? "(unknown program)" : r.program;
+  std::string cmd = program;
+  for (size_t i = 1; i < r.argv.size(); ++i) cmd += " " + r.argv[i];
+  out += fit(fmt::format("cuxfer report: {}", cmd), width) + "\n";
+  std::string pids;
+  for (size_t i = 0; i < r.processes.size() && i < 8; ++i)
+    pids += (i ? ", " : "") + std::to_string(r.processes[i].pid);
+  if (r.processes.size() > 8) pids += fmt::format(", … ({} in all)", r.processes.size());
+  out += fmt::format("  {} {}, traced span {}, {} copies, {} moved\n",
+                     r.processes.size() == 1 ? "process" : "processes", pids,
+                     format_duration(r.span_ns), format_count(r.totals.calls),
+                     format_bytes(r.totals.bytes));
+
+  if (r.simulated)
+    out += "\n*** SIMULATED CUDA (tests/simcuda) — no GPU was used; timings are not meaningful ***\n";
+  if (r.timing == "cpu") {
+    std::string reason;
+    for (const auto& p : r.processes)
+      if (p.cupti_state != "active" && p.copies > 0) {
+        reason = p.cupti_state == "unknown" ? "CUPTI state unknown" : "CUPTI unavailable";
+        if (!p.cupti_reason.empty()) reason += ": " + p.cupti_reason;
+        break;
+      }
+    if (reason.empty()) reason = "CUPTI unavailable";
+    out += fit(fmt::format("GPU time: n/a ({}) — CPU timing shown", reason), width) + "\n";
+  }
+  for (const auto& p : r.processes) {
+    if (!p.complete)
+      wrapped(out, fmt::format("pid {} ({}): {}", p.pid, basename_of(p.trace_path), p.cut_reason),
+              width, "PARTIAL: ", "         ");
+    if (p.events_dropped || p.gpu_records_dropped)
+      out += fmt::format("PARTIAL: pid {}: {} events and {} GPU records dropped by the shim "
+                         "(buffers full); totals undercount\n",
+                         p.pid, format_count(p.events_dropped), format_count(p.gpu_records_dropped));
+  }
+}
+
+void transfers(std::string& out, const Report& r, size_t width) {
+  out += "\nTransfers by direction and host memory\n";
+  if (r.classes.empty()) {
+    out += "  (no copies recorded)\n";
+    return;
+  }
+  Table t({"class", "calls", "bytes", "CPU-blocked", "GPU time", "GB/s"});
+  bool cpu_mark = false, na_mark = false;
+  for (const auto& c : r.classes) {
+    if (c.calls == 0 && c.failed_calls > 0) continue;
+    std::string gbps = format_gbps(c.gbps);
+    if (c.gbps && c.gbps_basis == "cpu" && r.timing == "gpu") {
+      gbps += "*";
+      cpu_mark = true;
+    }
+    if (!c.gbps) na_mark = true;
+    t.add({analyses::class_name(c.cls), format_count(c.calls), format_bytes(c.bytes),
+           format_duration(c.cpu_blocked_ns), c.gpu_ns ? format_duration(*c.gpu_ns) : "n/a", gbps});
+  }
+  t.add({"total", format_count(r.totals.calls), format_bytes(r.totals.bytes),
+         format_duration(r.totals.cpu_blocked_ns), "", ""});
+  t.render(out, width);
+  if (cpu_mark) out += "  * from CPU-blocked time: no GPU record matched every call\n";
+  if (na_mark)
+    wrapped(out,
+            "n/a: no time measures these transfers (async copies return before the DMA ends; "
+            "device-to-device copies do not block the CPU) and no GPU time was recorded",
+            width, "  ", "    ");
+  if (r.totals.failed_calls)
+    out += fmt::format("  {} failed cop{} (returned an error; not counted above)\n",
+                       format_count(r.totals.failed_calls),
+                       r.totals.failed_calls == 1 ? "y" : "ies");
+
+  const auto& s = r.pageable_share;
+  if (s.host_bytes)
+    out += fmt::format("\nPageable share: {} of host<->device bytes ({} of {}) went through "
+                       "pageable memory\n",
+                       format_percent(s.fraction), format_bytes(s.pageable_bytes),
+                       format_bytes(s.host_bytes));
+  if (r.memsets.calls || r.memsets.failed_calls)
+    out += fmt::format("Memsets: {} calls, {}, CPU-blocked {}\n", format_count(r.memsets.calls),
+                       format_bytes(r.memsets.bytes), format_duration(r.memsets.cpu_blocked_ns));
+  std::string allocs;
+  auto alloc = [&](const char* name, const analyses::AllocTotals& a) {
+    if (!a.calls && !a.frees) return;
+    allocs += fmt::format("{}{} {} call{}, {} ({} to allocate)", allocs.empty() ? "" : "; ", name,
+                          format_count(a.calls), a.calls == 1 ? "" : "s", format_bytes(a.bytes),
+                          format_duration(a.cpu_blocked_ns));
+  };
+  alloc("device", r.allocations.device);
+  alloc("managed", r.allocations.managed);
+  alloc("pinned host", r.allocations.host_pinned);
+  alloc("registered host", r.allocations.host_registered);
+  if (!allocs.empty()) wrapped(out, allocs, width, "Allocations: ", "  ");
+}
+
+void apis(std::string& out, const Report& r, size_t width) {
+  if (r.apis.empty()) return;
+  out += "\nCalls by API\n";
+  Table t({"API", "calls", "bytes", "CPU-blocked", "failed"});
+  for (const auto& a : r.apis)
+    t.add({a.name, format_count(a.calls), format_bytes(a.bytes), format_duration(a.cpu_blocked_ns),
+           a.failed_calls ? format_count(a.failed_calls) : ""});
+  t.render(out, width);
+}
+
+void callsites(std::string& out, const Report& r, size_t width, size_t top) {
+  if (r.callsites.empty()) return;
+  out += fmt::format("\nTop call sites by CPU-blocked time ({} of {})\n",
+                     std::min(top, r.callsites.size()), r.callsites.size());
+  const bool many = r.processes.size() > 1;
+  Table t({"call site", "class", "calls", "bytes", "CPU-blocked", "GPU time"});
+  for (size_t i = 0; i < r.callsites.size() && i < top; ++i) {
+    const auto& s = r.callsites[i];
+    std::string where = fmt::format("#{} {}", s.id, s.frame.display());
+    if (many) where += fmt::format(" [pid {}]", s.pid);
+    t.add({where, s.main_class, format_count(s.calls), format_bytes(s.bytes),
+           format_duration(s.cpu_blocked_ns), s.gpu_ns ? format_duration(*s.gpu_ns) : "n/a"});
+  }
+  t.render(out, width);
+}
+
+void findings(std::string& out, const Report& r, size_t width) {
+  out += "\nFindings\n";
+  if (r.findings.empty()) {
+    out += "  none: no async copy from pageable memory, no pageable transfer of 1 MiB or more, "
+           "no storm of tiny copies\n";
+    return;
+  }
+  int n = 0;
+  for (const auto& f : r.findings) {
+    out += fmt::format("\n  {}. {} [{}]\n", ++n, f.title, f.kind);
+    std::string time_word = f.time_basis == "gpu" ? "GPU time" : "CPU-blocked";
+    std::string numbers = fmt::format("{} calls, {}, {} {}", format_count(f.calls),
+                                      format_bytes(f.bytes), time_word, format_duration(f.time_ns));
+    if (f.kind == "async_pageable") numbers += fmt::format(" (max {} in one call)", format_duration(f.max_ns));
+    if (f.achieved_gbps)
+      numbers += fmt::format("; achieved {} GB/s vs {} GB/s pinned", format_gbps(f.achieved_gbps),
+                             format_gbps(f.reference_gbps));
+    if (f.calls_per_second)
+      numbers += fmt::format("; up to {} calls/s from one site",
+                             format_count(static_cast<uint64_t>(*f.calls_per_second)));
+    wrapped(out, numbers, width, "     ", "     ");
+    if (f.estimated_recoverable_ns)
+      wrapped(out,
+              fmt::format("estimated recoverable time (estimate): {}; reference: {}",
+                          format_duration(*f.estimated_recoverable_ns), f.reference_source),
+              width, "     ", "       ");
+    size_t shown = 0;
+    for (const auto& s : f.sites) {
+      if (shown++ == 5) {
+        out += fmt::format("     … and {} more call sites\n", f.sites.size() - 5);
+        break;
+      }
+      std::string line = fmt::format("{} calls, {}, {}", format_count(s.calls),
+                                     format_bytes(s.bytes), format_duration(s.time_ns));
+      if (s.calls_per_second)
+        line += fmt::format(", {} calls/s", format_count(static_cast<uint64_t>(*s.calls_per_second)));
+      if (s.achieved_gbps) line += fmt::format(", {} GB/s", format_gbps(s.achieved_gbps));
+      out += fit(fmt::format("     at {}: {}", site_label(r, s.callsite), line), width) + "\n";
+    }
+    wrapped(out, f.advice, width, "     fix: ", "          ");
+  }
+}
+
+void processes(std::string& out, const Report& r, size_t width) {
+  out += "\nProcesses\n";
+  for (const auto& p : r.processes) {
+    std::string state = p.complete ? "complete" : "PARTIAL";
+    std::string cupti = "CUPTI " + p.cupti_state + (p.cupti_reason.empty() ? "" : " (" + p.cupti_reason + ")");
+    wrapped(out,
+            fmt::format("pid {} (parent {}) {}: {}, {}, {} events ({} dropped), {} copies, {}, "
+                        "CPU-blocked {}; trace {}",
+                        p.pid, p.ppid, p.exe.empty() ? "?" : p.exe, state, cupti,
+                        format_count(p.events), format_count(p.events_dropped),
+                        format_count(p.copies), format_bytes(p.bytes),
+                        format_duration(p.cpu_blocked_ns), p.trace_path),
+            width, "  ", "      ");
+    for (const auto& note : p.notes) wrapped(out, note, width, "      shim: ", "        ");
+  }
+}
+
+}  // namespace
+
+std::string render_text(const Report& r, const TextOptions& o) {
+  const size_t width = std::max<size_t>(o.width, 40);
+  std::string out;
+  header(out, r, width);
+  transfers(out, r, width);
+  apis(out, r, width);
+  callsites(out, r, width, o.top_sites);
+  findings(out, r, width);
+  processes(out, r, width);
+  if (!r.notes.empty()) {
+    out += "\nNotes\n";
+    for (const auto& n : r.notes) wrapped(out, n, width, "  - ", "    ");
+  }
+  return out;
+}
+
+}  // namespace cuxfer::render

@@ -1,0 +1,22 @@
+// One resolved stack frame, as the report shows it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace cuxfer::symbolize {
+
+struct Frame {
+  uint64_t address = 0;  // return address as captured in the process
+  std::string module;    // path of the loaded object, empty if no module contains the address
+  uint64_t offset = 0;   // address - module load bias: what addr2line -e <module> takes
+  std::string function;  // demangled; empty when unknown
+  std::string file;      // source file; empty when no line info
+  int line = 0;          // 0 when no line info
+
+  bool has_module() const { return !module.empty(); }
+  // "function (file:line)", or "module+0xoffset" when the symbol is unknown.
+  std::string display() const;
+};
+
+}  // namespace cuxfer::symbolize

@@ -1,0 +1,66 @@
+#include "analyzer/symbolize/frame_filter.h"
+
+#include <fmt/format.h>
+
+namespace cuxfer::symbolize {
+namespace {
+
+std::string_view basename_of(std::string_view path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+bool is_shim_module(std::string_view module_path) {
+  return basename_of(module_path).starts_with("libcuxfer.so");
+}
+
+}  // namespace
+
+std::string Frame::display() const {
+  std::string s;
+  if (!function.empty())
+    s = function;
+  else if (has_module())
+    s = fmt::format("{}+0x{:x}", basename_of(module), offset);
+  else
+    s = fmt::format("0x{:x}", address);
+  if (!file.empty()) s += fmt::format(" ({}:{})", file, line);
+  return s;
+}
+
+bool is_cuda_or_shim_module(std::string_view module_path) {
+  std::string_view base = basename_of(module_path);
+  return is_shim_module(module_path) || base.starts_with("libcuda.so") ||
+         base.starts_with("libcudart") || base.starts_with("libcuda_") ||
+         base.starts_with("libnvidia-");
+}
+
+bool is_static_cudart_function(std::string_view f) {
+  for (std::string_view prefix : {"cuda", "__cuda", "cudart::", "__cudart", "libcudart"})
+    if (f.starts_with(prefix)) return true;
+  return false;
+}
+
+bool is_start_frame(const Frame& f) {
+  for (std::string_view name : {"_start", "__libc_start_main", "__libc_start_call_main",
+                                "__libc_start_main_impl", "start_thread", "clone", "clone3"})
+    if (f.function == name) return true;
+  std::string_view base = basename_of(f.module);
+  // Unnamed frames in libc are start code or thread trampolines in practice.
+  return f.function.empty() && (base.starts_with("libc.so") || base.starts_with("libc-"));
+}
+
+size_t choose_user_frame(const std::vector<Frame>& stack) {
+  for (size_t i = 0; i < stack.size(); ++i) {
+    const Frame& f = stack[i];
+    if (is_cuda_or_shim_module(f.module) || is_static_cudart_function(f.function) ||
+        is_start_frame(f))
+      continue;
+    return i;
+  }
+  for (size_t i = 0; i < stack.size(); ++i)
+    if (!is_shim_module(stack[i].module)) return i;
+  return 0;
+}
+
+}  // namespace cuxfer::symbolize
