@@ -2,6 +2,7 @@
 
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -66,12 +67,23 @@ ReadStatus read_trace(const std::string& path, Trace& t, std::string& error) {
     return ReadStatus::Empty;
   }
   FileHeader fh{};
+  if (data.size() < sizeof fh &&
+      std::memcmp(data.data(), kFileMagic, std::min(data.size(), sizeof kFileMagic)) == 0) {
+    // A writer killed while writing its first 16 bytes: a trace, with nothing in it.
+    error = path + ": cut short inside the file header (" + std::to_string(data.size()) +
+            " bytes): the process wrote no trace data";
+    return ReadStatus::Empty;
+  }
   if (data.size() < sizeof fh || std::memcmp(data.data(), kFileMagic, sizeof kFileMagic) != 0) {
     error = path + ": not a cuxfer trace";
     return ReadStatus::Foreign;
   }
   std::memcpy(&fh, data.data(), sizeof fh);
-  if (fh.version > kFormatVersion || fh.header_bytes < sizeof fh || fh.header_bytes > data.size()) {
+  if (fh.version == 0 || fh.header_bytes < sizeof fh) {
+    error = path + ": corrupt cuxfer trace file header";
+    return ReadStatus::Foreign;
+  }
+  if (fh.version > kFormatVersion || fh.header_bytes > data.size()) {
     error = path + ": cuxfer trace format version " + std::to_string(fh.version) +
             " is not supported by this cuxfer (reads version " + std::to_string(kFormatVersion) +
             ")";

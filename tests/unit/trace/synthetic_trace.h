@@ -1,0 +1,155 @@
+// Builds cuxfer traces with known contents for tests: the same TraceWriter
+// the shim uses, fed with hand-made events, so every number in a report made
+// from it is known in advance.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trace/event.h"
+#include "trace/format.h"
+#include "trace/records.h"
+#include "trace/writer.h"
+
+namespace cuxfer::testing {
+
+class SyntheticTrace {
+ public:
+  trace::ProcessInfo process;
+  std::vector<std::string> apis;
+  std::vector<trace::ModuleInfo> modules;
+  std::vector<trace::CallSite> callsites;
+  std::vector<trace::Event> events;
+  std::vector<trace::GpuRecord> gpu_records;
+  std::vector<std::string> notes;
+  trace::Status status;
+  bool write_status = true;
+  bool write_end = true;     // false: as if the process was killed
+  size_t events_per_block = 4096;
+  uint64_t clock_ns = 1'000'000'000;  // next event's enter time
+
+  explicit SyntheticTrace(uint32_t pid = 4242, uint32_t ppid = 1, std::string exe = "/opt/app/train") {
+    process.pid = pid;
+    process.ppid = ppid;
+    process.exe = exe;
+    process.argv = {exe, "--epochs", "1"};
+    process.hostname = "node0";
+    process.trace_name = "train";
+    process.cuxfer_version = "test";
+    process.start_realtime_ns = 1'700'000'000'000'000'000ull;
+    process.start_monotonic_ns = clock_ns;
+    process.stack_depth = 16;
+    status.simulated = false;
+    status.cupti = trace::CuptiState::Unavailable;
+    status.cupti_reason = "test: no CUPTI";
+  }
+
+  uint16_t api(const std::string& name) {
+    for (size_t i = 0; i < apis.size(); ++i)
+      if (apis[i] == name) return static_cast<uint16_t>(i);
+    apis.push_back(name);
+    return static_cast<uint16_t>(apis.size() - 1);
+  }
+
+  // A call site whose single frame is `address` (id = table index + 1).
+  uint32_t site(uint64_t address) {
+    trace::CallSite cs;
+    cs.id = static_cast<uint32_t>(callsites.size() + 1);
+    cs.frames = {address};
+    callsites.push_back(cs);
+    return cs.id;
+  }
+
+  trace::Event& add(trace::EventKind kind, const std::string& api_name, trace::Direction dir,
+                    trace::MemKind src, trace::MemKind dst, uint64_t bytes, uint64_t cpu_ns,
+                    uint8_t flags = 0, uint32_t callsite = 0) {
+    trace::Event e{};
+    e.t_enter_ns = clock_ns;
+    e.t_exit_ns = clock_ns + cpu_ns;
+    clock_ns += cpu_ns + 1000;
+    e.bytes = bytes;
+    e.address = 0x7f0000000000ull;
+    e.correlation_id = static_cast<uint32_t>(events.size() + 1);
+    e.thread_id = process.pid;
+    e.callsite_id = callsite;
+    e.api = api(api_name);
+    e.kind = static_cast<uint8_t>(kind);
+    e.direction = static_cast<uint8_t>(dir);
+    e.src_kind = static_cast<uint8_t>(src);
+    e.dst_kind = static_cast<uint8_t>(dst);
+    e.flags = flags;
+    e.device = 0;
+    events.push_back(e);
+    return events.back();
+  }
+
+  // A copy; `host` is the host side's kind (src for H2D, dst for D2H).
+  trace::Event& copy(trace::Direction dir, trace::MemKind host, uint64_t bytes, uint64_t cpu_ns,
+                     bool async = false, uint32_t callsite = 0) {
+    using trace::Direction;
+    using trace::MemKind;
+    MemKind src = dir == Direction::HtoD ? host : MemKind::Device;
+    MemKind dst = dir == Direction::DtoH ? host : MemKind::Device;
+    if (dir == Direction::HtoH) src = dst = host;
+    return add(trace::EventKind::Copy, async ? "cudaMemcpyAsync" : "cudaMemcpy", dir, src, dst,
+               bytes, cpu_ns, async ? trace::kFlagAsync : 0, callsite);
+  }
+
+  // A GPU record for event `e` lasting `ns`.
+  void gpu(const trace::Event& e, uint64_t ns, uint64_t bytes = 0) {
+    trace::GpuRecord r{};
+    r.start_ns = e.t_enter_ns;
+    r.end_ns = e.t_enter_ns + ns;
+    r.bytes = bytes ? bytes : e.bytes;
+    r.correlation_id = e.correlation_id;
+    r.kind = static_cast<uint8_t>(e.kind == static_cast<uint8_t>(trace::EventKind::Memset)
+                                      ? trace::GpuRecordKind::Memset
+                                      : trace::GpuRecordKind::Memcpy);
+    gpu_records.push_back(r);
+  }
+
+  // Writes the trace; false (and the error in `error`) on failure.
+  bool write(const std::string& path, std::string* error = nullptr) const {
+    auto w = trace::TraceWriter::create(path, 0644, error);
+    if (!w) return false;
+    std::string buf;
+    trace::encode(process, buf);
+    w->write_block(trace::BlockType::Process, buf);
+    buf.clear();
+    trace::encode_strings(apis, buf);
+    w->write_block(trace::BlockType::ApiNames, buf);
+    buf.clear();
+    trace::encode(modules, buf);
+    w->write_block(trace::BlockType::Modules, buf);
+    buf.clear();
+    trace::encode(callsites, buf);
+    w->write_block(trace::BlockType::CallSites, buf);
+    for (size_t i = 0; i < events.size(); i += events_per_block) {
+      size_t n = std::min(events_per_block, events.size() - i);
+      w->write_block(trace::BlockType::Events, events.data() + i, n * sizeof(trace::Event));
+    }
+    if (!gpu_records.empty())
+      w->write_block(trace::BlockType::GpuRecords, gpu_records.data(),
+                     gpu_records.size() * sizeof(trace::GpuRecord));
+    if (!notes.empty()) {
+      buf.clear();
+      trace::encode_strings(notes, buf);
+      w->write_block(trace::BlockType::Notes, buf);
+    }
+    if (write_status) {
+      trace::Status s = status;
+      s.events_recorded = events.size();
+      s.gpu_records_recorded = gpu_records.size();
+      buf.clear();
+      trace::encode(s, buf);
+      w->write_block(trace::BlockType::Status, buf);
+    }
+    if (write_end) w->write_block(trace::BlockType::End, "", 0);
+    if (w->failed() && error) *error = w->error();
+    return !w->failed();
+  }
+};
+
+}  // namespace cuxfer::testing

@@ -1,0 +1,302 @@
+// The trace format under good and bad input: round trip, a file cut at every
+// byte offset, corrupt blocks, foreign and empty files, newer versions.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "tests/unit/trace/synthetic_trace.h"
+#include "trace/reader.h"
+
+namespace cuxfer::trace {
+namespace {
+
+using testing::SyntheticTrace;
+
+class TraceFormat : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("cuxfer-trace-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  static std::string slurp(const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  static void spit(const std::string& p, const std::string& data) {
+    std::ofstream out(p, std::ios::binary | std::ios::trunc);
+    out << data;
+  }
+
+  static SyntheticTrace sample() {
+    SyntheticTrace t;
+    uint32_t s1 = t.site(0x401234);
+    t.modules.push_back({0x400000, 0x400000, 0x500000, "/opt/app/train", "abcdef"});
+    t.callsites.push_back({7, {0x401000, 0x402000, 0x403000}});
+    t.copy(Direction::HtoD, MemKind::Pageable, 1 << 20, 5000, false, s1);
+    t.copy(Direction::DtoH, MemKind::Pinned, 4096, 700, true, 7);
+    t.gpu(t.events.back(), 300);
+    t.notes = {"note one", "note two"};
+    t.status.cupti = CuptiState::Active;
+    t.status.cupti_reason = "";
+    t.status.events_dropped = 3;
+    return t;
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(TraceFormat, RoundTripKeepsEveryField) {
+  SyntheticTrace t = sample();
+  std::string error;
+  ASSERT_TRUE(t.write(path("a.trace"), &error)) << error;
+  Trace r;
+  ASSERT_EQ(read_trace(path("a.trace"), r, error), ReadStatus::Ok) << error;
+  EXPECT_TRUE(r.complete);
+  EXPECT_EQ(r.cut_reason, "");
+  ASSERT_TRUE(r.has_process);
+  EXPECT_EQ(r.process.pid, t.process.pid);
+  EXPECT_EQ(r.process.ppid, t.process.ppid);
+  EXPECT_EQ(r.process.exe, t.process.exe);
+  EXPECT_EQ(r.process.argv, t.process.argv);
+  EXPECT_EQ(r.process.hostname, "node0");
+  EXPECT_EQ(r.process.start_realtime_ns, t.process.start_realtime_ns);
+  EXPECT_EQ(r.process.start_monotonic_ns, t.process.start_monotonic_ns);
+  EXPECT_EQ(r.process.stack_depth, 16u);
+  EXPECT_EQ(r.api_names, t.apis);
+  ASSERT_EQ(r.modules.size(), 1u);
+  EXPECT_EQ(r.modules[0].path, "/opt/app/train");
+  EXPECT_EQ(r.modules[0].build_id, "abcdef");
+  EXPECT_EQ(r.modules[0].high, 0x500000u);
+  ASSERT_EQ(r.callsites.size(), 2u);
+  EXPECT_EQ(r.callsites[1].id, 7u);
+  EXPECT_EQ(r.callsites[1].frames, (std::vector<uint64_t>{0x401000, 0x402000, 0x403000}));
+  ASSERT_EQ(r.events.size(), 2u);
+  EXPECT_EQ(std::memcmp(r.events.data(), t.events.data(), 2 * sizeof(Event)), 0);
+  ASSERT_EQ(r.gpu_records.size(), 1u);
+  EXPECT_EQ(r.gpu_records[0].correlation_id, t.events[1].correlation_id);
+  EXPECT_EQ(r.notes, t.notes);
+  ASSERT_TRUE(r.has_status);
+  EXPECT_EQ(r.status.cupti, CuptiState::Active);
+  EXPECT_EQ(r.status.events_dropped, 3u);
+  EXPECT_EQ(r.status.events_recorded, 2u);
+  EXPECT_EQ(r.api_name(r.events[0].api), std::string("cudaMemcpy"));
+  EXPECT_EQ(r.api_name(999), std::string("?"));
+}
+
+TEST_F(TraceFormat, ManyEventBlocksConcatenate) {
+  SyntheticTrace t;
+  t.events_per_block = 100;
+  for (int i = 0; i < 1050; ++i) t.copy(Direction::HtoD, MemKind::Pinned, i, 10);
+  ASSERT_TRUE(t.write(path("many.trace")));
+  Trace r;
+  std::string error;
+  ASSERT_EQ(read_trace(path("many.trace"), r, error), ReadStatus::Ok);
+  ASSERT_EQ(r.events.size(), 1050u);
+  for (int i = 0; i < 1050; ++i) ASSERT_EQ(r.events[i].bytes, static_cast<uint64_t>(i));
+}
+
+// Every prefix of a valid trace reads without crashing: what is complete is
+// kept (a prefix of the original events), the rest is reported as cut.
+TEST_F(TraceFormat, TruncationAtEveryByteOffset) {
+  SyntheticTrace t = sample();
+  t.events_per_block = 1;  // several event blocks, so prefixes keep some events
+  for (int i = 0; i < 6; ++i) t.copy(Direction::HtoD, MemKind::Pageable, 100 + i, 10);
+  ASSERT_TRUE(t.write(path("full.trace")));
+  const std::string full = slurp(path("full.trace"));
+  ASSERT_GT(full.size(), sizeof(FileHeader));
+  size_t last_events = 0;
+  for (size_t len = 0; len < full.size(); ++len) {
+    SCOPED_TRACE("length " + std::to_string(len));
+    spit(path("cut.trace"), full.substr(0, len));
+    Trace r;
+    std::string error;
+    ReadStatus st = read_trace(path("cut.trace"), r, error);
+    if (len < sizeof(FileHeader)) {
+      EXPECT_EQ(st, ReadStatus::Empty);
+      EXPECT_NE(error.find("cut.trace"), std::string::npos);
+      continue;
+    }
+    ASSERT_EQ(st, ReadStatus::Ok) << error;
+    EXPECT_FALSE(r.complete);
+    EXPECT_FALSE(r.cut_reason.empty());
+    ASSERT_LE(r.events.size(), t.events.size());
+    EXPECT_GE(r.events.size(), last_events);  // a longer prefix never loses events
+    last_events = r.events.size();
+    if (!r.events.empty()) {
+      EXPECT_EQ(std::memcmp(r.events.data(), t.events.data(), r.events.size() * sizeof(Event)), 0);
+    }
+  }
+  EXPECT_EQ(last_events, t.events.size());  // all event blocks precede status and end
+}
+
+TEST_F(TraceFormat, CorruptPayloadStopsAtThatBlock) {
+  SyntheticTrace t;
+  t.events_per_block = 1;
+  for (int i = 0; i < 4; ++i) t.copy(Direction::HtoD, MemKind::Pageable, 1000 + i, 10);
+  ASSERT_TRUE(t.write(path("c.trace")));
+  std::string data = slurp(path("c.trace"));
+  // Walk the blocks to the third event block and flip a byte in its payload.
+  size_t pos = sizeof(FileHeader);
+  int events_seen = 0;
+  while (pos < data.size()) {
+    BlockHeader h;
+    std::memcpy(&h, data.data() + pos, sizeof h);
+    if (h.type == static_cast<uint16_t>(BlockType::Events) && ++events_seen == 3) {
+      data[pos + sizeof h + h.stored_size / 2] ^= 0x5a;
+      break;
+    }
+    pos += sizeof h + h.stored_size;
+  }
+  ASSERT_EQ(events_seen, 3);
+  spit(path("c.trace"), data);
+  Trace r;
+  std::string error;
+  ASSERT_EQ(read_trace(path("c.trace"), r, error), ReadStatus::Ok);
+  EXPECT_EQ(r.events.size(), 2u);
+  EXPECT_FALSE(r.complete);
+  EXPECT_NE(r.cut_reason.find("corrupt"), std::string::npos) << r.cut_reason;
+  EXPECT_NE(r.cut_reason.find(std::to_string(pos)), std::string::npos) << r.cut_reason;
+}
+
+TEST_F(TraceFormat, CorruptBlockHeaderStopsReading) {
+  SyntheticTrace t = sample();
+  ASSERT_TRUE(t.write(path("h.trace")));
+  std::string data = slurp(path("h.trace"));
+  data[sizeof(FileHeader) + 9] ^= 0x01;  // raw_size of the first block: header check fails
+  spit(path("h.trace"), data);
+  Trace r;
+  std::string error;
+  ASSERT_EQ(read_trace(path("h.trace"), r, error), ReadStatus::Ok);
+  EXPECT_FALSE(r.has_process);
+  EXPECT_EQ(r.blocks_read, 0u);
+  EXPECT_NE(r.cut_reason.find("corrupt block header at offset 16"), std::string::npos)
+      << r.cut_reason;
+}
+
+TEST_F(TraceFormat, NoEndMarkerMeansCutShort) {
+  SyntheticTrace t = sample();
+  t.write_end = false;
+  ASSERT_TRUE(t.write(path("k.trace")));
+  Trace r;
+  std::string error;
+  ASSERT_EQ(read_trace(path("k.trace"), r, error), ReadStatus::Ok);
+  EXPECT_FALSE(r.complete);
+  EXPECT_EQ(r.events.size(), t.events.size());
+  EXPECT_NE(r.cut_reason.find("did not shut down cleanly"), std::string::npos);
+}
+
+TEST_F(TraceFormat, ForeignFilesAreRefused) {
+  spit(path("text"), "hello, this is not a trace at all\n");
+  spit(path("short"), "hi");
+  Trace r;
+  std::string error;
+  EXPECT_EQ(read_trace(path("text"), r, error), ReadStatus::Foreign);
+  EXPECT_EQ(error, path("text") + ": not a cuxfer trace");
+  EXPECT_EQ(read_trace(path("short"), r, error), ReadStatus::Foreign);
+  EXPECT_EQ(read_trace("/proc/self/exe", r, error), ReadStatus::Foreign);  // an ELF file
+}
+
+TEST_F(TraceFormat, EmptyAndMissingFiles) {
+  spit(path("empty"), "");
+  Trace r;
+  std::string error;
+  EXPECT_EQ(read_trace(path("empty"), r, error), ReadStatus::Empty);
+  EXPECT_NE(error.find("empty"), std::string::npos);
+  EXPECT_EQ(read_trace(path("nope"), r, error), ReadStatus::Missing);
+  EXPECT_NE(error.find("No such file"), std::string::npos);
+}
+
+TEST_F(TraceFormat, NewerVersionIsUnsupported) {
+  SyntheticTrace t = sample();
+  ASSERT_TRUE(t.write(path("v.trace")));
+  std::string data = slurp(path("v.trace"));
+  uint32_t v = kFormatVersion + 1;
+  std::memcpy(&data[8], &v, sizeof v);
+  spit(path("v.trace"), data);
+  Trace r;
+  std::string error;
+  EXPECT_EQ(read_trace(path("v.trace"), r, error), ReadStatus::Unsupported);
+  EXPECT_NE(error.find("version 2"), std::string::npos) << error;
+}
+
+TEST_F(TraceFormat, UnknownBlockTypesAreSkipped) {
+  std::string error;
+  auto w = TraceWriter::create(path("u.trace"), 0644, &error);
+  ASSERT_TRUE(w) << error;
+  w->write_block(static_cast<BlockType>(200), std::string("future data"));
+  Event e{};
+  e.bytes = 42;
+  w->write_block(BlockType::Events, &e, sizeof e);
+  w->write_block(BlockType::End, "", 0);
+  w.reset();
+  Trace r;
+  ASSERT_EQ(read_trace(path("u.trace"), r, error), ReadStatus::Ok);
+  EXPECT_TRUE(r.complete);
+  ASSERT_EQ(r.events.size(), 1u);
+  EXPECT_EQ(r.events[0].bytes, 42u);
+}
+
+TEST_F(TraceFormat, WriterRefusesToClobber) {
+  std::string error;
+  auto a = TraceWriter::create(path("x.trace"), 0644, &error);
+  ASSERT_TRUE(a);
+  auto b = TraceWriter::create(path("x.trace"), 0644, &error);
+  EXPECT_FALSE(b);
+  EXPECT_NE(error.find("x.trace"), std::string::npos);
+}
+
+TEST(TraceRecords, DecodersRejectEveryTruncation) {
+  ProcessInfo p;
+  p.pid = 1;
+  p.exe = "/bin/x";
+  p.argv = {"x", "y"};
+  std::string buf;
+  encode(p, buf);
+  for (size_t len = 0; len < buf.size(); ++len) {
+    ProcessInfo q;
+    EXPECT_FALSE(decode(std::string_view(buf).substr(0, len), q)) << len;
+  }
+  ProcessInfo q;
+  EXPECT_TRUE(decode(buf, q));
+  buf += 'x';
+  EXPECT_FALSE(decode(buf, q));  // trailing garbage
+}
+
+TEST(TraceRecords, HugeCountsAreRefusedNotAllocated) {
+  std::string buf;
+  uint32_t n = 0xffffffffu;
+  buf.append(reinterpret_cast<const char*>(&n), sizeof n);
+  std::vector<CallSite> sites;
+  EXPECT_FALSE(decode(buf, sites));
+  std::vector<std::string> strings;
+  EXPECT_FALSE(decode_strings(buf, strings));
+  Status s;
+  std::string sb;
+  encode(s, sb);
+  sb[1] = 9;  // CUPTI state out of range
+  EXPECT_FALSE(decode(sb, s));
+}
+
+TEST(TraceEvent, NamesForEveryEnumValue) {
+  EXPECT_STREQ(to_string(Direction::HtoD), "H2D");
+  EXPECT_STREQ(to_string(Direction::Peer), "peer");
+  EXPECT_STREQ(to_string(static_cast<Direction>(77)), "unknown");
+  EXPECT_STREQ(to_string(MemKind::Registered), "registered");
+  EXPECT_STREQ(to_string(EventKind::HostRegister), "host_register");
+}
+
+}  // namespace
+}  // namespace cuxfer::trace
