@@ -1,0 +1,98 @@
+#include "core/config.h"
+
+#include <sys/auxv.h>
+
+#include <charconv>
+#include <cstring>
+#include <string_view>
+
+extern char** environ;
+
+namespace cuxfer::shim {
+namespace {
+
+bool parse_uint(std::string_view s, uint64_t lo, uint64_t hi, uint64_t& out) {
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v < lo || v > hi) return false;
+  out = v;
+  return true;
+}
+
+bool parse_bool(std::string_view s, bool& out) {
+  if (s == "1" || s == "true" || s == "yes" || s == "on") return out = true, true;
+  if (s == "0" || s == "false" || s == "no" || s == "off" || s.empty()) return out = false, true;
+  return false;
+}
+
+}  // namespace
+
+Config parse_config(char** env, bool secure_execution) {
+  Config c;
+  if (secure_execution) {
+    // setuid/setgid/capabilities: never act on environment-controlled paths.
+    c.enabled = false;
+    c.problems.push_back("secure execution (setuid/setgid): cuxfer stays inert");
+    return c;
+  }
+  for (char** e = env; e && *e; ++e) {
+    std::string_view kv(*e);
+    if (kv.rfind("CUXFER_", 0) != 0) continue;
+    auto eq = kv.find('=');
+    if (eq == std::string_view::npos) continue;
+    std::string_view key = kv.substr(0, eq), val = kv.substr(eq + 1);
+    auto bad = [&](const char* expected) {
+      c.problems.push_back(std::string(key) + "=" + std::string(val) + " is invalid (expected " +
+                           expected + "); using the default");
+    };
+    uint64_t n = 0;
+    if (key == "CUXFER_DISABLE") {
+      bool b = false;
+      if (parse_bool(val, b)) c.enabled = !b;
+      else bad("0 or 1");
+    } else if (key == "CUXFER_OUTPUT_DIR") {
+      if (!val.empty()) c.output_dir = val;
+    } else if (key == "CUXFER_TRACE_NAME") {
+      if (val.find('/') != std::string_view::npos || val.empty()) bad("a name without '/'");
+      else c.trace_name = val;
+    } else if (key == "CUXFER_STACK_DEPTH") {
+      if (parse_uint(val, 0, kMaxStackDepth, n)) c.stack_depth = static_cast<uint32_t>(n);
+      else bad("0..32");
+    } else if (key == "CUXFER_CUPTI") {
+      if (val == "auto") c.cupti = CuptiMode::Auto;
+      else if (val == "off") c.cupti = CuptiMode::Off;
+      else bad("auto or off");
+    } else if (key == "CUXFER_CUPTI_LIB") {
+      c.cupti_library = val;
+    } else if (key == "CUXFER_MANIFEST") {
+      c.manifest = val;
+    } else if (key == "CUXFER_BUFFER_EVENTS") {
+      if (parse_uint(val, 1024, 1u << 22, n) && (n & (n - 1)) == 0)
+        c.buffer_events = static_cast<uint32_t>(n);
+      else bad("a power of two in 1024..4194304");
+    } else if (key == "CUXFER_FLUSH_MS") {
+      if (parse_uint(val, 5, 10000, n)) c.flush_ms = static_cast<uint32_t>(n);
+      else bad("5..10000");
+    } else if (key == "CUXFER_LAUNCHER") {
+      bool b = false;
+      if (parse_bool(val, b)) c.launched = b;
+      else bad("0 or 1");
+    } else if (key == "CUXFER_LOG_LEVEL") {
+      if (val == "off" || val == "error" || val == "warn" || val == "info" || val == "debug")
+        c.log_level = val;
+      else bad("off, error, warn, info or debug");
+    } else if (key == "CUXFER_SHIM" || key == "CUXFER_REWRITE") {
+      // Read by the launcher / reserved for the rewrite; not an error.
+    } else {
+      c.problems.push_back("unknown variable " + std::string(key) + " ignored");
+    }
+  }
+  return c;
+}
+
+const Config& config() {
+  static const Config c = parse_config(environ, getauxval(AT_SECURE) != 0);
+  return c;
+}
+
+}  // namespace cuxfer::shim

@@ -1,0 +1,37 @@
+// Configuration of the shim, read once from CUXFER_* environment variables
+// (docs/cli.md lists them). Bad values are reported once and replaced by the
+// default; unknown CUXFER_* names are reported once.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cuxfer::shim {
+
+enum class CuptiMode { Auto, Off };
+
+struct Config {
+  bool enabled = true;            // CUXFER_DISABLE=1, or AT_SECURE, makes the shim inert
+  std::string output_dir = ".";   // CUXFER_OUTPUT_DIR
+  std::string trace_name;         // CUXFER_TRACE_NAME (default: executable basename)
+  uint32_t stack_depth = 16;      // CUXFER_STACK_DEPTH, 0 = immediate call site only
+  CuptiMode cupti = CuptiMode::Auto;  // CUXFER_CUPTI=auto|off
+  std::string cupti_library;      // CUXFER_CUPTI_LIB: explicit libcupti path
+  std::string manifest;           // CUXFER_MANIFEST: launcher's list of written traces
+  uint32_t buffer_events = 16384; // CUXFER_BUFFER_EVENTS: per-thread ring capacity
+  uint32_t flush_ms = 50;         // CUXFER_FLUSH_MS: writer period (bounds loss on SIGKILL)
+  bool launched = false;          // CUXFER_LAUNCHER=1: `cuxfer record` prints the summary
+  std::string log_level = "warn"; // CUXFER_LOG_LEVEL=off|error|warn|info|debug
+  std::vector<std::string> problems;  // one line per bad or unknown variable
+};
+
+// Parses `environ`-style strings; pure, unit-tested.
+Config parse_config(char** env, bool secure_execution);
+
+// The process-wide configuration (parsed on first use).
+const Config& config();
+
+constexpr uint32_t kMaxStackDepth = 32;
+
+}  // namespace cuxfer::shim

@@ -1,0 +1,104 @@
+// The one path every intercepted call takes. The outermost hook of a user
+// call owns its event; a driver hook nested inside a runtime hook only adds
+// what it knows (one event per user call, whichever layers it passes).
+//
+// Hot path: one TLS access, a few relaxed atomics, two vDSO clock reads, a
+// table lookup per pointer, a ring push. No lock, allocation or system call.
+#pragma once
+
+#include <cstdint>
+
+#include "core/clock.h"
+#include "interpose/call_desc.h"
+#include "interpose/symbol_table.h"
+#include "record/cupti_collector.h"
+#include "record/recorder.h"
+
+namespace cuxfer::shim {
+
+// Classifies the described pointers and fills the event's transfer fields.
+void describe_event(const CallDesc& d, trace::Event& e);
+// Captures the call stack (or just `return_address`) and interns it.
+uint32_t capture_callsite(Recorder& rec, void* return_address);
+
+struct NoPost {
+  template <typename R>
+  void operator()(R, trace::Event*) const {}
+};
+
+// Runs `call` (the real function) on behalf of hook `id`.
+// `post(result, event)` runs after the real call whatever the mode, so that
+// allocation tables stay current; `event` is null unless this hook owns it.
+template <typename R, typename Call, typename Post = NoPost>
+inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& call,
+                   Post&& post = Post{}) {
+  ThreadState& ts = thread_state();
+  if (ts.internal) return call();
+  Recorder& rec = Recorder::instance();
+  if (ts.in_call) {
+    // Nested: a driver hook under a runtime hook (or a runtime call that
+    // re-enters the runtime). Refine the owner's description, don't record.
+    if (ts.runtime_owner && hook_entry(id).layer == Layer::Driver) {
+      ts.driver_seen = true;
+      if (d.kind == ts.desc.kind &&
+          (d.kind == trace::EventKind::Copy || d.kind == trace::EventKind::Memset)) {
+        if (!ts.driver_contributed) {
+          uint64_t stream = ts.desc.stream;
+          ts.desc = d;
+          ts.desc.stream = stream;  // the app's handle, as it passed it
+          ts.driver_contributed = true;
+        } else {
+          ts.desc.bytes += d.bytes;  // a runtime call split into several driver copies
+        }
+      }
+    }
+    R r = call();
+    post(r, static_cast<trace::Event*>(nullptr));
+    return r;
+  }
+  if (!rec.ensure_started()) {
+    R r = call();
+    post(r, static_cast<trace::Event*>(nullptr));
+    return r;
+  }
+
+  ts.in_call = true;
+  ts.runtime_owner = hook_entry(id).layer == Layer::Runtime;
+  ts.driver_seen = false;
+  ts.driver_contributed = false;
+  ts.desc = d;
+  trace::Event& e = ts.pending;
+  e = trace::Event{};
+  e.api = static_cast<uint16_t>(id);
+  e.thread_id = ts.tid;
+  e.correlation_id = rec.next_correlation();
+  e.callsite_id = capture_callsite(rec, return_address);
+  const bool cupti = rec.cupti_active();
+  auto& collector = CuptiCollector::instance();
+  if (cupti) {
+    ++ts.internal;
+    collector.push_correlation(e.correlation_id);
+    --ts.internal;
+  }
+  e.t_enter_ns = now_ns();
+  R r = call();
+  e.t_exit_ns = now_ns();
+  if (cupti) {
+    ++ts.internal;
+    collector.pop_correlation();
+    --ts.internal;
+    e.flags |= trace::kFlagGpuExpected;
+  }
+  post(r, &e);
+  describe_event(ts.desc, e);
+  if (ts.runtime_owner && !ts.driver_contributed &&
+      (ts.desc.kind == trace::EventKind::Copy || ts.desc.kind == trace::EventKind::Memset))
+    e.flags |= trace::kFlagRuntimeOnly;
+  e.result = static_cast<int32_t>(r);
+  if (r != 0) e.flags |= trace::kFlagFailed;
+  rec.emit(ts, e);
+  ts.in_call = false;
+  return r;
+}
+
+}  // namespace cuxfer::shim

@@ -1,0 +1,225 @@
+// Driver-layer hooks for allocation, free, host allocation and registration.
+// They keep the allocation table true (which the copy hooks classify against)
+// and record allocation events. A range is dropped from the table *before*
+// the real free, so an address reused by another thread right after the free
+// is never shadowed by the stale entry.
+#include <mutex>
+#include <unordered_map>
+
+#include "interpose/copy_describe.h"
+#include "interpose/hook_macros.h"
+#include "core/log.h"
+#include "memory/pointer_classifier.h"
+
+using namespace cuxfer::shim;
+using cuxfer::trace::EventKind;
+using cuxfer::trace::MemKind;
+
+namespace {
+
+int8_t current_device() {
+  using Fn = CUresult (*)(CUdevice*);
+  static Fn fn = [] {
+    void* h = libcuda_handle();
+    return reinterpret_cast<Fn>(h ? real_dlsym(h, "cuCtxGetDevice") : nullptr);
+  }();
+  CUdevice dev = -1;
+  if (!fn || fn(&dev) != CUDA_SUCCESS) return -1;
+  return static_cast<int8_t>(dev);
+}
+
+void remember(uint64_t address, uint64_t bytes, MemKind kind) {
+  if (!allocation_table().insert(address, bytes, kind, kind == MemKind::Device || kind == MemKind::Managed
+                                                             ? current_device()
+                                                             : -1)) {
+    static std::atomic<bool> warned{false};
+    cuxfer::shim::log::warn_once(warned, "allocation table full; further pointers are classified by the driver");
+  }
+}
+
+uint64_t forget(uint64_t address) {
+  auto a = allocation_table().erase(address);
+  return a ? a->end - a->begin : 0;
+}
+
+// An allocation: after success, record the range and complete the event.
+uint64_t address_of(const CUdeviceptr* p) { return *p; }
+uint64_t address_of(void* const* p) { return reinterpret_cast<uint64_t>(*p); }
+
+template <typename R, typename P>
+auto on_alloc(const P* out, uint64_t bytes, MemKind kind) {
+  return [=](R r, cuxfer::trace::Event* e) {
+    if (r != 0 || !out) return;
+    uint64_t address = address_of(out);
+    remember(address, bytes, kind);
+    if (e) {
+      e->address = address;
+      e->bytes = bytes;
+    }
+  };
+}
+
+CallDesc free_desc(EventKind kind, uint64_t address, MemKind memory) {
+  // Forget first: see the file comment.
+  return describe::memory(kind, address, forget(address), memory);
+}
+
+// VMM: cuMemCreate hands out a handle; cuMemMap gives it an address.
+struct VmmHandles {
+  std::mutex mutex;
+  std::unordered_map<CUmemGenericAllocationHandle, MemKind> kinds;
+};
+VmmHandles& vmm() {
+  static auto* v = new VmmHandles;
+  return *v;
+}
+
+}  // namespace
+
+
+extern "C" CUXFER_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t n) {
+  auto real = CUXFER_REAL(cuMemAlloc_v2);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return intercept<CUresult>(HookId::h_cuMemAlloc_v2, describe::memory(EventKind::DeviceAlloc, 0, n, MemKind::Device),
+                             __builtin_return_address(0), [&] { return real(p, n); },
+                             on_alloc<CUresult>(p, n, MemKind::Device));
+}
+
+extern "C" CUXFER_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* p, size_t* pitch, size_t w, size_t h,
+                                                     unsigned int elem) {
+  auto real = CUXFER_REAL(cuMemAllocPitch_v2);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return intercept<CUresult>(
+      HookId::h_cuMemAllocPitch_v2, describe::memory(EventKind::DeviceAlloc, 0, w * h, MemKind::Device),
+      __builtin_return_address(0), [&] { return real(p, pitch, w, h, elem); },
+      [&](CUresult r, cuxfer::trace::Event* e) {
+        if (r != CUDA_SUCCESS || !p || !pitch) return;
+        on_alloc<CUresult>(p, static_cast<uint64_t>(*pitch) * h, MemKind::Device)(r, e);
+      });
+}
+
+extern "C" CUXFER_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* p, size_t n, unsigned int flags) {
+  auto real = CUXFER_REAL(cuMemAllocManaged);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return intercept<CUresult>(HookId::h_cuMemAllocManaged,
+                             describe::memory(EventKind::ManagedAlloc, 0, n, MemKind::Managed),
+                             __builtin_return_address(0), [&] { return real(p, n, flags); },
+                             on_alloc<CUresult>(p, n, MemKind::Managed));
+}
+
+#define ALLOC_ASYNC(name)                                                                                   \
+  extern "C" CUXFER_EXPORT CUresult name(CUdeviceptr* p, size_t n, CUstream s) {                            \
+    auto real = CUXFER_REAL(name);                                                                          \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                           \
+    return intercept<CUresult>(HookId::h_##name, describe::memory(EventKind::DeviceAlloc, 0, n, MemKind::Device), \
+                               __builtin_return_address(0), [&] { return real(p, n, s); },                  \
+                               on_alloc<CUresult>(p, n, MemKind::Device));                                  \
+  }
+ALLOC_ASYNC(cuMemAllocAsync)
+ALLOC_ASYNC(cuMemAllocAsync_ptsz)
+
+#define ALLOC_FROM_POOL(name)                                                                               \
+  extern "C" CUXFER_EXPORT CUresult name(CUdeviceptr* p, size_t n, CUmemoryPool pool, CUstream s) {         \
+    auto real = CUXFER_REAL(name);                                                                          \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                           \
+    return intercept<CUresult>(HookId::h_##name, describe::memory(EventKind::DeviceAlloc, 0, n, MemKind::Device), \
+                               __builtin_return_address(0), [&] { return real(p, n, pool, s); },            \
+                               on_alloc<CUresult>(p, n, MemKind::Device));                                  \
+  }
+ALLOC_FROM_POOL(cuMemAllocFromPoolAsync)
+ALLOC_FROM_POOL(cuMemAllocFromPoolAsync_ptsz)
+
+CUXFER_DRIVER_HOOK(cuMemFree_v2, (CUdeviceptr p), (p), free_desc(EventKind::DeviceFree, p, MemKind::Device))
+CUXFER_DRIVER_HOOK(cuMemFreeAsync, (CUdeviceptr p, CUstream s), (p, s),
+                   free_desc(EventKind::DeviceFree, p, MemKind::Device))
+CUXFER_DRIVER_HOOK(cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstream s), (p, s),
+                   free_desc(EventKind::DeviceFree, p, MemKind::Device))
+
+extern "C" CUXFER_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t n,
+                                              const CUmemAllocationProp* prop, unsigned long long flags) {
+  auto real = CUXFER_REAL(cuMemCreate);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  bool host = prop && (prop->location.type == CU_MEM_LOCATION_TYPE_HOST ||
+                       prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+                       prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT);
+  MemKind kind = host ? MemKind::Pinned : MemKind::Device;
+  return intercept<CUresult>(
+      HookId::h_cuMemCreate, describe::memory(host ? EventKind::HostAlloc : EventKind::DeviceAlloc, 0, n, kind),
+      __builtin_return_address(0), [&] { return real(handle, n, prop, flags); },
+      [&](CUresult r, cuxfer::trace::Event*) {
+        if (r != CUDA_SUCCESS || !handle) return;
+        std::lock_guard<std::mutex> lock(vmm().mutex);
+        vmm().kinds[*handle] = kind;
+      });
+}
+
+extern "C" CUXFER_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+  auto real = CUXFER_REAL(cuMemRelease);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult r = real(handle);
+  if (r == CUDA_SUCCESS) {
+    std::lock_guard<std::mutex> lock(vmm().mutex);
+    vmm().kinds.erase(handle);
+  }
+  return r;
+}
+
+// Mapping and unmapping only move address ranges; the allocation event was cuMemCreate.
+extern "C" CUXFER_EXPORT CUresult cuMemMap(CUdeviceptr p, size_t n, size_t offset,
+                                           CUmemGenericAllocationHandle handle, unsigned long long flags) {
+  auto real = CUXFER_REAL(cuMemMap);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult r = real(p, n, offset, handle, flags);
+  if (r == CUDA_SUCCESS) {
+    MemKind kind = MemKind::Device;
+    {
+      std::lock_guard<std::mutex> lock(vmm().mutex);
+      auto it = vmm().kinds.find(handle);
+      if (it != vmm().kinds.end()) kind = it->second;
+    }
+    remember(p, n, kind);
+  }
+  return r;
+}
+
+extern "C" CUXFER_EXPORT CUresult cuMemUnmap(CUdeviceptr p, size_t n) {
+  auto real = CUXFER_REAL(cuMemUnmap);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  forget(p);
+  return real(p, n);
+}
+
+// Host memory
+extern "C" CUXFER_EXPORT CUresult cuMemHostAlloc(void** p, size_t n, unsigned int flags) {
+  auto real = CUXFER_REAL(cuMemHostAlloc);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return intercept<CUresult>(HookId::h_cuMemHostAlloc, describe::memory(EventKind::HostAlloc, 0, n, MemKind::Pinned),
+                             __builtin_return_address(0), [&] { return real(p, n, flags); },
+                             on_alloc<CUresult>(p, n, MemKind::Pinned));
+}
+
+extern "C" CUXFER_EXPORT CUresult cuMemAllocHost_v2(void** p, size_t n) {
+  auto real = CUXFER_REAL(cuMemAllocHost_v2);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return intercept<CUresult>(HookId::h_cuMemAllocHost_v2, describe::memory(EventKind::HostAlloc, 0, n, MemKind::Pinned),
+                             __builtin_return_address(0), [&] { return real(p, n); },
+                             on_alloc<CUresult>(p, n, MemKind::Pinned));
+}
+
+CUXFER_DRIVER_HOOK(cuMemFreeHost, (void* p), (p),
+                   free_desc(EventKind::HostFree, describe::ptr(p), MemKind::Pinned))
+
+extern "C" CUXFER_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t n, unsigned int flags) {
+  auto real = CUXFER_REAL(cuMemHostRegister_v2);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  uint64_t address = describe::ptr(p);
+  return intercept<CUresult>(
+      HookId::h_cuMemHostRegister_v2, describe::memory(EventKind::HostRegister, address, n, MemKind::Registered),
+      __builtin_return_address(0), [&] { return real(p, n, flags); },
+      [=](CUresult r, cuxfer::trace::Event*) {
+        if (r == CUDA_SUCCESS) remember(address, n, MemKind::Registered);
+      });
+}
+
+CUXFER_DRIVER_HOOK(cuMemHostUnregister, (void* p), (p),
+                   free_desc(EventKind::HostUnregister, describe::ptr(p), MemKind::Registered))

@@ -1,0 +1,30 @@
+// Declarative hook definitions, after compiler-rt's INTERCEPTOR: one line per
+// exported entry point, naming how to describe the call from its arguments.
+#pragma once
+
+#include "core/export.h"
+#include "interpose/call_scope.h"
+#include "interpose/cuda_headers.h"
+#include "interpose/symbol_table.h"
+
+// The real function behind hook `name`, with the hook's own type.
+#define CUXFER_REAL(name) reinterpret_cast<decltype(&::name)>(::cuxfer::shim::real_function(::cuxfer::shim::HookId::h_##name))
+
+// A driver hook whose whole job is: describe, then intercept.
+#define CUXFER_DRIVER_HOOK(name, params, args, describe)                                  \
+  extern "C" CUXFER_EXPORT CUresult name params {                                        \
+    auto real = CUXFER_REAL(name);                                                       \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                        \
+    return ::cuxfer::shim::intercept<CUresult>(::cuxfer::shim::HookId::h_##name, describe,   \
+                                               __builtin_return_address(0),              \
+                                               [&] { return real args; });               \
+  }
+
+#define CUXFER_RUNTIME_HOOK(name, params, args, describe)                                  \
+  extern "C" CUXFER_EXPORT cudaError_t name params {                                      \
+    auto real = CUXFER_REAL(name);                                                        \
+    if (!real) return cudaErrorInitializationError;                                       \
+    return ::cuxfer::shim::intercept<cudaError_t>(::cuxfer::shim::HookId::h_##name, describe, \
+                                                  __builtin_return_address(0),            \
+                                                  [&] { return real args; });             \
+  }

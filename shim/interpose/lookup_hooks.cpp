@@ -1,0 +1,108 @@
+// The two doors through which CUDA code finds driver functions without the PLT:
+// dlsym on the libcuda handle (JAX/XLA, CuPy, Triton) and cuGetProcAddress
+// (static and shared cudart, including cudart asking cuGetProcAddress for
+// itself). Both hand out our hook where the name is interposed and remember
+// the real function behind it.
+#include <dlfcn.h>
+#include <link.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "core/config.h"
+#include "core/export.h"
+#include "core/log.h"
+#include "interpose/cuda_headers.h"
+#include "interpose/symbol_table.h"
+
+namespace cuxfer::shim {
+namespace {
+
+// glibc resolves RTLD_NEXT relative to the object that called dlsym. Called
+// from here that would be libcuxfer, skipping everything between the real
+// caller and us, so the search is redone from the caller's object onwards.
+void* dlsym_next_after(const void* caller, const char* name) {
+  Dl_info info;
+  link_map* caller_map = nullptr;
+  if (!dladdr1(caller, &info, reinterpret_cast<void**>(&caller_map), RTLD_DL_LINKMAP) ||
+      !caller_map)
+    return real_dlsym(RTLD_NEXT, name);
+  for (link_map* m = caller_map->l_next; m; m = m->l_next) {
+    void* h = dlopen(m->l_name && m->l_name[0] ? m->l_name : nullptr, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h) continue;
+    void* p = real_dlsym(h, name);
+    dlclose(h);
+    if (!p) continue;
+    Dl_info pi;
+    link_map* owner = nullptr;
+    // dlsym on a handle also searches its dependencies; keep only a definition
+    // in this very object, as RTLD_NEXT would.
+    if (dladdr1(p, &pi, reinterpret_cast<void**>(&owner), RTLD_DL_LINKMAP) && owner == m)
+      return p;
+  }
+  return nullptr;
+}
+
+// cuGetProcAddress returned `fn` for `symbol`: if it is the driver's export of
+// one of our interposed variants, return our hook for that exact variant (so
+// the version and per-thread-stream choice the driver made is kept).
+void* substitute(const char* symbol, void* fn) {
+  for (size_t i = 0; i < kHookCount; ++i) {
+    auto id = static_cast<HookId>(i);
+    const HookEntry& e = hook_entry(id);
+    if (e.layer != Layer::Driver || std::strcmp(e.base, symbol) != 0) continue;
+    if (exported_by_libcuda(id) == fn) {
+      remember_real(id, fn);
+      return e.hook;
+    }
+  }
+  if (find_hook(symbol) || std::strcmp(symbol, "cuMemcpy") == 0) {
+    static std::atomic<bool> warned{false};
+    log::warn_once(warned, std::string("cuGetProcAddress(\"") + symbol +
+                               "\") returned a function cuxfer does not know; passing it through");
+  }
+  return fn;
+}
+
+void* maybe_substitute(const char* symbol, void* fn) {
+  if (!fn || !symbol || symbol[0] != 'c' || symbol[1] != 'u' || !config().enabled) return fn;
+  return substitute(symbol, fn);
+}
+
+}  // namespace
+}  // namespace cuxfer::shim
+
+using namespace cuxfer::shim;
+
+extern "C" CUXFER_EXPORT void* dlsym(void* handle, const char* name) {
+  void* fn = handle == RTLD_NEXT ? dlsym_next_after(__builtin_return_address(0), name)
+                                 : real_dlsym(handle, name);
+  // A cheap first filter before the exact-name lookup; this is not prefix hooking.
+  if (!fn || !name || name[0] != 'c' || name[1] != 'u' || !config().enabled) return fn;
+  const HookEntry* e = find_hook(name);
+  if (!e) return fn;
+  if (is_own_hook(fn)) return fn;  // resolved to our export (RTLD_DEFAULT); real found lazily
+  remember_real(id_of(*e), fn);
+  return e->hook;
+}
+
+extern "C" CUXFER_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn,
+                                                      int cudaVersion, cuuint64_t flags,
+                                                      CUdriverProcAddressQueryResult* status) {
+  using Fn = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+  auto real = reinterpret_cast<Fn>(real_function(HookId::h_cuGetProcAddress_v2));
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult r = real(symbol, pfn, cudaVersion, flags, status);
+  if (r == CUDA_SUCCESS && pfn) *pfn = maybe_substitute(symbol, *pfn);
+  return r;
+}
+
+extern "C" CUXFER_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion,
+                                                   cuuint64_t flags) {
+  using Fn = CUresult (*)(const char*, void**, int, cuuint64_t);
+  auto real = reinterpret_cast<Fn>(real_function(HookId::h_cuGetProcAddress));
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult r = real(symbol, pfn, cudaVersion, flags);
+  if (r == CUDA_SUCCESS && pfn) *pfn = maybe_substitute(symbol, *pfn);
+  return r;
+}

@@ -1,0 +1,64 @@
+// The table of interposed symbols: for each, our hook and the real function it
+// forwards to. Real functions are resolved once (at first use, or as soon as
+// the app looks them up through dlsym/cuGetProcAddress) and then read with a
+// single relaxed load on every call: no dlsym on a hot path.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace cuxfer::shim {
+
+enum class HookId : uint16_t {
+// Prefixed: CUDA headers #define some of these names to their versioned forms.
+#define CUXFER_DRIVER(n) h_##n,
+#define CUXFER_RUNTIME(n) h_##n,
+#include "interpose/hook_list.def"
+#undef CUXFER_DRIVER
+#undef CUXFER_RUNTIME
+  kCount
+};
+inline constexpr size_t kHookCount = static_cast<size_t>(HookId::kCount);
+
+enum class Layer : uint8_t { Driver, Runtime };
+
+struct HookEntry {
+  const char* name;  // exported symbol name, e.g. "cuMemcpyHtoD_v2_ptds"
+  const char* base;  // name cuGetProcAddress is asked for, e.g. "cuMemcpyHtoD"
+  Layer layer;
+  void* hook;        // our definition
+};
+
+const HookEntry& hook_entry(HookId id);
+// Exact-name lookup; null if the name is not interposed.
+const HookEntry* find_hook(const char* name);
+inline HookId id_of(const HookEntry& e) { return static_cast<HookId>(&e - &hook_entry(HookId{0})); }
+bool is_own_hook(const void* fn);
+
+// glibc's dlsym, bypassing our own interposed dlsym.
+void* real_dlsym(void* handle, const char* name);
+// The process's libcuda, if loaded (never loads it).
+void* libcuda_handle();
+
+namespace detail {
+extern std::atomic<void*> g_real[kHookCount];
+void* resolve_real(HookId id);
+}  // namespace detail
+
+// The real function behind a hook, or null if it cannot be found (the hook
+// then returns the API's "not initialised/not supported" error, as a missing
+// driver would).
+inline void* real_function(HookId id) {
+  void* p = detail::g_real[static_cast<size_t>(id)].load(std::memory_order_acquire);
+  return p ? p : detail::resolve_real(id);
+}
+
+// Records `fn` as the real function of `id` unless one is known already or
+// `fn` is our own hook (which would make the hook call itself).
+void remember_real(HookId id, void* fn);
+
+// What libcuda exports under this hook's exact name (cached); used to tell
+// which variant cuGetProcAddress handed out.
+void* exported_by_libcuda(HookId id);
+
+}  // namespace cuxfer::shim

@@ -1,0 +1,81 @@
+#include "memory/pointer_classifier.h"
+
+#include <cuda.h>
+
+#include <atomic>
+
+#include "interpose/symbol_table.h"
+
+namespace cuxfer::shim {
+namespace {
+
+using PointerGetAttributesFn = CUresult (*)(unsigned int, CUpointer_attribute*, void**, CUdeviceptr);
+
+PointerGetAttributesFn pointer_get_attributes() {
+  static std::atomic<void*> fn{nullptr};
+  void* p = fn.load(std::memory_order_acquire);
+  if (!p) {
+    void* h = libcuda_handle();
+    p = h ? real_dlsym(h, "cuPointerGetAttributes") : nullptr;
+    if (p) fn.store(p, std::memory_order_release);
+  }
+  return reinterpret_cast<PointerGetAttributesFn>(p);
+}
+
+PointerInfo ask_driver(uint64_t ptr) {
+  PointerInfo info;
+  info.from_driver = true;
+  info.kind = trace::MemKind::Pageable;
+  auto fn = pointer_get_attributes();
+  if (!fn) return info;
+  unsigned int memory_type = 0;
+  unsigned int is_managed = 0;
+  int ordinal = -1;
+  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                 CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+  void* values[] = {&memory_type, &is_managed, &ordinal};
+  if (fn(3, attrs, values, static_cast<CUdeviceptr>(ptr)) != CUDA_SUCCESS) return info;
+  if (is_managed) info.kind = trace::MemKind::Managed;
+  else if (memory_type == CU_MEMORYTYPE_DEVICE) info.kind = trace::MemKind::Device;
+  else if (memory_type == CU_MEMORYTYPE_HOST) info.kind = trace::MemKind::Pinned;  // or registered: the driver does not say
+  else if (memory_type == CU_MEMORYTYPE_ARRAY) info.kind = trace::MemKind::Array;
+  info.device = static_cast<int8_t>(ordinal);
+  return info;
+}
+
+// A few pages per thread: copy loops hit the same buffers again and again.
+struct CacheEntry {
+  uint64_t page = ~0ull;
+  uint64_t generation = ~0ull;
+  PointerInfo info;
+};
+constexpr unsigned kCacheEntries = 16;
+thread_local CacheEntry t_cache[kCacheEntries] __attribute__((tls_model("initial-exec")));
+
+}  // namespace
+
+AllocationTable& allocation_table() {
+  static AllocationTable* table = new AllocationTable;  // never destroyed: used until the last hook
+  return *table;
+}
+
+PointerInfo classify_pointer(uint64_t ptr) {
+  if (ptr == 0) return {};
+  AllocationTable& table = allocation_table();
+  uint64_t generation = table.generation();
+  if (auto a = table.find(ptr)) return PointerInfo{a->kind, a->device, false};
+  uint64_t page = ptr >> 12;
+  CacheEntry& e = t_cache[(page * 0x9E3779B97F4A7C15ull) >> 60];
+  if (e.page == page && e.generation == generation) return e.info;
+  PointerInfo info = ask_driver(ptr);
+  e.page = page;
+  e.generation = generation;
+  e.info = info;
+  return info;
+}
+
+void reset_pointer_cache() {
+  for (auto& e : t_cache) e = CacheEntry{};
+}
+
+}  // namespace cuxfer::shim

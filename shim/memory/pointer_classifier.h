@@ -1,0 +1,28 @@
+// Answers "what kind of memory is this pointer?" for the copy hooks: the
+// shim's own allocation table first, then the driver's cuPointerGetAttributes
+// for memory allocated where the shim could not see it. Driver answers are
+// cached per thread and expire whenever the allocation table changes.
+#pragma once
+
+#include <cstdint>
+
+#include "memory/allocation_table.h"
+#include "trace/event.h"
+
+namespace cuxfer::shim {
+
+struct PointerInfo {
+  trace::MemKind kind = trace::MemKind::Unknown;
+  int8_t device = -1;
+  bool from_driver = false;  // the driver, not the allocation table, answered
+};
+
+AllocationTable& allocation_table();
+
+// Never returns Unknown for a non-null pointer: memory CUDA does not know is Pageable.
+PointerInfo classify_pointer(uint64_t ptr);
+
+// Forget cached driver answers in this thread (tests, fork).
+void reset_pointer_cache();
+
+}  // namespace cuxfer::shim

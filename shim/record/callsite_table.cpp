@@ -1,0 +1,106 @@
+#include "record/callsite_table.h"
+
+#include <execinfo.h>
+#include <link.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace cuxfer::shim {
+namespace {
+
+uint64_t g_own_low = 0, g_own_high = 0;
+
+uint64_t hash_frames(const uint64_t* f, uint32_t n) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+  for (uint32_t i = 0; i < n; ++i) {
+    h ^= f[i];
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+  }
+  return h;
+}
+
+}  // namespace
+
+CallSiteTable::CallSiteTable()
+    : entries_(static_cast<Entry*>(std::calloc(kCapacity, sizeof(Entry)))) {}
+
+uint32_t CallSiteTable::intern(const uint64_t* frames, uint32_t depth) {
+  if (!entries_ || depth == 0) return 0;
+  if (depth > kMaxDepth) depth = kMaxDepth;
+  uint64_t h = hash_frames(frames, depth);
+  for (uint32_t probe = 0; probe < 64; ++probe) {
+    uint32_t i = static_cast<uint32_t>((h + probe) % kCapacity);
+    Entry& e = entries_[i];
+    uint32_t s = e.state.load(std::memory_order_acquire);
+    if (s == 0) {
+      uint32_t expected = 0;
+      if (e.state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+        e.depth = depth;
+        e.hash = h;
+        std::memcpy(e.frames, frames, depth * sizeof(uint64_t));
+        e.state.store(2, std::memory_order_release);
+        return i + 1;
+      }
+      s = expected;
+    }
+    while (s == 1) s = e.state.load(std::memory_order_acquire);  // another thread is filling it
+    if (e.hash == h && e.depth == depth &&
+        std::memcmp(e.frames, frames, depth * sizeof(uint64_t)) == 0)
+      return i + 1;
+  }
+  dropped_.fetch_add(1, std::memory_order_relaxed);
+  return 0;
+}
+
+void CallSiteTable::collect_new(std::vector<trace::CallSite>& out) {
+  if (!entries_) return;
+  for (uint32_t i = 0; i < kCapacity; ++i) {
+    Entry& e = entries_[i];
+    if (e.written || e.state.load(std::memory_order_acquire) != 2) continue;
+    out.push_back(trace::CallSite{i + 1, std::vector<uint64_t>(e.frames, e.frames + e.depth)});
+    e.written = true;
+  }
+}
+
+void CallSiteTable::mark_all_unwritten() {
+  if (!entries_) return;
+  for (uint32_t i = 0; i < kCapacity; ++i) entries_[i].written = false;
+}
+
+void init_own_text_range() {
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void*) -> int {
+        auto self = reinterpret_cast<uint64_t>(&init_own_text_range);
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+          uint64_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+          if (self >= lo && self < hi) {
+            g_own_low = lo;
+            g_own_high = hi;
+            return 1;
+          }
+        }
+        return 0;
+      },
+      nullptr);
+}
+
+uint32_t capture_stack(uint64_t* frames, uint32_t max_depth, void* fallback) {
+  uint32_t n = 0;
+  if (max_depth > 0) {
+    void* raw[CallSiteTable::kMaxDepth + 8];
+    int got = backtrace(raw, static_cast<int>(max_depth + 8));
+    for (int i = 0; i < got && n < max_depth; ++i) {
+      auto a = reinterpret_cast<uint64_t>(raw[i]);
+      if (a >= g_own_low && a < g_own_high) continue;  // our own hook frames
+      frames[n++] = a;
+    }
+  }
+  if (n == 0 && fallback) frames[n++] = reinterpret_cast<uint64_t>(fallback);
+  return n;
+}
+
+}  // namespace cuxfer::shim

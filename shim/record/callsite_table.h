@@ -1,0 +1,48 @@
+// Deduplicates call stacks into small integer ids. Lock-free: an app thread
+// that meets a new stack claims an empty slot with one CAS; a known stack is
+// a hash probe and a compare. The writer thread emits each new stack once.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "trace/records.h"
+
+namespace cuxfer::shim {
+
+class CallSiteTable {
+ public:
+  static constexpr uint32_t kCapacity = 8192;
+  static constexpr uint32_t kMaxDepth = 32;
+
+  CallSiteTable();
+  // Id (>= 1) of this stack, or 0 when the table is full (counted as dropped).
+  uint32_t intern(const uint64_t* frames, uint32_t depth);
+  // Writer thread: stacks not yet emitted.
+  void collect_new(std::vector<trace::CallSite>& out);
+  // Fork child: its new trace file needs every stack again.
+  void mark_all_unwritten();
+  uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Entry {
+    std::atomic<uint32_t> state;  // 0 empty, 1 being filled, 2 ready
+    uint32_t depth;
+    uint64_t hash;
+    bool written;  // writer thread only
+    uint64_t frames[kMaxDepth];
+  };
+  Entry* entries_;  // zeroed pages, touched only when used
+  std::atomic<uint64_t> dropped_{0};
+};
+
+// Fills `frames` with the caller's return addresses (innermost first), leaving
+// out the shim's own frames; `fallback` is used when depth is 0 or unwinding
+// finds nothing. Returns the number of frames.
+uint32_t capture_stack(uint64_t* frames, uint32_t max_depth, void* fallback);
+
+// The address range of libcuxfer itself, so captured stacks skip our frames.
+void init_own_text_range();
+
+}  // namespace cuxfer::shim

@@ -1,0 +1,255 @@
+#include "record/cupti_collector.h"
+
+#include <cupti.h>
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <unordered_map>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "interpose/symbol_table.h"
+
+namespace cuxfer::shim {
+namespace {
+
+// The libcupti entry points we use, resolved with dlsym from the handle.
+struct CuptiApi {
+  decltype(&cuptiActivityEnable) activity_enable = nullptr;
+  decltype(&cuptiActivityDisable) activity_disable = nullptr;
+  decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
+  decltype(&cuptiActivityFlushAll) flush_all = nullptr;
+  decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
+  decltype(&cuptiActivityPushExternalCorrelationId) push_external = nullptr;
+  decltype(&cuptiActivityPopExternalCorrelationId) pop_external = nullptr;
+  decltype(&cuptiActivityRegisterTimestampCallback) register_timestamp = nullptr;
+  decltype(&cuptiSubscribe_v2) subscribe_v2 = nullptr;
+  decltype(&cuptiSubscribe) subscribe = nullptr;
+  decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
+  decltype(&cuptiGetResultString) result_string = nullptr;
+};
+CuptiApi g_api;
+
+constexpr size_t kBufferBytes = 4u << 20;
+
+std::string result_text(CUptiResult r) {
+  const char* s = nullptr;
+  if (g_api.result_string) g_api.result_string(r, &s);
+  return s ? s : ("CUPTI error " + std::to_string(static_cast<int>(r)));
+}
+
+trace::MemKind map_kind(uint8_t k) {
+  switch (k) {
+    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return trace::MemKind::Pageable;
+    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return trace::MemKind::Pinned;
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE:
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return trace::MemKind::Device;
+    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return trace::MemKind::Array;
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED:
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return trace::MemKind::Managed;
+    default: return trace::MemKind::Unknown;
+  }
+}
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+  *size = *buffer ? kBufferBytes : 0;
+  *max_records = 0;
+}
+
+void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  if (buffer && valid) CuptiCollector::instance().consume_buffer(buffer, valid);
+  std::free(buffer);
+}
+
+uint64_t CUPTIAPI timestamp_now() { return now_ns(); }
+
+void CUPTIAPI ignore_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+
+template <typename F>
+bool load(void* lib, const char* name, F& out) {
+  out = reinterpret_cast<F>(real_dlsym(lib, name));
+  return out != nullptr;
+}
+
+// Who loaded CUPTI is tried in order; the first that opens wins.
+void* open_libcupti(const std::string& override_path, std::string& tried) {
+  std::vector<std::string> candidates;
+  if (!override_path.empty()) candidates.push_back(override_path);
+  for (const char* c : {"libcupti.so.13", "libcupti.so", "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
+                        "/usr/local/cuda/lib64/libcupti.so.13", "/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.13"})
+    candidates.emplace_back(c);
+  for (const auto& c : candidates) {
+    void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (h) return h;
+    if (!tried.empty()) tried += ", ";
+    tried += c;
+    if (!override_path.empty()) break;  // an explicit path that fails is not silently replaced
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+CuptiCollector& CuptiCollector::instance() {
+  static CuptiCollector* c = new CuptiCollector;  // outlives every static destructor
+  return *c;
+}
+
+bool CuptiCollector::start(const std::string& library_override, std::string& reason) {
+  std::string tried;
+  void* lib = open_libcupti(library_override, tried);
+  if (!lib) {
+    reason = "libcupti not found (tried " + tried + "); set CUXFER_CUPTI_LIB";
+    return false;
+  }
+  bool ok = load(lib, "cuptiActivityEnable", g_api.activity_enable) &&
+            load(lib, "cuptiActivityDisable", g_api.activity_disable) &&
+            load(lib, "cuptiActivityRegisterCallbacks", g_api.register_callbacks) &&
+            load(lib, "cuptiActivityFlushAll", g_api.flush_all) &&
+            load(lib, "cuptiActivityGetNextRecord", g_api.next_record) &&
+            load(lib, "cuptiActivityPushExternalCorrelationId", g_api.push_external) &&
+            load(lib, "cuptiActivityPopExternalCorrelationId", g_api.pop_external) &&
+            load(lib, "cuptiSubscribe", g_api.subscribe) &&
+            load(lib, "cuptiUnsubscribe", g_api.unsubscribe);
+  load(lib, "cuptiGetResultString", g_api.result_string);
+  load(lib, "cuptiSubscribe_v2", g_api.subscribe_v2);
+  load(lib, "cuptiActivityRegisterTimestampCallback", g_api.register_timestamp);
+  if (!ok) {
+    reason = "libcupti lacks the activity API cuxfer needs (too old?)";
+    return false;
+  }
+
+  // CUPTI allows one subscriber per process. Probe for another one (an app's
+  // own profiler, nsys, ncu) and step aside if present: the app's profiler
+  // must keep working. The probe subscription is released at once so that a
+  // profiler the app starts later can still subscribe.
+  CUpti_SubscriberHandle probe = nullptr;
+  CUptiResult r;
+  char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = {0};
+  if (g_api.subscribe_v2) {
+    CUpti_SubscriberParams params{};
+    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    params.subscriberName = "cuxfer";
+    params.oldSubscriberName = holder;
+    params.oldSubscriberSize = sizeof holder;
+    r = g_api.subscribe_v2(&probe, ignore_callback, nullptr, &params);
+  } else {
+    r = g_api.subscribe(&probe, ignore_callback, nullptr);
+  }
+  if (r != CUPTI_SUCCESS) {
+    reason = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+                 ? std::string("another CUPTI subscriber holds CUPTI") +
+                       (holder[0] ? std::string(" (") + holder + ")" : std::string())
+                 : "cuptiSubscribe failed: " + result_text(r);
+    return false;
+  }
+  g_api.unsubscribe(probe);
+
+  if (g_api.register_timestamp) g_api.register_timestamp(timestamp_now);
+  r = g_api.register_callbacks(buffer_requested, buffer_completed);
+  if (r != CUPTI_SUCCESS) {
+    reason = "cuptiActivityRegisterCallbacks failed: " + result_text(r);
+    return false;
+  }
+  for (auto kind : {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_MEMCPY,
+                    CUPTI_ACTIVITY_KIND_MEMSET}) {
+    r = g_api.activity_enable(kind);
+    if (r != CUPTI_SUCCESS) {
+      reason = "cuptiActivityEnable failed: " + result_text(r);
+      return false;
+    }
+  }
+  if (!g_api.register_timestamp) {
+    reason = "libcupti has no timestamp callback; GPU times may be offset";
+  }
+  active_.store(true, std::memory_order_release);
+  return true;
+}
+
+void CuptiCollector::push_correlation(uint32_t id) {
+  g_api.push_external(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
+}
+
+void CuptiCollector::pop_correlation() {
+  uint64_t ignored = 0;
+  g_api.pop_external(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &ignored);
+}
+
+void CuptiCollector::flush(bool forced) {
+  if (active()) g_api.flush_all(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+}
+
+void CuptiCollector::consume_buffer(uint8_t* buffer, size_t valid) {
+  std::vector<trace::GpuRecord> got;
+  std::unordered_map<uint32_t, uint32_t> links;  // CUPTI correlation -> our correlation
+  CUpti_Activity* rec = nullptr;
+  while (g_api.next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    trace::GpuRecord g{};
+    switch (rec->kind) {
+      case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+        auto* x = reinterpret_cast<CUpti_ActivityExternalCorrelation*>(rec);
+        if (x->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
+          links[x->correlationId] = static_cast<uint32_t>(x->externalId);
+        continue;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(rec);
+        g.kind = static_cast<uint8_t>(trace::GpuRecordKind::Memcpy);
+        g.start_ns = m->start;
+        g.end_ns = m->end;
+        g.bytes = m->bytes;
+        g.cupti_correlation_id = m->correlationId;
+        g.stream_id = m->streamId;
+        g.device = m->deviceId;
+        g.cupti_copy_kind = m->copyKind;
+        g.src_kind = static_cast<uint8_t>(map_kind(m->srcKind));
+        g.dst_kind = static_cast<uint8_t>(map_kind(m->dstKind));
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMSET: {
+        auto* m = reinterpret_cast<CUpti_ActivityMemset4*>(rec);
+        g.kind = static_cast<uint8_t>(trace::GpuRecordKind::Memset);
+        g.start_ns = m->start;
+        g.end_ns = m->end;
+        g.bytes = m->bytes;
+        g.cupti_correlation_id = m->correlationId;
+        g.stream_id = m->streamId;
+        g.device = m->deviceId;
+        g.dst_kind = static_cast<uint8_t>(map_kind(static_cast<uint8_t>(m->memoryKind)));
+        break;
+      }
+      default:
+        continue;
+    }
+    got.push_back(g);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [cupti_id, ext] : links) unmatched_.emplace_back(cupti_id, ext);
+  for (auto& g : got) pending_.push_back(g);
+}
+
+void CuptiCollector::take(std::vector<trace::GpuRecord>& out, uint64_t& dropped) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Correlation records and activity records can arrive in different buffers;
+  // join them here, where both sides have been seen.
+  std::unordered_map<uint32_t, uint32_t> links(unmatched_.begin(), unmatched_.end());
+  for (auto& g : pending_) {
+    auto it = links.find(g.cupti_correlation_id);
+    if (it != links.end()) g.correlation_id = it->second;
+    out.push_back(g);
+  }
+  pending_.clear();
+  // Keep recent links: a late activity record may still need them.
+  if (unmatched_.size() > 65536) unmatched_.erase(unmatched_.begin(), unmatched_.end() - 16384);
+  dropped += dropped_;
+  dropped_ = 0;
+}
+
+void CuptiCollector::stop() {
+  if (!active()) return;
+  g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  active_.store(false, std::memory_order_release);
+}
+
+}  // namespace cuxfer::shim

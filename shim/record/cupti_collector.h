@@ -1,0 +1,49 @@
+// GPU-side timing from CUPTI activity records. libcupti is loaded at run time
+// (never linked), so a machine without it, an app whose profiler already holds
+// CUPTI, or the simulated CUDA all degrade to CPU timing with a stated reason.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "trace/event.h"
+
+namespace cuxfer::shim {
+
+class CuptiCollector {
+ public:
+  // Loads libcupti and enables memcpy/memset/external-correlation records.
+  // On failure returns false and says why in `reason` (one line).
+  bool start(const std::string& library_override, std::string& reason);
+  bool active() const { return active_.load(std::memory_order_acquire); }
+
+  // Tag the driver work of the current call with our correlation id.
+  void push_correlation(uint32_t id);
+  void pop_correlation();
+
+  // Ask CUPTI to hand over completed buffers (forced: also the partial ones).
+  void flush(bool forced);
+  // Writer thread: move out what has arrived.
+  void take(std::vector<trace::GpuRecord>& out, uint64_t& dropped);
+  // Final flush and disable (at exit).
+  void stop();
+  // Fork child: CUPTI state does not survive fork; stop using it.
+  void abandon_after_fork() { active_.store(false, std::memory_order_release); }
+
+  static CuptiCollector& instance();
+
+  // Called from CUPTI's buffer callback (internal).
+  void consume_buffer(uint8_t* buffer, size_t valid_bytes);
+
+ private:
+  std::atomic<bool> active_{false};
+  std::mutex mutex_;
+  std::vector<trace::GpuRecord> pending_;
+  std::vector<std::pair<uint32_t, uint32_t>> unmatched_;  // (cupti corr, ext id) seen early
+  uint64_t dropped_ = 0;
+};
+
+}  // namespace cuxfer::shim

@@ -1,0 +1,45 @@
+#include "record/event_ring.h"
+
+#include <cstdlib>
+
+namespace cuxfer::shim {
+
+EventRing::EventRing(uint32_t capacity_pow2)
+    : capacity_(capacity_pow2),
+      mask_(capacity_pow2 - 1),
+      // Untouched pages cost no resident memory until events fill them.
+      slots_(static_cast<trace::Event*>(std::malloc(sizeof(trace::Event) * capacity_pow2))) {}
+
+EventRing::~EventRing() { std::free(slots_); }
+
+size_t EventRing::drain(std::vector<trace::Event>& out) {
+  uint64_t tail = tail_.load(std::memory_order_relaxed);
+  uint64_t head = head_.load(std::memory_order_acquire);
+  for (uint64_t i = tail; i < head; ++i) out.push_back(slots_[i & mask_]);
+  tail_.store(head, std::memory_order_release);
+  return static_cast<size_t>(head - tail);
+}
+
+void EventRing::reset() {
+  head_.store(0, std::memory_order_relaxed);
+  tail_.store(0, std::memory_order_relaxed);
+  tail_cache_ = 0;
+  dropped_.store(0, std::memory_order_relaxed);
+}
+
+EventRing* RingRegistry::acquire() {
+  for (EventRing* r = head_.load(std::memory_order_acquire); r; r = r->next) {
+    int expected = EventRing::kFree;
+    if (r->state.compare_exchange_strong(expected, EventRing::kOwned, std::memory_order_acq_rel))
+      return r;
+  }
+  auto* r = new EventRing(capacity_);
+  if (!r) return nullptr;
+  r->next = head_.load(std::memory_order_relaxed);
+  while (!head_.compare_exchange_weak(r->next, r, std::memory_order_release,
+                                      std::memory_order_relaxed)) {
+  }
+  return r;
+}
+
+}  // namespace cuxfer::shim

@@ -1,0 +1,78 @@
+// Per-thread event buffers. Each app thread owns one single-producer/
+// single-consumer ring; the writer thread drains them all. Pushing is two
+// relaxed loads, a copy and a release store: no lock, no allocation, no
+// system call. A full ring drops the event and counts it, so a stalled writer
+// can never block or slow the app, and memory stays bounded.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "trace/event.h"
+
+namespace cuxfer::shim {
+
+class EventRing {
+ public:
+  enum State : int { kFree = 0, kOwned = 1, kOrphaned = 2 };
+
+  explicit EventRing(uint32_t capacity_pow2);
+  ~EventRing();
+  EventRing(const EventRing&) = delete;
+  EventRing& operator=(const EventRing&) = delete;
+
+  // Producer side (owning thread only).
+  bool push(const trace::Event& e) {
+    uint64_t head = head_.load(std::memory_order_relaxed);
+    if (head - tail_cache_ >= capacity_) {
+      tail_cache_ = tail_.load(std::memory_order_acquire);
+      if (head - tail_cache_ >= capacity_) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+        return false;
+      }
+    }
+    slots_[head & mask_] = e;
+    head_.store(head + 1, std::memory_order_release);
+    return true;
+  }
+
+  // Consumer side (writer thread only). Appends what is there, returns count.
+  size_t drain(std::vector<trace::Event>& out);
+  uint64_t take_dropped() { return dropped_.exchange(0, std::memory_order_relaxed); }
+  bool empty() const {
+    return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_relaxed);
+  }
+  // Forget everything (fork child: the parent's events are the parent's to write).
+  void reset();
+
+  std::atomic<int> state{kOwned};
+  EventRing* next = nullptr;  // registry list, immutable once published
+
+ private:
+  const uint64_t capacity_;
+  const uint64_t mask_;
+  trace::Event* slots_;
+  alignas(64) std::atomic<uint64_t> head_{0};
+  uint64_t tail_cache_ = 0;  // producer's view of tail
+  alignas(64) std::atomic<uint64_t> tail_{0};
+  std::atomic<uint64_t> dropped_{0};
+};
+
+// The set of all rings. Rings are reused by new threads once drained after
+// their thread exited, so memory is bounded by the peak number of threads.
+class RingRegistry {
+ public:
+  explicit RingRegistry(uint32_t capacity) : capacity_(capacity) {}
+  EventRing* acquire();  // for the calling thread (allocates only when none is free)
+  template <typename F>
+  void for_each(F&& f) {
+    for (EventRing* r = head_.load(std::memory_order_acquire); r; r = r->next) f(*r);
+  }
+
+ private:
+  uint32_t capacity_;
+  std::atomic<EventRing*> head_{nullptr};
+};
+
+}  // namespace cuxfer::shim

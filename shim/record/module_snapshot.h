@@ -1,0 +1,28 @@
+// The loaded objects of the process (path, address range, build id), so the
+// analyzer can symbolize return addresses offline. Cheap to poll: glibc
+// counts loads and unloads, and the list is re-read only when they change.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "trace/records.h"
+
+namespace cuxfer::shim {
+
+class ModuleTracker {
+ public:
+  // Modules loaded since the last call (all of them the first time).
+  std::vector<trace::ModuleInfo> poll();
+  void forget_written() { written_.clear(); last_adds_ = ~0ull; }
+
+ private:
+  uint64_t last_adds_ = ~0ull;
+  uint64_t last_subs_ = ~0ull;
+  std::set<std::pair<std::string, uint64_t>> written_;
+};
+
+}  // namespace cuxfer::shim

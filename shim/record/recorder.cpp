@@ -1,0 +1,364 @@
+#include "record/recorder.h"
+
+#include <execinfo.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "interpose/symbol_table.h"
+#include "memory/pointer_classifier.h"
+#include "record/cupti_collector.h"
+#include "trace/format.h"
+
+#ifndef CUXFER_VERSION
+#define CUXFER_VERSION "0.0.0"
+#endif
+
+namespace cuxfer::shim {
+namespace {
+
+thread_local ThreadState t_state __attribute__((tls_model("initial-exec")));
+
+// Hands the ring back when its thread exits; the writer drains and recycles it.
+struct RingReleaser {
+  EventRing* ring = nullptr;
+  ~RingReleaser() {
+    if (ring) ring->state.store(EventRing::kOrphaned, std::memory_order_release);
+  }
+};
+thread_local RingReleaser t_releaser;
+
+constexpr size_t kEventsPerBlock = 65536;
+constexpr uint64_t kStatusPeriodNs = 1000000000ull;
+
+std::string basename_of(const std::string& p) {
+  auto slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+std::string read_link(const char* path) {
+  char buf[PATH_MAX];
+  ssize_t n = readlink(path, buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+std::vector<std::string> read_cmdline() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> argv;
+  std::string arg;
+  while (std::getline(in, arg, '\0')) argv.push_back(arg);
+  return argv;
+}
+
+// A name safe to put in a file name.
+std::string sanitize(std::string s) {
+  for (char& c : s)
+    if (!(isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) c = '_';
+  return s.empty() ? std::string("app") : s;
+}
+
+void append_manifest(const std::string& manifest, const std::string& trace_path) {
+  if (manifest.empty()) return;
+  int fd = ::open(manifest.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return;
+  std::string line = std::to_string(getpid()) + " " + trace_path + "\n";
+  // One short O_APPEND write: lines of concurrent processes never interleave.
+  ssize_t ignored = ::write(fd, line.data(), line.size());
+  (void)ignored;
+  ::close(fd);
+}
+
+void on_exit_handler() { Recorder::instance().shutdown(); }
+void on_fork_prepare() { Recorder::instance().prepare_fork(); }
+void on_fork_parent() { Recorder::instance().after_fork_parent(); }
+void on_fork_child() { Recorder::instance().after_fork_child(); }
+
+}  // namespace
+
+ThreadState& thread_state() {
+  ThreadState& t = t_state;
+  if (t.tid == 0) t.tid = static_cast<uint32_t>(gettid());
+  return t;
+}
+
+Recorder& Recorder::instance() {
+  static Recorder* r = new Recorder;  // never destroyed: hooks may run during static destruction
+  return *r;
+}
+
+Recorder::Recorder() : rings_(config().buffer_events) {
+  pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
+}
+
+bool Recorder::cupti_active() const { return CuptiCollector::instance().active(); }
+
+bool Recorder::attach_ring(ThreadState& ts) {
+  ts.ring = rings_.acquire();
+  t_releaser.ring = ts.ring;
+  return ts.ring != nullptr;
+}
+
+void Recorder::note(const std::string& msg) {
+  log::warn(msg);
+  std::lock_guard<std::mutex> lock(session_mutex_);
+  notes_.push_back(msg);
+}
+
+bool Recorder::start_slow() {
+  int expected = kIdle;
+  // Another thread is starting the session: let this call through unrecorded
+  // rather than wait (the starter may be waiting on a CUPTI thread that is in
+  // a hook right now).
+  if (!state_.compare_exchange_strong(expected, kStarting, std::memory_order_acq_rel))
+    return expected == kRecording;
+  InternalScope internal;
+  const Config& c = config();
+  for (const auto& p : c.problems) log::warn(p);
+  if (!c.enabled) {
+    state_.store(kOff, std::memory_order_release);
+    return false;
+  }
+  stack_depth_ = c.stack_depth;
+  init_own_text_range();
+  void* prime[2];
+  backtrace(prime, 2);  // loads the unwinder now, not inside a later hook
+  void* cuda = libcuda_handle();
+  simulated_ = cuda && real_dlsym(cuda, "simcuda_is_simulated") != nullptr;
+  {
+    std::lock_guard<std::mutex> lock(session_mutex_);
+    for (const auto& p : c.problems) notes_.push_back(p);
+    if (!open_trace()) {
+      state_.store(kOff, std::memory_order_release);
+      return false;
+    }
+  }
+  auto& collector = CuptiCollector::instance();
+  std::string reason;
+  if (simulated_) {
+    reason = "simulated CUDA (tests/simcuda): there is no GPU and no CUPTI";
+  } else if (cupti_forbidden_) {
+    reason = "forked from a process that used CUPTI; CUPTI state does not survive fork";
+  } else if (c.cupti == CuptiMode::Off) {
+    reason = "disabled by CUXFER_CUPTI=off";
+  } else if (collector.start(c.cupti_library, reason)) {
+    reason.empty() ? void() : log::info(reason);
+  }
+  {
+    std::lock_guard<std::mutex> lock(session_mutex_);
+    cupti_state_ = collector.active() ? 1 : 2;
+    cupti_reason_ = reason;
+    if (!collector.active()) {
+      notes_.push_back("CUPTI unavailable: " + reason + "; GPU times are not recorded");
+      if (!simulated_) log::info("CUPTI unavailable: " + reason + "; CPU timing only");
+    }
+  }
+  static bool exit_registered = false;
+  if (!exit_registered) {
+    exit_registered = true;
+    std::atexit(on_exit_handler);
+  }
+  stop_ = false;
+  writer_thread_ = new std::thread([this] { writer_loop(); });
+  state_.store(kRecording, std::memory_order_release);
+  return true;
+}
+
+bool Recorder::open_trace() {
+  const Config& c = config();
+  std::string exe = read_link("/proc/self/exe");
+  std::string name = sanitize(c.trace_name.empty() ? basename_of(exe) : c.trace_name);
+  std::string base = c.output_dir + "/cuxfer-" + name + "-" + std::to_string(getpid());
+  std::string error;
+  for (int attempt = 0; attempt < 100 && !writer_; ++attempt) {
+    trace_path_ = base + (attempt ? "-" + std::to_string(attempt) : std::string()) + ".trace";
+    writer_ = trace::TraceWriter::create(trace_path_, 0600, &error);
+    if (!writer_ && errno != EEXIST) break;
+  }
+  if (!writer_) {
+    log::error(error + "; this process is not recorded (set CUXFER_OUTPUT_DIR)");
+    return false;
+  }
+  trace::ProcessInfo p;
+  p.pid = static_cast<uint32_t>(getpid());
+  p.ppid = static_cast<uint32_t>(getppid());
+  p.start_realtime_ns = realtime_ns();
+  p.start_monotonic_ns = now_ns();
+  p.exe = exe;
+  p.argv = read_cmdline();
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  p.hostname = host;
+  p.trace_name = name;
+  p.cuxfer_version = CUXFER_VERSION;
+  p.stack_depth = stack_depth_;
+  std::string payload;
+  trace::encode(p, payload);
+  writer_->write_block(trace::BlockType::Process, payload);
+  std::vector<std::string> api_names;
+  for (size_t i = 0; i < kHookCount; ++i) api_names.emplace_back(hook_entry(static_cast<HookId>(i)).name);
+  payload.clear();
+  trace::encode_strings(api_names, payload);
+  writer_->write_block(trace::BlockType::ApiNames, payload);
+  append_manifest(c.manifest, trace_path_);
+  if (!c.launched) log::info("recording to " + trace_path_);
+  events_recorded_ = events_dropped_ = gpu_recorded_ = gpu_dropped_ = 0;
+  last_status_ns_ = 0;
+  return true;
+}
+
+void Recorder::writer_loop() {
+  InternalScope internal;  // CUPTI flushes from here must not be recorded
+  const auto period = std::chrono::milliseconds(config().flush_ms);
+  uint64_t last_cupti_flush = now_ns();
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(wake_mutex_);
+      if (wake_.wait_for(lock, period, [this] { return stop_; })) return;
+    }
+    if (now_ns() - last_cupti_flush > 500000000ull) {
+      // Completed CUPTI buffers are otherwise delivered only when full.
+      CuptiCollector::instance().flush(false);
+      last_cupti_flush = now_ns();
+    }
+    write_cycle(false);
+  }
+}
+
+void Recorder::write_cycle(bool final) {
+  std::lock_guard<std::mutex> lock(session_mutex_);
+  if (!writer_ || writer_->failed()) return;
+  std::string payload;
+  auto modules = modules_.poll();
+  if (!modules.empty()) {
+    trace::encode(modules, payload);
+    writer_->write_block(trace::BlockType::Modules, payload);
+  }
+  std::vector<trace::CallSite> sites;
+  callsites_.collect_new(sites);
+  if (!sites.empty()) {
+    payload.clear();
+    trace::encode(sites, payload);
+    writer_->write_block(trace::BlockType::CallSites, payload);
+  }
+  scratch_events_.clear();
+  rings_.for_each([&](EventRing& r) {
+    int state = r.state.load(std::memory_order_acquire);
+    if (state == EventRing::kFree) return;
+    r.drain(scratch_events_);
+    events_dropped_ += r.take_dropped();
+    if (state == EventRing::kOrphaned) {  // its thread is gone and it is empty now
+      r.reset();
+      r.state.store(EventRing::kFree, std::memory_order_release);
+    }
+  });
+  for (size_t i = 0; i < scratch_events_.size(); i += kEventsPerBlock) {
+    size_t n = std::min(kEventsPerBlock, scratch_events_.size() - i);
+    writer_->write_block(trace::BlockType::Events, scratch_events_.data() + i, n * sizeof(trace::Event));
+  }
+  events_recorded_ += scratch_events_.size();
+  scratch_gpu_.clear();
+  CuptiCollector::instance().take(scratch_gpu_, gpu_dropped_);
+  for (size_t i = 0; i < scratch_gpu_.size(); i += kEventsPerBlock) {
+    size_t n = std::min(kEventsPerBlock, scratch_gpu_.size() - i);
+    writer_->write_block(trace::BlockType::GpuRecords, scratch_gpu_.data() + i,
+                         n * sizeof(trace::GpuRecord));
+  }
+  gpu_recorded_ += scratch_gpu_.size();
+  if (!notes_.empty()) {
+    payload.clear();
+    trace::encode_strings(notes_, payload);
+    writer_->write_block(trace::BlockType::Notes, payload);
+    notes_.clear();
+  }
+  uint64_t t = now_ns();
+  if (final || t - last_status_ns_ >= kStatusPeriodNs) {
+    trace::Status s;
+    s.simulated = simulated_;
+    s.cupti = cupti_state_ == 1 ? trace::CuptiState::Active
+              : cupti_state_ == 2 ? trace::CuptiState::Unavailable
+                                  : trace::CuptiState::Unknown;
+    s.cupti_reason = cupti_reason_;
+    s.events_recorded = events_recorded_;
+    s.events_dropped = events_dropped_;
+    s.gpu_records_recorded = gpu_recorded_;
+    s.gpu_records_dropped = gpu_dropped_;
+    s.callsites_dropped = callsites_.dropped();
+    payload.clear();
+    trace::encode(s, payload);
+    writer_->write_block(trace::BlockType::Status, payload);
+    last_status_ns_ = t;
+  }
+  if (final) writer_->write_block(trace::BlockType::End, nullptr, 0);
+  if (writer_->failed()) {
+    static std::atomic<bool> warned{false};
+    log::warn_once(warned, writer_->error() + "; recording stops here");
+  }
+}
+
+void Recorder::shutdown() {
+  int expected = kRecording;
+  if (!state_.compare_exchange_strong(expected, kOff, std::memory_order_acq_rel)) return;
+  InternalScope internal;
+  {
+    std::lock_guard<std::mutex> lock(wake_mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (writer_thread_ && writer_thread_->joinable()) writer_thread_->join();
+  CuptiCollector::instance().stop();
+  write_cycle(true);
+  std::lock_guard<std::mutex> lock(session_mutex_);
+  if (writer_ && !config().launched)
+    log::info("trace written to " + trace_path_ + " (" + std::to_string(events_recorded_) + " events)");
+  writer_.reset();
+}
+
+void Recorder::prepare_fork() {
+  // Hold the writer's lock across fork so that the child never inherits it
+  // locked by a thread that does not exist there.
+  session_mutex_.lock();
+  allocation_table().lock_for_fork();
+}
+
+void Recorder::after_fork_parent() {
+  allocation_table().unlock_after_fork();
+  session_mutex_.unlock();
+}
+
+void Recorder::after_fork_child() {
+  allocation_table().unlock_after_fork();
+  // The child writes its own trace, lazily, if it uses CUDA; events buffered
+  // before the fork belong to the parent's trace.
+  bool parent_used_cupti = CuptiCollector::instance().active();
+  CuptiCollector::instance().abandon_after_fork();
+  writer_.reset();
+  writer_thread_ = nullptr;  // that thread does not exist here; its object is left behind on purpose
+  stop_ = false;
+  notes_.clear();
+  EventRing* mine = t_state.ring;
+  rings_.for_each([&](EventRing& r) {
+    r.reset();
+    r.state.store(&r == mine ? EventRing::kOwned : EventRing::kFree, std::memory_order_relaxed);
+  });
+  callsites_.mark_all_unwritten();
+  modules_.forget_written();
+  t_state.tid = static_cast<uint32_t>(gettid());
+  int s = state_.load(std::memory_order_relaxed);
+  if (s == kRecording || s == kStarting) state_.store(kIdle, std::memory_order_relaxed);
+  if (parent_used_cupti) cupti_forbidden_ = true;
+  session_mutex_.unlock();
+}
+
+}  // namespace cuxfer::shim

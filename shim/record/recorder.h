@@ -1,0 +1,117 @@
+// The recording side of the shim: per-thread state, the rings the hooks push
+// events into, and the session that owns the trace file and its writer thread.
+// The session starts lazily at the first intercepted data call, so processes
+// that never use CUDA (shells, compilers, DataLoader helpers) write nothing.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "interpose/call_desc.h"
+#include "record/callsite_table.h"
+#include "record/event_ring.h"
+#include "record/module_snapshot.h"
+#include "trace/event.h"
+#include "trace/writer.h"
+
+namespace cuxfer::shim {
+
+// Per-thread state; trivially destructible so it lives in static TLS.
+struct ThreadState {
+  uint32_t tid = 0;
+  uint32_t internal = 0;        // >0: the shim itself is calling CUDA/CUPTI; hooks pass through
+  bool in_call = false;         // a hook owns the current user call
+  bool runtime_owner = false;   // ... and it is a runtime-layer hook
+  bool driver_seen = false;     // a driver hook ran inside the owning runtime call
+  bool driver_contributed = false;  // ... and described the transfer
+  CallDesc desc;                // what the current user call does (classified at its end)
+  trace::Event pending{};       // the event being built for the current user call
+  EventRing* ring = nullptr;
+};
+
+ThreadState& thread_state();
+
+// RAII marker for the shim's own CUDA/CUPTI calls.
+class InternalScope {
+ public:
+  InternalScope() : ts_(thread_state()) { ++ts_.internal; }
+  ~InternalScope() { --ts_.internal; }
+
+ private:
+  ThreadState& ts_;
+};
+
+class Recorder {
+ public:
+  static Recorder& instance();
+
+  // False when the shim is inert (disabled, secure execution) or the trace
+  // could not be created; hooks then pass every call straight through.
+  bool recording() const { return state_.load(std::memory_order_acquire) == kRecording; }
+  // Opens the trace and starts the writer and CUPTI at the first data call.
+  bool ensure_started() {
+    int s = state_.load(std::memory_order_acquire);
+    return s == kRecording || (s == kIdle && start_slow());
+  }
+
+  uint32_t next_correlation() { return correlation_.fetch_add(1, std::memory_order_relaxed) + 1; }
+  uint32_t stack_depth() const { return stack_depth_; }
+  bool cupti_active() const;
+  bool cupti_forbidden_ = false;  // forked from a process whose CUPTI state cannot be reused
+  CallSiteTable& callsites() { return callsites_; }
+
+  void emit(ThreadState& ts, const trace::Event& e) {
+    if (!ts.ring && !attach_ring(ts)) return;
+    ts.ring->push(e);
+  }
+
+  // Adds a line to the trace's Notes block (and logs it once at warn level).
+  void note(const std::string& msg);
+
+  void shutdown();          // at exit: final flush, End block
+  void prepare_fork();
+  void after_fork_parent();
+  void after_fork_child();
+
+ private:
+  enum : int { kIdle = 0, kStarting = 1, kRecording = 2, kOff = 3 };
+  Recorder();
+  bool start_slow();
+  bool attach_ring(ThreadState& ts);
+  bool open_trace();
+  void writer_loop();
+  void write_cycle(bool final);
+
+  std::atomic<int> state_{kIdle};
+  std::atomic<uint32_t> correlation_{0};
+  uint32_t stack_depth_ = 0;
+  RingRegistry rings_;
+  CallSiteTable callsites_;
+
+  // Writer side, guarded by session_mutex_.
+  std::mutex session_mutex_;
+  std::unique_ptr<trace::TraceWriter> writer_;
+  std::string trace_path_;
+  ModuleTracker modules_;
+  std::vector<std::string> notes_;
+  std::vector<trace::Event> scratch_events_;
+  std::vector<trace::GpuRecord> scratch_gpu_;
+  uint64_t events_recorded_ = 0, events_dropped_ = 0, gpu_recorded_ = 0, gpu_dropped_ = 0;
+  bool simulated_ = false;
+  int cupti_state_ = 0;
+  std::string cupti_reason_;
+  uint64_t last_status_ns_ = 0;
+
+  std::mutex wake_mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread* writer_thread_ = nullptr;
+};
+
+}  // namespace cuxfer::shim
