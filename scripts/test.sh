@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Builds cuxfer and runs its tests. README command 2; CI runs it (.ci/run).
+#
+#   bash scripts/test.sh            CPU tier: everything but the `gpu` label, on
+#                                   the simulated CUDA, plus a sanitizer pass
+#   bash scripts/test.sh --gpu      also the GPU tier (`ctest -L gpu`): needs a
+#                                   GPU, its driver and nvcc
+#
+# Options:
+#   --gpu            run the GPU tier too (fails if no GPU is usable)
+#   --no-sanitize    skip the sanitizer pass
+#   --skip-deps      do not run scripts/install-deps.sh
+#   -h, --help       this text
+#
+# Build directories: build-test/ (RelWithDebInfo) and build-asan/
+# (CUXFER_SANITIZE=address,undefined). Exits non-zero on any failure.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+GPU=0
+SANITIZE=1
+SKIP_DEPS=0
+for a in "$@"; do
+  case "$a" in
+    --gpu) GPU=1 ;;
+    --no-sanitize) SANITIZE=0 ;;
+    --skip-deps) SKIP_DEPS=1 ;;
+    -h | --help)
+      sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+      exit 0
+      ;;
+    *) die "unknown option '$a' (try --help)" ;;
+  esac
+done
+
+TEST_DIR="${CUXFER_TEST_BUILD_DIR:-$ROOT/build-test}"
+ASAN_DIR="${CUXFER_ASAN_BUILD_DIR:-$ROOT/build-asan}"
+T_START=$SECONDS
+declare -a SUMMARY=()
+
+if ((GPU)); then
+  have_gpu || die "--gpu: no usable GPU here (nvidia-smi -L must list one, and nvcc must be found)"
+fi
+TIERS="CPU tier (ctest -LE gpu, simulated CUDA)"
+((SANITIZE)) && TIERS+=" + sanitizer pass (ctest -L unit, address+undefined)"
+((GPU)) && TIERS+=" + GPU tier (ctest -L gpu, real GPU)"
+banner "cuxfer tests: $TIERS"
+echo "machine: $(nproc) cores, $(uname -sr); GPU: $(have_gpu && nvidia-smi -L | head -1 || echo none)"
+
+install_deps
+
+NVCC="$(find_nvcc || true)"
+gpu_args=()
+if ((GPU)); then
+  gpu_args=(-DCUXFER_GPU_TESTS=ON -DCMAKE_CUDA_COMPILER="$NVCC")
+elif [[ -n "$NVCC" ]]; then
+  # No GPU to run them on, but nvcc is here: still build the GPU test apps, so
+  # that a change that breaks them is caught on CPU-only CI.
+  gpu_args=(-DCUXFER_GPU_TESTS=auto -DCMAKE_CUDA_COMPILER="$NVCC")
+else
+  gpu_args=(-DCUXFER_GPU_TESTS=OFF)
+fi
+
+# --- CPU tier -------------------------------------------------------------------
+banner "CPU tier: build-test (RelWithDebInfo), ctest -LE gpu"
+timed configure_build "$TEST_DIR" RelWithDebInfo -DCUXFER_BUILD_TESTS=ON -DCUXFER_BUILD_BENCH=ON "${gpu_args[@]}"
+step "ctest --test-dir $TEST_DIR --output-on-failure -LE gpu -j2"
+if timed ctest --test-dir "$TEST_DIR" --output-on-failure -LE gpu -j2 --timeout 300; then
+  SUMMARY+=("PASS  CPU tier (build-test, ctest -LE gpu)")
+else
+  SUMMARY+=("FAIL  CPU tier (build-test, ctest -LE gpu)")
+fi
+
+# --- sanitizer pass -------------------------------------------------------------
+if ((SANITIZE)); then
+  banner "sanitizer pass: build-asan (CUXFER_SANITIZE=address,undefined), ctest -L unit"
+  # Unit tests only: the end-to-end tests preload the shim into other programs,
+  # which an ASan runtime in the shim does not support.
+  timed configure_build "$ASAN_DIR" Debug -DCUXFER_SANITIZE=address,undefined \
+    -DCMAKE_CXX_FLAGS="-fno-sanitize-recover=undefined" \
+    -DCUXFER_BUILD_TESTS=ON -DCUXFER_BUILD_BENCH=OFF -DCUXFER_GPU_TESTS=OFF
+  step "ctest --test-dir $ASAN_DIR --output-on-failure -L unit -j2"
+  if ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:${ASAN_OPTIONS:-}" \
+     UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}" \
+     timed ctest --test-dir "$ASAN_DIR" --output-on-failure -L unit -j2 --timeout 300 \
+       --no-tests=error; then
+    SUMMARY+=("PASS  sanitizer pass (build-asan, address+undefined, ctest -L unit)")
+  else
+    SUMMARY+=("FAIL  sanitizer pass (build-asan, address+undefined, ctest -L unit)")
+  fi
+else
+  SUMMARY+=("SKIP  sanitizer pass (--no-sanitize)")
+fi
+
+# --- GPU tier -------------------------------------------------------------------
+if ((GPU)); then
+  banner "GPU tier: ctest -L gpu on $(nvidia-smi -L | head -1)"
+  step "ctest --test-dir $TEST_DIR --output-on-failure -L gpu -j1"
+  # -j1: GPU tests time transfers; running them side by side skews the numbers.
+  # A GPU test that exits 77 ("no GPU") is a skip, and on a GPU machine a skip
+  # is a failure: the tier must not pass without having run.
+  log="$TEST_DIR/gpu-tier.log"
+  if timed ctest --test-dir "$TEST_DIR" --output-on-failure -L gpu -j1 --timeout 600 \
+       --no-tests=error 2>&1 | tee "$log" && ! grep -q 'Not Run\|\*\*\*Skipped' "$log"; then
+    SUMMARY+=("PASS  GPU tier (build-test, ctest -L gpu)")
+  else
+    grep -q 'Skipped' "$log" && echo "GPU tests were skipped on a machine that has a GPU: counted as failure"
+    SUMMARY+=("FAIL  GPU tier (build-test, ctest -L gpu)")
+  fi
+else
+  SUMMARY+=("SKIP  GPU tier (no --gpu; run 'bash scripts/test.sh --gpu' on a GPU machine)")
+fi
+
+banner "summary ($((SECONDS - T_START)) s)"
+printf '%s\n' "${SUMMARY[@]}"
+for s in "${SUMMARY[@]}"; do
+  [[ "$s" == FAIL* ]] && exit 1
+done
+exit 0
