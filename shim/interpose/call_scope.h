@@ -40,6 +40,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
     // re-enters the runtime). Refine the owner's description, don't record.
     if (ts.runtime_owner && hook_entry(id).layer == Layer::Driver) {
       ts.driver_seen = true;
+      rec.ensure_driver_attached();
       if (d.kind == ts.desc.kind &&
           (d.kind == trace::EventKind::Copy || d.kind == trace::EventKind::Memset)) {
         if (!ts.driver_contributed) {
@@ -64,6 +65,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
 
   ts.in_call = true;
   ts.runtime_owner = hook_entry(id).layer == Layer::Runtime;
+  if (!ts.runtime_owner) rec.ensure_driver_attached();
   ts.driver_seen = false;
   ts.driver_contributed = false;
   ts.desc = d;

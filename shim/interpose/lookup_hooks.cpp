@@ -47,6 +47,9 @@ void* dlsym_next_after(const void* caller, const char* name) {
 // one of our interposed variants, return our hook for that exact variant (so
 // the version and per-thread-stream choice the driver made is kept).
 void* substitute(const char* symbol, void* fn) {
+  // A driver whose own references bind to our exports hands out our hooks
+  // already; their real functions are found by name.
+  if (is_own_hook(fn)) return fn;
   for (size_t i = 0; i < kHookCount; ++i) {
     auto id = static_cast<HookId>(i);
     const HookEntry& e = hook_entry(id);

@@ -1,5 +1,6 @@
 #include "record/recorder.h"
 
+#include <dlfcn.h>
 #include <execinfo.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -134,34 +135,12 @@ bool Recorder::start_slow() {
   init_own_text_range();
   void* prime[2];
   backtrace(prime, 2);  // loads the unwinder now, not inside a later hook
-  void* cuda = libcuda_handle();
-  simulated_ = cuda && real_dlsym(cuda, "simcuda_is_simulated") != nullptr;
   {
     std::lock_guard<std::mutex> lock(session_mutex_);
     for (const auto& p : c.problems) notes_.push_back(p);
     if (!open_trace()) {
       state_.store(kOff, std::memory_order_release);
       return false;
-    }
-  }
-  auto& collector = CuptiCollector::instance();
-  std::string reason;
-  if (simulated_) {
-    reason = "simulated CUDA (tests/simcuda): there is no GPU and no CUPTI";
-  } else if (cupti_forbidden_) {
-    reason = "forked from a process that used CUPTI; CUPTI state does not survive fork";
-  } else if (c.cupti == CuptiMode::Off) {
-    reason = "disabled by CUXFER_CUPTI=off";
-  } else if (collector.start(c.cupti_library, reason)) {
-    reason.empty() ? void() : log::info(reason);
-  }
-  {
-    std::lock_guard<std::mutex> lock(session_mutex_);
-    cupti_state_ = collector.active() ? 1 : 2;
-    cupti_reason_ = reason;
-    if (!collector.active()) {
-      notes_.push_back("CUPTI unavailable: " + reason + "; GPU times are not recorded");
-      if (!simulated_) log::info("CUPTI unavailable: " + reason + "; CPU timing only");
     }
   }
   static bool exit_registered = false;
@@ -172,6 +151,44 @@ bool Recorder::start_slow() {
   stop_ = false;
   writer_thread_ = new std::thread([this] { writer_loop(); });
   state_.store(kRecording, std::memory_order_release);
+  return true;
+}
+
+bool Recorder::attach_driver_slow() {
+  int expected = 0;
+  if (!driver_state_.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return false;
+  InternalScope internal;
+  // Only now is libcuda known to be loaded: a runtime hook can open the
+  // session before cudart has loaded the driver.
+  void* cuda = libcuda_handle();
+  if (!cuda) {
+    driver_state_.store(0, std::memory_order_release);  // try again at the next driver call
+    return false;
+  }
+  const Config& c = config();
+  bool simulated = real_dlsym(cuda, "simcuda_is_simulated") != nullptr;
+  auto& collector = CuptiCollector::instance();
+  std::string reason;
+  if (simulated) {
+    reason = "simulated CUDA (tests/simcuda): there is no GPU and no CUPTI";
+  } else if (cupti_forbidden_) {
+    reason = "forked from a process that used CUPTI; CUPTI state does not survive fork";
+  } else if (c.cupti == CuptiMode::Off) {
+    reason = "disabled by CUXFER_CUPTI=off";
+  } else if (collector.start(c.cupti_library, reason) && !reason.empty()) {
+    log::info(reason);
+  }
+  {
+    std::lock_guard<std::mutex> lock(session_mutex_);
+    simulated_ = simulated;
+    cupti_state_ = collector.active() ? 1 : 2;
+    cupti_reason_ = reason;
+    if (!collector.active()) {
+      notes_.push_back("CUPTI unavailable: " + reason + "; GPU times are not recorded");
+      if (!simulated) log::info("CUPTI unavailable: " + reason + "; CPU timing only");
+    }
+  }
+  driver_state_.store(2, std::memory_order_release);
   return true;
 }
 
@@ -357,6 +374,10 @@ void Recorder::after_fork_child() {
   t_state.tid = static_cast<uint32_t>(gettid());
   int s = state_.load(std::memory_order_relaxed);
   if (s == kRecording || s == kStarting) state_.store(kIdle, std::memory_order_relaxed);
+  driver_state_.store(0, std::memory_order_relaxed);
+  simulated_ = false;
+  cupti_state_ = 0;
+  cupti_reason_.clear();
   if (parent_used_cupti) cupti_forbidden_ = true;
   session_mutex_.unlock();
 }

@@ -60,6 +60,12 @@ class Recorder {
     return s == kRecording || (s == kIdle && start_slow());
   }
 
+  // Driver-dependent setup (simulated-CUDA detection, CUPTI), done at the
+  // first driver-layer call, when libcuda is certainly loaded.
+  void ensure_driver_attached() {
+    if (driver_state_.load(std::memory_order_acquire) == 0) attach_driver_slow();
+  }
+
   uint32_t next_correlation() { return correlation_.fetch_add(1, std::memory_order_relaxed) + 1; }
   uint32_t stack_depth() const { return stack_depth_; }
   bool cupti_active() const;
@@ -83,12 +89,14 @@ class Recorder {
   enum : int { kIdle = 0, kStarting = 1, kRecording = 2, kOff = 3 };
   Recorder();
   bool start_slow();
+  bool attach_driver_slow();
   bool attach_ring(ThreadState& ts);
   bool open_trace();
   void writer_loop();
   void write_cycle(bool final);
 
   std::atomic<int> state_{kIdle};
+  std::atomic<int> driver_state_{0};  // 0 not attached, 1 attaching, 2 attached
   std::atomic<uint32_t> correlation_{0};
   uint32_t stack_depth_ = 0;
   RingRegistry rings_;
