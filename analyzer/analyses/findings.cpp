@@ -4,6 +4,7 @@
 // one finding (a large async pageable copy is both async_pageable and
 // large_pageable): findings are read one at a time, never summed.
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "analyzer/analyses/report.h"
@@ -139,7 +140,7 @@ std::vector<Finding> find_large_pageable(const model::Job& job, const Thresholds
     ref_for_title = std::max(ref_for_title, ref);
     uint64_t time = c.has_gpu_time() ? c.gpu_ns : c.cpu_ns();
     gpu_calls += c.has_gpu_time();
-    auto pinned_ns = static_cast<uint64_t>(static_cast<double>(c.bytes()) / ref);
+    auto pinned_ns = static_cast<uint64_t>(std::llround(static_cast<double>(c.bytes()) / ref));
     uint64_t r = time > pinned_ns ? time - pinned_ns : 0;
     ++f.calls;
     f.bytes += c.bytes();

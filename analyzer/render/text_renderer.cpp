@@ -12,26 +12,38 @@ namespace {
 
 using analyses::Report;
 
-// A table whose first column takes what the others leave of the width.
+// A table whose first column takes what the others leave of the width. When
+// even a narrow first column does not fit, optional columns are dropped, the
+// last added first.
 class Table {
  public:
-  explicit Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}
+  explicit Table(std::vector<std::string> headers, std::vector<bool> optional = {})
+      : headers_(std::move(headers)), optional_(std::move(optional)) {
+    optional_.resize(headers_.size(), false);
+  }
   void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
-  bool empty() const { return rows_.empty(); }
 
   void render(std::string& out, size_t width, const std::string& indent = "  ") const {
+    constexpr size_t kMinFirst = 16;
     const size_t n = headers_.size();
     std::vector<size_t> w(n, 0);
     for (size_t i = 0; i < n; ++i) w[i] = display_width(headers_[i]);
     for (const auto& r : rows_)
       for (size_t i = 0; i < n && i < r.size(); ++i) w[i] = std::max(w[i], display_width(r[i]));
-    size_t others = indent.size();
-    for (size_t i = 1; i < n; ++i) others += w[i] + 2;
-    size_t first_max = width > others + 12 ? width - others : 12;
-    w[0] = std::min(w[0], first_max);
+    std::vector<bool> shown(n, true);
+    auto others = [&] {
+      size_t sum = indent.size();
+      for (size_t i = 1; i < n; ++i)
+        if (shown[i]) sum += w[i] + 2;
+      return sum;
+    };
+    for (size_t i = n; i-- > 1 && others() + std::min(w[0], kMinFirst) > width;)
+      if (optional_[i]) shown[i] = false;
+    w[0] = std::min(w[0], width > others() + kMinFirst ? width - others() : kMinFirst);
     auto line = [&](const std::vector<std::string>& r) {
       std::string s = indent;
       for (size_t i = 0; i < n; ++i) {
+        if (!shown[i]) continue;
         std::string cell = i < r.size() ? r[i] : "";
         if (i == 0) {
           cell = fit(cell, w[0]);
@@ -49,6 +61,7 @@ class Table {
 
  private:
   std::vector<std::string> headers_;
+  std::vector<bool> optional_;
   std::vector<std::vector<std::string>> rows_;
 };
 
@@ -59,7 +72,9 @@ std::string basename_of(const std::string& path) {
 
 void wrapped(std::string& out, const std::string& text, size_t width, const std::string& first,
              const std::string& rest) {
-  size_t avail = width > rest.size() + 20 ? width - rest.size() : 20;
+  size_t first_cols = display_width(first.substr(first.rfind('\n') + 1));
+  size_t indent = std::max(first_cols, display_width(rest));
+  size_t avail = width > indent + 20 ? width - indent : 20;
   auto lines = wrap(text, avail);
   for (size_t i = 0; i < lines.size(); ++i) out += (i == 0 ? first : rest) + lines[i] + "\n";
 }
@@ -80,13 +95,19 @@ void header(std::string& out, const Report& r, size_t width) {
   for (size_t i = 0; i < r.processes.size() && i < 8; ++i)
     pids += (i ? ", " : "") + std::to_string(r.processes[i].pid);
   if (r.processes.size() > 8) pids += fmt::format(", … ({} in all)", r.processes.size());
-  out += fmt::format("  {} {}, traced span {}, {} copies, {} moved\n",
-                     r.processes.size() == 1 ? "process" : "processes", pids,
-                     format_duration(r.span_ns), format_count(r.totals.calls),
-                     format_bytes(r.totals.bytes));
+  wrapped(out,
+          fmt::format("{} {}, traced span {}, {} copies, {} moved",
+                      r.processes.size() == 1 ? "process" : "processes", pids,
+                      format_duration(r.span_ns), format_count(r.totals.calls),
+                      format_bytes(r.totals.bytes)),
+          width, "  ", "    ");
 
-  if (r.simulated)
-    out += "\n*** SIMULATED CUDA (tests/simcuda) — no GPU was used; timings are not meaningful ***\n";
+  if (r.simulated) {
+    // Kept on one line whatever the width: people and scripts look for it.
+    const std::string banner =
+        "SIMULATED CUDA (tests/simcuda) — no GPU was used; timings are not meaningful";
+    out += display_width(banner) + 8 <= width ? "\n*** " + banner + " ***\n" : "\n" + banner + "\n";
+  }
   if (r.timing == "cpu") {
     std::string reason;
     for (const auto& p : r.processes)
@@ -96,7 +117,7 @@ void header(std::string& out, const Report& r, size_t width) {
         break;
       }
     if (reason.empty()) reason = "CUPTI unavailable";
-    out += fit(fmt::format("GPU time: n/a ({}) — CPU timing shown", reason), width) + "\n";
+    wrapped(out, fmt::format("GPU time: n/a ({}) — CPU timing shown", reason), width, "", "  ");
   }
   for (const auto& p : r.processes) {
     if (!p.complete)
@@ -115,7 +136,8 @@ void transfers(std::string& out, const Report& r, size_t width) {
     out += "  (no copies recorded)\n";
     return;
   }
-  Table t({"class", "calls", "bytes", "CPU-blocked", "GPU time", "GB/s"});
+  Table t({"class", "calls", "bytes", "CPU-blocked", "GPU time", "GB/s"},
+          {false, false, false, false, true, false});
   bool cpu_mark = false, na_mark = false;
   for (const auto& c : r.classes) {
     if (c.calls == 0 && c.failed_calls > 0) continue;
@@ -144,10 +166,11 @@ void transfers(std::string& out, const Report& r, size_t width) {
 
   const auto& s = r.pageable_share;
   if (s.host_bytes)
-    out += fmt::format("\nPageable share: {} of host<->device bytes ({} of {}) went through "
-                       "pageable memory\n",
-                       format_percent(s.fraction), format_bytes(s.pageable_bytes),
-                       format_bytes(s.host_bytes));
+    wrapped(out,
+            fmt::format("{} of host<->device bytes ({} of {}) went through pageable memory",
+                        format_percent(s.fraction), format_bytes(s.pageable_bytes),
+                        format_bytes(s.host_bytes)),
+            width, "\nPageable share: ", "  ");
   if (r.memsets.calls || r.memsets.failed_calls)
     out += fmt::format("Memsets: {} calls, {}, CPU-blocked {}\n", format_count(r.memsets.calls),
                        format_bytes(r.memsets.bytes), format_duration(r.memsets.cpu_blocked_ns));
@@ -180,7 +203,8 @@ void callsites(std::string& out, const Report& r, size_t width, size_t top) {
   out += fmt::format("\nTop call sites by CPU-blocked time ({} of {})\n",
                      std::min(top, r.callsites.size()), r.callsites.size());
   const bool many = r.processes.size() > 1;
-  Table t({"call site", "class", "calls", "bytes", "CPU-blocked", "GPU time"});
+  Table t({"call site", "class", "calls", "bytes", "CPU-blocked", "GPU time"},
+          {false, true, false, true, false, true});
   for (size_t i = 0; i < r.callsites.size() && i < top; ++i) {
     const auto& s = r.callsites[i];
     std::string where = fmt::format("#{} {}", s.id, s.frame.display());
@@ -200,7 +224,8 @@ void findings(std::string& out, const Report& r, size_t width) {
   }
   int n = 0;
   for (const auto& f : r.findings) {
-    out += fmt::format("\n  {}. {} [{}]\n", ++n, f.title, f.kind);
+    out += "\n";
+    wrapped(out, fmt::format("{}. {} [{}]", ++n, f.title, f.kind), width, "  ", "     ");
     std::string time_word = f.time_basis == "gpu" ? "GPU time" : "CPU-blocked";
     std::string numbers = fmt::format("{} calls, {}, {} {}", format_count(f.calls),
                                       format_bytes(f.bytes), time_word, format_duration(f.time_ns));

@@ -89,6 +89,18 @@ std::vector<std::string> wrap(std::string_view text, size_t width) {
       lines.push_back(std::move(line));
       line.clear();
     }
+    // A word longer than a line (a path) is cut into line-sized pieces.
+    while (line.empty() && display_width(word) > width && width > 0) {
+      size_t cut = 0, cols = 0;
+      while (cut < word.size() && cols < width) {
+        ++cut;
+        while (cut < word.size() && (static_cast<unsigned char>(word[cut]) & 0xC0) == 0x80) ++cut;
+        ++cols;
+      }
+      lines.emplace_back(word.substr(0, cut));
+      word.remove_prefix(cut);
+    }
+    if (word.empty()) continue;
     if (!line.empty()) line += ' ';
     line += word;
   }

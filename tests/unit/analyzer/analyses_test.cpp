@@ -1,0 +1,273 @@
+// Totals and findings on traces with known answers, each finding next to a
+// clean twin on which it must not fire.
+#include <gtest/gtest.h>
+
+#include "tests/unit/analyzer/job_fixture.h"
+
+namespace cuxfer {
+namespace {
+
+using testing::find_class;
+using testing::find_finding;
+using testing::JobTest;
+using testing::SyntheticTrace;
+using trace::Direction;
+using trace::EventKind;
+using trace::MemKind;
+
+constexpr uint64_t MiB = 1 << 20;
+
+class Analyses : public JobTest {};
+
+TEST_F(Analyses, ClassesPageableShareAndFailedCalls) {
+  SyntheticTrace t;
+  t.copy(Direction::HtoD, MemKind::Pageable, 3 * MiB, 300'000);
+  t.copy(Direction::HtoD, MemKind::Pageable, 1 * MiB, 100'000);
+  t.copy(Direction::HtoD, MemKind::Pinned, 4 * MiB, 80'000);
+  t.copy(Direction::DtoH, MemKind::Registered, 2 * MiB, 40'000);
+  t.copy(Direction::DtoD, MemKind::Device, 16 * MiB, 5'000);
+  t.copy(Direction::HtoH, MemKind::Pageable, 100, 1'000);
+  auto& failed = t.copy(Direction::HtoD, MemKind::Pageable, 8 * MiB, 2'000);
+  failed.flags |= trace::kFlagFailed;
+  failed.result = 1;
+
+  analyses::Report r = analyses::analyze(load(t));
+  EXPECT_EQ(r.totals.calls, 6u);
+  EXPECT_EQ(r.totals.bytes, 26 * MiB + 100);
+  EXPECT_EQ(r.totals.cpu_blocked_ns, 526'000u);
+  EXPECT_EQ(r.totals.failed_calls, 1u);
+  ASSERT_EQ(r.classes.size(), 5u);
+  const auto* pageable = find_class(r, Direction::HtoD, MemKind::Pageable);
+  ASSERT_TRUE(pageable);
+  EXPECT_EQ(pageable->calls, 2u);
+  EXPECT_EQ(pageable->bytes, 4 * MiB);  // the failed 8 MiB moved nothing
+  EXPECT_EQ(pageable->failed_calls, 1u);
+  EXPECT_EQ(pageable->cpu_blocked_ns, 400'000u);
+  EXPECT_DOUBLE_EQ(*pageable->gbps, 4.0 * MiB / 400'000);
+  const auto* d2d = find_class(r, Direction::DtoD, MemKind::Device);
+  ASSERT_TRUE(d2d);
+  EXPECT_FALSE(d2d->gbps);  // cudaMemcpy D2D does not block for the copy
+  ASSERT_TRUE(find_class(r, Direction::HtoH, MemKind::Pageable));
+  // Classes come in direction order: H2D before D2H before D2D before H2H.
+  EXPECT_EQ(r.classes.front().cls.direction, Direction::HtoD);
+  EXPECT_EQ(r.classes.back().cls.direction, Direction::HtoH);
+
+  // Pageable share counts host<->device bytes only (not D2D, not H2H).
+  EXPECT_EQ(r.pageable_share.host_bytes, 10 * MiB);
+  EXPECT_EQ(r.pageable_share.pageable_bytes, 4 * MiB);
+  EXPECT_DOUBLE_EQ(r.pageable_share.fraction, 0.4);
+}
+
+TEST_F(Analyses, MemsetsAllocationsAndApis) {
+  SyntheticTrace t;
+  t.add(EventKind::Memset, "cudaMemset", Direction::Unknown, MemKind::Unknown, MemKind::Device,
+        4096, 100);
+  t.add(EventKind::Memset, "cudaMemset", Direction::Unknown, MemKind::Unknown, MemKind::Device,
+        1024, 100);
+  t.add(EventKind::DeviceAlloc, "cudaMalloc", Direction::Unknown, MemKind::Unknown,
+        MemKind::Device, 1 * MiB, 5'000);
+  t.add(EventKind::DeviceFree, "cudaFree", Direction::Unknown, MemKind::Unknown, MemKind::Device,
+        0, 1'000);
+  t.add(EventKind::ManagedAlloc, "cudaMallocManaged", Direction::Unknown, MemKind::Unknown,
+        MemKind::Managed, 2 * MiB, 5'000);
+  t.add(EventKind::HostAlloc, "cudaMallocHost", Direction::Unknown, MemKind::Unknown,
+        MemKind::Pinned, 3 * MiB, 50'000);
+  t.add(EventKind::HostRegister, "cudaHostRegister", Direction::Unknown, MemKind::Unknown,
+        MemKind::Registered, 5 * MiB, 70'000);
+  auto& bad = t.add(EventKind::HostRegister, "cudaHostRegister", Direction::Unknown,
+                    MemKind::Unknown, MemKind::Registered, 7 * MiB, 70'000);
+  bad.flags |= trace::kFlagFailed;
+  t.copy(Direction::HtoD, MemKind::Pinned, 100, 1'000);
+
+  analyses::Report r = analyses::analyze(load(t));
+  EXPECT_EQ(r.memsets.calls, 2u);
+  EXPECT_EQ(r.memsets.bytes, 5120u);
+  EXPECT_EQ(r.allocations.device.calls, 1u);
+  EXPECT_EQ(r.allocations.device.bytes, 1 * MiB);
+  EXPECT_EQ(r.allocations.device.frees, 1u);
+  EXPECT_EQ(r.allocations.managed.bytes, 2 * MiB);
+  EXPECT_EQ(r.allocations.host_pinned.bytes, 3 * MiB);
+  EXPECT_EQ(r.allocations.host_registered.calls, 1u);
+  EXPECT_EQ(r.allocations.host_registered.bytes, 5 * MiB);
+  EXPECT_EQ(r.totals.calls, 1u);  // memsets and allocations are not copies
+
+  std::map<std::string, analyses::ApiTotals> apis;
+  for (const auto& a : r.apis) apis[a.name] = a;
+  EXPECT_EQ(apis["cudaMemset"].calls, 2u);
+  EXPECT_EQ(apis["cudaHostRegister"].calls, 1u);
+  EXPECT_EQ(apis["cudaHostRegister"].failed_calls, 1u);
+  EXPECT_EQ(apis["cudaHostRegister"].bytes, 5 * MiB);
+  EXPECT_EQ(apis["cudaMemcpy"].bytes, 100u);
+  EXPECT_EQ(r.apis.front().name, "cudaHostRegister");  // most CPU-blocked time first
+}
+
+TEST_F(Analyses, AsyncPageableFiresWithNominalReturnTime) {
+  SyntheticTrace t;
+  uint32_t s = t.site(0x401000);
+  for (int i = 0; i < 3; ++i) t.copy(Direction::HtoD, MemKind::Pageable, MiB, 100'000, true, s);
+  t.copy(Direction::DtoH, MemKind::Pageable, 1000, 20'000, true);  // no call site
+  t.copy(Direction::HtoD, MemKind::Pageable, MiB, 100'000, false, s);  // synchronous: not this finding
+  analyses::Report r = analyses::analyze(load(t));
+  const auto* f = find_finding(r, "async_pageable");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->calls, 4u);
+  EXPECT_EQ(f->bytes, 3 * MiB + 1000);
+  EXPECT_EQ(f->time_ns, 320'000u);
+  EXPECT_EQ(f->max_ns, 100'000u);
+  ASSERT_TRUE(f->estimated_recoverable_ns);
+  EXPECT_EQ(*f->estimated_recoverable_ns, 3 * (100'000u - 3000) + (20'000 - 3000));
+  EXPECT_EQ(f->callsites, (std::vector<uint32_t>{1}));
+  ASSERT_EQ(f->sites.size(), 2u);
+  EXPECT_EQ(f->sites[0].callsite, 1u);
+  EXPECT_EQ(f->sites[0].calls, 3u);
+  EXPECT_EQ(f->sites[1].callsite, 0u);  // the copy without a stack is counted, not listed
+  EXPECT_NE(f->reference_source.find("nominal"), std::string::npos);
+  EXPECT_FALSE(f->advice.empty());
+}
+
+TEST_F(Analyses, AsyncPageableUsesTheRunsPinnedReturnTime) {
+  SyntheticTrace t;
+  t.copy(Direction::HtoD, MemKind::Pageable, MiB, 100'000, true);
+  for (uint64_t ns : {2'000, 5'000, 9'000}) t.copy(Direction::HtoD, MemKind::Pinned, MiB, ns, true);
+  analyses::Report r = analyses::analyze(load(t));
+  const auto* f = find_finding(r, "async_pageable");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(*f->estimated_recoverable_ns, 100'000u - 5'000u);  // the median
+  EXPECT_NE(f->reference_source.find("this run"), std::string::npos);
+}
+
+TEST_F(Analyses, AsyncPageableCleanTwin) {
+  SyntheticTrace t;
+  for (int i = 0; i < 3; ++i) t.copy(Direction::HtoD, MemKind::Pinned, MiB, 3'000, true);
+  for (int i = 0; i < 3; ++i) t.copy(Direction::HtoD, MemKind::Registered, MiB, 3'000, true);
+  t.copy(Direction::DtoD, MemKind::Device, MiB, 3'000, true);
+  auto& failed = t.copy(Direction::HtoD, MemKind::Pageable, MiB, 3'000, true);
+  failed.flags |= trace::kFlagFailed;
+  EXPECT_FALSE(find_finding(analyses::analyze(load(t)), "async_pageable"));
+}
+
+TEST_F(Analyses, LargePageableAgainstNominalPinned) {
+  SyntheticTrace t;
+  uint32_t s = t.site(0x401000);
+  t.copy(Direction::HtoD, MemKind::Pageable, 64 * MiB, 10'000'000, false, s);  // 6.7 GB/s
+  t.copy(Direction::HtoD, MemKind::Pageable, MiB - 1, 1'000'000, false, s);    // too small
+  analyses::Report r = analyses::analyze(load(t));
+  const auto* f = find_finding(r, "large_pageable");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->calls, 1u);
+  EXPECT_EQ(f->bytes, 64 * MiB);
+  EXPECT_EQ(f->time_ns, 10'000'000u);
+  EXPECT_EQ(f->time_basis, "cpu_blocked");
+  EXPECT_DOUBLE_EQ(*f->achieved_gbps, 64.0 * MiB / 10'000'000);
+  EXPECT_DOUBLE_EQ(*f->reference_gbps, 50.0);
+  EXPECT_NE(f->reference_source.find("nominal"), std::string::npos);
+  const uint64_t pinned_ns = static_cast<uint64_t>(64.0 * MiB / 50.0);
+  EXPECT_EQ(*f->estimated_recoverable_ns, 10'000'000u - pinned_ns);
+  EXPECT_EQ(f->callsites, (std::vector<uint32_t>{1}));
+}
+
+TEST_F(Analyses, LargePageableAgainstPinnedMeasuredInTheRun) {
+  SyntheticTrace t;
+  t.copy(Direction::DtoH, MemKind::Pageable, 16 * MiB, 4'000'000);
+  t.copy(Direction::DtoH, MemKind::Pinned, 16 * MiB, 400'000);  // 41.9 GB/s
+  t.copy(Direction::DtoH, MemKind::Pinned, 1000, 10);           // too small to be a reference
+  t.copy(Direction::HtoD, MemKind::Pinned, 16 * MiB, 100'000);  // other direction: not used
+  analyses::Report r = analyses::analyze(load(t));
+  const auto* f = find_finding(r, "large_pageable");
+  ASSERT_TRUE(f);
+  EXPECT_DOUBLE_EQ(*f->reference_gbps, 16.0 * MiB / 400'000);
+  EXPECT_NE(f->reference_source.find("measured"), std::string::npos);
+  EXPECT_EQ(*f->estimated_recoverable_ns, 4'000'000u - 400'000u);
+}
+
+TEST_F(Analyses, LargePageableUsesGpuTimeWhenPresent) {
+  SyntheticTrace t;
+  t.status.cupti = trace::CuptiState::Active;
+  auto& e = t.copy(Direction::HtoD, MemKind::Pageable, 8 * MiB, 2'000'000);
+  t.gpu(e, 1'500'000);
+  analyses::Report r = analyses::analyze(load(t));
+  const auto* f = find_finding(r, "large_pageable");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->time_basis, "gpu");
+  EXPECT_EQ(f->time_ns, 1'500'000u);
+}
+
+TEST_F(Analyses, LargePageableCleanTwin) {
+  SyntheticTrace t;
+  t.copy(Direction::HtoD, MemKind::Pinned, 64 * MiB, 1'200'000);
+  t.copy(Direction::DtoH, MemKind::Registered, 64 * MiB, 1'200'000);
+  t.copy(Direction::DtoD, MemKind::Device, 64 * MiB, 1'200'000);
+  t.copy(Direction::HtoD, MemKind::Managed, 64 * MiB, 1'200'000);
+  t.copy(Direction::HtoD, MemKind::Pageable, MiB - 1, 100'000);
+  EXPECT_FALSE(find_finding(analyses::analyze(load(t)), "large_pageable"));
+}
+
+TEST_F(Analyses, TinyStormFiresAtAThousandFromOneSite) {
+  SyntheticTrace t;
+  uint32_t hot = t.site(0x401000);
+  for (int i = 0; i < 1000; ++i) t.copy(Direction::DtoH, MemKind::Pageable, 4, 9'000, false, hot);
+  analyses::Report r = analyses::analyze(load(t));
+  const auto* f = find_finding(r, "tiny_storm");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->calls, 1000u);
+  EXPECT_EQ(f->bytes, 4000u);
+  EXPECT_EQ(f->time_ns, 9'000'000u);
+  EXPECT_FALSE(f->estimated_recoverable_ns);
+  ASSERT_EQ(f->sites.size(), 1u);
+  // One call every 10 us (9 us inside, 1 us between): 100,000 calls/s.
+  ASSERT_TRUE(f->sites[0].calls_per_second);
+  EXPECT_NEAR(*f->sites[0].calls_per_second, 100'000.0, 1e-6);
+  EXPECT_NEAR(*f->calls_per_second, 100'000.0, 1e-6);
+}
+
+TEST_F(Analyses, TinyStormCleanTwins) {
+  {
+    SyntheticTrace t;  // 999 from one site
+    uint32_t s = t.site(0x401000);
+    for (int i = 0; i < 999; ++i) t.copy(Direction::HtoD, MemKind::Pageable, 4, 9'000, false, s);
+    EXPECT_FALSE(find_finding(analyses::analyze(load(t)), "tiny_storm"));
+  }
+  {
+    SyntheticTrace t;  // 1000 split over two sites
+    uint32_t a = t.site(0x401000), b = t.site(0x402000);
+    for (int i = 0; i < 1000; ++i)
+      t.copy(Direction::HtoD, MemKind::Pageable, 4, 9'000, false, i % 2 ? a : b);
+    EXPECT_FALSE(find_finding(analyses::analyze(load(t)), "tiny_storm"));
+  }
+  {
+    SyntheticTrace t;  // 1000 of 4 KiB + 1
+    uint32_t s = t.site(0x401000);
+    for (int i = 0; i < 1000; ++i) t.copy(Direction::HtoD, MemKind::Pageable, 4097, 9'000, false, s);
+    EXPECT_FALSE(find_finding(analyses::analyze(load(t)), "tiny_storm"));
+  }
+  {
+    SyntheticTrace t;  // 1000 with no call site: "one call site" is unknown
+    for (int i = 0; i < 1000; ++i) t.copy(Direction::HtoD, MemKind::Pageable, 4, 9'000);
+    EXPECT_FALSE(find_finding(analyses::analyze(load(t)), "tiny_storm"));
+  }
+}
+
+TEST_F(Analyses, CleanRunHasNoFindings) {
+  SyntheticTrace t;
+  uint32_t s = t.site(0x401000);
+  for (int i = 0; i < 10; ++i) t.copy(Direction::HtoD, MemKind::Pinned, 64 * MiB, 1'200'000, true, s);
+  for (int i = 0; i < 10; ++i) t.copy(Direction::DtoH, MemKind::Pinned, 4, 8'000, false, s);
+  analyses::Report r = analyses::analyze(load(t));
+  EXPECT_TRUE(r.findings.empty());
+  EXPECT_DOUBLE_EQ(r.pageable_share.fraction, 0.0);
+}
+
+TEST_F(Analyses, FindingsAreOrderedByWhatTheyCanRecover) {
+  SyntheticTrace t;
+  uint32_t s = t.site(0x401000);
+  for (int i = 0; i < 1000; ++i) t.copy(Direction::DtoH, MemKind::Pageable, 4, 9'000, false, s);
+  t.copy(Direction::HtoD, MemKind::Pageable, 256 * MiB, 40'000'000, true, s);
+  analyses::Report r = analyses::analyze(load(t));
+  ASSERT_EQ(r.findings.size(), 3u);
+  EXPECT_EQ(r.findings[0].kind, "async_pageable");   // ~40 ms recoverable
+  EXPECT_EQ(r.findings[1].kind, "large_pageable");   // ~34.6 ms
+  EXPECT_EQ(r.findings[2].kind, "tiny_storm");       // 9 ms, no estimate
+}
+
+}  // namespace
+}  // namespace cuxfer

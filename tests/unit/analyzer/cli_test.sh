@@ -1,0 +1,123 @@
+#!/bin/bash
+# Command-line tests of `cuxfer`: exit codes, one-line errors, and the record
+# launcher's contract with the shim (using a fake shim).
+#   cli_test.sh CASE CUXFER MAKE_TEST_TRACE FAKE_SHIM
+set -u
+case_name=$1 cuxfer=$2 make_trace=$3 fake_shim=$4
+work=$(mktemp -d "${TMPDIR:-/tmp}/cuxfer-cli-test.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+fail() { echo "FAIL [$case_name]: $*" >&2; echo "--- stdout:" >&2; cat out 2>/dev/null >&2; echo "--- stderr:" >&2; cat err 2>/dev/null >&2; exit 1; }
+run() { "$@" >out 2>err; rc=$?; }
+expect_rc() { [ "$rc" -eq "$1" ] || fail "exit status $rc, expected $1"; }
+expect_lines() { local n; n=$(wc -l <"$1"); [ "$n" -eq "$2" ] || fail "$1 has $n lines, expected $2"; }
+expect_in() { grep -qF -- "$2" "$1" || fail "$1 lacks '$2'"; }
+
+case $case_name in
+  help)
+    run "$cuxfer" --help; expect_rc 0; expect_in out "Usage: cuxfer"
+    run "$cuxfer" report --help; expect_rc 0; expect_in out "Usage: cuxfer report"
+    run "$cuxfer" record --help; expect_rc 0; expect_in out "Usage: cuxfer record"
+    run "$cuxfer" help report; expect_rc 0; expect_in out "--json"
+    run "$cuxfer" --version; expect_rc 0; expect_in out "cuxfer "
+    run "$cuxfer"; expect_rc 2; expect_in err "Usage: cuxfer" ;;
+  unknown-option)
+    run "$cuxfer" --bogus; expect_rc 2; expect_lines err 1; expect_in err "unknown option '--bogus'"
+    run "$cuxfer" report --bogus x.trace; expect_rc 2; expect_lines err 1
+    run "$cuxfer" record --bogus -- true; expect_rc 2; expect_lines err 1
+    run "$cuxfer" frobnicate; expect_rc 2; expect_lines err 1
+    run "$cuxfer" report --top; expect_rc 2; expect_lines err 1; expect_in err "needs a value"
+    run "$cuxfer" report --top many x; expect_rc 2; expect_lines err 1
+    run "$cuxfer" report; expect_rc 2; expect_lines err 1
+    run "$cuxfer" record --cupti=maybe -- true; expect_rc 2; expect_lines err 1
+    run "$cuxfer" record --stack-depth=-3 -- true; expect_rc 2; expect_lines err 1 ;;
+  report-unusable)
+    : >empty.trace
+    echo "hello" >foreign.trace
+    printf 'CUXFER' >header-cut.trace
+    for f in missing.trace empty.trace foreign.trace header-cut.trace; do
+      run "$cuxfer" report "$f"; expect_rc 1; expect_lines err 1; expect_in err "$f"; expect_lines out 0
+    done
+    run "$cuxfer" report --json missing.trace; expect_rc 1; expect_lines err 1; expect_lines out 0 ;;
+  report-truncated)
+    "$make_trace" truncated cut.trace || fail "make_test_trace"
+    run "$cuxfer" report cut.trace; expect_rc 0; expect_in out "PARTIAL: "
+    run "$cuxfer" report --json cut.trace; expect_rc 0
+    python3 -c 'import json,sys; j=json.load(open("out")); p=j["processes"][0]; assert not p["complete"] and p["cut_reason"], p' \
+      || fail "JSON does not say partial" ;;
+  report-json)
+    "$make_trace" busy busy.trace && "$make_trace" gpu gpu.trace || fail "make_test_trace"
+    run "$cuxfer" report --json -o r.json busy.trace; expect_rc 0; expect_lines out 0
+    python3 - r.json <<'PY' || fail "JSON content"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["schema"] == "cuxfer.report/1" and j["simulated"] is True and j["timing"] == "cpu", j["timing"]
+assert j["totals"]["calls"] == 1205 and j["totals"]["bytes"] == 4800 + 5 * 64 * 2**20, j["totals"]
+kinds = sorted(f["kind"] for f in j["findings"])
+assert kinds == ["async_pageable", "large_pageable", "tiny_storm"], kinds
+PY
+    run "$cuxfer" report --json gpu.trace; expect_rc 0
+    python3 -c 'import json; j=json.load(open("out")); assert j["timing"]=="gpu" and all(c["gpu_ns"] is not None for c in j["classes"])' \
+      || fail "GPU timing JSON"
+    run "$cuxfer" report busy.trace gpu.trace missing.trace; expect_rc 0; expect_lines err 1
+    expect_in out "processes 4242, 4242" ;;
+  report-text)
+    "$make_trace" busy busy.trace || fail "make_test_trace"
+    COLUMNS=80 run "$cuxfer" report busy.trace; expect_rc 0
+    expect_in out "GPU time: n/a (CUPTI unavailable: simulated CUDA) — CPU timing shown"
+    expect_in out "[tiny_storm]"
+    awk '{ if (length($0) > 80) { print "too wide: " $0; bad=1 } } END { exit bad }' out || fail "wider than COLUMNS"
+    "$make_trace" clean clean.trace || fail "make_test_trace"
+    run "$cuxfer" report clean.trace; expect_rc 0; expect_in out "none:" ;;
+  record-exit-status)
+    run "$cuxfer" record --shim "$fake_shim" -- sh -c 'exit 3'; expect_rc 3
+    expect_in err "cuxfer: wrote 1 trace(s):"; expect_in err "cuxfer: see the report with: cuxfer report cuxfer-"
+    ls cuxfer-*.trace >/dev/null 2>&1 || fail "no trace in the current directory"
+    run "$cuxfer" record -q --shim "$fake_shim" -- true; expect_rc 0; expect_lines err 0
+    run "$cuxfer" record --shim "$fake_shim" -- sh -c 'kill -TERM $$'; expect_rc 143
+    expect_in err "killed by SIGTERM" ;;
+  record-env)
+    mkdir traces
+    LD_PRELOAD= CUXFER_TRACE_NAME=stale run "$cuxfer" record -q --shim "$fake_shim" -o traces -- true
+    expect_rc 0
+    f=$(ls traces/cuxfer-true-*.trace) || fail "default name should be the executable's"
+    grep -qx 'CUXFER_STACK_DEPTH=16' "$f" && grep -qx 'CUXFER_CUPTI=auto' "$f" && grep -qx 'CUXFER_LAUNCHER=1' "$f" \
+      && grep -qx "CUXFER_OUTPUT_DIR=$work/traces" "$f" && grep -q '^CUXFER_MANIFEST=/' "$f" \
+      && ! grep -q '^CUXFER_TRACE_NAME' "$f" || { cat "$f"; fail "default environment"; }
+    LD_PRELOAD=/nonexistent/other.so run "$cuxfer" record --shim "$fake_shim" --name job --no-stacks --cupti=off -o traces -- sh -c true
+    expect_rc 0
+    f=$(ls traces/cuxfer-job-*.trace) || fail "--name"
+    shim_real=$(readlink -f "$fake_shim")
+    grep -qx 'CUXFER_STACK_DEPTH=0' "$f" && grep -qx 'CUXFER_CUPTI=off' "$f" && grep -qx 'CUXFER_TRACE_NAME=job' "$f" \
+      && grep -qx "LD_PRELOAD=$shim_real:/nonexistent/other.so" "$f" || { cat "$f"; fail "option environment"; }
+    manifest=$(sed -n 's/^CUXFER_MANIFEST=//p' "$f")
+    [ ! -e "$manifest" ] && [ ! -e "$(dirname "$manifest")" ] || fail "manifest not removed" ;;
+  record-refusals)
+    run "$cuxfer" record --shim "$fake_shim" -- no-such-program-cuxfer; expect_rc 127; expect_lines err 1
+    expect_in err "command not found"
+    run "$cuxfer" record --shim "$fake_shim" -o /nonexistent/dir -- true; expect_rc 2; expect_lines err 1
+    touch notadir; run "$cuxfer" record --shim "$fake_shim" -o notadir -- true; expect_rc 2; expect_lines err 1
+    run "$cuxfer" record --shim /nonexistent/libcuxfer.so -- true; expect_rc 2; expect_lines err 1
+    expect_in err "shim"
+    echo data >plain; chmod 644 plain
+    run "$cuxfer" record --shim "$fake_shim" -- ./plain; expect_rc 126; expect_lines err 1
+    python3 - <<'PY' || fail "could not write the static ELF"
+import struct
+eh = b"\x7fELF" + bytes([2, 1, 1]) + bytes(9) + struct.pack("<HHIQQQIHHHHHH", 2, 62, 1, 0, 64, 0, 0, 64, 56, 1, 0, 0, 0)
+ph = struct.pack("<IIQQQQQQ", 1, 5, 0, 0, 0, 0, 0, 0)
+open("static-app", "wb").write(eh + ph)
+PY
+    chmod 755 static-app
+    run "$cuxfer" record --shim "$fake_shim" -- ./static-app; expect_rc 2; expect_lines err 1
+    expect_in err "statically linked" ;;
+  record-forwards-signals)
+    "$cuxfer" record -q --shim "$fake_shim" -- sh -c 'trap "exit 7" TERM; sleep 10 & wait' >out 2>err &
+    pid=$!
+    sleep 1
+    kill -TERM $pid
+    wait $pid; rc=$?
+    expect_rc 7 ;;
+  *) echo "unknown case $case_name" >&2; exit 2 ;;
+esac
+exit 0

@@ -1,0 +1,149 @@
+// The launcher's pieces that can be tested without running a program.
+#include <gtest/gtest.h>
+
+#include <elf.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "analyzer/cli/options.h"
+#include "analyzer/launcher/manifest.h"
+#include "analyzer/launcher/program_check.h"
+#include "analyzer/launcher/record_command.h"
+
+namespace cuxfer::launcher {
+namespace {
+
+TEST(Manifest, ParsesLinesAndSkipsTornOnes) {
+  auto entries = parse_manifest("123 /tmp/a.trace\n456 /tmp/dir with space/b.trace\nxx\n0 /z\n789 /tmp/c");
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0].pid, 123u);
+  EXPECT_EQ(entries[0].trace_path, "/tmp/a.trace");
+  EXPECT_EQ(entries[1].trace_path, "/tmp/dir with space/b.trace");
+}
+
+TEST(Manifest, CreatesAndRemovesItsPrivateDirectory) {
+  std::string error, dir;
+  {
+    auto m = Manifest::create(&error);
+    ASSERT_TRUE(m) << error;
+    dir = std::filesystem::path(m->path()).parent_path();
+    struct stat st {};
+    ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0700u);
+    std::ofstream(m->path(), std::ios::app) << "42 /x/y.trace\n";
+    auto entries = m->read();
+    ASSERT_EQ(entries.size(), 1u);
+    EXPECT_EQ(entries[0].pid, 42u);
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+TEST(Preload, PrependsKeepsAndDoesNotDuplicate) {
+  EXPECT_EQ(prepend_preload("/l/libcuxfer.so", nullptr), "/l/libcuxfer.so");
+  EXPECT_EQ(prepend_preload("/l/libcuxfer.so", ""), "/l/libcuxfer.so");
+  EXPECT_EQ(prepend_preload("/l/libcuxfer.so", "/x/a.so /x/b.so"), "/l/libcuxfer.so:/x/a.so /x/b.so");
+  EXPECT_EQ(prepend_preload("/l/libcuxfer.so", "/x/a.so:/l/libcuxfer.so"), "/x/a.so:/l/libcuxfer.so");
+}
+
+class ProgramCheck : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("cuxfer-launcher-test-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& bytes, mode_t mode) {
+    std::string p = (dir_ / name).string();
+    std::ofstream(p, std::ios::binary) << bytes;
+    ::chmod(p.c_str(), mode);
+    return p;
+  }
+  // A minimal ELF64 executable header with one program header of `type`.
+  static std::string elf_with(uint32_t type) {
+    Elf64_Ehdr eh{};
+    std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+    eh.e_ident[EI_CLASS] = ELFCLASS64;
+    eh.e_ident[EI_DATA] = ELFDATA2LSB;
+    eh.e_type = ET_EXEC;
+    eh.e_phoff = sizeof eh;
+    eh.e_phentsize = sizeof(Elf64_Phdr);
+    eh.e_phnum = 1;
+    Elf64_Phdr ph{};
+    ph.p_type = type;
+    std::string s(reinterpret_cast<char*>(&eh), sizeof eh);
+    s.append(reinterpret_cast<char*>(&ph), sizeof ph);
+    return s;
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(ProgramCheck, ResolvesLikeAShell) {
+  std::string exe = write("tool", "#!/bin/sh\n", 0755);
+  write("data", "x", 0644);
+  std::string path_env = "/nonexistent:" + dir_.string();
+  auto r = resolve_program("tool", path_env.c_str());
+  EXPECT_EQ(r.result, ResolvedProgram::Result::Found);
+  EXPECT_EQ(r.path, exe);
+  EXPECT_EQ(resolve_program("data", path_env.c_str()).result, ResolvedProgram::Result::NotExecutable);
+  EXPECT_EQ(resolve_program("nope", path_env.c_str()).result, ResolvedProgram::Result::NotFound);
+  EXPECT_EQ(resolve_program(exe, "").result, ResolvedProgram::Result::Found);
+  EXPECT_EQ(resolve_program("sh", nullptr).result, ResolvedProgram::Result::Found);
+}
+
+TEST_F(ProgramCheck, StaticExecutablesAreRefused) {
+  PreloadCheck s = check_preloadable(write("static", elf_with(PT_LOAD), 0755));
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.reason.find("statically linked"), std::string::npos);
+  EXPECT_TRUE(check_preloadable(write("dynamic", elf_with(PT_INTERP), 0755)).ok);
+  EXPECT_TRUE(check_preloadable(write("script", "#!/bin/sh\necho hi\n", 0755)).ok);
+  EXPECT_TRUE(check_preloadable("/proc/self/exe").ok);
+}
+
+TEST_F(ProgramCheck, SetIdExecutablesAreRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to make a file set-uid to another user";
+  std::string p = write("suid", elf_with(PT_INTERP), 0755);
+  ASSERT_EQ(::chown(p.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(::chmod(p.c_str(), 04755), 0);
+  PreloadCheck c = check_preloadable(p);
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.reason.find("setuid"), std::string::npos);
+  ASSERT_EQ(::chmod(p.c_str(), 02755), 0);
+  EXPECT_NE(check_preloadable(p).reason.find("setgid"), std::string::npos);
+}
+
+TEST(ArgReader, LongShortAndEquals) {
+  cli::ArgReader in("cuxfer x", {"--top", "5", "--top=6", "-oFILE", "-o", "F2", "--json", "pos", "--"});
+  std::string v;
+  ASSERT_TRUE(in.option("top", 0, v));
+  EXPECT_EQ(v, "5");
+  ASSERT_TRUE(in.option("top", 0, v));
+  EXPECT_EQ(v, "6");
+  ASSERT_TRUE(in.option("output", 'o', v));
+  EXPECT_EQ(v, "FILE");
+  ASSERT_TRUE(in.option("output", 'o', v));
+  EXPECT_EQ(v, "F2");
+  EXPECT_FALSE(in.flag("jsonx"));
+  EXPECT_TRUE(in.flag("json"));
+  EXPECT_FALSE(in.at_option());
+  EXPECT_EQ(in.take(), "pos");
+  EXPECT_TRUE(in.end_of_options());
+  EXPECT_TRUE(in.done());
+
+  cli::ArgReader missing("cuxfer x", {"--top"});
+  EXPECT_FALSE(missing.option("top", 0, v));
+  EXPECT_EQ(missing.error(), "cuxfer x: option --top needs a value");
+
+  uint64_t n = 0;
+  EXPECT_TRUE(cli::parse_unsigned("16", n));
+  EXPECT_EQ(n, 16u);
+  EXPECT_FALSE(cli::parse_unsigned("-1", n));
+  EXPECT_FALSE(cli::parse_unsigned("3x", n));
+  EXPECT_FALSE(cli::parse_unsigned("99999999999999999999999", n));
+}
+
+}  // namespace
+}  // namespace cuxfer::launcher

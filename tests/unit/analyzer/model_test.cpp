@@ -1,0 +1,209 @@
+// The model: classification, the CPU/GPU timing join, several processes,
+// partial and unusable traces.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "tests/unit/analyzer/job_fixture.h"
+
+namespace cuxfer {
+namespace {
+
+using testing::JobTest;
+using testing::SyntheticTrace;
+using trace::Direction;
+using trace::MemKind;
+
+trace::Event event(Direction d, MemKind src, MemKind dst, uint8_t flags = 0) {
+  trace::Event e{};
+  e.direction = static_cast<uint8_t>(d);
+  e.src_kind = static_cast<uint8_t>(src);
+  e.dst_kind = static_cast<uint8_t>(dst);
+  e.flags = flags;
+  return e;
+}
+
+TEST(Classify, HostSideKindByDirection) {
+  using model::classify;
+  using model::TransferClass;
+  EXPECT_EQ(classify(event(Direction::HtoD, MemKind::Pageable, MemKind::Device)),
+            (TransferClass{Direction::HtoD, MemKind::Pageable}));
+  EXPECT_EQ(classify(event(Direction::DtoH, MemKind::Device, MemKind::Pinned)),
+            (TransferClass{Direction::DtoH, MemKind::Pinned}));
+  EXPECT_EQ(classify(event(Direction::DtoH, MemKind::Device, MemKind::Managed)),
+            (TransferClass{Direction::DtoH, MemKind::Managed}));
+  EXPECT_EQ(classify(event(Direction::DtoD, MemKind::Device, MemKind::Device)),
+            (TransferClass{Direction::DtoD, MemKind::Device}));
+  EXPECT_EQ(classify(event(Direction::Peer, MemKind::Device, MemKind::Device)),
+            (TransferClass{Direction::Peer, MemKind::Device}));
+  EXPECT_EQ(classify(event(Direction::HtoD, MemKind::Array, MemKind::Device)).memory,
+            MemKind::Array);
+  // H2H: pageable if either side is, else the source's kind.
+  EXPECT_EQ(classify(event(Direction::HtoH, MemKind::Pinned, MemKind::Pageable)).memory,
+            MemKind::Pageable);
+  EXPECT_EQ(classify(event(Direction::HtoH, MemKind::Registered, MemKind::Pinned)).memory,
+            MemKind::Registered);
+  EXPECT_EQ(classify(event(Direction::Unknown, MemKind::Pinned, MemKind::Device)).memory,
+            MemKind::Unknown);
+  // Values from a newer writer are not trusted as enum values.
+  auto odd = event(static_cast<Direction>(40), MemKind::Pinned, MemKind::Device);
+  EXPECT_EQ(classify(odd).direction, Direction::Unknown);
+}
+
+TEST(Classify, WhenCpuTimeMeasuresTheTransfer) {
+  auto yes = [](trace::Event e) { return model::cpu_time_measures_transfer(e, model::classify(e)); };
+  EXPECT_TRUE(yes(event(Direction::HtoD, MemKind::Pinned, MemKind::Device)));
+  EXPECT_TRUE(yes(event(Direction::HtoD, MemKind::Pageable, MemKind::Device, trace::kFlagAsync)));
+  EXPECT_FALSE(yes(event(Direction::HtoD, MemKind::Pinned, MemKind::Device, trace::kFlagAsync)));
+  EXPECT_FALSE(yes(event(Direction::DtoD, MemKind::Device, MemKind::Device)));
+}
+
+class Model : public JobTest {};
+
+TEST_F(Model, GpuRecordsJoinOnCorrelationIdAndSum) {
+  SyntheticTrace t;
+  t.status.cupti = trace::CuptiState::Active;
+  auto& a = t.copy(Direction::HtoD, MemKind::Pinned, 8 << 20, 200'000);
+  t.gpu(a, 100'000, 4 << 20);  // a 2D copy: two GPU records, one event
+  t.gpu(a, 60'000, 4 << 20);
+  t.copy(Direction::DtoH, MemKind::Pinned, 1 << 20, 30'000);  // its record was lost
+  trace::GpuRecord stray{};
+  stray.correlation_id = 999;
+  stray.kind = static_cast<uint8_t>(trace::GpuRecordKind::Memcpy);
+  stray.end_ns = 10;
+  t.gpu_records.push_back(stray);
+  model::Job job = load(t);
+  ASSERT_EQ(job.calls.size(), 2u);
+  EXPECT_EQ(job.calls[0].gpu_ns, 160'000u);
+  EXPECT_EQ(job.calls[0].gpu_records, 2u);
+  EXPECT_FALSE(job.calls[1].has_gpu_time());
+  EXPECT_EQ(job.processes[0].gpu_records_unmatched, 1u);
+
+  analyses::Report r = analyses::analyze(job);
+  EXPECT_EQ(r.timing, "gpu");
+  const auto* h2d = testing::find_class(r, Direction::HtoD, MemKind::Pinned);
+  ASSERT_TRUE(h2d);
+  ASSERT_TRUE(h2d->gpu_ns);
+  EXPECT_EQ(*h2d->gpu_ns, 160'000u);
+  EXPECT_EQ(h2d->gbps_basis, "gpu");
+  EXPECT_DOUBLE_EQ(*h2d->gbps, (8 << 20) / 160'000.0);
+  const auto* d2h = testing::find_class(r, Direction::DtoH, MemKind::Pinned);
+  ASSERT_TRUE(d2h);
+  EXPECT_FALSE(d2h->gpu_ns);
+  EXPECT_EQ(d2h->gbps_basis, "cpu");  // synchronous: CPU-blocked time stands in
+  EXPECT_DOUBLE_EQ(*d2h->gbps, (1 << 20) / 30'000.0);
+}
+
+TEST_F(Model, GpuRecordsIgnoredWhenCuptiUnavailable) {
+  SyntheticTrace t;
+  t.status.cupti = trace::CuptiState::Unavailable;
+  t.status.cupti_reason = "simulated CUDA";
+  t.status.simulated = true;
+  auto& a = t.copy(Direction::HtoD, MemKind::Pageable, 1 << 20, 100'000);
+  t.gpu(a, 10);
+  analyses::Report r = analyses::analyze(load(t));
+  EXPECT_EQ(r.timing, "cpu");
+  EXPECT_TRUE(r.simulated);
+  ASSERT_EQ(r.classes.size(), 1u);
+  EXPECT_FALSE(r.classes[0].gpu_ns);
+  EXPECT_DOUBLE_EQ(*r.classes[0].gbps, (1 << 20) / 100'000.0);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_EQ(r.processes[0].cupti_state, "unavailable");
+  EXPECT_EQ(r.processes[0].cupti_reason, "simulated CUDA");
+}
+
+TEST_F(Model, AsyncPinnedCopiesHaveNoCpuBandwidth) {
+  SyntheticTrace t;
+  t.copy(Direction::HtoD, MemKind::Pinned, 64 << 20, 3000, /*async=*/true);
+  analyses::Report r = analyses::analyze(load(t));
+  ASSERT_EQ(r.classes.size(), 1u);
+  EXPECT_FALSE(r.classes[0].gbps);  // 22 TB/s from a 3 us return would be nonsense
+  EXPECT_EQ(r.classes[0].gbps_basis, "");
+}
+
+TEST_F(Model, SeveralProcessesMakeOneJob) {
+  SyntheticTrace parent(100, 1, "/opt/app/launch");
+  parent.copy(Direction::HtoD, MemKind::Pageable, 1000, 10'000);
+  SyntheticTrace child(101, 100, "/opt/app/worker");
+  child.process.start_realtime_ns = parent.process.start_realtime_ns + 5'000'000;
+  child.copy(Direction::HtoD, MemKind::Pageable, 3000, 20'000);
+  child.copy(Direction::DtoH, MemKind::Pinned, 500, 5'000);
+  analyses::Report r = analyses::analyze(load({child, parent}));
+  ASSERT_EQ(r.processes.size(), 2u);
+  EXPECT_EQ(r.program, "/opt/app/launch");  // the root of the fork tree
+  EXPECT_EQ(r.totals.calls, 3u);
+  EXPECT_EQ(r.totals.bytes, 4500u);
+  EXPECT_EQ(r.totals.cpu_blocked_ns, 35'000u);
+  const auto* h2d = testing::find_class(r, Direction::HtoD, MemKind::Pageable);
+  ASSERT_TRUE(h2d);
+  EXPECT_EQ(h2d->calls, 2u);
+  EXPECT_EQ(h2d->bytes, 4000u);
+  EXPECT_EQ(r.processes[0].pid, 101u);
+  EXPECT_EQ(r.processes[0].copies, 2u);
+  EXPECT_EQ(r.processes[1].copies, 1u);
+  // Span: parent start to the child's last call (its clock anchored to its own start).
+  const auto& last = child.events.back();
+  EXPECT_EQ(r.span_ns, 5'000'000 + (last.t_exit_ns - child.process.start_monotonic_ns));
+}
+
+TEST_F(Model, PartialTraceIsReportedWithWhatIsComplete) {
+  SyntheticTrace t;
+  t.write_end = false;
+  t.copy(Direction::HtoD, MemKind::Pageable, 1000, 10'000);
+  analyses::Report r = analyses::analyze(load(t));
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_FALSE(r.processes[0].complete);
+  EXPECT_NE(r.processes[0].cut_reason.find("did not shut down cleanly"), std::string::npos);
+  EXPECT_EQ(r.totals.calls, 1u);
+}
+
+TEST_F(Model, UnusableFilesAreSkippedWithOneLineEach) {
+  SyntheticTrace t;
+  t.copy(Direction::HtoD, MemKind::Pageable, 1000, 10'000);
+  std::string good = write(t, "good.trace");
+  std::ofstream(path("foreign.txt")) << "not a trace\n";
+  std::ofstream(path("empty.trace")).flush();
+  model::Job job = load_paths({path("missing.trace"), good, path("foreign.txt"), path("empty.trace")});
+  EXPECT_EQ(job.processes.size(), 1u);
+  ASSERT_EQ(errors.size(), 3u);
+  EXPECT_NE(errors[0].find("missing.trace: cannot open"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[1].find("foreign.txt: not a cuxfer trace"), std::string::npos) << errors[1];
+  EXPECT_NE(errors[2].find("empty.trace: empty file"), std::string::npos) << errors[2];
+  for (const auto& e : errors) EXPECT_EQ(e.find('\n'), std::string::npos);
+}
+
+TEST_F(Model, StacksWithTheSameUserFrameShareASite) {
+  SyntheticTrace t;
+  t.modules.push_back({0x400000, 0x400000, 0x500000, "/opt/app/train", ""});
+  t.modules.push_back({0x7f0000000000, 0x7f0000000000, 0x7f0000100000, "/usr/lib/libcudart.so.13", ""});
+  t.callsites.push_back({1, {0x7f0000001000, 0x401000}});
+  t.callsites.push_back({2, {0x7f0000002000, 0x401000}});  // another cudart path, same user line
+  t.callsites.push_back({3, {0x7f0000002000, 0x402000}});
+  t.copy(Direction::HtoD, MemKind::Pageable, 10, 100, false, 1);
+  t.copy(Direction::HtoD, MemKind::Pageable, 20, 100, false, 2);
+  t.copy(Direction::HtoD, MemKind::Pageable, 40, 500, false, 3);
+  t.copy(Direction::HtoD, MemKind::Pageable, 80, 100, false, 0);   // no stack
+  t.copy(Direction::HtoD, MemKind::Pageable, 160, 100, false, 77); // id not in the table
+  model::Job job = load(t);
+  ASSERT_EQ(job.sites.size(), 2u);
+  EXPECT_EQ(job.sites[0].frame.module, "/opt/app/train");
+  EXPECT_EQ(job.sites[0].frame.offset, 0x1000u);
+  EXPECT_EQ(job.sites[0].stack.size(), 2u);
+  EXPECT_EQ(job.calls[0].site, job.calls[1].site);
+  EXPECT_NE(job.calls[0].site, job.calls[2].site);
+  EXPECT_EQ(job.calls[3].site, model::kNoSite);
+  EXPECT_EQ(job.calls[4].site, model::kNoSite);
+
+  analyses::Report r = analyses::analyze(job);
+  ASSERT_EQ(r.callsites.size(), 2u);
+  EXPECT_EQ(r.callsites[0].cpu_blocked_ns, 500u);  // most CPU-blocked time first
+  EXPECT_EQ(r.callsites[0].frame.offset, 0x2000u);
+  EXPECT_EQ(r.callsites[1].calls, 2u);
+  EXPECT_EQ(r.callsites[1].bytes, 30u);
+  EXPECT_EQ(r.callsites[1].pid, t.process.pid);
+  EXPECT_EQ(r.callsites[1].main_class, "H2D pageable");
+  EXPECT_EQ(r.calls_without_site, 2u);
+}
+
+}  // namespace
+}  // namespace cuxfer

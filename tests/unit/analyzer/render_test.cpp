@@ -1,0 +1,178 @@
+// The renderers: the JSON schema other tools read, and the text report's
+// banners, labels and width.
+#include <gtest/gtest.h>
+
+#include "analyzer/render/json_renderer.h"
+#include "analyzer/render/text_renderer.h"
+#include "analyzer/render/units.h"
+#include "tests/unit/analyzer/job_fixture.h"
+
+namespace cuxfer {
+namespace {
+
+using nlohmann::json;
+using testing::JobTest;
+using testing::SyntheticTrace;
+using trace::Direction;
+using trace::MemKind;
+
+constexpr uint64_t MiB = 1 << 20;
+
+SyntheticTrace busy_trace() {
+  SyntheticTrace t;
+  t.modules.push_back({0x400000, 0x400000, 0x500000, "/opt/app/train_with_a_rather_long_name", ""});
+  uint32_t s = t.site(0x401000);
+  for (int i = 0; i < 1000; ++i) t.copy(Direction::DtoH, MemKind::Pageable, 8, 9'000, false, s);
+  t.copy(Direction::HtoD, MemKind::Pageable, 64 * MiB, 10'000'000, true, t.site(0x402000));
+  t.copy(Direction::HtoD, MemKind::Pinned, 64 * MiB, 1'300'000, false);
+  auto& f = t.copy(Direction::HtoD, MemKind::Pinned, 5, 10);
+  f.flags |= trace::kFlagFailed;
+  return t;
+}
+
+class Render : public JobTest {};
+
+TEST_F(Render, JsonFollowsTheSchema) {
+  SyntheticTrace t = busy_trace();
+  t.status.simulated = true;
+  t.status.cupti_reason = "simulated CUDA";
+  analyses::Report r = analyses::analyze(load(t));
+  json j = json::parse(render::render_json(r, {}));
+  EXPECT_EQ(j["schema"], "cuxfer.report/1");
+  EXPECT_EQ(j["simulated"], true);
+  EXPECT_EQ(j["timing"], "cpu");
+
+  ASSERT_EQ(j["processes"].size(), 1u);
+  const json& p = j["processes"][0];
+  EXPECT_EQ(p["pid"], 4242);
+  EXPECT_EQ(p["exe"], "/opt/app/train");
+  EXPECT_TRUE(p["trace"].get<std::string>().ends_with("t0-0.trace"));
+  EXPECT_EQ(p["complete"], true);
+  EXPECT_EQ(p["cut_reason"], "");
+  EXPECT_EQ(p["cupti"]["state"], "unavailable");
+  EXPECT_EQ(p["cupti"]["reason"], "simulated CUDA");
+  EXPECT_EQ(p["events"], 1003);
+  EXPECT_EQ(p["events_dropped"], 0);
+
+  EXPECT_EQ(j["totals"]["calls"], 1002);
+  EXPECT_EQ(j["totals"]["bytes"], 128 * MiB + 8000);
+  EXPECT_TRUE(j["totals"]["bytes"].is_number_unsigned());
+  EXPECT_EQ(j["totals"]["cpu_blocked_ns"], 9'000'000 + 10'000'000 + 1'300'000);
+  EXPECT_EQ(j["failed_calls"], 1);
+
+  bool saw_pageable_h2d = false;
+  for (const auto& c : j["classes"]) {
+    for (const char* k : {"direction", "memory", "calls", "bytes", "cpu_blocked_ns", "gpu_ns", "gbps"})
+      EXPECT_TRUE(c.contains(k)) << k;
+    EXPECT_TRUE(c["gpu_ns"].is_null());
+    if (c["direction"] == "H2D" && c["memory"] == "pageable") {
+      saw_pageable_h2d = true;
+      EXPECT_EQ(c["bytes"], 64 * MiB);
+      EXPECT_NEAR(c["gbps"].get<double>(), 64.0 * MiB / 10'000'000, 1e-12);
+    }
+  }
+  EXPECT_TRUE(saw_pageable_h2d);
+  EXPECT_EQ(j["memsets"]["calls"], 0);
+  for (const char* k : {"device", "managed", "host_pinned", "host_registered"}) {
+    EXPECT_EQ(j["allocations"][k]["calls"], 0);
+    EXPECT_EQ(j["allocations"][k]["bytes"], 0);
+  }
+  ASSERT_FALSE(j["apis"].empty());
+  EXPECT_TRUE(j["apis"][0].contains("name"));
+  EXPECT_EQ(j["pageable_share"]["pageable_bytes"], 64 * MiB + 8000);
+  EXPECT_EQ(j["pageable_share"]["host_bytes"], 128 * MiB + 8000);
+  EXPECT_TRUE(j["pageable_share"]["fraction"].is_number_float());
+
+  ASSERT_EQ(j["callsites"].size(), 2u);
+  for (const auto& s : j["callsites"]) {
+    for (const char* k : {"id", "pid", "function", "file", "line", "module", "offset", "calls",
+                          "bytes", "cpu_blocked_ns", "gpu_ns", "stack"})
+      EXPECT_TRUE(s.contains(k)) << k;
+    EXPECT_EQ(s["module"], "/opt/app/train_with_a_rather_long_name");
+  }
+  std::set<std::string> kinds;
+  for (const auto& f : j["findings"]) {
+    kinds.insert(f["kind"]);
+    for (const char* k : {"kind", "title", "calls", "bytes", "time_ns", "estimated_recoverable_ns",
+                          "callsites", "advice"})
+      EXPECT_TRUE(f.contains(k)) << k;
+    for (const auto& id : f["callsites"]) {
+      bool listed = false;
+      for (const auto& s : j["callsites"]) listed |= s["id"] == id;
+      EXPECT_TRUE(listed) << id;
+    }
+  }
+  EXPECT_EQ(kinds, (std::set<std::string>{"async_pageable", "large_pageable", "tiny_storm"}));
+  for (const auto& f : j["findings"])
+    if (f["kind"] == "tiny_storm") {
+      EXPECT_TRUE(f["estimated_recoverable_ns"].is_null());
+    }
+}
+
+TEST_F(Render, JsonTopKeepsSitesThatFindingsNeed) {
+  analyses::Report r = analyses::analyze(load(busy_trace()));
+  json j = json::parse(render::render_json(r, {size_t{0}}));
+  EXPECT_EQ(j["callsites"].size(), 2u);  // both are named by findings
+}
+
+TEST_F(Render, TextSaysSimulatedCpuTimingAndPartial) {
+  SyntheticTrace t = busy_trace();
+  t.status.simulated = true;
+  t.status.cupti_reason = "simulated CUDA";
+  t.write_end = false;
+  std::string text = render::render_text(analyses::analyze(load(t)), {100, 10});
+  EXPECT_NE(text.find("SIMULATED CUDA (tests/simcuda) — no GPU was used; timings are not meaningful"),
+            std::string::npos);
+  EXPECT_NE(text.find("GPU time: n/a (CUPTI unavailable: simulated CUDA) — CPU timing shown"),
+            std::string::npos);
+  EXPECT_NE(text.find("PARTIAL: "), std::string::npos);
+  EXPECT_NE(text.find("did not shut down cleanly"), std::string::npos);
+  EXPECT_NE(text.find("[async_pageable]"), std::string::npos);
+  EXPECT_NE(text.find("[large_pageable]"), std::string::npos);
+  EXPECT_NE(text.find("[tiny_storm]"), std::string::npos);
+  EXPECT_NE(text.find("estimate"), std::string::npos);
+  EXPECT_NE(text.find("1 failed copy"), std::string::npos);
+}
+
+TEST_F(Render, TextFitsTheWidth) {
+  analyses::Report r = analyses::analyze(load(busy_trace()));
+  for (size_t width : {60, 80, 100, 140}) {
+    std::string text = render::render_text(r, {width, 10});
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t nl = text.find('\n', start);
+      std::string line = text.substr(start, nl - start);
+      EXPECT_LE(render::display_width(line), width) << "width " << width << ": " << line;
+      start = nl + 1;
+    }
+  }
+}
+
+TEST_F(Render, TextOfACleanRun) {
+  SyntheticTrace t;
+  t.copy(Direction::HtoD, MemKind::Pinned, MiB, 30'000);
+  std::string text = render::render_text(analyses::analyze(load(t)), {100, 10});
+  EXPECT_NE(text.find("Findings\n  none"), std::string::npos);
+  EXPECT_EQ(text.find("SIMULATED"), std::string::npos);
+}
+
+TEST(Units, Formats) {
+  EXPECT_EQ(render::format_bytes(0), "0 B");
+  EXPECT_EQ(render::format_bytes(1023), "1023 B");
+  EXPECT_EQ(render::format_bytes(4096), "4.00 KiB");
+  EXPECT_EQ(render::format_bytes(64ull << 20), "64.0 MiB");
+  EXPECT_EQ(render::format_bytes(300ull << 30), "300 GiB");
+  EXPECT_EQ(render::format_duration(850), "850 ns");
+  EXPECT_EQ(render::format_duration(3'200), "3.20 us");
+  EXPECT_EQ(render::format_duration(12'345'678), "12.3 ms");
+  EXPECT_EQ(render::format_duration(1'240'000'000), "1.24 s");
+  EXPECT_EQ(render::format_count(1234567), "1,234,567");
+  EXPECT_EQ(render::format_count(999), "999");
+  EXPECT_EQ(render::format_gbps(std::nullopt), "n/a");
+  EXPECT_EQ(render::fit("abcdef", 4), "abc…");
+  EXPECT_EQ(render::fit("abc", 4), "abc");
+  EXPECT_EQ(render::wrap("aa bb cc dd", 5), (std::vector<std::string>{"aa bb", "cc dd"}));
+}
+
+}  // namespace
+}  // namespace cuxfer
