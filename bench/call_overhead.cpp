@@ -1,0 +1,203 @@
+// call_overhead: what one intercepted copy call costs, measured from the app's
+// side. bench/run_call_overhead.sh runs it with and without libcuxfer.so
+// preloaded and prints the difference; docs/benchmarks.md describes the method.
+//
+// The program links nothing from CUDA: it dlopen()s libcuda.so.1 and takes the
+// copy functions through dlsym, the route JAX/XLA and Triton use, which the
+// shim intercepts when preloaded. With LD_LIBRARY_PATH pointing at
+// build/simcuda/lib the simulated driver answers, so this also runs on CI.
+//
+// Each case times N back-to-back 4-byte copies (one clock_gettime pair per
+// call) and prints one line:
+//   case=<name> n=<N> median_ns=<x> p99_ns=<y> mean_ns=<z>
+// Exit status: 0 measured; 77 no CUDA driver or device; 1 a CUDA call failed.
+#include <cuda.h>
+#include <dlfcn.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+using InitFn = CUresult (*)(unsigned);
+using DeviceGetCountFn = CUresult (*)(int*);
+using DeviceGetFn = CUresult (*)(CUdevice*, int);
+using PrimaryCtxRetainFn = CUresult (*)(CUcontext*, CUdevice);
+using PrimaryCtxReleaseFn = CUresult (*)(CUdevice);
+using CtxSetCurrentFn = CUresult (*)(CUcontext);
+using MemAllocFn = CUresult (*)(CUdeviceptr*, size_t);
+using MemFreeFn = CUresult (*)(CUdeviceptr);
+using MemAllocHostFn = CUresult (*)(void**, size_t);
+using MemFreeHostFn = CUresult (*)(void*);
+using StreamCreateFn = CUresult (*)(CUstream*, unsigned);
+using StreamDestroyFn = CUresult (*)(CUstream);
+using StreamSynchronizeFn = CUresult (*)(CUstream);
+using HtoDFn = CUresult (*)(CUdeviceptr, const void*, size_t);
+using DtoHFn = CUresult (*)(void*, CUdeviceptr, size_t);
+using HtoDAsyncFn = CUresult (*)(CUdeviceptr, const void*, size_t, CUstream);
+
+void* g_lib = nullptr;
+
+template <typename Fn>
+Fn sym(const char* name) {
+  void* p = dlsym(g_lib, name);
+  if (!p) {
+    std::fprintf(stderr, "call_overhead: libcuda.so.1 has no %s\n", name);
+    std::exit(77);
+  }
+  return reinterpret_cast<Fn>(p);
+}
+
+#define CHECK(call)                                                                 \
+  do {                                                                              \
+    CUresult r_ = (call);                                                           \
+    if (r_ != CUDA_SUCCESS) {                                                       \
+      std::fprintf(stderr, "call_overhead: %s failed: CUresult %d\n", #call, (int)r_); \
+      std::exit(1);                                                                 \
+    }                                                                               \
+  } while (0)
+
+inline uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+struct Stats {
+  double median, p99, mean;
+};
+
+Stats summarize(std::vector<uint64_t>& v) {
+  std::sort(v.begin(), v.end());
+  double sum = 0;
+  for (uint64_t x : v) sum += static_cast<double>(x);
+  auto at = [&](double q) {
+    size_t i = static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
+    return static_cast<double>(v[std::min(i, v.size() - 1)]);
+  };
+  return {at(0.5), at(0.99), sum / static_cast<double>(v.size())};
+}
+
+void usage() {
+  std::fprintf(stderr,
+               "usage: call_overhead [-n N] [-w WARMUP] [--size BYTES] [--label TEXT]\n"
+               "  -n N          timed calls per case (default 20000)\n"
+               "  -w WARMUP     untimed calls before each case (default N/10)\n"
+               "  --size BYTES  bytes per copy (default 4)\n"
+               "  --label TEXT  added to every output line as mode=TEXT\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  size_t n = 20000, warmup = SIZE_MAX, size = 4;
+  std::string label;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> const char* {
+      if (i + 1 >= argc) {
+        usage();
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "-n") n = std::strtoull(next(), nullptr, 10);
+    else if (a == "-w") warmup = std::strtoull(next(), nullptr, 10);
+    else if (a == "--size") size = std::strtoull(next(), nullptr, 10);
+    else if (a == "--label") label = next();
+    else {
+      usage();
+      return a == "-h" || a == "--help" ? 0 : 2;
+    }
+  }
+  if (n == 0 || size == 0) {
+    usage();
+    return 2;
+  }
+  if (warmup == SIZE_MAX) warmup = n / 10;
+
+  g_lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  if (!g_lib) {
+    std::printf("call_overhead: no CUDA driver (%s): skipping\n", dlerror());
+    return 77;
+  }
+  auto cuInit = sym<InitFn>("cuInit");
+  auto cuDeviceGetCount = sym<DeviceGetCountFn>("cuDeviceGetCount");
+  auto cuDeviceGet = sym<DeviceGetFn>("cuDeviceGet");
+  auto cuDevicePrimaryCtxRetain = sym<PrimaryCtxRetainFn>("cuDevicePrimaryCtxRetain");
+  auto cuDevicePrimaryCtxRelease = sym<PrimaryCtxReleaseFn>("cuDevicePrimaryCtxRelease_v2");
+  auto cuCtxSetCurrent = sym<CtxSetCurrentFn>("cuCtxSetCurrent");
+  auto cuMemAlloc = sym<MemAllocFn>("cuMemAlloc_v2");
+  auto cuMemFree = sym<MemFreeFn>("cuMemFree_v2");
+  auto cuMemAllocHost = sym<MemAllocHostFn>("cuMemAllocHost_v2");
+  auto cuMemFreeHost = sym<MemFreeHostFn>("cuMemFreeHost");
+  auto cuStreamCreate = sym<StreamCreateFn>("cuStreamCreate");
+  auto cuStreamDestroy = sym<StreamDestroyFn>("cuStreamDestroy_v2");
+  auto cuStreamSynchronize = sym<StreamSynchronizeFn>("cuStreamSynchronize");
+  auto htod = sym<HtoDFn>("cuMemcpyHtoD_v2");
+  auto dtoh = sym<DtoHFn>("cuMemcpyDtoH_v2");
+  auto htod_async = sym<HtoDAsyncFn>("cuMemcpyHtoDAsync_v2");
+
+  int count = 0;
+  if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&count) != CUDA_SUCCESS || count < 1) {
+    std::printf("call_overhead: no GPU: skipping\n");
+    return 77;
+  }
+  CUdevice dev;
+  CUcontext ctx;
+  CHECK(cuDeviceGet(&dev, 0));
+  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CHECK(cuCtxSetCurrent(ctx));
+
+  CUdeviceptr d = 0;
+  void* pinned = nullptr;
+  CHECK(cuMemAlloc(&d, size));
+  CHECK(cuMemAllocHost(&pinned, size));
+  std::vector<unsigned char> pageable(size, 1);
+  std::memset(pinned, 1, size);
+  CUstream stream;
+  CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+
+  std::vector<uint64_t> t(n);
+  auto run_case = [&](const char* name, auto&& call) {
+    for (size_t i = 0; i < warmup; ++i) CHECK(call());
+    CHECK(cuStreamSynchronize(stream));
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t t0 = now_ns();
+      CUresult r = call();
+      uint64_t t1 = now_ns();
+      if (r != CUDA_SUCCESS) {
+        std::fprintf(stderr, "call_overhead: %s failed: CUresult %d\n", name, (int)r);
+        std::exit(1);
+      }
+      t[i] = t1 - t0;
+      // Keep the async queue short, outside the timed region.
+      if ((i & 255) == 255) CHECK(cuStreamSynchronize(stream));
+    }
+    CHECK(cuStreamSynchronize(stream));
+    Stats s = summarize(t);
+    std::printf("case=%s n=%zu median_ns=%.0f p99_ns=%.0f mean_ns=%.1f%s%s\n", name, n, s.median,
+                s.p99, s.mean, label.empty() ? "" : " mode=", label.c_str());
+    std::fflush(stdout);
+  };
+
+  void* pg = pageable.data();
+  run_case("htod_pinned", [&] { return htod(d, pinned, size); });
+  run_case("htod_pageable", [&] { return htod(d, pg, size); });
+  run_case("dtoh_pinned", [&] { return dtoh(pinned, d, size); });
+  run_case("dtoh_pageable", [&] { return dtoh(pg, d, size); });
+  run_case("htod_async_pinned", [&] { return htod_async(d, pinned, size, stream); });
+  run_case("htod_async_pageable", [&] { return htod_async(d, pg, size, stream); });
+
+  CHECK(cuStreamDestroy(stream));
+  CHECK(cuMemFreeHost(pinned));
+  CHECK(cuMemFree(d));
+  CHECK(cuDevicePrimaryCtxRelease(dev));
+  return 0;
+}

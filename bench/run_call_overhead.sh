@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Per-call overhead of libcuxfer.so on copy calls (docs/benchmarks.md).
+#
+#   bash bench/run_call_overhead.sh [--build-dir DIR] [-n N] [--rounds R] [--sim]
+#
+# Runs build/bench/call_overhead in three modes, interleaved round by round so
+# that drift (clock boost, other load) hits every mode alike:
+#   baseline   no shim
+#   shim_d0    LD_PRELOAD=libcuxfer.so CUXFER_STACK_DEPTH=0  (immediate call site only)
+#   shim_d16   LD_PRELOAD=libcuxfer.so CUXFER_STACK_DEPTH=16 (the default)
+# and prints, per copy case, the median over rounds of each mode's per-call
+# median and p99, and the shim's added ns (shim - baseline).
+#
+# Options:
+#   --build-dir DIR  build tree (default: build/)
+#   -n N             timed calls per case per run (default 20000)
+#   --rounds R       rounds (default 5)
+#   --size BYTES     bytes per copy (default 4)
+#   --sim            use the simulated driver (build/simcuda/lib); the default
+#                    when no GPU is found. Numbers then say nothing about CUDA.
+#   --gpu            insist on the real driver
+#   --check          exit non-zero unless every run printed every case (bench_smoke)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="$ROOT/build"
+N=20000
+ROUNDS=5
+SIZE=4
+MODE=auto
+CHECK=0
+while (($#)); do
+  case "$1" in
+    --build-dir) BUILD="$2"; shift ;;
+    -n) N="$2"; shift ;;
+    --rounds) ROUNDS="$2"; shift ;;
+    --size) SIZE="$2"; shift ;;
+    --sim) MODE=sim ;;
+    --gpu) MODE=gpu ;;
+    --check) CHECK=1 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run_call_overhead: unknown option '$1'" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+BIN="$BUILD/bench/call_overhead"
+SHIM="$BUILD/lib/libcuxfer.so"
+[[ -x "$BIN" ]] || { echo "run_call_overhead: $BIN not built (cmake --build $BUILD --target call_overhead)" >&2; exit 1; }
+[[ -f "$SHIM" ]] || { echo "run_call_overhead: $SHIM not built" >&2; exit 1; }
+
+if [[ $MODE == auto ]]; then
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then MODE=gpu; else MODE=sim; fi
+fi
+ENV_BASE=()
+if [[ $MODE == sim ]]; then
+  [[ -e "$BUILD/simcuda/lib/libcuda.so.1" ]] || { echo "run_call_overhead: no $BUILD/simcuda/lib/libcuda.so.1" >&2; exit 1; }
+  ENV_BASE=(LD_LIBRARY_PATH="$BUILD/simcuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+  echo "*** SIMULATED CUDA driver (tests/simcuda): numbers measure the shim's hook path only, not CUDA ***"
+else
+  nvidia-smi -L 2>/dev/null | head -1 || true
+fi
+
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+RESULTS="$TMP/results.txt"
+: >"$RESULTS"
+
+run_mode() {
+  local mode="$1"
+  local env=("${ENV_BASE[@]}")
+  case "$mode" in
+    baseline) ;;
+    shim_d0) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=0 CUXFER_OUTPUT_DIR="$TMP/traces") ;;
+    shim_d16) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_OUTPUT_DIR="$TMP/traces") ;;
+  esac
+  mkdir -p "$TMP/traces"
+  local rc=0
+  env "${env[@]}" "$BIN" -n "$N" --size "$SIZE" --label "$mode" >>"$RESULTS" 2>"$TMP/stderr" || rc=$?
+  if ((rc != 0)); then
+    echo "run_call_overhead: $mode exited $rc" >&2
+    cat "$TMP/stderr" >&2
+    return "$rc"
+  fi
+  rm -rf "$TMP/traces"
+}
+
+echo "call_overhead: N=$N calls/case, $SIZE-byte copies, $ROUNDS rounds, modes baseline/shim_d0/shim_d16 interleaved"
+for ((r = 1; r <= ROUNDS; r++)); do
+  for mode in baseline shim_d0 shim_d16; do
+    run_mode "$mode"
+  done
+done
+
+python3 - "$RESULTS" "$CHECK" "$ROUNDS" <<'EOF'
+import statistics, sys
+from collections import defaultdict
+
+path, check, rounds = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3])
+runs = defaultdict(lambda: {"median": [], "p99": []})
+cases = []
+for line in open(path):
+    kv = dict(f.split("=", 1) for f in line.split() if "=" in f)
+    if "case" not in kv:
+        continue
+    key = (kv["mode"], kv["case"])
+    runs[key]["median"].append(float(kv["median_ns"]))
+    runs[key]["p99"].append(float(kv["p99_ns"]))
+    if kv["case"] not in cases:
+        cases.append(kv["case"])
+
+modes = ["baseline", "shim_d0", "shim_d16"]
+expected = ["htod_pinned", "htod_pageable", "dtoh_pinned", "dtoh_pageable",
+            "htod_async_pinned", "htod_async_pageable"]
+missing = [(m, c) for m in modes for c in expected if len(runs[(m, c)]["median"]) != rounds]
+if missing:
+    print("run_call_overhead: missing results for", missing, file=sys.stderr)
+    if check:
+        sys.exit(1)
+
+med = lambda v: statistics.median(v) if v else float("nan")
+print()
+print("per-call ns (median over rounds of each run's median / p99)")
+hdr = f"{'case':<22}{'baseline':>18}{'shim_d0':>18}{'shim_d16':>18}{'added d0':>18}{'added d16':>18}"
+print(hdr)
+print(f"{'':<22}" + f"{'median / p99':>18}" * 5)
+for c in cases:
+    row = {m: (med(runs[(m, c)]["median"]), med(runs[(m, c)]["p99"])) for m in modes}
+    b = row["baseline"]
+    cell = lambda t: f"{t[0]:.0f} / {t[1]:.0f}"
+    added = lambda m: (row[m][0] - b[0], row[m][1] - b[1])
+    print(f"{c:<22}{cell(b):>18}{cell(row['shim_d0']):>18}{cell(row['shim_d16']):>18}"
+          f"{cell(added('shim_d0')):>18}{cell(added('shim_d16')):>18}")
+EOF
