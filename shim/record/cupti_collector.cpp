@@ -27,6 +27,7 @@ struct CuptiApi {
   decltype(&cuptiSubscribe) subscribe = nullptr;
   decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
   decltype(&cuptiGetResultString) result_string = nullptr;
+  decltype(&cuptiActivityEnableDriverApi) enable_driver_api = nullptr;
 };
 CuptiApi g_api;
 
@@ -115,6 +116,7 @@ bool CuptiCollector::start(const std::string& library_override, std::string& rea
   load(lib, "cuptiGetResultString", g_api.result_string);
   load(lib, "cuptiSubscribe_v2", g_api.subscribe_v2);
   load(lib, "cuptiActivityRegisterTimestampCallback", g_api.register_timestamp);
+  load(lib, "cuptiActivityEnableDriverApi", g_api.enable_driver_api);
   if (!ok) {
     reason = "libcupti lacks the activity API cuxfer needs (too old?)";
     return false;
@@ -159,6 +161,16 @@ bool CuptiCollector::start(const std::string& library_override, std::string& rea
       reason = "cuptiActivityEnable failed: " + result_text(r);
       return false;
     }
+  }
+  // External-correlation records come only with API records: ask for those
+  // of the copy and memset calls alone, not of every driver call.
+  if (g_api.enable_driver_api) {
+    static const CUpti_CallbackId kCopyApis[] = {
+#include "record/cupti_copy_cbids.inc"
+    };
+    for (CUpti_CallbackId cbid : kCopyApis) g_api.enable_driver_api(cbid, 1);
+  } else {
+    reason = "libcupti lacks cuptiActivityEnableDriverApi; GPU records are not linked to calls";
   }
   if (!g_api.register_timestamp) {
     reason = "libcupti has no timestamp callback; GPU times may be offset";
