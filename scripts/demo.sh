@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Builds cuxfer and profiles a bundled test app. README command 1.
+#
+#   bash scripts/demo.sh [--build-dir DIR] [--skip-deps]
+#
+# With a working GPU (nvidia-smi -L lists one, and nvcc is found) it builds the
+# GPU test apps and records testapps/async_streams on the real CUDA runtime.
+# Without one it records the same app built against the SIMULATED CUDA runtime
+# from tests/simcuda, so the whole path (shim, trace, report) can be seen on
+# any machine; its timings then mean nothing, and the report says so.
+#
+# async_streams moves the same bytes from pageable and from pinned host memory
+# with cudaMemcpyAsync on two streams: the report shows the pageable share and
+# the "async copies with pageable host memory ran synchronously" finding.
+#
+# Environment: DEMO_APP (default async_streams), DEMO_ARGS (app arguments:
+# iterations and bytes per copy), JOBS (build parallelism, default nproc).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+BUILD_DIR="$ROOT/build"
+SKIP_DEPS=0
+while (($#)); do
+  case "$1" in
+    --build-dir) BUILD_DIR="$(realpath -m "$2")"; shift ;;
+    --skip-deps) SKIP_DEPS=1 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown option '$1' (try --help)" ;;
+  esac
+  shift
+done
+
+APP="${DEMO_APP:-async_streams}"
+if have_gpu; then
+  GPU=1
+  NVCC="$(find_nvcc)"
+  APP_TARGET="$APP-cudart_shared"
+  APP_BIN="$BUILD_DIR/testapps/gpu/$APP_TARGET"
+  # 64 MiB per copy: where an async copy from pageable memory blocks the
+  # calling thread for ~10 ms on an H200 (docs in README.md).
+  APP_ARGS=(${DEMO_ARGS:-8 64M})
+  cfg=(-DCUXFER_GPU_TESTS=ON -DCMAKE_CUDA_COMPILER="$NVCC")
+else
+  GPU=0
+  APP_TARGET="$APP-simshared"
+  APP_BIN="$BUILD_DIR/testapps/sim/$APP_TARGET"
+  APP_ARGS=(${DEMO_ARGS:-8 4M})
+  # No GPU to run nvcc's output on: skip compiling the GPU apps.
+  cfg=(-DCUXFER_GPU_TESTS=OFF)
+fi
+
+banner "cuxfer demo: $( ((GPU)) && echo "real GPU ($(nvidia-smi -L | head -1))" || echo "no GPU: simulated CUDA")"
+install_deps
+
+step "configure $BUILD_DIR (Release)"
+gen=(-G Ninja)
+if [[ -f "$BUILD_DIR/CMakeCache.txt" ]] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$BUILD_DIR/CMakeCache.txt"; then
+  gen=()
+fi
+cmake -S "$ROOT" -B "$BUILD_DIR" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCUXFER_BUILD_TESTS=ON "${cfg[@]}"
+step "build: cmake --build $BUILD_DIR -j$JOBS --target cuxfer_cli cuxfer_shim $APP_TARGET"
+cmake --build "$BUILD_DIR" -j"$JOBS" --target cuxfer_cli cuxfer_shim "$APP_TARGET"
+
+CUXFER="$BUILD_DIR/bin/cuxfer"
+TRACES="$BUILD_DIR/demo-traces"
+rm -rf "$TRACES"
+mkdir -p "$TRACES"
+
+if ((GPU)); then
+  banner "recording $APP on the real CUDA runtime"
+else
+  banner "SIMULATED CUDA: $APP runs on the simulated CUDA runtime from tests/simcuda (no GPU here); timings are not meaningful"
+fi
+step "$CUXFER record -o $TRACES -- $APP_BIN ${APP_ARGS[*]}"
+"$CUXFER" record -o "$TRACES" -- "$APP_BIN" "${APP_ARGS[@]}"
+
+shopt -s nullglob
+traces=("$TRACES"/*.trace)
+((${#traces[@]})) || die "no trace written under $TRACES"
+
+banner "report"
+step "$CUXFER report ${traces[*]}"
+"$CUXFER" report "${traces[@]}"
+
+if ((!GPU)); then
+  echo
+  echo "(This ran on the SIMULATED CUDA runtime from tests/simcuda. On a machine with a GPU the"
+  echo " same command records the real runtime: bash scripts/demo.sh)"
+fi
+echo
+echo "Traces: ${traces[*]}"
+echo "JSON:   $CUXFER report --json ${traces[*]}"
