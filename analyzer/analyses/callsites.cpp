@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include <fmt/format.h>
+
 #include "analyzer/analyses/report.h"
 
 namespace cuxfer::analyses {
@@ -46,6 +48,7 @@ std::vector<CallSiteTotals> callsite_totals(const model::Job& job, uint64_t* cal
         s.main_class = name;
         best = bytes;
       }
+    if (class_bytes[i].size() > 1) s.main_class += fmt::format(" +{}", class_bytes[i].size() - 1);
     out.push_back(std::move(s));
   }
   std::stable_sort(out.begin(), out.end(), [](const CallSiteTotals& a, const CallSiteTotals& b) {

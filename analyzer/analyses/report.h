@@ -78,7 +78,9 @@ struct CallSiteTotals {
   std::vector<symbolize::Frame> stack;
   uint64_t calls = 0, bytes = 0, cpu_blocked_ns = 0, max_cpu_ns = 0, failed_calls = 0;
   std::optional<uint64_t> gpu_ns;
-  std::string main_class;  // e.g. "H2D pageable": the class with most bytes at this site
+  // The class with most bytes at this site, "+N" when N other classes occur
+  // there too: "H2D pageable", "H2D pageable +2".
+  std::string main_class;
 };
 
 struct FindingSite {

@@ -82,7 +82,7 @@ void wrapped(std::string& out, const std::string& text, size_t width, const std:
 std::string site_label(const Report& r, uint32_t id) {
   if (id == 0) return "(no call site captured)";
   for (const auto& s : r.callsites)
-    if (s.id == id) return fmt::format("#{} {}", id, s.frame.display());
+    if (s.id == id) return fmt::format("#{} {}", id, s.frame.short_display());
   return fmt::format("#{}", id);
 }
 
@@ -203,14 +203,20 @@ void callsites(std::string& out, const Report& r, size_t width, size_t top) {
   out += fmt::format("\nTop call sites by CPU-blocked time ({} of {})\n",
                      std::min(top, r.callsites.size()), r.callsites.size());
   const bool many = r.processes.size() > 1;
-  Table t({"call site", "class", "calls", "bytes", "CPU-blocked", "GPU time"},
-          {false, true, false, true, false, true});
+  const bool gpu = r.timing == "gpu";
+  std::vector<std::string> headers = {"call site", "class", "calls", "bytes", "CPU-blocked"};
+  std::vector<bool> optional = {false, true, false, true, false};
+  if (gpu) headers.push_back("GPU time"), optional.push_back(true);
+  if (many) headers.push_back("pid"), optional.push_back(true);
+  Table t(headers, optional);
   for (size_t i = 0; i < r.callsites.size() && i < top; ++i) {
     const auto& s = r.callsites[i];
-    std::string where = fmt::format("#{} {}", s.id, s.frame.display());
-    if (many) where += fmt::format(" [pid {}]", s.pid);
-    t.add({where, s.main_class, format_count(s.calls), format_bytes(s.bytes),
-           format_duration(s.cpu_blocked_ns), s.gpu_ns ? format_duration(*s.gpu_ns) : "n/a"});
+    std::vector<std::string> row = {fmt::format("#{} {}", s.id, s.frame.short_display()),
+                                    s.main_class, format_count(s.calls), format_bytes(s.bytes),
+                                    format_duration(s.cpu_blocked_ns)};
+    if (gpu) row.push_back(s.gpu_ns ? format_duration(*s.gpu_ns) : "n/a");
+    if (many) row.push_back(std::to_string(s.pid));
+    t.add(std::move(row));
   }
   t.render(out, width);
 }

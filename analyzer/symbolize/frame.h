@@ -17,6 +17,9 @@ struct Frame {
   bool has_module() const { return !module.empty(); }
   // "function (file:line)", or "module+0xoffset" when the symbol is unknown.
   std::string display() const;
+  // For narrow columns: the function without its parameter list and clone
+  // suffix, and the file's base name: "ns::load_batch (load.cpp:42)".
+  std::string short_display() const;
 };
 
 }  // namespace cuxfer::symbolize

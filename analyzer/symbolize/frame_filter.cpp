@@ -28,6 +28,33 @@ std::string Frame::display() const {
   return s;
 }
 
+// "ns::f<int>(int, char) const [clone .part.0]" -> "ns::f<int>".
+std::string short_function(std::string_view f) {
+  if (size_t clone = f.find(" [clone "); clone != std::string_view::npos) f = f.substr(0, clone);
+  // Drop the trailing parameter list: the last top-level "(...)" (and any
+  // cv-qualifiers after it). "(anonymous namespace)" is not a parameter list.
+  int depth = 0;
+  for (size_t i = f.size(); i-- > 0;) {
+    if (f[i] == ')') ++depth;
+    if (f[i] == '(' && --depth == 0) {
+      if (i > 0 && f.substr(i).starts_with("(anonymous namespace)")) break;
+      if (i > 0) return std::string(f.substr(0, i));
+      break;
+    }
+  }
+  return std::string(f);
+}
+
+std::string Frame::short_display() const {
+  if (function.empty()) return display();
+  std::string s = short_function(function);
+  // Namespaces of no name add width and no information in a table.
+  for (size_t at; (at = s.find("(anonymous namespace)::")) != std::string::npos;)
+    s.erase(at, sizeof("(anonymous namespace)::") - 1);
+  if (!file.empty()) s += fmt::format(" ({}:{})", basename_of(file), line);
+  return s;
+}
+
 bool is_cuda_or_shim_module(std::string_view module_path) {
   std::string_view base = basename_of(module_path);
   return is_shim_module(module_path) || base.starts_with("libcuda.so") ||
@@ -50,11 +77,15 @@ bool is_start_frame(const Frame& f) {
   return f.function.empty() && (base.starts_with("libc.so") || base.starts_with("libc-"));
 }
 
+bool is_simulated_cuda_frame(const Frame& f) {
+  return f.file.find("/tests/simcuda/") != std::string::npos;
+}
+
 size_t choose_user_frame(const std::vector<Frame>& stack) {
   for (size_t i = 0; i < stack.size(); ++i) {
     const Frame& f = stack[i];
     if (is_cuda_or_shim_module(f.module) || is_static_cudart_function(f.function) ||
-        is_start_frame(f))
+        is_simulated_cuda_frame(f) || is_start_frame(f))
       continue;
     return i;
   }

@@ -15,7 +15,13 @@ namespace cuxfer::symbolize {
 // The object is cuxfer's shim or a CUDA driver/runtime library.
 bool is_cuda_or_shim_module(std::string_view module_path);
 // The function belongs to a CUDA runtime linked statically into the program.
+// "cuda" prefixes are the runtime's API (cudaMemcpy), "__cuda"/"__cudart"
+// its registration and obfuscated internals, "cudart::" its C++ internals.
 bool is_static_cudart_function(std::string_view function);
+// A frame of tests/simcuda's runtime compiled into a test program (the
+// simulated static cudart keeps its internals in an anonymous namespace, not
+// under the cudart:: names the real one uses).
+bool is_simulated_cuda_frame(const Frame& f);
 // libc/libstdc++ process start frames (_start, __libc_start_main, ...).
 bool is_start_frame(const Frame& f);
 

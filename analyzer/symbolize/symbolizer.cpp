@@ -27,8 +27,12 @@ const trace::ModuleInfo* find_module(const std::vector<trace::ModuleInfo>& modul
 
 namespace {
 
-std::string demangle(const char* name) {
-  if (!name) return {};
+std::string demangle(const char* raw) {
+  if (!raw) return {};
+  // Symbol-table names may carry a version: "__libc_start_main@@GLIBC_2.34".
+  std::string unversioned(raw);
+  if (size_t at = unversioned.find('@'); at != std::string::npos && at > 0) unversioned.resize(at);
+  const char* name = unversioned.c_str();
   int status = 0;
   char* out = abi::__cxa_demangle(name, nullptr, nullptr, &status);
   if (status != 0 || !out) return name;

@@ -155,3 +155,23 @@ TEST(Symbolizer, WithoutLibdwSaysSo) {
 
 }  // namespace
 }  // namespace cuxfer::symbolize
+
+namespace cuxfer::symbolize {
+namespace {
+
+TEST(Frame, ShortDisplay) {
+  Frame f;
+  f.module = "/opt/app/train";
+  f.function = "(anonymous namespace)::round_trips(char const*, unsigned long) [clone .part.0]";
+  f.file = "/src/app/fork_app.cpp";
+  f.line = 31;
+  EXPECT_EQ(f.short_display(), "round_trips (fork_app.cpp:31)");
+  f.function = "std::vector<int, std::allocator<int> >::push_back(int const&)";
+  f.file.clear();
+  EXPECT_EQ(f.short_display(), "std::vector<int, std::allocator<int> >::push_back");
+  f.function = "main";
+  EXPECT_EQ(f.short_display(), "main");
+}
+
+}  // namespace
+}  // namespace cuxfer::symbolize
