@@ -57,7 +57,10 @@ gen=(-G Ninja)
 if [[ -f "$BUILD_DIR/CMakeCache.txt" ]] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$BUILD_DIR/CMakeCache.txt"; then
   gen=()
 fi
-cmake -S "$ROOT" -B "$BUILD_DIR" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCUXFER_BUILD_TESTS=ON "${cfg[@]}"
+# -g on top of Release: the report names call sites by file:line (libdw reads
+# the app's debug info offline); it does not change the generated code.
+cmake -S "$ROOT" -B "$BUILD_DIR" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS=-g \
+  -DCUXFER_BUILD_TESTS=ON "${cfg[@]}"
 step "build: cmake --build $BUILD_DIR -j$JOBS --target cuxfer_cli cuxfer_shim $APP_TARGET"
 cmake --build "$BUILD_DIR" -j"$JOBS" --target cuxfer_cli cuxfer_shim "$APP_TARGET"
 
