@@ -156,7 +156,15 @@ std::string default_shim_path() {
   std::string self = real_path("/proc/self/exe");
   size_t slash = self.rfind('/');
   if (slash == std::string::npos) return {};
-  return self.substr(0, slash) + "/../lib/libcuxfer.so";
+  const std::string bin_dir = self.substr(0, slash);
+  const std::string build_layout = bin_dir + "/../lib/libcuxfer.so";
+#ifdef CUXFER_INSTALL_LIBDIR
+  if (::access(build_layout.c_str(), F_OK) != 0) {
+    std::string installed = bin_dir + "/../" CUXFER_INSTALL_LIBDIR "/libcuxfer.so";
+    if (::access(installed.c_str(), F_OK) == 0) return installed;
+  }
+#endif
+  return build_layout;
 }
 
 std::string prepend_preload(const std::string& shim, const char* existing) {

@@ -13,7 +13,8 @@ namespace cuxfer::launcher {
 int run_record(std::vector<std::string> args);
 extern const char* const kRecordHelp;
 
-// The shim next to this executable: <dir of /proc/self/exe>/../lib/libcuxfer.so.
+// The shim next to this executable: <dir of /proc/self/exe>/../lib/libcuxfer.so,
+// else ../<install libdir>/libcuxfer.so (lib64, lib/x86_64-linux-gnu) if there.
 std::string default_shim_path();
 
 // LD_PRELOAD with `shim` first and whatever was there kept after it (not
