@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <iterator>
 
@@ -51,6 +52,34 @@ bool apply_block(BlockType type, std::string_view payload, Trace& t) {
   return true;  // unknown block types from a compatible writer are skipped
 }
 
+// Walks the block headers once (no decompression) to size the event and GPU
+// record arrays up front: a trace of millions of events would otherwise be
+// copied and re-faulted at every growth of the vectors. Stops at the first
+// header that does not check out; the real pass reports it.
+void reserve_records(const std::string& data, size_t pos, Trace& t) {
+  uint64_t event_bytes = 0, gpu_bytes = 0;
+  while (data.size() - pos >= sizeof(BlockHeader)) {
+    BlockHeader h;
+    std::memcpy(&h, data.data() + pos, sizeof h);
+    if (h.magic != kBlockMagic || h.header_check != block_header_check(h) ||
+        h.raw_size > kMaxBlockBytes || h.stored_size > kMaxBlockBytes ||
+        data.size() - pos - sizeof h < h.stored_size)
+      break;
+    if (h.type == static_cast<uint16_t>(BlockType::Events)) event_bytes += h.raw_size;
+    if (h.type == static_cast<uint16_t>(BlockType::GpuRecords)) gpu_bytes += h.raw_size;
+    pos += sizeof h + h.stored_size;
+  }
+  // Sizes come from untrusted headers: bound them by what compression can
+  // plausibly achieve on this file, and treat a failed reservation as a hint
+  // not taken.
+  const uint64_t plausible = static_cast<uint64_t>(data.size()) * 32;
+  try {
+    t.events.reserve(std::min(event_bytes, plausible) / sizeof(Event));
+    t.gpu_records.reserve(std::min(gpu_bytes, plausible) / sizeof(GpuRecord));
+  } catch (const std::exception&) {
+  }
+}
+
 }  // namespace
 
 ReadStatus read_trace(const std::string& path, Trace& t, std::string& error) {
@@ -61,7 +90,20 @@ ReadStatus read_trace(const std::string& path, Trace& t, std::string& error) {
     error = path + ": cannot open: " + std::strerror(errno);
     return ReadStatus::Missing;
   }
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // One read of the whole file when its size is known (a regular file);
+  // streaming otherwise (a pipe, /proc).
+  std::string data;
+  in.seekg(0, std::ios::end);
+  std::streamoff size = in.tellg();
+  in.seekg(0, std::ios::beg);
+  if (size > 0) {
+    data.resize(static_cast<size_t>(size));
+    in.read(data.data(), size);
+    data.resize(static_cast<size_t>(in.gcount()));
+  } else {
+    in.clear();
+    data.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
   if (data.empty()) {
     error = path + ": empty file (the process wrote no trace data)";
     return ReadStatus::Empty;
@@ -90,6 +132,7 @@ ReadStatus read_trace(const std::string& path, Trace& t, std::string& error) {
     return ReadStatus::Unsupported;
   }
 
+  reserve_records(data, fh.header_bytes, t);
   std::string raw;
   size_t pos = fh.header_bytes;
   while (pos < data.size()) {

@@ -11,7 +11,8 @@ namespace cuxfer::analyses {
 
 std::vector<CallSiteTotals> callsite_totals(const model::Job& job, uint64_t* calls_without_site) {
   std::vector<CallSiteTotals> sites(job.sites.size());
-  std::vector<std::map<std::string, uint64_t>> class_bytes(job.sites.size());
+  // Bytes per class per site, keyed by (direction, memory) packed in 16 bits.
+  std::vector<std::map<uint16_t, uint64_t>> class_bytes(job.sites.size());
   std::vector<bool> used(job.sites.size(), false);
   uint64_t without = 0;
   for (const auto& c : job.calls) {
@@ -31,7 +32,8 @@ std::vector<CallSiteTotals> callsite_totals(const model::Job& job, uint64_t* cal
     s.cpu_blocked_ns += c.cpu_ns();
     s.max_cpu_ns = std::max(s.max_cpu_ns, c.cpu_ns());
     if (c.has_gpu_time()) s.gpu_ns = s.gpu_ns.value_or(0) + c.gpu_ns;
-    class_bytes[c.site][class_name(c.cls)] += c.bytes();
+    class_bytes[c.site][static_cast<uint16_t>(static_cast<unsigned>(c.cls.direction) << 8 |
+                                              static_cast<unsigned>(c.cls.memory))] += c.bytes();
   }
   std::vector<CallSiteTotals> out;
   for (size_t i = 0; i < sites.size(); ++i) {
@@ -43,9 +45,10 @@ std::vector<CallSiteTotals> callsite_totals(const model::Job& job, uint64_t* cal
     s.frame = site.frame;
     s.stack = site.stack;
     uint64_t best = 0;
-    for (const auto& [name, bytes] : class_bytes[i])
+    for (const auto& [key, bytes] : class_bytes[i])
       if (s.main_class.empty() || bytes > best) {
-        s.main_class = name;
+        s.main_class = class_name({static_cast<trace::Direction>(key >> 8),
+                                   static_cast<trace::MemKind>(key & 0xff)});
         best = bytes;
       }
     if (class_bytes[i].size() > 1) s.main_class += fmt::format(" +{}", class_bytes[i].size() - 1);

@@ -132,11 +132,13 @@ Allocations allocation_totals(const model::Job& job) {
 }
 
 std::vector<ApiTotals> api_totals(const model::Job& job) {
-  std::map<std::string, ApiTotals> by_name;
+  // Count per (process, API index) first: names are strings and there may be
+  // millions of calls. Then merge by name across processes.
+  std::vector<std::vector<ApiTotals>> per_process(job.processes.size());
   for (const auto& c : job.calls) {
-    std::string name = job.processes[c.process].trace.api_name(c.event->api);
-    ApiTotals& t = by_name[name];
-    t.name = name;
+    auto& table = per_process[c.process];
+    if (c.event->api >= table.size()) table.resize(c.event->api + 1u);
+    ApiTotals& t = table[c.event->api];
     if (c.failed()) {
       ++t.failed_calls;
       continue;
@@ -145,6 +147,19 @@ std::vector<ApiTotals> api_totals(const model::Job& job) {
     t.bytes += c.bytes();
     t.cpu_blocked_ns += c.cpu_ns();
   }
+  std::map<std::string, ApiTotals> by_name;
+  for (size_t p = 0; p < per_process.size(); ++p)
+    for (size_t api = 0; api < per_process[p].size(); ++api) {
+      const ApiTotals& t = per_process[p][api];
+      if (t.calls == 0 && t.failed_calls == 0) continue;
+      std::string name = job.processes[p].trace.api_name(static_cast<uint16_t>(api));
+      ApiTotals& out = by_name[name];
+      out.name = name;
+      out.calls += t.calls;
+      out.failed_calls += t.failed_calls;
+      out.bytes += t.bytes;
+      out.cpu_blocked_ns += t.cpu_blocked_ns;
+    }
   std::vector<ApiTotals> out;
   for (auto& [name, t] : by_name) out.push_back(std::move(t));
   std::stable_sort(out.begin(), out.end(), [](const ApiTotals& a, const ApiTotals& b) {
