@@ -30,8 +30,16 @@ class CuptiCollector {
   void take(std::vector<trace::GpuRecord>& out, uint64_t& dropped);
   // Final flush and disable (at exit).
   void stop();
-  // Fork child: CUPTI state does not survive fork; stop using it.
-  void abandon_after_fork() { active_.store(false, std::memory_order_release); }
+  // Held across fork() (CUPTI's thread may be delivering a buffer).
+  void lock_for_fork() { mutex_.lock(); }
+  void unlock_after_fork() { mutex_.unlock(); }
+  // Fork child: CUPTI state does not survive fork; stop using it and drop
+  // records that belong to the parent.
+  void abandon_after_fork() {
+    active_.store(false, std::memory_order_release);
+    pending_.clear();
+    unmatched_.clear();
+  }
 
   static CuptiCollector& instance();
 

@@ -347,14 +347,17 @@ void Recorder::prepare_fork() {
   // locked by a thread that does not exist there.
   session_mutex_.lock();
   allocation_table().lock_for_fork();
+  CuptiCollector::instance().lock_for_fork();
 }
 
 void Recorder::after_fork_parent() {
+  CuptiCollector::instance().unlock_after_fork();
   allocation_table().unlock_after_fork();
   session_mutex_.unlock();
 }
 
 void Recorder::after_fork_child() {
+  CuptiCollector::instance().unlock_after_fork();
   allocation_table().unlock_after_fork();
   // The child writes its own trace, lazily, if it uses CUDA; events buffered
   // before the fork belong to the parent's trace.
