@@ -1,8 +1,10 @@
 #include "analyzer/cli/report_command.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -22,7 +24,7 @@ const char* const kReportHelp =
     R"(Usage: cuxfer report [options] TRACE...
 
 Reads one or more cuxfer traces (all the processes of one job: a fork tree,
-MPI ranks) and reports host<->device transfers: totals per direction and host
+MPI ranks; a directory stands for the cuxfer-*.trace files in it) and reports host<->device transfers: totals per direction and host
 memory kind, pageable share, calls per API, top call sites, and findings.
 
 Options:
@@ -56,6 +58,34 @@ bool write_output(const std::string& path, const std::string& text) {
     return false;
   }
   return true;
+}
+
+// A directory stands for the cuxfer-*.trace files in it (a job's output
+// directory), in name order.
+std::vector<std::string> expand_directories(const std::vector<std::string>& paths,
+                                            std::vector<std::string>& errors) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (!fs::is_directory(p, ec)) {
+      out.push_back(p);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec)) {
+      std::string name = it->path().filename().string();
+      if (name.starts_with("cuxfer-") && name.ends_with(".trace") && it->is_regular_file(ec))
+        found.push_back(it->path().string());
+    }
+    if (ec)
+      errors.push_back(fmt::format("{}: cannot list: {}", p, ec.message()));
+    else if (found.empty())
+      errors.push_back(fmt::format("{}: directory holds no cuxfer-*.trace file", p));
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  return out;
 }
 
 }  // namespace
@@ -102,12 +132,12 @@ int run_report(std::vector<std::string> args) {
                          "[-o FILE] TRACE...)\n");
     return kExitUsage;
   }
+  std::vector<std::string> errors;
   std::set<std::string> seen;
   std::vector<std::string> unique;
-  for (auto& p : paths)
+  for (const auto& p : expand_directories(paths, errors))
     if (seen.insert(p).second) unique.push_back(p);
 
-  std::vector<std::string> errors;
   auto traces = model::read_traces(unique, errors);
   for (const auto& e : errors) std::fprintf(stderr, "cuxfer report: %s\n", e.c_str());
   if (traces.empty()) return 1;  // each path already has its one line

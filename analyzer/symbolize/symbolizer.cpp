@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #ifdef CUXFER_HAVE_LIBDW
+#include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #endif
@@ -78,6 +79,32 @@ std::string hex(const unsigned char* p, int n) {
   return s;
 }
 
+// The innermost function at `pc` when it was inlined into the symbol that
+// contains it: the source line at `pc` belongs to the inlined function, so
+// the name shown must be that one too. Empty when not inlined or no DWARF.
+std::string inlined_function(Dwfl_Module* module, Dwarf_Addr pc) {
+  Dwarf_Addr bias = 0;
+  Dwarf_Die* cu = dwfl_module_addrdie(module, pc, &bias);
+  if (!cu) return {};
+  Dwarf_Die* scopes = nullptr;
+  int n = dwarf_getscopes(cu, pc - bias, &scopes);
+  std::string name;
+  for (int i = 0; i < n && name.empty(); ++i) {
+    int tag = dwarf_tag(&scopes[i]);
+    if (tag == DW_TAG_subprogram) break;  // not inlined: the symbol table names it
+    if (tag != DW_TAG_inlined_subroutine) continue;
+    Dwarf_Attribute attr;
+    for (int at : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name, DW_AT_name})
+      if (dwarf_attr_integrate(&scopes[i], at, &attr))
+        if (const char* s = dwarf_formstring(&attr)) {
+          name = at == DW_AT_name ? std::string(s) : demangle(s);
+          break;
+        }
+  }
+  std::free(scopes);
+  return name;
+}
+
 // One Dwfl session per distinct object file, reported at bias 0 so that the
 // same library loaded at different addresses in different processes (ranks,
 // fork children) is parsed once and looked up by file offset.
@@ -102,7 +129,8 @@ class DwflSymbolizer final : public Symbolizer {
     }
     // A return address points after the call; the call itself is one byte back.
     Dwarf_Addr pc = f.offset > 0 ? f.offset - 1 : 0;
-    f.function = demangle(dwfl_module_addrname(obj.module, pc));
+    f.function = inlined_function(obj.module, pc);
+    if (f.function.empty()) f.function = demangle(dwfl_module_addrname(obj.module, pc));
     if (Dwfl_Line* line = dwfl_module_getsrc(obj.module, pc)) {
       int lineno = 0;
       if (const char* file = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr)) {

@@ -69,7 +69,11 @@ PY
     expect_in out "[tiny_storm]"
     awk '{ if (length($0) > 80) { print "too wide: " $0; bad=1 } } END { exit bad }' out || fail "wider than COLUMNS"
     "$make_trace" clean clean.trace || fail "make_test_trace"
-    run "$cuxfer" report clean.trace; expect_rc 0; expect_in out "none:" ;;
+    run "$cuxfer" report clean.trace; expect_rc 0; expect_in out "none:"
+    mkdir job emptydir
+    "$make_trace" busy job/cuxfer-a-1.trace && "$make_trace" clean job/cuxfer-a-2.trace || fail "make_test_trace"
+    run "$cuxfer" report job; expect_rc 0; expect_in out "processes 4242, 4242"
+    run "$cuxfer" report emptydir; expect_rc 1; expect_lines err 1; expect_in err "no cuxfer-*.trace" ;;
   record-exit-status)
     run "$cuxfer" record --shim "$fake_shim" -- sh -c 'exit 3'; expect_rc 3
     expect_in err "cuxfer: wrote 1 trace(s):"; expect_in err "cuxfer: see the report with: cuxfer report cuxfer-"

@@ -15,6 +15,18 @@ extern "C" __attribute__((noinline)) int cuxfer_test_marker_function(int x) {
   return x * 3 + 1;
 }
 
+extern "C" __attribute__((noinline)) uint64_t cuxfer_test_return_address() {
+  return reinterpret_cast<uint64_t>(__builtin_return_address(0));
+}
+static inline __attribute__((always_inline)) uint64_t cuxfer_test_inlined_helper() {
+  return cuxfer_test_return_address();  // the call whose return address is resolved
+}
+extern "C" __attribute__((noinline)) uint64_t cuxfer_test_outer_function() {
+  uint64_t r = cuxfer_test_inlined_helper();
+  asm volatile("" ::: "memory");  // no tail call: keep the return address inside us
+  return r;
+}
+
 namespace cuxfer::symbolize {
 namespace {
 
@@ -121,6 +133,16 @@ TEST(Symbolizer, NamesFunctionAndLineOffline) {
   Frame again = sym->resolve(modules, addr);  // cached
   EXPECT_EQ(again.function, f.function);
   EXPECT_TRUE(sym->notes().empty());
+}
+
+TEST(Symbolizer, NamesTheInlinedFunctionAtAReturnAddress) {
+  auto sym = make_symbolizer(true);
+  std::vector<trace::ModuleInfo> modules = {self_module()};
+  Frame f = sym->resolve(modules, cuxfer_test_outer_function());
+  // The line is the call inside the inlined helper, and so is the name.
+  EXPECT_TRUE(f.function.starts_with("cuxfer_test_inlined_helper")) << f.function;
+  EXPECT_NE(f.file.find("symbolize_test.cpp"), std::string::npos);
+  EXPECT_GT(f.line, 0);
 }
 
 TEST(Symbolizer, MissingFileIsNamedModuleOffsetAndSaidOnce) {
