@@ -86,8 +86,15 @@ _SIM_DRIVER_NAME = {
 
 
 def driver_name(op: Op) -> str:
-    key = (op.api, op.rt_kind if op.api in ("cudaMemcpy", "cudaMemcpyAsync") else "")
-    return _SIM_DRIVER_NAME.get(key, op.api)
+    api = op.api
+    per_thread = api.endswith(("_ptds", "_ptsz"))
+    if per_thread:  # cudaMemcpy_ptds -> cuMemcpyHtoD_v2_ptds, cudaMemcpyAsync_ptsz -> ..._ptsz
+        api = api[:-5]
+    key = (api, op.rt_kind if api in ("cudaMemcpy", "cudaMemcpyAsync") else "")
+    name = _SIM_DRIVER_NAME.get(key, api)
+    if per_thread:
+        name += "_ptsz" if "Async" in name else "_ptds"
+    return name
 
 
 def _h2d(api, memory, calls, nbytes, rt_kind="HtoD"):
@@ -216,6 +223,14 @@ def driver_dlsym(args):
                        findings_absent={"tiny_storm"})
 
 
+def ptds_streams(args):
+    n, s = _args(args, [3, 256 * KIB])
+    ops = [Op("cudaMemsetAsync_ptsz", "", "device", 1, s, kind="memset"),
+           _h2d("cudaMemcpy_ptds", "pageable", n, n * s),
+           _d2h("cudaMemcpyAsync_ptsz", "pinned", n, n * s)]
+    return Expectation([Proc(ops, {"device": Alloc(1, s), "host_pinned": Alloc(1, s)})])
+
+
 def kernel_loop(args):
     n, s = _args(args, [8, 4 * MIB])
     return Expectation([Proc(_round_trips(n, s), {"device": Alloc(1, s)})])
@@ -230,7 +245,7 @@ def overlap_kernel(args):
 
 EXPECTATIONS = {f.__name__: f for f in (
     pageable_loop, pinned_loop, async_streams, tiny_storm, copy2d, managed, memset_app, threads, mixed,
-    peer_app, exit_app, fork_app, driver_linked, driver_dlsym, kernel_loop, overlap_kernel)}
+    peer_app, exit_app, fork_app, ptds_streams, driver_linked, driver_dlsym, kernel_loop, overlap_kernel)}
 
 _MODE_SUFFIXES = ("-simshared", "-simstatic", "-sim", "-cudart_shared", "-cudart_static", "-cuda",
                   "-nvcc_static", "-nvcc_shared")
