@@ -47,8 +47,8 @@ std::vector<CallSiteTotals> callsite_totals(const model::Job& job, uint64_t* cal
     uint64_t best = 0;
     for (const auto& [key, bytes] : class_bytes[i])
       if (s.main_class.empty() || bytes > best) {
-        s.main_class = class_name({static_cast<trace::Direction>(key >> 8),
-                                   static_cast<trace::MemKind>(key & 0xff)});
+        s.main_class =
+            class_name({static_cast<trace::Direction>(key >> 8), static_cast<trace::MemKind>(key & 0xff)});
         best = bytes;
       }
     if (class_bytes[i].size() > 1) s.main_class += fmt::format(" +{}", class_bytes[i].size() - 1);

@@ -15,9 +15,7 @@ namespace {
 using trace::Direction;
 using trace::MemKind;
 
-bool is_ok_copy(const model::Call& c) {
-  return c.kind() == trace::EventKind::Copy && !c.failed();
-}
+bool is_ok_copy(const model::Call& c) { return c.kind() == trace::EventKind::Copy && !c.failed(); }
 
 uint32_t site_id(const model::Call& c) { return c.site == model::kNoSite ? 0 : c.site + 1; }
 
@@ -40,8 +38,7 @@ void finish_sites(std::map<uint32_t, SiteAcc>& by_site, Finding& f) {
 // Aggregate bandwidth of pinned or registered transfers of at least
 // `min_bytes` in one direction, over the calls whose time measures the
 // transfer. Empty when the run has none.
-std::optional<double> measured_pinned_gbps(const model::Job& job, Direction dir,
-                                           uint64_t min_bytes) {
+std::optional<double> measured_pinned_gbps(const model::Job& job, Direction dir, uint64_t min_bytes) {
   uint64_t bytes = 0, ns = 0;
   for (const auto& c : job.calls) {
     if (!is_ok_copy(c) || c.cls.direction != dir || c.bytes() < min_bytes) continue;
@@ -120,9 +117,8 @@ std::vector<Finding> find_async_pageable(const model::Job& job, const Thresholds
 }
 
 std::vector<Finding> find_large_pageable(const model::Job& job, const Thresholds& t) {
-  const std::optional<double> measured[2] = {
-      measured_pinned_gbps(job, Direction::HtoD, t.large_bytes),
-      measured_pinned_gbps(job, Direction::DtoH, t.large_bytes)};
+  const std::optional<double> measured[2] = {measured_pinned_gbps(job, Direction::HtoD, t.large_bytes),
+                                             measured_pinned_gbps(job, Direction::DtoH, t.large_bytes)};
   Finding f;
   f.kind = "large_pageable";
   f.title = "Large transfers through pageable host memory";
@@ -131,8 +127,8 @@ std::vector<Finding> find_large_pageable(const model::Job& job, const Thresholds
   bool used_measured = false, used_nominal = false;
   double ref_for_title = 0;
   for (const auto& c : job.calls) {
-    if (!is_ok_copy(c) || !model::crosses_host_link(c.cls.direction) ||
-        !model::is_pageable(c.cls) || c.bytes() < t.large_bytes)
+    if (!is_ok_copy(c) || !model::crosses_host_link(c.cls.direction) || !model::is_pageable(c.cls) ||
+        c.bytes() < t.large_bytes)
       continue;
     const auto& m = measured[c.cls.direction == Direction::HtoD ? 0 : 1];
     double ref = m.value_or(t.nominal_pinned_gbps);
@@ -163,11 +159,10 @@ std::vector<Finding> find_large_pageable(const model::Job& job, const Thresholds
   f.reference_gbps = ref_for_title;
   f.reference_source = used_measured && !used_nominal
                            ? "measured: pinned transfers of at least the same size in this run"
-                       : used_measured
-                           ? "measured in this run for one direction, nominal (~50 GB/s pinned "
-                             "PCIe) for the other"
-                           : "nominal: ~50 GB/s, pinned DMA on PCIe Gen5 x16 (none measured in "
-                             "this run; `cuxfer calibrate` measures this machine)";
+                       : used_measured ? "measured in this run for one direction, nominal (~50 GB/s pinned "
+                                         "PCIe) for the other"
+                                       : "nominal: ~50 GB/s, pinned DMA on PCIe Gen5 x16 (none measured in "
+                                         "this run; `cuxfer calibrate` measures this machine)";
   f.estimated_recoverable_ns = recoverable;
   f.advice =
       "The driver copies pageable memory twice (into its own pinned staging buffer, then by "

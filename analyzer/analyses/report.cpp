@@ -62,10 +62,9 @@ Report analyze(const model::Job& job, const Thresholds& thresholds) {
   uint64_t sites_dropped = 0;
   for (const auto& p : r.processes) sites_dropped += p.callsites_dropped;
   if (r.calls_without_site > 0)
-    r.notes.push_back(fmt::format(
-        "{} cop{} had no captured call site{}", r.calls_without_site,
-        r.calls_without_site == 1 ? "y" : "ies",
-        sites_dropped ? " (the shim's call-site table was full)" : ""));
+    r.notes.push_back(fmt::format("{} cop{} had no captured call site{}", r.calls_without_site,
+                                  r.calls_without_site == 1 ? "y" : "ies",
+                                  sites_dropped ? " (the shim's call-site table was full)" : ""));
   return r;
 }
 

@@ -15,10 +15,10 @@ namespace cuxfer::analyses {
 // Thresholds and reference numbers the findings use. Defaults are the
 // documented ones (docs/report.md); tests and options may change them.
 struct Thresholds {
-  uint64_t large_bytes = 1u << 20;     // large_pageable: each transfer at least this
-  uint64_t tiny_bytes = 4096;          // tiny_storm: each copy at most this
-  uint64_t storm_calls = 1000;         // tiny_storm: at least this many from one site
-  double nominal_pinned_gbps = 50.0;   // pinned PCIe bandwidth when the run measured none
+  uint64_t large_bytes = 1u << 20;          // large_pageable: each transfer at least this
+  uint64_t tiny_bytes = 4096;               // tiny_storm: each copy at most this
+  uint64_t storm_calls = 1000;              // tiny_storm: at least this many from one site
+  double nominal_pinned_gbps = 50.0;        // pinned PCIe bandwidth when the run measured none
   uint64_t nominal_async_return_ns = 3000;  // an async copy from pinned memory returns in ~3 us
 };
 
@@ -92,7 +92,7 @@ struct FindingSite {
 };
 
 struct Finding {
-  std::string kind;   // async_pageable | large_pageable | tiny_storm
+  std::string kind;  // async_pageable | large_pageable | tiny_storm
   std::string title;
   uint64_t calls = 0, bytes = 0, time_ns = 0, max_ns = 0;
   std::string time_basis;  // what time_ns measures: "cpu_blocked" | "gpu"
@@ -111,7 +111,7 @@ struct Report {
   std::string program;         // the root process's executable
   std::vector<std::string> argv;
   uint64_t start_realtime_ns = 0;
-  uint64_t span_ns = 0;        // first process start to the last recorded call's end
+  uint64_t span_ns = 0;  // first process start to the last recorded call's end
   std::vector<ProcessSummary> processes;
   Totals totals;
   std::vector<ClassTotals> classes;
@@ -122,7 +122,7 @@ struct Report {
   std::vector<CallSiteTotals> callsites;  // all, most CPU-blocked time first
   uint64_t calls_without_site = 0;        // copies with no captured call site
   std::vector<Finding> findings;
-  std::vector<std::string> notes;         // symbolization and other caveats, each once
+  std::vector<std::string> notes;  // symbolization and other caveats, each once
 };
 
 // The whole report of a job.

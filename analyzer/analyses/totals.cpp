@@ -110,14 +110,32 @@ Allocations allocation_totals(const model::Job& job) {
     AllocTotals* slot = nullptr;
     bool is_free = false;
     switch (c.kind()) {
-      case EventKind::DeviceAlloc: slot = &a.device; break;
-      case EventKind::ManagedAlloc: slot = &a.managed; break;
-      case EventKind::HostAlloc: slot = &a.host_pinned; break;
-      case EventKind::HostRegister: slot = &a.host_registered; break;
-      case EventKind::DeviceFree: slot = &a.device; is_free = true; break;
-      case EventKind::HostFree: slot = &a.host_pinned; is_free = true; break;
-      case EventKind::HostUnregister: slot = &a.host_registered; is_free = true; break;
-      default: break;
+      case EventKind::DeviceAlloc:
+        slot = &a.device;
+        break;
+      case EventKind::ManagedAlloc:
+        slot = &a.managed;
+        break;
+      case EventKind::HostAlloc:
+        slot = &a.host_pinned;
+        break;
+      case EventKind::HostRegister:
+        slot = &a.host_registered;
+        break;
+      case EventKind::DeviceFree:
+        slot = &a.device;
+        is_free = true;
+        break;
+      case EventKind::HostFree:
+        slot = &a.host_pinned;
+        is_free = true;
+        break;
+      case EventKind::HostUnregister:
+        slot = &a.host_registered;
+        is_free = true;
+        break;
+      default:
+        break;
     }
     if (!slot) continue;
     if (is_free) {
@@ -171,8 +189,7 @@ std::vector<ApiTotals> api_totals(const model::Job& job) {
 PageableShare pageable_share(const model::Job& job) {
   PageableShare s;
   for (const auto& c : job.calls) {
-    if (c.kind() != EventKind::Copy || c.failed() || !model::crosses_host_link(c.cls.direction))
-      continue;
+    if (c.kind() != EventKind::Copy || c.failed() || !model::crosses_host_link(c.cls.direction)) continue;
     s.host_bytes += c.bytes();
     if (model::is_pageable(c.cls)) s.pageable_bytes += c.bytes();
   }

@@ -40,8 +40,8 @@ bool ArgReader::option(std::string_view long_name, char short_name, std::string&
   if (a.starts_with("--") && a.substr(2) == long_name) {
     matched_needs_next = true;
     shown = std::string(a);
-  } else if (a.starts_with("--") && a.substr(2).starts_with(long_name) &&
-             a.size() > 2 + long_name.size() && a[2 + long_name.size()] == '=') {
+  } else if (a.starts_with("--") && a.substr(2).starts_with(long_name) && a.size() > 2 + long_name.size() &&
+             a[2 + long_name.size()] == '=') {
     value = std::string(a.substr(3 + long_name.size()));
     ++pos_;
     return true;

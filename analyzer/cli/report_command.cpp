@@ -128,8 +128,9 @@ int run_report(std::vector<std::string> args) {
     return kExitUsage;
   }
   if (paths.empty()) {
-    std::fprintf(stderr, "cuxfer report: no trace given (usage: cuxfer report [--json] [--top N] "
-                         "[-o FILE] TRACE...)\n");
+    std::fprintf(stderr,
+                 "cuxfer report: no trace given (usage: cuxfer report [--json] [--top N] "
+                 "[-o FILE] TRACE...)\n");
     return kExitUsage;
   }
   std::vector<std::string> errors;

@@ -54,7 +54,8 @@ ChildResult run_child(const std::string& path, const std::vector<std::string>& a
   sigemptyset(&forwarded);
   for (int s : kForwarded) sigaddset(&forwarded, s);
   ::sigprocmask(SIG_BLOCK, &forwarded, &old_mask);
-  struct sigaction sa {}, old_actions[4];
+  struct sigaction sa {
+  }, old_actions[4];
   sa.sa_sigaction = forward_signal;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
@@ -108,7 +109,9 @@ void exit_like(int wait_status) {
   std::fflush(nullptr);
   if (WIFSIGNALED(wait_status)) {
     int sig = WTERMSIG(wait_status);
-    struct rlimit no_core {0, 0};
+    struct rlimit no_core {
+      0, 0
+    };
     ::setrlimit(RLIMIT_CORE, &no_core);
     ::signal(sig, SIG_DFL);
     sigset_t set;

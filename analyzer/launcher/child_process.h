@@ -10,7 +10,7 @@ namespace cuxfer::launcher {
 struct ChildResult {
   bool started = false;  // false: fork or exec failed (error_number says why)
   int error_number = 0;
-  int wait_status = 0;   // as from waitpid, when started
+  int wait_status = 0;  // as from waitpid, when started
 };
 
 // fork + execve(path, argv, env) and wait. While the child runs, SIGINT,

@@ -105,8 +105,7 @@ int parse(std::vector<std::string> args, RecordOptions& o) {
       o.stack_depth = 0;
     } else if (in.option("stack-depth", 0, v)) {
       if (!cli::parse_unsigned(v, o.stack_depth) || o.stack_depth > kMaxStackDepth)
-        in.fail(fmt::format("--stack-depth needs a number from 0 to {}, got '{}'",
-                            kMaxStackDepth, v));
+        in.fail(fmt::format("--stack-depth needs a number from 0 to {}, got '{}'", kMaxStackDepth, v));
     } else if (in.option("cupti", 0, v)) {
       if (v != "auto" && v != "off") in.fail(fmt::format("--cupti is auto or off, got '{}'", v));
       o.cupti = v;
@@ -194,8 +193,8 @@ int run_record(std::vector<std::string> args) {
   if (!S_ISDIR(st.st_mode))
     return usage_error(fmt::format("output directory {} is not a directory", o.output_dir));
   if (::access(out_dir.c_str(), W_OK | X_OK) != 0)
-    return usage_error(fmt::format("output directory {} is not writable: {}", o.output_dir,
-                                   std::strerror(errno)));
+    return usage_error(
+        fmt::format("output directory {} is not writable: {}", o.output_dir, std::strerror(errno)));
 
   ResolvedProgram program = resolve_program(o.command[0], std::getenv("PATH"));
   if (program.result == ResolvedProgram::Result::NotFound) {
@@ -218,13 +217,15 @@ int run_record(std::vector<std::string> args) {
   }
   std::string shim = real_path(shim_arg);
   if (shim.empty() || ::access(shim.c_str(), R_OK) != 0)
-    return usage_error(fmt::format("the cuxfer shim is not at {} ({}): {}; name it with --shim "
-                                   "PATH or CUXFER_SHIM",
-                                   shim_arg, shim_source, std::strerror(errno)));
+    return usage_error(
+        fmt::format("the cuxfer shim is not at {} ({}): {}; name it with --shim "
+                    "PATH or CUXFER_SHIM",
+                    shim_arg, shim_source, std::strerror(errno)));
   if (shim.find_first_of(": ") != std::string::npos)
-    return usage_error(fmt::format("the shim path {} contains ':' or a space, which LD_PRELOAD "
-                                   "cannot express; move it",
-                                   shim));
+    return usage_error(
+        fmt::format("the shim path {} contains ':' or a space, which LD_PRELOAD "
+                    "cannot express; move it",
+                    shim));
 
   std::string error;
   auto manifest = Manifest::create(&error);
@@ -247,8 +248,7 @@ int run_record(std::vector<std::string> args) {
   ChildResult child = run_child(program.path, o.command, child_environment(set, unset));
   if (!child.started) {
     int e = child.error_number;
-    std::fprintf(stderr, "cuxfer record: cannot run %s: %s\n", program.path.c_str(),
-                 std::strerror(e));
+    std::fprintf(stderr, "cuxfer record: cannot run %s: %s\n", program.path.c_str(), std::strerror(e));
     return e == ENOENT ? 127 : 126;
   }
 

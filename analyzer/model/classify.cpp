@@ -11,14 +11,22 @@ TransferClass classify(const trace::Event& e) {
   const auto src = static_cast<MemKind>(e.src_kind);
   const auto dst = static_cast<MemKind>(e.dst_kind);
   switch (c.direction) {
-    case Direction::HtoD: c.memory = src; break;
-    case Direction::DtoH: c.memory = dst; break;
+    case Direction::HtoD:
+      c.memory = src;
+      break;
+    case Direction::DtoH:
+      c.memory = dst;
+      break;
     case Direction::DtoD:
-    case Direction::Peer: c.memory = MemKind::Device; break;
+    case Direction::Peer:
+      c.memory = MemKind::Device;
+      break;
     case Direction::HtoH:
       c.memory = (src == MemKind::Pageable || dst == MemKind::Pageable) ? MemKind::Pageable : src;
       break;
-    case Direction::Unknown: c.memory = MemKind::Unknown; break;
+    case Direction::Unknown:
+      c.memory = MemKind::Unknown;
+      break;
   }
   if (c.memory > MemKind::Array) c.memory = MemKind::Unknown;  // value from a newer writer
   if (c.direction > Direction::Peer) c.direction = Direction::Unknown;

@@ -19,9 +19,7 @@ TransferClass classify(const trace::Event& e);
 
 // True when the event's host side is ordinary pageable memory: the driver
 // stages it through its own pinned buffer (every byte copied twice).
-inline bool is_pageable(const TransferClass& c) {
-  return c.memory == trace::MemKind::Pageable;
-}
+inline bool is_pageable(const TransferClass& c) { return c.memory == trace::MemKind::Pageable; }
 
 // True for H2D and D2H, the directions that cross the host link and have a
 // host side whose memory kind matters.

@@ -39,8 +39,8 @@ struct Call {
   uint32_t process = 0;     // index into Job::processes
   uint32_t site = kNoSite;  // index into Job::sites
   TransferClass cls;
-  uint64_t gpu_ns = 0;      // sum of the durations of its GPU records
-  uint32_t gpu_records = 0; // how many GPU records joined (2D/batch copies have several)
+  uint64_t gpu_ns = 0;       // sum of the durations of its GPU records
+  uint32_t gpu_records = 0;  // how many GPU records joined (2D/batch copies have several)
 
   trace::EventKind kind() const { return static_cast<trace::EventKind>(event->kind); }
   bool failed() const { return event->flags & trace::kFlagFailed; }

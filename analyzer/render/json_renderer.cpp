@@ -13,13 +13,12 @@ json opt(const std::optional<T>& v) {
 }
 
 json frame_json(const symbolize::Frame& f) {
-  return {{"address", f.address}, {"module", f.module}, {"offset", f.offset},
-          {"function", f.function}, {"file", f.file}, {"line", f.line}};
+  return {{"address", f.address},   {"module", f.module}, {"offset", f.offset},
+          {"function", f.function}, {"file", f.file},     {"line", f.line}};
 }
 
 json alloc_json(const analyses::AllocTotals& a) {
-  return {{"calls", a.calls}, {"bytes", a.bytes}, {"cpu_blocked_ns", a.cpu_blocked_ns},
-          {"frees", a.frees}};
+  return {{"calls", a.calls}, {"bytes", a.bytes}, {"cpu_blocked_ns", a.cpu_blocked_ns}, {"frees", a.frees}};
 }
 
 }  // namespace
@@ -37,24 +36,38 @@ json report_to_json(const analyses::Report& r, const JsonOptions& options) {
   json processes = json::array();
   for (const auto& p : r.processes) {
     processes.push_back({
-        {"pid", p.pid}, {"ppid", p.ppid}, {"exe", p.exe}, {"argv", p.argv},
-        {"hostname", p.hostname}, {"trace", p.trace_path}, {"trace_name", p.trace_name},
-        {"cuxfer_version", p.cuxfer_version}, {"start_realtime_ns", p.start_realtime_ns},
-        {"complete", p.complete}, {"cut_reason", p.cut_reason},
+        {"pid", p.pid},
+        {"ppid", p.ppid},
+        {"exe", p.exe},
+        {"argv", p.argv},
+        {"hostname", p.hostname},
+        {"trace", p.trace_path},
+        {"trace_name", p.trace_name},
+        {"cuxfer_version", p.cuxfer_version},
+        {"start_realtime_ns", p.start_realtime_ns},
+        {"complete", p.complete},
+        {"cut_reason", p.cut_reason},
         {"cupti", {{"state", p.cupti_state}, {"reason", p.cupti_reason}}},
-        {"simulated", p.simulated}, {"stack_depth", p.stack_depth},
-        {"events", p.events}, {"events_dropped", p.events_dropped},
-        {"gpu_records", p.gpu_records}, {"gpu_records_dropped", p.gpu_records_dropped},
+        {"simulated", p.simulated},
+        {"stack_depth", p.stack_depth},
+        {"events", p.events},
+        {"events_dropped", p.events_dropped},
+        {"gpu_records", p.gpu_records},
+        {"gpu_records_dropped", p.gpu_records_dropped},
         {"gpu_records_unmatched", p.gpu_records_unmatched},
         {"events_without_gpu_record", p.events_without_gpu},
         {"callsites_dropped", p.callsites_dropped},
-        {"copies", p.copies}, {"bytes", p.bytes}, {"cpu_blocked_ns", p.cpu_blocked_ns},
-        {"failed_calls", p.failed_calls}, {"notes", p.notes},
+        {"copies", p.copies},
+        {"bytes", p.bytes},
+        {"cpu_blocked_ns", p.cpu_blocked_ns},
+        {"failed_calls", p.failed_calls},
+        {"notes", p.notes},
     });
   }
   j["processes"] = std::move(processes);
 
-  j["totals"] = {{"calls", r.totals.calls}, {"bytes", r.totals.bytes},
+  j["totals"] = {{"calls", r.totals.calls},
+                 {"bytes", r.totals.bytes},
                  {"cpu_blocked_ns", r.totals.cpu_blocked_ns},
                  {"failed_calls", r.totals.failed_calls}};
   j["failed_calls"] = r.totals.failed_calls;
@@ -62,17 +75,23 @@ json report_to_json(const analyses::Report& r, const JsonOptions& options) {
   json classes = json::array();
   for (const auto& c : r.classes) {
     classes.push_back({
-        {"direction", trace::to_string(c.cls.direction)}, {"memory", trace::to_string(c.cls.memory)},
-        {"calls", c.calls}, {"bytes", c.bytes}, {"cpu_blocked_ns", c.cpu_blocked_ns},
-        {"gpu_ns", opt(c.gpu_ns)}, {"gbps", opt(c.gbps)},
+        {"direction", trace::to_string(c.cls.direction)},
+        {"memory", trace::to_string(c.cls.memory)},
+        {"calls", c.calls},
+        {"bytes", c.bytes},
+        {"cpu_blocked_ns", c.cpu_blocked_ns},
+        {"gpu_ns", opt(c.gpu_ns)},
+        {"gbps", opt(c.gbps)},
         {"gbps_basis", c.gbps_basis.empty() ? json(nullptr) : json(c.gbps_basis)},
-        {"gpu_calls", c.gpu_calls}, {"async_calls", c.async_calls},
+        {"gpu_calls", c.gpu_calls},
+        {"async_calls", c.async_calls},
         {"failed_calls", c.failed_calls},
     });
   }
   j["classes"] = std::move(classes);
 
-  j["memsets"] = {{"calls", r.memsets.calls}, {"bytes", r.memsets.bytes},
+  j["memsets"] = {{"calls", r.memsets.calls},
+                  {"bytes", r.memsets.bytes},
                   {"cpu_blocked_ns", r.memsets.cpu_blocked_ns},
                   {"failed_calls", r.memsets.failed_calls}};
   j["allocations"] = {{"device", alloc_json(r.allocations.device)},
@@ -82,8 +101,11 @@ json report_to_json(const analyses::Report& r, const JsonOptions& options) {
 
   json apis = json::array();
   for (const auto& a : r.apis)
-    apis.push_back({{"name", a.name}, {"calls", a.calls}, {"bytes", a.bytes},
-                    {"cpu_blocked_ns", a.cpu_blocked_ns}, {"failed_calls", a.failed_calls}});
+    apis.push_back({{"name", a.name},
+                    {"calls", a.calls},
+                    {"bytes", a.bytes},
+                    {"cpu_blocked_ns", a.cpu_blocked_ns},
+                    {"failed_calls", a.failed_calls}});
   j["apis"] = std::move(apis);
 
   j["pageable_share"] = {{"pageable_bytes", r.pageable_share.pageable_bytes},
@@ -100,12 +122,23 @@ json report_to_json(const analyses::Report& r, const JsonOptions& options) {
     json stack = json::array();
     for (const auto& f : s.stack) stack.push_back(frame_json(f));
     sites.push_back({
-        {"id", s.id}, {"pid", s.pid}, {"function", s.frame.function}, {"file", s.frame.file},
-        {"line", s.frame.line}, {"module", s.frame.module}, {"offset", s.frame.offset},
-        {"address", s.frame.address}, {"location", s.frame.display()},
-        {"calls", s.calls}, {"bytes", s.bytes}, {"cpu_blocked_ns", s.cpu_blocked_ns},
-        {"max_cpu_blocked_ns", s.max_cpu_ns}, {"gpu_ns", opt(s.gpu_ns)},
-        {"failed_calls", s.failed_calls}, {"class", s.main_class}, {"stack", std::move(stack)},
+        {"id", s.id},
+        {"pid", s.pid},
+        {"function", s.frame.function},
+        {"file", s.frame.file},
+        {"line", s.frame.line},
+        {"module", s.frame.module},
+        {"offset", s.frame.offset},
+        {"address", s.frame.address},
+        {"location", s.frame.display()},
+        {"calls", s.calls},
+        {"bytes", s.bytes},
+        {"cpu_blocked_ns", s.cpu_blocked_ns},
+        {"max_cpu_blocked_ns", s.max_cpu_ns},
+        {"gpu_ns", opt(s.gpu_ns)},
+        {"failed_calls", s.failed_calls},
+        {"class", s.main_class},
+        {"stack", std::move(stack)},
     });
   }
   j["callsites"] = std::move(sites);
@@ -117,17 +150,29 @@ json report_to_json(const analyses::Report& r, const JsonOptions& options) {
     for (const auto& s : f.sites)
       per_site.push_back({
           {"callsite", s.callsite == 0 ? json(nullptr) : json(s.callsite)},
-          {"calls", s.calls}, {"bytes", s.bytes}, {"time_ns", s.time_ns}, {"max_ns", s.max_ns},
+          {"calls", s.calls},
+          {"bytes", s.bytes},
+          {"time_ns", s.time_ns},
+          {"max_ns", s.max_ns},
           {"estimated_recoverable_ns", opt(s.estimated_recoverable_ns)},
-          {"achieved_gbps", opt(s.achieved_gbps)}, {"calls_per_second", opt(s.calls_per_second)},
+          {"achieved_gbps", opt(s.achieved_gbps)},
+          {"calls_per_second", opt(s.calls_per_second)},
       });
     findings.push_back({
-        {"kind", f.kind}, {"title", f.title}, {"calls", f.calls}, {"bytes", f.bytes},
-        {"time_ns", f.time_ns}, {"time_basis", f.time_basis}, {"max_ns", f.max_ns},
+        {"kind", f.kind},
+        {"title", f.title},
+        {"calls", f.calls},
+        {"bytes", f.bytes},
+        {"time_ns", f.time_ns},
+        {"time_basis", f.time_basis},
+        {"max_ns", f.max_ns},
         {"estimated_recoverable_ns", opt(f.estimated_recoverable_ns)},
-        {"callsites", f.callsites}, {"sites", std::move(per_site)},
-        {"achieved_gbps", opt(f.achieved_gbps)}, {"reference_gbps", opt(f.reference_gbps)},
-        {"reference_source", f.reference_source}, {"calls_per_second", opt(f.calls_per_second)},
+        {"callsites", f.callsites},
+        {"sites", std::move(per_site)},
+        {"achieved_gbps", opt(f.achieved_gbps)},
+        {"reference_gbps", opt(f.reference_gbps)},
+        {"reference_source", f.reference_source},
+        {"calls_per_second", opt(f.calls_per_second)},
         {"advice", f.advice},
     });
   }
@@ -138,8 +183,7 @@ json report_to_json(const analyses::Report& r, const JsonOptions& options) {
 
 std::string render_json(const analyses::Report& report, const JsonOptions& options) {
   // Replace rather than throw on bytes that are not UTF-8 (paths, argv).
-  return report_to_json(report, options).dump(2, ' ', false, json::error_handler_t::replace) +
-         "\n";
+  return report_to_json(report, options).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace cuxfer::render

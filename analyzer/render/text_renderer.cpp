@@ -97,15 +97,13 @@ void header(std::string& out, const Report& r, size_t width) {
   if (r.processes.size() > 8) pids += fmt::format(", … ({} in all)", r.processes.size());
   wrapped(out,
           fmt::format("{} {}, traced span {}, {} copies, {} moved",
-                      r.processes.size() == 1 ? "process" : "processes", pids,
-                      format_duration(r.span_ns), format_count(r.totals.calls),
-                      format_bytes(r.totals.bytes)),
+                      r.processes.size() == 1 ? "process" : "processes", pids, format_duration(r.span_ns),
+                      format_count(r.totals.calls), format_bytes(r.totals.bytes)),
           width, "  ", "    ");
 
   if (r.simulated) {
     // Kept on one line whatever the width: people and scripts look for it.
-    const std::string banner =
-        "SIMULATED CUDA (tests/simcuda) — no GPU was used; timings are not meaningful";
+    const std::string banner = "SIMULATED CUDA (tests/simcuda) — no GPU was used; timings are not meaningful";
     out += display_width(banner) + 8 <= width ? "\n*** " + banner + " ***\n" : "\n" + banner + "\n";
   }
   if (r.timing == "cpu") {
@@ -121,12 +119,13 @@ void header(std::string& out, const Report& r, size_t width) {
   }
   for (const auto& p : r.processes) {
     if (!p.complete)
-      wrapped(out, fmt::format("pid {} ({}): {}", p.pid, basename_of(p.trace_path), p.cut_reason),
-              width, "PARTIAL: ", "         ");
+      wrapped(out, fmt::format("pid {} ({}): {}", p.pid, basename_of(p.trace_path), p.cut_reason), width,
+              "PARTIAL: ", "         ");
     if (p.events_dropped || p.gpu_records_dropped)
-      out += fmt::format("PARTIAL: pid {}: {} events and {} GPU records dropped by the shim "
-                         "(buffers full); totals undercount\n",
-                         p.pid, format_count(p.events_dropped), format_count(p.gpu_records_dropped));
+      out += fmt::format(
+          "PARTIAL: pid {}: {} events and {} GPU records dropped by the shim "
+          "(buffers full); totals undercount\n",
+          p.pid, format_count(p.events_dropped), format_count(p.gpu_records_dropped));
   }
 }
 
@@ -161,16 +160,15 @@ void transfers(std::string& out, const Report& r, size_t width) {
             width, "  ", "    ");
   if (r.totals.failed_calls)
     out += fmt::format("  {} failed cop{} (returned an error; not counted above)\n",
-                       format_count(r.totals.failed_calls),
-                       r.totals.failed_calls == 1 ? "y" : "ies");
+                       format_count(r.totals.failed_calls), r.totals.failed_calls == 1 ? "y" : "ies");
 
   const auto& s = r.pageable_share;
   if (s.host_bytes)
-    wrapped(out,
-            fmt::format("{} of host<->device bytes ({} of {}) went through pageable memory",
-                        format_percent(s.fraction), format_bytes(s.pageable_bytes),
-                        format_bytes(s.host_bytes)),
-            width, "\nPageable share: ", "  ");
+    wrapped(
+        out,
+        fmt::format("{} of host<->device bytes ({} of {}) went through pageable memory",
+                    format_percent(s.fraction), format_bytes(s.pageable_bytes), format_bytes(s.host_bytes)),
+        width, "\nPageable share: ", "  ");
   if (r.memsets.calls || r.memsets.failed_calls)
     out += fmt::format("Memsets: {} calls, {}, CPU-blocked {}\n", format_count(r.memsets.calls),
                        format_bytes(r.memsets.bytes), format_duration(r.memsets.cpu_blocked_ns));
@@ -200,8 +198,8 @@ void apis(std::string& out, const Report& r, size_t width) {
 
 void callsites(std::string& out, const Report& r, size_t width, size_t top) {
   if (r.callsites.empty()) return;
-  out += fmt::format("\nTop call sites by CPU-blocked time ({} of {})\n",
-                     std::min(top, r.callsites.size()), r.callsites.size());
+  out += fmt::format("\nTop call sites by CPU-blocked time ({} of {})\n", std::min(top, r.callsites.size()),
+                     r.callsites.size());
   const bool many = r.processes.size() > 1;
   const bool gpu = r.timing == "gpu";
   std::vector<std::string> headers = {"call site", "class", "calls", "bytes", "CPU-blocked"};
@@ -211,8 +209,8 @@ void callsites(std::string& out, const Report& r, size_t width, size_t top) {
   Table t(headers, optional);
   for (size_t i = 0; i < r.callsites.size() && i < top; ++i) {
     const auto& s = r.callsites[i];
-    std::vector<std::string> row = {fmt::format("#{} {}", s.id, s.frame.short_display()),
-                                    s.main_class, format_count(s.calls), format_bytes(s.bytes),
+    std::vector<std::string> row = {fmt::format("#{} {}", s.id, s.frame.short_display()), s.main_class,
+                                    format_count(s.calls), format_bytes(s.bytes),
                                     format_duration(s.cpu_blocked_ns)};
     if (gpu) row.push_back(s.gpu_ns ? format_duration(*s.gpu_ns) : "n/a");
     if (many) row.push_back(std::to_string(s.pid));
@@ -224,8 +222,9 @@ void callsites(std::string& out, const Report& r, size_t width, size_t top) {
 void findings(std::string& out, const Report& r, size_t width) {
   out += "\nFindings\n";
   if (r.findings.empty()) {
-    out += "  none: no async copy from pageable memory, no pageable transfer of 1 MiB or more, "
-           "no storm of tiny copies\n";
+    out +=
+        "  none: no async copy from pageable memory, no pageable transfer of 1 MiB or more, "
+        "no storm of tiny copies\n";
     return;
   }
   int n = 0;
@@ -233,9 +232,10 @@ void findings(std::string& out, const Report& r, size_t width) {
     out += "\n";
     wrapped(out, fmt::format("{}. {} [{}]", ++n, f.title, f.kind), width, "  ", "     ");
     std::string time_word = f.time_basis == "gpu" ? "GPU time" : "CPU-blocked";
-    std::string numbers = fmt::format("{} calls, {}, {} {}", format_count(f.calls),
-                                      format_bytes(f.bytes), time_word, format_duration(f.time_ns));
-    if (f.kind == "async_pageable") numbers += fmt::format(" (max {} in one call)", format_duration(f.max_ns));
+    std::string numbers = fmt::format("{} calls, {}, {} {}", format_count(f.calls), format_bytes(f.bytes),
+                                      time_word, format_duration(f.time_ns));
+    if (f.kind == "async_pageable")
+      numbers += fmt::format(" (max {} in one call)", format_duration(f.max_ns));
     if (f.achieved_gbps)
       numbers += fmt::format("; achieved {} GB/s vs {} GB/s pinned", format_gbps(f.achieved_gbps),
                              format_gbps(f.reference_gbps));
@@ -254,8 +254,8 @@ void findings(std::string& out, const Report& r, size_t width) {
         out += fmt::format("     … and {} more call sites\n", f.sites.size() - 5);
         break;
       }
-      std::string line = fmt::format("{} calls, {}, {}", format_count(s.calls),
-                                     format_bytes(s.bytes), format_duration(s.time_ns));
+      std::string line = fmt::format("{} calls, {}, {}", format_count(s.calls), format_bytes(s.bytes),
+                                     format_duration(s.time_ns));
       if (s.calls_per_second)
         line += fmt::format(", {} calls/s", format_count(static_cast<uint64_t>(*s.calls_per_second)));
       if (s.achieved_gbps) line += fmt::format(", {} GB/s", format_gbps(s.achieved_gbps));
@@ -269,13 +269,13 @@ void processes(std::string& out, const Report& r, size_t width) {
   out += "\nProcesses\n";
   for (const auto& p : r.processes) {
     std::string state = p.complete ? "complete" : "PARTIAL";
-    std::string cupti = "CUPTI " + p.cupti_state + (p.cupti_reason.empty() ? "" : " (" + p.cupti_reason + ")");
+    std::string cupti =
+        "CUPTI " + p.cupti_state + (p.cupti_reason.empty() ? "" : " (" + p.cupti_reason + ")");
     wrapped(out,
             fmt::format("pid {} (parent {}) {}: {}, {}, {} events ({} dropped), {} copies, {}, "
                         "CPU-blocked {}; trace {}",
-                        p.pid, p.ppid, p.exe.empty() ? "?" : p.exe, state, cupti,
-                        format_count(p.events), format_count(p.events_dropped),
-                        format_count(p.copies), format_bytes(p.bytes),
+                        p.pid, p.ppid, p.exe.empty() ? "?" : p.exe, state, cupti, format_count(p.events),
+                        format_count(p.events_dropped), format_count(p.copies), format_bytes(p.bytes),
                         format_duration(p.cpu_blocked_ns), p.trace_path),
             width, "  ", "      ");
     for (const auto& note : p.notes) wrapped(out, note, width, "      shim: ", "        ");

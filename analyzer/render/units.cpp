@@ -18,18 +18,18 @@ std::string format_bytes(uint64_t bytes) {
     v /= 1024.0;
     ++u;
   }
-  return v < 10 ? fmt::format("{:.2f} {}", v, kUnits[u])
-       : v < 100 ? fmt::format("{:.1f} {}", v, kUnits[u])
-                 : fmt::format("{:.0f} {}", v, kUnits[u]);
+  return v < 10    ? fmt::format("{:.2f} {}", v, kUnits[u])
+         : v < 100 ? fmt::format("{:.1f} {}", v, kUnits[u])
+                   : fmt::format("{:.0f} {}", v, kUnits[u]);
 }
 
 std::string format_duration(uint64_t ns) {
   if (ns < 1000) return fmt::format("{} ns", ns);
   double v = static_cast<double>(ns);
   auto three = [](double x, const char* unit) {
-    return x < 10 ? fmt::format("{:.2f} {}", x, unit)
-         : x < 100 ? fmt::format("{:.1f} {}", x, unit)
-                   : fmt::format("{:.0f} {}", x, unit);
+    return x < 10    ? fmt::format("{:.2f} {}", x, unit)
+           : x < 100 ? fmt::format("{:.1f} {}", x, unit)
+                     : fmt::format("{:.0f} {}", x, unit);
   };
   if (ns < 1000000) return three(v / 1e3, "us");
   if (ns < 1000000000) return three(v / 1e6, "ms");

@@ -57,9 +57,8 @@ std::string Frame::short_display() const {
 
 bool is_cuda_or_shim_module(std::string_view module_path) {
   std::string_view base = basename_of(module_path);
-  return is_shim_module(module_path) || base.starts_with("libcuda.so") ||
-         base.starts_with("libcudart") || base.starts_with("libcuda_") ||
-         base.starts_with("libnvidia-");
+  return is_shim_module(module_path) || base.starts_with("libcuda.so") || base.starts_with("libcudart") ||
+         base.starts_with("libcuda_") || base.starts_with("libnvidia-");
 }
 
 bool is_static_cudart_function(std::string_view f) {
@@ -77,9 +76,7 @@ bool is_start_frame(const Frame& f) {
   return f.function.empty() && (base.starts_with("libc.so") || base.starts_with("libc-"));
 }
 
-bool is_simulated_cuda_frame(const Frame& f) {
-  return f.file.find("/tests/simcuda/") != std::string::npos;
-}
+bool is_simulated_cuda_frame(const Frame& f) { return f.file.find("/tests/simcuda/") != std::string::npos; }
 
 size_t choose_user_frame(const std::vector<Frame>& stack) {
   for (size_t i = 0; i < stack.size(); ++i) {

@@ -17,8 +17,7 @@
 
 namespace cuxfer::symbolize {
 
-const trace::ModuleInfo* find_module(const std::vector<trace::ModuleInfo>& modules,
-                                     uint64_t address) {
+const trace::ModuleInfo* find_module(const std::vector<trace::ModuleInfo>& modules, uint64_t address) {
   // Later entries win: a module dlopen'ed after another was unloaded from the
   // same range is recorded after it.
   for (auto it = modules.rbegin(); it != modules.rend(); ++it)

@@ -30,7 +30,6 @@ class Symbolizer {
 std::unique_ptr<Symbolizer> make_symbolizer(bool enabled = true);
 
 // The module containing `address`, or null.
-const trace::ModuleInfo* find_module(const std::vector<trace::ModuleInfo>& modules,
-                                     uint64_t address);
+const trace::ModuleInfo* find_module(const std::vector<trace::ModuleInfo>& modules, uint64_t address);
 
 }  // namespace cuxfer::symbolize

@@ -60,22 +60,19 @@ TEST_F(Analyses, ClassesPageableShareAndFailedCalls) {
 
 TEST_F(Analyses, MemsetsAllocationsAndApis) {
   SyntheticTrace t;
-  t.add(EventKind::Memset, "cudaMemset", Direction::Unknown, MemKind::Unknown, MemKind::Device,
-        4096, 100);
-  t.add(EventKind::Memset, "cudaMemset", Direction::Unknown, MemKind::Unknown, MemKind::Device,
-        1024, 100);
-  t.add(EventKind::DeviceAlloc, "cudaMalloc", Direction::Unknown, MemKind::Unknown,
-        MemKind::Device, 1 * MiB, 5'000);
-  t.add(EventKind::DeviceFree, "cudaFree", Direction::Unknown, MemKind::Unknown, MemKind::Device,
-        0, 1'000);
-  t.add(EventKind::ManagedAlloc, "cudaMallocManaged", Direction::Unknown, MemKind::Unknown,
-        MemKind::Managed, 2 * MiB, 5'000);
-  t.add(EventKind::HostAlloc, "cudaMallocHost", Direction::Unknown, MemKind::Unknown,
-        MemKind::Pinned, 3 * MiB, 50'000);
+  t.add(EventKind::Memset, "cudaMemset", Direction::Unknown, MemKind::Unknown, MemKind::Device, 4096, 100);
+  t.add(EventKind::Memset, "cudaMemset", Direction::Unknown, MemKind::Unknown, MemKind::Device, 1024, 100);
+  t.add(EventKind::DeviceAlloc, "cudaMalloc", Direction::Unknown, MemKind::Unknown, MemKind::Device, 1 * MiB,
+        5'000);
+  t.add(EventKind::DeviceFree, "cudaFree", Direction::Unknown, MemKind::Unknown, MemKind::Device, 0, 1'000);
+  t.add(EventKind::ManagedAlloc, "cudaMallocManaged", Direction::Unknown, MemKind::Unknown, MemKind::Managed,
+        2 * MiB, 5'000);
+  t.add(EventKind::HostAlloc, "cudaMallocHost", Direction::Unknown, MemKind::Unknown, MemKind::Pinned,
+        3 * MiB, 50'000);
   t.add(EventKind::HostRegister, "cudaHostRegister", Direction::Unknown, MemKind::Unknown,
         MemKind::Registered, 5 * MiB, 70'000);
-  auto& bad = t.add(EventKind::HostRegister, "cudaHostRegister", Direction::Unknown,
-                    MemKind::Unknown, MemKind::Registered, 7 * MiB, 70'000);
+  auto& bad = t.add(EventKind::HostRegister, "cudaHostRegister", Direction::Unknown, MemKind::Unknown,
+                    MemKind::Registered, 7 * MiB, 70'000);
   bad.flags |= trace::kFlagFailed;
   t.copy(Direction::HtoD, MemKind::Pinned, 100, 1'000);
 
@@ -105,7 +102,7 @@ TEST_F(Analyses, AsyncPageableFiresWithNominalReturnTime) {
   SyntheticTrace t;
   uint32_t s = t.site(0x401000);
   for (int i = 0; i < 3; ++i) t.copy(Direction::HtoD, MemKind::Pageable, MiB, 100'000, true, s);
-  t.copy(Direction::DtoH, MemKind::Pageable, 1000, 20'000, true);  // no call site
+  t.copy(Direction::DtoH, MemKind::Pageable, 1000, 20'000, true);      // no call site
   t.copy(Direction::HtoD, MemKind::Pageable, MiB, 100'000, false, s);  // synchronous: not this finding
   analyses::Report r = analyses::analyze(load(t));
   const auto* f = find_finding(r, "async_pageable");
@@ -230,8 +227,7 @@ TEST_F(Analyses, TinyStormCleanTwins) {
   {
     SyntheticTrace t;  // 1000 split over two sites
     uint32_t a = t.site(0x401000), b = t.site(0x402000);
-    for (int i = 0; i < 1000; ++i)
-      t.copy(Direction::HtoD, MemKind::Pageable, 4, 9'000, false, i % 2 ? a : b);
+    for (int i = 0; i < 1000; ++i) t.copy(Direction::HtoD, MemKind::Pageable, 4, 9'000, false, i % 2 ? a : b);
     EXPECT_FALSE(find_finding(analyses::analyze(load(t)), "tiny_storm"));
   }
   {
@@ -264,9 +260,9 @@ TEST_F(Analyses, FindingsAreOrderedByWhatTheyCanRecover) {
   t.copy(Direction::HtoD, MemKind::Pageable, 256 * MiB, 40'000'000, true, s);
   analyses::Report r = analyses::analyze(load(t));
   ASSERT_EQ(r.findings.size(), 3u);
-  EXPECT_EQ(r.findings[0].kind, "async_pageable");   // ~40 ms recoverable
-  EXPECT_EQ(r.findings[1].kind, "large_pageable");   // ~34.6 ms
-  EXPECT_EQ(r.findings[2].kind, "tiny_storm");       // 9 ms, no estimate
+  EXPECT_EQ(r.findings[0].kind, "async_pageable");  // ~40 ms recoverable
+  EXPECT_EQ(r.findings[1].kind, "large_pageable");  // ~34.6 ms
+  EXPECT_EQ(r.findings[2].kind, "tiny_storm");      // 9 ms, no estimate
 }
 
 }  // namespace

@@ -36,15 +36,12 @@ TEST(Classify, HostSideKindByDirection) {
             (TransferClass{Direction::DtoD, MemKind::Device}));
   EXPECT_EQ(classify(event(Direction::Peer, MemKind::Device, MemKind::Device)),
             (TransferClass{Direction::Peer, MemKind::Device}));
-  EXPECT_EQ(classify(event(Direction::HtoD, MemKind::Array, MemKind::Device)).memory,
-            MemKind::Array);
+  EXPECT_EQ(classify(event(Direction::HtoD, MemKind::Array, MemKind::Device)).memory, MemKind::Array);
   // H2H: pageable if either side is, else the source's kind.
-  EXPECT_EQ(classify(event(Direction::HtoH, MemKind::Pinned, MemKind::Pageable)).memory,
-            MemKind::Pageable);
+  EXPECT_EQ(classify(event(Direction::HtoH, MemKind::Pinned, MemKind::Pageable)).memory, MemKind::Pageable);
   EXPECT_EQ(classify(event(Direction::HtoH, MemKind::Registered, MemKind::Pinned)).memory,
             MemKind::Registered);
-  EXPECT_EQ(classify(event(Direction::Unknown, MemKind::Pinned, MemKind::Device)).memory,
-            MemKind::Unknown);
+  EXPECT_EQ(classify(event(Direction::Unknown, MemKind::Pinned, MemKind::Device)).memory, MemKind::Unknown);
   // Values from a newer writer are not trusted as enum values.
   auto odd = event(static_cast<Direction>(40), MemKind::Pinned, MemKind::Device);
   EXPECT_EQ(classify(odd).direction, Direction::Unknown);
@@ -182,8 +179,8 @@ TEST_F(Model, StacksWithTheSameUserFrameShareASite) {
   t.copy(Direction::HtoD, MemKind::Pageable, 10, 100, false, 1);
   t.copy(Direction::HtoD, MemKind::Pageable, 20, 100, false, 2);
   t.copy(Direction::HtoD, MemKind::Pageable, 40, 500, false, 3);
-  t.copy(Direction::HtoD, MemKind::Pageable, 80, 100, false, 0);   // no stack
-  t.copy(Direction::HtoD, MemKind::Pageable, 160, 100, false, 77); // id not in the table
+  t.copy(Direction::HtoD, MemKind::Pageable, 80, 100, false, 0);    // no stack
+  t.copy(Direction::HtoD, MemKind::Pageable, 160, 100, false, 77);  // id not in the table
   model::Job job = load(t);
   ASSERT_EQ(job.sites.size(), 2u);
   EXPECT_EQ(job.sites[0].frame.module, "/opt/app/train");

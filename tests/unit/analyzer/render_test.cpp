@@ -85,16 +85,16 @@ TEST_F(Render, JsonFollowsTheSchema) {
 
   ASSERT_EQ(j["callsites"].size(), 2u);
   for (const auto& s : j["callsites"]) {
-    for (const char* k : {"id", "pid", "function", "file", "line", "module", "offset", "calls",
-                          "bytes", "cpu_blocked_ns", "gpu_ns", "stack"})
+    for (const char* k : {"id", "pid", "function", "file", "line", "module", "offset", "calls", "bytes",
+                          "cpu_blocked_ns", "gpu_ns", "stack"})
       EXPECT_TRUE(s.contains(k)) << k;
     EXPECT_EQ(s["module"], "/opt/app/train_with_a_rather_long_name");
   }
   std::set<std::string> kinds;
   for (const auto& f : j["findings"]) {
     kinds.insert(f["kind"]);
-    for (const char* k : {"kind", "title", "calls", "bytes", "time_ns", "estimated_recoverable_ns",
-                          "callsites", "advice"})
+    for (const char* k :
+         {"kind", "title", "calls", "bytes", "time_ns", "estimated_recoverable_ns", "callsites", "advice"})
       EXPECT_TRUE(f.contains(k)) << k;
     for (const auto& id : f["callsites"]) {
       bool listed = false;

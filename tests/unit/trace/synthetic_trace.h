@@ -26,7 +26,7 @@ class SyntheticTrace {
   std::vector<std::string> notes;
   trace::Status status;
   bool write_status = true;
-  bool write_end = true;     // false: as if the process was killed
+  bool write_end = true;  // false: as if the process was killed
   size_t events_per_block = 4096;
   uint64_t clock_ns = 1'000'000'000;  // next event's enter time
 
@@ -93,8 +93,8 @@ class SyntheticTrace {
     MemKind src = dir == Direction::HtoD ? host : MemKind::Device;
     MemKind dst = dir == Direction::DtoH ? host : MemKind::Device;
     if (dir == Direction::HtoH) src = dst = host;
-    return add(trace::EventKind::Copy, async ? "cudaMemcpyAsync" : "cudaMemcpy", dir, src, dst,
-               bytes, cpu_ns, async ? trace::kFlagAsync : 0, callsite);
+    return add(trace::EventKind::Copy, async ? "cudaMemcpyAsync" : "cudaMemcpy", dir, src, dst, bytes, cpu_ns,
+               async ? trace::kFlagAsync : 0, callsite);
   }
 
   // A GPU record for event `e` lasting `ns`.

@@ -182,8 +182,7 @@ TEST_F(TraceFormat, CorruptBlockHeaderStopsReading) {
   ASSERT_EQ(read_trace(path("h.trace"), r, error), ReadStatus::Ok);
   EXPECT_FALSE(r.has_process);
   EXPECT_EQ(r.blocks_read, 0u);
-  EXPECT_NE(r.cut_reason.find("corrupt block header at offset 16"), std::string::npos)
-      << r.cut_reason;
+  EXPECT_NE(r.cut_reason.find("corrupt block header at offset 16"), std::string::npos) << r.cut_reason;
 }
 
 TEST_F(TraceFormat, NoEndMarkerMeansCutShort) {
