@@ -25,6 +25,10 @@ void describe_event(const CallDesc& d, trace::Event& e) {
       PointerInfo s = side_info(d.src, d.src_preset);
       PointerInfo t = side_info(d.dst, d.dst_preset);
       Direction dir = d.direction;
+      // cuMemcpyDtoD between two devices (legal under UVA) is a peer copy, as
+      // the unified and 2D/3D paths already report it.
+      if (dir == Direction::DtoD && s.device >= 0 && t.device >= 0 && s.device != t.device)
+        dir = Direction::Peer;
       if (dir == Direction::Unknown) {
         bool sd = device_side(s.kind), td = device_side(t.kind);
         dir = !sd && td   ? Direction::HtoD
@@ -37,7 +41,9 @@ void describe_event(const CallDesc& d, trace::Event& e) {
       e.src_kind = static_cast<uint8_t>(s.kind);
       e.dst_kind = static_cast<uint8_t>(t.kind);
       e.bytes = d.bytes;
-      e.address = dir == Direction::DtoH ? d.dst : d.src;  // the host side where there is one
+      // The host side where there is one; 0 for device-to-device (trace/event.h).
+      bool device_to_device = dir == Direction::DtoD || dir == Direction::Peer;
+      e.address = dir == Direction::DtoH ? d.dst : device_to_device ? 0 : d.src;
       e.device = dir == Direction::DtoH ? s.device : t.device;
       if (s.from_driver || t.from_driver) e.flags |= trace::kFlagKindFromDriver;
       break;
