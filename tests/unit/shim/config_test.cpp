@@ -1,0 +1,232 @@
+// parse_config: defaults, every CUXFER_* variable with valid and invalid
+// values (a bad value is reported and the default kept), unknown names,
+// secure execution.
+#include <gtest/gtest.h>
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+
+namespace cuxfer::shim {
+namespace {
+
+// An environ-style, null-terminated array over owned strings.
+struct Env {
+  std::vector<std::string> strings;
+  std::vector<char*> ptrs;
+  Env(std::initializer_list<std::string> vars) : strings(vars) {
+    for (auto& s : strings) ptrs.push_back(s.data());
+    ptrs.push_back(nullptr);
+  }
+  char** get() { return ptrs.data(); }
+};
+
+Config parse(std::initializer_list<std::string> vars, bool secure = false) {
+  Env env(vars);
+  return parse_config(env.get(), secure);
+}
+
+void expect_defaults(const Config& c) {
+  EXPECT_TRUE(c.enabled);
+  EXPECT_EQ(c.output_dir, ".");
+  EXPECT_EQ(c.trace_name, "");
+  EXPECT_EQ(c.stack_depth, 16u);
+  EXPECT_EQ(c.cupti, CuptiMode::Auto);
+  EXPECT_EQ(c.cupti_library, "");
+  EXPECT_EQ(c.manifest, "");
+  EXPECT_EQ(c.buffer_events, 16384u);
+  EXPECT_EQ(c.flush_ms, 50u);
+  EXPECT_FALSE(c.launched);
+  EXPECT_EQ(c.log_level, "warn");
+}
+
+// One bad assignment: exactly one problem line naming it, and every field at
+// its default.
+void expect_rejected(const std::string& assignment) {
+  SCOPED_TRACE(assignment);
+  Config c = parse({assignment});
+  ASSERT_EQ(c.problems.size(), 1u);
+  EXPECT_NE(c.problems[0].find(assignment + " is invalid"), std::string::npos) << c.problems[0];
+  EXPECT_NE(c.problems[0].find("using the default"), std::string::npos) << c.problems[0];
+  expect_defaults(c);
+}
+
+TEST(ParseConfig, EmptyEnvironmentGivesDefaults) {
+  Config c = parse({});
+  expect_defaults(c);
+  EXPECT_TRUE(c.problems.empty());
+}
+
+TEST(ParseConfig, NullEnvironmentGivesDefaults) {
+  Config c = parse_config(nullptr, false);
+  expect_defaults(c);
+  EXPECT_TRUE(c.problems.empty());
+}
+
+TEST(ParseConfig, OtherVariablesAreIgnored) {
+  Config c = parse(
+      {"PATH=/usr/bin", "HOME=/root", "cuxfer_disable=1", "XCUXFER_DISABLE=1", "CUXFER_NO_EQUALS_SIGN"});
+  expect_defaults(c);
+  EXPECT_TRUE(c.problems.empty());
+}
+
+TEST(ParseConfig, Disable) {
+  for (const char* v : {"1", "true", "yes", "on"}) {
+    Config c = parse({std::string("CUXFER_DISABLE=") + v});
+    EXPECT_FALSE(c.enabled) << v;
+    EXPECT_TRUE(c.problems.empty()) << v;
+  }
+  for (const char* v : {"0", "false", "no", "off", ""}) {
+    Config c = parse({std::string("CUXFER_DISABLE=") + v});
+    EXPECT_TRUE(c.enabled) << v;
+    EXPECT_TRUE(c.problems.empty()) << v;
+  }
+  expect_rejected("CUXFER_DISABLE=2");
+  expect_rejected("CUXFER_DISABLE=maybe");
+  expect_rejected("CUXFER_DISABLE=TRUE");
+}
+
+TEST(ParseConfig, OutputDir) {
+  EXPECT_EQ(parse({"CUXFER_OUTPUT_DIR=/tmp/traces"}).output_dir, "/tmp/traces");
+  Config c = parse({"CUXFER_OUTPUT_DIR="});  // empty: keep the default, not a problem
+  EXPECT_EQ(c.output_dir, ".");
+  EXPECT_TRUE(c.problems.empty());
+}
+
+TEST(ParseConfig, TraceName) {
+  Config c = parse({"CUXFER_TRACE_NAME=run-1"});
+  EXPECT_EQ(c.trace_name, "run-1");
+  EXPECT_TRUE(c.problems.empty());
+  expect_rejected("CUXFER_TRACE_NAME=a/b");
+  expect_rejected("CUXFER_TRACE_NAME=../x");
+  expect_rejected("CUXFER_TRACE_NAME=");
+}
+
+TEST(ParseConfig, StackDepth) {
+  EXPECT_EQ(parse({"CUXFER_STACK_DEPTH=0"}).stack_depth, 0u);
+  EXPECT_EQ(parse({"CUXFER_STACK_DEPTH=7"}).stack_depth, 7u);
+  EXPECT_EQ(parse({"CUXFER_STACK_DEPTH=32"}).stack_depth, kMaxStackDepth);
+  EXPECT_TRUE(parse({"CUXFER_STACK_DEPTH=32"}).problems.empty());
+  for (const char* bad : {"33", "-1", "abc", "8x", " 8", "", "99999999999999999999999"})
+    expect_rejected(std::string("CUXFER_STACK_DEPTH=") + bad);
+}
+
+TEST(ParseConfig, Cupti) {
+  EXPECT_EQ(parse({"CUXFER_CUPTI=off"}).cupti, CuptiMode::Off);
+  EXPECT_EQ(parse({"CUXFER_CUPTI=auto"}).cupti, CuptiMode::Auto);
+  EXPECT_TRUE(parse({"CUXFER_CUPTI=off"}).problems.empty());
+  for (const char* bad : {"on", "OFF", "0", ""}) expect_rejected(std::string("CUXFER_CUPTI=") + bad);
+}
+
+TEST(ParseConfig, CuptiLibAndManifestTakeAnyValue) {
+  Config c = parse({"CUXFER_CUPTI_LIB=/opt/cuda/lib64/libcupti.so.13", "CUXFER_MANIFEST=/tmp/m.txt"});
+  EXPECT_EQ(c.cupti_library, "/opt/cuda/lib64/libcupti.so.13");
+  EXPECT_EQ(c.manifest, "/tmp/m.txt");
+  EXPECT_TRUE(c.problems.empty());
+}
+
+TEST(ParseConfig, BufferEvents) {
+  EXPECT_EQ(parse({"CUXFER_BUFFER_EVENTS=1024"}).buffer_events, 1024u);
+  EXPECT_EQ(parse({"CUXFER_BUFFER_EVENTS=65536"}).buffer_events, 65536u);
+  EXPECT_EQ(parse({"CUXFER_BUFFER_EVENTS=4194304"}).buffer_events, 4194304u);
+  EXPECT_TRUE(parse({"CUXFER_BUFFER_EVENTS=4194304"}).problems.empty());
+  // Below the range, above it, not a power of two, not a number.
+  for (const char* bad : {"512", "0", "8388608", "3000", "1025", "lots", ""})
+    expect_rejected(std::string("CUXFER_BUFFER_EVENTS=") + bad);
+}
+
+TEST(ParseConfig, FlushMs) {
+  EXPECT_EQ(parse({"CUXFER_FLUSH_MS=5"}).flush_ms, 5u);
+  EXPECT_EQ(parse({"CUXFER_FLUSH_MS=10000"}).flush_ms, 10000u);
+  EXPECT_EQ(parse({"CUXFER_FLUSH_MS=250"}).flush_ms, 250u);
+  for (const char* bad : {"4", "10001", "0", "1.5", ""})
+    expect_rejected(std::string("CUXFER_FLUSH_MS=") + bad);
+}
+
+TEST(ParseConfig, Launcher) {
+  EXPECT_TRUE(parse({"CUXFER_LAUNCHER=1"}).launched);
+  EXPECT_FALSE(parse({"CUXFER_LAUNCHER=0"}).launched);
+  EXPECT_TRUE(parse({"CUXFER_LAUNCHER=1"}).problems.empty());
+  expect_rejected("CUXFER_LAUNCHER=2");
+  expect_rejected("CUXFER_LAUNCHER=launcher");
+}
+
+TEST(ParseConfig, LogLevel) {
+  for (const char* v : {"off", "error", "warn", "info", "debug"}) {
+    Config c = parse({std::string("CUXFER_LOG_LEVEL=") + v});
+    EXPECT_EQ(c.log_level, v);
+    EXPECT_TRUE(c.problems.empty()) << v;
+  }
+  for (const char* bad : {"verbose", "WARN", "trace", ""})
+    expect_rejected(std::string("CUXFER_LOG_LEVEL=") + bad);
+}
+
+TEST(ParseConfig, LauncherAndReservedNamesAreNotProblems) {
+  Config c = parse({"CUXFER_SHIM=/usr/lib/libcuxfer.so", "CUXFER_REWRITE=1"});
+  expect_defaults(c);
+  EXPECT_TRUE(c.problems.empty());
+}
+
+TEST(ParseConfig, UnknownVariableIsAProblemLine) {
+  Config c = parse({"CUXFER_STACKDEPTH=4", "CUXFER_FOO="});
+  expect_defaults(c);  // the misspelt name does not set stack_depth
+  ASSERT_EQ(c.problems.size(), 2u);
+  EXPECT_EQ(c.problems[0], "unknown variable CUXFER_STACKDEPTH ignored");
+  EXPECT_EQ(c.problems[1], "unknown variable CUXFER_FOO ignored");
+}
+
+TEST(ParseConfig, AllVariablesTogether) {
+  Config c = parse({"CUXFER_DISABLE=0", "CUXFER_OUTPUT_DIR=/out", "CUXFER_TRACE_NAME=job",
+                    "CUXFER_STACK_DEPTH=4", "CUXFER_CUPTI=off", "CUXFER_CUPTI_LIB=/l/libcupti.so",
+                    "CUXFER_MANIFEST=/m", "CUXFER_BUFFER_EVENTS=2048", "CUXFER_FLUSH_MS=20",
+                    "CUXFER_LAUNCHER=1", "CUXFER_LOG_LEVEL=debug", "UNRELATED=1"});
+  EXPECT_TRUE(c.problems.empty());
+  EXPECT_TRUE(c.enabled);
+  EXPECT_EQ(c.output_dir, "/out");
+  EXPECT_EQ(c.trace_name, "job");
+  EXPECT_EQ(c.stack_depth, 4u);
+  EXPECT_EQ(c.cupti, CuptiMode::Off);
+  EXPECT_EQ(c.cupti_library, "/l/libcupti.so");
+  EXPECT_EQ(c.manifest, "/m");
+  EXPECT_EQ(c.buffer_events, 2048u);
+  EXPECT_EQ(c.flush_ms, 20u);
+  EXPECT_TRUE(c.launched);
+  EXPECT_EQ(c.log_level, "debug");
+}
+
+TEST(ParseConfig, BadValuesDoNotDisturbGoodOnes) {
+  Config c =
+      parse({"CUXFER_STACK_DEPTH=100", "CUXFER_FLUSH_MS=20", "CUXFER_BUFFER_EVENTS=1000", "CUXFER_WHAT=1"});
+  EXPECT_EQ(c.stack_depth, 16u);
+  EXPECT_EQ(c.flush_ms, 20u);
+  EXPECT_EQ(c.buffer_events, 16384u);
+  ASSERT_EQ(c.problems.size(), 3u);
+  EXPECT_EQ(c.problems[0], "CUXFER_STACK_DEPTH=100 is invalid (expected 0..32); using the default");
+  EXPECT_EQ(
+      c.problems[1],
+      "CUXFER_BUFFER_EVENTS=1000 is invalid (expected a power of two in 1024..4194304); using the default");
+  EXPECT_EQ(c.problems[2], "unknown variable CUXFER_WHAT ignored");
+}
+
+TEST(ParseConfig, SecureExecutionDisablesAndIgnoresTheEnvironment) {
+  Config c = parse({"CUXFER_DISABLE=0", "CUXFER_OUTPUT_DIR=/etc", "CUXFER_CUPTI_LIB=/tmp/evil.so",
+                    "CUXFER_STACK_DEPTH=1", "CUXFER_BOGUS=1"},
+                   /*secure=*/true);
+  EXPECT_FALSE(c.enabled);
+  EXPECT_EQ(c.output_dir, ".");
+  EXPECT_EQ(c.cupti_library, "");
+  EXPECT_EQ(c.stack_depth, 16u);
+  ASSERT_EQ(c.problems.size(), 1u);
+  EXPECT_NE(c.problems[0].find("secure execution"), std::string::npos);
+}
+
+TEST(ParseConfig, SecureExecutionWithEmptyEnvironment) {
+  Config c = parse_config(nullptr, true);
+  EXPECT_FALSE(c.enabled);
+  EXPECT_EQ(c.problems.size(), 1u);
+}
+
+}  // namespace
+}  // namespace cuxfer::shim
