@@ -24,10 +24,10 @@ PointerGetAttributesFn pointer_get_attributes() {
 
 PointerInfo ask_driver(uint64_t ptr) {
   PointerInfo info;
-  info.from_driver = true;
   info.kind = trace::MemKind::Pageable;
   auto fn = pointer_get_attributes();
-  if (!fn) return info;
+  if (!fn) return info;  // no driver loaded: nothing CUDA knows of, so pageable
+  info.from_driver = true;
   unsigned int memory_type = 0;
   unsigned int is_managed = 0;
   int ordinal = -1;

@@ -119,11 +119,13 @@ void Recorder::note(const std::string& msg) {
 
 bool Recorder::start_slow() {
   int expected = kIdle;
-  // Another thread is starting the session: let this call through unrecorded
-  // rather than wait (the starter may be waiting on a CUPTI thread that is in
-  // a hook right now).
-  if (!state_.compare_exchange_strong(expected, kStarting, std::memory_order_acq_rel))
+  if (!state_.compare_exchange_strong(expected, kStarting, std::memory_order_acq_rel)) {
+    // Another thread is opening the trace (a file create and a thread start,
+    // nothing that can call back into a hook): wait, so that no call of this
+    // thread goes unrecorded.
+    while ((expected = state_.load(std::memory_order_acquire)) == kStarting) sched_yield();
     return expected == kRecording;
+  }
   InternalScope internal;
   const Config& c = config();
   for (const auto& p : c.problems) log::warn(p);
