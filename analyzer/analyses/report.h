@@ -34,6 +34,7 @@ struct ProcessSummary {
   bool simulated = false;
   uint64_t events = 0, events_dropped = 0, gpu_records = 0, gpu_records_dropped = 0;
   uint64_t callsites_dropped = 0, gpu_records_unmatched = 0, events_without_gpu = 0;
+  uint64_t gpu_records_joined_by_time = 0;
   uint64_t copies = 0, bytes = 0, cpu_blocked_ns = 0, failed_calls = 0;
   uint32_t stack_depth = 0;
   std::vector<std::string> notes;  // the shim's own notes from the trace

@@ -228,6 +228,7 @@ std::vector<ProcessSummary> process_summaries(const model::Job& job) {
     s.gpu_records_dropped = t.status.gpu_records_dropped;
     s.callsites_dropped = t.status.callsites_dropped;
     s.gpu_records_unmatched = p.gpu_records_unmatched;
+    s.gpu_records_joined_by_time = p.gpu_records_joined_by_time;
     s.events_without_gpu = p.events_without_gpu;
     s.notes = t.notes;
     out.push_back(std::move(s));

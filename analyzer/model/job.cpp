@@ -1,6 +1,9 @@
 #include "analyzer/model/job.h"
 
+#include <algorithm>
 #include <unordered_map>
+
+#include <fmt/format.h>
 
 #include "analyzer/symbolize/frame_filter.h"
 
@@ -57,6 +60,53 @@ std::unordered_map<uint32_t, uint32_t> build_sites(uint32_t process_index, const
   return site_of_id;
 }
 
+// GPU records that carry no correlation id (a shim whose CUPTI external
+// correlation did not take) are joined by time and size instead: each record,
+// in start order, goes to the latest call of the same kind and byte count
+// that entered before the DMA started and has no GPU time yet. Exact for one
+// stream of copies; with concurrent streams of equal-sized copies it may swap
+// two GPU times, which is why the report says how the join was made.
+uint64_t join_gpu_by_time(const trace::Trace& t, std::vector<Call>& calls, size_t first,
+                          uint64_t* without_id) {
+  std::vector<const trace::GpuRecord*> records;
+  for (const auto& r : t.gpu_records) {
+    auto kind = static_cast<trace::GpuRecordKind>(r.kind);
+    if (r.correlation_id == 0 &&
+        (kind == trace::GpuRecordKind::Memcpy || kind == trace::GpuRecordKind::Memset))
+      records.push_back(&r);
+  }
+  *without_id = records.size();
+  if (records.empty()) return 0;
+  std::sort(records.begin(), records.end(), [](auto* a, auto* b) { return a->start_ns < b->start_ns; });
+  std::vector<Call*> candidates;
+  for (size_t i = first; i < calls.size(); ++i) {
+    Call& c = calls[i];
+    if ((c.kind() == trace::EventKind::Copy || c.kind() == trace::EventKind::Memset) && !c.failed() &&
+        !c.has_gpu_time())
+      candidates.push_back(&c);
+  }
+  std::sort(candidates.begin(), candidates.end(),
+            [](Call* a, Call* b) { return a->event->t_enter_ns < b->event->t_enter_ns; });
+  constexpr size_t kLookBack = 256;  // calls in flight that one record may belong to
+  uint64_t joined = 0;
+  for (const trace::GpuRecord* r : records) {
+    auto end = std::upper_bound(candidates.begin(), candidates.end(), r->start_ns,
+                                [](uint64_t t, Call* c) { return t < c->event->t_enter_ns; });
+    size_t steps = 0;
+    for (auto it = end; it != candidates.begin() && steps < kLookBack; ++steps) {
+      Call* c = *--it;
+      if (c->has_gpu_time() || c->bytes() != r->bytes ||
+          !gpu_kind_matches(c->kind(), static_cast<trace::GpuRecordKind>(r->kind)))
+        continue;
+      c->gpu_ns = r->end_ns > r->start_ns ? r->end_ns - r->start_ns : 0;
+      c->gpu_records = 1;
+      ++joined;
+      break;
+    }
+  }
+  return joined;
+}
+
 }  // namespace
 
 Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolizer) {
@@ -75,6 +125,7 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
   for (uint32_t pi = 0; pi < job.processes.size(); ++pi) {
     Process& p = job.processes[pi];
     auto site_of_id = build_sites(pi, p.trace, symbolizer, job.sites);
+    const size_t first_call = job.calls.size();
     auto gpu = p.gpu_timing ? index_gpu_records(p.trace) : std::unordered_map<uint32_t, GpuSum>{};
     for (const auto& e : p.trace.events) {
       Call c;
@@ -91,14 +142,27 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
           it->second.claimed = true;
         }
       }
-      if (p.gpu_timing && (e.flags & trace::kFlagGpuExpected) && !c.has_gpu_time() && !c.failed())
-        ++p.events_without_gpu;
       job.calls.push_back(c);
+    }
+    if (p.gpu_timing) {
+      uint64_t without_id = 0;
+      p.gpu_records_joined_by_time = join_gpu_by_time(p.trace, job.calls, first_call, &without_id);
+      p.gpu_records_unmatched += without_id - p.gpu_records_joined_by_time;
+      if (p.gpu_records_joined_by_time > 0)
+        job.notes.push_back(
+            fmt::format("pid {}: GPU records carried no correlation id; {} joined to calls by time and size",
+                        p.pid(), p.gpu_records_joined_by_time));
+      for (size_t i = first_call; i < job.calls.size(); ++i) {
+        const Call& c = job.calls[i];
+        if ((c.event->flags & trace::kFlagGpuExpected) && !c.has_gpu_time() && !c.failed())
+          ++p.events_without_gpu;
+      }
     }
     for (const auto& [id, s] : gpu)
       if (!s.claimed) p.gpu_records_unmatched += s.records;
   }
-  job.notes = symbolizer.notes();
+  auto symbol_notes = symbolizer.notes();
+  job.notes.insert(job.notes.begin(), symbol_notes.begin(), symbol_notes.end());
   return job;
 }
 

@@ -22,8 +22,9 @@ struct Process {
   // CUPTI was active in this process: its events carry GPU time where a GPU
   // record matched. Otherwise only CPU-blocked time is known.
   bool gpu_timing = false;
-  uint64_t gpu_records_unmatched = 0;  // GPU copy/memset records no event claimed
-  uint64_t events_without_gpu = 0;     // events flagged GPU-expected that got no record
+  uint64_t gpu_records_unmatched = 0;       // GPU copy/memset records no event claimed
+  uint64_t events_without_gpu = 0;          // events flagged GPU-expected that got no record
+  uint64_t gpu_records_joined_by_time = 0;  // records without a correlation id, joined by time
 
   uint32_t pid() const { return trace.has_process ? trace.process.pid : 0; }
   // CLOCK_REALTIME of a CLOCK_MONOTONIC timestamp of this process (processes

@@ -55,6 +55,7 @@ json report_to_json(const analyses::Report& r, const JsonOptions& options) {
         {"gpu_records", p.gpu_records},
         {"gpu_records_dropped", p.gpu_records_dropped},
         {"gpu_records_unmatched", p.gpu_records_unmatched},
+        {"gpu_records_joined_by_time", p.gpu_records_joined_by_time},
         {"events_without_gpu_record", p.events_without_gpu},
         {"callsites_dropped", p.callsites_dropped},
         {"copies", p.copies},

@@ -204,3 +204,46 @@ TEST_F(Model, StacksWithTheSameUserFrameShareASite) {
 
 }  // namespace
 }  // namespace cuxfer
+
+namespace cuxfer {
+namespace {
+
+class GpuJoinByTime : public testing::JobTest {};
+
+TEST_F(GpuJoinByTime, RecordsWithoutCorrelationIdJoinByTimeAndSize) {
+  testing::SyntheticTrace t;
+  t.status.cupti = trace::CuptiState::Active;
+  // (gpu() right after each copy(): the references do not survive the next copy.)
+  t.gpu(t.copy(Direction::HtoD, MemKind::Pageable, 1 << 20, 400'000), 200'000);
+  t.gpu(t.copy(Direction::DtoH, MemKind::Pageable, 1 << 20, 300'000), 150'000);
+  t.gpu(t.copy(Direction::HtoD, MemKind::Pinned, 4096, 5'000, /*async=*/true), 3'000);
+  trace::GpuRecord late = t.gpu_records[2];
+  late.start_ns = t.events[2].t_exit_ns + 50'000;  // an async copy's DMA starts after it returned
+  late.end_ns = late.start_ns + 3'000;
+  t.gpu_records[2] = late;
+  trace::GpuRecord stray = t.gpu_records[0];
+  stray.bytes = 12345;  // no call of this size
+  t.gpu_records.push_back(stray);
+  for (auto& r : t.gpu_records) r.correlation_id = 0;
+  model::Job job = load(t);
+  EXPECT_EQ(job.calls[0].gpu_ns, 200'000u);
+  EXPECT_EQ(job.calls[1].gpu_ns, 150'000u);
+  EXPECT_EQ(job.calls[2].gpu_ns, 3'000u);
+  EXPECT_EQ(job.processes[0].gpu_records_joined_by_time, 3u);
+  EXPECT_EQ(job.processes[0].gpu_records_unmatched, 1u);
+  ASSERT_FALSE(job.notes.empty());
+  EXPECT_NE(job.notes.back().find("joined to calls by time and size"), std::string::npos);
+}
+
+TEST_F(GpuJoinByTime, NotWithoutCupti) {
+  testing::SyntheticTrace t;
+  auto& a = t.copy(Direction::HtoD, MemKind::Pageable, 1 << 20, 400'000);
+  t.gpu(a, 200'000);
+  t.gpu_records[0].correlation_id = 0;
+  model::Job job = load(t);
+  EXPECT_FALSE(job.calls[0].has_gpu_time());
+  EXPECT_TRUE(job.notes.empty());
+}
+
+}  // namespace
+}  // namespace cuxfer

@@ -62,6 +62,7 @@ class SyntheticTrace {
     return cs.id;
   }
 
+  // The reference is valid until the next event is added.
   trace::Event& add(trace::EventKind kind, const std::string& api_name, trace::Direction dir,
                     trace::MemKind src, trace::MemKind dst, uint64_t bytes, uint64_t cpu_ns,
                     uint8_t flags = 0, uint32_t callsite = 0) {
