@@ -34,6 +34,8 @@ Options:
   -o, --output FILE
                   write the report to FILE instead of standard output
   --no-symbols    do not open the traced binaries; name frames module+offset
+  --sysroot DIR   look for the traced binaries under DIR first (traces from
+                  another machine, its files copied under DIR with their paths)
   -h, --help      show this help
 
 Exit status: 0 report written; 1 no trace could be read; 2 usage error.
@@ -94,7 +96,7 @@ int run_report(std::vector<std::string> args) {
   ArgReader in("cuxfer report", std::move(args));
   bool json = false, symbols = true;
   std::optional<size_t> top;
-  std::string output;
+  std::string output, sysroot;
   std::vector<std::string> paths;
   while (!in.done() && !in.failed()) {
     if (in.end_of_options()) {
@@ -118,6 +120,9 @@ int run_report(std::vector<std::string> args) {
       top = static_cast<size_t>(n);
     } else if (in.option("output", 'o', value)) {
       output = value;
+    } else if (in.option("sysroot", 0, value)) {
+      sysroot = value;
+      while (sysroot.size() > 1 && sysroot.back() == '/') sysroot.pop_back();
     } else if (!in.failed()) {
       std::fprintf(stderr, "%s\n", in.unknown_option().c_str());
       return kExitUsage;
@@ -142,7 +147,7 @@ int run_report(std::vector<std::string> args) {
   auto traces = model::read_traces(unique, errors);
   for (const auto& e : errors) std::fprintf(stderr, "cuxfer report: %s\n", e.c_str());
   if (traces.empty()) return 1;  // each path already has its one line
-  auto symbolizer = symbolize::make_symbolizer(symbols);
+  auto symbolizer = symbolize::make_symbolizer(symbols, sysroot);
   model::Job job = model::build_job(std::move(traces), *symbolizer);
   analyses::Report report = analyses::analyze(job);
   for (const auto& e : errors) report.notes.push_back("skipped " + e);

@@ -1,6 +1,7 @@
 #include "analyzer/symbolize/symbolizer.h"
 
 #include <cxxabi.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <map>
@@ -109,6 +110,7 @@ std::string inlined_function(Dwfl_Module* module, Dwarf_Addr pc) {
 // fork children) is parsed once and looked up by file offset.
 class DwflSymbolizer final : public Symbolizer {
  public:
+  explicit DwflSymbolizer(std::string sysroot) : sysroot_(std::move(sysroot)) {}
   ~DwflSymbolizer() override {
     for (auto& [key, obj] : objects_)
       if (obj.dwfl) dwfl_end(obj.dwfl);
@@ -163,7 +165,9 @@ class DwflSymbolizer final : public Symbolizer {
     obj.dwfl = dwfl_begin(&callbacks);
     if (!obj.dwfl) return obj;
     dwfl_report_begin(obj.dwfl);
-    Dwfl_Module* mod = dwfl_report_elf(obj.dwfl, m.path.c_str(), m.path.c_str(), -1, 0, false);
+    std::string file = m.path;
+    if (!sysroot_.empty() && ::access((sysroot_ + m.path).c_str(), R_OK) == 0) file = sysroot_ + m.path;
+    Dwfl_Module* mod = dwfl_report_elf(obj.dwfl, m.path.c_str(), file.c_str(), -1, 0, false);
     dwfl_report_end(obj.dwfl, nullptr, nullptr);
     if (!mod) {
       note(m.path, fmt::format("symbols unavailable for {}: {}; call sites in it are shown as "
@@ -191,6 +195,7 @@ class DwflSymbolizer final : public Symbolizer {
     if (noted_.insert(path).second) notes_.push_back(std::move(line));
   }
 
+  std::string sysroot_;
   std::map<std::pair<std::string, std::string>, Object> objects_;
   std::map<std::pair<const Object*, uint64_t>, Frame> cache_;
   std::set<std::string> noted_;
@@ -201,11 +206,12 @@ class DwflSymbolizer final : public Symbolizer {
 
 }  // namespace
 
-std::unique_ptr<Symbolizer> make_symbolizer(bool enabled) {
+std::unique_ptr<Symbolizer> make_symbolizer(bool enabled, std::string sysroot) {
   if (!enabled) return std::make_unique<ModuleOffsetSymbolizer>("");
 #ifdef CUXFER_HAVE_LIBDW
-  return std::make_unique<DwflSymbolizer>();
+  return std::make_unique<DwflSymbolizer>(std::move(sysroot));
 #else
+  (void)sysroot;
   return std::make_unique<ModuleOffsetSymbolizer>(
       "this cuxfer was built without libdw (elfutils): call sites are shown as module+offset");
 #endif

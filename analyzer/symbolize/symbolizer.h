@@ -27,7 +27,10 @@ class Symbolizer {
 // The elfutils symbolizer when cuxfer was built with libdw, else one that
 // names frames module+offset and says why. `enabled` false gives the latter
 // without the note (for --no-symbols).
-std::unique_ptr<Symbolizer> make_symbolizer(bool enabled = true);
+// `sysroot`, when set, is tried first as a prefix of every recorded module
+// path (traces from another machine: copy its binaries under DIR keeping
+// their paths); the build id still decides whether a file is the right one.
+std::unique_ptr<Symbolizer> make_symbolizer(bool enabled = true, std::string sysroot = {});
 
 // The module containing `address`, or null.
 const trace::ModuleInfo* find_module(const std::vector<trace::ModuleInfo>& modules, uint64_t address);
