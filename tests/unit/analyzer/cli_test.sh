@@ -118,7 +118,10 @@ PY
   record-forwards-signals)
     "$cuxfer" record -q --shim "$fake_shim" -- sh -c 'trap "exit 7" TERM; sleep 10 & wait' >out 2>err &
     pid=$!
-    sleep 1
+    # Wait until the command runs (the fake shim has written its trace), then
+    # signal cuxfer itself, as `kill` or a batch scheduler would.
+    for _ in $(seq 100); do ls cuxfer-*.trace >/dev/null 2>&1 && break; sleep 0.1; done
+    sleep 0.2
     kill -TERM $pid
     wait $pid; rc=$?
     expect_rc 7 ;;
