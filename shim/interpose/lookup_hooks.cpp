@@ -81,7 +81,7 @@ extern "C" CUXFER_EXPORT void* dlsym(void* handle, const char* name) {
   void* fn = handle == RTLD_NEXT ? dlsym_next_after(__builtin_return_address(0), name)
                                  : real_dlsym(handle, name);
   // A cheap first filter before the exact-name lookup; this is not prefix hooking.
-  if (!fn || !name || name[0] != 'c' || name[1] != 'u' || !config().enabled) return fn;
+  if (!fn || name[0] != 'c' || name[1] != 'u' || !config().enabled) return fn;
   const HookEntry* e = find_hook(name);
   if (!e) return fn;
   if (is_own_hook(fn)) return fn;  // resolved to our export (RTLD_DEFAULT); real found lazily

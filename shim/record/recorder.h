@@ -57,7 +57,7 @@ class Recorder {
   // Opens the trace and starts the writer and CUPTI at the first data call.
   bool ensure_started() {
     int s = state_.load(std::memory_order_acquire);
-    return s == kRecording || (s == kIdle && start_slow());
+    return s == kRecording || ((s == kIdle || s == kStarting) && start_slow());
   }
 
   // Driver-dependent setup (simulated-CUDA detection, CUPTI), done at the
