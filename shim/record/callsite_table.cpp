@@ -91,8 +91,9 @@ void init_own_text_range() {
 uint32_t capture_stack(uint64_t* frames, uint32_t max_depth, void* fallback) {
   uint32_t n = 0;
   if (max_depth > 0) {
-    void* raw[CallSiteTable::kMaxDepth + 8];
-    int got = backtrace(raw, static_cast<int>(max_depth + 8));
+    // A few extra slots for the shim's own frames, which are skipped.
+    void* raw[CallSiteTable::kMaxDepth + 4];
+    int got = backtrace(raw, static_cast<int>(max_depth + 4));
     for (int i = 0; i < got && n < max_depth; ++i) {
       auto a = reinterpret_cast<uint64_t>(raw[i]);
       if (a >= g_own_low && a < g_own_high) continue;  // our own hook frames

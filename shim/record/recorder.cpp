@@ -201,7 +201,9 @@ bool Recorder::open_trace() {
   std::string base = c.output_dir + "/cuxfer-" + name + "-" + std::to_string(getpid());
   std::string error;
   for (int attempt = 0; attempt < 100 && !writer_; ++attempt) {
-    trace_path_ = base + (attempt ? "-" + std::to_string(attempt) : std::string()) + ".trace";
+    trace_path_ = base;
+    if (attempt) trace_path_ += "-" + std::to_string(attempt);  // pid reuse across runs
+    trace_path_ += ".trace";
     writer_ = trace::TraceWriter::create(trace_path_, 0600, &error);
     if (!writer_ && errno != EEXIST) break;
   }
