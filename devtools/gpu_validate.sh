@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Developer run on the GPU machine: GPU tier, overhead benchmark, demo and the
+# frameworks, with libdw carried in .debs/ (the image lacks it) so that call
+# sites are symbolized. Everything lands in $OUT.
+set -u
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; B=/tmp/b
+if ls .debs/*.deb >/dev/null 2>&1; then
+  mkdir -p /opt/dw && for f in .debs/*.deb; do dpkg -x "$f" /opt/dw; done
+  sed -i 's|/usr|/opt/dw/usr|g' /opt/dw/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc
+  export PKG_CONFIG_PATH=/opt/dw/usr/lib/x86_64-linux-gnu/pkgconfig
+fi
+{
+echo "== $(date -u) $(nvidia-smi -L)"
+cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUXFER_GPU_TESTS=ON -DPython3_EXECUTABLE=$(command -v python3) > $OUT/configure.log 2>&1 || tail -30 $OUT/configure.log
+grep -i "libdw" $OUT/configure.log
+cmake --build $B -j16 > $OUT/build.log 2>&1 || grep -E "error|FAILED" -A5 $OUT/build.log | head -40
+echo "== ctest -L gpu"
+(cd $B && ctest -L gpu --output-on-failure -j4 > $OUT/ctest.log 2>&1); echo "ctest rc=$?"
+grep -E "tests passed|Failed|\*\*\*|Not Run|Skipped" $OUT/ctest.log | head -40
+echo "== bench (stack depth 0 and 16)"
+bash bench/run_call_overhead.sh --gpu --build-dir $B 2>&1 | tail -40
+echo "== bench stack depth 8"
+for r in 1 2 3; do CUXFER_STACK_DEPTH=8 LD_PRELOAD=$B/lib/libcuxfer.so $B/bench/call_overhead -n 20000 --label depth8 2>&1 | tail -8; done
+echo "== demo"
+bash scripts/demo.sh --build-dir $B --skip-deps 2>&1 | tail -70
+echo "== frameworks with CUPTI join"
+C=$B/bin/cuxfer; mkdir -p /tmp/t
+python3 - > /tmp/fw.py <<'PY'
+print('''import numpy as np, torch
+x = np.ones(256 << 20, dtype=np.uint8)
+t = torch.from_numpy(x).cuda(); torch.cuda.synchronize()
+y = t.cpu()
+print("torch ok", int(y[:1024].sum()))''')
+PY
+$C record -q -o /tmp/t --name torch -- python3 /tmp/fw.py
+$C report /tmp/t/cuxfer-torch-*.trace | head -40
+$C report --json /tmp/t/cuxfer-torch-*.trace > $OUT/torch.json
+} 2>&1 | tee $OUT/log
