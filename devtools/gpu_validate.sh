@@ -19,8 +19,13 @@ echo "== ctest -L gpu"
 grep -E "tests passed|Failed|\*\*\*|Not Run|Skipped" $OUT/ctest.log | head -40
 echo "== bench (stack depth 0 and 16)"
 bash bench/run_call_overhead.sh --gpu --build-dir $B 2>&1 | tail -40
-echo "== bench stack depth 8"
-for r in 1 2 3; do CUXFER_STACK_DEPTH=8 LD_PRELOAD=$B/lib/libcuxfer.so $B/bench/call_overhead -n 20000 --label depth8 2>&1 | tail -8; done
+echo "== bench: shim cost split (CUPTI off / on, stack depth 0 / 8), 3 interleaved rounds"
+for r in 1 2 3; do
+  $B/bench/call_overhead -n 20000 --label baseline 2>&1 | grep -E "htod_pinned|htod_async_pinned"
+  CUXFER_CUPTI=off CUXFER_STACK_DEPTH=0 LD_PRELOAD=$B/lib/libcuxfer.so $B/bench/call_overhead -n 20000 --label cuptioff_d0 2>&1 | grep -E "htod_pinned|htod_async_pinned"
+  CUXFER_CUPTI=off CUXFER_STACK_DEPTH=8 LD_PRELOAD=$B/lib/libcuxfer.so $B/bench/call_overhead -n 20000 --label cuptioff_d8 2>&1 | grep -E "htod_pinned|htod_async_pinned"
+  CUXFER_STACK_DEPTH=0 LD_PRELOAD=$B/lib/libcuxfer.so $B/bench/call_overhead -n 20000 --label cuption_d0 2>&1 | grep -E "htod_pinned|htod_async_pinned"
+done
 echo "== demo"
 bash scripts/demo.sh --build-dir $B --skip-deps 2>&1 | tail -70
 echo "== frameworks with CUPTI join"
@@ -35,4 +40,5 @@ PY
 $C record -q -o /tmp/t --name torch -- python3 /tmp/fw.py
 $C report /tmp/t/cuxfer-torch-*.trace | head -40
 $C report --json /tmp/t/cuxfer-torch-*.trace > $OUT/torch.json
+python3 -c "import json; r=json.load(open('$OUT/torch.json')); p=r['processes'][0]; print('gpu_records', p.get('gpu_records'), 'joined_by_time', p.get('gpu_records_joined_by_time'), 'notes', p.get('notes'))"
 } 2>&1 | tee $OUT/log

@@ -237,23 +237,29 @@ void CuptiCollector::consume_buffer(uint8_t* buffer, size_t valid) {
     got.push_back(g);
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  for (auto& [cupti_id, ext] : links) unmatched_.emplace_back(cupti_id, ext);
+  links_.insert(links.begin(), links.end());
   for (auto& g : got) pending_.push_back(g);
 }
 
-void CuptiCollector::take(std::vector<trace::GpuRecord>& out, uint64_t& dropped) {
+void CuptiCollector::take(std::vector<trace::GpuRecord>& out, uint64_t& dropped, bool final) {
+  constexpr uint64_t kHoldNs = 2000000000ull;  // longer than CUPTI's buffer delivery lag
+  const uint64_t now = now_ns();
   std::lock_guard<std::mutex> lock(mutex_);
-  // Correlation records and activity records can arrive in different buffers;
-  // join them here, where both sides have been seen.
-  std::unordered_map<uint32_t, uint32_t> links(unmatched_.begin(), unmatched_.end());
+  size_t kept = 0;
   for (auto& g : pending_) {
-    auto it = links.find(g.cupti_correlation_id);
-    if (it != links.end()) g.correlation_id = it->second;
+    auto it = links_.find(g.cupti_correlation_id);
+    if (it != links_.end()) {
+      g.correlation_id = it->second;
+      links_.erase(it);
+    } else if (!final && g.end_ns + kHoldNs > now) {
+      pending_[kept++] = g;  // its link may still be on its way
+      continue;
+    }
     out.push_back(g);
   }
-  pending_.clear();
-  // Keep recent links: a late activity record may still need them.
-  if (unmatched_.size() > 65536) unmatched_.erase(unmatched_.begin(), unmatched_.end() - 16384);
+  pending_.resize(kept);
+  // Links whose activity record never came (e.g. a failed copy) must not pile up.
+  if (links_.size() > (1u << 20)) links_.clear();
   dropped += dropped_;
   dropped_ = 0;
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "trace/event.h"
@@ -26,8 +27,11 @@ class CuptiCollector {
 
   // Ask CUPTI to hand over completed buffers (forced: also the partial ones).
   void flush(bool forced);
-  // Writer thread: move out what has arrived.
-  void take(std::vector<trace::GpuRecord>& out, uint64_t& dropped);
+  // Writer thread: move out what has arrived. A record whose correlation
+  // link has not arrived yet (CUPTI delivers per-context activity buffers and
+  // the global buffer with the links separately) is held back for a while,
+  // unless `final`.
+  void take(std::vector<trace::GpuRecord>& out, uint64_t& dropped, bool final);
   // Final flush and disable (at exit).
   void stop();
   // Held across fork() (CUPTI's thread may be delivering a buffer).
@@ -38,7 +42,7 @@ class CuptiCollector {
   void abandon_after_fork() {
     active_.store(false, std::memory_order_release);
     pending_.clear();
-    unmatched_.clear();
+    links_.clear();
   }
 
   static CuptiCollector& instance();
@@ -50,7 +54,7 @@ class CuptiCollector {
   std::atomic<bool> active_{false};
   std::mutex mutex_;
   std::vector<trace::GpuRecord> pending_;
-  std::vector<std::pair<uint32_t, uint32_t>> unmatched_;  // (cupti corr, ext id) seen early
+  std::unordered_map<uint32_t, uint32_t> links_;  // CUPTI correlation id -> our correlation id
   uint64_t dropped_ = 0;
 };
 

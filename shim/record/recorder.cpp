@@ -290,7 +290,7 @@ void Recorder::write_cycle(bool final) {
   }
   events_recorded_ += scratch_events_.size();
   scratch_gpu_.clear();
-  CuptiCollector::instance().take(scratch_gpu_, gpu_dropped_);
+  CuptiCollector::instance().take(scratch_gpu_, gpu_dropped_, final);
   for (size_t i = 0; i < scratch_gpu_.size(); i += kEventsPerBlock) {
     size_t n = std::min(kEventsPerBlock, scratch_gpu_.size() - i);
     writer_->write_block(trace::BlockType::GpuRecords, scratch_gpu_.data() + i,
