@@ -11,7 +11,6 @@
 #include "core/clock.h"
 #include "interpose/call_desc.h"
 #include "interpose/symbol_table.h"
-#include "record/cupti_collector.h"
 #include "record/recorder.h"
 
 namespace cuxfer::shim {
@@ -75,22 +74,12 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   e.thread_id = ts.tid;
   e.correlation_id = rec.next_correlation();
   e.callsite_id = capture_callsite(rec, return_address);
-  const bool cupti = rec.cupti_active();
-  auto& collector = CuptiCollector::instance();
-  if (cupti) {
-    ++ts.internal;
-    collector.push_correlation(e.correlation_id);
-    --ts.internal;
-  }
+  // GPU records are matched to calls offline by stream order, time and size
+  // (docs/trace-format.md): nothing CUPTI-related runs on this path.
+  if (rec.cupti_active()) e.flags |= trace::kFlagGpuExpected;
   e.t_enter_ns = now_ns();
   R r = call();
   e.t_exit_ns = now_ns();
-  if (cupti) {
-    ++ts.internal;
-    collector.pop_correlation();
-    --ts.internal;
-    e.flags |= trace::kFlagGpuExpected;
-  }
   post(r, &e);
   describe_event(ts.desc, e);
   if (ts.runtime_owner && !ts.driver_contributed &&

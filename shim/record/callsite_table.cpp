@@ -1,15 +1,21 @@
 #include "record/callsite_table.h"
 
+#include <dlfcn.h>
 #include <execinfo.h>
 #include <link.h>
 
 #include <cstdlib>
 #include <cstring>
 
+#include "interpose/symbol_table.h"
+
 namespace cuxfer::shim {
 namespace {
 
 uint64_t g_own_low = 0, g_own_high = 0;
+
+using BacktraceFn = int (*)(void**, int);
+BacktraceFn g_backtrace = backtrace;
 
 uint64_t hash_frames(const uint64_t* f, uint32_t n) {
   uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
@@ -88,12 +94,26 @@ void init_own_text_range() {
       nullptr);
 }
 
+std::string init_stack_capture() {
+  init_own_text_range();
+  std::string how = "glibc backtrace (libunwind.so.8 not found; install libunwind8 for cheaper stacks)";
+  if (void* h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL)) {
+    if (void* fn = real_dlsym(h, "unw_backtrace")) {
+      g_backtrace = reinterpret_cast<BacktraceFn>(fn);
+      how = "libunwind unw_backtrace";
+    }
+  }
+  void* prime[4];
+  g_backtrace(prime, 4);  // loads and initialises the unwinder now, not inside a hook
+  return how;
+}
+
 uint32_t capture_stack(uint64_t* frames, uint32_t max_depth, void* fallback) {
   uint32_t n = 0;
   if (max_depth > 0) {
     // A few extra slots for the shim's own frames, which are skipped.
     void* raw[CallSiteTable::kMaxDepth + 4];
-    int got = backtrace(raw, static_cast<int>(max_depth + 4));
+    int got = g_backtrace(raw, static_cast<int>(max_depth + 4));
     for (int i = 0; i < got && n < max_depth; ++i) {
       auto a = reinterpret_cast<uint64_t>(raw[i]);
       if (a >= g_own_low && a < g_own_high) continue;  // our own hook frames

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "trace/records.h"
@@ -44,5 +45,12 @@ uint32_t capture_stack(uint64_t* frames, uint32_t max_depth, void* fallback);
 
 // The address range of libcuxfer itself, so captured stacks skip our frames.
 void init_own_text_range();
+
+// Chooses the unwinder: libunwind's unw_backtrace when libunwind.so.8 can be
+// loaded (about 8 ns a frame), else glibc's backtrace (about 100-300 ns a
+// frame). libunwind is loaded RTLD_LOCAL so that its _Unwind_* definitions
+// never replace the process's own exception unwinder. Returns a line saying
+// which one is used. Call once, before the first capture_stack.
+std::string init_stack_capture();
 
 }  // namespace cuxfer::shim

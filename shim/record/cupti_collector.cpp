@@ -4,7 +4,6 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
-#include <unordered_map>
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -20,14 +19,11 @@ struct CuptiApi {
   decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
   decltype(&cuptiActivityFlushAll) flush_all = nullptr;
   decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
-  decltype(&cuptiActivityPushExternalCorrelationId) push_external = nullptr;
-  decltype(&cuptiActivityPopExternalCorrelationId) pop_external = nullptr;
   decltype(&cuptiActivityRegisterTimestampCallback) register_timestamp = nullptr;
   decltype(&cuptiSubscribe_v2) subscribe_v2 = nullptr;
   decltype(&cuptiSubscribe) subscribe = nullptr;
   decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
   decltype(&cuptiGetResultString) result_string = nullptr;
-  decltype(&cuptiActivityEnableDriverApi) enable_driver_api = nullptr;
 };
 CuptiApi g_api;
 
@@ -109,14 +105,11 @@ bool CuptiCollector::start(const std::string& library_override, std::string& rea
             load(lib, "cuptiActivityRegisterCallbacks", g_api.register_callbacks) &&
             load(lib, "cuptiActivityFlushAll", g_api.flush_all) &&
             load(lib, "cuptiActivityGetNextRecord", g_api.next_record) &&
-            load(lib, "cuptiActivityPushExternalCorrelationId", g_api.push_external) &&
-            load(lib, "cuptiActivityPopExternalCorrelationId", g_api.pop_external) &&
             load(lib, "cuptiSubscribe", g_api.subscribe) &&
             load(lib, "cuptiUnsubscribe", g_api.unsubscribe);
   load(lib, "cuptiGetResultString", g_api.result_string);
   load(lib, "cuptiSubscribe_v2", g_api.subscribe_v2);
   load(lib, "cuptiActivityRegisterTimestampCallback", g_api.register_timestamp);
-  load(lib, "cuptiActivityEnableDriverApi", g_api.enable_driver_api);
   if (!ok) {
     reason = "libcupti lacks the activity API cuxfer needs (too old?)";
     return false;
@@ -154,23 +147,12 @@ bool CuptiCollector::start(const std::string& library_override, std::string& rea
     reason = "cuptiActivityRegisterCallbacks failed: " + result_text(r);
     return false;
   }
-  for (auto kind : {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_MEMCPY,
-                    CUPTI_ACTIVITY_KIND_MEMSET}) {
+  for (auto kind : {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET}) {
     r = g_api.activity_enable(kind);
     if (r != CUPTI_SUCCESS) {
       reason = "cuptiActivityEnable failed: " + result_text(r);
       return false;
     }
-  }
-  // External-correlation records come only with API records: ask for those
-  // of the copy and memset calls alone, not of every driver call.
-  if (g_api.enable_driver_api) {
-    static const CUpti_CallbackId kCopyApis[] = {
-#include "record/cupti_copy_cbids.inc"
-    };
-    for (CUpti_CallbackId cbid : kCopyApis) g_api.enable_driver_api(cbid, 1);
-  } else {
-    reason = "libcupti lacks cuptiActivityEnableDriverApi; GPU records are not linked to calls";
   }
   if (!g_api.register_timestamp) {
     reason = "libcupti has no timestamp callback; GPU times may be offset";
@@ -179,32 +161,16 @@ bool CuptiCollector::start(const std::string& library_override, std::string& rea
   return true;
 }
 
-void CuptiCollector::push_correlation(uint32_t id) {
-  g_api.push_external(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
-}
-
-void CuptiCollector::pop_correlation() {
-  uint64_t ignored = 0;
-  g_api.pop_external(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &ignored);
-}
-
 void CuptiCollector::flush(bool forced) {
   if (active()) g_api.flush_all(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 }
 
 void CuptiCollector::consume_buffer(uint8_t* buffer, size_t valid) {
   std::vector<trace::GpuRecord> got;
-  std::unordered_map<uint32_t, uint32_t> links;  // CUPTI correlation -> our correlation
   CUpti_Activity* rec = nullptr;
   while (g_api.next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
     trace::GpuRecord g{};
     switch (rec->kind) {
-      case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
-        auto* x = reinterpret_cast<CUpti_ActivityExternalCorrelation*>(rec);
-        if (x->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
-          links[x->correlationId] = static_cast<uint32_t>(x->externalId);
-        continue;
-      }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(rec);
         g.kind = static_cast<uint8_t>(trace::GpuRecordKind::Memcpy);
@@ -237,29 +203,13 @@ void CuptiCollector::consume_buffer(uint8_t* buffer, size_t valid) {
     got.push_back(g);
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  links_.insert(links.begin(), links.end());
-  for (auto& g : got) pending_.push_back(g);
+  pending_.insert(pending_.end(), got.begin(), got.end());
 }
 
-void CuptiCollector::take(std::vector<trace::GpuRecord>& out, uint64_t& dropped, bool final) {
-  constexpr uint64_t kHoldNs = 2000000000ull;  // longer than CUPTI's buffer delivery lag
-  const uint64_t now = now_ns();
+void CuptiCollector::take(std::vector<trace::GpuRecord>& out, uint64_t& dropped) {
   std::lock_guard<std::mutex> lock(mutex_);
-  size_t kept = 0;
-  for (auto& g : pending_) {
-    auto it = links_.find(g.cupti_correlation_id);
-    if (it != links_.end()) {
-      g.correlation_id = it->second;
-      links_.erase(it);
-    } else if (!final && g.end_ns + kHoldNs > now) {
-      pending_[kept++] = g;  // its link may still be on its way
-      continue;
-    }
-    out.push_back(g);
-  }
-  pending_.resize(kept);
-  // Links whose activity record never came (e.g. a failed copy) must not pile up.
-  if (links_.size() > (1u << 20)) links_.clear();
+  out.insert(out.end(), pending_.begin(), pending_.end());
+  pending_.clear();
   dropped += dropped_;
   dropped_ = 0;
 }

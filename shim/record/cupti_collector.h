@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "trace/event.h"
@@ -16,22 +15,15 @@ namespace cuxfer::shim {
 
 class CuptiCollector {
  public:
-  // Loads libcupti and enables memcpy/memset/external-correlation records.
+  // Loads libcupti and enables memcpy and memset records.
   // On failure returns false and says why in `reason` (one line).
   bool start(const std::string& library_override, std::string& reason);
   bool active() const { return active_.load(std::memory_order_acquire); }
 
-  // Tag the driver work of the current call with our correlation id.
-  void push_correlation(uint32_t id);
-  void pop_correlation();
-
   // Ask CUPTI to hand over completed buffers (forced: also the partial ones).
   void flush(bool forced);
-  // Writer thread: move out what has arrived. A record whose correlation
-  // link has not arrived yet (CUPTI delivers per-context activity buffers and
-  // the global buffer with the links separately) is held back for a while,
-  // unless `final`.
-  void take(std::vector<trace::GpuRecord>& out, uint64_t& dropped, bool final);
+  // Writer thread: move out what has arrived.
+  void take(std::vector<trace::GpuRecord>& out, uint64_t& dropped);
   // Final flush and disable (at exit).
   void stop();
   // Held across fork() (CUPTI's thread may be delivering a buffer).
@@ -42,7 +34,6 @@ class CuptiCollector {
   void abandon_after_fork() {
     active_.store(false, std::memory_order_release);
     pending_.clear();
-    links_.clear();
   }
 
   static CuptiCollector& instance();
@@ -54,7 +45,6 @@ class CuptiCollector {
   std::atomic<bool> active_{false};
   std::mutex mutex_;
   std::vector<trace::GpuRecord> pending_;
-  std::unordered_map<uint32_t, uint32_t> links_;  // CUPTI correlation id -> our correlation id
   uint64_t dropped_ = 0;
 };
 

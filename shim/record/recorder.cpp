@@ -134,12 +134,11 @@ bool Recorder::start_slow() {
     return false;
   }
   stack_depth_ = c.stack_depth;
-  init_own_text_range();
-  void* prime[2];
-  backtrace(prime, 2);  // loads the unwinder now, not inside a later hook
+  std::string unwinder = c.stack_depth ? init_stack_capture() : std::string();
   {
     std::lock_guard<std::mutex> lock(session_mutex_);
     for (const auto& p : c.problems) notes_.push_back(p);
+    if (unwinder.rfind("glibc", 0) == 0) notes_.push_back("call stacks: " + unwinder);
     if (!open_trace()) {
       state_.store(kOff, std::memory_order_release);
       return false;
@@ -290,7 +289,7 @@ void Recorder::write_cycle(bool final) {
   }
   events_recorded_ += scratch_events_.size();
   scratch_gpu_.clear();
-  CuptiCollector::instance().take(scratch_gpu_, gpu_dropped_, final);
+  CuptiCollector::instance().take(scratch_gpu_, gpu_dropped_);
   for (size_t i = 0; i < scratch_gpu_.size(); i += kEventsPerBlock) {
     size_t n = std::min(kEventsPerBlock, scratch_gpu_.size() - i);
     writer_->write_block(trace::BlockType::GpuRecords, scratch_gpu_.data() + i,
