@@ -5,7 +5,9 @@
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; B=/tmp/b
 if ls .debs/*.deb >/dev/null 2>&1; then
-  mkdir -p /opt/dw && for f in .debs/*.deb; do dpkg -x "$f" /opt/dw; done
+  # libunwind8 is absent from the image and conflicts with nothing there.
+  dpkg -x .debs/libunwind8_*.deb / && ldconfig
+  mkdir -p /opt/dw && for f in .debs/lib{dw,elf}*.deb .debs/zlib1g-dev*.deb .debs/liblzma-dev*.deb; do dpkg -x "$f" /opt/dw; done
   sed -i 's|/usr|/opt/dw/usr|g' /opt/dw/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc
   export PKG_CONFIG_PATH=/opt/dw/usr/lib/x86_64-linux-gnu/pkgconfig
 fi

@@ -6,8 +6,9 @@
 # Idempotent: when every package is already installed (dpkg -s) apt is not
 # touched at all. Works as root or through sudo. On a machine without network
 # (the GPU machine) it does not fail as long as what the build *requires* is
-# already there: libdw and nlohmann-json are optional (CMake falls back to
-# module+offset call sites and to third_party/nlohmann respectively).
+# already there: libdw, nlohmann-json and libunwind8 are optional (CMake falls
+# back to module+offset call sites and to third_party/nlohmann; the shim to
+# glibc's slower backtrace).
 #
 # The CUDA toolkit (headers, cudart, CUPTI) is not installed from here: it is
 # expected at /usr/local/cuda (or wherever CUDAToolkit_ROOT / nvcc points).
@@ -24,7 +25,7 @@ fi
 # Required by the build (cmake/Dependencies.cmake) and the tests.
 REQUIRED=(cmake ninja-build g++ pkg-config libspdlog-dev libfmt-dev libzstd-dev libgtest-dev python3)
 # Optional: the build has a fallback for each.
-OPTIONAL=(libdw-dev libelf-dev nlohmann-json3-dev)
+OPTIONAL=(libdw-dev libelf-dev nlohmann-json3-dev libunwind8)
 
 log() { echo "install-deps: $*"; }
 
