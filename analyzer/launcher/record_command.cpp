@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 
 #include <fmt/format.h>
@@ -186,6 +187,14 @@ int run_record(std::vector<std::string> args) {
 
   // Output directory: absolute, so that a child that changes directory still
   // writes where the user asked.
+  // A directory that does not exist yet is created, like mkdir -p (trace
+  // files themselves are created owner-only).
+  if (::access(o.output_dir.c_str(), F_OK) != 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.output_dir, ec);
+    if (ec)
+      return usage_error(fmt::format("cannot create output directory {}: {}", o.output_dir, ec.message()));
+  }
   std::string out_dir = real_path(o.output_dir);
   struct stat st {};
   if (out_dir.empty() || ::stat(out_dir.c_str(), &st) != 0)
