@@ -100,8 +100,14 @@ PY
   record-refusals)
     run "$cuxfer" record --shim "$fake_shim" -- no-such-program-cuxfer; expect_rc 127; expect_lines err 1
     expect_in err "command not found"
-    run "$cuxfer" record --shim "$fake_shim" -o /nonexistent/dir -- true; expect_rc 2; expect_lines err 1
-    touch notadir; run "$cuxfer" record --shim "$fake_shim" -o notadir -- true; expect_rc 2; expect_lines err 1
+    touch notadir
+    # A directory that cannot be created (its parent is a file) is refused...
+    run "$cuxfer" record --shim "$fake_shim" -o notadir/sub -- true; expect_rc 2; expect_lines err 1
+    expect_in err "cannot create output directory"
+    # ...one that merely does not exist yet is created.
+    run "$cuxfer" record --shim "$fake_shim" -o new/nested -- true; expect_rc 0
+    [ -d new/nested ] || fail "missing output directory not created"
+    run "$cuxfer" record --shim "$fake_shim" -o notadir -- true; expect_rc 2; expect_lines err 1
     run "$cuxfer" record --shim /nonexistent/libcuxfer.so -- true; expect_rc 2; expect_lines err 1
     expect_in err "shim"
     echo data >plain; chmod 644 plain
