@@ -38,6 +38,35 @@ bool gpu_kind_matches(trace::EventKind e, trace::GpuRecordKind g) {
          (e == trace::EventKind::Memset && g == trace::GpuRecordKind::Memset);
 }
 
+// Whether GPU record `r` can be the DMA of call `c`: same operation and size,
+// and, for copies, a CUPTI copy kind and host memory kind that agree with the
+// call's class. This keeps, e.g., a pinned and a pageable copy of the same
+// size on two streams from trading GPU times.
+bool record_fits(const Call& c, const trace::GpuRecord& r) {
+  if (c.bytes() != r.bytes || !gpu_kind_matches(c.kind(), static_cast<trace::GpuRecordKind>(r.kind)))
+    return false;
+  if (c.kind() != trace::EventKind::Copy) return true;
+  using trace::Direction;
+  using trace::MemKind;
+  // CUpti_ActivityMemcpyKind: 1 HtoD, 2 DtoH, 3 HtoA, 4 AtoH, 5 AtoA, 6 AtoD, 7 DtoA, 8 DtoD, 9 HtoH, 10 PtoP.
+  const unsigned k = r.cupti_copy_kind;
+  bool direction_ok = true;
+  MemKind host = MemKind::Unknown;
+  switch (c.cls.direction) {
+    case Direction::HtoD: direction_ok = k == 1 || k == 3; host = static_cast<MemKind>(r.src_kind); break;
+    case Direction::DtoH: direction_ok = k == 2 || k == 4; host = static_cast<MemKind>(r.dst_kind); break;
+    case Direction::DtoD: direction_ok = k == 5 || k == 6 || k == 7 || k == 8 || k == 10; break;
+    case Direction::Peer: direction_ok = k == 10 || k == 8; break;
+    case Direction::HtoH: direction_ok = k == 9; break;
+    default: break;
+  }
+  if (!direction_ok || k == 0) return k == 0;  // an unknown CUPTI kind constrains nothing
+  if (host == MemKind::Unknown || c.cls.memory == MemKind::Unknown) return true;
+  const bool call_pageable = c.cls.memory == MemKind::Pageable;
+  const bool record_pageable = host == MemKind::Pageable;
+  return call_pageable == record_pageable;
+}
+
 // Resolves every captured stack of one process and maps trace call-site ids to
 // job sites; stacks whose user frame is the same address share a site.
 std::unordered_map<uint32_t, uint32_t> build_sites(uint32_t process_index, const trace::Trace& t,
@@ -60,12 +89,13 @@ std::unordered_map<uint32_t, uint32_t> build_sites(uint32_t process_index, const
   return site_of_id;
 }
 
-// GPU records that carry no correlation id (a shim whose CUPTI external
-// correlation did not take) are joined by time and size instead: each record,
-// in start order, goes to the latest call of the same kind and byte count
-// that entered before the DMA started and has no GPU time yet. Exact for one
-// stream of copies; with concurrent streams of equal-sized copies it may swap
-// two GPU times, which is why the report says how the join was made.
+// GPU records that carry no correlation id (the shim joins none: nothing
+// CUPTI-related runs on its hot path) are joined by time, size and kind: each
+// record, in start order, goes to the earliest call without GPU time that
+// fits it (record_fits) and entered before the DMA started. Within a stream
+// DMA runs in issue order, so this is exact for in-order streams; two
+// concurrent streams of equal-sized copies of the same class may swap GPU
+// times, which is why the report says how the join was made.
 uint64_t join_gpu_by_time(const trace::Trace& t, std::vector<Call>& calls, size_t first,
                           uint64_t* without_id) {
   std::vector<const trace::GpuRecord*> records;
@@ -92,12 +122,11 @@ uint64_t join_gpu_by_time(const trace::Trace& t, std::vector<Call>& calls, size_
   for (const trace::GpuRecord* r : records) {
     auto end = std::upper_bound(candidates.begin(), candidates.end(), r->start_ns,
                                 [](uint64_t t, Call* c) { return t < c->event->t_enter_ns; });
-    size_t steps = 0;
-    for (auto it = end; it != candidates.begin() && steps < kLookBack; ++steps) {
-      Call* c = *--it;
-      if (c->has_gpu_time() || c->bytes() != r->bytes ||
-          !gpu_kind_matches(c->kind(), static_cast<trace::GpuRecordKind>(r->kind)))
-        continue;
+    // Among the last kLookBack calls before the DMA started, the earliest that fits.
+    auto begin = end - std::min<ptrdiff_t>(end - candidates.begin(), kLookBack);
+    for (auto it = begin; it != end; ++it) {
+      Call* c = *it;
+      if (c->has_gpu_time() || !record_fits(*c, *r)) continue;
       c->gpu_ns = r->end_ns > r->start_ns ? r->end_ns - r->start_ns : 0;
       c->gpu_records = 1;
       ++joined;
@@ -150,7 +179,7 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
       p.gpu_records_unmatched += without_id - p.gpu_records_joined_by_time;
       if (p.gpu_records_joined_by_time > 0)
         job.notes.push_back(
-            fmt::format("pid {}: GPU records carried no correlation id; {} joined to calls by time and size",
+            fmt::format("pid {}: {} GPU records joined to calls by time, size and kind",
                         p.pid(), p.gpu_records_joined_by_time));
       for (size_t i = first_call; i < job.calls.size(); ++i) {
         const Call& c = job.calls[i];

@@ -232,7 +232,39 @@ TEST_F(GpuJoinByTime, RecordsWithoutCorrelationIdJoinByTimeAndSize) {
   EXPECT_EQ(job.processes[0].gpu_records_joined_by_time, 3u);
   EXPECT_EQ(job.processes[0].gpu_records_unmatched, 1u);
   ASSERT_FALSE(job.notes.empty());
-  EXPECT_NE(job.notes.back().find("joined to calls by time and size"), std::string::npos);
+  EXPECT_NE(job.notes.back().find("joined to calls by time, size and kind"), std::string::npos);
+}
+
+// Two async copies of the same size, one pinned and one pageable, queued
+// before either DMA starts, and a second pinned copy queued behind the first:
+// kind and issue order decide, not proximity in time.
+TEST_F(GpuJoinByTime, KindAndIssueOrderDecideBetweenEqualSizes) {
+  testing::SyntheticTrace t;
+  t.status.cupti = trace::CuptiState::Active;
+  constexpr uint64_t kSize = 64 << 20;
+  t.copy(Direction::HtoD, MemKind::Pinned, kSize, 3'000, /*async=*/true);
+  t.copy(Direction::HtoD, MemKind::Pageable, kSize, 9'000'000, /*async=*/true);
+  t.copy(Direction::HtoD, MemKind::Pinned, kSize, 3'000, /*async=*/true);
+  const uint64_t after_all = t.clock_ns;
+  auto record = [&](uint64_t start, uint64_t ns, trace::MemKind host) {
+    trace::GpuRecord r{};
+    r.start_ns = start;
+    r.end_ns = start + ns;
+    r.bytes = kSize;
+    r.kind = static_cast<uint8_t>(trace::GpuRecordKind::Memcpy);
+    r.cupti_copy_kind = 1;  // HtoD
+    r.src_kind = static_cast<uint8_t>(host);
+    r.dst_kind = static_cast<uint8_t>(MemKind::Device);
+    t.gpu_records.push_back(r);
+  };
+  record(after_all + 100, 1'200'000, MemKind::Pinned);     // first pinned copy
+  record(after_all + 200, 8'000'000, MemKind::Pageable);   // the pageable one, on another stream
+  record(after_all + 1'300'000, 1'100'000, MemKind::Pinned);  // second pinned copy
+  model::Job job = load(t);
+  EXPECT_EQ(job.calls[0].gpu_ns, 1'200'000u);
+  EXPECT_EQ(job.calls[1].gpu_ns, 8'000'000u);
+  EXPECT_EQ(job.calls[2].gpu_ns, 1'100'000u);
+  EXPECT_EQ(job.processes[0].gpu_records_joined_by_time, 3u);
 }
 
 TEST_F(GpuJoinByTime, NotWithoutCupti) {
