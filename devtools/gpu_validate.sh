@@ -20,14 +20,15 @@ echo "== ctest -L gpu"
 (cd $B && ctest -L gpu --output-on-failure -j4 > $OUT/ctest.log 2>&1); echo "ctest rc=$?"
 grep -E "tests passed|Failed|\*\*\*|Not Run|Skipped" $OUT/ctest.log | head -40
 echo "== bench (stack depth 0 and 16)"
-bash bench/run_call_overhead.sh --gpu --build-dir $B 2>&1 | tail -40
-echo "== bench: shim cost split (CUPTI off / on, stack depth 0 / 8), 3 interleaved rounds"
-for r in 1 2 3; do
-  $B/bench/call_overhead -n 20000 --label baseline 2>&1 | grep -E "htod_pinned|htod_async_pinned"
-  CUXFER_CUPTI=off CUXFER_STACK_DEPTH=0 LD_PRELOAD=$B/lib/libcuxfer.so $B/bench/call_overhead -n 20000 --label cuptioff_d0 2>&1 | grep -E "htod_pinned|htod_async_pinned"
-  CUXFER_CUPTI=off CUXFER_STACK_DEPTH=8 LD_PRELOAD=$B/lib/libcuxfer.so $B/bench/call_overhead -n 20000 --label cuptioff_d8 2>&1 | grep -E "htod_pinned|htod_async_pinned"
-  CUXFER_STACK_DEPTH=0 LD_PRELOAD=$B/lib/libcuxfer.so $B/bench/call_overhead -n 20000 --label cuption_d0 2>&1 | grep -E "htod_pinned|htod_async_pinned"
-done
+bash bench/run_call_overhead.sh --gpu --build-dir $B 2>&1 | tail -14
+echo "== bench: shim cost split (CUPTI off/on x stack depth 0/16), 5 interleaved rounds"
+for r in 1 2 3 4 5; do
+  $B/bench/call_overhead -n 20000 --label baseline 2>&1 | grep "case="
+  for cupti in off auto; do for d in 0 16; do
+    CUXFER_CUPTI=$cupti CUXFER_STACK_DEPTH=$d LD_PRELOAD=$B/lib/libcuxfer.so $B/bench/call_overhead -n 20000 --label cupti_${cupti}_d$d 2>&1 | grep "case="
+  done; done
+done > $OUT/bench_split.log
+grep -c case= $OUT/bench_split.log
 echo "== demo"
 bash scripts/demo.sh --build-dir $B --skip-deps 2>&1 | tail -70
 echo "== frameworks with CUPTI join"
