@@ -27,10 +27,13 @@ std::string job_timing(const model::Job& job) {
   return any ? "gpu" : "cpu";
 }
 
-Totals copy_totals(const model::Job& job) {
+namespace {
+// Calls, bytes and CPU-blocked time of every call of one kind; failed calls
+// are counted apart and move no bytes.
+Totals totals_of(const model::Job& job, EventKind kind) {
   Totals t;
   for (const auto& c : job.calls) {
-    if (c.kind() != EventKind::Copy) continue;
+    if (c.kind() != kind) continue;
     if (c.failed()) {
       ++t.failed_calls;
       continue;
@@ -41,6 +44,9 @@ Totals copy_totals(const model::Job& job) {
   }
   return t;
 }
+}  // namespace
+
+Totals copy_totals(const model::Job& job) { return totals_of(job, EventKind::Copy); }
 
 std::vector<ClassTotals> class_totals(const model::Job& job) {
   struct Acc {
@@ -88,20 +94,7 @@ std::vector<ClassTotals> class_totals(const model::Job& job) {
   return out;
 }
 
-Totals memset_totals(const model::Job& job) {
-  Totals t;
-  for (const auto& c : job.calls) {
-    if (c.kind() != EventKind::Memset) continue;
-    if (c.failed()) {
-      ++t.failed_calls;
-      continue;
-    }
-    ++t.calls;
-    t.bytes += c.bytes();
-    t.cpu_blocked_ns += c.cpu_ns();
-  }
-  return t;
-}
+Totals memset_totals(const model::Job& job) { return totals_of(job, EventKind::Memset); }
 
 Allocations allocation_totals(const model::Job& job) {
   Allocations a;

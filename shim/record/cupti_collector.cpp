@@ -48,6 +48,20 @@ trace::MemKind map_kind(uint8_t k) {
   }
 }
 
+// The fields memcpy and memset records share.
+template <typename Record>
+trace::GpuRecord common_fields(const Record& m, trace::GpuRecordKind kind) {
+  trace::GpuRecord g{};
+  g.kind = static_cast<uint8_t>(kind);
+  g.start_ns = m.start;
+  g.end_ns = m.end;
+  g.bytes = m.bytes;
+  g.cupti_correlation_id = m.correlationId;
+  g.stream_id = m.streamId;
+  g.device = m.deviceId;
+  return g;
+}
+
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
   *size = *buffer ? kBufferBytes : 0;
@@ -173,13 +187,7 @@ void CuptiCollector::consume_buffer(uint8_t* buffer, size_t valid) {
     switch (rec->kind) {
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(rec);
-        g.kind = static_cast<uint8_t>(trace::GpuRecordKind::Memcpy);
-        g.start_ns = m->start;
-        g.end_ns = m->end;
-        g.bytes = m->bytes;
-        g.cupti_correlation_id = m->correlationId;
-        g.stream_id = m->streamId;
-        g.device = m->deviceId;
+        g = common_fields(*m, trace::GpuRecordKind::Memcpy);
         g.cupti_copy_kind = m->copyKind;
         g.src_kind = static_cast<uint8_t>(map_kind(m->srcKind));
         g.dst_kind = static_cast<uint8_t>(map_kind(m->dstKind));
@@ -187,13 +195,7 @@ void CuptiCollector::consume_buffer(uint8_t* buffer, size_t valid) {
       }
       case CUPTI_ACTIVITY_KIND_MEMSET: {
         auto* m = reinterpret_cast<CUpti_ActivityMemset4*>(rec);
-        g.kind = static_cast<uint8_t>(trace::GpuRecordKind::Memset);
-        g.start_ns = m->start;
-        g.end_ns = m->end;
-        g.bytes = m->bytes;
-        g.cupti_correlation_id = m->correlationId;
-        g.stream_id = m->streamId;
-        g.device = m->deviceId;
+        g = common_fields(*m, trace::GpuRecordKind::Memset);
         g.dst_kind = static_cast<uint8_t>(map_kind(static_cast<uint8_t>(m->memoryKind)));
         break;
       }
