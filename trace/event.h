@@ -52,6 +52,8 @@ enum EventFlags : uint8_t {
   kFlagRuntimeOnly = 1u << 3,    // recorded by a runtime hook; no driver hook saw the call
   kFlagGpuExpected = 1u << 4,    // CUPTI was active: a GPU record should match this event
   kFlagKindFromDriver = 1u << 5, // a pointer kind came from cuPointerGetAttributes
+  kFlagStaged = 1u << 6,         // rewrite: ran through the shim's pinned staging pool (bytes = Event::bytes)
+  kFlagRegistered = 1u << 7,     // rewrite: ran through an in-place registration (future)
 };
 
 // One intercepted user call. 64 bytes.
