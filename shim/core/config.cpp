@@ -81,8 +81,21 @@ Config parse_config(char** env, bool secure_execution) {
       if (val == "off" || val == "error" || val == "warn" || val == "info" || val == "debug")
         c.log_level = val;
       else bad("off, error, warn, info or debug");
-    } else if (key == "CUXFER_SHIM" || key == "CUXFER_REWRITE") {
-      // Read by the launcher / reserved for the rewrite; not an error.
+    } else if (key == "CUXFER_REWRITE") {
+      if (val == "pin") c.rewrite_pin = true;
+      else if (val == "off" || val.empty()) c.rewrite_pin = false;
+      else bad("off or pin");
+    } else if (key == "CUXFER_PINNED_BUDGET") {
+      if (parse_uint(val, 16ull << 20, 1ull << 40, n)) c.pinned_budget = n;
+      else bad("a byte count from 16777216 (16 MiB) up");
+    } else if (key == "CUXFER_STAGE_MIN") {
+      if (parse_uint(val, 0, 1ull << 40, n)) c.stage_min = n;
+      else bad("a byte count");
+    } else if (key == "CUXFER_STAGE_THREADS") {
+      if (parse_uint(val, 1, 64, n)) c.stage_threads = static_cast<uint32_t>(n);
+      else bad("1..64");
+    } else if (key == "CUXFER_SHIM") {
+      // Read by the launcher; not an error.
     } else {
       c.problems.push_back("unknown variable " + std::string(key) + " ignored");
     }

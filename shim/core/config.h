@@ -23,6 +23,11 @@ struct Config {
   uint32_t flush_ms = 50;         // CUXFER_FLUSH_MS: writer period (bounds loss on SIGKILL)
   bool launched = false;          // CUXFER_LAUNCHER=1: `cuxfer record` prints the summary
   std::string log_level = "warn"; // CUXFER_LOG_LEVEL=off|error|warn|info|debug
+  // Pinned rewrite (CUXFER_REWRITE=pin): pageable copies through pinned staging.
+  bool rewrite_pin = false;
+  uint64_t pinned_budget = 128ull << 20;  // CUXFER_PINNED_BUDGET: bytes of pinned memory the rewrite may hold
+  uint64_t stage_min = 256u << 10;        // CUXFER_STAGE_MIN: smaller copies pass through untouched
+  uint32_t stage_threads = 0;             // CUXFER_STAGE_THREADS: host memcpy threads (0 = automatic)
   std::vector<std::string> problems;  // one line per bad or unknown variable
 };
 

@@ -67,6 +67,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   if (!ts.runtime_owner) rec.ensure_driver_attached();
   ts.driver_seen = false;
   ts.driver_contributed = false;
+  ts.staged = false;
   ts.desc = d;
   trace::Event& e = ts.pending;
   e = trace::Event{};
@@ -85,6 +86,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   if (ts.runtime_owner && !ts.driver_contributed &&
       (ts.desc.kind == trace::EventKind::Copy || ts.desc.kind == trace::EventKind::Memset))
     e.flags |= trace::kFlagRuntimeOnly;
+  if (ts.staged) e.flags |= trace::kFlagStaged;
   e.result = static_cast<int32_t>(r);
   if (r != 0) e.flags |= trace::kFlagFailed;
   rec.emit(ts, e);

@@ -14,21 +14,28 @@ using D = cuxfer::trace::Direction;
 #define ASYNC_AND_PTSZ(name, params, args, ...)                \
   CUXFER_DRIVER_HOOK(name, params, args, __VA_ARGS__(false))   \
   CUXFER_DRIVER_HOOK(name##_ptsz, params, args, __VA_ARGS__(true))
+// 1D host<->device copies, which the pinned rewrite may stage.
+#define STAGEABLE_SYNC(name, params, args, ...)                   \
+  CUXFER_STAGEABLE_HOOK(name, params, args, __VA_ARGS__(false))   \
+  CUXFER_STAGEABLE_HOOK(name##_ptds, params, args, __VA_ARGS__(true))
+#define STAGEABLE_ASYNC(name, params, args, ...)                  \
+  CUXFER_STAGEABLE_HOOK(name, params, args, __VA_ARGS__(false))   \
+  CUXFER_STAGEABLE_HOOK(name##_ptsz, params, args, __VA_ARGS__(true))
 
 // 1D
-SYNC_AND_PTDS(cuMemcpy, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n),
+STAGEABLE_SYNC(cuMemcpy, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n),
               [&](bool pt) { return d::copy(D::Unknown, src, dst, n, nullptr, false, pt); })
-ASYNC_AND_PTSZ(cuMemcpyAsync, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), (dst, src, n, s),
+STAGEABLE_ASYNC(cuMemcpyAsync, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), (dst, src, n, s),
                [&](bool pt) { return d::copy(D::Unknown, src, dst, n, s, true, pt); })
-SYNC_AND_PTDS(cuMemcpyHtoD_v2, (CUdeviceptr dst, const void* src, size_t n), (dst, src, n),
+STAGEABLE_SYNC(cuMemcpyHtoD_v2, (CUdeviceptr dst, const void* src, size_t n), (dst, src, n),
               [&](bool pt) { return d::copy(D::HtoD, d::ptr(src), dst, n, nullptr, false, pt); })
-SYNC_AND_PTDS(cuMemcpyDtoH_v2, (void* dst, CUdeviceptr src, size_t n), (dst, src, n),
+STAGEABLE_SYNC(cuMemcpyDtoH_v2, (void* dst, CUdeviceptr src, size_t n), (dst, src, n),
               [&](bool pt) { return d::copy(D::DtoH, src, d::ptr(dst), n, nullptr, false, pt); })
 SYNC_AND_PTDS(cuMemcpyDtoD_v2, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n),
               [&](bool pt) { return d::copy(D::DtoD, src, dst, n, nullptr, false, pt); })
-ASYNC_AND_PTSZ(cuMemcpyHtoDAsync_v2, (CUdeviceptr dst, const void* src, size_t n, CUstream s), (dst, src, n, s),
+STAGEABLE_ASYNC(cuMemcpyHtoDAsync_v2, (CUdeviceptr dst, const void* src, size_t n, CUstream s), (dst, src, n, s),
                [&](bool pt) { return d::copy(D::HtoD, d::ptr(src), dst, n, s, true, pt); })
-ASYNC_AND_PTSZ(cuMemcpyDtoHAsync_v2, (void* dst, CUdeviceptr src, size_t n, CUstream s), (dst, src, n, s),
+STAGEABLE_ASYNC(cuMemcpyDtoHAsync_v2, (void* dst, CUdeviceptr src, size_t n, CUstream s), (dst, src, n, s),
                [&](bool pt) { return d::copy(D::DtoH, src, d::ptr(dst), n, s, true, pt); })
 ASYNC_AND_PTSZ(cuMemcpyDtoDAsync_v2, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), (dst, src, n, s),
                [&](bool pt) { return d::copy(D::DtoD, src, dst, n, s, true, pt); })

@@ -6,6 +6,7 @@
 #include "interpose/call_scope.h"
 #include "interpose/cuda_headers.h"
 #include "interpose/symbol_table.h"
+#include "rewrite/staging.h"
 
 // The real function behind hook `name`, with the hook's own type.
 #define CUXFER_REAL(name) reinterpret_cast<decltype(&::name)>(::cuxfer::shim::real_function(::cuxfer::shim::HookId::h_##name))
@@ -27,4 +28,21 @@
     return ::cuxfer::shim::intercept<cudaError_t>(::cuxfer::shim::HookId::h_##name, describe, \
                                                   __builtin_return_address(0),            \
                                                   [&] { return real args; });             \
+  }
+
+// A copy the pinned rewrite may take over: the description is computed once
+// and offered to the staging path before the original call is made.
+#define CUXFER_STAGEABLE_HOOK(name, params, args, describe)                               \
+  extern "C" CUXFER_EXPORT CUresult name params {                                        \
+    auto real = CUXFER_REAL(name);                                                       \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                        \
+    const ::cuxfer::shim::CallDesc desc = describe;                                      \
+    return ::cuxfer::shim::intercept<CUresult>(                                          \
+        ::cuxfer::shim::HookId::h_##name, desc, __builtin_return_address(0), [&] {       \
+          int staged_result = 0;                                                         \
+          if (::cuxfer::shim::rewrite::enabled() &&                                      \
+              ::cuxfer::shim::rewrite::try_stage(desc, staged_result))                   \
+            return static_cast<CUresult>(staged_result);                                 \
+          return real args;                                                              \
+        });                                                                              \
   }

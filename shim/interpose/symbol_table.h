@@ -19,6 +19,10 @@ enum class HookId : uint16_t {
   kCount
 };
 inline constexpr size_t kHookCount = static_cast<size_t>(HookId::kCount);
+// Event::api of the shim's own pinned staging pool allocation (the rewrite's
+// pinning cost); the trace's API name table lists it after the hooks.
+inline constexpr uint16_t kStagingPoolApi = static_cast<uint16_t>(kHookCount);
+inline constexpr const char* kStagingPoolApiName = "cuxfer:staging_pool";
 
 enum class Layer : uint8_t { Driver, Runtime };
 

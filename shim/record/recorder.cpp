@@ -21,6 +21,7 @@
 #include "interpose/symbol_table.h"
 #include "memory/pointer_classifier.h"
 #include "record/cupti_collector.h"
+#include "rewrite/staging.h"
 #include "trace/format.h"
 
 #ifndef CUXFER_VERSION
@@ -111,8 +112,8 @@ bool Recorder::attach_ring(ThreadState& ts) {
   return ts.ring != nullptr;
 }
 
-void Recorder::note(const std::string& msg) {
-  log::warn(msg);
+void Recorder::note(const std::string& msg, bool warning) {
+  warning ? log::warn(msg) : log::info(msg);
   std::lock_guard<std::mutex> lock(session_mutex_);
   notes_.push_back(msg);
 }
@@ -138,6 +139,10 @@ bool Recorder::start_slow() {
   {
     std::lock_guard<std::mutex> lock(session_mutex_);
     for (const auto& p : c.problems) notes_.push_back(p);
+    if (c.rewrite_pin)
+      notes_.push_back("rewrite: pin: enabled; 1D host<->device copies of pageable memory from " +
+                       std::to_string(c.stage_min) + " bytes are staged through at most " +
+                       std::to_string(c.pinned_budget) + " bytes of pinned memory");
     if (unwinder.rfind("glibc", 0) == 0) notes_.push_back("call stacks: " + unwinder);
     if (!open_trace()) {
       state_.store(kOff, std::memory_order_release);
@@ -228,6 +233,7 @@ bool Recorder::open_trace() {
   writer_->write_block(trace::BlockType::Process, payload);
   std::vector<std::string> api_names;
   for (size_t i = 0; i < kHookCount; ++i) api_names.emplace_back(hook_entry(static_cast<HookId>(i)).name);
+  api_names.emplace_back(kStagingPoolApiName);
   payload.clear();
   trace::encode_strings(api_names, payload);
   writer_->write_block(trace::BlockType::ApiNames, payload);
@@ -362,6 +368,7 @@ void Recorder::after_fork_parent() {
 void Recorder::after_fork_child() {
   CuptiCollector::instance().unlock_after_fork();
   allocation_table().unlock_after_fork();
+  rewrite::disable_after_fork();
   // The child writes its own trace, lazily, if it uses CUDA; events buffered
   // before the fork belong to the parent's trace.
   bool parent_used_cupti = CuptiCollector::instance().active();

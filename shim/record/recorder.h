@@ -30,6 +30,7 @@ struct ThreadState {
   bool runtime_owner = false;   // ... and it is a runtime-layer hook
   bool driver_seen = false;     // a driver hook ran inside the owning runtime call
   bool driver_contributed = false;  // ... and described the transfer
+  bool staged = false;          // the pinned rewrite ran the current call through its staging pool
   CallDesc desc;                // what the current user call does (classified at its end)
   trace::Event pending{};       // the event being built for the current user call
   EventRing* ring = nullptr;
@@ -77,8 +78,9 @@ class Recorder {
     ts.ring->push(e);
   }
 
-  // Adds a line to the trace's Notes block (and logs it once at warn level).
-  void note(const std::string& msg);
+  // Adds a line to the trace's Notes block and logs it (warn, or info for
+  // messages that report a configuration rather than a problem).
+  void note(const std::string& msg, bool warning = true);
 
   void shutdown();          // at exit: final flush, End block
   void prepare_fork();

@@ -163,10 +163,28 @@ TEST(ParseConfig, LogLevel) {
     expect_rejected(std::string("CUXFER_LOG_LEVEL=") + bad);
 }
 
-TEST(ParseConfig, LauncherAndReservedNamesAreNotProblems) {
-  Config c = parse({"CUXFER_SHIM=/usr/lib/libcuxfer.so", "CUXFER_REWRITE=1"});
+TEST(ParseConfig, LauncherNameIsNotAProblem) {
+  Config c = parse({"CUXFER_SHIM=/usr/lib/libcuxfer.so"});
   expect_defaults(c);
   EXPECT_TRUE(c.problems.empty());
+}
+
+TEST(ParseConfig, RewriteSettings) {
+  Config c = parse({"CUXFER_REWRITE=pin", "CUXFER_PINNED_BUDGET=67108864", "CUXFER_STAGE_MIN=0",
+                    "CUXFER_STAGE_THREADS=4"});
+  EXPECT_TRUE(c.rewrite_pin);
+  EXPECT_EQ(c.pinned_budget, 64ull << 20);
+  EXPECT_EQ(c.stage_min, 0u);
+  EXPECT_EQ(c.stage_threads, 4u);
+  EXPECT_TRUE(c.problems.empty());
+  EXPECT_FALSE(parse({"CUXFER_REWRITE=off"}).rewrite_pin);
+  for (const char* bad : {"CUXFER_REWRITE=1", "CUXFER_REWRITE=zero-copy", "CUXFER_PINNED_BUDGET=1024",
+                          "CUXFER_STAGE_MIN=big", "CUXFER_STAGE_THREADS=0", "CUXFER_STAGE_THREADS=65"}) {
+    Config b = parse({bad});
+    EXPECT_FALSE(b.rewrite_pin) << bad;
+    EXPECT_EQ(b.pinned_budget, 128ull << 20) << bad;
+    EXPECT_EQ(b.problems.size(), 1u) << bad;
+  }
 }
 
 TEST(ParseConfig, UnknownVariableIsAProblemLine) {

@@ -1,0 +1,34 @@
+// The staging path of the pinned rewrite: a pageable copy is cut into chunks
+// that pass through a pool of pinned buffers, the CPU filling (or draining)
+// one chunk while DMA moves another. Exact semantics:
+//   - H2D: the call returns once the source has been consumed (async) or the
+//     copy has completed (sync); the app may reuse its buffer at once.
+//   - D2H: the call returns after completion (as the driver's pageable path).
+//   - Chunks are issued on the caller's stream (legacy, per-thread or named)
+//     with the same family of entry points, so stream order is the app's.
+// The path never waits for a buffer another call holds: with none free it
+// declines and the call goes to the driver untouched. That keeps it free of
+// cross-thread waits that the original program could not have had.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "interpose/call_desc.h"
+
+namespace cuxfer::shim::rewrite {
+
+// True when CUXFER_REWRITE=pin is in effect for this process.
+bool enabled();
+
+// Tries to run the copy `d` (a 1D copy as described by a driver hook) through
+// staging. Returns false when it does not apply (not pageable, too small,
+// stream being captured, another context, no free buffer, internal failure):
+// the caller then makes the original call. When it returns true, `result` is
+// what the call returns to the app.
+bool try_stage(const CallDesc& d, int& result);
+
+// Fork child: the parent's CUDA context and pinned pool are not usable here.
+void disable_after_fork();
+
+}  // namespace cuxfer::shim::rewrite
