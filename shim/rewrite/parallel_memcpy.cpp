@@ -7,7 +7,7 @@
 
 namespace cuxfer::shim::rewrite {
 namespace {
-constexpr size_t kPieceBytes = 512u << 10;  // big enough to amortise the atomic, small enough to balance
+constexpr size_t kPieceBytes = 256u << 10;  // big enough to amortise the atomic, small enough to balance
 constexpr auto kSpin = std::chrono::microseconds(200);
 }  // namespace
 

@@ -19,8 +19,16 @@
 namespace cuxfer::shim::rewrite {
 namespace {
 
-constexpr size_t kChunkBytes = 8u << 20;  // DMA of one chunk ~150 us: long enough to hide a memcpy of the next
+constexpr size_t kChunkBytes = 8u << 20;  // pool buffer size; DMA of 8 MiB takes ~150 us
 constexpr size_t kRingPerCall = 4;         // buffers one call cycles through
+
+// Chunk size for one transfer: at least four chunks where possible, so that
+// the host memcpy of one overlaps the DMA of another even for mid-sized
+// copies, and no smaller than 1 MiB, below which per-chunk costs dominate.
+size_t chunk_for(size_t bytes) {
+  size_t quarter = (bytes / 4 + (256u << 10) - 1) & ~size_t((256u << 10) - 1);
+  return std::clamp<size_t>(quarter, 1u << 20, kChunkBytes);
+}
 
 // Driver entry points the staging path calls directly (never through our hooks).
 struct Driver {
@@ -192,7 +200,7 @@ bool initialise(CUcontext ctx) {
     s.memcpy = new ParallelMemcpy(threads);
     record_pool_event(s.pool);
     Recorder::instance().note("rewrite: pin: staging pool " + std::to_string(s.pool.bytes() >> 20) + " MiB in " +
-                              std::to_string(kChunkBytes >> 20) + " MiB chunks, " + std::to_string(threads) +
+                              std::to_string(kChunkBytes >> 20) + " MiB buffers, " + std::to_string(threads) +
                               " memcpy threads, copies from " + std::to_string(c.stage_min) + " bytes",
                               /*warning=*/false);
     s.ready.store(true, std::memory_order_release);
@@ -224,13 +232,14 @@ bool capturing(const Driver& drv, bool per_thread, CUstream stream) {
 bool run_htod(State& s, bool per_thread, bool async, CUdeviceptr dev, const char* host, size_t bytes,
               CUstream stream, Buffer** ring, size_t k, CUresult& result) {
   const Driver& d = s.drv;
-  size_t chunks = (bytes + kChunkBytes - 1) / kChunkBytes;
+  const size_t chunk = chunk_for(bytes);
+  size_t chunks = (bytes + chunk - 1) / chunk;
   result = CUDA_SUCCESS;
   Buffer* last = nullptr;
   for (size_t i = 0; i < chunks; ++i) {
     Buffer* b = ring[i % k];
     if (i >= k) d.event_synchronize(b->done);  // our own earlier chunk
-    size_t off = i * kChunkBytes, n = std::min(kChunkBytes, bytes - off);
+    size_t off = i * chunk, n = std::min(chunk, bytes - off);
     s.memcpy->copy(b->host, host + off, n);
     CUresult r = issue(d, per_thread, dev + off, reinterpret_cast<CUdeviceptr>(b->host), n, stream);
     if (r != CUDA_SUCCESS) {
@@ -248,12 +257,13 @@ bool run_htod(State& s, bool per_thread, bool async, CUdeviceptr dev, const char
 bool run_dtoh(State& s, bool per_thread, CUdeviceptr dev, char* host, size_t bytes, CUstream stream, Buffer** ring,
               size_t k, CUresult& result) {
   const Driver& d = s.drv;
-  size_t chunks = (bytes + kChunkBytes - 1) / kChunkBytes;
+  const size_t chunk = chunk_for(bytes);
+  size_t chunks = (bytes + chunk - 1) / chunk;
   result = CUDA_SUCCESS;
   size_t issued = 0, drained = 0;
   auto issue_next = [&]() -> CUresult {
     Buffer* b = ring[issued % k];
-    size_t off = issued * kChunkBytes, n = std::min(kChunkBytes, bytes - off);
+    size_t off = issued * chunk, n = std::min(chunk, bytes - off);
     CUresult r = issue(d, per_thread, reinterpret_cast<CUdeviceptr>(b->host), dev + off, n, stream);
     if (r == CUDA_SUCCESS) r = record(d, per_thread, b->done, stream);
     if (r == CUDA_SUCCESS) ++issued;
@@ -275,7 +285,7 @@ bool run_dtoh(State& s, bool per_thread, CUdeviceptr dev, char* host, size_t byt
       result = r;  // an asynchronous error from the DMA, as the driver would return it
       break;
     }
-    size_t off = drained * kChunkBytes, n = std::min(kChunkBytes, bytes - off);
+    size_t off = drained * chunk, n = std::min(chunk, bytes - off);
     s.memcpy->copy(host + off, b->host, n);
     ++drained;
     if (issued < chunks && result == CUDA_SUCCESS) {
@@ -333,7 +343,7 @@ bool try_stage(const CallDesc& desc, int& result) {
   if (capturing(s.drv, per_thread, stream)) return false;
 
   Buffer* ring[kRingPerCall];
-  size_t want = std::min(kRingPerCall, (desc.bytes + kChunkBytes - 1) / kChunkBytes);
+  size_t want = std::min(kRingPerCall, (desc.bytes + chunk_for(desc.bytes) - 1) / chunk_for(desc.bytes));
   size_t k = s.pool.acquire(s.drv, ring, want);
   if (k == 0) return false;
   CUresult r = CUDA_SUCCESS;
