@@ -49,6 +49,7 @@ Report analyze(const model::Job& job, const Thresholds& thresholds) {
   r.allocations = allocation_totals(job);
   r.apis = api_totals(job);
   r.pageable_share = pageable_share(job);
+  r.rewrite = rewrite_totals(job);
   r.callsites = callsite_totals(job, &r.calls_without_site);
   for (auto* find : {&find_async_pageable, &find_large_pageable, &find_tiny_storm})
     for (auto& f : (*find)(job, thresholds)) r.findings.push_back(std::move(f));

@@ -48,6 +48,7 @@ struct Totals {
 struct ClassTotals {
   model::TransferClass cls;
   uint64_t calls = 0, bytes = 0, cpu_blocked_ns = 0, failed_calls = 0, async_calls = 0;
+  uint64_t staged_calls = 0, staged_bytes = 0;  // of calls/bytes: through the rewrite's pinned staging
   std::optional<uint64_t> gpu_ns;  // set when at least one call had GPU time
   uint64_t gpu_calls = 0;          // calls with GPU time
   std::optional<double> gbps;      // decimal GB/s (1e9 bytes per second)
@@ -70,6 +71,20 @@ struct ApiTotals {
 struct PageableShare {
   uint64_t pageable_bytes = 0, host_bytes = 0;
   double fraction = 0.0;
+};
+
+// What the pinned rewrite (`cuxfer record --rewrite=pin`, CUXFER_REWRITE=pin)
+// did. Staging copies every byte twice, as the driver's pageable path does:
+// it saves time, not bytes (docs/report.md).
+struct RewriteTotals {
+  bool active = false;  // some process ran with the rewrite on (its note, a staged copy or the pool)
+  uint64_t staged_calls = 0, staged_bytes = 0;          // through the shim's pinned staging pool
+  uint64_t registered_calls = 0, registered_bytes = 0;  // through in-place registration (future)
+  // H2D/D2H copies with a pageable host side that neither: not eligible.
+  uint64_t passthrough_pageable_calls = 0, passthrough_pageable_bytes = 0;
+  uint64_t pool_allocations = 0;  // the shim's staging pool allocations (not the app's)
+  uint64_t pool_bytes = 0;        // pinned bytes the pool holds
+  uint64_t pinning_cost_ns = 0;   // time the shim spent allocating (pinning) the pool
 };
 
 struct CallSiteTotals {
@@ -120,6 +135,7 @@ struct Report {
   Allocations allocations;
   std::vector<ApiTotals> apis;
   PageableShare pageable_share;
+  RewriteTotals rewrite;
   std::vector<CallSiteTotals> callsites;  // all, most CPU-blocked time first
   uint64_t calls_without_site = 0;        // copies with no captured call site
   std::vector<Finding> findings;
@@ -136,6 +152,7 @@ Totals memset_totals(const model::Job& job);
 Allocations allocation_totals(const model::Job& job);
 std::vector<ApiTotals> api_totals(const model::Job& job);
 PageableShare pageable_share(const model::Job& job);
+RewriteTotals rewrite_totals(const model::Job& job);
 std::vector<CallSiteTotals> callsite_totals(const model::Job& job, uint64_t* calls_without_site);
 std::vector<Finding> find_async_pageable(const model::Job& job, const Thresholds& t);
 std::vector<Finding> find_large_pageable(const model::Job& job, const Thresholds& t);

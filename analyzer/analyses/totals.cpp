@@ -3,6 +3,7 @@
 // bytes or time.
 #include <algorithm>
 #include <map>
+#include <string_view>
 
 #include "analyzer/analyses/report.h"
 
@@ -67,6 +68,10 @@ std::vector<ClassTotals> class_totals(const model::Job& job) {
     a.out.bytes += c.bytes();
     a.out.cpu_blocked_ns += c.cpu_ns();
     if (c.async()) ++a.out.async_calls;
+    if (c.staged()) {
+      ++a.out.staged_calls;
+      a.out.staged_bytes += c.bytes();
+    }
     if (c.has_gpu_time()) {
       ++a.out.gpu_calls;
       a.gpu_ns += c.gpu_ns;
@@ -188,6 +193,42 @@ PageableShare pageable_share(const model::Job& job) {
   }
   s.fraction = s.host_bytes ? static_cast<double>(s.pageable_bytes) / s.host_bytes : 0.0;
   return s;
+}
+
+RewriteTotals rewrite_totals(const model::Job& job) {
+  RewriteTotals r;
+  // Per process: the rewrite was on there (its note, a staged or registered
+  // copy, or a staging pool). Only there do pageable copies "pass through".
+  std::vector<bool> on(job.processes.size(), false);
+  for (size_t i = 0; i < job.processes.size(); ++i)
+    for (const auto& note : job.processes[i].trace.notes)
+      if (note.rfind(model::kRewritePinNote, 0) == 0) on[i] = true;
+  for (const auto& c : job.calls)
+    if (c.kind() == EventKind::Copy && (c.staged() || c.registered())) on[c.process] = true;
+  for (const auto& c : job.shim_calls) {
+    if (c.kind() != EventKind::HostAlloc || c.failed()) continue;
+    if (job.processes[c.process].trace.api_name(c.event->api) != std::string_view(model::kStagingPoolApi))
+      continue;
+    on[c.process] = true;
+    ++r.pool_allocations;
+    r.pool_bytes += c.bytes();
+    r.pinning_cost_ns += c.cpu_ns();
+  }
+  for (const auto& c : job.calls) {
+    if (c.kind() != EventKind::Copy || c.failed() || !on[c.process]) continue;
+    if (c.staged()) {
+      ++r.staged_calls;
+      r.staged_bytes += c.bytes();
+    } else if (c.registered()) {
+      ++r.registered_calls;
+      r.registered_bytes += c.bytes();
+    } else if (model::crosses_host_link(c.cls.direction) && model::is_pageable(c.cls)) {
+      ++r.passthrough_pageable_calls;
+      r.passthrough_pageable_bytes += c.bytes();
+    }
+  }
+  for (bool b : on) r.active |= b;
+  return r;
 }
 
 std::vector<ProcessSummary> process_summaries(const model::Job& job) {

@@ -37,6 +37,10 @@ Options:
                         the immediate call site)
   --no-stacks           same as --stack-depth 0
   --cupti=auto|off      GPU timing through CUPTI when available (default auto)
+  --rewrite=pin|off     pin: run pageable host<->device copies through pinned
+                        staging buffers (transparently; the report says what
+                        was staged); off: observe only. Default: neither, the
+                        command inherits CUXFER_REWRITE (unset = off)
   --shim PATH           the shim library (default: ../lib/libcuxfer.so next
                         to this program, or $CUXFER_SHIM)
   -q, --quiet           print nothing but errors
@@ -86,6 +90,7 @@ struct RecordOptions {
   std::string name;
   uint64_t stack_depth = 16;
   std::string cupti = "auto";
+  std::string rewrite;  // "pin" | "off" | "" (not set: CUXFER_REWRITE passes through)
   std::string shim;
   bool quiet = false;
   std::vector<std::string> command;
@@ -110,6 +115,9 @@ int parse(std::vector<std::string> args, RecordOptions& o) {
     } else if (in.option("cupti", 0, v)) {
       if (v != "auto" && v != "off") in.fail(fmt::format("--cupti is auto or off, got '{}'", v));
       o.cupti = v;
+    } else if (in.option("rewrite", 0, v)) {
+      if (v != "pin" && v != "off") in.fail(fmt::format("--rewrite is pin or off, got '{}'", v));
+      o.rewrite = v;
     } else if (in.option("output-dir", 'o', v)) {
       o.output_dir = v;
     } else if (in.option("name", 0, v)) {
@@ -248,6 +256,7 @@ int run_record(std::vector<std::string> args) {
       {"CUXFER_MANIFEST", manifest->path()},
       {"CUXFER_LAUNCHER", "1"},
   };
+  if (!o.rewrite.empty()) set["CUXFER_REWRITE"] = o.rewrite;
   std::vector<std::string> unset;
   if (o.name.empty())
     unset.push_back("CUXFER_TRACE_NAME");

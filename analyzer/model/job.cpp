@@ -62,7 +62,9 @@ bool record_fits(const Call& c, const trace::GpuRecord& r) {
   }
   if (!direction_ok || k == 0) return k == 0;  // an unknown CUPTI kind constrains nothing
   if (host == MemKind::Unknown || c.cls.memory == MemKind::Unknown) return true;
-  const bool call_pageable = c.cls.memory == MemKind::Pageable;
+  // A copy the rewrite staged or registered is DMA from page-locked memory
+  // although the app's buffer is pageable.
+  const bool call_pageable = c.cls.memory == MemKind::Pageable && !c.staged() && !c.registered();
   const bool record_pageable = host == MemKind::Pageable;
   return call_pageable == record_pageable;
 }
@@ -156,11 +158,18 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
     auto site_of_id = build_sites(pi, p.trace, symbolizer, job.sites);
     const size_t first_call = job.calls.size();
     auto gpu = p.gpu_timing ? index_gpu_records(p.trace) : std::unordered_map<uint32_t, GpuSum>{};
+    std::vector<bool> shim_api(p.trace.api_names.size(), false);
+    for (size_t i = 0; i < p.trace.api_names.size(); ++i)
+      shim_api[i] = p.trace.api_names[i].rfind(kShimApiPrefix, 0) == 0;
     for (const auto& e : p.trace.events) {
       Call c;
       c.event = &e;
       c.process = pi;
       c.cls = classify(e);
+      if (e.api < shim_api.size() && shim_api[e.api]) {
+        job.shim_calls.push_back(c);
+        continue;
+      }
       if (e.callsite_id != 0)
         if (auto it = site_of_id.find(e.callsite_id); it != site_of_id.end()) c.site = it->second;
       if (!gpu.empty() && e.correlation_id != 0) {

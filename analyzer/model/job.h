@@ -46,6 +46,10 @@ struct Call {
   trace::EventKind kind() const { return static_cast<trace::EventKind>(event->kind); }
   bool failed() const { return event->flags & trace::kFlagFailed; }
   bool async() const { return event->flags & trace::kFlagAsync; }
+  // The rewrite ran this copy through the shim's pinned staging pool.
+  bool staged() const { return event->flags & trace::kFlagStaged; }
+  // The rewrite ran this copy through an in-place registration (future).
+  bool registered() const { return event->flags & trace::kFlagRegistered; }
   bool has_gpu_time() const { return gpu_records > 0; }
   uint64_t bytes() const { return event->bytes; }
   uint64_t cpu_ns() const {
@@ -60,10 +64,23 @@ struct Site {
   std::vector<symbolize::Frame> stack;  // the whole captured stack, innermost first
 };
 
+// API names the shim gives its own work (pseudo-APIs appended after the hook
+// names): events under them are not the app's calls.
+inline constexpr const char* kShimApiPrefix = "cuxfer:";
+// The rewrite's pinned staging pool: a HostAlloc of the pool's size whose
+// CPU-blocked time is the pinning cost.
+inline constexpr const char* kStagingPoolApi = "cuxfer:staging_pool";
+
+// A process ran with the pinned rewrite on: the shim's note begins so.
+inline constexpr const char* kRewritePinNote = "rewrite: pin";
+
 class Job {
  public:
   std::vector<Process> processes;
-  std::vector<Call> calls;  // process order, then trace order
+  std::vector<Call> calls;  // the app's calls: process order, then trace order
+  // The shim's own events (API name beginning "cuxfer:", e.g. the staging
+  // pool's allocation). Never in `calls`, so no app total counts them.
+  std::vector<Call> shim_calls;
   std::vector<Site> sites;
   std::vector<std::string> notes;  // symbolization notes, each once
 

@@ -87,6 +87,8 @@ json report_to_json(const analyses::Report& r, const JsonOptions& options) {
         {"gpu_calls", c.gpu_calls},
         {"async_calls", c.async_calls},
         {"failed_calls", c.failed_calls},
+        {"staged_calls", c.staged_calls},
+        {"staged_bytes", c.staged_bytes},
     });
   }
   j["classes"] = std::move(classes);
@@ -112,6 +114,17 @@ json report_to_json(const analyses::Report& r, const JsonOptions& options) {
   j["pageable_share"] = {{"pageable_bytes", r.pageable_share.pageable_bytes},
                          {"host_bytes", r.pageable_share.host_bytes},
                          {"fraction", r.pageable_share.fraction}};
+  const auto& rw = r.rewrite;
+  j["rewrite"] = {{"active", rw.active},
+                  {"staged_calls", rw.staged_calls},
+                  {"staged_bytes", rw.staged_bytes},
+                  {"registered_calls", rw.registered_calls},
+                  {"registered_bytes", rw.registered_bytes},
+                  {"passthrough_pageable_calls", rw.passthrough_pageable_calls},
+                  {"passthrough_pageable_bytes", rw.passthrough_pageable_bytes},
+                  {"pool_allocations", rw.pool_allocations},
+                  {"pool_bytes", rw.pool_bytes},
+                  {"pinning_cost_ns", rw.pinning_cost_ns}};
 
   // With --top, the first N call sites plus any a finding refers to.
   std::set<uint32_t> referenced;

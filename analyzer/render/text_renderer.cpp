@@ -135,8 +135,12 @@ void transfers(std::string& out, const Report& r, size_t width) {
     out += "  (no copies recorded)\n";
     return;
   }
-  Table t({"class", "calls", "bytes", "CPU-blocked", "GPU time", "GB/s"},
-          {false, false, false, false, true, false});
+  // A "staged" column (bytes the pinned rewrite staged) only when it staged any.
+  const bool staged = r.rewrite.staged_calls > 0;
+  std::vector<std::string> headers = {"class", "calls", "bytes", "CPU-blocked", "GPU time", "GB/s"};
+  std::vector<bool> optional = {false, false, false, false, true, false};
+  if (staged) headers.push_back("staged"), optional.push_back(true);
+  Table t(headers, optional);
   bool cpu_mark = false, na_mark = false;
   for (const auto& c : r.classes) {
     if (c.calls == 0 && c.failed_calls > 0) continue;
@@ -146,12 +150,20 @@ void transfers(std::string& out, const Report& r, size_t width) {
       cpu_mark = true;
     }
     if (!c.gbps) na_mark = true;
-    t.add({analyses::class_name(c.cls), format_count(c.calls), format_bytes(c.bytes),
-           format_duration(c.cpu_blocked_ns), c.gpu_ns ? format_duration(*c.gpu_ns) : "n/a", gbps});
+    std::vector<std::string> row = {analyses::class_name(c.cls), format_count(c.calls), format_bytes(c.bytes),
+                                    format_duration(c.cpu_blocked_ns),
+                                    c.gpu_ns ? format_duration(*c.gpu_ns) : "n/a", gbps};
+    if (staged) row.push_back(c.staged_calls ? format_bytes(c.staged_bytes) : "");
+    t.add(std::move(row));
   }
-  t.add({"total", format_count(r.totals.calls), format_bytes(r.totals.bytes),
-         format_duration(r.totals.cpu_blocked_ns), "", ""});
+  std::vector<std::string> total = {"total", format_count(r.totals.calls), format_bytes(r.totals.bytes),
+                                    format_duration(r.totals.cpu_blocked_ns), "", ""};
+  if (staged) total.push_back(format_bytes(r.rewrite.staged_bytes));
+  t.add(std::move(total));
   t.render(out, width);
+  if (staged)
+    wrapped(out, "staged: bytes copied through the pinned rewrite's staging buffers (see Rewrite (pin))",
+            width, "  ", "    ");
   if (cpu_mark) out += "  * from CPU-blocked time: no GPU record matched every call\n";
   if (na_mark)
     wrapped(out,
@@ -184,6 +196,46 @@ void transfers(std::string& out, const Report& r, size_t width) {
   alloc("pinned host", r.allocations.host_pinned);
   alloc("registered host", r.allocations.host_registered);
   if (!allocs.empty()) wrapped(out, allocs, width, "Allocations: ", "  ");
+}
+
+// What the pinned rewrite did; only when it was on in some process.
+void rewrite(std::string& out, const Report& r, size_t width) {
+  const auto& rw = r.rewrite;
+  if (!rw.active) return;
+  out += "\nRewrite (pin)\n";
+  const uint64_t pageable = rw.staged_bytes + rw.registered_bytes + rw.passthrough_pageable_bytes;
+  auto share = [&](uint64_t bytes) {
+    return pageable ? format_percent(static_cast<double>(bytes) / static_cast<double>(pageable)) : "0.0%";
+  };
+  wrapped(out,
+          fmt::format("{} cop{}, {} ({} of pageable host<->device bytes)", format_count(rw.staged_calls),
+                      rw.staged_calls == 1 ? "y" : "ies", format_bytes(rw.staged_bytes), share(rw.staged_bytes)),
+          width, "  staged through pinned buffers: ", "    ");
+  if (rw.registered_calls)
+    wrapped(out,
+            fmt::format("{} cop{}, {} ({})", format_count(rw.registered_calls),
+                        rw.registered_calls == 1 ? "y" : "ies", format_bytes(rw.registered_bytes),
+                        share(rw.registered_bytes)),
+            width, "  through in-place registration: ", "    ");
+  wrapped(out,
+          fmt::format("{} cop{}, {} ({}): not eligible (e.g. smaller than CUXFER_STAGE_MIN, 2D/3D/array "
+                      "copies, copies during stream capture)",
+                      format_count(rw.passthrough_pageable_calls),
+                      rw.passthrough_pageable_calls == 1 ? "y" : "ies",
+                      format_bytes(rw.passthrough_pageable_bytes), share(rw.passthrough_pageable_bytes)),
+          width, "  passed through as pageable: ", "    ");
+  if (rw.pool_allocations)
+    wrapped(out,
+            fmt::format("{} pinned, pinning cost {} (the shim's own allocation{}; not in Allocations)",
+                        format_bytes(rw.pool_bytes), format_duration(rw.pinning_cost_ns),
+                        rw.pool_allocations == 1 ? "" : fmt::format("s: {}", rw.pool_allocations)),
+            width, "  staging pool: ", "    ");
+  else
+    out += "  staging pool: none allocated\n";
+  wrapped(out,
+          "Staging copies every byte twice (CPU into a pinned buffer, then DMA), as the driver's own "
+          "pageable path does: it saves time, not bytes.",
+          width, "  ", "  ");
 }
 
 void apis(std::string& out, const Report& r, size_t width) {
@@ -289,6 +341,7 @@ std::string render_text(const Report& r, const TextOptions& o) {
   std::string out;
   header(out, r, width);
   transfers(out, r, width);
+  rewrite(out, r, width);
   apis(out, r, width);
   callsites(out, r, width, o.top_sites);
   findings(out, r, width);

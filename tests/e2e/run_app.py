@@ -191,6 +191,68 @@ def check_report(f: Failures, report: dict, exp: ex.Expectation, mode: str, tier
         f.eq(share.get("host_bytes"), host, "pageable_share.host_bytes")
 
 
+# --- the pinned rewrite (cuxfer record --rewrite=pin) ---------------------------
+DEFAULT_STAGE_MIN = 262144  # the shim's CUXFER_STAGE_MIN default (docs/cli.md)
+
+
+def stage_min_of(env: dict) -> int:
+    text = env.get("CUXFER_STAGE_MIN", "")
+    return int(text) if text.isdigit() else DEFAULT_STAGE_MIN
+
+
+def stageable(op: ex.Op, stage_min: int) -> bool:
+    """Eligible for staging (the contract with the shim): a 1D H2D or D2H copy
+    whose host side is pageable, each call at least CUXFER_STAGE_MIN bytes."""
+    if op.kind != "copy" or op.direction not in ("H2D", "D2H") or op.memory != "pageable" or op.calls == 0:
+        return False
+    if any(tag in op.api for tag in ("2D", "3D", "Array", "Batch")):
+        return False
+    return op.bytes // op.calls >= stage_min  # the apps' calls of one Op have one size
+
+
+def check_rewrite(f: Failures, report: dict, exp: ex.Expectation, rewrite: str, stage_min: int,
+                  traces: list[Path], cuxfer: str) -> None:
+    """The rewrite moved exactly what it should have: the classes are checked
+    (unchanged) by check_report; here, what went through the staging pool."""
+    rw = report.get("rewrite")
+    f.check(isinstance(rw, dict), f"report has no 'rewrite' object: {sorted(report)}")
+    if not isinstance(rw, dict):
+        return
+    ops = [op for p in exp.processes for op in p.ops]
+    staged = [op for op in ops if stageable(op, stage_min)]
+    pageable = [op for op in ops if op.kind == "copy" and op.direction in ("H2D", "D2H") and op.memory == "pageable"]
+    want_staged = (sum(o.calls for o in staged), sum(o.bytes for o in staged))
+    if rewrite == "off":
+        f.eq(rw.get("active"), False, "rewrite.active with --rewrite=off")
+        f.eq((rw.get("staged_calls"), rw.get("staged_bytes")), (0, 0), "rewrite (staged_calls, staged_bytes) when off")
+        f.eq(rw.get("pool_bytes"), 0, "rewrite.pool_bytes when off")
+        return
+    f.eq(rw.get("active"), True, "rewrite.active with --rewrite=pin")
+    f.eq((rw.get("staged_calls"), rw.get("staged_bytes")), want_staged,
+         f"rewrite (staged_calls, staged_bytes): pageable 1D H2D/D2H copies of >= {stage_min} B")
+    want_pass = (sum(o.calls for o in pageable) - want_staged[0], sum(o.bytes for o in pageable) - want_staged[1])
+    f.eq((rw.get("passthrough_pageable_calls"), rw.get("passthrough_pageable_bytes")), want_pass,
+         "rewrite (passthrough_pageable_calls, passthrough_pageable_bytes)")
+    f.eq(rw.get("registered_calls"), 0, "rewrite.registered_calls (registration is not built)")
+    # Per class: the staged bytes of each class.
+    want_cls: dict = {}
+    for o in staged:
+        c = want_cls.setdefault((o.direction, o.memory), [0, 0])
+        c[0] += o.calls
+        c[1] += o.bytes
+    got_cls = {(c["direction"], c["memory"]): [c.get("staged_calls"), c.get("staged_bytes")]
+               for c in report.get("classes", []) if c.get("staged_calls") or c.get("staged_bytes")}
+    f.eq(got_cls, want_cls, "classes[].(staged_calls, staged_bytes)")
+    # The pool: pinned once per process that staged, within the default budget.
+    if want_staged[0] > 0:
+        pool = rw.get("pool_bytes") or 0
+        f.check(pool > 0, f"rewrite.pool_bytes is {pool}: a process that staged copies allocated no pool")
+        budget = 268435456 * len(exp.processes)
+        f.check(pool <= budget, f"rewrite.pool_bytes {pool} over the default budget ({budget})")
+    text = subprocess.run([cuxfer, "report", *map(str, traces)], capture_output=True, text=True, timeout=120)
+    f.check("Rewrite (pin)" in text.stdout, "text report has no 'Rewrite (pin)' section")
+
+
 def check_per_process(f: Failures, cuxfer: str, traces: list[Path], exp: ex.Expectation) -> None:
     """Each trace on its own must match one expected process (as a multiset)."""
     if len(exp.processes) < 2:
@@ -223,6 +285,8 @@ def main() -> int:
     ap.add_argument("--mode", help="linkage mode (default: from the binary's name)")
     ap.add_argument("--name", help="pass --name NAME to cuxfer record and check the trace file names")
     ap.add_argument("--no-stacks", action="store_true", help="pass --no-stacks to cuxfer record")
+    ap.add_argument("--rewrite", choices=["pin", "off"],
+                    help="record with --rewrite=MODE (preload: CUXFER_REWRITE=MODE) and check what was staged")
     ap.add_argument("--expect-exit", type=int, default=0)
     ap.add_argument("--expect-signal", type=int, help="the app (and cuxfer record) must die of this signal")
     ap.add_argument("--allow-incomplete", action="store_true", help="a trace may be cut short (killed app)")
@@ -262,12 +326,16 @@ def main() -> int:
             run += ["--name", a.name]
         if a.no_stacks:
             run.append("--no-stacks")
+        if a.rewrite:
+            run.append(f"--rewrite={a.rewrite}")
         run += ["--", *cmd]
     else:
         if not a.shim:
             ap.error("--launch preload needs --shim")
         env["LD_PRELOAD"] = a.shim
         env["CUXFER_OUTPUT_DIR"] = str(out)
+        if a.rewrite:
+            env["CUXFER_REWRITE"] = a.rewrite
         run = list(cmd)
     print("+", " ".join(run), flush=True)
     try:
@@ -301,6 +369,8 @@ def main() -> int:
             exp = ex.EXPECTATIONS[app](cmd[1:])
             check_report(f, report, exp, mode, a.tier, a.allow_incomplete, binary)
             check_per_process(f, a.cuxfer, traces, exp)
+            if a.rewrite:
+                check_rewrite(f, report, exp, a.rewrite, stage_min_of(env), traces, a.cuxfer)
             if a.tier == "sim":  # the human-readable report must say so too
                 text = subprocess.run([a.cuxfer, "report", *map(str, traces)], capture_output=True, text=True,
                                       timeout=120)

@@ -18,7 +18,7 @@ case $case_name in
   help)
     run "$cuxfer" --help; expect_rc 0; expect_in out "Usage: cuxfer"
     run "$cuxfer" report --help; expect_rc 0; expect_in out "Usage: cuxfer report"
-    run "$cuxfer" record --help; expect_rc 0; expect_in out "Usage: cuxfer record"
+    run "$cuxfer" record --help; expect_rc 0; expect_in out "Usage: cuxfer record"; expect_in out "--rewrite=pin|off"
     run "$cuxfer" help report; expect_rc 0; expect_in out "--json"
     run "$cuxfer" --version; expect_rc 0; expect_in out "cuxfer "
     run "$cuxfer"; expect_rc 2; expect_in err "Usage: cuxfer" ;;
@@ -96,7 +96,20 @@ PY
     grep -qx 'CUXFER_STACK_DEPTH=0' "$f" && grep -qx 'CUXFER_CUPTI=off' "$f" && grep -qx 'CUXFER_TRACE_NAME=job' "$f" \
       && grep -qx "LD_PRELOAD=$shim_real:/nonexistent/other.so" "$f" || { cat "$f"; fail "option environment"; }
     manifest=$(sed -n 's/^CUXFER_MANIFEST=//p' "$f")
-    [ ! -e "$manifest" ] && [ ! -e "$(dirname "$manifest")" ] || fail "manifest not removed" ;;
+    [ ! -e "$manifest" ] && [ ! -e "$(dirname "$manifest")" ] || fail "manifest not removed"
+    # --rewrite: not given, CUXFER_REWRITE passes through (or stays unset); given, it wins.
+    mkdir rw-unset rw-inherit rw-pin
+    env -u CUXFER_REWRITE "$cuxfer" record -q --shim "$fake_shim" -o rw-unset -- true || fail "record (no rewrite)"
+    ! grep -q '^CUXFER_REWRITE' rw-unset/cuxfer-true-*.trace || fail "CUXFER_REWRITE set without --rewrite"
+    CUXFER_REWRITE=pin run "$cuxfer" record -q --shim "$fake_shim" -o rw-inherit -- true
+    expect_rc 0
+    grep -qx 'CUXFER_REWRITE=pin' rw-inherit/cuxfer-true-*.trace || fail "inherited CUXFER_REWRITE not passed through"
+    CUXFER_REWRITE=off run "$cuxfer" record -q --shim "$fake_shim" --rewrite=pin -o rw-pin -- true
+    expect_rc 0
+    [ "$(grep -c '^CUXFER_REWRITE=' rw-pin/cuxfer-true-*.trace)" = 1 ] \
+      && grep -qx 'CUXFER_REWRITE=pin' rw-pin/cuxfer-true-*.trace || fail "--rewrite=pin"
+    run "$cuxfer" record --shim "$fake_shim" --rewrite=zero-copy -- true; expect_rc 2; expect_lines err 1
+    expect_in err "--rewrite is pin or off" ;;
   record-refusals)
     run "$cuxfer" record --shim "$fake_shim" -- no-such-program-cuxfer; expect_rc 127; expect_lines err 1
     expect_in err "command not found"
