@@ -4,15 +4,7 @@
 # sites are symbolized. Everything lands in $OUT.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; B=/tmp/b
-if ls .debs/*.deb >/dev/null 2>&1; then
-  # libunwind8 is absent from the image. Never dpkg -x into / (a Debian
-  # package's directory entries break Ubuntu's merged /usr): copy the library.
-  mkdir -p /opt/uw && dpkg -x .debs/libunwind8_*.deb /opt/uw
-  cp -a /opt/uw/usr/lib/x86_64-linux-gnu/libunwind.so.8* /usr/local/lib/ && ldconfig
-  mkdir -p /opt/dw && for f in .debs/lib{dw,elf}*.deb .debs/zlib1g-dev*.deb .debs/liblzma-dev*.deb; do dpkg -x "$f" /opt/dw; done
-  sed -i 's|/usr|/opt/dw/usr|g' /opt/dw/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc
-  export PKG_CONFIG_PATH=/opt/dw/usr/lib/x86_64-linux-gnu/pkgconfig
-fi
+source devtools/gpu_env.sh
 {
 echo "== $(date -u) $(nvidia-smi -L)"
 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUXFER_GPU_TESTS=ON -DPython3_EXECUTABLE=$(command -v python3) > $OUT/configure.log 2>&1 || tail -30 $OUT/configure.log
