@@ -208,28 +208,32 @@ void rewrite(std::string& out, const Report& r, size_t width) {
     return pageable ? format_percent(static_cast<double>(bytes) / static_cast<double>(pageable)) : "0.0%";
   };
   wrapped(out,
-          fmt::format("{} cop{}, {} ({} of pageable host<->device bytes)", format_count(rw.staged_calls),
+          fmt::format("staged through pinned buffers: {} cop{}, {} ({} of pageable host<->device bytes)", format_count(rw.staged_calls),
                       rw.staged_calls == 1 ? "y" : "ies", format_bytes(rw.staged_bytes), share(rw.staged_bytes)),
-          width, "  staged through pinned buffers: ", "    ");
+          width, "  ", "    ");
   if (rw.registered_calls)
     wrapped(out,
-            fmt::format("{} cop{}, {} ({})", format_count(rw.registered_calls),
+            fmt::format("through in-place registration: {} cop{}, {} ({})", format_count(rw.registered_calls),
                         rw.registered_calls == 1 ? "y" : "ies", format_bytes(rw.registered_bytes),
                         share(rw.registered_bytes)),
-            width, "  through in-place registration: ", "    ");
-  wrapped(out,
-          fmt::format("{} cop{}, {} ({}): not eligible (e.g. smaller than CUXFER_STAGE_MIN, 2D/3D/array "
-                      "copies, copies during stream capture)",
-                      format_count(rw.passthrough_pageable_calls),
-                      rw.passthrough_pageable_calls == 1 ? "y" : "ies",
-                      format_bytes(rw.passthrough_pageable_bytes), share(rw.passthrough_pageable_bytes)),
-          width, "  passed through as pageable: ", "    ");
+            width, "  ", "    ");
+  if (rw.passthrough_pageable_calls)
+    wrapped(out,
+            fmt::format("passed through as pageable: {} cop{}, {} ({}): not eligible (e.g. smaller than "
+                        "CUXFER_STAGE_MIN, 2D/3D/array copies, copies during stream capture, no staging "
+                        "buffer free at the time)",
+                        format_count(rw.passthrough_pageable_calls),
+                        rw.passthrough_pageable_calls == 1 ? "y" : "ies",
+                        format_bytes(rw.passthrough_pageable_bytes), share(rw.passthrough_pageable_bytes)),
+            width, "  ", "    ");
+  else
+    out += "  passed through as pageable: none\n";
   if (rw.pool_allocations)
     wrapped(out,
-            fmt::format("{} pinned, pinning cost {} (the shim's own allocation{}; not in Allocations)",
+            fmt::format("staging pool: {} pinned, pinning cost {} (the shim's own allocation{}; not in Allocations)",
                         format_bytes(rw.pool_bytes), format_duration(rw.pinning_cost_ns),
                         rw.pool_allocations == 1 ? "" : fmt::format("s: {}", rw.pool_allocations)),
-            width, "  staging pool: ", "    ");
+            width, "  ", "    ");
   else
     out += "  staging pool: none allocated\n";
   wrapped(out,

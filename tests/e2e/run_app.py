@@ -193,6 +193,7 @@ def check_report(f: Failures, report: dict, exp: ex.Expectation, mode: str, tier
 
 # --- the pinned rewrite (cuxfer record --rewrite=pin) ---------------------------
 DEFAULT_STAGE_MIN = 262144  # the shim's CUXFER_STAGE_MIN default (docs/cli.md)
+DEFAULT_PINNED_BUDGET = 134217728  # the shim's CUXFER_PINNED_BUDGET default (docs/cli.md)
 
 
 def stage_min_of(env: dict) -> int:
@@ -247,8 +248,9 @@ def check_rewrite(f: Failures, report: dict, exp: ex.Expectation, rewrite: str, 
     if want_staged[0] > 0:
         pool = rw.get("pool_bytes") or 0
         f.check(pool > 0, f"rewrite.pool_bytes is {pool}: a process that staged copies allocated no pool")
-        budget = 268435456 * len(exp.processes)
-        f.check(pool <= budget, f"rewrite.pool_bytes {pool} over the default budget ({budget})")
+        per_process = int(os.environ.get("CUXFER_PINNED_BUDGET", DEFAULT_PINNED_BUDGET))
+        budget = per_process * len(exp.processes)
+        f.check(pool <= budget, f"rewrite.pool_bytes {pool} over the budget ({budget})")
     text = subprocess.run([cuxfer, "report", *map(str, traces)], capture_output=True, text=True, timeout=120)
     f.check("Rewrite (pin)" in text.stdout, "text report has no 'Rewrite (pin)' section")
 

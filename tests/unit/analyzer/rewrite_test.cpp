@@ -39,7 +39,9 @@ trace::Event& staged(trace::Event& e) {
 // copies that were not eligible, and the app's own pinned traffic.
 SyntheticTrace rewritten_trace() {
   SyntheticTrace t;
-  t.notes.push_back("rewrite: pin (budget 268435456 B, stage_min 262144 B, 8 threads)");
+  t.notes.push_back(
+      "rewrite: pin: enabled; 1D host<->device copies of pageable memory from 262144 bytes are staged "
+      "through at most 268435456 bytes of pinned memory");
   t.modules.push_back({0x400000, 0x400000, 0x500000, "/opt/app/train", ""});
   const uint32_t site = t.site(0x401000);
   // The app's own pinned allocation and copies.
