@@ -175,7 +175,7 @@ class Bench {
       wall_us.push_back(t1 - t0);
     }
     const double med = median(ev_us);
-    std::printf("mode=%s dir=%s size=%zu median_gbps=%.3f median_us=%.2f wall_us=%.2f reps=%d%s%s\n", mode,
+    std::printf("mode=%s dir=%s size=%zu median_gbps=%.4g median_us=%.2f wall_us=%.2f reps=%d%s%s\n", mode,
                 h2d ? "H2D" : "D2H", size, med > 0 ? static_cast<double>(size) / med * 1e-3 : 0.0, med,
                 median(wall_us), reps, o_.label.empty() ? "" : " label=", o_.label.c_str());
     std::fflush(stdout);
@@ -207,7 +207,7 @@ class Bench {
       total_us.push_back(t2 - t0);
     }
     const double tot = median(total_us);
-    std::printf("mode=%s dir=H2D_async size=%zu median_return_us=%.2f median_gbps=%.3f reps=%d%s%s\n", mode, size,
+    std::printf("mode=%s dir=H2D_async size=%zu median_return_us=%.2f median_gbps=%.4g reps=%d%s%s\n", mode, size,
                 median(ret_us), tot > 0 ? static_cast<double>(size) / tot * 1e-3 : 0.0, reps,
                 o_.label.empty() ? "" : " label=", o_.label.c_str());
     std::fflush(stdout);

@@ -151,7 +151,11 @@ def size_name(n):
             return f"{n >> sh} {unit}"
     return f"{n} B"
 def cell(x, w=9, prec=2):
-    return f"{'-':>{w}}" if math.isnan(x) else f"{x:>{w}.{prec}f}"
+    if math.isnan(x):
+        return f"{'-':>{w}}"
+    if 0 < abs(x) < 0.1:  # tiny copies: keep two significant digits instead of printing 0.00
+        return f"{x:>{w}.2g}"
+    return f"{x:>{w}.{prec}f}"
 
 base = "baseline" if "baseline" in modes else modes[0]
 rw = "rewrite" if "rewrite" in modes else None
