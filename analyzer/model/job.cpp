@@ -43,8 +43,9 @@ bool gpu_kind_matches(trace::EventKind e, trace::GpuRecordKind g) {
 // call's class. This keeps, e.g., a pinned and a pageable copy of the same
 // size on two streams from trading GPU times.
 bool record_fits(const Call& c, const trace::GpuRecord& r) {
-  if (c.bytes() != r.bytes || !gpu_kind_matches(c.kind(), static_cast<trace::GpuRecordKind>(r.kind)))
-    return false;
+  // A staged copy reaches the GPU as several chunk DMAs that add up to it.
+  const bool size_ok = c.staged() ? r.bytes <= c.bytes() - c.gpu_bytes : r.bytes == c.bytes();
+  if (!size_ok || !gpu_kind_matches(c.kind(), static_cast<trace::GpuRecordKind>(r.kind))) return false;
   if (c.kind() != trace::EventKind::Copy) return true;
   using trace::Direction;
   using trace::MemKind;
@@ -128,13 +129,27 @@ uint64_t join_gpu_by_time(const trace::Trace& t, std::vector<Call>& calls, size_
     auto begin = end - std::min<ptrdiff_t>(end - candidates.begin(), kLookBack);
     for (auto it = begin; it != end; ++it) {
       Call* c = *it;
-      if (c->has_gpu_time() || !record_fits(*c, *r)) continue;
-      c->gpu_ns = r->end_ns > r->start_ns ? r->end_ns - r->start_ns : 0;
-      c->gpu_records = 1;
+      const bool complete = c->staged() ? c->gpu_bytes >= c->bytes() : c->has_gpu_time();
+      if (complete || !record_fits(*c, *r)) continue;
+      if (c->gpu_records == 0) c->gpu_begin_ns = r->start_ns;
+      c->gpu_end_ns = std::max(c->gpu_end_ns, r->end_ns);
+      // One DMA: its duration. A staged copy: first chunk start to last chunk
+      // end, the time its pipeline kept the copy engine's work in flight.
+      c->gpu_ns = c->gpu_end_ns > c->gpu_begin_ns ? c->gpu_end_ns - c->gpu_begin_ns : 0;
+      c->gpu_records += 1;
+      c->gpu_bytes += r->bytes;
       ++joined;
       break;
     }
   }
+  // A staged copy whose chunks did not all turn up has no trustworthy GPU time.
+  for (Call* c : candidates)
+    if (c->staged() && c->gpu_records > 0 && c->gpu_bytes != c->bytes()) {
+      joined -= c->gpu_records;
+      c->gpu_ns = 0;
+      c->gpu_records = 0;
+      c->gpu_bytes = 0;
+    }
   return joined;
 }
 

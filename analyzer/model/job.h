@@ -42,6 +42,8 @@ struct Call {
   TransferClass cls;
   uint64_t gpu_ns = 0;       // sum of the durations of its GPU records
   uint32_t gpu_records = 0;  // how many GPU records joined (2D/batch copies have several)
+  uint64_t gpu_bytes = 0;    // bytes of those records (a staged copy's chunks add up to bytes())
+  uint64_t gpu_begin_ns = 0, gpu_end_ns = 0;  // first DMA start, last DMA end
 
   trace::EventKind kind() const { return static_cast<trace::EventKind>(event->kind); }
   bool failed() const { return event->flags & trace::kFlagFailed; }

@@ -259,5 +259,40 @@ TEST_F(Rewrite, StagedCopyJoinsAPinnedGpuRecord) {
   EXPECT_EQ(h2d->gpu_ns.value_or(0), 80'000u);
 }
 
+// The shim stages a copy in chunks: each chunk is a DMA record of its own.
+// They join the call only when they add up to it; its GPU time is the span
+// from the first chunk's start to the last chunk's end.
+TEST_F(Rewrite, StagedCopyJoinsItsChunkRecords) {
+  SyntheticTrace t;
+  t.status.cupti = trace::CuptiState::Active;
+  t.notes.push_back("rewrite: pin");
+  auto& whole = staged(t.copy(Direction::HtoD, MemKind::Pageable, 20 * MiB, 900'000));
+  auto chunk = [&](uint64_t start, uint64_t ns, uint64_t bytes) {
+    trace::GpuRecord g{};
+    g.start_ns = start;
+    g.end_ns = start + ns;
+    g.bytes = bytes;
+    g.kind = static_cast<uint8_t>(trace::GpuRecordKind::Memcpy);
+    g.cupti_copy_kind = 1;  // HtoD
+    g.src_kind = static_cast<uint8_t>(MemKind::Pinned);
+    g.dst_kind = static_cast<uint8_t>(MemKind::Device);
+    t.gpu_records.push_back(g);
+  };
+  const uint64_t t0 = whole.t_enter_ns;
+  chunk(t0 + 100'000, 150'000, 8 * MiB);
+  chunk(t0 + 400'000, 150'000, 8 * MiB);
+  chunk(t0 + 700'000, 80'000, 4 * MiB);
+  // A second staged copy whose last chunk never arrived (e.g. CUPTI dropped it).
+  auto& partial = staged(t.copy(Direction::HtoD, MemKind::Pageable, 16 * MiB, 500'000));
+  chunk(partial.t_enter_ns + 100'000, 150'000, 8 * MiB);
+  model::Job job = load(t);
+  ASSERT_EQ(job.calls.size(), 2u);
+  EXPECT_EQ(job.calls[0].gpu_records, 3u);
+  EXPECT_EQ(job.calls[0].gpu_bytes, 20 * MiB);
+  EXPECT_EQ(job.calls[0].gpu_ns, 680'000u);  // 100 us .. 780 us after the call entered
+  EXPECT_FALSE(job.calls[1].has_gpu_time());
+  EXPECT_EQ(job.processes[0].gpu_records_joined_by_time, 3u);
+}
+
 }  // namespace
 }  // namespace cuxfer
