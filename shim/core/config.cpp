@@ -89,7 +89,7 @@ Config parse_config(char** env, bool secure_execution) {
       if (parse_uint(val, 16ull << 20, 1ull << 40, n)) c.pinned_budget = n;
       else bad("a byte count from 16777216 (16 MiB) up");
     } else if (key == "CUXFER_STAGE_MIN") {
-      if (parse_uint(val, 0, 1ull << 40, n)) c.stage_min = n;
+      if (parse_uint(val, 0, 1ull << 40, n)) c.stage_min_h2d = c.stage_min_d2h = n;
       else bad("a byte count");
     } else if (key == "CUXFER_STAGE_THREADS") {
       if (parse_uint(val, 1, 64, n)) c.stage_threads = static_cast<uint32_t>(n);

@@ -26,7 +26,12 @@ struct Config {
   // Pinned rewrite (CUXFER_REWRITE=pin): pageable copies through pinned staging.
   bool rewrite_pin = false;
   uint64_t pinned_budget = 128ull << 20;  // CUXFER_PINNED_BUDGET: bytes of pinned memory the rewrite may hold
-  uint64_t stage_min = 256u << 10;        // CUXFER_STAGE_MIN: smaller copies pass through untouched
+  // Smallest copy staged, per direction (CUXFER_STAGE_MIN sets both). Measured
+  // on the H200 (docs/benchmarks.md): staging a D2H wins from 256 KiB, an H2D
+  // only from several MiB, where the host memcpy into the staging buffer can
+  // be hidden behind the DMA of the previous chunk.
+  uint64_t stage_min_h2d = 8u << 20;
+  uint64_t stage_min_d2h = 256u << 10;
   uint32_t stage_threads = 0;             // CUXFER_STAGE_THREADS: host memcpy threads (0 = automatic)
   std::vector<std::string> problems;  // one line per bad or unknown variable
 };

@@ -140,9 +140,10 @@ bool Recorder::start_slow() {
     std::lock_guard<std::mutex> lock(session_mutex_);
     for (const auto& p : c.problems) notes_.push_back(p);
     if (c.rewrite_pin)
-      notes_.push_back("rewrite: pin: enabled; 1D host<->device copies of pageable memory from " +
-                       std::to_string(c.stage_min) + " bytes are staged through at most " +
-                       std::to_string(c.pinned_budget) + " bytes of pinned memory");
+      notes_.push_back("rewrite: pin: enabled; 1D copies of pageable memory are staged from " +
+                       std::to_string(c.stage_min_h2d) + " bytes (H2D) and " + std::to_string(c.stage_min_d2h) +
+                       " bytes (D2H) through at most " + std::to_string(c.pinned_budget) +
+                       " bytes of pinned memory");
     if (unwinder.rfind("glibc", 0) == 0) notes_.push_back("call stacks: " + unwinder);
     if (!open_trace()) {
       state_.store(kOff, std::memory_order_release);

@@ -8,7 +8,9 @@
 namespace cuxfer::shim::rewrite {
 namespace {
 constexpr size_t kPieceBytes = 256u << 10;  // big enough to amortise the atomic, small enough to balance
-constexpr auto kSpin = std::chrono::microseconds(200);
+// Long enough to bridge the gap between two chunks of one transfer, short
+// enough not to keep cores busy after it.
+constexpr auto kSpin = std::chrono::microseconds(100);
 }  // namespace
 
 ParallelMemcpy::ParallelMemcpy(unsigned threads) {

@@ -201,7 +201,7 @@ bool initialise(CUcontext ctx) {
     record_pool_event(s.pool);
     Recorder::instance().note("rewrite: pin: staging pool " + std::to_string(s.pool.bytes() >> 20) + " MiB in " +
                               std::to_string(kChunkBytes >> 20) + " MiB buffers, " + std::to_string(threads) +
-                              " memcpy threads, copies from " + std::to_string(c.stage_min) + " bytes",
+                              " memcpy threads",
                               /*warning=*/false);
     s.ready.store(true, std::memory_order_release);
   });
@@ -307,7 +307,9 @@ void disable_after_fork() { state().disabled.store(true, std::memory_order_relax
 
 bool try_stage(const CallDesc& desc, int& result) {
   const Config& c = config();
-  if (desc.kind != trace::EventKind::Copy || desc.bytes < c.stage_min || desc.bytes == 0) return false;
+  if (desc.kind != trace::EventKind::Copy || desc.bytes == 0 ||
+      desc.bytes < std::min(c.stage_min_h2d, c.stage_min_d2h))
+    return false;
   if (desc.src_preset == trace::MemKind::Array || desc.dst_preset == trace::MemKind::Array) return false;
   ThreadState& ts = thread_state();
   if (ts.internal) return false;
@@ -317,6 +319,7 @@ bool try_stage(const CallDesc& desc, int& result) {
   if (src.kind == trace::MemKind::Pageable && dst.kind == trace::MemKind::Device) way = Way::HtoD;
   else if (src.kind == trace::MemKind::Device && dst.kind == trace::MemKind::Pageable) way = Way::DtoH;
   else return false;
+  if (desc.bytes < (way == Way::HtoD ? c.stage_min_h2d : c.stage_min_d2h)) return false;
   if (desc.direction != trace::Direction::Unknown &&
       desc.direction != (way == Way::HtoD ? trace::Direction::HtoD : trace::Direction::DtoH))
     return false;

@@ -192,26 +192,27 @@ def check_report(f: Failures, report: dict, exp: ex.Expectation, mode: str, tier
 
 
 # --- the pinned rewrite (cuxfer record --rewrite=pin) ---------------------------
-DEFAULT_STAGE_MIN = 262144  # the shim's CUXFER_STAGE_MIN default (docs/cli.md)
+# The shim's defaults per direction (docs/cli.md); CUXFER_STAGE_MIN sets both.
+DEFAULT_STAGE_MIN = {"H2D": 8 << 20, "D2H": 256 << 10}
 DEFAULT_PINNED_BUDGET = 134217728  # the shim's CUXFER_PINNED_BUDGET default (docs/cli.md)
 
 
-def stage_min_of(env: dict) -> int:
+def stage_min_of(env: dict) -> dict:
     text = env.get("CUXFER_STAGE_MIN", "")
-    return int(text) if text.isdigit() else DEFAULT_STAGE_MIN
+    return {d: int(text) for d in DEFAULT_STAGE_MIN} if text.isdigit() else dict(DEFAULT_STAGE_MIN)
 
 
-def stageable(op: ex.Op, stage_min: int) -> bool:
+def stageable(op: ex.Op, stage_min: dict) -> bool:
     """Eligible for staging (the contract with the shim): a 1D H2D or D2H copy
-    whose host side is pageable, each call at least CUXFER_STAGE_MIN bytes."""
+    whose host side is pageable, each call at least the direction's threshold."""
     if op.kind != "copy" or op.direction not in ("H2D", "D2H") or op.memory != "pageable" or op.calls == 0:
         return False
     if any(tag in op.api for tag in ("2D", "3D", "Array", "Batch")):
         return False
-    return op.bytes // op.calls >= stage_min  # the apps' calls of one Op have one size
+    return op.bytes // op.calls >= stage_min[op.direction]  # the apps' calls of one Op have one size
 
 
-def check_rewrite(f: Failures, report: dict, exp: ex.Expectation, rewrite: str, stage_min: int,
+def check_rewrite(f: Failures, report: dict, exp: ex.Expectation, rewrite: str, stage_min: dict,
                   traces: list[Path], cuxfer: str) -> None:
     """The rewrite moved exactly what it should have: the classes are checked
     (unchanged) by check_report; here, what went through the staging pool."""

@@ -174,7 +174,8 @@ TEST(ParseConfig, RewriteSettings) {
                     "CUXFER_STAGE_THREADS=4"});
   EXPECT_TRUE(c.rewrite_pin);
   EXPECT_EQ(c.pinned_budget, 64ull << 20);
-  EXPECT_EQ(c.stage_min, 0u);
+  EXPECT_EQ(c.stage_min_h2d, 0u);
+  EXPECT_EQ(c.stage_min_d2h, 0u);
   EXPECT_EQ(c.stage_threads, 4u);
   EXPECT_TRUE(c.problems.empty());
   EXPECT_FALSE(parse({"CUXFER_REWRITE=off"}).rewrite_pin);
