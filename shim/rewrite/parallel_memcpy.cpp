@@ -14,10 +14,17 @@ constexpr auto kSpin = std::chrono::microseconds(100);
 }  // namespace
 
 ParallelMemcpy::ParallelMemcpy(unsigned threads) {
-  for (unsigned i = 1; i < threads; ++i) {
-    workers_.emplace_back([this] { worker_loop(); });
-    workers_.back().detach();  // lives as long as the process; never joined at exit
+  for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+}
+
+ParallelMemcpy::~ParallelMemcpy() {
+  {
+    std::lock_guard<std::mutex> lock(wake_mutex_);
+    stop_.store(true, std::memory_order_release);
+    generation_.fetch_add(1, std::memory_order_release);
   }
+  wake_.notify_all();
+  for (auto& w : workers_) w.join();
 }
 
 void ParallelMemcpy::run_pieces() {
@@ -49,6 +56,7 @@ void ParallelMemcpy::worker_loop() {
       g = generation_.load(std::memory_order_acquire);
     }
     seen = g;
+    if (stop_.load(std::memory_order_acquire)) return;
     run_pieces();
   }
 }

@@ -19,6 +19,9 @@ class ParallelMemcpy {
  public:
   // `threads` includes the caller: threads - 1 workers are started.
   explicit ParallelMemcpy(unsigned threads);
+  // Stops and joins the workers. (The shim never destroys its instance: it
+  // serves copies until the process ends.)
+  ~ParallelMemcpy();
   ParallelMemcpy(const ParallelMemcpy&) = delete;
   ParallelMemcpy& operator=(const ParallelMemcpy&) = delete;
 
@@ -42,6 +45,7 @@ class ParallelMemcpy {
   std::mutex wake_mutex_;
   std::condition_variable wake_;
   std::atomic<uint64_t> generation_{0};  // bumped per job; sleeping workers watch it
+  std::atomic<bool> stop_{false};
   Job job_;
   // Work tickets: generation (32 bits) | piece count (16) | next piece (16).
   // A piece is taken by a CAS on the whole ticket, so a worker that arrives
