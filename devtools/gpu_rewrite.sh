@@ -13,8 +13,17 @@ echo "== ctest -L gpu"
 (cd $B && timeout 150 ctest -L gpu --output-on-failure -j3 > $OUT/ctest.log 2>&1); echo "ctest rc=$?"
 grep -E "tests passed|\*\*\*|Skipped" $OUT/ctest.log | head -20
 grep -E "overlap|return" $OUT/ctest.log | head -20
+if [ "${BANDWIDTH:-1}" = 1 ]; then
 echo "== rewrite bandwidth (default CUXFER_STAGE_MIN)"
 timeout 150 bash bench/run_rewrite_bandwidth.sh --gpu --build-dir $B --rounds 2 --max-size 256M --raw $OUT/bw_raw.log 2>&1 | tail -45
+fi
+echo "== small copies through the runtime API: shim cost with and without stacks (5 interleaved rounds)"
+for r in 1 2 3 4 5; do
+  $B/bench/rewrite_bandwidth --max-size 4096 --reps 200 --label baseline
+  CUXFER_CUPTI=off LD_PRELOAD=$B/lib/libcuxfer.so $B/bench/rewrite_bandwidth --max-size 4096 --reps 200 --label shim_d16
+  CUXFER_CUPTI=off CUXFER_STACK_DEPTH=0 LD_PRELOAD=$B/lib/libcuxfer.so $B/bench/rewrite_bandwidth --max-size 4096 --reps 200 --label shim_d0
+  CUXFER_CUPTI=off CUXFER_REWRITE=pin LD_PRELOAD=$B/lib/libcuxfer.so $B/bench/rewrite_bandwidth --max-size 4096 --reps 200 --label rewrite_d16
+done 2>&1 | grep -E "mode=(pinned|pageable) " > $OUT/small.log; wc -l $OUT/small.log
 echo "== PyTorch 256 MiB, without and with the rewrite"
 cat > /tmp/fw.py <<'PY'
 import numpy as np, torch, time, hashlib
@@ -29,14 +38,21 @@ for rep in range(3):
     ts.append((t1, t2))
 t1 = sorted(a for a, b in ts)[1]; t2 = sorted(b for a, b in ts)[1]
 print(f"cuda(): {x.nbytes / t1 / 1e9:.2f} GB/s  cpu(): {x.nbytes / t2 / 1e9:.2f} GB/s  sha={hashlib.sha256(y.numpy().tobytes()).hexdigest()[:16]} equal={bool((y.numpy() == x).all())}")
-# training-style loop: pageable batches fed every step
+# training-style loop: pageable batches fed every step (seeded; warm-up outside the timed region)
+torch.manual_seed(0)
 w = torch.randn(4096, 1024, device="cuda")
 batches = [np.random.default_rng(i).standard_normal((512, 4096), dtype=np.float32) for i in range(8)]
-torch.cuda.synchronize(); t = time.perf_counter(); acc = 0.0
-for step in range(200):
-    b = torch.from_numpy(batches[step % 8]).cuda()
-    acc += float((b @ w).sum().cpu())
-torch.cuda.synchronize(); print(f"loop: {time.perf_counter() - t:.3f} s  result={acc:.6e}")
+def loop(steps):
+    acc = 0.0
+    for step in range(steps):
+        b = torch.from_numpy(batches[step % 8]).cuda()
+        acc += float((b @ w).sum().cpu())
+    return acc
+loop(8)
+times = []
+for rep in range(3):
+    torch.cuda.synchronize(); t = time.perf_counter(); acc = loop(100); torch.cuda.synchronize(); times.append(time.perf_counter() - t)
+print(f"loop: median {sorted(times)[1] * 1e3:.1f} ms per 100 steps  result={acc!r}")
 PY
 for mode in off pin; do
   echo "-- rewrite=$mode"
