@@ -299,7 +299,7 @@ bool run_dtoh(State& s, bool per_thread, CUdeviceptr dev, char* host, size_t byt
 }  // namespace
 
 bool enabled() {
-  static const bool on = config().rewrite_pin;
+  static const bool on = config().enabled && config().rewrite_pin;  // CUXFER_DISABLE wins
   return on && !state().disabled.load(std::memory_order_relaxed);
 }
 
