@@ -67,6 +67,17 @@ void describe_event(const CallDesc& d, trace::Event& e) {
 }
 
 uint32_t capture_callsite(Recorder& rec, void* return_address) {
+  if (rec.stack_depth() == 0) {
+    // Without stacks a call site is its return address alone: a loop calls
+    // from the same place again and again, so remember the last one.
+    static thread_local uint64_t last_address __attribute__((tls_model("initial-exec"))) = 0;
+    static thread_local uint32_t last_id __attribute__((tls_model("initial-exec"))) = 0;
+    auto address = reinterpret_cast<uint64_t>(return_address);
+    if (address == last_address && last_id != 0) return last_id;
+    last_id = rec.callsites().intern(&address, address ? 1 : 0);
+    last_address = address;
+    return last_id;
+  }
   uint64_t frames[CallSiteTable::kMaxDepth];
   uint32_t n = capture_stack(frames, rec.stack_depth(), return_address);
   return rec.callsites().intern(frames, n);

@@ -37,7 +37,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   if (ts.in_call) {
     // Nested: a driver hook under a runtime hook (or a runtime call that
     // re-enters the runtime). Refine the owner's description, don't record.
-    if (ts.runtime_owner && hook_entry(id).layer == Layer::Driver) {
+    if (ts.runtime_owner && layer_of(id) == Layer::Driver) {
       ts.driver_seen = true;
       rec.ensure_driver_attached();
       if (d.kind == ts.desc.kind &&
@@ -63,7 +63,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   }
 
   ts.in_call = true;
-  ts.runtime_owner = hook_entry(id).layer == Layer::Runtime;
+  ts.runtime_owner = layer_of(id) == Layer::Runtime;
   if (!ts.runtime_owner) rec.ensure_driver_attached();
   ts.driver_seen = false;
   ts.driver_contributed = false;

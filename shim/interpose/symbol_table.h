@@ -34,6 +34,17 @@ struct HookEntry {
 };
 
 const HookEntry& hook_entry(HookId id);
+
+// The layer of each hook, known at compile time (the hot path asks per call).
+inline constexpr Layer kHookLayer[] = {
+#define CUXFER_DRIVER(n) Layer::Driver,
+#define CUXFER_RUNTIME(n) Layer::Runtime,
+#include "interpose/hook_list.def"
+#undef CUXFER_DRIVER
+#undef CUXFER_RUNTIME
+};
+static_assert(sizeof(kHookLayer) / sizeof(kHookLayer[0]) == kHookCount);
+constexpr Layer layer_of(HookId id) { return kHookLayer[static_cast<size_t>(id)]; }
 // Exact-name lookup; null if the name is not interposed.
 const HookEntry* find_hook(const char* name);
 inline HookId id_of(const HookEntry& e) { return static_cast<HookId>(&e - &hook_entry(HookId{0})); }
