@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/cli/export_command.h"
 #include "analyzer/cli/options.h"
 #include "analyzer/cli/report_command.h"
 #include "analyzer/launcher/record_command.h"
@@ -20,8 +21,11 @@ Commands:
   record [options] -- COMMAND [ARGS...]
                  run COMMAND with the cuxfer shim preloaded; writes one trace
                  per process that uses CUDA
-  report [--json] [--top N] [-o FILE] TRACE...
+  report [--json|--csv] [--top N] [-o FILE] TRACE...
                  read traces and report totals, call sites and findings
+  export --perfetto FILE TRACE...
+                 write the calls and GPU activity as Chrome/Perfetto
+                 trace-event JSON (ui.perfetto.dev, chrome://tracing)
   help [COMMAND] show help for a command
 
 Options:
@@ -40,6 +44,8 @@ int help_for(const std::string& command) {
     std::fputs(cuxfer::launcher::kRecordHelp, stdout);
   } else if (command == "report") {
     std::fputs(cuxfer::cli::kReportHelp, stdout);
+  } else if (command == "export") {
+    std::fputs(cuxfer::cli::kExportHelp, stdout);
   } else {
     std::fprintf(stderr, "cuxfer: no command '%s' (commands: record, report)\n", command.c_str());
     return cuxfer::cli::kExitUsage;
@@ -74,6 +80,7 @@ int main(int argc, char** argv) {
   }
   if (command == "record") return cuxfer::launcher::run_record(std::move(rest));
   if (command == "report") return cuxfer::cli::run_report(std::move(rest));
+  if (command == "export") return cuxfer::cli::run_export(std::move(rest));
   if (command.size() > 1 && command[0] == '-') {
     std::fprintf(stderr, "cuxfer: unknown option '%s' (try 'cuxfer --help')\n", command.c_str());
     return cuxfer::cli::kExitUsage;

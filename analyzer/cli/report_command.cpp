@@ -13,6 +13,7 @@
 #include "analyzer/analyses/report.h"
 #include "analyzer/cli/options.h"
 #include "analyzer/model/job.h"
+#include "analyzer/render/csv_renderer.h"
 #include "analyzer/render/json_renderer.h"
 #include "analyzer/render/text_renderer.h"
 #include "analyzer/render/units.h"
@@ -29,6 +30,8 @@ memory kind, pageable share, calls per API, top call sites, and findings.
 
 Options:
   --json          write the report as JSON (schema cuxfer.report/1, docs/report.md)
+  --csv           write the call-site table as CSV (one row per call site,
+                  exact integers; columns in docs/cli.md)
   --top N         call sites listed in the text report (default 10); with
                   --json, limits the call sites listed (default: all)
   -o, --output FILE
@@ -41,22 +44,20 @@ Options:
 Exit status: 0 report written; 1 no trace could be read; 2 usage error.
 )";
 
-namespace {
-
-bool write_output(const std::string& path, const std::string& text) {
+bool write_output(const std::string& path, const std::string& text, const char* command) {
   if (path.empty() || path == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return std::fflush(stdout) == 0;
   }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) {
-    std::fprintf(stderr, "cuxfer report: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+    std::fprintf(stderr, "%s: cannot write %s: %s\n", command, path.c_str(), std::strerror(errno));
     return false;
   }
   out << text;
   out.close();
   if (!out) {
-    std::fprintf(stderr, "cuxfer report: cannot write %s\n", path.c_str());
+    std::fprintf(stderr, "%s: cannot write %s\n", command, path.c_str());
     return false;
   }
   return true;
@@ -90,11 +91,9 @@ std::vector<std::string> expand_directories(const std::vector<std::string>& path
   return out;
 }
 
-}  // namespace
-
 int run_report(std::vector<std::string> args) {
   ArgReader in("cuxfer report", std::move(args));
-  bool json = false, symbols = true;
+  bool json = false, csv = false, symbols = true;
   std::optional<size_t> top;
   std::string output, sysroot;
   std::vector<std::string> paths;
@@ -111,6 +110,8 @@ int run_report(std::vector<std::string> args) {
       return 0;
     } else if (in.flag("json")) {
       json = true;
+    } else if (in.flag("csv")) {
+      csv = true;
     } else if (in.flag("no-symbols")) {
       symbols = false;
     } else if (in.option("top", 0, value)) {
@@ -132,9 +133,13 @@ int run_report(std::vector<std::string> args) {
     std::fprintf(stderr, "%s\n", in.error().c_str());
     return kExitUsage;
   }
+  if (json && csv) {
+    std::fprintf(stderr, "cuxfer report: --json and --csv exclude each other\n");
+    return kExitUsage;
+  }
   if (paths.empty()) {
     std::fprintf(stderr,
-                 "cuxfer report: no trace given (usage: cuxfer report [--json] [--top N] "
+                 "cuxfer report: no trace given (usage: cuxfer report [--json|--csv] [--top N] "
                  "[-o FILE] TRACE...)\n");
     return kExitUsage;
   }
@@ -153,7 +158,9 @@ int run_report(std::vector<std::string> args) {
   for (const auto& e : errors) report.notes.push_back("skipped " + e);
 
   std::string text;
-  if (json) {
+  if (csv) {
+    text = render::render_callsites_csv(report, job);
+  } else if (json) {
     text = render::render_json(report, {top});
   } else {
     render::TextOptions o;
@@ -161,7 +168,7 @@ int run_report(std::vector<std::string> args) {
     o.top_sites = top.value_or(10);
     text = render::render_text(report, o);
   }
-  return write_output(output, text) ? 0 : 1;
+  return write_output(output, text, "cuxfer report") ? 0 : 1;
 }
 
 }  // namespace cuxfer::cli

@@ -100,7 +100,7 @@ std::unordered_map<uint32_t, uint32_t> build_sites(uint32_t process_index, const
 // concurrent streams of equal-sized copies of the same class may swap GPU
 // times, which is why the report says how the join was made.
 uint64_t join_gpu_by_time(const trace::Trace& t, std::vector<Call>& calls, size_t first,
-                          uint64_t* without_id) {
+                          uint64_t* without_id, std::vector<uint32_t>& record_call) {
   std::vector<const trace::GpuRecord*> records;
   for (const auto& r : t.gpu_records) {
     auto kind = static_cast<trace::GpuRecordKind>(r.kind);
@@ -138,6 +138,7 @@ uint64_t join_gpu_by_time(const trace::Trace& t, std::vector<Call>& calls, size_
       c->gpu_ns = c->gpu_end_ns > c->gpu_begin_ns ? c->gpu_end_ns - c->gpu_begin_ns : 0;
       c->gpu_records += 1;
       c->gpu_bytes += r->bytes;
+      record_call[static_cast<size_t>(r - t.gpu_records.data())] = static_cast<uint32_t>(c - calls.data());
       ++joined;
       break;
     }
@@ -146,6 +147,9 @@ uint64_t join_gpu_by_time(const trace::Trace& t, std::vector<Call>& calls, size_
   for (Call* c : candidates)
     if (c->staged() && c->gpu_records > 0 && c->gpu_bytes != c->bytes()) {
       joined -= c->gpu_records;
+      const auto index = static_cast<uint32_t>(c - calls.data());
+      for (auto& rc : record_call)
+        if (rc == index) rc = kNoCall;
       c->gpu_ns = 0;
       c->gpu_records = 0;
       c->gpu_bytes = 0;
@@ -173,6 +177,8 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
     auto site_of_id = build_sites(pi, p.trace, symbolizer, job.sites);
     const size_t first_call = job.calls.size();
     auto gpu = p.gpu_timing ? index_gpu_records(p.trace) : std::unordered_map<uint32_t, GpuSum>{};
+    p.gpu_record_call.assign(p.trace.gpu_records.size(), kNoCall);
+    std::unordered_map<uint32_t, uint32_t> call_of_correlation;  // claimed ids
     std::vector<bool> shim_api(p.trace.api_names.size(), false);
     for (size_t i = 0; i < p.trace.api_names.size(); ++i)
       shim_api[i] = p.trace.api_names[i].rfind(kShimApiPrefix, 0) == 0;
@@ -193,13 +199,24 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
           c.gpu_ns = it->second.ns;
           c.gpu_records = it->second.records;
           it->second.claimed = true;
+          call_of_correlation[e.correlation_id] = static_cast<uint32_t>(job.calls.size());
         }
       }
       job.calls.push_back(c);
     }
+    for (size_t ri = 0; ri < p.trace.gpu_records.size() && !call_of_correlation.empty(); ++ri) {
+      const trace::GpuRecord& r = p.trace.gpu_records[ri];
+      auto kind = static_cast<trace::GpuRecordKind>(r.kind);
+      if (r.correlation_id == 0 ||
+          (kind != trace::GpuRecordKind::Memcpy && kind != trace::GpuRecordKind::Memset))
+        continue;
+      if (auto it = call_of_correlation.find(r.correlation_id); it != call_of_correlation.end())
+        p.gpu_record_call[ri] = it->second;
+    }
     if (p.gpu_timing) {
       uint64_t without_id = 0;
-      p.gpu_records_joined_by_time = join_gpu_by_time(p.trace, job.calls, first_call, &without_id);
+      p.gpu_records_joined_by_time =
+          join_gpu_by_time(p.trace, job.calls, first_call, &without_id, p.gpu_record_call);
       p.gpu_records_unmatched += without_id - p.gpu_records_joined_by_time;
       if (p.gpu_records_joined_by_time > 0)
         job.notes.push_back(

@@ -16,6 +16,7 @@
 namespace cuxfer::model {
 
 inline constexpr uint32_t kNoSite = std::numeric_limits<uint32_t>::max();
+inline constexpr uint32_t kNoCall = std::numeric_limits<uint32_t>::max();
 
 struct Process {
   trace::Trace trace;
@@ -25,6 +26,9 @@ struct Process {
   uint64_t gpu_records_unmatched = 0;       // GPU copy/memset records no event claimed
   uint64_t events_without_gpu = 0;          // events flagged GPU-expected that got no record
   uint64_t gpu_records_joined_by_time = 0;  // records without a correlation id, joined by time
+  // Per trace.gpu_records entry: the index into Job::calls of the call it was
+  // joined to, or kNoCall (unjoined, kernel, or no GPU timing).
+  std::vector<uint32_t> gpu_record_call;
 
   uint32_t pid() const { return trace.has_process ? trace.process.pid : 0; }
   // CLOCK_REALTIME of a CLOCK_MONOTONIC timestamp of this process (processes

@@ -74,6 +74,26 @@ PY
     "$make_trace" busy job/cuxfer-a-1.trace && "$make_trace" clean job/cuxfer-a-2.trace || fail "make_test_trace"
     run "$cuxfer" report job; expect_rc 0; expect_in out "processes 4242, 4242"
     run "$cuxfer" report emptydir; expect_rc 1; expect_lines err 1; expect_in err "no cuxfer-*.trace" ;;
+  export-perfetto)
+    "$make_trace" gpu gpu.trace || fail "make_test_trace"
+    run "$cuxfer" export --perfetto p.json gpu.trace; expect_rc 0; expect_lines out 0
+    python3 - p.json <<'PY' || fail "Perfetto JSON content"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+x = [e for e in ev if e["ph"] == "X"]
+assert len(x) == 2 * 1205, len(x)
+assert len([e for e in ev if e["ph"] == "s"]) == 1205 and len([e for e in ev if e["ph"] == "f"]) == 1205
+assert any(e["ph"] == "M" and e["name"] == "thread_name" and e["args"]["name"].startswith("GPU ") for e in ev)
+PY
+    run "$cuxfer" export --perfetto p.json missing.trace; expect_rc 1; expect_lines err 1; expect_in err "missing.trace"
+    run "$cuxfer" export gpu.trace; expect_rc 2; expect_lines err 1
+    run "$cuxfer" export --help; expect_rc 0; expect_in out "Usage: cuxfer export" ;;
+  report-csv)
+    "$make_trace" busy busy.trace || fail "make_test_trace"
+    run "$cuxfer" report --csv busy.trace; expect_rc 0; expect_lines out 3
+    expect_in out "pid,site_id,function,file,line,module,offset,class,calls,bytes,cpu_blocked_ns,gpu_ns,staged_bytes"
+    expect_in out ",1200,4800,"
+    run "$cuxfer" report --csv --json busy.trace; expect_rc 2; expect_lines err 1 ;;
   record-exit-status)
     run "$cuxfer" record --shim "$fake_shim" -- sh -c 'exit 3'; expect_rc 3
     expect_in err "cuxfer: wrote 1 trace(s):"; expect_in err "cuxfer: see the report with: cuxfer report cuxfer-"

@@ -1,0 +1,89 @@
+#include "analyzer/cli/export_command.h"
+
+#include <cstdio>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "analyzer/cli/options.h"
+#include "analyzer/cli/report_command.h"
+#include "analyzer/model/job.h"
+#include "analyzer/render/perfetto_renderer.h"
+#include "analyzer/symbolize/symbolizer.h"
+
+namespace cuxfer::cli {
+
+const char* const kExportHelp =
+    R"(Usage: cuxfer export --perfetto FILE [options] TRACE...
+
+Writes the recorded calls of one or more cuxfer traces (a directory stands for
+the cuxfer-*.trace files in it) as Chrome/Perfetto trace-event JSON, for
+ui.perfetto.dev or chrome://tracing: one slice per call on its process and
+thread, GPU copies and memsets (CUPTI records) on one track per device and
+stream, and an arrow from each call to its GPU records. Times are
+microseconds since the job's earliest event.
+
+Options:
+  --perfetto FILE write the trace-event JSON to FILE ('-': standard output)
+  --no-symbols    do not open the traced binaries; name frames module+offset
+  --sysroot DIR   look for the traced binaries under DIR first
+  -h, --help      show this help
+
+Exit status: 0 written; 1 no trace could be read; 2 usage error.
+)";
+
+int run_export(std::vector<std::string> args) {
+  ArgReader in("cuxfer export", std::move(args));
+  bool symbols = true, have_output = false;
+  std::string output, sysroot;
+  std::vector<std::string> paths;
+  while (!in.done() && !in.failed()) {
+    if (in.end_of_options()) {
+      for (auto& p : in.rest()) paths.push_back(std::move(p));
+      break;
+    }
+    std::string value;
+    if (!in.at_option()) {
+      paths.push_back(in.take());
+    } else if (in.flag("help", 'h')) {
+      std::fputs(kExportHelp, stdout);
+      return 0;
+    } else if (in.flag("no-symbols")) {
+      symbols = false;
+    } else if (in.option("perfetto", 0, value)) {
+      output = value;
+      have_output = true;
+    } else if (in.option("sysroot", 0, value)) {
+      sysroot = value;
+      while (sysroot.size() > 1 && sysroot.back() == '/') sysroot.pop_back();
+    } else if (!in.failed()) {
+      std::fprintf(stderr, "%s\n", in.unknown_option().c_str());
+      return kExitUsage;
+    }
+  }
+  if (in.failed()) {
+    std::fprintf(stderr, "%s\n", in.error().c_str());
+    return kExitUsage;
+  }
+  if (!have_output || output.empty()) {
+    std::fprintf(stderr, "cuxfer export: no format given (usage: cuxfer export --perfetto FILE TRACE...)\n");
+    return kExitUsage;
+  }
+  if (paths.empty()) {
+    std::fprintf(stderr, "cuxfer export: no trace given (usage: cuxfer export --perfetto FILE TRACE...)\n");
+    return kExitUsage;
+  }
+  std::vector<std::string> errors;
+  std::set<std::string> seen;
+  std::vector<std::string> unique;
+  for (const auto& p : expand_directories(paths, errors))
+    if (seen.insert(p).second) unique.push_back(p);
+  auto traces = model::read_traces(unique, errors);
+  for (const auto& e : errors) std::fprintf(stderr, "cuxfer export: %s\n", e.c_str());
+  if (traces.empty()) return 1;
+  auto symbolizer = symbolize::make_symbolizer(symbols, sysroot);
+  model::Job job = model::build_job(std::move(traces), *symbolizer);
+  return write_output(output, render::render_perfetto(job), "cuxfer export") ? 0 : 1;
+}
+
+}  // namespace cuxfer::cli

@@ -1,0 +1,39 @@
+#include "analyzer/render/csv_renderer.h"
+
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace cuxfer::render {
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+std::string render_callsites_csv(const analyses::Report& report, const model::Job& job) {
+  std::vector<uint64_t> staged(job.sites.size(), 0);
+  for (const auto& c : job.calls)
+    if (c.kind() == trace::EventKind::Copy && c.site != model::kNoSite && c.site < staged.size() &&
+        !c.failed() && c.staged())
+      staged[c.site] += c.bytes();
+  std::string out =
+      "pid,site_id,function,file,line,module,offset,class,calls,bytes,cpu_blocked_ns,gpu_ns,staged_bytes\n";
+  for (const auto& s : report.callsites) {
+    const uint64_t staged_bytes = s.id >= 1 && s.id - 1 < staged.size() ? staged[s.id - 1] : 0;
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", s.pid, s.id, csv_field(s.frame.function),
+                       csv_field(s.frame.file), s.frame.line > 0 ? std::to_string(s.frame.line) : "",
+                       csv_field(s.frame.module), s.frame.has_module() ? fmt::format("{:#x}", s.frame.offset) : "",
+                       csv_field(s.main_class), s.calls, s.bytes, s.cpu_blocked_ns,
+                       s.gpu_ns ? std::to_string(*s.gpu_ns) : "", staged_bytes);
+  }
+  return out;
+}
+
+}  // namespace cuxfer::render

@@ -1,0 +1,205 @@
+#include "analyzer/render/perfetto_renderer.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace cuxfer::render {
+namespace {
+
+using nlohmann::json;
+
+const char* category(trace::EventKind k) {
+  switch (k) {
+    case trace::EventKind::Copy: return "copy";
+    case trace::EventKind::Memset: return "memset";
+    case trace::EventKind::DeviceAlloc:
+    case trace::EventKind::ManagedAlloc:
+    case trace::EventKind::HostAlloc: return "alloc";
+    case trace::EventKind::DeviceFree:
+    case trace::EventKind::HostFree: return "free";
+    case trace::EventKind::HostRegister:
+    case trace::EventKind::HostUnregister: return "register";
+  }
+  return "other";
+}
+
+// CUpti_ActivityMemcpyKind, as the short direction names the report uses.
+const char* cupti_copy_kind(unsigned k) {
+  switch (k) {
+    case 1: return "H2D";
+    case 2: return "D2H";
+    case 3: return "H2A";
+    case 4: return "A2H";
+    case 5: return "A2A";
+    case 6: return "A2D";
+    case 7: return "D2A";
+    case 8: return "D2D";
+    case 9: return "H2H";
+    case 10: return "P2P";
+  }
+  return "";
+}
+
+std::string gpu_name(const trace::GpuRecord& r) {
+  switch (static_cast<trace::GpuRecordKind>(r.kind)) {
+    case trace::GpuRecordKind::Memcpy: {
+      const char* dir = cupti_copy_kind(r.cupti_copy_kind);
+      return *dir ? fmt::format("memcpy {}", dir) : std::string("memcpy");
+    }
+    case trace::GpuRecordKind::Memset: return "memset";
+    case trace::GpuRecordKind::Kernel: return "kernel";
+  }
+  return "gpu";
+}
+
+std::string basename(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Microseconds since `base`, nanoseconds kept as the fraction.
+double us(uint64_t ns, uint64_t base) {
+  return ns >= base ? static_cast<double>(ns - base) / 1000.0 : -static_cast<double>(base - ns) / 1000.0;
+}
+double dur_us(uint64_t begin, uint64_t end) {
+  return end > begin ? static_cast<double>(end - begin) / 1000.0 : 0.0;
+}
+
+json metadata(const char* name, uint32_t pid, uint32_t tid, json args) {
+  json m = {{"ph", "M"}, {"name", name}, {"pid", pid}, {"tid", tid}, {"args", std::move(args)}};
+  return m;
+}
+
+json call_event(const model::Job& job, const model::Call& c, uint32_t pid, uint64_t base, bool shim) {
+  const trace::Event& e = *c.event;
+  const trace::Trace& t = job.processes[c.process].trace;
+  json args = {{"bytes", e.bytes}};
+  if (c.kind() == trace::EventKind::Copy || c.kind() == trace::EventKind::Memset) {
+    args["direction"] = trace::to_string(c.cls.direction);
+    args["host_memory"] = trace::to_string(c.cls.memory);
+    args["stream"] = fmt::format("{:#x}", e.stream);
+  }
+  args["device"] = static_cast<int>(e.device);
+  if (c.site != model::kNoSite) {
+    const symbolize::Frame& f = job.sites[c.site].frame;
+    args["callsite"] = f.display();
+    if (!f.function.empty()) args["function"] = f.function;
+    if (!f.file.empty()) args["file"] = f.line > 0 ? fmt::format("{}:{}", f.file, f.line) : f.file;
+    if (f.has_module()) args["module"] = fmt::format("{}+{:#x}", f.module, f.offset);
+  }
+  args["result"] = e.result;
+  if (c.failed()) args["failed"] = true;
+  if (c.async()) args["async"] = true;
+  if (c.staged()) args["staged"] = true;
+  if (c.registered()) args["registered"] = true;
+  if (c.has_gpu_time()) args["gpu_ns"] = c.gpu_ns;
+  if (shim) args["shim"] = true;
+  return {{"ph", "X"},
+          {"name", t.api_name(e.api)},
+          {"cat", shim ? std::string("shim") : std::string(category(c.kind()))},
+          {"pid", pid},
+          {"tid", e.thread_id},
+          {"ts", us(e.t_enter_ns, base)},
+          {"dur", dur_us(e.t_enter_ns, e.t_exit_ns)},
+          {"args", std::move(args)}};
+}
+
+}  // namespace
+
+std::string render_perfetto(const model::Job& job) {
+  uint64_t base = std::numeric_limits<uint64_t>::max();
+  auto see = [&](uint64_t ns) { base = std::min(base, ns); };
+  for (const auto& c : job.calls) see(c.event->t_enter_ns);
+  for (const auto& c : job.shim_calls) see(c.event->t_enter_ns);
+  for (const auto& p : job.processes)
+    for (const auto& r : p.trace.gpu_records) see(r.start_ns);
+  if (base == std::numeric_limits<uint64_t>::max()) base = 0;
+
+  json events = json::array();
+  std::vector<json> timed;
+  uint64_t next_flow = 1;
+  bool simulated_any = false;
+
+  for (uint32_t pi = 0; pi < job.processes.size(); ++pi) {
+    const model::Process& p = job.processes[pi];
+    const trace::Trace& t = p.trace;
+    // Two traces of one pid (pid reuse, or the same trace given twice) get
+    // distinct pids in the output: the process index above 2^31.
+    uint32_t pid = p.pid();
+    for (uint32_t pj = 0; pj < pi; ++pj)
+      if (job.processes[pj].pid() == pid) pid = 0x80000000u + pi;
+    const bool simulated = t.has_status && t.status.simulated;
+    simulated_any |= simulated;
+    std::string pname = t.has_process ? basename(t.process.exe) : basename(t.path);
+    pname += fmt::format(" (pid {})", p.pid());
+    if (simulated) pname += " [simulated]";
+    events.push_back(metadata("process_name", pid, 0, {{"name", pname}}));
+    events.push_back(metadata("process_sort_index", pid, 0, {{"sort_index", pi}}));
+
+    std::map<uint32_t, bool> threads;
+    for (const auto& e : t.events) threads[e.thread_id] = true;
+    for (const auto& [tid, _] : threads)
+      events.push_back(metadata("thread_name", pid, tid,
+                                {{"name", tid == p.pid() ? fmt::format("main {}", tid)
+                                                         : fmt::format("thread {}", tid)}}));
+
+    // GPU tracks, one per (device, stream), in first-seen order.
+    std::map<std::pair<uint32_t, uint32_t>, uint32_t> track_of;
+    for (size_t ri = 0; ri < t.gpu_records.size(); ++ri) {
+      const trace::GpuRecord& r = t.gpu_records[ri];
+      auto key = std::make_pair(r.device, r.stream_id);
+      auto [it, inserted] = track_of.try_emplace(key, kGpuTrackTidBase + static_cast<uint32_t>(track_of.size()));
+      if (inserted) {
+        events.push_back(metadata("thread_name", pid, it->second,
+                                  {{"name", fmt::format("GPU {} stream {}", r.device, r.stream_id)}}));
+        events.push_back(metadata("thread_sort_index", pid, it->second, {{"sort_index", it->second}}));
+      }
+      json args = {{"bytes", r.bytes}, {"device", r.device}, {"stream_id", r.stream_id}};
+      if (r.correlation_id) args["correlation_id"] = r.correlation_id;
+      if (static_cast<trace::GpuRecordKind>(r.kind) == trace::GpuRecordKind::Memcpy) {
+        args["src_memory"] = trace::to_string(static_cast<trace::MemKind>(r.src_kind));
+        args["dst_memory"] = trace::to_string(static_cast<trace::MemKind>(r.dst_kind));
+      }
+      timed.push_back({{"ph", "X"},
+                       {"name", gpu_name(r)},
+                       {"cat", "gpu"},
+                       {"pid", pid},
+                       {"tid", it->second},
+                       {"ts", us(r.start_ns, base)},
+                       {"dur", dur_us(r.start_ns, r.end_ns)},
+                       {"args", std::move(args)}});
+      const uint32_t ci = ri < p.gpu_record_call.size() ? p.gpu_record_call[ri] : model::kNoCall;
+      if (ci == model::kNoCall || ci >= job.calls.size()) continue;
+      const trace::Event& e = *job.calls[ci].event;
+      const uint64_t id = next_flow++;
+      timed.push_back({{"ph", "s"}, {"name", "call to GPU"}, {"cat", "flow"}, {"id", id},
+                       {"pid", pid}, {"tid", e.thread_id}, {"ts", us(e.t_enter_ns, base)}});
+      timed.push_back({{"ph", "f"}, {"bp", "e"}, {"name", "call to GPU"}, {"cat", "flow"}, {"id", id},
+                       {"pid", pid}, {"tid", it->second}, {"ts", us(r.start_ns, base)}});
+    }
+    for (const auto& c : job.calls)
+      if (c.process == pi) timed.push_back(call_event(job, c, pid, base, false));
+    for (const auto& c : job.shim_calls)
+      if (c.process == pi) timed.push_back(call_event(job, c, pid, base, true));
+  }
+  std::stable_sort(timed.begin(), timed.end(), [](const json& a, const json& b) {
+    return a["ts"].get<double>() < b["ts"].get<double>();
+  });
+  for (auto& e : timed) events.push_back(std::move(e));
+
+  json out = {{"traceEvents", std::move(events)},
+              {"displayTimeUnit", "ns"},
+              {"otherData",
+               {{"generator", "cuxfer export"},
+                {"version", CUXFER_VERSION},
+                {"simulated", simulated_any},
+                {"time_base_monotonic_ns", base}}}};
+  return out.dump() + "\n";
+}
+
+}  // namespace cuxfer::render

@@ -1,0 +1,22 @@
+// The job as Chrome/Perfetto trace-event JSON (the JSON Object Format with
+// "traceEvents"), loadable in ui.perfetto.dev and chrome://tracing: one
+// complete event per recorded call on its process/thread, GPU copy/memset
+// records on one track per device and stream, and flow arrows from each call
+// to the GPU records the model joined to it. docs/cli.md describes the layout.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "analyzer/model/job.h"
+
+namespace cuxfer::render {
+
+// Synthetic thread ids of GPU tracks start here (above any Linux tid).
+inline constexpr uint32_t kGpuTrackTidBase = 0x40000000;
+
+// Timestamps are microseconds (with nanosecond fractions) since the earliest
+// call or GPU record of the job: all traces of a job share CLOCK_MONOTONIC.
+std::string render_perfetto(const model::Job& job);
+
+}  // namespace cuxfer::render
