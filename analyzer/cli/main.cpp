@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/cli/diff_command.h"
 #include "analyzer/cli/export_command.h"
 #include "analyzer/cli/options.h"
 #include "analyzer/cli/report_command.h"
@@ -26,6 +27,9 @@ Commands:
   export --perfetto FILE TRACE...
                  write the calls and GPU activity as Chrome/Perfetto
                  trace-event JSON (ui.perfetto.dev, chrome://tracing)
+  diff [--json] [-o FILE] BASE NEW
+                 compare two runs of the same workload (e.g. without and with
+                 --rewrite=pin) call site by call site; time recovered
   help [COMMAND] show help for a command
 
 Options:
@@ -46,8 +50,10 @@ int help_for(const std::string& command) {
     std::fputs(cuxfer::cli::kReportHelp, stdout);
   } else if (command == "export") {
     std::fputs(cuxfer::cli::kExportHelp, stdout);
+  } else if (command == "diff") {
+    std::fputs(cuxfer::cli::kDiffHelp, stdout);
   } else {
-    std::fprintf(stderr, "cuxfer: no command '%s' (commands: record, report)\n", command.c_str());
+    std::fprintf(stderr, "cuxfer: no command '%s' (commands: record, report, diff)\n", command.c_str());
     return cuxfer::cli::kExitUsage;
   }
   return 0;
@@ -81,11 +87,12 @@ int main(int argc, char** argv) {
   if (command == "record") return cuxfer::launcher::run_record(std::move(rest));
   if (command == "report") return cuxfer::cli::run_report(std::move(rest));
   if (command == "export") return cuxfer::cli::run_export(std::move(rest));
+  if (command == "diff") return cuxfer::cli::run_diff(std::move(rest));
   if (command.size() > 1 && command[0] == '-') {
     std::fprintf(stderr, "cuxfer: unknown option '%s' (try 'cuxfer --help')\n", command.c_str());
     return cuxfer::cli::kExitUsage;
   }
-  std::fprintf(stderr, "cuxfer: unknown command '%s' (commands: record, report; try 'cuxfer --help')\n",
+  std::fprintf(stderr, "cuxfer: unknown command '%s' (commands: record, report, diff; try 'cuxfer --help')\n",
                command.c_str());
   return cuxfer::cli::kExitUsage;
 }

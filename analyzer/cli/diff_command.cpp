@@ -1,0 +1,165 @@
+#include "analyzer/cli/diff_command.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "analyzer/analyses/diff.h"
+#include "analyzer/cli/options.h"
+#include "analyzer/model/job.h"
+#include "analyzer/render/diff_renderer.h"
+#include "analyzer/render/units.h"
+#include "analyzer/symbolize/symbolizer.h"
+
+namespace cuxfer::cli {
+
+const char* const kDiffHelp =
+    R"(Usage: cuxfer diff [options] BASE NEW
+
+Compares two runs of the same workload, e.g. without and with
+`cuxfer record --rewrite=pin`. BASE and NEW are each one trace or a directory
+of cuxfer-*.trace files (all the processes of one job). Call sites are matched
+by symbol (module, function, file:line; module+offset when unsymbolized), not
+by address. Reports per call site and in total: copies, bytes moved by DMA,
+bytes staged on the CPU by cuxfer, CPU-blocked time, GPU time (when both runs
+have it), wall time, and the time recovered (base minus new CPU-blocked time,
+measured). Warns when the two runs did not do the same work.
+
+Options:
+  --json          write the comparison as JSON (schema cuxfer.diff/1, docs/report.md)
+  --top N         matched call sites listed in the text output (default 10)
+  -o, --output FILE
+                  write to FILE instead of standard output
+  --no-symbols    do not open the traced binaries; name frames module+offset
+  --sysroot DIR   look for the traced binaries under DIR first
+  -h, --help      show this help
+
+Exit status: 0 comparison written; 1 a run has no readable trace; 2 usage error.
+)";
+
+namespace {
+
+bool write_output(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return std::fflush(stdout) == 0;
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (out) out << text;
+  if (out) out.close();
+  if (!out) {
+    std::fprintf(stderr, "cuxfer diff: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+// One trace, or a directory standing for the cuxfer-*.trace files in it (as
+// `cuxfer report` reads it).
+std::vector<std::string> expand(const std::string& p, std::vector<std::string>& errors) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(p, ec)) return {p};
+  std::vector<std::string> found;
+  for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.starts_with("cuxfer-") && name.ends_with(".trace") && it->is_regular_file(ec))
+      found.push_back(it->path().string());
+  }
+  if (ec)
+    errors.push_back(fmt::format("{}: cannot list: {}", p, ec.message()));
+  else if (found.empty())
+    errors.push_back(fmt::format("{}: directory holds no cuxfer-*.trace file", p));
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+}  // namespace
+
+int run_diff(std::vector<std::string> args) {
+  ArgReader in("cuxfer diff", std::move(args));
+  bool json = false, symbols = true;
+  size_t top = 10;
+  std::string output, sysroot;
+  std::vector<std::string> paths;
+  while (!in.done() && !in.failed()) {
+    if (in.end_of_options()) {
+      for (auto& p : in.rest()) paths.push_back(std::move(p));
+      break;
+    }
+    std::string value;
+    if (!in.at_option()) {
+      paths.push_back(in.take());
+    } else if (in.flag("help", 'h')) {
+      std::fputs(kDiffHelp, stdout);
+      return 0;
+    } else if (in.flag("json")) {
+      json = true;
+    } else if (in.flag("no-symbols")) {
+      symbols = false;
+    } else if (in.option("top", 0, value)) {
+      uint64_t n = 0;
+      if (!parse_unsigned(value, n) || n > 1000000) in.fail(fmt::format("--top needs a count, got '{}'", value));
+      top = static_cast<size_t>(n);
+    } else if (in.option("output", 'o', value)) {
+      output = value;
+    } else if (in.option("sysroot", 0, value)) {
+      sysroot = value;
+      while (sysroot.size() > 1 && sysroot.back() == '/') sysroot.pop_back();
+    } else if (!in.failed()) {
+      std::fprintf(stderr, "%s\n", in.unknown_option().c_str());
+      return kExitUsage;
+    }
+  }
+  if (in.failed()) {
+    std::fprintf(stderr, "%s\n", in.error().c_str());
+    return kExitUsage;
+  }
+  if (paths.size() != 2) {
+    std::fprintf(stderr, "cuxfer diff: needs two runs, BASE and NEW (usage: cuxfer diff [--json] [-o FILE] BASE NEW)\n");
+    return kExitUsage;
+  }
+  auto symbolizer = symbolize::make_symbolizer(symbols, sysroot);
+  std::vector<model::Job> jobs;
+  std::vector<std::vector<std::string>> used(2);
+  std::vector<std::string> skipped;
+  for (size_t i = 0; i < 2; ++i) {
+    std::vector<std::string> errors;
+    std::vector<std::string> files = expand(paths[i], errors);
+    auto traces = model::read_traces(files, errors);
+    for (const auto& e : errors) {
+      std::fprintf(stderr, "cuxfer diff: %s\n", e.c_str());
+      skipped.push_back("skipped " + e);
+    }
+    if (traces.empty()) {
+      std::fprintf(stderr, "cuxfer diff: %s: no trace could be read (%s run)\n", paths[i].c_str(),
+                   i == 0 ? "base" : "new");
+      return 1;
+    }
+    for (const auto& t : traces) used[i].push_back(t.path);
+    jobs.push_back(model::build_job(std::move(traces), *symbolizer));
+  }
+  analyses::Diff d = analyses::diff_jobs(jobs[0], jobs[1]);
+  d.base.traces = used[0];
+  d.now.traces = used[1];
+  for (auto& s : skipped) d.notes.push_back(std::move(s));
+
+  std::string text;
+  if (json) {
+    text = render::render_diff_json(d);
+  } else {
+    render::DiffTextOptions o;
+    o.width = output.empty() || output == "-" ? render::terminal_width() : 100;
+    o.top_sites = top;
+    text = render::render_diff_text(d, o);
+  }
+  return write_output(output, text) ? 0 : 1;
+}
+
+}  // namespace cuxfer::cli
