@@ -1,17 +1,13 @@
 #include "analyzer/cli/diff_command.h"
 
-#include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <optional>
 
 #include <fmt/format.h>
 
 #include "analyzer/analyses/diff.h"
 #include "analyzer/cli/options.h"
+#include "analyzer/cli/report_command.h"
 #include "analyzer/model/job.h"
 #include "analyzer/render/diff_renderer.h"
 #include "analyzer/render/units.h"
@@ -42,45 +38,6 @@ Options:
 
 Exit status: 0 comparison written; 1 a run has no readable trace; 2 usage error.
 )";
-
-namespace {
-
-bool write_output(const std::string& path, const std::string& text) {
-  if (path.empty() || path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return std::fflush(stdout) == 0;
-  }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (out) out << text;
-  if (out) out.close();
-  if (!out) {
-    std::fprintf(stderr, "cuxfer diff: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
-    return false;
-  }
-  return true;
-}
-
-// One trace, or a directory standing for the cuxfer-*.trace files in it (as
-// `cuxfer report` reads it).
-std::vector<std::string> expand(const std::string& p, std::vector<std::string>& errors) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::is_directory(p, ec)) return {p};
-  std::vector<std::string> found;
-  for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec)) {
-    std::string name = it->path().filename().string();
-    if (name.starts_with("cuxfer-") && name.ends_with(".trace") && it->is_regular_file(ec))
-      found.push_back(it->path().string());
-  }
-  if (ec)
-    errors.push_back(fmt::format("{}: cannot list: {}", p, ec.message()));
-  else if (found.empty())
-    errors.push_back(fmt::format("{}: directory holds no cuxfer-*.trace file", p));
-  std::sort(found.begin(), found.end());
-  return found;
-}
-
-}  // namespace
 
 int run_diff(std::vector<std::string> args) {
   ArgReader in("cuxfer diff", std::move(args));
@@ -131,7 +88,7 @@ int run_diff(std::vector<std::string> args) {
   std::vector<std::string> skipped;
   for (size_t i = 0; i < 2; ++i) {
     std::vector<std::string> errors;
-    std::vector<std::string> files = expand(paths[i], errors);
+    std::vector<std::string> files = expand_directories({paths[i]}, errors);
     auto traces = model::read_traces(files, errors);
     for (const auto& e : errors) {
       std::fprintf(stderr, "cuxfer diff: %s\n", e.c_str());
@@ -159,7 +116,7 @@ int run_diff(std::vector<std::string> args) {
     o.top_sites = top;
     text = render::render_diff_text(d, o);
   }
-  return write_output(output, text) ? 0 : 1;
+  return write_output(output, text, "cuxfer diff") ? 0 : 1;
 }
 
 }  // namespace cuxfer::cli

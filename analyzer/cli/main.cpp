@@ -53,7 +53,7 @@ int help_for(const std::string& command) {
   } else if (command == "diff") {
     std::fputs(cuxfer::cli::kDiffHelp, stdout);
   } else {
-    std::fprintf(stderr, "cuxfer: no command '%s' (commands: record, report, diff)\n", command.c_str());
+    std::fprintf(stderr, "cuxfer: no command '%s' (commands: record, report, diff, export)\n", command.c_str());
     return cuxfer::cli::kExitUsage;
   }
   return 0;
@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cuxfer: unknown option '%s' (try 'cuxfer --help')\n", command.c_str());
     return cuxfer::cli::kExitUsage;
   }
-  std::fprintf(stderr, "cuxfer: unknown command '%s' (commands: record, report, diff; try 'cuxfer --help')\n",
+  std::fprintf(stderr, "cuxfer: unknown command '%s' (commands: record, report, diff, export; try 'cuxfer --help')\n",
                command.c_str());
   return cuxfer::cli::kExitUsage;
 }
