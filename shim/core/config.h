@@ -19,7 +19,9 @@ struct Config {
   CuptiMode cupti = CuptiMode::Auto;  // CUXFER_CUPTI=auto|off
   std::string cupti_library;      // CUXFER_CUPTI_LIB: explicit libcupti path
   std::string manifest;           // CUXFER_MANIFEST: launcher's list of written traces
-  uint32_t buffer_events = 16384; // CUXFER_BUFFER_EVENTS: per-thread ring capacity
+  // CUXFER_BUFFER_EVENTS: per-thread ring capacity (4 MiB of address space;
+  // pages are touched only as a thread records).
+  uint32_t buffer_events = 65536;
   uint32_t flush_ms = 50;         // CUXFER_FLUSH_MS: writer period (bounds loss on SIGKILL)
   bool launched = false;          // CUXFER_LAUNCHER=1: `cuxfer record` prints the summary
   std::string log_level = "warn"; // CUXFER_LOG_LEVEL=off|error|warn|info|debug

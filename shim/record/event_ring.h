@@ -40,6 +40,10 @@ class EventRing {
   // Consumer side (writer thread only). Appends what is there, returns count.
   size_t drain(std::vector<trace::Event>& out);
   uint64_t take_dropped() { return dropped_.exchange(0, std::memory_order_relaxed); }
+  // Events waiting to be drained (approximate while the producer runs).
+  size_t size() const {
+    return static_cast<size_t>(head_.load(std::memory_order_acquire) - tail_.load(std::memory_order_relaxed));
+  }
   bool empty() const {
     return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_relaxed);
   }

@@ -247,19 +247,29 @@ bool Recorder::open_trace() {
 
 void Recorder::writer_loop() {
   InternalScope internal;  // CUPTI flushes from here must not be recorded
-  const auto period = std::chrono::milliseconds(config().flush_ms);
-  uint64_t last_cupti_flush = now_ns();
+  const uint64_t period_ns = uint64_t{config().flush_ms} * 1000000ull;
+  // Rings are also looked at every tick: one that is a quarter full is
+  // drained at once, so a thread issuing copies faster than a ring holds per
+  // flush period loses nothing (65536 events per 5 ms: ~13 M calls/s/thread).
+  const auto tick = std::chrono::milliseconds(std::min<uint32_t>(5, config().flush_ms));
+  const size_t early = config().buffer_events / 4;
+  uint64_t last_cupti_flush = now_ns(), last_cycle = now_ns();
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(wake_mutex_);
-      if (wake_.wait_for(lock, period, [this] { return stop_; })) return;
+      if (wake_.wait_for(lock, tick, [this] { return stop_; })) return;
     }
-    if (now_ns() - last_cupti_flush > 500000000ull) {
+    uint64_t t = now_ns();
+    bool due = t - last_cycle >= period_ns;
+    if (!due) rings_.for_each([&](EventRing& r) { due = due || r.size() >= early; });
+    if (!due) continue;
+    if (t - last_cupti_flush > 500000000ull) {
       // Completed CUPTI buffers are otherwise delivered only when full.
       CuptiCollector::instance().flush(false);
-      last_cupti_flush = now_ns();
+      last_cupti_flush = t;
     }
     write_cycle(false);
+    last_cycle = now_ns();
   }
 }
 

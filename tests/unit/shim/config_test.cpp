@@ -36,7 +36,7 @@ void expect_defaults(const Config& c) {
   EXPECT_EQ(c.cupti, CuptiMode::Auto);
   EXPECT_EQ(c.cupti_library, "");
   EXPECT_EQ(c.manifest, "");
-  EXPECT_EQ(c.buffer_events, 16384u);
+  EXPECT_EQ(c.buffer_events, 65536u);
   EXPECT_EQ(c.flush_ms, 50u);
   EXPECT_FALSE(c.launched);
   EXPECT_EQ(c.log_level, "warn");
@@ -220,7 +220,7 @@ TEST(ParseConfig, BadValuesDoNotDisturbGoodOnes) {
       parse({"CUXFER_STACK_DEPTH=100", "CUXFER_FLUSH_MS=20", "CUXFER_BUFFER_EVENTS=1000", "CUXFER_WHAT=1"});
   EXPECT_EQ(c.stack_depth, 16u);
   EXPECT_EQ(c.flush_ms, 20u);
-  EXPECT_EQ(c.buffer_events, 16384u);
+  EXPECT_EQ(c.buffer_events, 65536u);
   ASSERT_EQ(c.problems.size(), 3u);
   EXPECT_EQ(c.problems[0], "CUXFER_STACK_DEPTH=100 is invalid (expected 0..32); using the default");
   EXPECT_EQ(
