@@ -7,7 +7,7 @@
 
 #include "analyzer/analyses/diff.h"
 #include "analyzer/cli/options.h"
-#include "analyzer/cli/report_command.h"
+#include "analyzer/cli/trace_inputs.h"
 #include "analyzer/model/job.h"
 #include "analyzer/render/diff_renderer.h"
 #include "analyzer/render/units.h"
@@ -41,9 +41,10 @@ Exit status: 0 comparison written; 1 a run has no readable trace; 2 usage error.
 
 int run_diff(std::vector<std::string> args) {
   ArgReader in("cuxfer diff", std::move(args));
-  bool json = false, symbols = true;
+  bool json = false;
+  SymbolOptions symbols;
   size_t top = 10;
-  std::string output, sysroot;
+  std::string output;
   std::vector<std::string> paths;
   while (!in.done() && !in.failed()) {
     if (in.end_of_options()) {
@@ -53,22 +54,18 @@ int run_diff(std::vector<std::string> args) {
     std::string value;
     if (!in.at_option()) {
       paths.push_back(in.take());
+    } else if (symbols.take(in)) {
     } else if (in.flag("help", 'h')) {
       std::fputs(kDiffHelp, stdout);
       return 0;
     } else if (in.flag("json")) {
       json = true;
-    } else if (in.flag("no-symbols")) {
-      symbols = false;
     } else if (in.option("top", 0, value)) {
       uint64_t n = 0;
       if (!parse_unsigned(value, n) || n > 1000000) in.fail(fmt::format("--top needs a count, got '{}'", value));
       top = static_cast<size_t>(n);
     } else if (in.option("output", 'o', value)) {
       output = value;
-    } else if (in.option("sysroot", 0, value)) {
-      sysroot = value;
-      while (sysroot.size() > 1 && sysroot.back() == '/') sysroot.pop_back();
     } else if (!in.failed()) {
       std::fprintf(stderr, "%s\n", in.unknown_option().c_str());
       return kExitUsage;
@@ -82,18 +79,14 @@ int run_diff(std::vector<std::string> args) {
     std::fprintf(stderr, "cuxfer diff: needs two runs, BASE and NEW (usage: cuxfer diff [--json] [-o FILE] BASE NEW)\n");
     return kExitUsage;
   }
-  auto symbolizer = symbolize::make_symbolizer(symbols, sysroot);
+  auto symbolizer = symbols.make();
   std::vector<model::Job> jobs;
   std::vector<std::vector<std::string>> used(2);
   std::vector<std::string> skipped;
   for (size_t i = 0; i < 2; ++i) {
     std::vector<std::string> errors;
-    std::vector<std::string> files = expand_directories({paths[i]}, errors);
-    auto traces = model::read_traces(files, errors);
-    for (const auto& e : errors) {
-      std::fprintf(stderr, "cuxfer diff: %s\n", e.c_str());
-      skipped.push_back("skipped " + e);
-    }
+    auto traces = load_traces({paths[i]}, "cuxfer diff", errors);
+    for (const auto& e : errors) skipped.push_back("skipped " + e);
     if (traces.empty()) {
       std::fprintf(stderr, "cuxfer diff: %s: no trace could be read (%s run)\n", paths[i].c_str(),
                    i == 0 ? "base" : "new");

@@ -1,12 +1,11 @@
 #include "analyzer/cli/export_command.h"
 
 #include <cstdio>
-#include <set>
 
 #include <fmt/format.h>
 
 #include "analyzer/cli/options.h"
-#include "analyzer/cli/report_command.h"
+#include "analyzer/cli/trace_inputs.h"
 #include "analyzer/model/job.h"
 #include "analyzer/render/perfetto_renderer.h"
 #include "analyzer/symbolize/symbolizer.h"
@@ -34,8 +33,9 @@ Exit status: 0 written; 1 no trace could be read; 2 usage error.
 
 int run_export(std::vector<std::string> args) {
   ArgReader in("cuxfer export", std::move(args));
-  bool symbols = true, have_output = false;
-  std::string output, sysroot;
+  bool have_output = false;
+  SymbolOptions symbols;
+  std::string output;
   std::vector<std::string> paths;
   while (!in.done() && !in.failed()) {
     if (in.end_of_options()) {
@@ -45,17 +45,13 @@ int run_export(std::vector<std::string> args) {
     std::string value;
     if (!in.at_option()) {
       paths.push_back(in.take());
+    } else if (symbols.take(in)) {
     } else if (in.flag("help", 'h')) {
       std::fputs(kExportHelp, stdout);
       return 0;
-    } else if (in.flag("no-symbols")) {
-      symbols = false;
     } else if (in.option("perfetto", 0, value)) {
       output = value;
       have_output = true;
-    } else if (in.option("sysroot", 0, value)) {
-      sysroot = value;
-      while (sysroot.size() > 1 && sysroot.back() == '/') sysroot.pop_back();
     } else if (!in.failed()) {
       std::fprintf(stderr, "%s\n", in.unknown_option().c_str());
       return kExitUsage;
@@ -74,14 +70,9 @@ int run_export(std::vector<std::string> args) {
     return kExitUsage;
   }
   std::vector<std::string> errors;
-  std::set<std::string> seen;
-  std::vector<std::string> unique;
-  for (const auto& p : expand_directories(paths, errors))
-    if (seen.insert(p).second) unique.push_back(p);
-  auto traces = model::read_traces(unique, errors);
-  for (const auto& e : errors) std::fprintf(stderr, "cuxfer export: %s\n", e.c_str());
+  auto traces = load_traces(paths, "cuxfer export", errors);
   if (traces.empty()) return 1;
-  auto symbolizer = symbolize::make_symbolizer(symbols, sysroot);
+  auto symbolizer = symbols.make();
   model::Job job = model::build_job(std::move(traces), *symbolizer);
   return write_output(output, render::render_perfetto(job), "cuxfer export") ? 0 : 1;
 }

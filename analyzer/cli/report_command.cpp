@@ -1,17 +1,12 @@
 #include "analyzer/cli/report_command.h"
 
-#include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <set>
 
 #include <fmt/format.h>
 
 #include "analyzer/analyses/report.h"
 #include "analyzer/cli/options.h"
+#include "analyzer/cli/trace_inputs.h"
 #include "analyzer/model/job.h"
 #include "analyzer/render/csv_renderer.h"
 #include "analyzer/render/json_renderer.h"
@@ -44,58 +39,12 @@ Options:
 Exit status: 0 report written; 1 no trace could be read; 2 usage error.
 )";
 
-bool write_output(const std::string& path, const std::string& text, const char* command) {
-  if (path.empty() || path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return std::fflush(stdout) == 0;
-  }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) {
-    std::fprintf(stderr, "%s: cannot write %s: %s\n", command, path.c_str(), std::strerror(errno));
-    return false;
-  }
-  out << text;
-  out.close();
-  if (!out) {
-    std::fprintf(stderr, "%s: cannot write %s\n", command, path.c_str());
-    return false;
-  }
-  return true;
-}
-
-// A directory stands for the cuxfer-*.trace files in it (a job's output
-// directory), in name order.
-std::vector<std::string> expand_directories(const std::vector<std::string>& paths,
-                                            std::vector<std::string>& errors) {
-  namespace fs = std::filesystem;
-  std::vector<std::string> out;
-  for (const auto& p : paths) {
-    std::error_code ec;
-    if (!fs::is_directory(p, ec)) {
-      out.push_back(p);
-      continue;
-    }
-    std::vector<std::string> found;
-    for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec)) {
-      std::string name = it->path().filename().string();
-      if (name.starts_with("cuxfer-") && name.ends_with(".trace") && it->is_regular_file(ec))
-        found.push_back(it->path().string());
-    }
-    if (ec)
-      errors.push_back(fmt::format("{}: cannot list: {}", p, ec.message()));
-    else if (found.empty())
-      errors.push_back(fmt::format("{}: directory holds no cuxfer-*.trace file", p));
-    std::sort(found.begin(), found.end());
-    out.insert(out.end(), found.begin(), found.end());
-  }
-  return out;
-}
-
 int run_report(std::vector<std::string> args) {
   ArgReader in("cuxfer report", std::move(args));
-  bool json = false, csv = false, symbols = true;
+  bool json = false, csv = false;
+  SymbolOptions symbols;
   std::optional<size_t> top;
-  std::string output, sysroot;
+  std::string output;
   std::vector<std::string> paths;
   while (!in.done() && !in.failed()) {
     if (in.end_of_options()) {
@@ -105,6 +54,7 @@ int run_report(std::vector<std::string> args) {
     std::string value;
     if (!in.at_option()) {
       paths.push_back(in.take());
+    } else if (symbols.take(in)) {
     } else if (in.flag("help", 'h')) {
       std::fputs(kReportHelp, stdout);
       return 0;
@@ -112,8 +62,6 @@ int run_report(std::vector<std::string> args) {
       json = true;
     } else if (in.flag("csv")) {
       csv = true;
-    } else if (in.flag("no-symbols")) {
-      symbols = false;
     } else if (in.option("top", 0, value)) {
       uint64_t n = 0;
       if (!parse_unsigned(value, n) || n > 1000000)
@@ -121,9 +69,6 @@ int run_report(std::vector<std::string> args) {
       top = static_cast<size_t>(n);
     } else if (in.option("output", 'o', value)) {
       output = value;
-    } else if (in.option("sysroot", 0, value)) {
-      sysroot = value;
-      while (sysroot.size() > 1 && sysroot.back() == '/') sysroot.pop_back();
     } else if (!in.failed()) {
       std::fprintf(stderr, "%s\n", in.unknown_option().c_str());
       return kExitUsage;
@@ -144,15 +89,9 @@ int run_report(std::vector<std::string> args) {
     return kExitUsage;
   }
   std::vector<std::string> errors;
-  std::set<std::string> seen;
-  std::vector<std::string> unique;
-  for (const auto& p : expand_directories(paths, errors))
-    if (seen.insert(p).second) unique.push_back(p);
-
-  auto traces = model::read_traces(unique, errors);
-  for (const auto& e : errors) std::fprintf(stderr, "cuxfer report: %s\n", e.c_str());
+  auto traces = load_traces(paths, "cuxfer report", errors);
   if (traces.empty()) return 1;  // each path already has its one line
-  auto symbolizer = symbolize::make_symbolizer(symbols, sysroot);
+  auto symbolizer = symbols.make();
   model::Job job = model::build_job(std::move(traces), *symbolizer);
   analyses::Report report = analyses::analyze(job);
   for (const auto& e : errors) report.notes.push_back("skipped " + e);

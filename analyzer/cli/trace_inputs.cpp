@@ -1,0 +1,89 @@
+#include "analyzer/cli/trace_inputs.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "analyzer/model/job.h"
+
+namespace cuxfer::cli {
+
+bool SymbolOptions::take(ArgReader& in) {
+  std::string value;
+  if (in.flag("no-symbols")) {
+    enabled = false;
+    return true;
+  }
+  if (in.option("sysroot", 0, value)) {
+    sysroot = value;
+    while (sysroot.size() > 1 && sysroot.back() == '/') sysroot.pop_back();
+    return true;
+  }
+  return false;
+}
+
+std::vector<trace::Trace> load_traces(const std::vector<std::string>& paths, const char* command,
+                                      std::vector<std::string>& errors) {
+  std::set<std::string> seen;
+  std::vector<std::string> unique;
+  for (const auto& p : expand_directories(paths, errors))
+    if (seen.insert(p).second) unique.push_back(p);
+  auto traces = model::read_traces(unique, errors);
+  for (const auto& e : errors) std::fprintf(stderr, "%s: %s\n", command, e.c_str());
+  return traces;
+}
+
+bool write_output(const std::string& path, const std::string& text, const char* command) {
+  if (path.empty() || path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return std::fflush(stdout) == 0;
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    std::fprintf(stderr, "%s: cannot write %s: %s\n", command, path.c_str(), std::strerror(errno));
+    return false;
+  }
+  out << text;
+  out.close();
+  if (!out) {
+    std::fprintf(stderr, "%s: cannot write %s\n", command, path.c_str());
+    return false;
+  }
+  return true;
+}
+
+// A directory stands for the cuxfer-*.trace files in it (a job's output
+// directory), in name order.
+std::vector<std::string> expand_directories(const std::vector<std::string>& paths,
+                                            std::vector<std::string>& errors) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (!fs::is_directory(p, ec)) {
+      out.push_back(p);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec)) {
+      std::string name = it->path().filename().string();
+      if (name.starts_with("cuxfer-") && name.ends_with(".trace") && it->is_regular_file(ec))
+        found.push_back(it->path().string());
+    }
+    if (ec)
+      errors.push_back(fmt::format("{}: cannot list: {}", p, ec.message()));
+    else if (found.empty())
+      errors.push_back(fmt::format("{}: directory holds no cuxfer-*.trace file", p));
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  return out;
+}
+
+}  // namespace cuxfer::cli

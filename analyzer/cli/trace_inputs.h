@@ -1,0 +1,41 @@
+// What `report`, `diff` and `export` share: reading traces named on the
+// command line, the symbolization options, and writing the result.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analyzer/cli/options.h"
+#include "analyzer/symbolize/symbolizer.h"
+#include "trace/reader.h"
+
+namespace cuxfer::cli {
+
+// --no-symbols and --sysroot DIR.
+struct SymbolOptions {
+  bool enabled = true;
+  std::string sysroot;  // without trailing '/'
+  // Consumes one of the two options if it is next; false otherwise.
+  bool take(ArgReader& in);
+  std::unique_ptr<symbolize::Symbolizer> make() const {
+    return symbolize::make_symbolizer(enabled, sysroot);
+  }
+};
+
+// A directory stands for the cuxfer-*.trace files in it, in name order; one
+// that cannot be listed or holds none adds a line to `errors`.
+std::vector<std::string> expand_directories(const std::vector<std::string>& paths,
+                                            std::vector<std::string>& errors);
+
+// Expands directories, drops repeated files and reads the traces; every file
+// that cannot be used gets one line "<command>: <why>" on stderr and in
+// `errors`. The result is empty when nothing could be read.
+std::vector<trace::Trace> load_traces(const std::vector<std::string>& paths, const char* command,
+                                      std::vector<std::string>& errors);
+
+// Writes `text` to `path` ("" or "-": standard output); on failure prints one
+// line "<command>: cannot write ..." and returns false.
+bool write_output(const std::string& path, const std::string& text, const char* command);
+
+}  // namespace cuxfer::cli
