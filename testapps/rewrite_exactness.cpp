@@ -25,13 +25,20 @@
 //      event; async H2D on a blocking stream then a legacy-stream cudaMemcpy
 //   h  per-thread default stream (cudaStreamPerThread) in b, c and g
 //   i  D2H into fresh, never-touched memory (mmap, malloc, new[])
+//   j  registration in place (buffers copied twice): free/malloc, realloc,
+//      munmap/mmap, MAP_FIXED, mremap, madvise under a registration; async
+//      copies on registered buffers; heap neighbours sharing a page; the app
+//      querying, registering and unregistering a buffer the rewrite registered;
+//      fork with registrations live
 //
 // Output: one line per case ("case X ...: OK" or FAILED with the first
 // mismatch), then "rewrite_exactness: checksum=<16 hex> bytes=<n>": a hash of
 // every device->host result in a fixed order, identical across runs, with or
 // without the rewrite (tests compare it). Exit 0 only if every check passed;
 // 1 on a failure; 77 "no GPU".
+#include <dlfcn.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -147,6 +154,12 @@ struct Case {
     ++checks;
     if (bad != SIZE_MAX) fail_locked(what, n, bad);
     if (sum && checksum) sum->add(p, n);
+  }
+  void fail_note(const char* what) {
+    std::lock_guard lk(mu);
+    ++checks;
+    ++failed;
+    std::fprintf(stderr, "case %s: %s\n", name, what);
   }
   void fail_locked(const char* what, size_t n, size_t bad) {
     ++failed;
@@ -588,6 +601,187 @@ void case_i(Sum& sum) {
 
 }  // namespace
 
+// --- j: registration in place ------------------------------------------------------
+// Buffers of >= 1 MiB copied twice are registered by the rewrite
+// (CUXFER_REGISTER=auto). Every way that memory can go away or change under a
+// registration must leave the next copy with the new bytes.
+
+// Two whole-buffer copies: enough for the rewrite to register the buffer.
+void warm(unsigned char* h, size_t n, const DevBuf& d) {
+  for (int k = 0; k < 2; ++k) TA_CHECK(cudaMemcpy(d.p, h, n, cudaMemcpyHostToDevice));
+}
+
+// H2D of `h` then D2H into `out`: the device must hold exactly pattern `seed`.
+void round_trip(Case& c, unsigned char* h, size_t n, const DevBuf& d, std::vector<unsigned char>& out, uint64_t seed,
+                const char* what) {
+  TA_CHECK(cudaMemcpy(d.p, h, n, cudaMemcpyHostToDevice));
+  std::memset(out.data(), 0, n);
+  TA_CHECK(cudaMemcpy(out.data(), d.p, n, cudaMemcpyDeviceToHost));
+  c.expect(out.data(), n, seed, what);
+}
+
+// simcuda can say whether a host address is still registered; a GPU cannot.
+bool still_registered(const void* p) {
+  using Fn = int (*)(const void*);
+  static auto fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "simcuda_is_host_registered"));
+  return fn && fn(p) != 0;
+}
+
+void case_j(Sum& sum) {
+  Case c{"j registration: reuse, free, realloc, unmap, remap, madvise, fork", &sum};
+  const size_t max = 24 * MiB;
+  DevBuf d(max);
+  std::vector<unsigned char> out(max);
+  uint64_t seed = 900;
+  const int prot = PROT_READ | PROT_WRITE;
+
+  // free then malloc at the same address, new contents (heap and mmap'd blocks).
+  for (size_t n : {1 * MiB + 100, 3 * MiB, 16 * MiB + 5}) {
+    auto* a = static_cast<unsigned char*>(std::malloc(n));
+    pattern(a, n, seed);
+    warm(a, n, d);
+    round_trip(c, a, n, d, out, seed++, "registered malloc'd buffer");
+    std::free(a);
+    if (still_registered(a)) c.fail_note("a freed buffer is still registered");
+    auto* b = static_cast<unsigned char*>(std::malloc(n));
+    pattern(b, n, seed);
+    round_trip(c, b, n, d, out, seed++, "malloc after free of a registered buffer");
+    // realloc: grow (may move) and shrink, new contents each time.
+    warm(b, n, d);
+    b = static_cast<unsigned char*>(std::realloc(b, n + 2 * MiB));
+    pattern(b, n + 2 * MiB, seed);
+    round_trip(c, b, n + 2 * MiB, d, out, seed++, "after realloc grow");
+    b = static_cast<unsigned char*>(std::realloc(b, n / 2));
+    pattern(b, n / 2, seed);
+    round_trip(c, b, n / 2, d, out, seed++, "after realloc shrink");
+    std::free(b);
+  }
+
+  // munmap, then mmap at the same address; MAP_FIXED over a registered
+  // mapping; mremap; madvise(DONTNEED): the device must see the new pages.
+  const size_t n = 8 * MiB;
+  auto* m = static_cast<unsigned char*>(mmap(nullptr, n, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  TA_ASSERT(m != MAP_FAILED);
+  pattern(m, n, seed);
+  warm(m, n, d);
+  round_trip(c, m, n, d, out, seed++, "registered mapping");
+  TA_ASSERT(munmap(m, n) == 0);
+  auto* m2 = static_cast<unsigned char*>(mmap(m, n, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0));
+  if (m2 == MAP_FAILED) m2 = static_cast<unsigned char*>(mmap(nullptr, n, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  TA_ASSERT(m2 != MAP_FAILED);
+  pattern(m2, n, seed);
+  round_trip(c, m2, n, d, out, seed++, "mmap after munmap of a registered mapping");
+  warm(m2, n, d);
+  auto* m3 = static_cast<unsigned char*>(mmap(m2, n, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0));
+  TA_ASSERT(m3 == m2);
+  TA_CHECK(cudaMemcpy(d.p, m3, n / 2, cudaMemcpyHostToDevice));
+  TA_CHECK(cudaMemcpy(out.data(), d.p, n / 2, cudaMemcpyDeviceToHost));
+  c.expect_byte(out.data(), n / 2, 0, "MAP_FIXED over a registered mapping: fresh zero pages");
+  pattern(m3, n, seed);
+  warm(m3, n, d);
+  auto* m4 = static_cast<unsigned char*>(mremap(m3, n, 2 * n, MREMAP_MAYMOVE));
+  TA_ASSERT(m4 != MAP_FAILED);
+  pattern(m4, 2 * n, seed + 1);
+  round_trip(c, m4, 2 * n, d, out, seed + 1, "after mremap of a registered mapping");
+  seed += 2;
+  warm(m4, 2 * n, d);
+  TA_ASSERT(madvise(m4, n, MADV_DONTNEED) == 0);
+  TA_CHECK(cudaMemcpy(d.p, m4, n, cudaMemcpyHostToDevice));
+  TA_CHECK(cudaMemcpy(out.data(), d.p, n, cudaMemcpyDeviceToHost));
+  c.expect_byte(out.data(), n, 0, "madvise(DONTNEED) on a registered mapping: zeros");
+  munmap(m4, 2 * n);
+
+  // Async copies on a registered buffer keep pageable semantics: H2D sources
+  // may be overwritten at once, D2H destinations are complete on return.
+  cudaStream_t st = nullptr;
+  TA_CHECK(cudaStreamCreate(&st));
+  for (size_t k : {2 * MiB, 12 * MiB}) {
+    auto* h = static_cast<unsigned char*>(std::malloc(k));
+    pattern(h, k, seed);
+    warm(h, k, d);
+    make_busy(st);
+    TA_CHECK(cudaMemcpyAsync(d.p, h, k, cudaMemcpyHostToDevice, st));
+    pattern(h, k, seed + 1);  // overwrite at once
+    TA_CHECK(cudaStreamSynchronize(st));
+    TA_CHECK(cudaMemcpy(out.data(), d.p, k, cudaMemcpyDeviceToHost));
+    c.expect(out.data(), k, seed, "async H2D from a registered buffer, source overwritten on return");
+    TA_CHECK(cudaMemcpy(d.p, h, k, cudaMemcpyHostToDevice));
+    std::memset(h, 0, k);
+    make_busy(st);
+    TA_CHECK(cudaMemcpyAsync(h, d.p, k, cudaMemcpyDeviceToHost, st));
+    c.expect(h, k, seed + 1, "async D2H into a registered buffer, read on return");
+    TA_CHECK(cudaStreamSynchronize(st));
+    seed += 2;
+    std::free(h);
+  }
+  TA_CHECK(cudaStreamDestroy(st));
+
+  // Two heap neighbours sharing a page: each registered (or merged) and copied.
+  {
+    const size_t k = 1 * MiB + 2000;
+    auto* x = static_cast<unsigned char*>(std::malloc(k));
+    auto* y = static_cast<unsigned char*>(std::malloc(k));
+    pattern(x, k, seed);
+    pattern(y, k, seed + 1);
+    warm(x, k, d);
+    round_trip(c, y, k, d, out, seed + 1, "neighbour of a registered buffer");
+    warm(y, k, d);
+    round_trip(c, x, k, d, out, seed, "registered neighbours (x)");
+    round_trip(c, y, k, d, out, seed + 1, "registered neighbours (y)");
+    seed += 2;
+    std::free(x);
+    std::free(y);
+  }
+
+  // The app's own view: a buffer the rewrite registered still looks pageable,
+  // and the app may register it itself.
+  {
+    const size_t k = 4 * MiB;
+    auto* h = static_cast<unsigned char*>(std::malloc(k));
+    auto* plain = static_cast<unsigned char*>(std::malloc(k));
+    pattern(h, k, seed);
+    warm(h, k, d);
+    cudaPointerAttributes a{}, b{};
+    TA_CHECK(cudaPointerGetAttributes(&a, h + 100));
+    TA_CHECK(cudaPointerGetAttributes(&b, plain));
+    if (a.type != b.type) c.fail_note("cudaPointerGetAttributes of a rewritten buffer differs from plain malloc");
+    cudaError_t unreg = cudaHostUnregister(h);
+    if (unreg == cudaSuccess) c.fail_note("cudaHostUnregister succeeded on memory the app never registered");
+    (void)cudaGetLastError();
+    TA_CHECK(cudaHostRegister(h, k, cudaHostRegisterDefault));
+    round_trip(c, h, k, d, out, seed++, "after the app registered it itself");
+    TA_CHECK(cudaHostUnregister(h));
+    pattern(h, k, seed);
+    round_trip(c, h, k, d, out, seed++, "after the app unregistered it");
+    std::free(plain);
+    std::free(h);
+  }
+
+  // fork with registrations live: the child sees and owns a copy of the data.
+  {
+    const size_t k = 6 * MiB;
+    auto* h = static_cast<unsigned char*>(std::malloc(k));
+    pattern(h, k, seed);
+    warm(h, k, d);
+    std::fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+      bool ok = mismatch(h, k, seed, 0) == SIZE_MAX;
+      pattern(h, k, seed + 1);  // must not reach the parent
+      _exit(ok ? 0 : 3);
+    }
+    TA_ASSERT(pid > 0);
+    int status = 0;
+    TA_ASSERT(waitpid(pid, &status, 0) == pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) c.fail_note("forked child did not see the registered buffer's data");
+    c.expect(h, k, seed, "parent's registered buffer after the child wrote its copy");
+    round_trip(c, h, k, d, out, seed, "registered buffer after fork");
+    seed += 2;
+    std::free(h);
+  }
+  c.report();
+}
+
 int main(int argc, char** argv) {
   g_big = testapp::arg_size(argc, argv, 1, 64 * MiB);
   g_threads = static_cast<int>(testapp::arg_size(argc, argv, 2, 8));
@@ -607,6 +801,7 @@ int main(int argc, char** argv) {
   case_f(sum);
   case_g(sum);
   case_i(sum);
+  case_j(sum);
   TA_CHECK(cudaDeviceSynchronize());
 
   std::printf("rewrite_exactness: checksum=%016llx bytes=%zu\n", static_cast<unsigned long long>(sum.h), sum.bytes);

@@ -79,12 +79,16 @@ struct PageableShare {
 struct RewriteTotals {
   bool active = false;  // some process ran with the rewrite on (its note, a staged copy or the pool)
   uint64_t staged_calls = 0, staged_bytes = 0;          // through the shim's pinned staging pool
-  uint64_t registered_calls = 0, registered_bytes = 0;  // through in-place registration (future)
+  uint64_t registered_calls = 0, registered_bytes = 0;  // through in-place registration
   // H2D/D2H copies with a pageable host side that neither: not eligible.
   uint64_t passthrough_pageable_calls = 0, passthrough_pageable_bytes = 0;
   uint64_t pool_allocations = 0;  // the shim's staging pool allocations (not the app's)
   uint64_t pool_bytes = 0;        // pinned bytes the pool holds
   uint64_t pinning_cost_ns = 0;   // time the shim spent allocating (pinning) the pool
+  uint64_t registrations = 0;     // in-place registrations the shim made
+  uint64_t registration_bytes = 0;  // bytes they pinned (page-aligned ranges)
+  uint64_t registration_cost_ns = 0;  // time spent registering (including evictions made for room)
+  uint64_t registrations_refused = 0;  // cuMemHostRegister refused (the buffers were staged instead)
 };
 
 struct CallSiteTotals {

@@ -206,6 +206,19 @@ RewriteTotals rewrite_totals(const model::Job& job) {
   for (const auto& c : job.calls)
     if (c.kind() == EventKind::Copy && (c.staged() || c.registered())) on[c.process] = true;
   for (const auto& c : job.shim_calls) {
+    if (c.kind() != EventKind::HostRegister ||
+        job.processes[c.process].trace.api_name(c.event->api) != std::string_view(model::kRegisterApi))
+      continue;
+    on[c.process] = true;
+    r.registration_cost_ns += c.cpu_ns();
+    if (c.failed()) {
+      ++r.registrations_refused;
+      continue;
+    }
+    ++r.registrations;
+    r.registration_bytes += c.bytes();
+  }
+  for (const auto& c : job.shim_calls) {
     if (c.kind() != EventKind::HostAlloc || c.failed()) continue;
     if (job.processes[c.process].trace.api_name(c.event->api) != std::string_view(model::kStagingPoolApi))
       continue;

@@ -54,7 +54,7 @@ struct Call {
   bool async() const { return event->flags & trace::kFlagAsync; }
   // The rewrite ran this copy through the shim's pinned staging pool.
   bool staged() const { return event->flags & trace::kFlagStaged; }
-  // The rewrite ran this copy through an in-place registration (future).
+  // The rewrite ran this copy on a host range it registered in place.
   bool registered() const { return event->flags & trace::kFlagRegistered; }
   bool has_gpu_time() const { return gpu_records > 0; }
   uint64_t bytes() const { return event->bytes; }
@@ -76,6 +76,9 @@ inline constexpr const char* kShimApiPrefix = "cuxfer:";
 // The rewrite's pinned staging pool: a HostAlloc of the pool's size whose
 // CPU-blocked time is the pinning cost.
 inline constexpr const char* kStagingPoolApi = "cuxfer:staging_pool";
+// The rewrite's in-place registrations: a HostRegister of the registered
+// range (page-aligned) whose duration is the pinning cost.
+inline constexpr const char* kRegisterApi = "cuxfer:register";
 
 // A process ran with the pinned rewrite on: the shim's note begins so.
 inline constexpr const char* kRewritePinNote = "rewrite: pin";

@@ -124,7 +124,11 @@ json report_to_json(const analyses::Report& r, const JsonOptions& options) {
                   {"passthrough_pageable_bytes", rw.passthrough_pageable_bytes},
                   {"pool_allocations", rw.pool_allocations},
                   {"pool_bytes", rw.pool_bytes},
-                  {"pinning_cost_ns", rw.pinning_cost_ns}};
+                  {"pinning_cost_ns", rw.pinning_cost_ns},
+                  {"registrations", rw.registrations},
+                  {"registration_bytes", rw.registration_bytes},
+                  {"registration_cost_ns", rw.registration_cost_ns},
+                  {"registrations_refused", rw.registrations_refused}};
 
   // With --top, the first N call sites plus any a finding refers to.
   std::set<uint32_t> referenced;

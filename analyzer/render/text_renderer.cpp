@@ -236,9 +236,19 @@ void rewrite(std::string& out, const Report& r, size_t width) {
             width, "  ", "    ");
   else
     out += "  staging pool: none allocated\n";
+  if (rw.registrations || rw.registrations_refused)
+    wrapped(out,
+            fmt::format("registrations: {} made, {} pinned in place, pinning cost {}{}",
+                        format_count(rw.registrations), format_bytes(rw.registration_bytes),
+                        format_duration(rw.registration_cost_ns),
+                        rw.registrations_refused
+                            ? fmt::format("; {} refused by the driver (staged instead)", rw.registrations_refused)
+                            : ""),
+            width, "  ", "    ");
   wrapped(out,
           "Staging copies every byte twice (CPU into a pinned buffer, then DMA), as the driver's own "
-          "pageable path does: it saves time, not bytes.",
+          "pageable path does: it saves time, not bytes. A registered buffer is DMA'd in place: "
+          "its copies save the CPU copy too.",
           width, "  ", "  ");
 }
 

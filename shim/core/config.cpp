@@ -2,6 +2,9 @@
 
 #include <sys/auxv.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <string_view>
@@ -88,6 +91,13 @@ Config parse_config(char** env, bool secure_execution) {
     } else if (key == "CUXFER_PINNED_BUDGET") {
       if (parse_uint(val, 16ull << 20, 1ull << 40, n)) c.pinned_budget = n;
       else bad("a byte count from 16777216 (16 MiB) up");
+    } else if (key == "CUXFER_REGISTER") {
+      if (val == "auto") c.register_in_place = true;
+      else if (val == "off") c.register_in_place = false;
+      else bad("auto or off");
+    } else if (key == "CUXFER_REGISTER_MIN") {
+      if (parse_uint(val, 4096, 1ull << 40, n)) c.register_min = n;
+      else bad("a byte count from 4096 up");
     } else if (key == "CUXFER_STAGE_MIN") {
       if (parse_uint(val, 0, 1ull << 40, n)) c.stage_min_h2d = c.stage_min_d2h = n;
       else bad("a byte count");
@@ -101,6 +111,13 @@ Config parse_config(char** env, bool secure_execution) {
     }
   }
   return c;
+}
+
+uint64_t pinned_budget_bytes(const Config& c) {
+  if (c.pinned_budget) return c.pinned_budget;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  uint64_t physical = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+  return std::clamp<uint64_t>(physical / 8, 128ull << 20, 4ull << 30);
 }
 
 const Config& config() {

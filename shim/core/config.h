@@ -27,7 +27,15 @@ struct Config {
   std::string log_level = "warn"; // CUXFER_LOG_LEVEL=off|error|warn|info|debug
   // Pinned rewrite (CUXFER_REWRITE=pin): pageable copies through pinned staging.
   bool rewrite_pin = false;
-  uint64_t pinned_budget = 128ull << 20;  // CUXFER_PINNED_BUDGET: bytes of pinned memory the rewrite may hold
+  // CUXFER_PINNED_BUDGET: bytes of pinned memory the rewrite may hold in all
+  // (staging pool plus registrations). 0 = automatic: an eighth of physical
+  // memory, at most 4 GiB (resolved by pinned_budget_bytes()).
+  uint64_t pinned_budget = 0;
+  // CUXFER_REGISTER=auto|off: register reused host buffers in place (auto), or
+  // only stage. CUXFER_REGISTER_MIN: smallest host allocation that may be
+  // registered (smaller ones are never tracked).
+  bool register_in_place = true;
+  uint64_t register_min = 1u << 20;
   // Smallest copy staged, per direction (CUXFER_STAGE_MIN sets both). Measured
   // on the H200 (docs/benchmarks.md): staging a D2H wins from 256 KiB, an H2D
   // only from several MiB, where the host memcpy into the staging buffer can
@@ -40,6 +48,9 @@ struct Config {
 
 // Parses `environ`-style strings; pure, unit-tested.
 Config parse_config(char** env, bool secure_execution);
+
+// The pinned budget in bytes: the configured one, or the automatic default.
+uint64_t pinned_budget_bytes(const Config& c);
 
 // The process-wide configuration (parsed on first use).
 const Config& config();

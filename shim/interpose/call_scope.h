@@ -68,6 +68,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   ts.driver_seen = false;
   ts.driver_contributed = false;
   ts.staged = false;
+  ts.registered = false;
   ts.desc = d;
   trace::Event& e = ts.pending;
   e = trace::Event{};
@@ -87,6 +88,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
       (ts.desc.kind == trace::EventKind::Copy || ts.desc.kind == trace::EventKind::Memset))
     e.flags |= trace::kFlagRuntimeOnly;
   if (ts.staged) e.flags |= trace::kFlagStaged;
+  else if (ts.registered) e.flags |= trace::kFlagRegistered;
   e.result = static_cast<int32_t>(r);
   if (r != 0) e.flags |= trace::kFlagFailed;
   rec.emit(ts, e);

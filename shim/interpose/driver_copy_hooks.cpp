@@ -11,9 +11,30 @@ using D = cuxfer::trace::Direction;
 #define SYNC_AND_PTDS(name, params, args, ...)                 \
   CUXFER_DRIVER_HOOK(name, params, args, __VA_ARGS__(false))   \
   CUXFER_DRIVER_HOOK(name##_ptds, params, args, __VA_ARGS__(true))
-#define ASYNC_AND_PTSZ(name, params, args, ...)                \
-  CUXFER_DRIVER_HOOK(name, params, args, __VA_ARGS__(false))   \
-  CUXFER_DRIVER_HOOK(name##_ptsz, params, args, __VA_ARGS__(true))
+// Async copies the rewrite does not take over: guarded (hook_macros.h).
+#define GUARD_DESC [](const cuxfer::shim::CallDesc& c) { cuxfer::shim::rewrite::before_passthrough(c); }
+#define ASYNC_AND_PTSZ(name, params, args, ...)                                 \
+  CUXFER_GUARDED_HOOK(name, params, args, __VA_ARGS__(false), GUARD_DESC)       \
+  CUXFER_GUARDED_HOOK(name##_ptsz, params, args, __VA_ARGS__(true), GUARD_DESC)
+#define ASYNC_AND_PTSZ_GUARD(name, params, args, guard, ...)                    \
+  CUXFER_GUARDED_HOOK(name, params, args, __VA_ARGS__(false), guard)            \
+  CUXFER_GUARDED_HOOK(name##_ptsz, params, args, __VA_ARGS__(true), guard)
+// Every pointer of a batch, not just the first that describes it.
+#define GUARD_BATCH [&](const cuxfer::shim::CallDesc&) {                                   \
+    for (size_t i = 0; srcs && dsts && sizes && i < count; ++i) {                        \
+      cuxfer::shim::rewrite::release_range(srcs[i], sizes[i]);                           \
+      cuxfer::shim::rewrite::release_range(dsts[i], sizes[i]);                           \
+    }                                                                                    \
+  }
+#define GUARD_BATCH3D [&](const cuxfer::shim::CallDesc&) {                                 \
+    for (size_t i = 0; ops && i < n; ++i)                                                \
+      for (const CUmemcpy3DOperand* o : {&ops[i].src, &ops[i].dst})                      \
+        if (o->type == CU_MEMCPY_OPERAND_TYPE_POINTER)                                   \
+          cuxfer::shim::rewrite::release_range(                                          \
+              o->op.ptr.ptr, static_cast<uint64_t>(o->op.ptr.rowLength ? o->op.ptr.rowLength : ops[i].extent.width) * \
+                                 (o->op.ptr.layerHeight ? o->op.ptr.layerHeight : (ops[i].extent.height ? ops[i].extent.height : 1)) * \
+                                 (ops[i].extent.depth ? ops[i].extent.depth : 1));       \
+  }
 // 1D host<->device copies, which the pinned rewrite may stage.
 #define STAGEABLE_SYNC(name, params, args, ...)                   \
   CUXFER_STAGEABLE_HOOK(name, params, args, __VA_ARGS__(false))   \
@@ -82,21 +103,21 @@ ASYNC_AND_PTSZ(cuMemcpy3DPeerAsync, (const CUDA_MEMCPY3D_PEER* p, CUstream s), (
                [&](bool pt) { return d::copy3d_peer(p, s, true, pt); })
 
 // Batches
-ASYNC_AND_PTSZ(cuMemcpyBatchAsync,
+ASYNC_AND_PTSZ_GUARD(cuMemcpyBatchAsync,
                (CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes* attrs,
                 size_t* attr_idx, size_t nattrs, size_t* fail_idx, CUstream s),
-               (dsts, srcs, sizes, count, attrs, attr_idx, nattrs, fail_idx, s),
+               (dsts, srcs, sizes, count, attrs, attr_idx, nattrs, fail_idx, s), GUARD_BATCH,
                [&](bool pt) { return d::batch(dsts, srcs, sizes, count, s, pt); })
-ASYNC_AND_PTSZ(cuMemcpyBatchAsync_v2,
+ASYNC_AND_PTSZ_GUARD(cuMemcpyBatchAsync_v2,
                (CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes* attrs,
                 size_t* attr_idx, size_t nattrs, CUstream s),
-               (dsts, srcs, sizes, count, attrs, attr_idx, nattrs, s),
+               (dsts, srcs, sizes, count, attrs, attr_idx, nattrs, s), GUARD_BATCH,
                [&](bool pt) { return d::batch(dsts, srcs, sizes, count, s, pt); })
-ASYNC_AND_PTSZ(cuMemcpy3DBatchAsync,
+ASYNC_AND_PTSZ_GUARD(cuMemcpy3DBatchAsync,
                (size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* fail_idx, unsigned long long flags, CUstream s),
-               (n, ops, fail_idx, flags, s), [&](bool pt) { return d::batch3d(n, ops, s, pt); })
-ASYNC_AND_PTSZ(cuMemcpy3DBatchAsync_v2, (size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, unsigned long long flags, CUstream s),
-               (n, ops, flags, s), [&](bool pt) { return d::batch3d(n, ops, s, pt); })
+               (n, ops, fail_idx, flags, s), GUARD_BATCH3D, [&](bool pt) { return d::batch3d(n, ops, s, pt); })
+ASYNC_AND_PTSZ_GUARD(cuMemcpy3DBatchAsync_v2, (size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, unsigned long long flags, CUstream s),
+               (n, ops, flags, s), GUARD_BATCH3D, [&](bool pt) { return d::batch3d(n, ops, s, pt); })
 
 // Memset: bytes = elements x element size (x rows for 2D).
 #define MEMSET_1D(name, T, size)                                                                  \

@@ -37,10 +37,7 @@ void remember(uint64_t address, uint64_t bytes, MemKind kind) {
   }
 }
 
-uint64_t forget(uint64_t address) {
-  auto a = allocation_table().erase(address);
-  return a ? a->end - a->begin : 0;
-}
+uint64_t forget(uint64_t address) { return forget_app_range(address); }
 
 // An allocation: after success, record the range and complete the event.
 uint64_t address_of(const CUdeviceptr* p) { return *p; }
@@ -213,6 +210,8 @@ extern "C" CUXFER_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t n, unsign
   auto real = CUXFER_REAL(cuMemHostRegister_v2);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   uint64_t address = describe::ptr(p);
+  // The app pins memory the shim registered: the app's registration wins.
+  rewrite::release_range(address, n);
   return intercept<CUresult>(
       HookId::h_cuMemHostRegister_v2, describe::memory(EventKind::HostRegister, address, n, MemKind::Registered),
       __builtin_return_address(0), [&] { return real(p, n, flags); },
@@ -221,5 +220,13 @@ extern "C" CUXFER_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t n, unsign
       });
 }
 
-CUXFER_DRIVER_HOOK(cuMemHostUnregister, (void* p), (p),
-                   free_desc(EventKind::HostUnregister, describe::ptr(p), MemKind::Registered))
+extern "C" CUXFER_EXPORT CUresult cuMemHostUnregister(void* p) {
+  auto real = CUXFER_REAL(cuMemHostUnregister);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  // Memory the shim registered is pageable to the app: it gets the driver's
+  // answer for pageable memory, and the registration stays.
+  void* target = rewrite::shim_registered(describe::ptr(p)) ? rewrite::pageable_probe() : p;
+  return intercept<CUresult>(HookId::h_cuMemHostUnregister,
+                             free_desc(EventKind::HostUnregister, describe::ptr(p), MemKind::Registered),
+                             __builtin_return_address(0), [&] { return real(target); });
+}

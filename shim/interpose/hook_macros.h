@@ -6,7 +6,7 @@
 #include "interpose/call_scope.h"
 #include "interpose/cuda_headers.h"
 #include "interpose/symbol_table.h"
-#include "rewrite/staging.h"
+#include "rewrite/pinned_rewrite.h"
 
 // The real function behind hook `name`, with the hook's own type.
 #define CUXFER_REAL(name) reinterpret_cast<decltype(&::name)>(::cuxfer::shim::real_function(::cuxfer::shim::HookId::h_##name))
@@ -30,6 +30,21 @@
                                                   [&] { return real args; });             \
   }
 
+// A copy the rewrite never takes over, but which must not run asynchronously
+// on memory the rewrite registered (it would lose its pageable semantics):
+// `guard(desc)` drops such registrations first. Costs one relaxed load
+// while the rewrite holds none.
+#define CUXFER_GUARDED_HOOK(name, params, args, describe, guard)                          \
+  extern "C" CUXFER_EXPORT CUresult name params {                                        \
+    auto real = CUXFER_REAL(name);                                                       \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                        \
+    const ::cuxfer::shim::CallDesc desc = describe;                                      \
+    if (::cuxfer::shim::rewrite::registrations_exist()) guard(desc);                     \
+    return ::cuxfer::shim::intercept<CUresult>(::cuxfer::shim::HookId::h_##name, desc,   \
+                                               __builtin_return_address(0),              \
+                                               [&] { return real args; });               \
+  }
+
 // A copy the pinned rewrite may take over: the description is computed once
 // and offered to the staging path before the original call is made.
 #define CUXFER_STAGEABLE_HOOK(name, params, args, describe)                               \
@@ -39,10 +54,14 @@
     const ::cuxfer::shim::CallDesc desc = describe;                                      \
     return ::cuxfer::shim::intercept<CUresult>(                                          \
         ::cuxfer::shim::HookId::h_##name, desc, __builtin_return_address(0), [&] {       \
-          int staged_result = 0;                                                         \
-          if (::cuxfer::shim::rewrite::enabled() &&                                      \
-              ::cuxfer::shim::rewrite::try_stage(desc, staged_result))                   \
-            return static_cast<CUresult>(staged_result);                                 \
-          return real args;                                                              \
+          namespace rw = ::cuxfer::shim::rewrite;                                        \
+          int rewritten = 0;                                                             \
+          const rw::Action act = rw::enabled() ? rw::try_rewrite(desc, rewritten)        \
+                                               : rw::Action::Original;                   \
+          if (act == rw::Action::Done) return static_cast<CUresult>(rewritten);          \
+          CUresult r = real args;                                                        \
+          if (act == rw::Action::OriginalThenWait && r == CUDA_SUCCESS)                  \
+            r = static_cast<CUresult>(rw::wait_for(desc));                               \
+          return r;                                                                      \
         });                                                                              \
   }

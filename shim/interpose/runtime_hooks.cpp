@@ -43,10 +43,7 @@ CallDesc rt_3d(const cudaMemcpy3DParms* p, cudaStream_t s, bool async, bool per_
   return c;
 }
 
-uint64_t forget(const void* p) {
-  auto a = allocation_table().erase(d::ptr(p));
-  return a ? a->end - a->begin : 0;
-}
+uint64_t forget(const void* p) { return forget_app_range(d::ptr(p)); }
 
 // After a runtime allocation: record the range unless the driver hook below
 // already did, and complete the event.

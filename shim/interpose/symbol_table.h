@@ -23,6 +23,9 @@ inline constexpr size_t kHookCount = static_cast<size_t>(HookId::kCount);
 // pinning cost); the trace's API name table lists it after the hooks.
 inline constexpr uint16_t kStagingPoolApi = static_cast<uint16_t>(kHookCount);
 inline constexpr const char* kStagingPoolApiName = "cuxfer:staging_pool";
+// Event::api of the rewrite's in-place registrations (their pinning cost).
+inline constexpr uint16_t kRegisterApi = static_cast<uint16_t>(kHookCount + 1);
+inline constexpr const char* kRegisterApiName = "cuxfer:register";
 
 enum class Layer : uint8_t { Driver, Runtime };
 

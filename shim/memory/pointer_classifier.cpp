@@ -74,6 +74,13 @@ PointerInfo classify_pointer(uint64_t ptr) {
   return info;
 }
 
+uint64_t forget_app_range(uint64_t address) {
+  AllocationTable& table = allocation_table();
+  if (auto a = table.find(address); a && a->begin == address && a->kind == trace::MemKind::Pageable) return 0;
+  auto a = table.erase(address);
+  return a ? a->end - a->begin : 0;
+}
+
 void reset_pointer_cache() {
   for (auto& e : t_cache) e = CacheEntry{};
 }

@@ -22,6 +22,11 @@ AllocationTable& allocation_table();
 // Never returns Unknown for a non-null pointer: memory CUDA does not know is Pageable.
 PointerInfo classify_pointer(uint64_t ptr);
 
+// An app free/unregister: drops the table entry starting at `address` and
+// returns its size (0 if none). Entries the pinned rewrite made for its own
+// registrations (kind Pageable) are the rewrite's to drop, never the app's.
+uint64_t forget_app_range(uint64_t address);
+
 // Forget cached driver answers in this thread (tests, fork).
 void reset_pointer_cache();
 

@@ -21,7 +21,8 @@
 #include "interpose/symbol_table.h"
 #include "memory/pointer_classifier.h"
 #include "record/cupti_collector.h"
-#include "rewrite/staging.h"
+#include "memory/host_ranges.h"
+#include "rewrite/pinned_rewrite.h"
 #include "trace/format.h"
 
 #ifndef CUXFER_VERSION
@@ -142,8 +143,10 @@ bool Recorder::start_slow() {
     if (c.rewrite_pin)
       notes_.push_back("rewrite: pin: enabled; 1D copies of pageable memory are staged from " +
                        std::to_string(c.stage_min_h2d) + " bytes (H2D) and " + std::to_string(c.stage_min_d2h) +
-                       " bytes (D2H) through at most " + std::to_string(c.pinned_budget) +
-                       " bytes of pinned memory");
+                       " bytes (D2H); reused buffers " +
+                       (c.register_in_place ? "from " + std::to_string(c.register_min) + " bytes are registered in place"
+                                            : std::string("are not registered (CUXFER_REGISTER=off)")) +
+                       "; at most " + std::to_string(pinned_budget_bytes(c)) + " bytes of pinned memory");
     if (unwinder.rfind("glibc", 0) == 0) notes_.push_back("call stacks: " + unwinder);
     if (!open_trace()) {
       state_.store(kOff, std::memory_order_release);
@@ -235,6 +238,7 @@ bool Recorder::open_trace() {
   std::vector<std::string> api_names;
   for (size_t i = 0; i < kHookCount; ++i) api_names.emplace_back(hook_entry(static_cast<HookId>(i)).name);
   api_names.emplace_back(kStagingPoolApiName);
+  api_names.emplace_back(kRegisterApiName);
   payload.clear();
   trace::encode_strings(api_names, payload);
   writer_->write_block(trace::BlockType::ApiNames, payload);
@@ -348,6 +352,7 @@ void Recorder::shutdown() {
   int expected = kRecording;
   if (!state_.compare_exchange_strong(expected, kOff, std::memory_order_acq_rel)) return;
   InternalScope internal;
+  if (config().rewrite_pin) rewrite::on_shutdown();
   {
     std::lock_guard<std::mutex> lock(wake_mutex_);
     stop_ = true;
@@ -367,19 +372,23 @@ void Recorder::prepare_fork() {
   // locked by a thread that does not exist there.
   session_mutex_.lock();
   allocation_table().lock_for_fork();
+  host_ranges().lock_for_fork();
   CuptiCollector::instance().lock_for_fork();
 }
 
 void Recorder::after_fork_parent() {
   CuptiCollector::instance().unlock_after_fork();
+  host_ranges().unlock_after_fork();
   allocation_table().unlock_after_fork();
   session_mutex_.unlock();
 }
 
 void Recorder::after_fork_child() {
   CuptiCollector::instance().unlock_after_fork();
+  host_ranges().unlock_after_fork();
   allocation_table().unlock_after_fork();
   rewrite::disable_after_fork();
+  rewrite::after_fork_child();
   // The child writes its own trace, lazily, if it uses CUDA; events buffered
   // before the fork belong to the parent's trace.
   bool parent_used_cupti = CuptiCollector::instance().active();

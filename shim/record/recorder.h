@@ -31,6 +31,7 @@ struct ThreadState {
   bool driver_seen = false;     // a driver hook ran inside the owning runtime call
   bool driver_contributed = false;  // ... and described the transfer
   bool staged = false;          // the pinned rewrite ran the current call through its staging pool
+  bool registered = false;      // ... or on a host range it registered in place
   CallDesc desc;                // what the current user call does (classified at its end)
   trace::Event pending{};       // the event being built for the current user call
   EventRing* ring = nullptr;

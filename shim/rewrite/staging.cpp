@@ -14,6 +14,7 @@
 #include "interpose/symbol_table.h"
 #include "memory/pointer_classifier.h"
 #include "record/recorder.h"
+#include "rewrite/driver_calls.h"
 #include "rewrite/parallel_memcpy.h"
 
 namespace cuxfer::shim::rewrite {
@@ -21,6 +22,7 @@ namespace {
 
 constexpr size_t kChunkBytes = 8u << 20;  // pool buffer size; DMA of 8 MiB takes ~150 us
 constexpr size_t kRingPerCall = 4;         // buffers one call cycles through
+constexpr uint64_t kPoolMax = 128ull << 20;
 
 // Chunk size for one transfer: at least four chunks where possible, so that
 // the host memcpy of one overlaps the DMA of another even for mid-sized
@@ -30,40 +32,7 @@ size_t chunk_for(size_t bytes) {
   return std::clamp<size_t>(quarter, 1u << 20, kChunkBytes);
 }
 
-// Driver entry points the staging path calls directly (never through our hooks).
-struct Driver {
-  decltype(&::cuCtxGetCurrent) ctx_get_current = nullptr;
-  decltype(&::cuEventCreate) event_create = nullptr;
-  decltype(&::cuEventRecord) event_record = nullptr;
-  decltype(&::cuEventRecord_ptsz) event_record_ptsz = nullptr;
-  decltype(&::cuEventQuery) event_query = nullptr;
-  decltype(&::cuEventSynchronize) event_synchronize = nullptr;
-  decltype(&::cuStreamIsCapturing) stream_is_capturing = nullptr;
-  decltype(&::cuStreamIsCapturing_ptsz) stream_is_capturing_ptsz = nullptr;
-  decltype(&::cuMemcpyAsync) memcpy_async = nullptr;
-  decltype(&::cuMemcpyAsync_ptsz) memcpy_async_ptsz = nullptr;
-  decltype(&::cuMemHostAlloc) host_alloc = nullptr;
-
-  bool load() {
-    void* h = libcuda_handle();
-    if (!h) return false;
-    auto get = [h](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(real_dlsym(h, name));
-      return fn != nullptr;
-    };
-    memcpy_async = reinterpret_cast<decltype(memcpy_async)>(real_function(HookId::h_cuMemcpyAsync));
-    memcpy_async_ptsz =
-        reinterpret_cast<decltype(memcpy_async_ptsz)>(real_function(HookId::h_cuMemcpyAsync_ptsz));
-    host_alloc = reinterpret_cast<decltype(host_alloc)>(real_function(HookId::h_cuMemHostAlloc));
-    bool ok = get(ctx_get_current, "cuCtxGetCurrent") && get(event_create, "cuEventCreate") &&
-              get(event_record, "cuEventRecord") && get(event_query, "cuEventQuery") &&
-              get(event_synchronize, "cuEventSynchronize") && memcpy_async && host_alloc;
-    get(event_record_ptsz, "cuEventRecord_ptsz");
-    get(stream_is_capturing, "cuStreamIsCapturing");
-    get(stream_is_capturing_ptsz, "cuStreamIsCapturing_ptsz");
-    return ok;
-  }
-};
+using Driver = DriverCalls;
 
 struct Buffer {
   char* host = nullptr;
@@ -146,12 +115,11 @@ class Pool {
 };
 
 struct State {
-  std::once_flag driver_once;
-  bool driver_ok = false;
   std::once_flag once;
   std::atomic<bool> ready{false};
   std::atomic<bool> disabled{false};
-  Driver drv;
+  // Only used once driver_calls() has been checked non-null.
+  const Driver& drv() const { return *driver_calls(); }
   Pool pool;
   ParallelMemcpy* memcpy = nullptr;
 };
@@ -193,7 +161,9 @@ bool initialise(CUcontext ctx) {
     InternalScope internal;
     const Config& c = config();
     std::string error;
-    if (!s.pool.init(s.drv, ctx, c.pinned_budget, error)) return disable(error);
+    // The pool takes at most half the pinned budget (and 128 MiB); registrations get the rest.
+    const uint64_t pool_budget = std::min<uint64_t>(pinned_budget_bytes(c) / 2, kPoolMax);
+    if (!s.pool.init(s.drv(), ctx, pool_budget, error)) return disable(error);
     // The pool is ours: copies from it are pinned, not the app's pageable memory.
     allocation_table().insert(reinterpret_cast<uint64_t>(s.pool.base()), s.pool.bytes(), trace::MemKind::Pinned, -1);
     unsigned threads = c.stage_threads ? c.stage_threads : default_threads();
@@ -210,28 +180,10 @@ bool initialise(CUcontext ctx) {
 
 enum class Way { HtoD, DtoH };
 
-CUresult issue(const Driver& drv, bool per_thread, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream) {
-  return per_thread && drv.memcpy_async_ptsz ? drv.memcpy_async_ptsz(dst, src, n, stream)
-                                             : drv.memcpy_async(dst, src, n, stream);
-}
-
-CUresult record(const Driver& drv, bool per_thread, CUevent ev, CUstream stream) {
-  return per_thread && drv.event_record_ptsz ? drv.event_record_ptsz(ev, stream) : drv.event_record(ev, stream);
-}
-
-bool capturing(const Driver& drv, bool per_thread, CUstream stream) {
-  auto fn = per_thread && drv.stream_is_capturing_ptsz ? drv.stream_is_capturing_ptsz : drv.stream_is_capturing;
-  if (!fn) return false;
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  // An error here (e.g. the legacy stream while another stream captures) is
-  // left for the original call to report.
-  return fn(stream, &status) != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
-}
-
 // Returns false only if nothing was issued (the caller then passes through).
 bool run_htod(State& s, bool per_thread, bool async, CUdeviceptr dev, const char* host, size_t bytes,
               CUstream stream, Buffer** ring, size_t k, CUresult& result) {
-  const Driver& d = s.drv;
+  const Driver& d = s.drv();
   const size_t chunk = chunk_for(bytes);
   size_t chunks = (bytes + chunk - 1) / chunk;
   result = CUDA_SUCCESS;
@@ -241,13 +193,13 @@ bool run_htod(State& s, bool per_thread, bool async, CUdeviceptr dev, const char
     if (i >= k) d.event_synchronize(b->done);  // our own earlier chunk
     size_t off = i * chunk, n = std::min(chunk, bytes - off);
     s.memcpy->copy(b->host, host + off, n);
-    CUresult r = issue(d, per_thread, dev + off, reinterpret_cast<CUdeviceptr>(b->host), n, stream);
+    CUresult r = d.copy_async(per_thread, dev + off, reinterpret_cast<CUdeviceptr>(b->host), n, stream);
     if (r != CUDA_SUCCESS) {
       if (i == 0) return false;  // nothing happened yet: let the driver report its own error
       result = r;
       break;
     }
-    record(d, per_thread, b->done, stream);
+    d.record(per_thread, b->done, stream);
     last = b;
   }
   if (!async && last) d.event_synchronize(last->done);
@@ -256,7 +208,7 @@ bool run_htod(State& s, bool per_thread, bool async, CUdeviceptr dev, const char
 
 bool run_dtoh(State& s, bool per_thread, CUdeviceptr dev, char* host, size_t bytes, CUstream stream, Buffer** ring,
               size_t k, CUresult& result) {
-  const Driver& d = s.drv;
+  const Driver& d = s.drv();
   const size_t chunk = chunk_for(bytes);
   size_t chunks = (bytes + chunk - 1) / chunk;
   result = CUDA_SUCCESS;
@@ -264,8 +216,8 @@ bool run_dtoh(State& s, bool per_thread, CUdeviceptr dev, char* host, size_t byt
   auto issue_next = [&]() -> CUresult {
     Buffer* b = ring[issued % k];
     size_t off = issued * chunk, n = std::min(chunk, bytes - off);
-    CUresult r = issue(d, per_thread, reinterpret_cast<CUdeviceptr>(b->host), dev + off, n, stream);
-    if (r == CUDA_SUCCESS) r = record(d, per_thread, b->done, stream);
+    CUresult r = d.copy_async(per_thread, reinterpret_cast<CUdeviceptr>(b->host), dev + off, n, stream);
+    if (r == CUDA_SUCCESS) r = d.record(per_thread, b->done, stream);
     if (r == CUDA_SUCCESS) ++issued;
     return r;
   };
@@ -305,10 +257,10 @@ bool enabled() {
 
 void disable_after_fork() { state().disabled.store(true, std::memory_order_relaxed); }
 
-bool try_stage(const CallDesc& desc, int& result) {
+bool try_stage(const CallDesc& desc, int& result, bool any_size) {
   const Config& c = config();
   if (desc.kind != trace::EventKind::Copy || desc.bytes == 0 ||
-      desc.bytes < std::min(c.stage_min_h2d, c.stage_min_d2h))
+      (!any_size && desc.bytes < std::min(c.stage_min_h2d, c.stage_min_d2h)))
     return false;
   if (desc.src_preset == trace::MemKind::Array || desc.dst_preset == trace::MemKind::Array) return false;
   ThreadState& ts = thread_state();
@@ -319,7 +271,7 @@ bool try_stage(const CallDesc& desc, int& result) {
   if (src.kind == trace::MemKind::Pageable && dst.kind == trace::MemKind::Device) way = Way::HtoD;
   else if (src.kind == trace::MemKind::Device && dst.kind == trace::MemKind::Pageable) way = Way::DtoH;
   else return false;
-  if (desc.bytes < (way == Way::HtoD ? c.stage_min_h2d : c.stage_min_d2h)) return false;
+  if (!any_size && desc.bytes < (way == Way::HtoD ? c.stage_min_h2d : c.stage_min_d2h)) return false;
   if (desc.direction != trace::Direction::Unknown &&
       desc.direction != (way == Way::HtoD ? trace::Direction::HtoD : trace::Direction::DtoH))
     return false;
@@ -330,24 +282,24 @@ bool try_stage(const CallDesc& desc, int& result) {
     ThreadState& ts;
     ~Leave() { --ts.internal; }
   } leave{ts};
-  std::call_once(s.driver_once, [&] {
-    s.driver_ok = s.drv.load();
-    if (!s.driver_ok) disable("driver entry points not found");
-  });
-  if (!s.driver_ok) return false;
+  const Driver* drv = driver_calls();
+  if (!drv) {
+    disable("driver entry points not found");
+    return false;
+  }
   CUcontext ctx = nullptr;
-  if (s.drv.ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx) return false;
+  if (s.drv().ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx) return false;
   if (!s.ready.load(std::memory_order_acquire) && !initialise(ctx)) return false;
   if (s.disabled.load(std::memory_order_relaxed)) return false;
   if (ctx != s.pool.context()) return false;  // one context for now: others pass through
   const bool per_thread = desc.flags & trace::kFlagPerThreadStream;
   const bool async = desc.flags & trace::kFlagAsync;
   CUstream stream = reinterpret_cast<CUstream>(desc.stream);
-  if (capturing(s.drv, per_thread, stream)) return false;
+  if (s.drv().capturing(per_thread, stream)) return false;
 
   Buffer* ring[kRingPerCall];
   size_t want = std::min(kRingPerCall, (desc.bytes + chunk_for(desc.bytes) - 1) / chunk_for(desc.bytes));
-  size_t k = s.pool.acquire(s.drv, ring, want);
+  size_t k = s.pool.acquire(s.drv(), ring, want);
   if (k == 0) return false;
   CUresult r = CUDA_SUCCESS;
   bool done = way == Way::HtoD

@@ -26,7 +26,7 @@ bool enabled();
 // stream being captured, another context, no free buffer, internal failure):
 // the caller then makes the original call. When it returns true, `result` is
 // what the call returns to the app.
-bool try_stage(const CallDesc& d, int& result);
+bool try_stage(const CallDesc& d, int& result, bool any_size = false);
 
 // Fork child: the parent's CUDA context and pinned pool are not usable here.
 void disable_after_fork();

@@ -194,7 +194,7 @@ def check_report(f: Failures, report: dict, exp: ex.Expectation, mode: str, tier
 # --- the pinned rewrite (cuxfer record --rewrite=pin) ---------------------------
 # The shim's defaults per direction (docs/cli.md); CUXFER_STAGE_MIN sets both.
 DEFAULT_STAGE_MIN = {"H2D": 8 << 20, "D2H": 256 << 10}
-DEFAULT_PINNED_BUDGET = 134217728  # the shim's CUXFER_PINNED_BUDGET default (docs/cli.md)
+DEFAULT_REGISTER_MIN = 1 << 20  # the shim's CUXFER_REGISTER_MIN default (docs/cli.md)
 
 
 def stage_min_of(env: dict) -> dict:
@@ -212,10 +212,25 @@ def stageable(op: ex.Op, stage_min: dict) -> bool:
     return op.bytes // op.calls >= stage_min[op.direction]  # the apps' calls of one Op have one size
 
 
+def registered_calls(op: ex.Op, env: dict) -> int:
+    """Registration model "per-op" (the contract with the shim's reuse policy for
+    apps whose every pageable op reuses one whole buffer): a buffer of at least
+    CUXFER_REGISTER_MIN is registered once its copies have moved twice its size,
+    so its first call is staged or passed through and every later one is
+    registered. Returns the op's registered calls."""
+    if env.get("CUXFER_REGISTER") == "off" or op.kind != "copy" or op.direction not in ("H2D", "D2H"):
+        return 0
+    if op.memory != "pageable" or op.calls < 2 or any(t in op.api for t in ("2D", "3D", "Array", "Batch")):
+        return 0
+    text = env.get("CUXFER_REGISTER_MIN", "")
+    return op.calls - 1 if op.bytes // op.calls >= (int(text) if text.isdigit() else DEFAULT_REGISTER_MIN) else 0
+
+
 def check_rewrite(f: Failures, report: dict, exp: ex.Expectation, rewrite: str, stage_min: dict,
-                  traces: list[Path], cuxfer: str) -> None:
+                  traces: list[Path], cuxfer: str, env: dict) -> None:
     """The rewrite moved exactly what it should have: the classes are checked
-    (unchanged) by check_report; here, what went through the staging pool."""
+    (unchanged) by check_report; here, what went through the staging pool and
+    what through in-place registration."""
     rw = report.get("rewrite")
     f.check(isinstance(rw, dict), f"report has no 'rewrite' object: {sorted(report)}")
     if not isinstance(rw, dict):
@@ -223,7 +238,9 @@ def check_rewrite(f: Failures, report: dict, exp: ex.Expectation, rewrite: str, 
     ops = [op for p in exp.processes for op in p.ops]
     staged = [op for op in ops if stageable(op, stage_min)]
     pageable = [op for op in ops if op.kind == "copy" and op.direction in ("H2D", "D2H") and op.memory == "pageable"]
-    want_staged = (sum(o.calls for o in staged), sum(o.bytes for o in staged))
+    reg = {id(o): registered_calls(o, env) for o in pageable}
+    want_registered = (sum(reg.values()), sum(o.bytes // o.calls * reg[id(o)] for o in pageable))
+    want_staged = (sum(o.calls - reg[id(o)] for o in staged), sum(o.bytes // o.calls * (o.calls - reg[id(o)]) for o in staged))
     if rewrite == "off":
         f.eq(rw.get("active"), False, "rewrite.active with --rewrite=off")
         f.eq((rw.get("staged_calls"), rw.get("staged_bytes")), (0, 0), "rewrite (staged_calls, staged_bytes) when off")
@@ -232,24 +249,30 @@ def check_rewrite(f: Failures, report: dict, exp: ex.Expectation, rewrite: str, 
     f.eq(rw.get("active"), True, "rewrite.active with --rewrite=pin")
     f.eq((rw.get("staged_calls"), rw.get("staged_bytes")), want_staged,
          f"rewrite (staged_calls, staged_bytes): pageable 1D H2D/D2H copies of >= {stage_min} B")
-    want_pass = (sum(o.calls for o in pageable) - want_staged[0], sum(o.bytes for o in pageable) - want_staged[1])
+    want_pass = (sum(o.calls for o in pageable) - want_staged[0] - want_registered[0],
+                 sum(o.bytes for o in pageable) - want_staged[1] - want_registered[1])
     f.eq((rw.get("passthrough_pageable_calls"), rw.get("passthrough_pageable_bytes")), want_pass,
          "rewrite (passthrough_pageable_calls, passthrough_pageable_bytes)")
-    f.eq(rw.get("registered_calls"), 0, "rewrite.registered_calls (registration is not built)")
+    f.eq((rw.get("registered_calls"), rw.get("registered_bytes")), want_registered,
+         "rewrite (registered_calls, registered_bytes): reused pageable buffers >= CUXFER_REGISTER_MIN after their first copy")
     # Per class: the staged bytes of each class.
     want_cls: dict = {}
     for o in staged:
+        if o.calls == reg[id(o)]:
+            continue
         c = want_cls.setdefault((o.direction, o.memory), [0, 0])
-        c[0] += o.calls
-        c[1] += o.bytes
+        c[0] += o.calls - reg[id(o)]
+        c[1] += o.bytes // o.calls * (o.calls - reg[id(o)])
     got_cls = {(c["direction"], c["memory"]): [c.get("staged_calls"), c.get("staged_bytes")]
                for c in report.get("classes", []) if c.get("staged_calls") or c.get("staged_bytes")}
     f.eq(got_cls, want_cls, "classes[].(staged_calls, staged_bytes)")
-    # The pool: pinned once per process that staged, within the default budget.
+    # The pool: pinned once per process that staged, within its share of the
+    # budget (half the pinned budget, at most 128 MiB).
     if want_staged[0] > 0:
         pool = rw.get("pool_bytes") or 0
         f.check(pool > 0, f"rewrite.pool_bytes is {pool}: a process that staged copies allocated no pool")
-        per_process = int(os.environ.get("CUXFER_PINNED_BUDGET", DEFAULT_PINNED_BUDGET))
+        configured = env.get("CUXFER_PINNED_BUDGET", "")
+        per_process = min(int(configured) // 2, 128 << 20) if configured.isdigit() else 128 << 20
         budget = per_process * len(exp.processes)
         f.check(pool <= budget, f"rewrite.pool_bytes {pool} over the budget ({budget})")
     text = subprocess.run([cuxfer, "report", *map(str, traces)], capture_output=True, text=True, timeout=120)
@@ -373,7 +396,7 @@ def main() -> int:
             check_report(f, report, exp, mode, a.tier, a.allow_incomplete, binary)
             check_per_process(f, a.cuxfer, traces, exp)
             if a.rewrite:
-                check_rewrite(f, report, exp, a.rewrite, stage_min_of(env), traces, a.cuxfer)
+                check_rewrite(f, report, exp, a.rewrite, stage_min_of(env), traces, a.cuxfer, env)
             if a.tier == "sim":  # the human-readable report must say so too
                 text = subprocess.run([a.cuxfer, "report", *map(str, traces)], capture_output=True, text=True,
                                       timeout=120)

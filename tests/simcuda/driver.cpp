@@ -264,11 +264,26 @@ bool device_range_ok(uintptr_t p, size_t n) {
 
 // A pointer passed where "host memory" is expected: anything but an invalid
 // address inside the simulated device space.
+// A real driver keeps DMA-ing to the pages it pinned at registration, so a
+// registration whose memory was unmapped is a silent data bug there. Here it
+// is a loud one: the registered pages must still be mapped.
+void check_registration_still_mapped(const Alloc& a) {
+  if (a.kind != Kind::HostRegistered) return;
+  uintptr_t b = a.base & ~(kPage - 1), e = round_up(a.base + a.size, kPage);
+  if (msync(reinterpret_cast<void*>(b), e - b, MS_ASYNC) != 0 && errno == ENOMEM) {
+    std::fprintf(stderr, "simcuda: copy through a host registration [%#lx, %#lx) whose memory was unmapped "
+                 "(stale registration)\n", static_cast<unsigned long>(a.base),
+                 static_cast<unsigned long>(a.base + a.size));
+    std::abort();
+  }
+}
+
 bool host_range_ok(uintptr_t p, size_t n) {
   if (n == 0) return true;
   if (p == 0) return false;
   std::lock_guard lk(state().mu);
   const Alloc* a = find_alloc_locked(p);
+  if (a) check_registration_still_mapped(*a);
   if (a) return p + n <= a->base + a->size;
   return !in_simulated_space_locked(p);
 }
@@ -730,6 +745,13 @@ CUresult get_proc_address(const char* symbol, void** pfn, int version, cuuint64_
 extern "C" {
 
 __attribute__((visibility("default"))) int simcuda_is_simulated(void) { return 1; }
+
+// Test introspection: is `p` inside a host range registered with cuMemHostRegister?
+__attribute__((visibility("default"))) int simcuda_is_host_registered(const void* p) {
+  std::lock_guard lk(state().mu);
+  const Alloc* a = find_alloc_locked(reinterpret_cast<uintptr_t>(p));
+  return a && a->kind == Kind::HostRegistered;
+}
 
 CUresult CUDAAPI cuInit(unsigned int Flags) {
   if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;

@@ -183,9 +183,34 @@ TEST(ParseConfig, RewriteSettings) {
                           "CUXFER_STAGE_MIN=big", "CUXFER_STAGE_THREADS=0", "CUXFER_STAGE_THREADS=65"}) {
     Config b = parse({bad});
     EXPECT_FALSE(b.rewrite_pin) << bad;
-    EXPECT_EQ(b.pinned_budget, 128ull << 20) << bad;
+    EXPECT_EQ(b.pinned_budget, 0u) << bad;  // automatic
     EXPECT_EQ(b.problems.size(), 1u) << bad;
   }
+}
+
+TEST(ParseConfig, RegistrationSettings) {
+  Config d = parse({});
+  EXPECT_TRUE(d.register_in_place);
+  EXPECT_EQ(d.register_min, 1u << 20);
+  Config c = parse({"CUXFER_REGISTER=off", "CUXFER_REGISTER_MIN=8388608"});
+  EXPECT_FALSE(c.register_in_place);
+  EXPECT_EQ(c.register_min, 8u << 20);
+  EXPECT_TRUE(c.problems.empty());
+  for (const char* bad : {"CUXFER_REGISTER=on", "CUXFER_REGISTER_MIN=100", "CUXFER_REGISTER_MIN=1M"}) {
+    Config b = parse({bad});
+    EXPECT_TRUE(b.register_in_place) << bad;
+    EXPECT_EQ(b.register_min, 1u << 20) << bad;
+    EXPECT_EQ(b.problems.size(), 1u) << bad;
+  }
+}
+
+TEST(ParseConfig, AutomaticPinnedBudgetIsBounded) {
+  Config c = parse({});
+  const uint64_t b = pinned_budget_bytes(c);
+  EXPECT_GE(b, 128ull << 20);
+  EXPECT_LE(b, 4ull << 30);
+  c.pinned_budget = 64ull << 20;
+  EXPECT_EQ(pinned_budget_bytes(c), 64ull << 20);
 }
 
 TEST(ParseConfig, UnknownVariableIsAProblemLine) {

@@ -1,0 +1,53 @@
+// Pointer and host-memory queries. Memory the pinned rewrite registered in
+// place is still the app's pageable memory: asked about it, these calls give
+// the driver's own answer for pageable memory (they ask about an address the
+// driver has never seen instead), so that no app or framework changes course
+// because of the shim (PyTorch's is_pinned(), for one, asks
+// cuPointerGetAttributes). Nothing is recorded: these are not transfers.
+#include "core/export.h"
+#include "interpose/cuda_headers.h"
+#include "interpose/hook_macros.h"
+#include "rewrite/pinned_rewrite.h"
+
+using namespace cuxfer::shim;
+
+namespace {
+
+template <typename P>
+P as_seen_by_app(P p) {
+  if (!rewrite::registrations_exist() || !rewrite::shim_registered(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p))))
+    return p;
+  return reinterpret_cast<P>(rewrite::pageable_probe());
+}
+
+CUdeviceptr as_seen_by_app(CUdeviceptr p) {
+  if (!rewrite::registrations_exist() || !rewrite::shim_registered(p)) return p;
+  return reinterpret_cast<CUdeviceptr>(rewrite::pageable_probe());
+}
+
+}  // namespace
+
+extern "C" CUXFER_EXPORT CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  auto real = CUXFER_REAL(cuPointerGetAttribute);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return real(data, attribute, as_seen_by_app(ptr));
+}
+
+extern "C" CUXFER_EXPORT CUresult cuPointerGetAttributes(unsigned int count, CUpointer_attribute* attributes,
+                                                         void** data, CUdeviceptr ptr) {
+  auto real = CUXFER_REAL(cuPointerGetAttributes);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return real(count, attributes, data, as_seen_by_app(ptr));
+}
+
+extern "C" CUXFER_EXPORT CUresult cuMemHostGetFlags(unsigned int* flags, void* p) {
+  auto real = CUXFER_REAL(cuMemHostGetFlags);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return real(flags, as_seen_by_app(p));
+}
+
+extern "C" CUXFER_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* out, void* p, unsigned int flags) {
+  auto real = CUXFER_REAL(cuMemHostGetDevicePointer_v2);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return real(out, as_seen_by_app(p), flags);
+}

@@ -1,0 +1,318 @@
+// libc hooks for the pinned rewrite's registration cache: the shim must know
+// which host memory the app owns (so that only memory whose end it can see is
+// registered) and must drop a registration before its memory goes away.
+//
+//   malloc family  large allocations are recorded (memory/host_ranges.h);
+//                  free/realloc drop their registrations before the real call
+//   mmap           the app's large anonymous read-write mappings are recorded;
+//                  MAP_FIXED over a registration drops it first
+//   munmap, mremap, madvise(DONTNEED/FREE/REMOVE), brk/sbrk shrinking
+//                  drop registrations under the range before the real call
+//
+// glibc's own unmapping inside free/realloc (mmapped chunks, heap trimming) is
+// covered because free/realloc are hooked and registrations never extend over
+// free memory; memory released without any PLT call (thread stacks, dlclose)
+// is never recorded, so never registered. Each hook forwards to the next
+// definition (RTLD_NEXT), so a malloc replacement preloaded after the shim
+// (jemalloc, tcmalloc) keeps working. When the rewrite's registration is off
+// the hooks only forward: one predictable branch per call.
+#include <dlfcn.h>
+#include <errno.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdarg>
+#include <cstdint>
+#include <cstring>
+
+#include "core/export.h"
+#include "interpose/symbol_table.h"
+#include "memory/host_ranges.h"
+#include "rewrite/pinned_rewrite.h"
+
+#ifndef MADV_DONTNEED_LOCKED
+#define MADV_DONTNEED_LOCKED 24
+#endif
+
+namespace {
+
+using cuxfer::shim::HostSource;
+using cuxfer::shim::host_ranges;
+using cuxfer::shim::host_tracking_min;
+
+struct Real {
+  void* (*malloc)(size_t);
+  void (*free)(void*);
+  void* (*calloc)(size_t, size_t);
+  void* (*realloc)(void*, size_t);
+  int (*posix_memalign)(void**, size_t, size_t);
+  void* (*aligned_alloc)(size_t, size_t);
+  void* (*memalign)(size_t, size_t);
+  void* (*valloc)(size_t);
+  void* (*pvalloc)(size_t);
+  size_t (*usable_size)(void*);
+  void* (*mmap)(void*, size_t, int, int, int, off_t);
+  int (*munmap)(void*, size_t);
+  void* (*mremap)(void*, size_t, size_t, int, ...);
+  int (*madvise)(void*, size_t, int);
+  int (*brk)(void*);
+  void* (*sbrk)(intptr_t);
+};
+
+Real g_real;
+enum : int { kUnresolved = 0, kResolving = 1, kReady = 2 };
+std::atomic<int> g_state{kUnresolved};
+thread_local bool t_resolving __attribute__((tls_model("initial-exec"))) = false;
+
+// dlsym itself may allocate while the real allocator is being looked up:
+// those few allocations come from here and are never freed.
+constexpr size_t kArenaBytes = 256 << 10;
+alignas(64) char g_arena[kArenaBytes];
+std::atomic<size_t> g_arena_used{0};
+
+bool in_arena(const void* p) {
+  auto a = reinterpret_cast<uintptr_t>(p), b = reinterpret_cast<uintptr_t>(g_arena);
+  return a >= b && a < b + kArenaBytes;
+}
+
+void* arena_alloc(size_t n, size_t align = 16) {
+  if (align < 16) align = 16;
+  size_t need = ((n + 15) & ~size_t(15)) + align;  // room for the size header
+  size_t at = g_arena_used.fetch_add(need);
+  if (at + need > kArenaBytes) return nullptr;
+  auto base = reinterpret_cast<uintptr_t>(g_arena + at);
+  uintptr_t p = (base + 8 + align - 1) & ~(uintptr_t(align) - 1);
+  reinterpret_cast<size_t*>(p)[-1] = n;
+  return reinterpret_cast<void*>(p);
+}
+
+size_t arena_size(const void* p) { return reinterpret_cast<const size_t*>(p)[-1]; }
+
+template <typename F>
+void next(F& fn, const char* name) {
+  fn = reinterpret_cast<F>(cuxfer::shim::real_dlsym(RTLD_NEXT, name));
+}
+
+void resolve() {
+  int expected = kUnresolved;
+  if (g_state.compare_exchange_strong(expected, kResolving, std::memory_order_acq_rel)) {
+    t_resolving = true;
+    Real r{};
+    next(r.malloc, "malloc");
+    next(r.free, "free");
+    next(r.calloc, "calloc");
+    next(r.realloc, "realloc");
+    next(r.posix_memalign, "posix_memalign");
+    next(r.aligned_alloc, "aligned_alloc");
+    next(r.memalign, "memalign");
+    next(r.valloc, "valloc");
+    next(r.pvalloc, "pvalloc");
+    next(r.usable_size, "malloc_usable_size");
+    next(r.mmap, "mmap");
+    next(r.munmap, "munmap");
+    next(r.mremap, "mremap");
+    next(r.madvise, "madvise");
+    next(r.brk, "brk");
+    next(r.sbrk, "sbrk");
+    g_real = r;
+    t_resolving = false;
+    g_state.store(kReady, std::memory_order_release);
+    return;
+  }
+  while (g_state.load(std::memory_order_acquire) != kReady) sched_yield();
+}
+
+inline const Real& real() {
+  if (__builtin_expect(g_state.load(std::memory_order_acquire) != kReady, 0)) resolve();
+  return g_real;
+}
+
+inline bool track_size(size_t n) {
+  uint64_t min = host_tracking_min();
+  return min != 0 && n >= min;
+}
+
+void after_alloc(void* p, size_t n) {
+  if (p && track_size(n)) host_ranges().track(reinterpret_cast<uint64_t>(p), n, HostSource::Malloc);
+}
+
+// A block is about to be freed or moved: forget it and drop what is registered on it.
+void before_release(void* p) {
+  if (!p || !host_tracking_min() || host_ranges().empty()) return;
+  const Real& r = real();
+  if (r.usable_size && r.usable_size(p) < host_tracking_min()) return;  // never recorded
+  uint64_t end = 0;
+  if (host_ranges().untrack_exact(reinterpret_cast<uint64_t>(p), &end))
+    cuxfer::shim::rewrite::host_memory_going(reinterpret_cast<uint64_t>(p), end);
+}
+
+// [addr, addr+len) stops being the memory it was.
+void range_going(void* addr, size_t len) {
+  if (!host_tracking_min() && !cuxfer::shim::rewrite::registrations_exist()) return;
+  auto b = reinterpret_cast<uint64_t>(addr);
+  uint64_t e = b + len;
+  host_ranges().untrack_overlapping(b, e);
+  cuxfer::shim::rewrite::host_memory_going(b, e);
+}
+
+bool discards_contents(int advice) {
+  return advice == MADV_DONTNEED || advice == MADV_FREE || advice == MADV_REMOVE || advice == MADV_DONTNEED_LOCKED;
+}
+
+}  // namespace
+
+extern "C" {
+
+CUXFER_EXPORT void* malloc(size_t n) noexcept {
+  if (__builtin_expect(t_resolving, 0)) return arena_alloc(n);
+  void* p = real().malloc(n);
+  after_alloc(p, n);
+  return p;
+}
+
+CUXFER_EXPORT void free(void* p) noexcept {
+  if (!p || __builtin_expect(in_arena(p), 0)) return;
+  before_release(p);
+  real().free(p);
+}
+
+CUXFER_EXPORT void* calloc(size_t count, size_t size) noexcept {
+  size_t n = 0;
+  if (__builtin_mul_overflow(count, size, &n)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  if (__builtin_expect(t_resolving, 0)) return arena_alloc(n);  // static storage: already zero
+  void* p = real().calloc(count, size);
+  after_alloc(p, n);
+  return p;
+}
+
+CUXFER_EXPORT void* realloc(void* p, size_t n) noexcept {
+  if (__builtin_expect(t_resolving, 0) || (p && in_arena(p))) {
+    void* q = t_resolving ? arena_alloc(n) : real().malloc(n);
+    if (q && p) std::memcpy(q, p, arena_size(p) < n ? arena_size(p) : n);
+    return q;
+  }
+  before_release(p);
+  void* q = real().realloc(p, n);
+  after_alloc(q, n);
+  return q;
+}
+
+CUXFER_EXPORT void* reallocarray(void* p, size_t count, size_t size) noexcept {
+  size_t n = 0;
+  if (__builtin_mul_overflow(count, size, &n)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return realloc(p, n);
+}
+
+CUXFER_EXPORT int posix_memalign(void** out, size_t align, size_t n) noexcept {
+  if (__builtin_expect(t_resolving, 0)) {
+    *out = arena_alloc(n, align);
+    return *out ? 0 : ENOMEM;
+  }
+  int r = real().posix_memalign(out, align, n);
+  if (r == 0) after_alloc(*out, n);
+  return r;
+}
+
+CUXFER_EXPORT void* aligned_alloc(size_t align, size_t n) noexcept {
+  if (__builtin_expect(t_resolving, 0)) return arena_alloc(n, align);
+  void* p = real().aligned_alloc(align, n);
+  after_alloc(p, n);
+  return p;
+}
+
+CUXFER_EXPORT void* memalign(size_t align, size_t n) noexcept {
+  if (__builtin_expect(t_resolving, 0)) return arena_alloc(n, align);
+  void* p = real().memalign(align, n);
+  after_alloc(p, n);
+  return p;
+}
+
+CUXFER_EXPORT void* valloc(size_t n) noexcept {
+  if (__builtin_expect(t_resolving, 0)) return arena_alloc(n, 4096);
+  const Real& r = real();
+  void* p = r.valloc ? r.valloc(n) : r.memalign(static_cast<size_t>(sysconf(_SC_PAGESIZE)), n);
+  after_alloc(p, n);
+  return p;
+}
+
+CUXFER_EXPORT void* pvalloc(size_t n) noexcept {
+  if (__builtin_expect(t_resolving, 0)) return arena_alloc(n, 4096);
+  const Real& r = real();
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* p = r.pvalloc ? r.pvalloc(n) : r.memalign(page, (n + page - 1) & ~(page - 1));
+  after_alloc(p, n);
+  return p;
+}
+
+CUXFER_EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) noexcept {
+  if (flags & MAP_FIXED) range_going(addr, len);  // replaces whatever was mapped there
+  void* p = real().mmap(addr, len, prot, flags, fd, off);
+  if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && (prot & PROT_READ) && (prot & PROT_WRITE) && track_size(len))
+    host_ranges().track(reinterpret_cast<uint64_t>(p), len, HostSource::Mmap);
+  return p;
+}
+
+CUXFER_EXPORT void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off_t off) noexcept {
+  return mmap(addr, len, prot, flags, fd, off);
+}
+
+CUXFER_EXPORT int munmap(void* addr, size_t len) noexcept {
+  range_going(addr, len);
+  return real().munmap(addr, len);
+}
+
+CUXFER_EXPORT void* mremap(void* old, size_t old_len, size_t new_len, int flags, ...) noexcept {
+  void* new_addr = nullptr;
+  if (flags & MREMAP_FIXED) {
+    va_list ap;
+    va_start(ap, flags);
+    new_addr = va_arg(ap, void*);
+    va_end(ap);
+  }
+  const bool was_mapping = host_tracking_min() &&
+                           host_ranges().source_of(reinterpret_cast<uint64_t>(old)) == HostSource::Mmap;
+  range_going(old, old_len);
+  if (flags & MREMAP_FIXED) range_going(new_addr, new_len);
+  void* p = (flags & MREMAP_FIXED) ? real().mremap(old, old_len, new_len, flags, new_addr)
+                                   : real().mremap(old, old_len, new_len, flags);
+  if (p != MAP_FAILED && was_mapping && track_size(new_len))
+    host_ranges().track(reinterpret_cast<uint64_t>(p), new_len, HostSource::Mmap);
+  return p;
+}
+
+CUXFER_EXPORT int madvise(void* addr, size_t len, int advice) noexcept {
+  if (discards_contents(advice) && cuxfer::shim::rewrite::registrations_exist()) {
+    // The memory stays the app's, but its pages are replaced on next touch:
+    // the registration (and, to avoid re-pinning it every time, any future one) goes.
+    auto b = reinterpret_cast<uint64_t>(addr);
+    host_ranges().forbid(b, b + len);
+    cuxfer::shim::rewrite::host_memory_going(b, b + len);
+  }
+  return real().madvise(addr, len, advice);
+}
+
+CUXFER_EXPORT int brk(void* end) noexcept {
+  void* current = real().sbrk(0);
+  if (current != reinterpret_cast<void*>(-1) && end < current)
+    range_going(end, static_cast<char*>(current) - static_cast<char*>(end));
+  return real().brk(end);
+}
+
+CUXFER_EXPORT void* sbrk(intptr_t increment) noexcept {
+  if (increment < 0) {
+    void* current = real().sbrk(0);
+    if (current != reinterpret_cast<void*>(-1))
+      range_going(static_cast<char*>(current) + increment, static_cast<size_t>(-increment));
+  }
+  return real().sbrk(increment);
+}
+
+}  // extern "C"

@@ -1,0 +1,47 @@
+// Driver entry points the rewrite calls itself, resolved once and always the
+// real ones (never our hooks), so that its own work is never recorded or
+// rewritten again.
+#pragma once
+
+#include "interpose/cuda_headers.h"
+
+namespace cuxfer::shim::rewrite {
+
+struct DriverCalls {
+  decltype(&::cuCtxGetCurrent) ctx_get_current = nullptr;
+  decltype(&::cuCtxPushCurrent) ctx_push_current = nullptr;
+  decltype(&::cuCtxPopCurrent) ctx_pop_current = nullptr;
+  decltype(&::cuEventCreate) event_create = nullptr;
+  decltype(&::cuEventRecord) event_record = nullptr;
+  decltype(&::cuEventRecord_ptsz) event_record_ptsz = nullptr;
+  decltype(&::cuEventQuery) event_query = nullptr;
+  decltype(&::cuEventSynchronize) event_synchronize = nullptr;
+  decltype(&::cuStreamSynchronize) stream_synchronize = nullptr;
+  decltype(&::cuStreamSynchronize_ptsz) stream_synchronize_ptsz = nullptr;
+  decltype(&::cuStreamIsCapturing) stream_is_capturing = nullptr;
+  decltype(&::cuStreamIsCapturing_ptsz) stream_is_capturing_ptsz = nullptr;
+  decltype(&::cuMemcpyAsync) memcpy_async = nullptr;
+  decltype(&::cuMemcpyAsync_ptsz) memcpy_async_ptsz = nullptr;
+  decltype(&::cuMemHostAlloc) host_alloc = nullptr;
+  decltype(&::cuMemHostRegister) host_register = nullptr;
+  decltype(&::cuMemHostUnregister) host_unregister = nullptr;
+
+  // The per-thread-stream variant when the app used one.
+  CUresult copy_async(bool per_thread, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) const {
+    return per_thread && memcpy_async_ptsz ? memcpy_async_ptsz(dst, src, n, s) : memcpy_async(dst, src, n, s);
+  }
+  CUresult record(bool per_thread, CUevent ev, CUstream s) const {
+    return per_thread && event_record_ptsz ? event_record_ptsz(ev, s) : event_record(ev, s);
+  }
+  CUresult sync_stream(bool per_thread, CUstream s) const {
+    return per_thread && stream_synchronize_ptsz ? stream_synchronize_ptsz(s) : stream_synchronize(s);
+  }
+  // True when `s` is being captured into a graph (or the query itself fails:
+  // the original call will then report whatever is wrong).
+  bool capturing(bool per_thread, CUstream s) const;
+};
+
+// Null when libcuda is not loaded or lacks an entry point the rewrite needs.
+const DriverCalls* driver_calls();
+
+}  // namespace cuxfer::shim::rewrite

@@ -1,0 +1,67 @@
+// The pinned rewrite as the hooks see it: one decision per copy between
+// passthrough, staging (rewrite/staging.h) and in-place registration
+// (rewrite/registration_cache.h), and the guards that keep every other call
+// exact while the shim holds registrations.
+//
+// Per 1D host<->device copy with a pageable host side (try_rewrite):
+//   - host range inside a live registration: sync copies and async D2H run on
+//     it (an async D2H then waits for completion, as the pageable original
+//     does); an async H2D is staged instead, because it must return once its
+//     source is consumed, not once the DMA is done;
+//   - range only partly registered, or a registration changing: the same
+//     pageable semantics are enforced (async D2H waits, async H2D is staged or
+//     the registration is dropped first);
+//   - otherwise the copy counts towards its host range's reuse; a range whose
+//     copies have moved twice its size is registered (budget permitting) and
+//     this copy already runs on it; else staging or passthrough.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "interpose/call_desc.h"
+#include "rewrite/staging.h"
+
+namespace cuxfer::shim::rewrite {
+
+namespace detail {
+extern std::atomic<uint32_t> g_registrations;
+}
+
+enum class Action : uint8_t {
+  Done,              // the rewrite made the call; `result` is what the app gets
+  Original,          // make the original call
+  OriginalThenWait,  // make it, then wait_for(d) before returning (pageable semantics on pinned memory)
+};
+
+// For the 1D copy hooks.
+Action try_rewrite(const CallDesc& d, int& result);
+// Waits until the copy `d` (just issued on its stream) has completed.
+int wait_for(const CallDesc& d);
+
+// Before any other copy call is passed through (2D, 3D, batches, arrays):
+// an asynchronous one that touches memory the shim registered would lose its
+// pageable semantics, so the registrations under [p, p+n) are dropped first,
+// and those ranges are never registered again.
+void before_passthrough(const CallDesc& d);
+void release_range(uint64_t p, uint64_t n);
+// Cheap: one relaxed load. False while the shim holds no registration.
+inline bool registrations_exist() { return detail::g_registrations.load(std::memory_order_relaxed) != 0; }
+
+// libc hooks: [begin, end) is about to be freed, unmapped or discarded.
+void host_memory_going(uint64_t begin, uint64_t end);
+
+// Whether `p` lies in a registration the shim made (not the app): pointer
+// and host-memory queries must then answer as for pageable memory.
+bool shim_registered(uint64_t p);
+// An address the driver knows nothing of (never registered, never CUDA
+// memory): asked in place of a shim-registered one, the driver answers
+// exactly as it would for the app's pageable memory.
+void* pageable_probe();
+
+// Lifecycle.
+void after_fork_child();
+void on_shutdown();  // summary note; registrations stay until the process ends
+
+
+}  // namespace cuxfer::shim::rewrite
