@@ -53,6 +53,8 @@ times = []
 for rep in range(3):
     torch.cuda.synchronize(); t = time.perf_counter(); acc = loop(100); torch.cuda.synchronize(); times.append(time.perf_counter() - t)
 print(f"loop: median {sorted(times)[1] * 1e3:.1f} ms per 100 steps  result={acc!r}")
+# The rewrite registers reused buffers in place; the app must still see them as pageable.
+print(f"is_pinned after reuse: batch={torch.from_numpy(batches[0]).is_pinned()} x={torch.from_numpy(x).is_pinned()}")
 PY
 for mode in off pin; do
   echo "-- rewrite=$mode"

@@ -29,6 +29,8 @@ bool load(DriverCalls& d) {
   real(d.memcpy_async_ptsz, HookId::h_cuMemcpyAsync_ptsz);
   get(d.event_record_ptsz, "cuEventRecord_ptsz");
   get(d.stream_synchronize_ptsz, "cuStreamSynchronize_ptsz");
+  get(d.stream_query, "cuStreamQuery");
+  get(d.stream_query_ptsz, "cuStreamQuery_ptsz");
   get(d.stream_is_capturing, "cuStreamIsCapturing");
   get(d.stream_is_capturing_ptsz, "cuStreamIsCapturing_ptsz");
   return ok;

@@ -18,6 +18,8 @@ struct DriverCalls {
   decltype(&::cuEventSynchronize) event_synchronize = nullptr;
   decltype(&::cuStreamSynchronize) stream_synchronize = nullptr;
   decltype(&::cuStreamSynchronize_ptsz) stream_synchronize_ptsz = nullptr;
+  decltype(&::cuStreamQuery) stream_query = nullptr;
+  decltype(&::cuStreamQuery_ptsz) stream_query_ptsz = nullptr;
   decltype(&::cuStreamIsCapturing) stream_is_capturing = nullptr;
   decltype(&::cuStreamIsCapturing_ptsz) stream_is_capturing_ptsz = nullptr;
   decltype(&::cuMemcpyAsync) memcpy_async = nullptr;
@@ -35,6 +37,11 @@ struct DriverCalls {
   }
   CUresult sync_stream(bool per_thread, CUstream s) const {
     return per_thread && stream_synchronize_ptsz ? stream_synchronize_ptsz(s) : stream_synchronize(s);
+  }
+  // True when everything queued on `s` has completed.
+  bool idle(bool per_thread, CUstream s) const {
+    auto fn = per_thread && stream_query_ptsz ? stream_query_ptsz : stream_query;
+    return fn && fn(s) == CUDA_SUCCESS;
   }
   // True when `s` is being captured into a graph (or the query itself fails:
   // the original call will then report whatever is wrong).

@@ -210,8 +210,10 @@ Action try_rewrite(const CallDesc& desc, int& result) {
     release_range(host, desc.bytes);  // no wait possible: make it pageable again first
     return Action::Original;
   }
-  if (way == Way::HtoD && desc.bytes >= c.stage_min_h2d) {
-    // Must return once the source is consumed, not when the DMA is done: copy it out now.
+  if (way == Way::HtoD && desc.bytes >= c.stage_min_h2d && !d->idle(per_thread, reinterpret_cast<CUstream>(desc.stream))) {
+    // Must return once the source is consumed, and the stream is busy: a DMA
+    // in place would make the call wait for the work ahead of it. Copy it out
+    // now instead. (On an idle stream the DMA in place returns sooner.)
     if (try_stage(desc, result, /*any_size=*/true)) return Action::Done;
     release_range(host, desc.bytes);
     return Action::Original;
