@@ -54,8 +54,9 @@ configure_build() {
     gen=()
   fi
   cmake -S "$ROOT" -B "$dir" "${gen[@]}" -DCMAKE_BUILD_TYPE="$type" "$@"
-  step "build $dir: cmake --build $dir -j$JOBS"
-  cmake --build "$dir" -j"$JOBS"
+  # BUILD_TARGET (optional): build only that target.
+  step "build $dir: cmake --build $dir -j$JOBS${BUILD_TARGET:+ --target $BUILD_TARGET}"
+  cmake --build "$dir" -j"$JOBS" ${BUILD_TARGET:+--target "$BUILD_TARGET"}
 }
 
 # Runs "$@" and prints how long it took.

@@ -13,8 +13,10 @@
 #   --skip-deps      do not run scripts/install-deps.sh
 #   -h, --help       this text
 #
-# Build directories: build-test/ (RelWithDebInfo) and build-asan/
-# (CUXFER_SANITIZE=address,undefined). Exits non-zero on any failure.
+# Build directories: build-test/ (RelWithDebInfo), build-asan/
+# (CUXFER_SANITIZE=address,undefined) and build-tsan/ (CUXFER_SANITIZE=thread,
+# the shim's unit tests: rings, tables, registration cache under threads).
+# Exits non-zero on any failure.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -36,6 +38,7 @@ done
 
 TEST_DIR="${CUXFER_TEST_BUILD_DIR:-$ROOT/build-test}"
 ASAN_DIR="${CUXFER_ASAN_BUILD_DIR:-$ROOT/build-asan}"
+TSAN_DIR="${CUXFER_TSAN_BUILD_DIR:-$ROOT/build-tsan}"
 T_START=$SECONDS
 declare -a SUMMARY=()
 
@@ -43,7 +46,7 @@ if ((GPU)); then
   have_gpu || die "--gpu: no usable GPU here (nvidia-smi -L must list one, and nvcc must be found)"
 fi
 TIERS="CPU tier (ctest -LE gpu, simulated CUDA)"
-((SANITIZE)) && TIERS+=" + sanitizer pass (ctest -L unit, address+undefined)"
+((SANITIZE)) && TIERS+=" + sanitizer passes (ctest -L unit: address+undefined; shim units: thread)"
 ((GPU)) && TIERS+=" + GPU tier (ctest -L gpu, real GPU)"
 banner "cuxfer tests: $TIERS"
 echo "machine: $(nproc) cores, $(uname -sr); GPU: $(have_gpu && nvidia-smi -L | head -1 || echo none)"
@@ -91,6 +94,16 @@ if ((SANITIZE)); then
     SUMMARY+=("PASS  sanitizer pass (build-asan, address+undefined, ctest -L unit)")
   else
     SUMMARY+=("FAIL  sanitizer pass (build-asan, address+undefined, ctest -L unit)")
+  fi
+  banner "sanitizer pass: build-tsan (CUXFER_SANITIZE=thread), the shim's unit tests"
+  # The shim's concurrent pieces (event rings, allocation table, registration
+  # cache, parallel memcpy) are unit-tested with threads; TSan checks them.
+  if BUILD_TARGET=cuxfer_shim_unit_tests timed configure_build "$TSAN_DIR" RelWithDebInfo \
+       -DCUXFER_SANITIZE=thread -DCUXFER_BUILD_TESTS=ON -DCUXFER_BUILD_BENCH=OFF -DCUXFER_GPU_TESTS=OFF &&
+     TSAN_OPTIONS="halt_on_error=1:${TSAN_OPTIONS:-}" timed "$TSAN_DIR/tests/unit/shim/cuxfer_shim_unit_tests"; then
+    SUMMARY+=("PASS  sanitizer pass (build-tsan, thread, shim unit tests)")
+  else
+    SUMMARY+=("FAIL  sanitizer pass (build-tsan, thread, shim unit tests)")
   fi
 else
   SUMMARY+=("SKIP  sanitizer pass (--no-sanitize)")

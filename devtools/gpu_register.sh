@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Developer run on the GPU machine for the pinned rewrite's registration:
+# GPU tier (rewrite differential tests included, case j of rewrite_exactness
+# shown), reused/first-use bandwidth, an example report, and PyTorch without
+# the shim / observe only / --rewrite=pin, interleaved round by round.
+# Everything lands in $OUT.
+set -u
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; B=/tmp/b
+source devtools/gpu_env.sh
+{
+echo "== $(date -u) $(nvidia-smi -L)"
+cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUXFER_GPU_TESTS=ON -DPython3_EXECUTABLE=$(command -v python3) > $OUT/configure.log 2>&1 || tail -30 $OUT/configure.log
+cmake --build $B -j16 > $OUT/build.log 2>&1 || grep -E "error|FAILED" -A5 $OUT/build.log | head -40
+echo "== ctest -L gpu"
+(cd $B && timeout ${CTEST_TIMEOUT:-200} ctest -L gpu --output-on-failure -j3 > $OUT/ctest.log 2>&1); echo "ctest rc=$?"
+grep -E "tests passed|\*\*\*|Skipped" $OUT/ctest.log | head -20
+echo "== rewrite_exactness (rewrite variant) output"
+grep -E "^\+ \[|case j|rewrite_exactness: checksum" $B/Testing/Temporary/LastTest.log | head -24
+echo "== example: cuxfer record --rewrite=pin -- pageable_loop 8 64M"
+$B/bin/cuxfer record -q -o /tmp/ex --rewrite=pin -- $B/testapps/gpu/pageable_loop-cudart_shared 8 64M
+$B/bin/cuxfer report /tmp/ex | sed -n '/^Rewrite/,/^$/p;/^Classes/,/^$/p' | head -40
+if [ "${BANDWIDTH:-1}" = 1 ]; then
+echo "== rewrite bandwidth"
+timeout 200 bash bench/run_rewrite_bandwidth.sh --gpu --build-dir $B --rounds 3 --max-size 256M --raw $OUT/bw_raw.log 2>&1 | tail -30
+fi
+echo "== PyTorch: none / observe / pin, interleaved x3"
+for r in 1 2 3; do
+  echo "-- round $r none";    timeout 60 python3 devtools/torch_feed.py
+  echo "-- round $r observe"; CUXFER_CUPTI=off CUXFER_REWRITE=off LD_PRELOAD=$B/lib/libcuxfer.so CUXFER_OUTPUT_DIR=/tmp timeout 60 python3 devtools/torch_feed.py
+  echo "-- round $r pin";     CUXFER_CUPTI=off CUXFER_REWRITE=pin LD_PRELOAD=$B/lib/libcuxfer.so CUXFER_OUTPUT_DIR=/tmp timeout 60 python3 devtools/torch_feed.py
+done
+} 2>&1 | tee $OUT/log
