@@ -126,13 +126,15 @@ std::vector<Finding> find_large_pageable(const model::Job& job, const Thresholds
   uint64_t recoverable = 0, gpu_calls = 0;
   bool used_measured = false, used_nominal = false;
   double ref_for_title = 0;
+  const model::MachineProfile* profile = t.profile;
   for (const auto& c : job.calls) {
     if (!is_ok_copy(c) || !model::crosses_host_link(c.cls.direction) || !model::is_pageable(c.cls) ||
         c.bytes() < t.large_bytes)
       continue;
-    const auto& m = measured[c.cls.direction == Direction::HtoD ? 0 : 1];
-    double ref = m.value_or(t.nominal_pinned_gbps);
-    (m ? used_measured : used_nominal) = true;
+    const int dir = c.cls.direction == Direction::HtoD ? 0 : 1;
+    const auto& m = measured[dir];
+    double ref = profile ? profile->pinned_gbps(dir, c.bytes()) : m.value_or(t.nominal_pinned_gbps);
+    if (!profile) (m ? used_measured : used_nominal) = true;
     ref_for_title = std::max(ref_for_title, ref);
     uint64_t time = c.has_gpu_time() ? c.gpu_ns : c.cpu_ns();
     gpu_calls += c.has_gpu_time();
@@ -157,7 +159,9 @@ std::vector<Finding> find_large_pageable(const model::Job& job, const Thresholds
   f.time_basis = gpu_calls == f.calls ? "gpu" : gpu_calls == 0 ? "cpu_blocked" : "mixed";
   if (f.time_ns) f.achieved_gbps = static_cast<double>(f.bytes) / static_cast<double>(f.time_ns);
   f.reference_gbps = ref_for_title;
-  f.reference_source = used_measured && !used_nominal
+  f.reference_source = profile ? "machine profile " + profile->path + " (cuxfer calibrate " + profile->created +
+                                      ", " + profile->gpu_name + "): pinned bandwidth at each transfer's size"
+                       : used_measured && !used_nominal
                            ? "measured: pinned transfers of at least the same size in this run"
                        : used_measured ? "measured in this run for one direction, nominal (~50 GB/s pinned "
                                          "PCIe) for the other"

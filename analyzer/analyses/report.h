@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analyzer/model/job.h"
+#include "analyzer/model/machine_profile.h"
 
 namespace cuxfer::analyses {
 
@@ -20,6 +21,10 @@ struct Thresholds {
   uint64_t storm_calls = 1000;              // tiny_storm: at least this many from one site
   double nominal_pinned_gbps = 50.0;        // pinned PCIe bandwidth when the run measured none
   uint64_t nominal_async_return_ns = 3000;  // an async copy from pinned memory returns in ~3 us
+  // This machine's measured curves (cuxfer calibrate), when the report found
+  // one for the traces' host: estimates then use its pinned bandwidth at each
+  // transfer's size instead of what the run measured or the nominal figure.
+  const model::MachineProfile* profile = nullptr;
 };
 
 struct ProcessSummary {

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/cli/calibrate_command.h"
 #include "analyzer/cli/diff_command.h"
 #include "analyzer/cli/export_command.h"
 #include "analyzer/cli/options.h"
@@ -30,6 +31,10 @@ Commands:
   diff [--json] [-o FILE] BASE NEW
                  compare two runs of the same workload (e.g. without and with
                  --rewrite=pin) call site by call site; time recovered
+  calibrate [-o FILE] [--device N]
+                 measure this machine's transfer curves (pinned, pageable,
+                 registration, host memcpy) into a machine profile that
+                 report and record --rewrite=pin use
   help [COMMAND] show help for a command
 
 Options:
@@ -52,8 +57,10 @@ int help_for(const std::string& command) {
     std::fputs(cuxfer::cli::kExportHelp, stdout);
   } else if (command == "diff") {
     std::fputs(cuxfer::cli::kDiffHelp, stdout);
+  } else if (command == "calibrate") {
+    std::fputs(cuxfer::cli::kCalibrateHelp, stdout);
   } else {
-    std::fprintf(stderr, "cuxfer: no command '%s' (commands: record, report, diff, export)\n", command.c_str());
+    std::fprintf(stderr, "cuxfer: no command '%s' (commands: record, report, diff, export, calibrate)\n", command.c_str());
     return cuxfer::cli::kExitUsage;
   }
   return 0;
@@ -88,11 +95,12 @@ int main(int argc, char** argv) {
   if (command == "report") return cuxfer::cli::run_report(std::move(rest));
   if (command == "export") return cuxfer::cli::run_export(std::move(rest));
   if (command == "diff") return cuxfer::cli::run_diff(std::move(rest));
+  if (command == "calibrate") return cuxfer::cli::run_calibrate(std::move(rest));
   if (command.size() > 1 && command[0] == '-') {
     std::fprintf(stderr, "cuxfer: unknown option '%s' (try 'cuxfer --help')\n", command.c_str());
     return cuxfer::cli::kExitUsage;
   }
-  std::fprintf(stderr, "cuxfer: unknown command '%s' (commands: record, report, diff, export; try 'cuxfer --help')\n",
+  std::fprintf(stderr, "cuxfer: unknown command '%s' (commands: record, report, diff, export, calibrate; try 'cuxfer --help')\n",
                command.c_str());
   return cuxfer::cli::kExitUsage;
 }

@@ -6,6 +6,7 @@
 
 #include "analyzer/analyses/report.h"
 #include "analyzer/cli/options.h"
+#include "analyzer/model/machine_profile.h"
 #include "analyzer/cli/trace_inputs.h"
 #include "analyzer/model/job.h"
 #include "analyzer/render/csv_renderer.h"
@@ -34,6 +35,11 @@ Options:
   --no-symbols    do not open the traced binaries; name frames module+offset
   --sysroot DIR   look for the traced binaries under DIR first (traces from
                   another machine, its files copied under DIR with their paths)
+  --profile FILE  estimate from this machine profile (cuxfer calibrate);
+                  default: the profile of the traces' host in the profile
+                  directory, if there is one
+  --no-profile    estimate from the run's own pinned transfers (or nominal
+                  figures) even when a profile exists
   -h, --help      show this help
 
 Exit status: 0 report written; 1 no trace could be read; 2 usage error.
@@ -44,7 +50,8 @@ int run_report(std::vector<std::string> args) {
   bool json = false, csv = false;
   SymbolOptions symbols;
   std::optional<size_t> top;
-  std::string output;
+  std::string output, profile_path;
+  bool no_profile = false;
   std::vector<std::string> paths;
   while (!in.done() && !in.failed()) {
     if (in.end_of_options()) {
@@ -69,6 +76,10 @@ int run_report(std::vector<std::string> args) {
       top = static_cast<size_t>(n);
     } else if (in.option("output", 'o', value)) {
       output = value;
+    } else if (in.option("profile", 0, value)) {
+      profile_path = value;
+    } else if (in.flag("no-profile")) {
+      no_profile = true;
     } else if (!in.failed()) {
       std::fprintf(stderr, "%s\n", in.unknown_option().c_str());
       return kExitUsage;
@@ -93,7 +104,33 @@ int run_report(std::vector<std::string> args) {
   if (traces.empty()) return 1;  // each path already has its one line
   auto symbolizer = symbols.make();
   model::Job job = model::build_job(std::move(traces), *symbolizer);
-  analyses::Report report = analyses::analyze(job);
+  // The machine profile: given, or found for the traces' host (never a
+  // simulated one for real traces, or the reverse).
+  std::optional<model::MachineProfile> profile;
+  std::string profile_note;
+  if (!profile_path.empty()) {
+    model::MachineProfile p;
+    std::string error;
+    if (!model::read_machine_profile(profile_path, p, error)) {
+      std::fprintf(stderr, "cuxfer report: --profile: %s\n", error.c_str());
+      return 1;
+    }
+    profile = std::move(p);
+  } else if (!no_profile && !job.processes.empty()) {
+    const auto& first = job.processes.front().trace;
+    profile = model::find_machine_profile(first.process.hostname);
+    if (profile && profile->simulated != (first.has_status && first.status.simulated)) profile.reset();
+    if (!profile)
+      profile_note = "estimates: no machine profile for host " + first.process.hostname +
+                     " (cuxfer calibrate makes one); they use the run's own pinned transfers, else nominal figures";
+  }
+  analyses::Thresholds thresholds;
+  if (profile) {
+    thresholds.profile = &*profile;
+    profile_note = "estimates: machine profile " + profile->path + " (" + profile->gpu_name + ", " + profile->created + ")";
+  }
+  analyses::Report report = analyses::analyze(job, thresholds);
+  if (!profile_note.empty()) report.notes.push_back(profile_note);
   for (const auto& e : errors) report.notes.push_back("skipped " + e);
 
   std::string text;

@@ -8,8 +8,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <map>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -17,6 +19,8 @@
 #include "analyzer/launcher/child_process.h"
 #include "analyzer/launcher/manifest.h"
 #include "analyzer/launcher/program_check.h"
+#include "analyzer/model/machine_profile.h"
+#include "analyzer/render/units.h"
 
 extern char** environ;
 
@@ -160,6 +164,44 @@ std::vector<std::string> child_environment(const std::map<std::string, std::stri
 
 }  // namespace
 
+namespace {
+
+// The pinned rewrite's cost model: with a machine profile for this host
+// (cuxfer calibrate) and no threshold set by hand, the staging thresholds are
+// where staging is modelled faster than the driver's pageable path there.
+void apply_machine_profile(const RecordOptions& o, std::map<std::string, std::string>& set) {
+  const char* inherited = std::getenv("CUXFER_REWRITE");
+  const std::string rewrite = !o.rewrite.empty() ? o.rewrite : inherited ? inherited : "";
+  if (rewrite != "pin") return;
+  for (const char* v : {"CUXFER_STAGE_MIN", "CUXFER_STAGE_MIN_H2D", "CUXFER_STAGE_MIN_D2H"})
+    if (std::getenv(v)) return;
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  auto profile = model::find_machine_profile(host);
+  if (!profile) {
+    if (!o.quiet)
+      std::fprintf(stderr, "cuxfer record: no machine profile for %s in %s (run 'cuxfer calibrate'); staging "
+                   "thresholds are the defaults measured on an H200\n", host, model::machine_profile_dir().c_str());
+    return;
+  }
+  const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
+  uint32_t threads = std::clamp(cores / 2, 1u, 8u);
+  if (const char* t = std::getenv("CUXFER_STAGE_THREADS"); t && std::atoi(t) > 0) threads = std::atoi(t);
+  std::string line;
+  for (int dir = 0; dir < 2; ++dir) {
+    auto min = profile->stage_min(dir, threads);
+    const uint64_t bytes = min.value_or(uint64_t{1} << 62);  // never
+    set[dir == 0 ? "CUXFER_STAGE_MIN_H2D" : "CUXFER_STAGE_MIN_D2H"] = std::to_string(bytes);
+    line += fmt::format("{}{} {}", dir ? ", " : "", dir == 0 ? "H2D" : "D2H",
+                        min ? render::format_bytes(*min) : std::string("never"));
+  }
+  if (!o.quiet)
+    std::fprintf(stderr, "cuxfer record: staging thresholds from the machine profile %s: %s\n",
+                 profile->path.c_str(), line.c_str());
+}
+
+}  // namespace
+
 std::string default_shim_path() {
   std::string self = real_path("/proc/self/exe");
   size_t slash = self.rfind('/');
@@ -257,6 +299,7 @@ int run_record(std::vector<std::string> args) {
       {"CUXFER_LAUNCHER", "1"},
   };
   if (!o.rewrite.empty()) set["CUXFER_REWRITE"] = o.rewrite;
+  apply_machine_profile(o, set);
   std::vector<std::string> unset;
   if (o.name.empty())
     unset.push_back("CUXFER_TRACE_NAME");

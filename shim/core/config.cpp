@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 #include <cstring>
 #include <string_view>
 
@@ -38,6 +39,7 @@ Config parse_config(char** env, bool secure_execution) {
     c.problems.push_back("secure execution (setuid/setgid): cuxfer stays inert");
     return c;
   }
+  std::optional<uint64_t> h2d_min, d2h_min;
   for (char** e = env; e && *e; ++e) {
     std::string_view kv(*e);
     if (kv.rfind("CUXFER_", 0) != 0) continue;
@@ -99,17 +101,24 @@ Config parse_config(char** env, bool secure_execution) {
       if (parse_uint(val, 4096, 1ull << 40, n)) c.register_min = n;
       else bad("a byte count from 4096 up");
     } else if (key == "CUXFER_STAGE_MIN") {
-      if (parse_uint(val, 0, 1ull << 40, n)) c.stage_min_h2d = c.stage_min_d2h = n;
+      if (parse_uint(val, 0, 1ull << 62, n)) c.stage_min_h2d = c.stage_min_d2h = n;
+      else bad("a byte count");
+    } else if (key == "CUXFER_STAGE_MIN_H2D" || key == "CUXFER_STAGE_MIN_D2H") {
+      // Per direction; `cuxfer record` sets them from the machine profile.
+      // They win over CUXFER_STAGE_MIN whatever the order (applied below).
+      if (parse_uint(val, 0, 1ull << 62, n)) (key.back() == 'D' ? h2d_min : d2h_min) = n;
       else bad("a byte count");
     } else if (key == "CUXFER_STAGE_THREADS") {
       if (parse_uint(val, 1, 64, n)) c.stage_threads = static_cast<uint32_t>(n);
       else bad("1..64");
-    } else if (key == "CUXFER_SHIM") {
-      // Read by the launcher; not an error.
+    } else if (key == "CUXFER_SHIM" || key == "CUXFER_PROFILE_DIR" || key == "CUXFER_CALIBRATE_PROGRAM") {
+      // Read by the cuxfer command, not the shim; not an error.
     } else {
       c.problems.push_back("unknown variable " + std::string(key) + " ignored");
     }
   }
+  if (h2d_min) c.stage_min_h2d = *h2d_min;
+  if (d2h_min) c.stage_min_d2h = *d2h_min;
   return c;
 }
 

@@ -346,6 +346,9 @@ def main() -> int:
         out = Path(tempfile.mkdtemp(prefix=f"cuxfer-e2e-{app}-"))
 
     env = dict(os.environ)
+    # Hermetic: a machine profile of the developer's own (cuxfer calibrate) would
+    # change the rewrite's thresholds and the estimates; tests that want one set it.
+    env.setdefault("CUXFER_PROFILE_DIR", "/nonexistent/cuxfer-test-profiles")
     if a.launch == "record":
         run = [a.cuxfer, "record", "-o", str(out)]
         if a.name:

@@ -34,6 +34,9 @@ def main() -> int:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     env = dict(os.environ)
+    # Hermetic: a machine profile of the developer's own (cuxfer calibrate) would
+    # change the rewrite's thresholds and the estimates; tests that want one set it.
+    env.setdefault("CUXFER_PROFILE_DIR", "/nonexistent/cuxfer-test-profiles")
     env.pop("CUXFER_REWRITE", None)
     for mode in ("off", "pin"):
         run = [a.cuxfer, "record", "-q", "-o", str(out / mode), f"--rewrite={mode}", "--", *cmd]

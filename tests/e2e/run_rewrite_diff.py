@@ -77,6 +77,9 @@ def main() -> int:
     sums: dict[str, str] = {}
     for variant in a.variants.split(","):
         env = dict(os.environ)
+        # Hermetic: a machine profile of the developer's own (cuxfer calibrate) would
+        # change the rewrite's thresholds and the estimates; tests that want one set it.
+        env.setdefault("CUXFER_PROFILE_DIR", "/nonexistent/cuxfer-test-profiles")
         env.pop("CUXFER_REWRITE", None)
         vdir = out / variant
         vdir.mkdir()

@@ -204,6 +204,17 @@ TEST(ParseConfig, RegistrationSettings) {
   }
 }
 
+TEST(ParseConfig, PerDirectionStageMinWinsWhateverTheOrder) {
+  Config a = parse({"CUXFER_STAGE_MIN_H2D=1048576", "CUXFER_STAGE_MIN=4096", "CUXFER_STAGE_MIN_D2H=65536"});
+  EXPECT_EQ(a.stage_min_h2d, 1u << 20);
+  EXPECT_EQ(a.stage_min_d2h, 64u << 10);
+  EXPECT_TRUE(a.problems.empty());
+  Config b = parse({"CUXFER_STAGE_MIN=4096", "CUXFER_STAGE_MIN_D2H=x"});
+  EXPECT_EQ(b.stage_min_h2d, 4096u);
+  EXPECT_EQ(b.stage_min_d2h, 4096u);
+  EXPECT_EQ(b.problems.size(), 1u);
+}
+
 TEST(ParseConfig, AutomaticPinnedBudgetIsBounded) {
   Config c = parse({});
   const uint64_t b = pinned_budget_bytes(c);
