@@ -5,10 +5,12 @@
 #
 # Runs build/bench/libc_hook_overhead in three modes, interleaved round by round:
 #   baseline  no shim
-#   observe   LD_PRELOAD=libcuxfer.so                (hooks forward only)
-#   pin       LD_PRELOAD=libcuxfer.so CUXFER_REWRITE=pin (large blocks are tracked)
+#   observe   LD_PRELOAD=libcuxfer.so                       (no libc hooks at all)
+#   pin       LD_PRELOAD=libcuxfer.so:libcuxfer_memhooks.so CUXFER_REWRITE=pin
+#             (every call hooked; large blocks reported to the shim)
 # and prints per case the median ns per operation of each mode and the
 # difference to the baseline. No CUDA is used; the shim never starts recording.
+# (The observe column checks that observe mode leaves the allocator alone.)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="$ROOT/build"; N=2000000; ROUNDS=5; CHECK=0
@@ -29,7 +31,7 @@ RAW="$(mktemp)"; trap 'rm -f "$RAW"' EXIT
 for ((r = 0; r < ROUNDS; r++)); do
   BENCH_LABEL=baseline "$BIN" "$N" 1 >>"$RAW"
   BENCH_LABEL=observe LD_PRELOAD="$SHIM" "$BIN" "$N" 1 >>"$RAW"
-  BENCH_LABEL=pin CUXFER_REWRITE=pin LD_PRELOAD="$SHIM" "$BIN" "$N" 1 >>"$RAW"
+  BENCH_LABEL=pin CUXFER_REWRITE=pin LD_PRELOAD="$SHIM:$BUILD/lib/libcuxfer_memhooks.so" "$BIN" "$N" 1 >>"$RAW"
 done
 python3 - "$RAW" "$CHECK" <<'PY'
 import collections, statistics, sys

@@ -8,7 +8,7 @@
 # so that drift (clock boost, other load) hits every mode alike:
 #   baseline  no shim
 #   shim      LD_PRELOAD=libcuxfer.so CUXFER_CUPTI=off            (observe only)
-#   rewrite   LD_PRELOAD=libcuxfer.so CUXFER_CUPTI=off CUXFER_REWRITE=pin
+#   rewrite   LD_PRELOAD=libcuxfer.so:libcuxfer_memhooks.so CUXFER_CUPTI=off CUXFER_REWRITE=pin
 # (CUPTI is off in both shim modes: this measures the rewrite, not CUPTI.)
 # and prints, per size and direction, the median over rounds of each run's
 # median GB/s for pinned, pageable (reused buffer) and pageable first-use
@@ -83,7 +83,7 @@ run_mode() {
   case "$mode" in
     baseline) ;;
     shim) env+=(LD_PRELOAD="$SHIM" CUXFER_CUPTI=off CUXFER_OUTPUT_DIR="$TMP/traces") ;;
-    rewrite) env+=(LD_PRELOAD="$SHIM" CUXFER_CUPTI=off CUXFER_REWRITE=pin CUXFER_OUTPUT_DIR="$TMP/traces") ;;
+    rewrite) env+=(LD_PRELOAD="$SHIM:${SHIM%/*}/libcuxfer_memhooks.so" CUXFER_CUPTI=off CUXFER_REWRITE=pin CUXFER_OUTPUT_DIR="$TMP/traces") ;;
     *) echo "run_rewrite_bandwidth: unknown mode '$mode'" >&2; exit 2 ;;
   esac
   mkdir -p "$TMP/traces"

@@ -27,6 +27,6 @@ echo "== PyTorch: none / observe / pin, interleaved x3"
 for r in 1 2 3; do
   echo "-- round $r none";    timeout 60 python3 devtools/torch_feed.py
   echo "-- round $r observe"; CUXFER_CUPTI=off CUXFER_REWRITE=off LD_PRELOAD=$B/lib/libcuxfer.so CUXFER_OUTPUT_DIR=/tmp timeout 60 python3 devtools/torch_feed.py
-  echo "-- round $r pin";     CUXFER_CUPTI=off CUXFER_REWRITE=pin LD_PRELOAD=$B/lib/libcuxfer.so CUXFER_OUTPUT_DIR=/tmp timeout 60 python3 devtools/torch_feed.py
+  echo "-- round $r pin";     CUXFER_CUPTI=off CUXFER_REWRITE=pin LD_PRELOAD=$B/lib/libcuxfer.so:$B/lib/libcuxfer_memhooks.so CUXFER_OUTPUT_DIR=/tmp timeout 60 python3 devtools/torch_feed.py
 done
 } 2>&1 | tee $OUT/log

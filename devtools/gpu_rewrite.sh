@@ -22,7 +22,7 @@ for r in 1 2 3 4 5; do
   $B/bench/rewrite_bandwidth --max-size 4096 --reps 200 --label baseline
   CUXFER_CUPTI=off LD_PRELOAD=$B/lib/libcuxfer.so $B/bench/rewrite_bandwidth --max-size 4096 --reps 200 --label shim_d16
   CUXFER_CUPTI=off CUXFER_STACK_DEPTH=0 LD_PRELOAD=$B/lib/libcuxfer.so $B/bench/rewrite_bandwidth --max-size 4096 --reps 200 --label shim_d0
-  CUXFER_CUPTI=off CUXFER_REWRITE=pin LD_PRELOAD=$B/lib/libcuxfer.so $B/bench/rewrite_bandwidth --max-size 4096 --reps 200 --label rewrite_d16
+  CUXFER_CUPTI=off CUXFER_REWRITE=pin LD_PRELOAD=$B/lib/libcuxfer.so:$B/lib/libcuxfer_memhooks.so $B/bench/rewrite_bandwidth --max-size 4096 --reps 200 --label rewrite_d16
 done 2>&1 | grep -E "mode=(pinned|pageable) " > $OUT/small.log; wc -l $OUT/small.log
 echo "== PyTorch 256 MiB, without and with the rewrite"
 cat > /tmp/fw.py <<'PY'
@@ -58,7 +58,7 @@ print(f"is_pinned after reuse: batch={torch.from_numpy(batches[0]).is_pinned()} 
 PY
 for mode in off pin; do
   echo "-- rewrite=$mode"
-  CUXFER_CUPTI=off CUXFER_REWRITE=$mode LD_PRELOAD=$B/lib/libcuxfer.so CUXFER_OUTPUT_DIR=/tmp timeout 60 python3 /tmp/fw.py
+  CUXFER_CUPTI=off CUXFER_REWRITE=$mode LD_PRELOAD=$B/lib/libcuxfer.so:$B/lib/libcuxfer_memhooks.so CUXFER_OUTPUT_DIR=/tmp timeout 60 python3 /tmp/fw.py
 done
 echo "-- no shim"; timeout 60 python3 /tmp/fw.py
 } 2>&1 | tee $OUT/log

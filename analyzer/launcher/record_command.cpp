@@ -290,8 +290,25 @@ int run_record(std::vector<std::string> args) {
   auto manifest = Manifest::create(&error);
   if (!manifest) return usage_error(error);
 
+  // Registration in place needs the libc hooks library next to the shim; it is
+  // preloaded only then, so that observe mode leaves the app's allocator alone.
+  std::string preload = prepend_preload(shim, std::getenv("LD_PRELOAD"));
+  {
+    const char* inherited = std::getenv("CUXFER_REWRITE");
+    const std::string rewrite = !o.rewrite.empty() ? o.rewrite : inherited ? inherited : "";
+    const char* reg = std::getenv("CUXFER_REGISTER");
+    if (rewrite == "pin" && !(reg && std::string(reg) == "off")) {
+      const std::string hooks = shim.substr(0, shim.rfind('/') + 1) + "libcuxfer_memhooks.so";
+      if (::access(hooks.c_str(), R_OK) == 0) {
+        if (preload.find(hooks) == std::string::npos) preload.insert(preload.find(shim) + shim.size(), ":" + hooks);
+      }
+      else if (!o.quiet)
+        std::fprintf(stderr, "cuxfer record: %s not found: the rewrite will stage copies but not register "
+                     "buffers in place\n", hooks.c_str());
+    }
+  }
   std::map<std::string, std::string> set = {
-      {"LD_PRELOAD", prepend_preload(shim, std::getenv("LD_PRELOAD"))},
+      {"LD_PRELOAD", preload},
       {"CUXFER_OUTPUT_DIR", out_dir},
       {"CUXFER_STACK_DEPTH", std::to_string(o.stack_depth)},
       {"CUXFER_CUPTI", o.cupti},

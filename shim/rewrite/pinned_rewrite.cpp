@@ -23,6 +23,8 @@ namespace {
 
 using trace::MemKind;
 
+std::atomic<bool> g_memhooks{false};
+
 // What happened to registrations, for the summary note at exit.
 struct Counters {
   std::atomic<uint64_t> made{0}, made_bytes{0}, made_ns{0}, failed{0};
@@ -92,7 +94,11 @@ uint64_t registration_budget(const Config& c) {
 State& state() {
   static State* s = [] {
     const Config& c = config();
-    return new State(registration_budget(c), c.register_in_place);  // never destroyed: free() may run late
+    const bool hooks = memhooks_attached();
+    if (c.enabled && c.rewrite_pin && c.register_in_place && !hooks)
+      Recorder::instance().note("rewrite: pin: registration in place needs libcuxfer_memhooks.so preloaded after "
+                                "libcuxfer.so (cuxfer record --rewrite=pin does that); copies are only staged");
+    return new State(registration_budget(c), c.register_in_place && hooks);  // never destroyed: free() may run late
   }();
   return *s;
 }
@@ -252,6 +258,9 @@ bool shim_registered(uint64_t p) {
   if (!registrations_exist()) return false;
   return state().cache.lookup(p, 1) != Cover::None;
 }
+
+bool memhooks_attached() { return g_memhooks.load(std::memory_order_acquire); }
+void set_memhooks_attached() { g_memhooks.store(true, std::memory_order_release); }
 
 void* pageable_probe() {
   static char probe[64];  // the shim's own .bss: nobody registers it

@@ -59,6 +59,10 @@ bool shim_registered(uint64_t p);
 // exactly as it would for the app's pageable memory.
 void* pageable_probe();
 
+// libcuxfer_memhooks.so is loaded and reports host memory (memhooks_api.cpp).
+bool memhooks_attached();
+void set_memhooks_attached();
+
 // Lifecycle.
 void after_fork_child();
 void on_shutdown();  // summary note; registrations stay until the process ends

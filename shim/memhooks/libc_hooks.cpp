@@ -1,10 +1,12 @@
-// libc hooks for the pinned rewrite's registration cache: the shim must know
+// libcuxfer_memhooks.so: libc hooks for the pinned rewrite's registration
+// cache. Preloaded next to libcuxfer.so only when the rewrite may register
+// memory in place (`cuxfer record --rewrite=pin` adds it): the shim must know
 // which host memory the app owns (so that only memory whose end it can see is
 // registered) and must drop a registration before its memory goes away.
 //
-//   malloc family  large allocations are recorded (memory/host_ranges.h);
+//   malloc family  large allocations are reported (memory/host_ranges.h);
 //                  free/realloc drop their registrations before the real call
-//   mmap           the app's large anonymous read-write mappings are recorded;
+//   mmap           the app's large anonymous read-write mappings are reported;
 //                  MAP_FIXED over a registration drops it first
 //   munmap, mremap, madvise(DONTNEED/FREE/REMOVE), brk/sbrk shrinking
 //                  drop registrations under the range before the real call
@@ -12,10 +14,10 @@
 // glibc's own unmapping inside free/realloc (mmapped chunks, heap trimming) is
 // covered because free/realloc are hooked and registrations never extend over
 // free memory; memory released without any PLT call (thread stacks, dlclose)
-// is never recorded, so never registered. Each hook forwards to the next
-// definition (RTLD_NEXT), so a malloc replacement preloaded after the shim
-// (jemalloc, tcmalloc) keeps working. When the rewrite's registration is off
-// the hooks only forward: one predictable branch per call.
+// is never reported, so never registered. Each hook forwards to the next
+// definition (RTLD_NEXT), so a malloc replacement preloaded after it (jemalloc,
+// tcmalloc) keeps working. Without libcuxfer.so, or with registration off,
+// the hooks only forward. The interface: memhooks/memhooks_api.h.
 #include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
@@ -26,11 +28,11 @@
 #include <cstdarg>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
-#include "core/export.h"
-#include "interpose/symbol_table.h"
-#include "memory/host_ranges.h"
-#include "rewrite/pinned_rewrite.h"
+#include "memhooks/memhooks_api.h"
+
+#define CUXFER_EXPORT __attribute__((visibility("default")))
 
 #ifndef MADV_DONTNEED_LOCKED
 #define MADV_DONTNEED_LOCKED 24
@@ -38,9 +40,21 @@
 
 namespace {
 
-using cuxfer::shim::HostSource;
-using cuxfer::shim::host_ranges;
-using cuxfer::shim::host_tracking_min;
+// libcuxfer.so's side, looked up once at load (null: forward only).
+struct Shim {
+  decltype(&cuxfer_mem_allocated) allocated = nullptr;
+  decltype(&cuxfer_mem_freeing) freeing = nullptr;
+  decltype(&cuxfer_mem_going) going = nullptr;
+  decltype(&cuxfer_mem_discarding) discarding = nullptr;
+  decltype(&cuxfer_mem_is_mapping) is_mapping = nullptr;
+  decltype(&cuxfer_mem_ranges_empty) ranges_empty = nullptr;
+  decltype(&cuxfer_mem_registrations_exist) registrations_exist = nullptr;
+};
+Shim g_shim;
+std::atomic<uint64_t> g_track_min{0};  // 0 until attached: forward only
+
+uint64_t host_tracking_min() { return g_track_min.load(std::memory_order_relaxed); }
+bool registrations_exist() { return g_shim.registrations_exist && g_shim.registrations_exist(); }
 
 struct Real {
   void* (*malloc)(size_t);
@@ -92,7 +106,9 @@ size_t arena_size(const void* p) { return reinterpret_cast<const size_t*>(p)[-1]
 
 template <typename F>
 void next(F& fn, const char* name) {
-  fn = reinterpret_cast<F>(cuxfer::shim::real_dlsym(RTLD_NEXT, name));
+  // Through libcuxfer.so's dlsym when it is loaded: it redoes RTLD_NEXT
+  // lookups from the calling object, i.e. from here.
+  fn = reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
 }
 
 void resolve() {
@@ -135,30 +151,45 @@ inline bool track_size(size_t n) {
 }
 
 void after_alloc(void* p, size_t n) {
-  if (p && track_size(n)) host_ranges().track(reinterpret_cast<uint64_t>(p), n, HostSource::Malloc);
+  if (p && track_size(n)) g_shim.allocated(p, n, 1);
 }
 
 // A block is about to be freed or moved: forget it and drop what is registered on it.
 void before_release(void* p) {
-  if (!p || !host_tracking_min() || host_ranges().empty()) return;
+  if (!p || !host_tracking_min() || g_shim.ranges_empty()) return;
   const Real& r = real();
-  if (r.usable_size && r.usable_size(p) < host_tracking_min()) return;  // never recorded
-  uint64_t end = 0;
-  if (host_ranges().untrack_exact(reinterpret_cast<uint64_t>(p), &end))
-    cuxfer::shim::rewrite::host_memory_going(reinterpret_cast<uint64_t>(p), end);
+  if (r.usable_size && r.usable_size(p) < host_tracking_min()) return;  // never reported
+  g_shim.freeing(p);
 }
 
 // [addr, addr+len) stops being the memory it was.
 void range_going(void* addr, size_t len) {
-  if (!host_tracking_min() && !cuxfer::shim::rewrite::registrations_exist()) return;
-  auto b = reinterpret_cast<uint64_t>(addr);
-  uint64_t e = b + len;
-  host_ranges().untrack_overlapping(b, e);
-  cuxfer::shim::rewrite::host_memory_going(b, e);
+  if (!host_tracking_min()) return;
+  g_shim.going(addr, len);
 }
 
 bool discards_contents(int advice) {
   return advice == MADV_DONTNEED || advice == MADV_FREE || advice == MADV_REMOVE || advice == MADV_DONTNEED_LOCKED;
+}
+
+// Runs after libcuxfer.so's constructor (it is preloaded first). Allocations
+// made before this are not reported: they are never registered, only staged.
+__attribute__((constructor)) void attach() {
+  real();
+  auto attach_fn = reinterpret_cast<decltype(&cuxfer_mem_attach)>(dlsym(RTLD_DEFAULT, "cuxfer_mem_attach"));
+  if (!attach_fn) return;  // libcuxfer.so is not loaded: forward only
+  auto get = [](auto& fn, const char* name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(RTLD_DEFAULT, name));
+    return fn != nullptr;
+  };
+  Shim s;
+  if (!get(s.allocated, "cuxfer_mem_allocated") || !get(s.freeing, "cuxfer_mem_freeing") ||
+      !get(s.going, "cuxfer_mem_going") || !get(s.discarding, "cuxfer_mem_discarding") ||
+      !get(s.is_mapping, "cuxfer_mem_is_mapping") || !get(s.ranges_empty, "cuxfer_mem_ranges_empty") ||
+      !get(s.registrations_exist, "cuxfer_mem_registrations_exist"))
+    return;
+  g_shim = s;
+  g_track_min.store(attach_fn(), std::memory_order_release);
 }
 
 }  // namespace
@@ -256,7 +287,7 @@ CUXFER_EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, of
   if (flags & MAP_FIXED) range_going(addr, len);  // replaces whatever was mapped there
   void* p = real().mmap(addr, len, prot, flags, fd, off);
   if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && (prot & PROT_READ) && (prot & PROT_WRITE) && track_size(len))
-    host_ranges().track(reinterpret_cast<uint64_t>(p), len, HostSource::Mmap);
+    g_shim.allocated(p, len, 2);
   return p;
 }
 
@@ -277,25 +308,18 @@ CUXFER_EXPORT void* mremap(void* old, size_t old_len, size_t new_len, int flags,
     new_addr = va_arg(ap, void*);
     va_end(ap);
   }
-  const bool was_mapping = host_tracking_min() &&
-                           host_ranges().source_of(reinterpret_cast<uint64_t>(old)) == HostSource::Mmap;
+  const bool was_mapping = host_tracking_min() && g_shim.is_mapping(old);
   range_going(old, old_len);
   if (flags & MREMAP_FIXED) range_going(new_addr, new_len);
   void* p = (flags & MREMAP_FIXED) ? real().mremap(old, old_len, new_len, flags, new_addr)
                                    : real().mremap(old, old_len, new_len, flags);
   if (p != MAP_FAILED && was_mapping && track_size(new_len))
-    host_ranges().track(reinterpret_cast<uint64_t>(p), new_len, HostSource::Mmap);
+    g_shim.allocated(p, new_len, 2);
   return p;
 }
 
 CUXFER_EXPORT int madvise(void* addr, size_t len, int advice) noexcept {
-  if (discards_contents(advice) && cuxfer::shim::rewrite::registrations_exist()) {
-    // The memory stays the app's, but its pages are replaced on next touch:
-    // the registration (and, to avoid re-pinning it every time, any future one) goes.
-    auto b = reinterpret_cast<uint64_t>(addr);
-    host_ranges().forbid(b, b + len);
-    cuxfer::shim::rewrite::host_memory_going(b, b + len);
-  }
+  if (discards_contents(advice) && host_tracking_min() && registrations_exist()) g_shim.discarding(addr, len);
   return real().madvise(addr, len, advice);
 }
 
