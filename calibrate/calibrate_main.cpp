@@ -97,7 +97,7 @@ std::string cpu_model() {
 
 double memcpy_gbps(unsigned threads, char* dst, const char* src, uint64_t bytes) {
   std::vector<double> runs;
-  for (int r = 0; r < 3; ++r) {
+  for (int r = -1; r < 5; ++r) {  // one warm-up
     const double t0 = now_us();
     std::vector<std::thread> pool;
     const uint64_t per = (bytes / threads + 4095) & ~uint64_t(4095);
@@ -107,7 +107,7 @@ double memcpy_gbps(unsigned threads, char* dst, const char* src, uint64_t bytes)
         if (off < bytes) std::memcpy(dst + off, src + off, std::min(per, bytes - off));
       });
     for (auto& th : pool) th.join();
-    runs.push_back(now_us() - t0);
+    if (r >= 0) runs.push_back(now_us() - t0);
   }
   return static_cast<double>(bytes) / median(runs) * 1e-3;
 }
@@ -206,13 +206,24 @@ int main(int argc, char** argv) {
     p.registration.push_back({s, median(reg), median(unreg)});
   }
 
+  // Host memcpy between two fresh, touched buffers (not the one just
+  // registered and unregistered above), as the staging threads copy.
+  std::free(pageable);
   const uint64_t mbytes = std::min<uint64_t>(max_size, 256ull << 20);
-  std::vector<char> dst(mbytes);
+  auto* src = static_cast<char*>(std::aligned_alloc(2u << 20, (mbytes + (2u << 20) - 1) & ~uint64_t((2u << 20) - 1)));
+  auto* dst = static_cast<char*>(std::aligned_alloc(2u << 20, (mbytes + (2u << 20) - 1) & ~uint64_t((2u << 20) - 1)));
+  if (!src || !dst) {
+    std::fprintf(stderr, "cuxfer-calibrate: cannot allocate the memcpy buffers\n");
+    return 1;
+  }
+  std::memset(src, 3, mbytes);
+  std::memset(dst, 0, mbytes);
   for (unsigned t : {1u, 2u, 4u, 8u, 16u}) {
     if (t > std::max(1u, p.cores)) break;
-    p.host_memcpy.push_back({t, memcpy_gbps(t, dst.data(), pageable, mbytes)});
+    p.host_memcpy.push_back({t, memcpy_gbps(t, dst, src, mbytes)});
   }
-  std::free(pageable);
+  std::free(src);
+  std::free(dst);
   std::fputs(cuxfer::model::machine_profile_json(p).c_str(), stdout);
   return 0;
 }
