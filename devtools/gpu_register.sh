@@ -21,10 +21,20 @@ $B/bin/cuxfer record -q -o /tmp/ex --rewrite=pin -- $B/testapps/gpu/pageable_loo
 $B/bin/cuxfer report /tmp/ex | sed -n '/^Rewrite/,/^$/p;/^Classes/,/^$/p' | head -40
 if [ "${BANDWIDTH:-1}" = 1 ]; then
 echo "== rewrite bandwidth"
-timeout 200 bash bench/run_rewrite_bandwidth.sh --gpu --build-dir $B --rounds 3 --max-size 256M --raw $OUT/bw_raw.log 2>&1 | tail -30
+timeout 200 bash bench/run_rewrite_bandwidth.sh --gpu --build-dir $B --rounds ${ROUNDS:-3} --max-size 256M --raw $OUT/bw_raw.log 2>&1 | tail -30
+fi
+if [ "${CALIBRATE:-0}" = 1 ]; then
+echo "== cuxfer calibrate (timed), then record --rewrite=pin with its thresholds"
+export CUXFER_PROFILE_DIR=$OUT/profiles
+/usr/bin/time -f "calibrate wall %e s" $B/bin/cuxfer calibrate
+$B/bin/cuxfer record -q -o /tmp/cal --rewrite=pin -- $B/testapps/gpu/pageable_loop-cudart_shared 4 16M
+CUXFER_PROFILE_DIR=$OUT/profiles $B/bin/cuxfer record -o /tmp/cal2 --rewrite=pin -- $B/testapps/gpu/pageable_loop-cudart_shared 2 1M 2>&1 | head -1
+unset CUXFER_PROFILE_DIR
+echo "== libc hooks"
+bash bench/run_libc_hook_overhead.sh --build-dir $B --rounds 7
 fi
 echo "== PyTorch: none / observe / pin, interleaved x3"
-for r in 1 2 3; do
+for r in $(seq ${TORCH_ROUNDS:-3}); do
   echo "-- round $r none";    timeout 60 python3 devtools/torch_feed.py
   echo "-- round $r observe"; CUXFER_CUPTI=off CUXFER_REWRITE=off LD_PRELOAD=$B/lib/libcuxfer.so CUXFER_OUTPUT_DIR=/tmp timeout 60 python3 devtools/torch_feed.py
   echo "-- round $r pin";     CUXFER_CUPTI=off CUXFER_REWRITE=pin LD_PRELOAD=$B/lib/libcuxfer.so:$B/lib/libcuxfer_memhooks.so CUXFER_OUTPUT_DIR=/tmp timeout 60 python3 devtools/torch_feed.py
