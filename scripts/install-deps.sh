@@ -25,7 +25,8 @@ fi
 # Required by the build (cmake/Dependencies.cmake) and the tests.
 REQUIRED=(cmake ninja-build g++ pkg-config libspdlog-dev libfmt-dev libzstd-dev libgtest-dev python3)
 # Optional: the build has a fallback for each.
-OPTIONAL=(libdw-dev libelf-dev nlohmann-json3-dev libunwind8)
+# chromium: renders `cuxfer report --html` in the test that checks it (skipped without).
+OPTIONAL=(libdw-dev libelf-dev nlohmann-json3-dev libunwind8 chromium)
 
 log() { echo "install-deps: $*"; }
 

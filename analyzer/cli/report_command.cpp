@@ -7,6 +7,7 @@
 #include "analyzer/analyses/report.h"
 #include "analyzer/cli/options.h"
 #include "analyzer/model/machine_profile.h"
+#include "analyzer/render/html_renderer.h"
 #include "analyzer/cli/trace_inputs.h"
 #include "analyzer/model/job.h"
 #include "analyzer/render/csv_renderer.h"
@@ -28,6 +29,10 @@ Options:
   --json          write the report as JSON (schema cuxfer.report/1, docs/report.md)
   --csv           write the call-site table as CSV (one row per call site,
                   exact integers; columns in docs/cli.md)
+  --html FILE     also write the report as one self-contained HTML file with
+                  plots (bandwidth against size with the pinned ceiling, bytes
+                  and time per class, a timeline, findings); no network needed
+                  to view it
   --top N         call sites listed in the text report (default 10); with
                   --json, limits the call sites listed (default: all)
   -o, --output FILE
@@ -50,7 +55,7 @@ int run_report(std::vector<std::string> args) {
   bool json = false, csv = false;
   SymbolOptions symbols;
   std::optional<size_t> top;
-  std::string output, profile_path;
+  std::string output, profile_path, html;
   bool no_profile = false;
   std::vector<std::string> paths;
   while (!in.done() && !in.failed()) {
@@ -76,6 +81,9 @@ int run_report(std::vector<std::string> args) {
       top = static_cast<size_t>(n);
     } else if (in.option("output", 'o', value)) {
       output = value;
+    } else if (in.option("html", 0, value)) {
+      if (value.empty() || value == "-") in.fail("--html needs a file name");
+      html = value;
     } else if (in.option("profile", 0, value)) {
       profile_path = value;
     } else if (in.flag("no-profile")) {
@@ -134,6 +142,16 @@ int run_report(std::vector<std::string> args) {
   for (const auto& e : errors) report.notes.push_back("skipped " + e);
 
   std::string text;
+  if (!html.empty()) {
+    // The HTML goes to its file; the text report still goes where asked, so
+    // `cuxfer report --html r.html run.trace` shows both.
+    if (!write_output(html, render::render_html(report, job, profile ? &*profile : nullptr), "cuxfer report"))
+      return 1;
+    if (!json && !csv && output.empty()) {
+      std::fprintf(stderr, "cuxfer report: HTML report written to %s\n", html.c_str());
+      return 0;
+    }
+  }
   if (csv) {
     text = render::render_callsites_csv(report, job);
   } else if (json) {

@@ -1,0 +1,417 @@
+#include "analyzer/render/html_renderer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "analyzer/render/units.h"
+
+namespace cuxfer::render {
+namespace {
+
+using trace::Direction;
+using trace::MemKind;
+
+std::string esc(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string class_name(const model::TransferClass& c) {
+  return std::string(trace::to_string(c.direction)) + " " + trace::to_string(c.memory);
+}
+
+// One colour per class, stable across plots: pageable warm, pinned cool.
+std::string class_color(const model::TransferClass& c) {
+  const bool h2d = c.direction == Direction::HtoD;
+  switch (c.memory) {
+    case MemKind::Pageable: return h2d ? "#d62728" : "#ff7f0e";
+    case MemKind::Pinned: return h2d ? "#1f77b4" : "#17becf";
+    case MemKind::Registered: return h2d ? "#9467bd" : "#c39bd3";
+    case MemKind::Managed: return "#8c564b";
+    case MemKind::Device: return "#7f7f7f";
+    default: return "#bcbd22";
+  }
+}
+
+// A logarithmic axis mapping [lo, hi] onto pixels [p0, p1].
+struct LogAxis {
+  double lo, hi, p0, p1;
+  double at(double v) const {
+    v = std::clamp(v, lo, hi);
+    return p0 + (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo)) * (p1 - p0);
+  }
+};
+
+// The bandwidth a call achieved, when its time measures the transfer.
+std::optional<double> achieved_gbps(const model::Call& c) {
+  if (c.has_gpu_time() && c.gpu_ns > 0) return static_cast<double>(c.bytes()) / static_cast<double>(c.gpu_ns);
+  if (model::cpu_time_measures_transfer(*c.event, c.cls) && c.cpu_ns() > 0)
+    return static_cast<double>(c.bytes()) / static_cast<double>(c.cpu_ns());
+  return std::nullopt;
+}
+
+double median(std::vector<double>& v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+const char* kStyle = R"(
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1180px;color:#222;padding:0 16px}
+h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+h3{font-size:15px;margin:16px 0 4px} .sub{color:#666} .sim{background:#fff3cd;border:1px solid #e0c060;padding:6px 10px;margin:10px 0;font-weight:600}
+.cards{display:flex;flex-wrap:wrap;gap:10px;margin:12px 0} .card{border:1px solid #ddd;border-radius:6px;padding:8px 12px;min-width:150px}
+.card b{display:block;font-size:18px} table{border-collapse:collapse;width:100%;margin:6px 0 12px}
+th,td{border-bottom:1px solid #eee;padding:4px 8px;text-align:left;vertical-align:top} th{background:#f6f6f6;font-weight:600}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums} .finding{border-left:4px solid #d62728;padding:2px 12px;margin:12px 0;background:#fcfcfc}
+.advice{color:#333} .est{color:#a33;font-weight:600} svg text{font:11px system-ui,sans-serif;fill:#333} .legend{font-size:12px}
+code{font:12px ui-monospace,monospace;background:#f4f4f4;padding:0 3px}
+)";
+
+// Achieved bandwidth against size, per class, with the pinned ceiling.
+void bandwidth_plot(std::string& out, const model::Job& job, const model::MachineProfile* profile,
+                    const analyses::Thresholds& nominal) {
+  struct Series {
+    model::TransferClass cls;
+    std::map<int, std::vector<double>> by_bucket;  // floor(log2(bytes)) -> GB/s
+  };
+  std::vector<Series> series;
+  uint64_t min_b = UINT64_MAX, max_b = 0;
+  double min_g = 1e9, max_g = 0;
+  for (const auto& c : job.calls) {
+    if (c.kind() != trace::EventKind::Copy || c.failed() || c.bytes() == 0) continue;
+    auto g = achieved_gbps(c);
+    if (!g || *g <= 0) continue;
+    auto it = std::find_if(series.begin(), series.end(), [&](const Series& s) { return s.cls == c.cls; });
+    if (it == series.end()) it = series.insert(series.end(), Series{c.cls, {}});
+    it->by_bucket[63 - __builtin_clzll(c.bytes())].push_back(*g);
+    min_b = std::min(min_b, c.bytes());
+    max_b = std::max(max_b, c.bytes());
+    min_g = std::min(min_g, *g);
+    max_g = std::max(max_g, *g);
+  }
+  if (series.empty()) {
+    out += "<p class='sub'>No copy in these traces has a time that measures its transfer (GPU timing off and "
+           "every copy asynchronous): nothing to plot.</p>\n";
+    return;
+  }
+  const double ceiling = profile ? std::max(profile->pinned_gbps(0, max_b), profile->pinned_gbps(1, max_b))
+                                 : nominal.nominal_pinned_gbps;
+  max_g = std::max(max_g, ceiling);
+  const int W = 1000, H = 430, L = 70, R = 210, T = 16, B = 46;
+  const double xlo = std::exp2(std::floor(std::log2(static_cast<double>(min_b)))),
+               xhi = std::exp2(std::ceil(std::log2(static_cast<double>(max_b)) + 0.01));
+  const double ylo = std::pow(10, std::floor(std::log10(std::max(min_g, 1e-6)))),
+               yhi = std::pow(10, std::ceil(std::log10(max_g * 1.05)));
+  LogAxis x{xlo, xhi, double(L), double(W - R)}, y{ylo, yhi, double(H - B), double(T)};
+  out += fmt::format("<svg width='{}' height='{}' viewBox='0 0 {} {}' role='img' aria-label='bandwidth against size'>\n", W,
+                     H, W, H);
+  out += fmt::format("<rect x='{}' y='{}' width='{}' height='{}' fill='#fff' stroke='#ccc'/>\n", L, T, W - R - L, H - B - T);
+  for (double v = xlo; v <= xhi * 1.001; v *= 4) {
+    const double px = x.at(v);
+    out += fmt::format("<line x1='{0:.1f}' x2='{0:.1f}' y1='{1}' y2='{2}' stroke='#eee'/><text x='{0:.1f}' y='{3}' "
+                       "text-anchor='middle'>{4}</text>\n",
+                       px, T, H - B, H - B + 16, esc(format_bytes(static_cast<uint64_t>(v))));
+  }
+  for (double v = ylo; v <= yhi * 1.001; v *= 10) {
+    const double py = y.at(v);
+    out += fmt::format("<line x1='{0}' x2='{1}' y1='{2:.1f}' y2='{2:.1f}' stroke='#eee'/><text x='{3}' y='{4:.1f}' "
+                       "text-anchor='end'>{5}</text>\n",
+                       L, W - R, py, L - 6, py + 4, fmt::format("{:g}", v));
+  }
+  out += fmt::format("<text x='{}' y='{}' text-anchor='middle'>transfer size</text>", (L + W - R) / 2, H - 8);
+  out += fmt::format("<text transform='translate(16,{}) rotate(-90)' text-anchor='middle'>achieved GB/s (log)</text>\n",
+                     (T + H - B) / 2);
+  // The pinned ceiling: the machine's curve per direction, or the nominal line.
+  int legend_y = T + 14;
+  auto legend = [&](const std::string& color, const std::string& label, bool dashed) {
+    out += fmt::format("<line x1='{0}' x2='{1}' y1='{2}' y2='{2}' stroke='{3}' stroke-width='2'{4}/><text class='legend' "
+                       "x='{5}' y='{6}'>{7}</text>\n",
+                       W - R + 12, W - R + 36, legend_y, color, dashed ? " stroke-dasharray='5,4'" : "",
+                       W - R + 42, legend_y + 4, esc(label));
+    legend_y += 18;
+  };
+  if (profile) {
+    for (int dir = 0; dir < 2; ++dir) {
+      std::string pts;
+      for (double v = xlo; v <= xhi * 1.001; v *= std::sqrt(2.0))
+        pts += fmt::format("{:.1f},{:.1f} ", x.at(v), y.at(profile->pinned_gbps(dir, static_cast<uint64_t>(v))));
+      out += fmt::format("<polyline points='{}' fill='none' stroke='{}' stroke-width='1.5' stroke-dasharray='5,4'>"
+                         "<title>pinned {} on this machine (cuxfer calibrate)</title></polyline>\n",
+                         pts, dir == 0 ? "#1f77b4" : "#17becf", dir == 0 ? "H2D" : "D2H");
+      legend(dir == 0 ? "#1f77b4" : "#17becf", std::string("pinned ceiling ") + (dir == 0 ? "H2D" : "D2H"), true);
+    }
+  } else {
+    out += fmt::format("<line x1='{0}' x2='{1}' y1='{2:.1f}' y2='{2:.1f}' stroke='#555' stroke-dasharray='5,4'><title>nominal "
+                       "pinned bandwidth; run cuxfer calibrate for this machine's curve</title></line>\n",
+                       L, W - R, y.at(ceiling));
+    legend("#555", fmt::format("nominal pinned {:g} GB/s", ceiling), true);
+  }
+  for (auto& s : series) {
+    const std::string color = class_color(s.cls), name = class_name(s.cls);
+    std::string pts, dots;
+    for (auto& [bucket, v] : s.by_bucket) {
+      const double b = std::exp2(bucket + 0.5), m = median(v);
+      const double px = x.at(b), py = y.at(m);
+      pts += fmt::format("{:.1f},{:.1f} ", px, py);
+      dots += fmt::format("<circle cx='{:.1f}' cy='{:.1f}' r='{:.1f}' fill='{}'><title>{}: {} to {}, median {:.3g} GB/s over "
+                          "{} cop{}</title></circle>\n",
+                          px, py, 2.5 + std::min(4.0, std::log10(static_cast<double>(v.size()))), color, esc(name),
+                          esc(format_bytes(uint64_t{1} << bucket)), esc(format_bytes((uint64_t{2} << bucket) - 1)), m,
+                          v.size(), v.size() == 1 ? "y" : "ies");
+    }
+    out += fmt::format("<polyline points='{}' fill='none' stroke='{}' stroke-width='2'/>\n{}", pts, color, dots);
+    legend(color, name, false);
+  }
+  out += "</svg>\n<p class='sub'>Each point: the median achieved bandwidth of one class's copies in a size range "
+         "(powers of two), GPU-timed where CUPTI recorded the copy, else CPU-timed where the call's time measures "
+         "the transfer; hover for counts. Dashed: the pinned ceiling" +
+         std::string(profile ? " measured on this machine by <code>cuxfer calibrate</code>."
+                             : " (nominal: no machine profile; <code>cuxfer calibrate</code> measures this machine).") +
+         "</p>\n";
+}
+
+// Bytes and time per class, side by side.
+void class_bars(std::string& out, const analyses::Report& r) {
+  uint64_t max_bytes = 1, max_ns = 1;
+  for (const auto& c : r.classes) {
+    max_bytes = std::max(max_bytes, c.bytes);
+    max_ns = std::max(max_ns, c.gpu_ns.value_or(c.cpu_blocked_ns));
+  }
+  const int W = 1000, row = 26, L = 130, half = (W - L - 40) / 2;
+  const int H = static_cast<int>(r.classes.size()) * row + 30;
+  out += fmt::format("<svg width='{}' height='{}' viewBox='0 0 {} {}' role='img' aria-label='bytes and time per class'>\n", W,
+                     H, W, H);
+  out += fmt::format("<text x='{}' y='14' font-weight='600'>bytes</text><text x='{}' y='14' font-weight='600'>time (GPU where "
+                     "recorded, else CPU-blocked)</text>\n",
+                     L, L + half + 30);
+  int yy = 24;
+  for (const auto& c : r.classes) {
+    const uint64_t ns = c.gpu_ns.value_or(c.cpu_blocked_ns);
+    const double bw = static_cast<double>(c.bytes) / static_cast<double>(max_bytes) * (half - 90);
+    const double tw = static_cast<double>(ns) / static_cast<double>(max_ns) * (half - 90);
+    const std::string color = class_color(c.cls);
+    out += fmt::format("<text x='{}' y='{}' text-anchor='end'>{}</text>", L - 8, yy + 14, esc(class_name(c.cls)));
+    out += fmt::format("<rect x='{}' y='{}' width='{:.1f}' height='16' fill='{}'/><text x='{:.1f}' y='{}'>{}</text>", L, yy + 2,
+                       std::max(1.0, bw), color, L + bw + 6, yy + 14, esc(format_bytes(c.bytes)));
+    out += fmt::format("<rect x='{}' y='{}' width='{:.1f}' height='16' fill='{}' opacity='0.75'/><text x='{:.1f}' y='{}'>{}{}</text>\n",
+                       L + half + 30, yy + 2, std::max(1.0, tw), color, L + half + 36 + tw, yy + 14,
+                       esc(format_duration(ns)), c.gpu_ns ? " GPU" : " CPU");
+    yy += row;
+  }
+  out += "</svg>\n";
+}
+
+// Transfers (CPU-blocked calls per thread) and GPU activity (copies and
+// kernels per stream) on one time axis.
+void timeline(std::string& out, const model::Job& job) {
+  struct Item {
+    uint32_t lane;
+    uint64_t b, e;
+    std::string color, tip;
+  };
+  std::map<std::string, uint32_t> lanes;  // name -> index (sorted by name for a stable layout)
+  std::vector<std::string> lane_names;
+  auto lane = [&](const std::string& name) {
+    auto [it, fresh] = lanes.emplace(name, static_cast<uint32_t>(lane_names.size()));
+    if (fresh) lane_names.push_back(name);
+    return it->second;
+  };
+  std::vector<Item> items;
+  uint64_t t0 = UINT64_MAX, t1 = 0;
+  for (uint32_t i = 0; i < job.calls.size(); ++i) {
+    const auto& c = job.calls[i];
+    if (c.kind() != trace::EventKind::Copy && c.kind() != trace::EventKind::Memset) continue;
+    const auto& p = job.processes[c.process];
+    const uint64_t b = p.realtime_of(c.event->t_enter_ns), e = p.realtime_of(c.event->t_exit_ns);
+    items.push_back({lane(fmt::format("pid {} tid {} (CPU)", p.pid(), c.event->thread_id)), b, std::max(e, b + 1),
+                     class_color(c.cls),
+                     fmt::format("{} {} {}", class_name(c.cls), format_bytes(c.bytes()), format_duration(e - b))});
+    t0 = std::min(t0, b);
+    t1 = std::max(t1, e);
+  }
+  for (const auto& p : job.processes)
+    for (size_t k = 0; k < p.trace.gpu_records.size(); ++k) {
+      const auto& g = p.trace.gpu_records[k];
+      const uint64_t b = p.realtime_of(g.start_ns), e = p.realtime_of(g.end_ns);
+      const bool kernel = g.kind == static_cast<uint8_t>(trace::GpuRecordKind::Kernel);
+      const uint32_t call = k < p.gpu_record_call.size() ? p.gpu_record_call[k] : model::kNoCall;
+      const std::string color = kernel ? "#2ca02c" : call != model::kNoCall ? class_color(job.calls[call].cls) : "#999";
+      items.push_back({lane(fmt::format("pid {} GPU {} stream {}", p.pid(), g.device, g.stream_id)), b,
+                       std::max(e, b + 1), color,
+                       fmt::format("{} {} {}", kernel ? "kernel" : "DMA", kernel ? "" : format_bytes(g.bytes),
+                                   format_duration(e - b))});
+      t0 = std::min(t0, b);
+      t1 = std::max(t1, e);
+    }
+  if (items.empty()) {
+    out += "<p class='sub'>No transfers to show.</p>\n";
+    return;
+  }
+  // Keep the picture readable: at most 24 lanes (the busiest) and 4000 items (the longest).
+  std::vector<uint64_t> busy(lane_names.size(), 0);
+  for (const auto& it : items) busy[it.lane] += it.e - it.b;
+  std::vector<uint32_t> order(lane_names.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return lane_names[a] < lane_names[b]; });
+  std::vector<int> row(lane_names.size(), -1);
+  std::vector<uint32_t> by_busy = order;
+  std::stable_sort(by_busy.begin(), by_busy.end(), [&](uint32_t a, uint32_t b) { return busy[a] > busy[b]; });
+  std::vector<bool> keep(lane_names.size(), false);
+  for (size_t i = 0; i < by_busy.size() && i < 24; ++i) keep[by_busy[i]] = true;
+  int rows = 0;
+  for (uint32_t l : order)
+    if (keep[l]) row[l] = rows++;
+  const size_t total = items.size();
+  std::erase_if(items, [&](const Item& it) { return row[it.lane] < 0; });
+  if (items.size() > 4000) {
+    std::nth_element(items.begin(), items.begin() + 4000, items.end(),
+                     [](const Item& a, const Item& b) { return a.e - a.b > b.e - b.b; });
+    items.resize(4000);
+  }
+  const int W = 1100, L = 250, R = 20, lane_h = 20, T = 10;
+  const int H = T + rows * lane_h + 30;
+  const double span = static_cast<double>(std::max<uint64_t>(t1 - t0, 1));
+  auto px = [&](uint64_t t) { return L + static_cast<double>(t - t0) / span * (W - L - R); };
+  out += fmt::format("<svg width='{}' height='{}' viewBox='0 0 {} {}' role='img' aria-label='timeline'>\n", W, H, W, H);
+  for (uint32_t l : order) {
+    if (row[l] < 0) continue;
+    const int yy = T + row[l] * lane_h;
+    out += fmt::format("<rect x='{}' y='{}' width='{}' height='{}' fill='{}'/><text x='{}' y='{}' text-anchor='end'>{}</text>\n", L,
+                       yy, W - L - R, lane_h - 2, row[l] % 2 ? "#fafafa" : "#f2f2f2", L - 6, yy + 13,
+                       esc(lane_names[l]));
+  }
+  for (const auto& it : items) {
+    const double x0 = px(it.b), w = std::max(1.0, px(it.e) - x0);
+    out += fmt::format("<rect x='{:.1f}' y='{}' width='{:.1f}' height='{}' fill='{}'><title>{}</title></rect>\n", x0,
+                       T + row[it.lane] * lane_h + 2, w, lane_h - 6, it.color, esc(it.tip));
+  }
+  for (int k = 0; k <= 5; ++k) {
+    const uint64_t t = t0 + static_cast<uint64_t>(span * k / 5);
+    out += fmt::format("<text x='{:.1f}' y='{}' text-anchor='middle'>{}</text>", px(t), H - 10,
+                       esc(format_duration(t - t0)));
+  }
+  out += "</svg>\n";
+  out += fmt::format("<p class='sub'>CPU lanes: the time each copy call blocked its thread; GPU lanes: DMA (coloured "
+                     "by the call's class, grey when not joined to a call) and kernels (green). {} of {} items, {} of "
+                     "{} lanes shown.</p>\n",
+                     items.size(), total, rows, lane_names.size());
+}
+
+void findings(std::string& out, const analyses::Report& r) {
+  std::unordered_map<uint32_t, const analyses::CallSiteTotals*> site;
+  for (const auto& s : r.callsites) site[s.id] = &s;
+  if (r.findings.empty()) {
+    out += "<p>No findings: no pattern with a known fix was seen.</p>\n";
+    return;
+  }
+  for (const auto& f : r.findings) {
+    out += fmt::format("<div class='finding'><h3>{}</h3><p>{} call{}, {}, {} {}", esc(f.title), format_count(f.calls),
+                       f.calls == 1 ? "" : "s", esc(format_bytes(f.bytes)), esc(format_duration(f.time_ns)),
+                       f.time_basis == "gpu" ? "GPU time" : "CPU-blocked");
+    if (f.achieved_gbps) out += fmt::format(", achieved {:.3g} GB/s", *f.achieved_gbps);
+    if (f.reference_gbps) out += fmt::format(" (reference {:.3g} GB/s)", *f.reference_gbps);
+    out += "</p>";
+    if (f.estimated_recoverable_ns)
+      out += fmt::format("<p class='est'>Estimated recoverable: {} (an estimate; model in docs/report.md)</p>",
+                         esc(format_duration(*f.estimated_recoverable_ns)));
+    if (!f.reference_source.empty()) out += "<p class='sub'>Reference: " + esc(f.reference_source) + "</p>";
+    out += "<p class='advice'>" + esc(f.advice) + "</p>";
+    out += "<table><tr><th>call site</th><th class='n'>calls</th><th class='n'>bytes</th><th class='n'>time</th>"
+           "<th class='n'>est. recoverable</th></tr>\n";
+    for (const auto& s : f.sites) {
+      auto it = site.find(s.callsite);
+      const std::string where = it != site.end() ? it->second->frame.display() : std::string("(no call site captured)");
+      out += fmt::format("<tr><td><code>{}</code></td><td class='n'>{}</td><td class='n'>{}</td><td class='n'>{}</td>"
+                         "<td class='n'>{}</td></tr>\n",
+                         esc(where), format_count(s.calls), esc(format_bytes(s.bytes)), esc(format_duration(s.time_ns)),
+                         s.estimated_recoverable_ns ? esc(format_duration(*s.estimated_recoverable_ns)) : "");
+    }
+    out += "</table></div>\n";
+  }
+}
+
+void callsites(std::string& out, const analyses::Report& r) {
+  out += "<table><tr><th>call site</th><th>class</th><th class='n'>calls</th><th class='n'>bytes</th>"
+         "<th class='n'>CPU-blocked</th><th class='n'>GPU</th></tr>\n";
+  size_t n = 0;
+  for (const auto& s : r.callsites) {
+    if (n++ == 20) break;
+    out += fmt::format("<tr><td><code>{}</code></td><td>{}</td><td class='n'>{}</td><td class='n'>{}</td><td class='n'>{}"
+                       "</td><td class='n'>{}</td></tr>\n",
+                       esc(s.frame.display()), esc(s.main_class), format_count(s.calls), esc(format_bytes(s.bytes)),
+                       esc(format_duration(s.cpu_blocked_ns)), s.gpu_ns ? esc(format_duration(*s.gpu_ns)) : "");
+  }
+  out += "</table>\n";
+  if (r.callsites.size() > 20)
+    out += fmt::format("<p class='sub'>{} more call sites in <code>cuxfer report --csv</code>.</p>\n",
+                       r.callsites.size() - 20);
+}
+
+}  // namespace
+
+std::string render_html(const analyses::Report& r, const model::Job& job, const model::MachineProfile* profile) {
+  std::string out;
+  out.reserve(1 << 16);
+  std::string cmd = r.program;
+  for (size_t i = 1; i < r.argv.size(); ++i) cmd += " " + r.argv[i];
+  out += "<!doctype html>\n<html lang='en'><head><meta charset='utf-8'><title>cuxfer report: " + esc(r.program) +
+         "</title><style>" + kStyle + "</style></head><body>\n";
+  out += "<h1>cuxfer transfer report</h1><div class='sub'><code>" + esc(cmd) + "</code> · " +
+         fmt::format("{} process{} · timing: {}", r.processes.size(), r.processes.size() == 1 ? "" : "es",
+                     r.timing == "gpu" ? "GPU (CUPTI)" : "CPU") +
+         "</div>\n";
+  if (r.simulated)
+    out += "<div class='sim'>SIMULATED CUDA: these traces come from tests/simcuda; no number here describes a GPU.</div>\n";
+  uint64_t ns_total = 0;
+  for (const auto& c : r.classes) ns_total += c.gpu_ns.value_or(c.cpu_blocked_ns);
+  out += "<div class='cards'>";
+  out += fmt::format("<div class='card'>copies<b>{}</b></div>", format_count(r.totals.calls));
+  out += fmt::format("<div class='card'>bytes moved<b>{}</b></div>", esc(format_bytes(r.totals.bytes)));
+  out += fmt::format("<div class='card'>CPU blocked in copies<b>{}</b></div>", esc(format_duration(r.totals.cpu_blocked_ns)));
+  out += fmt::format("<div class='card'>through pageable memory<b>{}</b></div>",
+                     esc(format_percent(r.pageable_share.fraction)));
+  uint64_t recoverable = 0;
+  for (const auto& f : r.findings) recoverable = std::max(recoverable, f.estimated_recoverable_ns.value_or(0));
+  if (recoverable)
+    out += fmt::format("<div class='card'>largest recoverable (est.)<b>{}</b></div>", esc(format_duration(recoverable)));
+  if (r.rewrite.active)
+    out += fmt::format("<div class='card'>rewrite: staged / registered<b>{} / {}</b></div>",
+                       esc(format_bytes(r.rewrite.staged_bytes)), esc(format_bytes(r.rewrite.registered_bytes)));
+  out += "</div>\n";
+
+  out += "<h2>Findings</h2>\n";
+  findings(out, r);
+  out += "<h2>Achieved bandwidth against transfer size</h2>\n";
+  analyses::Thresholds nominal;
+  bandwidth_plot(out, job, profile, nominal);
+  out += "<h2>Bytes and time per direction and memory kind</h2>\n";
+  class_bars(out, r);
+  out += "<h2>Timeline</h2>\n";
+  timeline(out, job);
+  out += "<h2>Top call sites</h2>\n";
+  callsites(out, r);
+  if (!r.notes.empty()) {
+    out += "<h2>Notes</h2><ul>";
+    for (const auto& n : r.notes) out += "<li>" + esc(n) + "</li>";
+    out += "</ul>\n";
+  }
+  out += "<p class='sub'>cuxfer " CUXFER_VERSION " · docs/report.md explains every number.</p></body></html>\n";
+  return out;
+}
+
+}  // namespace cuxfer::render
