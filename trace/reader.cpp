@@ -2,12 +2,16 @@
 
 #include <zstd.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <exception>
-#include <fstream>
-#include <iterator>
+#include <memory>
+#include <new>
 
 #include "trace/format.h"
 
@@ -22,6 +26,26 @@ bool append_records(std::string_view payload, std::vector<T>& out) {
   out.resize(old + n);
   std::memcpy(out.data() + old, payload.data(), payload.size());
   return true;
+}
+
+// One zstd context for all blocks of a file: ZSTD_decompress() would set one
+// up and tear it down for every block.
+struct DCtxDeleter {
+  void operator()(ZSTD_DCtx* c) const { ZSTD_freeDCtx(c); }
+};
+using DCtx = std::unique_ptr<ZSTD_DCtx, DCtxDeleter>;
+
+// Decompresses a block of fixed-size records straight onto the end of `out`:
+// event blocks are most of a trace, and going through a scratch buffer would
+// copy every byte once more. On failure `out` is left as it was and the zstd
+// result (an error code, or a size other than `raw_size`) is returned.
+template <typename T>
+size_t decompress_records(ZSTD_DCtx* dctx, std::string_view stored, uint32_t raw_size, std::vector<T>& out) {
+  const size_t old = out.size();
+  out.resize(old + raw_size / sizeof(T));
+  size_t got = ZSTD_decompressDCtx(dctx, out.data() + old, raw_size, stored.data(), stored.size());
+  if (ZSTD_isError(got) || got != raw_size) out.resize(old);
+  return got;
 }
 
 bool apply_block(BlockType type, std::string_view payload, Trace& t) {
@@ -56,7 +80,7 @@ bool apply_block(BlockType type, std::string_view payload, Trace& t) {
 // record arrays up front: a trace of millions of events would otherwise be
 // copied and re-faulted at every growth of the vectors. Stops at the first
 // header that does not check out; the real pass reports it.
-void reserve_records(const std::string& data, size_t pos, Trace& t) {
+void reserve_records(std::string_view data, size_t pos, Trace& t) {
   uint64_t event_bytes = 0, gpu_bytes = 0;
   while (data.size() - pos >= sizeof(BlockHeader)) {
     BlockHeader h;
@@ -80,30 +104,53 @@ void reserve_records(const std::string& data, size_t pos, Trace& t) {
   }
 }
 
+// The whole file in memory, in storage that is not zeroed first (a trace may
+// be hundreds of megabytes). A file of known size is read up to the size it
+// had when opened, as one read(); anything else (a pipe, /proc) until its
+// end. A read error ends the data there, as a cut-short file does.
+struct FileBytes {
+  std::unique_ptr<char[]> data;
+  size_t size = 0;
+};
+
+// False when the file cannot be opened; errno says why.
+bool read_file(const std::string& path, FileBytes& out) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+  size_t capacity = regular ? static_cast<size_t>(st.st_size) : 0;
+  out.data.reset(new char[capacity]);
+  out.size = 0;
+  for (;;) {
+    if (out.size == capacity) {
+      if (regular) break;
+      const size_t grown = std::max<size_t>(capacity * 2, 1 << 16);
+      std::unique_ptr<char[]> bigger(new char[grown]);
+      if (out.size) std::memcpy(bigger.get(), out.data.get(), out.size);
+      out.data = std::move(bigger);
+      capacity = grown;
+    }
+    const ssize_t n = ::read(fd, out.data.get() + out.size, capacity - out.size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.size += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return true;
+}
+
 }  // namespace
 
 ReadStatus read_trace(const std::string& path, Trace& t, std::string& error) {
   t = Trace{};
   t.path = path;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  FileBytes file;
+  if (!read_file(path, file)) {
     error = path + ": cannot open: " + std::strerror(errno);
     return ReadStatus::Missing;
   }
-  // One read of the whole file when its size is known (a regular file);
-  // streaming otherwise (a pipe, /proc).
-  std::string data;
-  in.seekg(0, std::ios::end);
-  std::streamoff size = in.tellg();
-  in.seekg(0, std::ios::beg);
-  if (size > 0) {
-    data.resize(static_cast<size_t>(size));
-    in.read(data.data(), size);
-    data.resize(static_cast<size_t>(in.gcount()));
-  } else {
-    in.clear();
-    data.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  const std::string_view data(file.data.get(), file.size);
   if (data.empty()) {
     error = path + ": empty file (the process wrote no trace data)";
     return ReadStatus::Empty;
@@ -134,6 +181,8 @@ ReadStatus read_trace(const std::string& path, Trace& t, std::string& error) {
 
   reserve_records(data, fh.header_bytes, t);
   std::string raw;
+  DCtx dctx(ZSTD_createDCtx());
+  if (!dctx) throw std::bad_alloc();
   size_t pos = fh.header_bytes;
   while (pos < data.size()) {
     BlockHeader h{};
@@ -160,12 +209,30 @@ ReadStatus read_trace(const std::string& path, Trace& t, std::string& error) {
       }
       payload = stored;
     } else if (h.codec == static_cast<uint16_t>(Codec::Zstd)) {
-      raw.resize(h.raw_size);
-      size_t got = ZSTD_decompress(raw.data(), raw.size(), stored.data(), stored.size());
+      // Event and GPU record blocks go straight into their arrays; a size
+      // that is no whole number of records takes the general path, which
+      // reports it.
+      const auto type = static_cast<BlockType>(h.type);
+      size_t got = 0;
+      bool direct = true;
+      if (type == BlockType::Events && h.raw_size % sizeof(Event) == 0)
+        got = decompress_records(dctx.get(), stored, h.raw_size, t.events);
+      else if (type == BlockType::GpuRecords && h.raw_size % sizeof(GpuRecord) == 0)
+        got = decompress_records(dctx.get(), stored, h.raw_size, t.gpu_records);
+      else {
+        direct = false;
+        raw.resize(h.raw_size);
+        got = ZSTD_decompressDCtx(dctx.get(), raw.data(), raw.size(), stored.data(), stored.size());
+      }
       if (ZSTD_isError(got) || got != h.raw_size) {
         t.cut_reason = "corrupt compressed block at offset " + std::to_string(pos) +
                        (ZSTD_isError(got) ? std::string(" (") + ZSTD_getErrorName(got) + ")" : "");
         break;
+      }
+      if (direct) {
+        ++t.blocks_read;
+        pos += sizeof h + h.stored_size;
+        continue;
       }
       payload = std::string_view(raw.data(), got);
     } else {

@@ -1,65 +1,50 @@
 // Copies per user call site, most CPU-blocked time first: the time the app's
-// threads waited is what a change at that line can give back.
+// threads waited is what a change at that line can give back. The numbers
+// come from tally_calls(); this names the sites and their main class.
 #include <algorithm>
-#include <map>
+#include <bit>
 
 #include <fmt/format.h>
 
 #include "analyzer/analyses/report.h"
+#include "analyzer/analyses/tally.h"
 
 namespace cuxfer::analyses {
 
-std::vector<CallSiteTotals> callsite_totals(const model::Job& job, uint64_t* calls_without_site) {
-  std::vector<CallSiteTotals> sites(job.sites.size());
-  // Bytes per class per site, keyed by (direction, memory) packed in 16 bits.
-  std::vector<std::map<uint16_t, uint64_t>> class_bytes(job.sites.size());
-  std::vector<bool> used(job.sites.size(), false);
-  uint64_t without = 0;
-  for (const auto& c : job.calls) {
-    if (c.kind() != trace::EventKind::Copy) continue;
-    if (c.site == model::kNoSite) {
-      ++without;
-      continue;
-    }
-    CallSiteTotals& s = sites[c.site];
-    used[c.site] = true;
-    if (c.failed()) {
-      ++s.failed_calls;
-      continue;
-    }
-    ++s.calls;
-    s.bytes += c.bytes();
-    s.cpu_blocked_ns += c.cpu_ns();
-    s.max_cpu_ns = std::max(s.max_cpu_ns, c.cpu_ns());
-    if (c.has_gpu_time()) s.gpu_ns = s.gpu_ns.value_or(0) + c.gpu_ns;
-    class_bytes[c.site][static_cast<uint16_t>(static_cast<unsigned>(c.cls.direction) << 8 |
-                                              static_cast<unsigned>(c.cls.memory))] += c.bytes();
-  }
+std::vector<CallSiteTotals> callsite_totals(const model::Job& job, JobTally& tally) {
   std::vector<CallSiteTotals> out;
-  for (size_t i = 0; i < sites.size(); ++i) {
-    if (!used[i]) continue;
-    CallSiteTotals& s = sites[i];
+  for (size_t i = 0; i < tally.sites.size(); ++i) {
+    SiteTally& st = tally.sites[i];
+    if (!st.used) continue;
+    CallSiteTotals& s = st.out;
     const model::Site& site = job.sites[i];
     s.id = static_cast<uint32_t>(i + 1);
     s.pid = job.processes[site.process].pid();
     s.frame = site.frame;
     s.stack = site.stack;
+    // The class with most bytes; the first in (direction, memory) order on a tie.
     uint64_t best = 0;
-    for (const auto& [key, bytes] : class_bytes[i])
-      if (s.main_class.empty() || bytes > best) {
-        s.main_class =
-            class_name({static_cast<trace::Direction>(key >> 8), static_cast<trace::MemKind>(key & 0xff)});
-        best = bytes;
+    for (unsigned k = 0; k < kClasses; ++k) {
+      if (!(st.classes_seen >> k & 1)) continue;
+      if (s.main_class.empty() || st.class_bytes[k] > best) {
+        s.main_class = class_name(class_of_index(k));
+        best = st.class_bytes[k];
       }
-    if (class_bytes[i].size() > 1) s.main_class += fmt::format(" +{}", class_bytes[i].size() - 1);
+    }
+    if (const int n = std::popcount(st.classes_seen); n > 1) s.main_class += fmt::format(" +{}", n - 1);
     out.push_back(std::move(s));
   }
   std::stable_sort(out.begin(), out.end(), [](const CallSiteTotals& a, const CallSiteTotals& b) {
     if (a.cpu_blocked_ns != b.cpu_blocked_ns) return a.cpu_blocked_ns > b.cpu_blocked_ns;
     return a.bytes > b.bytes;
   });
-  if (calls_without_site) *calls_without_site = without;
   return out;
+}
+
+std::vector<CallSiteTotals> callsite_totals(const model::Job& job, uint64_t* calls_without_site) {
+  JobTally tally = tally_calls(job, {});
+  if (calls_without_site) *calls_without_site = tally.calls_without_site;
+  return callsite_totals(job, tally);
 }
 
 }  // namespace cuxfer::analyses

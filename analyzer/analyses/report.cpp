@@ -1,4 +1,5 @@
 #include "analyzer/analyses/report.h"
+#include "analyzer/analyses/tally.h"
 
 #include <algorithm>
 #include <set>
@@ -22,37 +23,43 @@ const ProcessSummary* root_process(const std::vector<ProcessSummary>& ps) {
 }  // namespace
 
 Report analyze(const model::Job& job, const Thresholds& thresholds) {
+  // One pass over the calls for every part (tally.h says why).
+  JobTally tally = tally_calls(job, thresholds);
   Report r;
-  r.processes = process_summaries(job);
+  r.processes = process_summaries(job, tally);
   for (const auto& p : r.processes) r.simulated |= p.simulated;
-  r.timing = job_timing(job);
+  r.timing = job_timing(job, tally);
   if (const ProcessSummary* root = root_process(r.processes)) {
     r.program = root->exe;
     r.argv = root->argv;
   }
 
   uint64_t start = UINT64_MAX, end = 0;
-  for (const auto& p : job.processes)
-    if (p.trace.has_process) start = std::min(start, p.trace.process.start_realtime_ns);
-  for (const auto& c : job.calls) {
-    const model::Process& p = job.processes[c.process];
-    if (p.trace.has_process) end = std::max(end, p.realtime_of(c.event->t_exit_ns));
+  for (size_t i = 0; i < job.processes.size(); ++i) {
+    const model::Process& p = job.processes[i];
+    if (!p.trace.has_process) continue;
+    start = std::min(start, p.trace.process.start_realtime_ns);
+    end = std::max(end, tally.processes[i].last_end_realtime_ns);
   }
   if (start != UINT64_MAX) {
     r.start_realtime_ns = start;
     r.span_ns = end > start ? end - start : 0;
   }
 
-  r.totals = copy_totals(job);
-  r.classes = class_totals(job);
-  r.memsets = memset_totals(job);
-  r.allocations = allocation_totals(job);
-  r.apis = api_totals(job);
-  r.pageable_share = pageable_share(job);
-  r.rewrite = rewrite_totals(job);
-  r.callsites = callsite_totals(job, &r.calls_without_site);
-  for (auto* find : {&find_async_pageable, &find_large_pageable, &find_tiny_storm})
-    for (auto& f : (*find)(job, thresholds)) r.findings.push_back(std::move(f));
+  r.totals = tally.copies;
+  r.classes = class_totals(tally);
+  r.memsets = tally.memsets;
+  r.allocations = tally.allocations;
+  r.apis = api_totals(job, tally);
+  r.pageable_share = tally.pageable;
+  r.rewrite = rewrite_totals(job, tally);
+  r.calls_without_site = tally.calls_without_site;
+  r.callsites = callsite_totals(job, tally);
+  using FindingsOf = std::vector<Finding> (*)(const JobTally&, const Thresholds&);
+  for (FindingsOf find : {FindingsOf{find_async_pageable}, FindingsOf{find_large_pageable},
+                          FindingsOf{find_tiny_storm}})
+    for (auto& f : find(tally, thresholds)) r.findings.push_back(std::move(f));
+  for (auto& f : find_rewrite_candidates(job, thresholds)) r.findings.push_back(std::move(f));
   std::stable_sort(r.findings.begin(), r.findings.end(), [](const Finding& a, const Finding& b) {
     uint64_t ka = a.estimated_recoverable_ns.value_or(a.time_ns);
     uint64_t kb = b.estimated_recoverable_ns.value_or(b.time_ns);

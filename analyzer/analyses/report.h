@@ -25,6 +25,8 @@ struct Thresholds {
   // one for the traces' host: estimates then use its pinned bandwidth at each
   // transfer's size instead of what the run measured or the nominal figure.
   const model::MachineProfile* profile = nullptr;
+  // The shim's defaults, for the rewrite what-if without a profile.
+  uint64_t stage_min_h2d = 8u << 20, stage_min_d2h = 256u << 10, register_min = 1u << 20;
 };
 
 struct ProcessSummary {
@@ -166,6 +168,7 @@ std::vector<CallSiteTotals> callsite_totals(const model::Job& job, uint64_t* cal
 std::vector<Finding> find_async_pageable(const model::Job& job, const Thresholds& t);
 std::vector<Finding> find_large_pageable(const model::Job& job, const Thresholds& t);
 std::vector<Finding> find_tiny_storm(const model::Job& job, const Thresholds& t);
+std::vector<Finding> find_rewrite_candidates(const model::Job& job, const Thresholds& t);
 std::vector<ProcessSummary> process_summaries(const model::Job& job);
 
 // "gpu" when every process that made copies had CUPTI active, else "cpu".

@@ -1,89 +1,246 @@
 // Totals: per direction x memory kind, memsets, allocations, per API, the
 // pageable share, per process. Failed calls are counted apart and never add
-// bytes or time.
+// bytes or time. All of them come from one pass over the calls
+// (tally_calls), which also gathers the call-site table's and the findings'
+// inputs (tally.h says why).
 #include <algorithm>
 #include <map>
 #include <string_view>
 
 #include "analyzer/analyses/report.h"
+#include "analyzer/analyses/tally.h"
 
 namespace cuxfer::analyses {
 
+using trace::Direction;
 using trace::EventKind;
+using trace::MemKind;
 
 std::string class_name(const model::TransferClass& c) {
   return std::string(trace::to_string(c.direction)) + " " + trace::to_string(c.memory);
 }
 
-std::string job_timing(const model::Job& job) {
+namespace {
+
+// Calls, bytes and CPU-blocked time; failed calls are counted apart and move
+// no bytes.
+void add_to(Totals& t, const model::Call& c) {
+  if (c.failed()) {
+    ++t.failed_calls;
+    return;
+  }
+  ++t.calls;
+  t.bytes += c.bytes();
+  t.cpu_blocked_ns += c.cpu_ns();
+}
+
+// The allocation table a successful call of this kind counts in, and whether
+// it is a free; nullptr for calls that are no allocation.
+AllocTotals* allocation_slot(Allocations& a, EventKind kind, bool* is_free) {
+  *is_free = false;
+  switch (kind) {
+    case EventKind::DeviceAlloc: return &a.device;
+    case EventKind::ManagedAlloc: return &a.managed;
+    case EventKind::HostAlloc: return &a.host_pinned;
+    case EventKind::HostRegister: return &a.host_registered;
+    case EventKind::DeviceFree: *is_free = true; return &a.device;
+    case EventKind::HostFree: *is_free = true; return &a.host_pinned;
+    case EventKind::HostUnregister: *is_free = true; return &a.host_registered;
+    default: return nullptr;
+  }
+}
+
+void add_allocation(Allocations& a, const model::Call& c) {
+  if (c.failed()) return;
+  bool is_free = false;
+  AllocTotals* slot = allocation_slot(a, c.kind(), &is_free);
+  if (!slot) return;
+  if (is_free) {
+    ++slot->frees;
+    return;
+  }
+  ++slot->calls;
+  slot->bytes += c.bytes();
+  slot->cpu_blocked_ns += c.cpu_ns();
+}
+
+void add_api(ProcessTally& p, const model::Call& c) {
+  if (c.event->api >= p.apis.size()) p.apis.resize(c.event->api + 1u);
+  ApiTotals& t = p.apis[c.event->api];
+  if (c.failed()) {
+    ++t.failed_calls;
+    return;
+  }
+  ++t.calls;
+  t.bytes += c.bytes();
+  t.cpu_blocked_ns += c.cpu_ns();
+}
+
+void add_class(ClassTally& a, const model::Call& c) {
+  a.seen = true;
+  a.out.cls = c.cls;
+  if (c.failed()) {
+    ++a.out.failed_calls;
+    return;
+  }
+  ++a.out.calls;
+  a.out.bytes += c.bytes();
+  a.out.cpu_blocked_ns += c.cpu_ns();
+  if (c.async()) ++a.out.async_calls;
+  if (c.staged()) {
+    ++a.out.staged_calls;
+    a.out.staged_bytes += c.bytes();
+  }
+  if (c.has_gpu_time()) {
+    ++a.out.gpu_calls;
+    a.gpu_ns += c.gpu_ns;
+  }
+  if (model::cpu_time_measures_transfer(*c.event, c.cls)) {
+    a.cpu_measured_bytes += c.bytes();
+    a.cpu_measured_ns += c.cpu_ns();
+  }
+}
+
+// A copy, for its process's summary and for what the rewrite did there.
+void add_process_copy(ProcessTally& p, const model::Call& c) {
+  p.has_copies = true;
+  if (c.staged() || c.registered()) p.rewrote = true;
+  if (c.failed()) {
+    ++p.failed_copies;
+    return;
+  }
+  ++p.copies;
+  p.bytes += c.bytes();
+  p.cpu_blocked_ns += c.cpu_ns();
+  if (c.staged()) {
+    ++p.staged_calls;
+    p.staged_bytes += c.bytes();
+  } else if (c.registered()) {
+    ++p.registered_calls;
+    p.registered_bytes += c.bytes();
+  } else if (model::crosses_host_link(c.cls.direction) && model::is_pageable(c.cls)) {
+    ++p.passthrough_pageable_calls;
+    p.passthrough_pageable_bytes += c.bytes();
+  }
+}
+
+void add_site_copy(JobTally& t, const model::Call& c) {
+  if (c.site == model::kNoSite) {
+    ++t.calls_without_site;
+    return;
+  }
+  SiteTally& s = t.sites[c.site];
+  s.used = true;
+  if (c.failed()) {
+    ++s.out.failed_calls;
+    return;
+  }
+  ++s.out.calls;
+  s.out.bytes += c.bytes();
+  s.out.cpu_blocked_ns += c.cpu_ns();
+  s.out.max_cpu_ns = std::max(s.out.max_cpu_ns, c.cpu_ns());
+  if (c.has_gpu_time()) s.out.gpu_ns = s.out.gpu_ns.value_or(0) + c.gpu_ns;
+  const unsigned k = class_index(c.cls);
+  s.classes_seen |= uint64_t{1} << k;
+  s.class_bytes[k] += c.bytes();
+}
+
+bool pinned_or_registered(const model::TransferClass& c) {
+  return c.memory == MemKind::Pinned || c.memory == MemKind::Registered;
+}
+
+// What the findings need from one successful copy (findings.cpp uses it).
+void add_finding_inputs(FindingsTally& f, const model::Call& c, const Thresholds& t) {
+  const uint32_t site_id = c.site == model::kNoSite ? 0 : c.site + 1;
+  if (c.bytes() <= t.tiny_bytes && site_id != 0) {
+    StormSite& s = f.storm[site_id];
+    ++s.calls;
+    s.bytes += c.bytes();
+    s.time_ns += c.cpu_ns();
+    s.max_ns = std::max(s.max_ns, c.cpu_ns());
+    s.first_enter = std::min(s.first_enter, c.event->t_enter_ns);
+    s.last_enter = std::max(s.last_enter, c.event->t_enter_ns);
+  }
+  if (!model::crosses_host_link(c.cls.direction)) return;
+  const uint8_t dir = c.cls.direction == Direction::HtoD ? 0 : 1;
+  if (pinned_or_registered(c.cls)) {
+    // The references: how fast pinned memory went in this run.
+    if (c.async()) f.pinned_async_return_ns[dir].push_back(c.cpu_ns());
+    if (c.bytes() >= t.large_bytes) {
+      if (c.has_gpu_time()) {
+        f.pinned_large_bytes[dir] += c.bytes();
+        f.pinned_large_ns[dir] += c.gpu_ns;
+      } else if (model::cpu_time_measures_transfer(*c.event, c.cls)) {
+        f.pinned_large_bytes[dir] += c.bytes();
+        f.pinned_large_ns[dir] += c.cpu_ns();
+      }
+    }
+  } else if (model::is_pageable(c.cls)) {
+    if (c.async()) f.async_pageable.push_back({site_id, dir, c.bytes(), c.cpu_ns()});
+    if (c.bytes() >= t.large_bytes)
+      f.large_pageable.push_back(
+          {site_id, dir, c.has_gpu_time(), c.bytes(), c.has_gpu_time() ? c.gpu_ns : c.cpu_ns()});
+  }
+}
+
+}  // namespace
+
+JobTally tally_calls(const model::Job& job, const Thresholds& t) {
+  JobTally tally;
+  tally.processes.resize(job.processes.size());
+  for (size_t i = 0; i < job.processes.size(); ++i)
+    tally.processes[i].apis.resize(job.processes[i].trace.api_names.size());
+  tally.sites.resize(job.sites.size());
+  tally.findings.storm.resize(job.sites.size() + 1);
+  for (const model::Call& c : job.calls) {
+    const model::Process& process = job.processes[c.process];
+    ProcessTally& p = tally.processes[c.process];
+    if (process.trace.has_process)
+      p.last_end_realtime_ns = std::max(p.last_end_realtime_ns, process.realtime_of(c.event->t_exit_ns));
+    add_api(p, c);
+    switch (c.kind()) {
+      case EventKind::Copy:
+        add_to(tally.copies, c);
+        add_class(tally.classes[class_index(c.cls)], c);
+        add_process_copy(p, c);
+        add_site_copy(tally, c);
+        if (c.failed()) break;
+        if (model::crosses_host_link(c.cls.direction)) {
+          tally.pageable.host_bytes += c.bytes();
+          if (model::is_pageable(c.cls)) tally.pageable.pageable_bytes += c.bytes();
+        }
+        add_finding_inputs(tally.findings, c, t);
+        break;
+      case EventKind::Memset:
+        add_to(tally.memsets, c);
+        break;
+      default:
+        add_allocation(tally.allocations, c);
+        break;
+    }
+  }
+  const PageableShare& s = tally.pageable;
+  tally.pageable.fraction = s.host_bytes ? static_cast<double>(s.pageable_bytes) / s.host_bytes : 0.0;
+  return tally;
+}
+
+std::string job_timing(const model::Job& job, const JobTally& tally) {
   bool any = false;
-  std::vector<bool> has_copies(job.processes.size(), false);
-  for (const auto& c : job.calls)
-    if (c.kind() == EventKind::Copy) has_copies[c.process] = true;
   for (size_t i = 0; i < job.processes.size(); ++i) {
-    if (!has_copies[i]) continue;
+    if (!tally.processes[i].has_copies) continue;
     if (!job.processes[i].gpu_timing) return "cpu";
     any = true;
   }
   return any ? "gpu" : "cpu";
 }
 
-namespace {
-// Calls, bytes and CPU-blocked time of every call of one kind; failed calls
-// are counted apart and move no bytes.
-Totals totals_of(const model::Job& job, EventKind kind) {
-  Totals t;
-  for (const auto& c : job.calls) {
-    if (c.kind() != kind) continue;
-    if (c.failed()) {
-      ++t.failed_calls;
-      continue;
-    }
-    ++t.calls;
-    t.bytes += c.bytes();
-    t.cpu_blocked_ns += c.cpu_ns();
-  }
-  return t;
-}
-}  // namespace
+std::string job_timing(const model::Job& job) { return job_timing(job, tally_calls(job, {})); }
 
-Totals copy_totals(const model::Job& job) { return totals_of(job, EventKind::Copy); }
-
-std::vector<ClassTotals> class_totals(const model::Job& job) {
-  struct Acc {
-    ClassTotals out;
-    uint64_t gpu_ns = 0;
-    uint64_t cpu_measured_bytes = 0, cpu_measured_ns = 0;
-  };
-  std::map<std::pair<int, int>, Acc> by_class;
-  for (const auto& c : job.calls) {
-    if (c.kind() != EventKind::Copy) continue;
-    Acc& a = by_class[{static_cast<int>(c.cls.direction), static_cast<int>(c.cls.memory)}];
-    a.out.cls = c.cls;
-    if (c.failed()) {
-      ++a.out.failed_calls;
-      continue;
-    }
-    ++a.out.calls;
-    a.out.bytes += c.bytes();
-    a.out.cpu_blocked_ns += c.cpu_ns();
-    if (c.async()) ++a.out.async_calls;
-    if (c.staged()) {
-      ++a.out.staged_calls;
-      a.out.staged_bytes += c.bytes();
-    }
-    if (c.has_gpu_time()) {
-      ++a.out.gpu_calls;
-      a.gpu_ns += c.gpu_ns;
-    }
-    if (model::cpu_time_measures_transfer(*c.event, c.cls)) {
-      a.cpu_measured_bytes += c.bytes();
-      a.cpu_measured_ns += c.cpu_ns();
-    }
-  }
+std::vector<ClassTotals> class_totals(const JobTally& tally) {
   std::vector<ClassTotals> out;
-  for (auto& [key, a] : by_class) {
-    ClassTotals& t = a.out;
+  for (const ClassTally& a : tally.classes) {  // (direction, memory) order
+    if (!a.seen) continue;
+    ClassTotals t = a.out;
     if (t.gpu_calls > 0) t.gpu_ns = a.gpu_ns;
     // GPU time when every call has it; otherwise CPU-blocked time, but only of
     // the calls for which it measures the transfer (not async pinned, not D2D).
@@ -99,74 +256,14 @@ std::vector<ClassTotals> class_totals(const model::Job& job) {
   return out;
 }
 
-Totals memset_totals(const model::Job& job) { return totals_of(job, EventKind::Memset); }
-
-Allocations allocation_totals(const model::Job& job) {
-  Allocations a;
-  for (const auto& c : job.calls) {
-    if (c.failed()) continue;
-    AllocTotals* slot = nullptr;
-    bool is_free = false;
-    switch (c.kind()) {
-      case EventKind::DeviceAlloc:
-        slot = &a.device;
-        break;
-      case EventKind::ManagedAlloc:
-        slot = &a.managed;
-        break;
-      case EventKind::HostAlloc:
-        slot = &a.host_pinned;
-        break;
-      case EventKind::HostRegister:
-        slot = &a.host_registered;
-        break;
-      case EventKind::DeviceFree:
-        slot = &a.device;
-        is_free = true;
-        break;
-      case EventKind::HostFree:
-        slot = &a.host_pinned;
-        is_free = true;
-        break;
-      case EventKind::HostUnregister:
-        slot = &a.host_registered;
-        is_free = true;
-        break;
-      default:
-        break;
-    }
-    if (!slot) continue;
-    if (is_free) {
-      ++slot->frees;
-      continue;
-    }
-    ++slot->calls;
-    slot->bytes += c.bytes();
-    slot->cpu_blocked_ns += c.cpu_ns();
-  }
-  return a;
-}
-
-std::vector<ApiTotals> api_totals(const model::Job& job) {
-  // Count per (process, API index) first: names are strings and there may be
-  // millions of calls. Then merge by name across processes.
-  std::vector<std::vector<ApiTotals>> per_process(job.processes.size());
-  for (const auto& c : job.calls) {
-    auto& table = per_process[c.process];
-    if (c.event->api >= table.size()) table.resize(c.event->api + 1u);
-    ApiTotals& t = table[c.event->api];
-    if (c.failed()) {
-      ++t.failed_calls;
-      continue;
-    }
-    ++t.calls;
-    t.bytes += c.bytes();
-    t.cpu_blocked_ns += c.cpu_ns();
-  }
+std::vector<ApiTotals> api_totals(const model::Job& job, const JobTally& tally) {
+  // Counted per (process, API index): names are strings and there may be
+  // millions of calls. Merged by name across processes here.
   std::map<std::string, ApiTotals> by_name;
-  for (size_t p = 0; p < per_process.size(); ++p)
-    for (size_t api = 0; api < per_process[p].size(); ++api) {
-      const ApiTotals& t = per_process[p][api];
+  for (size_t p = 0; p < tally.processes.size(); ++p) {
+    const auto& table = tally.processes[p].apis;
+    for (size_t api = 0; api < table.size(); ++api) {
+      const ApiTotals& t = table[api];
       if (t.calls == 0 && t.failed_calls == 0) continue;
       std::string name = job.processes[p].trace.api_name(static_cast<uint16_t>(api));
       ApiTotals& out = by_name[name];
@@ -176,6 +273,7 @@ std::vector<ApiTotals> api_totals(const model::Job& job) {
       out.bytes += t.bytes;
       out.cpu_blocked_ns += t.cpu_blocked_ns;
     }
+  }
   std::vector<ApiTotals> out;
   for (auto& [name, t] : by_name) out.push_back(std::move(t));
   std::stable_sort(out.begin(), out.end(), [](const ApiTotals& a, const ApiTotals& b) {
@@ -184,27 +282,16 @@ std::vector<ApiTotals> api_totals(const model::Job& job) {
   return out;
 }
 
-PageableShare pageable_share(const model::Job& job) {
-  PageableShare s;
-  for (const auto& c : job.calls) {
-    if (c.kind() != EventKind::Copy || c.failed() || !model::crosses_host_link(c.cls.direction)) continue;
-    s.host_bytes += c.bytes();
-    if (model::is_pageable(c.cls)) s.pageable_bytes += c.bytes();
-  }
-  s.fraction = s.host_bytes ? static_cast<double>(s.pageable_bytes) / s.host_bytes : 0.0;
-  return s;
-}
-
-RewriteTotals rewrite_totals(const model::Job& job) {
+RewriteTotals rewrite_totals(const model::Job& job, const JobTally& tally) {
   RewriteTotals r;
   // Per process: the rewrite was on there (its note, a staged or registered
   // copy, or a staging pool). Only there do pageable copies "pass through".
   std::vector<bool> on(job.processes.size(), false);
-  for (size_t i = 0; i < job.processes.size(); ++i)
+  for (size_t i = 0; i < job.processes.size(); ++i) {
+    if (tally.processes[i].rewrote) on[i] = true;
     for (const auto& note : job.processes[i].trace.notes)
       if (note.rfind(model::kRewritePinNote, 0) == 0) on[i] = true;
-  for (const auto& c : job.calls)
-    if (c.kind() == EventKind::Copy && (c.staged() || c.registered())) on[c.process] = true;
+  }
   for (const auto& c : job.shim_calls) {
     if (c.kind() != EventKind::HostRegister ||
         job.processes[c.process].trace.api_name(c.event->api) != std::string_view(model::kRegisterApi))
@@ -227,26 +314,24 @@ RewriteTotals rewrite_totals(const model::Job& job) {
     r.pool_bytes += c.bytes();
     r.pinning_cost_ns += c.cpu_ns();
   }
-  for (const auto& c : job.calls) {
-    if (c.kind() != EventKind::Copy || c.failed() || !on[c.process]) continue;
-    if (c.staged()) {
-      ++r.staged_calls;
-      r.staged_bytes += c.bytes();
-    } else if (c.registered()) {
-      ++r.registered_calls;
-      r.registered_bytes += c.bytes();
-    } else if (model::crosses_host_link(c.cls.direction) && model::is_pageable(c.cls)) {
-      ++r.passthrough_pageable_calls;
-      r.passthrough_pageable_bytes += c.bytes();
-    }
+  for (size_t i = 0; i < job.processes.size(); ++i) {
+    if (!on[i]) continue;
+    const ProcessTally& p = tally.processes[i];
+    r.staged_calls += p.staged_calls;
+    r.staged_bytes += p.staged_bytes;
+    r.registered_calls += p.registered_calls;
+    r.registered_bytes += p.registered_bytes;
+    r.passthrough_pageable_calls += p.passthrough_pageable_calls;
+    r.passthrough_pageable_bytes += p.passthrough_pageable_bytes;
   }
   for (bool b : on) r.active |= b;
   return r;
 }
 
-std::vector<ProcessSummary> process_summaries(const model::Job& job) {
+std::vector<ProcessSummary> process_summaries(const model::Job& job, const JobTally& tally) {
   std::vector<ProcessSummary> out;
-  for (const auto& p : job.processes) {
+  for (size_t i = 0; i < job.processes.size(); ++i) {
+    const model::Process& p = job.processes[i];
     const trace::Trace& t = p.trace;
     ProcessSummary s;
     s.pid = t.process.pid;
@@ -278,20 +363,26 @@ std::vector<ProcessSummary> process_summaries(const model::Job& job) {
     s.gpu_records_joined_by_time = p.gpu_records_joined_by_time;
     s.events_without_gpu = p.events_without_gpu;
     s.notes = t.notes;
+    const ProcessTally& pt = tally.processes[i];
+    s.copies = pt.copies;
+    s.bytes = pt.bytes;
+    s.cpu_blocked_ns = pt.cpu_blocked_ns;
+    s.failed_calls = pt.failed_copies;
     out.push_back(std::move(s));
   }
-  for (const auto& c : job.calls) {
-    if (c.kind() != EventKind::Copy) continue;
-    ProcessSummary& s = out[c.process];
-    if (c.failed()) {
-      ++s.failed_calls;
-      continue;
-    }
-    ++s.copies;
-    s.bytes += c.bytes();
-    s.cpu_blocked_ns += c.cpu_ns();
-  }
   return out;
+}
+
+// The parts on their own, each a pass of its own: analyze() uses the tally.
+Totals copy_totals(const model::Job& job) { return tally_calls(job, {}).copies; }
+std::vector<ClassTotals> class_totals(const model::Job& job) { return class_totals(tally_calls(job, {})); }
+Totals memset_totals(const model::Job& job) { return tally_calls(job, {}).memsets; }
+Allocations allocation_totals(const model::Job& job) { return tally_calls(job, {}).allocations; }
+std::vector<ApiTotals> api_totals(const model::Job& job) { return api_totals(job, tally_calls(job, {})); }
+PageableShare pageable_share(const model::Job& job) { return tally_calls(job, {}).pageable; }
+RewriteTotals rewrite_totals(const model::Job& job) { return rewrite_totals(job, tally_calls(job, {})); }
+std::vector<ProcessSummary> process_summaries(const model::Job& job) {
+  return process_summaries(job, tally_calls(job, {}));
 }
 
 }  // namespace cuxfer::analyses

@@ -298,7 +298,8 @@ void findings(std::string& out, const Report& r, size_t width) {
     out += "\n";
     wrapped(out, fmt::format("{}. {} [{}]", ++n, f.title, f.kind), width, "  ", "     ");
     std::string time_word = f.time_basis == "gpu" ? "GPU time" : "CPU-blocked";
-    std::string numbers = fmt::format("{} calls, {}, {} {}", format_count(f.calls), format_bytes(f.bytes),
+    std::string numbers = fmt::format("{} call{}, {}, {} {}", format_count(f.calls), f.calls == 1 ? "" : "s",
+                                      format_bytes(f.bytes),
                                       time_word, format_duration(f.time_ns));
     if (f.kind == "async_pageable")
       numbers += fmt::format(" (max {} in one call)", format_duration(f.max_ns));
@@ -320,7 +321,8 @@ void findings(std::string& out, const Report& r, size_t width) {
         out += fmt::format("     … and {} more call sites\n", f.sites.size() - 5);
         break;
       }
-      std::string line = fmt::format("{} calls, {}, {}", format_count(s.calls), format_bytes(s.bytes),
+      std::string line = fmt::format("{} call{}, {}, {}", format_count(s.calls), s.calls == 1 ? "" : "s",
+                                     format_bytes(s.bytes),
                                      format_duration(s.time_ns));
       if (s.calls_per_second)
         line += fmt::format(", {} calls/s", format_count(static_cast<uint64_t>(*s.calls_per_second)));

@@ -259,10 +259,37 @@ TEST_F(Analyses, FindingsAreOrderedByWhatTheyCanRecover) {
   for (int i = 0; i < 1000; ++i) t.copy(Direction::DtoH, MemKind::Pageable, 4, 9'000, false, s);
   t.copy(Direction::HtoD, MemKind::Pageable, 256 * MiB, 40'000'000, true, s);
   analyses::Report r = analyses::analyze(load(t));
-  ASSERT_EQ(r.findings.size(), 3u);
-  EXPECT_EQ(r.findings[0].kind, "async_pageable");  // ~40 ms recoverable
-  EXPECT_EQ(r.findings[1].kind, "large_pageable");  // ~34.6 ms
-  EXPECT_EQ(r.findings[2].kind, "tiny_storm");      // 9 ms, no estimate
+  ASSERT_EQ(r.findings.size(), 4u);
+  EXPECT_EQ(r.findings[0].kind, "async_pageable");      // ~40 ms recoverable
+  EXPECT_EQ(r.findings[1].kind, "large_pageable");      // ~34.6 ms
+  EXPECT_EQ(r.findings[2].kind, "rewrite_candidates");  // staged at 35 GB/s: ~32.3 ms
+  EXPECT_EQ(r.findings[3].kind, "tiny_storm");          // 9 ms, no estimate
+}
+
+// The rewrite what-if follows the shim's rules: a reused buffer of >= 1 MiB
+// runs in place from its second copy; a first use >= the staging threshold
+// is staged; smaller ones pass through (no prediction); a process recorded
+// with the rewrite on is left to `cuxfer diff`.
+TEST_F(Analyses, RewriteWhatIfFollowsTheShimsRules) {
+  SyntheticTrace t;
+  uint32_t s = t.site(0x401000);
+  // 4 copies of one 4 MiB buffer at 10 GB/s (419 us each): 3 in place at 50 GB/s.
+  for (int i = 0; i < 4; ++i) t.copy(Direction::HtoD, MemKind::Pageable, 4 * MiB, 419'430, false, s).address = 0x7000'0000;
+  // one 16 MiB first-use copy at 8 GB/s: staged at 35 GB/s.
+  t.copy(Direction::HtoD, MemKind::Pageable, 16 * MiB, 2'097'152, false, s).address = 0x9000'0000;
+  // 64 KiB copies, not reused: below every threshold.
+  for (int i = 0; i < 5; ++i)
+    t.copy(Direction::HtoD, MemKind::Pageable, 64 * 1024, 20'000, false, s).address = 0xa000'0000 + i * 0x100000;
+  analyses::Report r = analyses::analyze(load(t));
+  const analyses::Finding* f = find_finding(r, "rewrite_candidates");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->calls, 4u);  // 3 registered + 1 staged; the first 4 MiB use is below the H2D threshold
+  EXPECT_NE(f->advice.find("3 of these copies reuse a buffer"), std::string::npos) << f->advice;
+  EXPECT_NE(f->advice.find("1 would be staged"), std::string::npos) << f->advice;
+  const double in_place = 4.0 * MiB / 50.0, staged = 16.0 * MiB / 35.0;
+  const double want = 3 * 419'430 + 2'097'152 - (3 * in_place + staged);
+  ASSERT_TRUE(f->estimated_recoverable_ns);
+  EXPECT_NEAR(static_cast<double>(*f->estimated_recoverable_ns), want, 4.0);
 }
 
 }  // namespace

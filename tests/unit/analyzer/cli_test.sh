@@ -55,7 +55,7 @@ j = json.load(open(sys.argv[1]))
 assert j["schema"] == "cuxfer.report/1" and j["simulated"] is True and j["timing"] == "cpu", j["timing"]
 assert j["totals"]["calls"] == 1205 and j["totals"]["bytes"] == 4800 + 5 * 64 * 2**20, j["totals"]
 kinds = sorted(f["kind"] for f in j["findings"])
-assert kinds == ["async_pageable", "large_pageable", "tiny_storm"], kinds
+assert kinds == ["async_pageable", "large_pageable", "rewrite_candidates", "tiny_storm"], kinds
 PY
     run "$cuxfer" report --json gpu.trace; expect_rc 0
     python3 -c 'import json; j=json.load(open("out")); assert j["timing"]=="gpu" and all(c["gpu_ns"] is not None for c in j["classes"])' \

@@ -102,7 +102,7 @@ TEST_F(Render, JsonFollowsTheSchema) {
       EXPECT_TRUE(listed) << id;
     }
   }
-  EXPECT_EQ(kinds, (std::set<std::string>{"async_pageable", "large_pageable", "tiny_storm"}));
+  EXPECT_EQ(kinds, (std::set<std::string>{"async_pageable", "large_pageable", "rewrite_candidates", "tiny_storm"}));
   for (const auto& f : j["findings"])
     if (f["kind"] == "tiny_storm") {
       EXPECT_TRUE(f["estimated_recoverable_ns"].is_null());

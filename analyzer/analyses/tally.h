@@ -1,0 +1,111 @@
+// One pass over the job's calls that gathers what every table and finding of
+// the report needs. A trace holds millions of calls and each pass over them
+// reads a Call and its Event (two cache lines) from memory that no cache
+// holds: doing it once instead of once per table is most of the analyzer's
+// speed (docs/benchmarks.md, "Analyzer throughput"). The per-call steps are
+// inline here so that the loop in tally_calls() is one tight body; the
+// pure functions of report.h turn a tally into the report's parts.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "analyzer/analyses/report.h"
+
+namespace cuxfer::analyses {
+
+// Direction x memory kind as one small index: classify() bounds both.
+inline constexpr unsigned kDirections = static_cast<unsigned>(trace::Direction::Peer) + 1;
+inline constexpr unsigned kMemKinds = static_cast<unsigned>(trace::MemKind::Array) + 1;
+inline constexpr unsigned kClasses = kDirections * kMemKinds;
+static_assert(kClasses <= 64, "class sets are 64-bit masks");
+
+inline unsigned class_index(const model::TransferClass& c) {
+  return static_cast<unsigned>(c.direction) * kMemKinds + static_cast<unsigned>(c.memory);
+}
+inline model::TransferClass class_of_index(unsigned i) {
+  return {static_cast<trace::Direction>(i / kMemKinds), static_cast<trace::MemKind>(i % kMemKinds)};
+}
+
+// Per process: copies for the summary and the timing, the rewrite's copies,
+// and the end of the last call for the job's span.
+struct ProcessTally {
+  bool has_copies = false;  // any copy, failed ones included
+  uint64_t copies = 0, bytes = 0, cpu_blocked_ns = 0, failed_copies = 0;
+  bool rewrote = false;  // a staged or registered copy
+  uint64_t staged_calls = 0, staged_bytes = 0, registered_calls = 0, registered_bytes = 0;
+  uint64_t passthrough_pageable_calls = 0, passthrough_pageable_bytes = 0;
+  uint64_t last_end_realtime_ns = 0;  // max Process::realtime_of(t_exit) over its calls
+  std::vector<ApiTotals> apis;        // by API index; names filled in when merged
+};
+
+// Per transfer class (class_totals).
+struct ClassTally {
+  bool seen = false;
+  ClassTotals out;
+  uint64_t gpu_ns = 0, cpu_measured_bytes = 0, cpu_measured_ns = 0;
+};
+
+// Per job site (callsite_totals).
+struct SiteTally {
+  bool used = false;
+  CallSiteTotals out;  // numbers only until finished
+  uint64_t classes_seen = 0;  // bit class_index(): a successful copy of that class
+  std::array<uint64_t, kClasses> class_bytes{};
+};
+
+// Inputs of the findings (findings.cpp). The async_pageable and
+// large_pageable estimates depend on figures measured over the whole run, so
+// their qualifying copies are kept in compact form and finished afterwards.
+struct AsyncPageableCopy {
+  uint32_t site_id;  // Job::sites index + 1, 0 = none
+  uint8_t dir;       // 0 H2D, 1 D2H
+  uint64_t bytes, cpu_ns;
+};
+struct LargePageableCopy {
+  uint32_t site_id;
+  uint8_t dir;
+  bool gpu;       // time is GPU time
+  uint64_t bytes;
+  uint64_t time;  // GPU time when the copy has it, else CPU-blocked time
+};
+struct StormSite {
+  uint64_t calls = 0, bytes = 0, time_ns = 0, max_ns = 0;
+  uint64_t first_enter = UINT64_MAX, last_enter = 0;
+};
+struct FindingsTally {
+  std::vector<uint64_t> pinned_async_return_ns[2];  // per direction
+  uint64_t pinned_large_bytes[2] = {0, 0}, pinned_large_ns[2] = {0, 0};
+  std::vector<AsyncPageableCopy> async_pageable;
+  std::vector<LargePageableCopy> large_pageable;
+  std::vector<StormSite> storm;  // by site id (index 0 unused: storms need a site)
+};
+
+struct JobTally {
+  Totals copies, memsets;
+  Allocations allocations;
+  PageableShare pageable;
+  std::array<ClassTally, kClasses> classes{};
+  std::vector<ProcessTally> processes;  // by Job::processes index
+  std::vector<SiteTally> sites;         // by Job::sites index
+  uint64_t calls_without_site = 0;      // copies with no call site
+  FindingsTally findings;
+};
+
+// The one pass (totals.cpp).
+JobTally tally_calls(const model::Job& job, const Thresholds& t);
+
+// The report's parts from a tally: totals.cpp, callsites.cpp, findings.cpp.
+std::vector<ClassTotals> class_totals(const JobTally& tally);
+std::vector<ApiTotals> api_totals(const model::Job& job, const JobTally& tally);
+RewriteTotals rewrite_totals(const model::Job& job, const JobTally& tally);
+std::vector<ProcessSummary> process_summaries(const model::Job& job, const JobTally& tally);
+std::string job_timing(const model::Job& job, const JobTally& tally);
+std::vector<CallSiteTotals> callsite_totals(const model::Job& job, JobTally& tally);
+std::vector<Finding> find_async_pageable(const JobTally& tally, const Thresholds& t);
+std::vector<Finding> find_large_pageable(const JobTally& tally, const Thresholds& t);
+std::vector<Finding> find_tiny_storm(const JobTally& tally, const Thresholds& t);
+
+}  // namespace cuxfer::analyses
