@@ -70,9 +70,38 @@ bool record_fits(const Call& c, const trace::GpuRecord& r) {
   return call_pageable == record_pageable;
 }
 
+// Trace call-site id -> job site, looked up for every event. The shim numbers
+// call sites densely from 1, so a flat table serves; a trace whose ids are
+// sparse (it is untrusted input) gets a hash map instead.
+class SiteIndex {
+ public:
+  explicit SiteIndex(const std::unordered_map<uint32_t, uint32_t>& site_of_id) {
+    uint32_t max_id = 0;
+    for (const auto& [id, site] : site_of_id) max_id = std::max(max_id, id);
+    if (max_id <= 4 * site_of_id.size() + 4096) {
+      dense_.assign(size_t{max_id} + 1, kNoSite);
+      for (const auto& [id, site] : site_of_id) dense_[id] = site;
+    } else {
+      sparse_ = site_of_id;
+    }
+  }
+  // kNoSite for an id without a site.
+  uint32_t find(uint32_t id) const {
+    if (!sparse_.empty()) {
+      auto it = sparse_.find(id);
+      return it == sparse_.end() ? kNoSite : it->second;
+    }
+    return id < dense_.size() ? dense_[id] : kNoSite;
+  }
+
+ private:
+  std::vector<uint32_t> dense_;
+  std::unordered_map<uint32_t, uint32_t> sparse_;
+};
+
 // Resolves every captured stack of one process and maps trace call-site ids to
 // job sites; stacks whose user frame is the same address share a site.
-std::unordered_map<uint32_t, uint32_t> build_sites(uint32_t process_index, const trace::Trace& t,
+SiteIndex build_sites(uint32_t process_index, const trace::Trace& t,
                                                    symbolize::Symbolizer& symbolizer,
                                                    std::vector<Site>& sites) {
   std::unordered_map<uint32_t, uint32_t> site_of_id;
@@ -89,7 +118,7 @@ std::unordered_map<uint32_t, uint32_t> build_sites(uint32_t process_index, const
     if (inserted) sites.push_back(std::move(site));
     site_of_id[cs.id] = it->second;
   }
-  return site_of_id;
+  return SiteIndex(site_of_id);
 }
 
 // GPU records that carry no correlation id (the shim joins none: nothing
@@ -191,8 +220,7 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
         job.shim_calls.push_back(c);
         continue;
       }
-      if (e.callsite_id != 0)
-        if (auto it = site_of_id.find(e.callsite_id); it != site_of_id.end()) c.site = it->second;
+      if (e.callsite_id != 0) c.site = site_of_id.find(e.callsite_id);
       if (!gpu.empty() && e.correlation_id != 0) {
         auto it = gpu.find(e.correlation_id);
         if (it != gpu.end() && !it->second.claimed && gpu_kind_matches(c.kind(), it->second.kind)) {
