@@ -98,6 +98,22 @@ struct RewriteTotals {
   uint64_t registrations_refused = 0;  // cuMemHostRegister refused (the buffers were staged instead)
 };
 
+// Copy/compute overlap per process and device (needs kernel records:
+// `cuxfer record --kernels`).
+struct DeviceOverlap {
+  uint32_t pid = 0, device = 0;
+  uint64_t kernels = 0, kernel_busy_ns = 0;  // kernel records; time with at least one kernel running
+  uint64_t dma_ns = 0, dma_under_kernels_ns = 0;  // copies' GPU time, and the part under kernels
+  // Synchronous copies between the device's first and last kernel: their
+  // CPU-blocked time, and the part with no kernel running.
+  uint64_t sync_copy_ns = 0, sync_copy_idle_ns = 0;
+};
+
+struct Overlap {
+  bool kernels_recorded = false;  // some process recorded kernels
+  std::vector<DeviceOverlap> devices;
+};
+
 struct CallSiteTotals {
   uint32_t id = 0;  // Job::sites index + 1; findings refer to it
   uint32_t pid = 0;
@@ -147,6 +163,7 @@ struct Report {
   std::vector<ApiTotals> apis;
   PageableShare pageable_share;
   RewriteTotals rewrite;
+  Overlap overlap;
   std::vector<CallSiteTotals> callsites;  // all, most CPU-blocked time first
   uint64_t calls_without_site = 0;        // copies with no captured call site
   std::vector<Finding> findings;
@@ -169,6 +186,8 @@ std::vector<Finding> find_async_pageable(const model::Job& job, const Thresholds
 std::vector<Finding> find_large_pageable(const model::Job& job, const Thresholds& t);
 std::vector<Finding> find_tiny_storm(const model::Job& job, const Thresholds& t);
 std::vector<Finding> find_rewrite_candidates(const model::Job& job, const Thresholds& t);
+std::vector<Finding> find_sync_copy_idle(const model::Job& job, const Thresholds& t);
+Overlap overlap_totals(const model::Job& job);
 std::vector<ProcessSummary> process_summaries(const model::Job& job);
 
 // "gpu" when every process that made copies had CUPTI active, else "cpu".

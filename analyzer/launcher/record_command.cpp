@@ -41,6 +41,8 @@ Options:
                         the immediate call site)
   --no-stacks           same as --stack-depth 0
   --cupti=auto|off      GPU timing through CUPTI when available (default auto)
+  --kernels             also record kernels through CUPTI, for the copy/compute
+                        overlap analysis (adds CUPTI work to every launch)
   --rewrite=pin|off     pin: run pageable host<->device copies through pinned
                         staging buffers (transparently; the report says what
                         was staged); off: observe only. Default: neither, the
@@ -94,6 +96,7 @@ struct RecordOptions {
   std::string name;
   uint64_t stack_depth = 16;
   std::string cupti = "auto";
+  bool kernels = false;
   std::string rewrite;  // "pin" | "off" | "" (not set: CUXFER_REWRITE passes through)
   std::string shim;
   bool quiet = false;
@@ -119,6 +122,8 @@ int parse(std::vector<std::string> args, RecordOptions& o) {
     } else if (in.option("cupti", 0, v)) {
       if (v != "auto" && v != "off") in.fail(fmt::format("--cupti is auto or off, got '{}'", v));
       o.cupti = v;
+    } else if (in.flag("kernels")) {
+      o.kernels = true;
     } else if (in.option("rewrite", 0, v)) {
       if (v != "pin" && v != "off") in.fail(fmt::format("--rewrite is pin or off, got '{}'", v));
       o.rewrite = v;
@@ -316,6 +321,7 @@ int run_record(std::vector<std::string> args) {
       {"CUXFER_LAUNCHER", "1"},
   };
   if (!o.rewrite.empty()) set["CUXFER_REWRITE"] = o.rewrite;
+  if (o.kernels) set["CUXFER_CUPTI_KERNELS"] = "1";
   apply_machine_profile(o, set);
   std::vector<std::string> unset;
   if (o.name.empty())

@@ -13,6 +13,7 @@ namespace {
 struct GpuSum {
   uint64_t ns = 0;
   uint32_t records = 0;
+  uint64_t begin = UINT64_MAX, end = 0;  // first DMA start, last DMA end
   trace::GpuRecordKind kind = trace::GpuRecordKind::Memcpy;
   bool claimed = false;
 };
@@ -28,6 +29,8 @@ std::unordered_map<uint32_t, GpuSum> index_gpu_records(const trace::Trace& t) {
     GpuSum& s = by_id[r.correlation_id];
     s.ns += r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0;
     s.records += 1;
+    s.begin = std::min(s.begin, r.start_ns);
+    s.end = std::max(s.end, r.end_ns);
     s.kind = kind;
   }
   return by_id;
@@ -226,6 +229,8 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
         if (it != gpu.end() && !it->second.claimed && gpu_kind_matches(c.kind(), it->second.kind)) {
           c.gpu_ns = it->second.ns;
           c.gpu_records = it->second.records;
+          c.gpu_begin_ns = it->second.begin;
+          c.gpu_end_ns = it->second.end;
           it->second.claimed = true;
           call_of_correlation[e.correlation_id] = static_cast<uint32_t>(job.calls.size());
         }

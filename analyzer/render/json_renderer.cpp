@@ -129,6 +129,17 @@ json report_to_json(const analyses::Report& r, const JsonOptions& options) {
                   {"registration_bytes", rw.registration_bytes},
                   {"registration_cost_ns", rw.registration_cost_ns},
                   {"registrations_refused", rw.registrations_refused}};
+  nlohmann::json devices = nlohmann::json::array();
+  for (const auto& d : r.overlap.devices)
+    devices.push_back({{"pid", d.pid},
+                       {"device", d.device},
+                       {"kernels", d.kernels},
+                       {"kernel_busy_ns", d.kernel_busy_ns},
+                       {"dma_ns", d.dma_ns},
+                       {"dma_under_kernels_ns", d.dma_under_kernels_ns},
+                       {"sync_copy_ns", d.sync_copy_ns},
+                       {"sync_copy_idle_ns", d.sync_copy_idle_ns}});
+  j["overlap"] = {{"kernels_recorded", r.overlap.kernels_recorded}, {"devices", std::move(devices)}};
 
   // With --top, the first N call sites plus any a finding refers to.
   std::set<uint32_t> referenced;

@@ -198,6 +198,24 @@ void transfers(std::string& out, const Report& r, size_t width) {
   if (!allocs.empty()) wrapped(out, allocs, width, "Allocations: ", "  ");
 }
 
+// Copy/compute overlap; only when kernels were recorded (--kernels).
+void overlap(std::string& out, const Report& r, size_t width) {
+  if (!r.overlap.kernels_recorded) return;
+  out += "\nCopy/compute overlap (kernels recorded)\n";
+  for (const auto& d : r.overlap.devices) {
+    auto pct = [](uint64_t part, uint64_t whole) {
+      return whole ? format_percent(static_cast<double>(part) / static_cast<double>(whole)) : std::string("n/a");
+    };
+    wrapped(out,
+            fmt::format("pid {} GPU {}: {} kernels busy {}; copies' DMA {}, {} of it under kernels; synchronous "
+                        "copies between kernels blocked {}, the GPU idle for {} of it",
+                        d.pid, d.device, format_count(d.kernels), format_duration(d.kernel_busy_ns),
+                        format_duration(d.dma_ns), pct(d.dma_under_kernels_ns, d.dma_ns),
+                        format_duration(d.sync_copy_ns), pct(d.sync_copy_idle_ns, d.sync_copy_ns)),
+            width, "  ", "    ");
+  }
+}
+
 // What the pinned rewrite did; only when it was on in some process.
 void rewrite(std::string& out, const Report& r, size_t width) {
   const auto& rw = r.rewrite;
@@ -358,6 +376,7 @@ std::string render_text(const Report& r, const TextOptions& o) {
   header(out, r, width);
   transfers(out, r, width);
   rewrite(out, r, width);
+  overlap(out, r, width);
   apis(out, r, width);
   callsites(out, r, width, o.top_sites);
   findings(out, r, width);

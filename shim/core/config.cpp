@@ -67,6 +67,10 @@ Config parse_config(char** env, bool secure_execution) {
       if (val == "auto") c.cupti = CuptiMode::Auto;
       else if (val == "off") c.cupti = CuptiMode::Off;
       else bad("auto or off");
+    } else if (key == "CUXFER_CUPTI_KERNELS") {
+      bool b = false;
+      if (parse_bool(val, b)) c.cupti_kernels = b;
+      else bad("0 or 1");
     } else if (key == "CUXFER_CUPTI_LIB") {
       c.cupti_library = val;
     } else if (key == "CUXFER_MANIFEST") {

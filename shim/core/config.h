@@ -18,6 +18,10 @@ struct Config {
   uint32_t stack_depth = 16;      // CUXFER_STACK_DEPTH, 0 = immediate call site only
   CuptiMode cupti = CuptiMode::Auto;  // CUXFER_CUPTI=auto|off
   std::string cupti_library;      // CUXFER_CUPTI_LIB: explicit libcupti path
+  // CUXFER_CUPTI_KERNELS=1: also record kernels (CUPTI concurrent-kernel
+  // activity) for the copy/compute overlap analysis. Off by default: it adds
+  // CUPTI work to every kernel launch, which kernel-heavy programs would feel.
+  bool cupti_kernels = false;
   std::string manifest;           // CUXFER_MANIFEST: launcher's list of written traces
   // CUXFER_BUFFER_EVENTS: per-thread ring capacity (4 MiB of address space;
   // pages are touched only as a thread records).

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "core/clock.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "interpose/symbol_table.h"
 
@@ -168,6 +169,12 @@ bool CuptiCollector::start(const std::string& library_override, std::string& rea
       return false;
     }
   }
+  // Kernels (CUXFER_CUPTI_KERNELS=1): concurrent-kernel records keep kernel
+  // concurrency (CUPTI_ACTIVITY_KIND_KERNEL would serialize kernels).
+  if (config().cupti_kernels) {
+    r = g_api.activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (r != CUPTI_SUCCESS) reason = "kernel records unavailable: " + result_text(r);
+  }
   if (!g_api.register_timestamp) {
     reason = "libcupti has no timestamp callback; GPU times may be offset";
   }
@@ -197,6 +204,16 @@ void CuptiCollector::consume_buffer(uint8_t* buffer, size_t valid) {
         auto* m = reinterpret_cast<CUpti_ActivityMemset4*>(rec);
         g = common_fields(*m, trace::GpuRecordKind::Memset);
         g.dst_kind = static_cast<uint8_t>(map_kind(static_cast<uint8_t>(m->memoryKind)));
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+        auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(rec);
+        g.kind = static_cast<uint8_t>(trace::GpuRecordKind::Kernel);
+        g.start_ns = k->start;
+        g.end_ns = k->end;
+        g.cupti_correlation_id = k->correlationId;
+        g.stream_id = k->streamId;
+        g.device = k->deviceId;
         break;
       }
       default:

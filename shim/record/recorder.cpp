@@ -193,6 +193,9 @@ bool Recorder::attach_driver_slow() {
     simulated_ = simulated;
     cupti_state_ = collector.active() ? 1 : 2;
     cupti_reason_ = reason;
+    // The analyzer's overlap analysis needs to know kernels were recorded at all.
+    if (collector.active() && c.cupti_kernels && reason.rfind("kernel records unavailable", 0) != 0)
+      notes_.push_back("cupti: kernel records on");
     if (!collector.active()) {
       notes_.push_back("CUPTI unavailable: " + reason + "; GPU times are not recorded");
       if (!simulated) log::info("CUPTI unavailable: " + reason + "; CPU timing only");

@@ -294,3 +294,58 @@ TEST_F(Analyses, RewriteWhatIfFollowsTheShimsRules) {
 
 }  // namespace
 }  // namespace cuxfer
+
+namespace cuxfer {
+namespace {
+
+// Kernel records (`cuxfer record --kernels`): DMA under kernels, and a
+// synchronous copy that left the GPU idle between two kernels.
+TEST_F(Analyses, OverlapFromKernelRecords) {
+  SyntheticTrace t;
+  t.status.cupti = trace::CuptiState::Active;
+  t.notes.push_back("cupti: kernel records on");
+  uint32_t s = t.site(0x401000);
+  auto kernel = [&](uint64_t b, uint64_t e) {
+    trace::GpuRecord k{};
+    k.kind = static_cast<uint8_t>(trace::GpuRecordKind::Kernel);
+    k.start_ns = b;
+    k.end_ns = e;
+    k.stream_id = 7;
+    t.gpu_records.push_back(k);
+  };
+  const uint64_t t0 = t.clock_ns;
+  kernel(t0, t0 + 10'000'000);  // A: 0..10 ms
+  t.clock_ns = t0 + 10'000'000;
+  trace::Event& sync = t.copy(Direction::HtoD, MemKind::Pageable, 64 * MiB, 20'000'000, false, s);  // 10..30 ms
+  t.gpu(sync, 8'000'000);
+  kernel(t0 + 31'000'000, t0 + 41'000'000);  // B: 31..41 ms
+  t.clock_ns = t0 + 32'000'000;
+  trace::Event& async = t.copy(Direction::HtoD, MemKind::Pinned, 16 * MiB, 3'000, true, s);
+  t.gpu(async, 2'000'000);  // DMA 32..34 ms, under B
+  analyses::Report r = analyses::analyze(load(t));
+  ASSERT_TRUE(r.overlap.kernels_recorded);
+  ASSERT_EQ(r.overlap.devices.size(), 1u);
+  const auto& d = r.overlap.devices[0];
+  EXPECT_EQ(d.kernels, 2u);
+  EXPECT_EQ(d.kernel_busy_ns, 20'000'000u);
+  EXPECT_EQ(d.dma_ns, 10'000'000u);
+  EXPECT_EQ(d.dma_under_kernels_ns, 2'000'000u);
+  EXPECT_EQ(d.sync_copy_ns, 20'000'000u);
+  EXPECT_EQ(d.sync_copy_idle_ns, 20'000'000u);
+  const analyses::Finding* f = find_finding(r, "sync_copy_idle");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->calls, 1u);
+  EXPECT_EQ(f->estimated_recoverable_ns.value_or(0), 20'000'000u);
+}
+
+TEST_F(Analyses, NoOverlapAnalysisWithoutKernelRecords) {
+  SyntheticTrace t;
+  uint32_t s = t.site(0x401000);
+  t.copy(Direction::HtoD, MemKind::Pageable, 64 * MiB, 20'000'000, false, s);
+  analyses::Report r = analyses::analyze(load(t));
+  EXPECT_FALSE(r.overlap.kernels_recorded);
+  EXPECT_FALSE(find_finding(r, "sync_copy_idle"));
+}
+
+}  // namespace
+}  // namespace cuxfer
