@@ -113,8 +113,9 @@ void bandwidth_plot(std::string& out, const model::Job& job, const model::Machin
                                  : nominal.nominal_pinned_gbps;
   max_g = std::max(max_g, ceiling);
   const int W = 1000, H = 430, L = 70, R = 210, T = 16, B = 46;
-  const double xlo = std::exp2(std::floor(std::log2(static_cast<double>(min_b)))),
-               xhi = std::exp2(std::ceil(std::log2(static_cast<double>(max_b)) + 0.01));
+  // One power of two of margin on each side, so that a run with one size still has a plot.
+  const double xlo = std::exp2(std::floor(std::log2(static_cast<double>(min_b))) - 1),
+               xhi = std::exp2(std::ceil(std::log2(static_cast<double>(max_b)) + 0.01) + 1);
   const double ylo = std::pow(10, std::floor(std::log10(std::max(min_g, 1e-6)))),
                yhi = std::pow(10, std::ceil(std::log10(max_g * 1.05)));
   LogAxis x{xlo, xhi, double(L), double(W - R)}, y{ylo, yhi, double(H - B), double(T)};
