@@ -61,6 +61,7 @@ Report analyze(const model::Job& job, const Thresholds& thresholds) {
     for (auto& f : find(tally, thresholds)) r.findings.push_back(std::move(f));
   for (auto& f : find_rewrite_candidates(job, thresholds)) r.findings.push_back(std::move(f));
   r.overlap = overlap_totals(job);
+  r.devices = device_totals(job);
   for (auto& f : find_sync_copy_idle(job, thresholds)) r.findings.push_back(std::move(f));
   std::stable_sort(r.findings.begin(), r.findings.end(), [](const Finding& a, const Finding& b) {
     uint64_t ka = a.estimated_recoverable_ns.value_or(a.time_ns);

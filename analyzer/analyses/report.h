@@ -98,6 +98,15 @@ struct RewriteTotals {
   uint64_t registrations_refused = 0;  // cuMemHostRegister refused (the buffers were staged instead)
 };
 
+// Copies per process and device (device -1: the call had no current device).
+struct DeviceTotals {
+  uint32_t pid = 0;
+  int device = -1;
+  uint64_t calls = 0, bytes = 0, cpu_blocked_ns = 0;
+  uint64_t h2d_bytes = 0, d2h_bytes = 0, d2d_bytes = 0, peer_bytes = 0, pageable_bytes = 0;
+  std::optional<uint64_t> gpu_ns;
+};
+
 // Copy/compute overlap per process and device (needs kernel records:
 // `cuxfer record --kernels`).
 struct DeviceOverlap {
@@ -164,6 +173,7 @@ struct Report {
   PageableShare pageable_share;
   RewriteTotals rewrite;
   Overlap overlap;
+  std::vector<DeviceTotals> devices;  // per process and device
   std::vector<CallSiteTotals> callsites;  // all, most CPU-blocked time first
   uint64_t calls_without_site = 0;        // copies with no captured call site
   std::vector<Finding> findings;
@@ -188,6 +198,7 @@ std::vector<Finding> find_tiny_storm(const model::Job& job, const Thresholds& t)
 std::vector<Finding> find_rewrite_candidates(const model::Job& job, const Thresholds& t);
 std::vector<Finding> find_sync_copy_idle(const model::Job& job, const Thresholds& t);
 Overlap overlap_totals(const model::Job& job);
+std::vector<DeviceTotals> device_totals(const model::Job& job);
 std::vector<ProcessSummary> process_summaries(const model::Job& job);
 
 // "gpu" when every process that made copies had CUPTI active, else "cpu".

@@ -140,6 +140,20 @@ json report_to_json(const analyses::Report& r, const JsonOptions& options) {
                        {"sync_copy_ns", d.sync_copy_ns},
                        {"sync_copy_idle_ns", d.sync_copy_idle_ns}});
   j["overlap"] = {{"kernels_recorded", r.overlap.kernels_recorded}, {"devices", std::move(devices)}};
+  json per_device = json::array();
+  for (const auto& d : r.devices)
+    per_device.push_back({{"pid", d.pid},
+                          {"device", d.device},
+                          {"calls", d.calls},
+                          {"bytes", d.bytes},
+                          {"h2d_bytes", d.h2d_bytes},
+                          {"d2h_bytes", d.d2h_bytes},
+                          {"d2d_bytes", d.d2d_bytes},
+                          {"peer_bytes", d.peer_bytes},
+                          {"pageable_bytes", d.pageable_bytes},
+                          {"cpu_blocked_ns", d.cpu_blocked_ns},
+                          {"gpu_ns", d.gpu_ns ? json(*d.gpu_ns) : json(nullptr)}});
+  j["devices"] = std::move(per_device);
 
   // With --top, the first N call sites plus any a finding refers to.
   std::set<uint32_t> referenced;

@@ -198,6 +198,21 @@ void transfers(std::string& out, const Report& r, size_t width) {
   if (!allocs.empty()) wrapped(out, allocs, width, "Allocations: ", "  ");
 }
 
+// Per process and device; only when there is more than one of them.
+void devices(std::string& out, const Report& r, size_t width) {
+  if (r.devices.size() < 2) return;
+  out += "\nPer device\n";
+  for (const auto& d : r.devices)
+    wrapped(out,
+            fmt::format("pid {} GPU {}: {} cop{}, {} (H2D {}, D2H {}, D2D {}, peer {}; pageable {}), CPU-blocked {}{}",
+                        d.pid, d.device < 0 ? std::string("?") : std::to_string(d.device), format_count(d.calls),
+                        d.calls == 1 ? "y" : "ies", format_bytes(d.bytes), format_bytes(d.h2d_bytes),
+                        format_bytes(d.d2h_bytes), format_bytes(d.d2d_bytes), format_bytes(d.peer_bytes),
+                        format_bytes(d.pageable_bytes), format_duration(d.cpu_blocked_ns),
+                        d.gpu_ns ? ", GPU " + format_duration(*d.gpu_ns) : std::string()),
+            width, "  ", "    ");
+}
+
 // Copy/compute overlap; only when kernels were recorded (--kernels).
 void overlap(std::string& out, const Report& r, size_t width) {
   if (!r.overlap.kernels_recorded) return;
@@ -377,6 +392,7 @@ std::string render_text(const Report& r, const TextOptions& o) {
   transfers(out, r, width);
   rewrite(out, r, width);
   overlap(out, r, width);
+  devices(out, r, width);
   apis(out, r, width);
   callsites(out, r, width, o.top_sites);
   findings(out, r, width);

@@ -349,3 +349,26 @@ TEST_F(Analyses, NoOverlapAnalysisWithoutKernelRecords) {
 
 }  // namespace
 }  // namespace cuxfer
+
+namespace cuxfer {
+namespace {
+
+TEST_F(Analyses, PerDeviceTotalsSplitByProcessAndDevice) {
+  SyntheticTrace t;
+  t.copy(Direction::HtoD, MemKind::Pageable, 1 * MiB, 1000).device = 0;
+  t.copy(Direction::DtoH, MemKind::Pinned, 2 * MiB, 1000).device = 1;
+  t.copy(Direction::Peer, MemKind::Device, 4 * MiB, 1000).device = 1;
+  analyses::Report r = analyses::analyze(load(t));
+  ASSERT_EQ(r.devices.size(), 2u);
+  EXPECT_EQ(r.devices[0].device, 0);
+  EXPECT_EQ(r.devices[0].h2d_bytes, 1 * MiB);
+  EXPECT_EQ(r.devices[0].pageable_bytes, 1 * MiB);
+  EXPECT_EQ(r.devices[1].device, 1);
+  EXPECT_EQ(r.devices[1].calls, 2u);
+  EXPECT_EQ(r.devices[1].d2h_bytes, 2 * MiB);
+  EXPECT_EQ(r.devices[1].peer_bytes, 4 * MiB);
+  EXPECT_EQ(r.devices[1].pageable_bytes, 0u);
+}
+
+}  // namespace
+}  // namespace cuxfer
