@@ -9,9 +9,17 @@ namespace cuxfer::analyses {
 
 std::vector<DeviceTotals> device_totals(const model::Job& job) {
   std::map<std::pair<uint32_t, int>, DeviceTotals> by;
+  // Consecutive calls nearly always share process and device: look up on change only.
+  std::pair<uint32_t, int> last{UINT32_MAX, 0};
+  DeviceTotals* cur = nullptr;
   for (const auto& c : job.calls) {
     if (c.kind() != trace::EventKind::Copy || c.failed()) continue;
-    DeviceTotals& d = by[{c.process, c.event->device}];
+    const std::pair<uint32_t, int> key{c.process, c.event->device};
+    if (key != last || !cur) {
+      cur = &by[key];
+      last = key;
+    }
+    DeviceTotals& d = *cur;
     d.pid = job.processes[c.process].pid();
     d.device = c.event->device;
     ++d.calls;

@@ -31,9 +31,17 @@ bool rewrite_was_on(const model::Job& job, uint32_t process) {
 struct Key {
   uint32_t process;
   uint64_t address, bytes;
-  bool operator<(const Key& o) const {
-    return std::tie(process, address, bytes) < std::tie(o.process, o.address, o.bytes);
+  bool operator==(const Key& o) const = default;
+};
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    uint64_t h = k.address * 0x9E3779B97F4A7C15ull ^ (k.bytes + 0x632BE59BD9B4E019ull + (uint64_t{k.process} << 40));
+    return static_cast<size_t>(h ^ (h >> 29));
   }
+};
+// Per buffer: copies in the run, and copies seen so far in the second pass.
+struct Uses {
+  uint32_t total = 0, seen = 0;
 };
 
 }  // namespace
@@ -47,12 +55,22 @@ std::vector<Finding> find_rewrite_candidates(const model::Job& job, const Thresh
 
   std::vector<bool> on(job.processes.size());
   for (uint32_t p = 0; p < job.processes.size(); ++p) on[p] = rewrite_was_on(job, p);
-  // Reuse of a buffer: copies of the same host range.
-  std::map<Key, uint32_t> uses;
+  // Reuse of a buffer: copies of the same host range (only buffers large
+  // enough to be registered matter).
+  auto candidate = [&](const model::Call& c) {
+    return c.kind() == trace::EventKind::Copy && c.bytes() >= t.register_min && !c.failed() &&
+           model::is_pageable(c.cls) && model::crosses_host_link(c.cls.direction) && !on[c.process];
+  };
+  size_t n = 0;
+  for (const auto& c : job.calls) n += candidate(c);
+  if (n == 0 && std::none_of(job.calls.begin(), job.calls.end(), [](const model::Call& c) {
+        return model::is_pageable(c.cls) && model::crosses_host_link(c.cls.direction);
+      }))
+    return {};
+  std::unordered_map<Key, Uses, KeyHash> uses;
+  uses.reserve(n);  // no rehash while counting
   for (const auto& c : job.calls)
-    if (c.kind() == trace::EventKind::Copy && !c.failed() && model::is_pageable(c.cls) &&
-        model::crosses_host_link(c.cls.direction) && !on[c.process])
-      ++uses[{c.process, c.event->address, c.bytes()}];
+    if (candidate(c)) ++uses[{c.process, c.event->address, c.bytes()}].total;
 
   Finding f;
   f.kind = "rewrite_candidates";
@@ -62,7 +80,6 @@ std::vector<Finding> find_rewrite_candidates(const model::Job& job, const Thresh
     uint64_t predicted = 0;
   };
   std::map<uint32_t, Acc> by_site;
-  std::map<Key, uint32_t> seen;
   uint64_t registered = 0, staged = 0, predicted_total = 0, gpu_calls = 0, largest = 0;
   for (const auto& c : job.calls) {
     if (c.kind() != trace::EventKind::Copy || c.failed() || on[c.process] || !model::is_pageable(c.cls) ||
@@ -74,9 +91,12 @@ std::vector<Finding> find_rewrite_candidates(const model::Job& job, const Thresh
     const uint64_t time = c.has_gpu_time() ? c.gpu_ns : c.cpu_ns();
     const int dir = c.cls.direction == Direction::HtoD ? 0 : 1;
     const double pinned = profile ? profile->pinned_gbps(dir, c.bytes()) : t.nominal_pinned_gbps;
-    const Key key{c.process, c.event->address, c.bytes()};
-    const bool reused = uses[key] >= 2 && c.bytes() >= t.register_min;
-    const bool later_use = seen[key]++ > 0;
+    bool reused = false, later_use = false;
+    if (c.bytes() >= t.register_min) {
+      Uses& u = uses[{c.process, c.event->address, c.bytes()}];
+      reused = u.total >= 2;
+      later_use = u.seen++ > 0;
+    }
     double predicted;
     if (reused && later_use) {
       predicted = static_cast<double>(c.bytes()) / pinned;
