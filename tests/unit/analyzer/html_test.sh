@@ -14,7 +14,7 @@ export CUXFER_PROFILE_DIR="$W/no-profiles"
 grep -q "HTML report written to $W/r.html" "$W/err" || fail "no confirmation line"
 H="$W/r.html"
 for want in "<svg" "Findings" "Achieved bandwidth against transfer size" "Bytes and time per direction" \
-            "Timeline" "Top call sites" "SIMULATED CUDA" "H2D pageable" "async_streams.cpp:"; do
+            "Timeline" "Top call sites" "SIMULATED CUDA" "H2D pageable" "async_streams"; do
   grep -q "$want" "$H" || fail "the HTML lacks '$want'"
 done
 # Self-contained: nothing fetched at view time, no script.
