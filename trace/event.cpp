@@ -38,6 +38,7 @@ const char* to_string(EventKind k) {
     case EventKind::HostFree: return "host_free";
     case EventKind::HostRegister: return "host_register";
     case EventKind::HostUnregister: return "host_unregister";
+    case EventKind::Fingerprint: return "fingerprint";
   }
   return "unknown";
 }

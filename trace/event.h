@@ -21,6 +21,11 @@ enum class EventKind : uint8_t {
   HostFree = 7,
   HostRegister = 8,    // in-place pinning of existing host memory
   HostUnregister = 9,
+  // A sampled content fingerprint of the copy with the same correlation_id
+  // (api "cuxfer:fingerprint"): address = the 64-bit fingerprint, stream = the
+  // device-side pointer, bytes and direction as the copy's; t_enter/t_exit
+  // bracket the hashing (its cost). Never user data, only the hash.
+  Fingerprint = 10,
 };
 
 // Where the bytes go. HtoH and DtoD need both sides classified.

@@ -197,6 +197,7 @@ std::vector<Finding> find_large_pageable(const model::Job& job, const Thresholds
 std::vector<Finding> find_tiny_storm(const model::Job& job, const Thresholds& t);
 std::vector<Finding> find_rewrite_candidates(const model::Job& job, const Thresholds& t);
 std::vector<Finding> find_sync_copy_idle(const model::Job& job, const Thresholds& t);
+std::vector<Finding> find_duplicates_and_round_trips(const model::Job& job, const Thresholds& t);
 Overlap overlap_totals(const model::Job& job);
 std::vector<DeviceTotals> device_totals(const model::Job& job);
 std::vector<ProcessSummary> process_summaries(const model::Job& job);

@@ -71,6 +71,13 @@ Config parse_config(char** env, bool secure_execution) {
       bool b = false;
       if (parse_bool(val, b)) c.cupti_kernels = b;
       else bad("0 or 1");
+    } else if (key == "CUXFER_FINGERPRINT") {
+      bool b = true;
+      if (parse_bool(val, b)) c.fingerprint = b;
+      else bad("0 or 1");
+    } else if (key == "CUXFER_FINGERPRINT_MIN") {
+      if (parse_uint(val, 64, 1ull << 40, n)) c.fingerprint_min = n;
+      else bad("a byte count from 64 up");
     } else if (key == "CUXFER_CUPTI_LIB") {
       c.cupti_library = val;
     } else if (key == "CUXFER_MANIFEST") {

@@ -22,6 +22,11 @@ struct Config {
   // activity) for the copy/compute overlap analysis. Off by default: it adds
   // CUPTI work to every kernel launch, which kernel-heavy programs would feel.
   bool cupti_kernels = false;
+  // CUXFER_FINGERPRINT=0 turns off the sampled content fingerprints of host
+  // <-> device copies of at least CUXFER_FINGERPRINT_MIN bytes (duplicate and
+  // round-trip findings). A fingerprint reads 33 words of the host buffer.
+  bool fingerprint = true;
+  uint64_t fingerprint_min = 1u << 20;
   std::string manifest;           // CUXFER_MANIFEST: launcher's list of written traces
   // CUXFER_BUFFER_EVENTS: per-thread ring capacity (4 MiB of address space;
   // pages are touched only as a thread records).

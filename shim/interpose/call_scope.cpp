@@ -1,6 +1,8 @@
 #include "interpose/call_scope.h"
 
+#include "core/config.h"
 #include "memory/pointer_classifier.h"
+#include "record/fingerprint.h"
 
 namespace cuxfer::shim {
 namespace {
@@ -64,6 +66,52 @@ void describe_event(const CallDesc& d, trace::Event& e) {
       e.dst_kind = static_cast<uint8_t>(d.dst_preset);
       break;
   }
+}
+
+uint64_t fingerprint_min_bytes() {
+  static const uint64_t min = config().fingerprint ? config().fingerprint_min : UINT64_MAX;
+  return min;
+}
+
+void fingerprint_copy(Recorder& rec, ThreadState& ts, const trace::Event& e) {
+  using trace::Direction;
+  using trace::MemKind;
+  if (e.flags & trace::kFlagFailed) return;
+  // One contiguous host range only: a batch (or a runtime call split into
+  // several driver copies) describes its first pointer with the total bytes.
+  if (ts.multi_piece) return;
+  switch (static_cast<HookId>(e.api)) {
+    case HookId::h_cuMemcpyBatchAsync: case HookId::h_cuMemcpyBatchAsync_ptsz:
+    case HookId::h_cuMemcpyBatchAsync_v2: case HookId::h_cuMemcpyBatchAsync_v2_ptsz:
+    case HookId::h_cuMemcpy3DBatchAsync: case HookId::h_cuMemcpy3DBatchAsync_ptsz:
+    case HookId::h_cuMemcpy3DBatchAsync_v2: case HookId::h_cuMemcpy3DBatchAsync_v2_ptsz:
+      return;
+    default:
+      break;
+  }
+  const auto dir = static_cast<Direction>(e.direction);
+  if (dir != Direction::HtoD && dir != Direction::DtoH) return;
+  const auto host_kind = static_cast<MemKind>(dir == Direction::HtoD ? e.src_kind : e.dst_kind);
+  // Ordinary host memory only: reading managed memory could migrate it.
+  if (host_kind != MemKind::Pageable && host_kind != MemKind::Pinned && host_kind != MemKind::Registered) return;
+  // An async D2H into pinned memory may still be in flight: its bytes are not there yet.
+  if (dir == Direction::DtoH && (e.flags & trace::kFlagAsync) && host_kind != MemKind::Pageable) return;
+  const uint64_t host = dir == Direction::HtoD ? ts.desc.src : ts.desc.dst;
+  const uint64_t device = dir == Direction::HtoD ? ts.desc.dst : ts.desc.src;
+  if (host == 0) return;
+  trace::Event f{};
+  f.t_enter_ns = now_ns();
+  f.address = sampled_fingerprint(reinterpret_cast<const void*>(host), e.bytes);
+  f.t_exit_ns = now_ns();
+  f.stream = device;
+  f.bytes = e.bytes;
+  f.correlation_id = e.correlation_id;
+  f.thread_id = e.thread_id;
+  f.api = kFingerprintApi;
+  f.kind = static_cast<uint8_t>(trace::EventKind::Fingerprint);
+  f.direction = e.direction;
+  f.device = e.device;
+  rec.emit(ts, f);
 }
 
 uint32_t capture_callsite(Recorder& rec, void* return_address) {

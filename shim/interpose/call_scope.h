@@ -19,6 +19,11 @@ namespace cuxfer::shim {
 void describe_event(const CallDesc& d, trace::Event& e);
 // Captures the call stack (or just `return_address`) and interns it.
 uint32_t capture_callsite(Recorder& rec, void* return_address);
+// Smallest copy fingerprinted (UINT64_MAX: fingerprints off).
+uint64_t fingerprint_min_bytes();
+// Emits the content fingerprint of the copy `e` just recorded, when its host
+// side may be read now (record/fingerprint.h).
+void fingerprint_copy(Recorder& rec, ThreadState& ts, const trace::Event& e);
 
 struct NoPost {
   template <typename R>
@@ -49,6 +54,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
           ts.driver_contributed = true;
         } else {
           ts.desc.bytes += d.bytes;  // a runtime call split into several driver copies
+          ts.multi_piece = true;
         }
       }
     }
@@ -69,6 +75,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   ts.driver_contributed = false;
   ts.staged = false;
   ts.registered = false;
+  ts.multi_piece = false;
   ts.desc = d;
   trace::Event& e = ts.pending;
   e = trace::Event{};
@@ -92,6 +99,8 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   e.result = static_cast<int32_t>(r);
   if (r != 0) e.flags |= trace::kFlagFailed;
   rec.emit(ts, e);
+  if (e.bytes >= fingerprint_min_bytes() && e.kind == static_cast<uint8_t>(trace::EventKind::Copy))
+    fingerprint_copy(rec, ts, e);
   ts.in_call = false;
   return r;
 }

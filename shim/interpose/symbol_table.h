@@ -26,6 +26,9 @@ inline constexpr const char* kStagingPoolApiName = "cuxfer:staging_pool";
 // Event::api of the rewrite's in-place registrations (their pinning cost).
 inline constexpr uint16_t kRegisterApi = static_cast<uint16_t>(kHookCount + 1);
 inline constexpr const char* kRegisterApiName = "cuxfer:register";
+// Event::api of content fingerprints (EventKind::Fingerprint).
+inline constexpr uint16_t kFingerprintApi = static_cast<uint16_t>(kHookCount + 2);
+inline constexpr const char* kFingerprintApiName = "cuxfer:fingerprint";
 
 enum class Layer : uint8_t { Driver, Runtime };
 

@@ -242,6 +242,7 @@ bool Recorder::open_trace() {
   for (size_t i = 0; i < kHookCount; ++i) api_names.emplace_back(hook_entry(static_cast<HookId>(i)).name);
   api_names.emplace_back(kStagingPoolApiName);
   api_names.emplace_back(kRegisterApiName);
+  api_names.emplace_back(kFingerprintApiName);
   payload.clear();
   trace::encode_strings(api_names, payload);
   writer_->write_block(trace::BlockType::ApiNames, payload);

@@ -215,6 +215,19 @@ TEST(ParseConfig, PerDirectionStageMinWinsWhateverTheOrder) {
   EXPECT_EQ(b.problems.size(), 1u);
 }
 
+TEST(ParseConfig, FingerprintSettings) {
+  Config d = parse({});
+  EXPECT_TRUE(d.fingerprint);
+  EXPECT_EQ(d.fingerprint_min, 1u << 20);
+  EXPECT_FALSE(d.cupti_kernels);
+  Config c = parse({"CUXFER_FINGERPRINT=0", "CUXFER_FINGERPRINT_MIN=65536", "CUXFER_CUPTI_KERNELS=1"});
+  EXPECT_FALSE(c.fingerprint);
+  EXPECT_EQ(c.fingerprint_min, 64u << 10);
+  EXPECT_TRUE(c.cupti_kernels);
+  EXPECT_TRUE(c.problems.empty());
+  EXPECT_EQ(parse({"CUXFER_FINGERPRINT_MIN=8"}).problems.size(), 1u);
+}
+
 TEST(ParseConfig, AutomaticPinnedBudgetIsBounded) {
   Config c = parse({});
   const uint64_t b = pinned_budget_bytes(c);

@@ -1,0 +1,15 @@
+// Sampled content fingerprints of host buffers, for the analyzer's duplicate
+// and round-trip findings. Cheap by construction: 32 words spread evenly over
+// the buffer plus its last word, mixed with its length — about 33 cache lines
+// whatever the size (not every byte: a change between samples goes unseen,
+// which the findings say). Only the 64-bit hash leaves the process.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace cuxfer::shim {
+
+uint64_t sampled_fingerprint(const void* data, size_t bytes);
+
+}  // namespace cuxfer::shim
