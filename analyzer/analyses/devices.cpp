@@ -1,45 +1,37 @@
 // Per-device totals of a job: what each GPU (per process: device ordinals are
 // per process) moved in each direction, with the time it took. Peer copies are
 // counted on the device the call named as current/destination.
-#include <map>
-
+//
+// Counted during the one pass over the calls (add_device_copy in tally.h, a
+// flat slot per process and device instead of a std::map looked up per copy:
+// tally.h says why one pass); device_totals() only lists the slots.
 #include "analyzer/analyses/report.h"
+#include "analyzer/analyses/tally.h"
 
 namespace cuxfer::analyses {
 
-std::vector<DeviceTotals> device_totals(const model::Job& job) {
-  std::map<std::pair<uint32_t, int>, DeviceTotals> by;
-  // Consecutive calls nearly always share process and device: look up on change only.
-  std::pair<uint32_t, int> last{UINT32_MAX, 0};
-  DeviceTotals* cur = nullptr;
-  for (const auto& c : job.calls) {
-    if (c.kind() != trace::EventKind::Copy || c.failed()) continue;
-    const std::pair<uint32_t, int> key{c.process, c.event->device};
-    if (key != last || !cur) {
-      cur = &by[key];
-      last = key;
+std::vector<DeviceTotals> device_totals(const model::Job& job, const JobTally& tally) {
+  std::vector<DeviceTotals> out;  // process, then device order
+  for (uint32_t p = 0; p < tally.devices.by_process.size(); ++p) {
+    const auto& slots = tally.devices.by_process[p];
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const DeviceAcc& a = slots[i];
+      if (a.out.calls == 0) continue;
+      DeviceTotals d = a.out;
+      d.pid = job.processes[p].pid();
+      d.device = static_cast<int>(i) - DeviceTally::kOffset;
+      if (a.gpu) d.gpu_ns = a.gpu_ns;
+      d.h2d_bytes = a.dir_bytes[static_cast<unsigned>(trace::Direction::HtoD)];
+      d.d2h_bytes = a.dir_bytes[static_cast<unsigned>(trace::Direction::DtoH)];
+      d.d2d_bytes = a.dir_bytes[static_cast<unsigned>(trace::Direction::DtoD)];
+      d.peer_bytes = a.dir_bytes[static_cast<unsigned>(trace::Direction::Peer)];
+      out.push_back(d);
     }
-    DeviceTotals& d = *cur;
-    d.pid = job.processes[c.process].pid();
-    d.device = c.event->device;
-    ++d.calls;
-    d.bytes += c.bytes();
-    d.cpu_blocked_ns += c.cpu_ns();
-    if (c.has_gpu_time()) {
-      d.gpu_ns = d.gpu_ns.value_or(0) + c.gpu_ns;
-    }
-    switch (c.cls.direction) {
-      case trace::Direction::HtoD: d.h2d_bytes += c.bytes(); break;
-      case trace::Direction::DtoH: d.d2h_bytes += c.bytes(); break;
-      case trace::Direction::DtoD: d.d2d_bytes += c.bytes(); break;
-      case trace::Direction::Peer: d.peer_bytes += c.bytes(); break;
-      default: break;
-    }
-    if (model::crosses_host_link(c.cls.direction) && model::is_pageable(c.cls)) d.pageable_bytes += c.bytes();
   }
-  std::vector<DeviceTotals> out;
-  for (auto& [k, d] : by) out.push_back(d);
   return out;
 }
+
+// On its own (tests, callers of one part): a whole tally.
+std::vector<DeviceTotals> device_totals(const model::Job& job) { return device_totals(job, tally_calls(job, {})); }
 
 }  // namespace cuxfer::analyses

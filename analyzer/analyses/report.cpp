@@ -59,9 +59,11 @@ Report analyze(const model::Job& job, const Thresholds& thresholds) {
   for (FindingsOf find : {FindingsOf{find_async_pageable}, FindingsOf{find_large_pageable},
                           FindingsOf{find_tiny_storm}})
     for (auto& f : find(tally, thresholds)) r.findings.push_back(std::move(f));
-  for (auto& f : find_rewrite_candidates(job, thresholds)) r.findings.push_back(std::move(f));
+  for (auto& f : find_rewrite_candidates(tally, thresholds)) r.findings.push_back(std::move(f));
+  r.devices = device_totals(job, tally);
+  // Overlap and sync_copy_idle need kernel records and make their own pass
+  // over the copies only then (overlap.cpp): without them they return at once.
   r.overlap = overlap_totals(job);
-  r.devices = device_totals(job);
   for (auto& f : find_sync_copy_idle(job, thresholds)) r.findings.push_back(std::move(f));
   for (auto& f : find_duplicates_and_round_trips(job, thresholds)) r.findings.push_back(std::move(f));
   std::stable_sort(r.findings.begin(), r.findings.end(), [](const Finding& a, const Finding& b) {

@@ -10,12 +10,16 @@
 //   - anything else passes through unchanged.
 // Predictions are estimates and labelled so; a run recorded with the rewrite
 // is compared with `cuxfer diff` instead, which measures.
+//
+// The per-copy work runs inside the one pass over the calls (tally_calls,
+// tally.h says why): add_rewrite_copy() below, called for each successful
+// pageable H2D/D2H copy, in call order. find_rewrite_candidates() only
+// finishes the sums (O(call sites)).
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <unordered_map>
 
 #include "analyzer/analyses/report.h"
+#include "analyzer/analyses/tally.h"
 
 namespace cuxfer::analyses {
 namespace {
@@ -28,126 +32,137 @@ bool rewrite_was_on(const model::Job& job, uint32_t process) {
   return false;
 }
 
-struct Key {
-  uint32_t process;
-  uint64_t address, bytes;
-  bool operator==(const Key& o) const = default;
-};
-struct KeyHash {
-  size_t operator()(const Key& k) const {
-    uint64_t h = k.address * 0x9E3779B97F4A7C15ull ^ (k.bytes + 0x632BE59BD9B4E019ull + (uint64_t{k.process} << 40));
-    return static_cast<size_t>(h ^ (h >> 29));
-  }
-};
-// Per buffer: copies in the run, and copies seen so far in the second pass.
-struct Uses {
-  uint32_t total = 0, seen = 0;
-};
+size_t buffer_hash(uint32_t process, uint64_t address, uint64_t bytes) {
+  uint64_t h = address * 0x9E3779B97F4A7C15ull ^ (bytes + 0x632BE59BD9B4E019ull + (uint64_t{process} << 40));
+  return static_cast<size_t>(h ^ (h >> 29));
+}
 
 }  // namespace
 
-std::vector<Finding> find_rewrite_candidates(const model::Job& job, const Thresholds& t) {
-  const model::MachineProfile* profile = t.profile;
-  const uint32_t threads = profile ? std::clamp(profile->cores / 2, 1u, 8u) : 8;
-  uint64_t stage_min[2] = {t.stage_min_h2d, t.stage_min_d2h};
-  if (profile)
-    for (int dir = 0; dir < 2; ++dir) stage_min[dir] = profile->stage_min(dir, threads).value_or(UINT64_MAX);
+// Inline here (its only caller is add_rewrite_copy below); growing is apart.
+inline bool BufferSet::insert(uint32_t process, uint64_t address, uint64_t bytes) {
+  if (2 * (size_ + 1) > slots_.size()) [[unlikely]] grow();  // keep at most half full: short probes
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = buffer_hash(process, address, bytes) & mask;; i = (i + 1) & mask) {
+    Slot& s = slots_[i];
+    if (!s.used) {
+      s = {address, bytes, process, true};
+      ++size_;
+      return true;
+    }
+    if (s.address == address && s.bytes == bytes && s.process == process) return false;
+  }
+}
 
-  std::vector<bool> on(job.processes.size());
-  for (uint32_t p = 0; p < job.processes.size(); ++p) on[p] = rewrite_was_on(job, p);
-  // Reuse of a buffer: copies of the same host range (only buffers large
-  // enough to be registered matter).
-  auto candidate = [&](const model::Call& c) {
-    return c.kind() == trace::EventKind::Copy && c.bytes() >= t.register_min && !c.failed() &&
-           model::is_pageable(c.cls) && model::crosses_host_link(c.cls.direction) && !on[c.process];
-  };
-  size_t n = 0;
-  for (const auto& c : job.calls) n += candidate(c);
-  if (n == 0 && std::none_of(job.calls.begin(), job.calls.end(), [](const model::Call& c) {
-        return model::is_pageable(c.cls) && model::crosses_host_link(c.cls.direction);
-      }))
-    return {};
-  std::unordered_map<Key, Uses, KeyHash> uses;
-  uses.reserve(n);  // no rehash while counting
-  for (const auto& c : job.calls)
-    if (candidate(c)) ++uses[{c.process, c.event->address, c.bytes()}].total;
+void BufferSet::grow() {
+  std::vector<Slot> old(std::max<size_t>(64, 2 * slots_.size()));
+  old.swap(slots_);
+  size_ = 0;
+  for (const Slot& s : old)
+    if (s.used) insert(s.process, s.address, s.bytes);
+}
 
+void start_rewrite_whatif(RewriteTally& r, const model::Job& job, const Thresholds& t) {
+  r.profile = t.profile;
+  r.threads = r.profile ? std::clamp(r.profile->cores / 2, 1u, 8u) : 8;
+  r.stage_min[0] = t.stage_min_h2d;
+  r.stage_min[1] = t.stage_min_d2h;
+  if (r.profile)
+    for (int dir = 0; dir < 2; ++dir) r.stage_min[dir] = r.profile->stage_min(dir, r.threads).value_or(UINT64_MAX);
+  r.register_min = t.register_min;
+  r.nominal_pinned_gbps = t.nominal_pinned_gbps;
+  r.on.assign(job.processes.size(), 0);
+  for (uint32_t p = 0; p < job.processes.size(); ++p) r.on[p] = rewrite_was_on(job, p);
+  r.sites.assign(job.sites.size() + 1, {});
+}
+
+void add_rewrite_copy(RewriteTally& r, const model::Call& c, bool measured_by_cpu) {
+  // The caller checked: a successful pageable H2D/D2H copy.
+  if (r.on[c.process] || c.bytes() == 0) return;
+  if (c.event->flags & (trace::kFlagStaged | trace::kFlagRegistered)) return;
+  if (!c.has_gpu_time() && !measured_by_cpu) return;
+  const uint64_t bytes = c.bytes();
+  const uint64_t time = c.has_gpu_time() ? c.gpu_ns : c.cpu_ns();
+  const int dir = c.cls.direction == Direction::HtoD ? 0 : 1;
+  const double pinned = r.profile ? r.profile->pinned_gbps(dir, bytes) : r.nominal_pinned_gbps;
+  // Registered in place from its second copy on: a buffer (same process, host
+  // address and size) of at least the registration minimum copied before.
+  // (Copied before implies copied at least twice, the shim's reuse rule.)
+  const bool later_use = bytes >= r.register_min && !r.seen.insert(c.process, c.event->address, bytes);
+  // Otherwise staged from the direction's threshold on; smaller ones pass
+  // through: no change predicted. (Counted with 0/1 adds: which of the two
+  // varies from copy to copy.)
+  const bool staged = !later_use && bytes >= r.stage_min[dir];
+  if (!later_use && !staged) return;
+  r.registered += later_use;
+  r.staged += staged;
+  const double predicted =
+      later_use ? static_cast<double>(bytes) / pinned
+                : r.profile ? r.profile->staged_ns(dir, bytes, r.threads) : static_cast<double>(bytes) / (0.7 * pinned);
+  const uint64_t p = static_cast<uint64_t>(std::llround(std::min<double>(predicted, static_cast<double>(time))));
+  ++r.calls;
+  r.largest = std::max(r.largest, bytes);
+  r.bytes += bytes;
+  r.time_ns += time;
+  r.max_ns = std::max(r.max_ns, time);
+  r.gpu_calls += c.has_gpu_time();
+  r.predicted_ns += p;
+  RewriteSite& s = r.sites[c.site == model::kNoSite ? 0 : c.site + 1];
+  ++s.calls;
+  s.bytes += bytes;
+  s.time_ns += time;
+  s.max_ns = std::max(s.max_ns, time);
+  s.recoverable_ns += time - p;
+}
+
+std::vector<Finding> find_rewrite_candidates(const JobTally& tally, const Thresholds& t) {
+  const RewriteTally& r = tally.rewrite;
+  if (r.calls == 0 || r.time_ns <= r.predicted_ns) return {};
+  const model::MachineProfile* profile = r.profile;
   Finding f;
   f.kind = "rewrite_candidates";
   f.title = "Copies that --rewrite=pin would speed up";
-  struct Acc {
-    FindingSite out;
-    uint64_t predicted = 0;
-  };
-  std::map<uint32_t, Acc> by_site;
-  uint64_t registered = 0, staged = 0, predicted_total = 0, gpu_calls = 0, largest = 0;
-  for (const auto& c : job.calls) {
-    if (c.kind() != trace::EventKind::Copy || c.failed() || on[c.process] || !model::is_pageable(c.cls) ||
-        !model::crosses_host_link(c.cls.direction) || c.bytes() == 0)
-      continue;
-    if (c.event->flags & (trace::kFlagStaged | trace::kFlagRegistered)) continue;
-    const bool measured_by_cpu = model::cpu_time_measures_transfer(*c.event, c.cls);
-    if (!c.has_gpu_time() && !measured_by_cpu) continue;
-    const uint64_t time = c.has_gpu_time() ? c.gpu_ns : c.cpu_ns();
-    const int dir = c.cls.direction == Direction::HtoD ? 0 : 1;
-    const double pinned = profile ? profile->pinned_gbps(dir, c.bytes()) : t.nominal_pinned_gbps;
-    bool reused = false, later_use = false;
-    if (c.bytes() >= t.register_min) {
-      Uses& u = uses[{c.process, c.event->address, c.bytes()}];
-      reused = u.total >= 2;
-      later_use = u.seen++ > 0;
-    }
-    double predicted;
-    if (reused && later_use) {
-      predicted = static_cast<double>(c.bytes()) / pinned;
-      ++registered;
-    } else if (c.bytes() >= stage_min[dir]) {
-      predicted = profile ? profile->staged_ns(dir, c.bytes(), threads) : static_cast<double>(c.bytes()) / (0.7 * pinned);
-      ++staged;
-    } else {
-      continue;  // passes through: no change predicted
-    }
-    const uint64_t p = static_cast<uint64_t>(std::llround(std::min<double>(predicted, static_cast<double>(time))));
-    ++f.calls;
-    largest = std::max(largest, c.bytes());
-    f.bytes += c.bytes();
-    f.time_ns += time;
-    f.max_ns = std::max(f.max_ns, time);
-    gpu_calls += c.has_gpu_time();
-    predicted_total += p;
-    const uint32_t id = c.site == model::kNoSite ? 0 : c.site + 1;
-    Acc& a = by_site[id];
-    a.out.callsite = id;
-    ++a.out.calls;
-    a.out.bytes += c.bytes();
-    a.out.time_ns += time;
-    a.out.max_ns = std::max(a.out.max_ns, time);
-    a.out.estimated_recoverable_ns = a.out.estimated_recoverable_ns.value_or(0) + (time - p);
-  }
-  if (f.calls == 0 || f.time_ns <= predicted_total) return {};
-  f.estimated_recoverable_ns = f.time_ns - predicted_total;
-  f.time_basis = gpu_calls == f.calls ? "gpu" : gpu_calls == 0 ? "cpu_blocked" : "mixed";
+  f.calls = r.calls;
+  f.bytes = r.bytes;
+  f.time_ns = r.time_ns;
+  f.max_ns = r.max_ns;
+  f.estimated_recoverable_ns = r.time_ns - r.predicted_ns;
+  f.time_basis = r.gpu_calls == f.calls ? "gpu" : r.gpu_calls == 0 ? "cpu_blocked" : "mixed";
   if (f.time_ns) f.achieved_gbps = static_cast<double>(f.bytes) / static_cast<double>(f.time_ns);
   // The pinned bandwidth at the largest candidate's size (the plot's ceiling).
-  f.reference_gbps = profile ? profile->pinned_gbps(0, largest) : t.nominal_pinned_gbps;
+  f.reference_gbps = profile ? profile->pinned_gbps(0, r.largest) : t.nominal_pinned_gbps;
   f.reference_source = profile ? "machine profile " + profile->path + ": pinned curve and staging model"
                                : "no machine profile: pinned ~" + std::to_string(static_cast<int>(t.nominal_pinned_gbps)) +
                                      " GB/s, staging at 70 % of it (run cuxfer calibrate for this machine's curves)";
-  for (auto& [id, a] : by_site) {
-    if (a.out.time_ns) a.out.achieved_gbps = static_cast<double>(a.out.bytes) / static_cast<double>(a.out.time_ns);
-    f.sites.push_back(a.out);
+  for (uint32_t id = 0; id < r.sites.size(); ++id) {  // id order, then by recoverable time
+    const RewriteSite& a = r.sites[id];
+    if (a.calls == 0) continue;
+    FindingSite s;
+    s.callsite = id;
+    s.calls = a.calls;
+    s.bytes = a.bytes;
+    s.time_ns = a.time_ns;
+    s.max_ns = a.max_ns;
+    s.estimated_recoverable_ns = a.recoverable_ns;
+    if (a.time_ns) s.achieved_gbps = static_cast<double>(a.bytes) / static_cast<double>(a.time_ns);
+    f.sites.push_back(s);
   }
   std::stable_sort(f.sites.begin(), f.sites.end(), [](const FindingSite& a, const FindingSite& b) {
     return a.estimated_recoverable_ns.value_or(0) > b.estimated_recoverable_ns.value_or(0);
   });
   for (const auto& s : f.sites)
     if (s.callsite != 0) f.callsites.push_back(s.callsite);
-  f.advice = "Record again with `cuxfer record --rewrite=pin` (no rebuild): " + std::to_string(registered) +
+  f.advice = "Record again with `cuxfer record --rewrite=pin` (no rebuild): " + std::to_string(r.registered) +
              " of these copies reuse a buffer the rewrite would register in place after its first copy, " +
-             std::to_string(staged) +
+             std::to_string(r.staged) +
              " would be staged through pinned buffers. Compare the two runs with `cuxfer diff` to measure "
              "what it brought. The estimate uses the shim's rules and the reference shown.";
   return {std::move(f)};
+}
+
+// On its own (tests, callers of one part): a whole tally.
+std::vector<Finding> find_rewrite_candidates(const model::Job& job, const Thresholds& t) {
+  return find_rewrite_candidates(tally_calls(job, t), t);
 }
 
 }  // namespace cuxfer::analyses

@@ -83,6 +83,91 @@ struct FindingsTally {
   std::vector<StormSite> storm;  // by site id (index 0 unused: storms need a site)
 };
 
+// Rewrite what-if (finding "rewrite_candidates", rewrite_whatif.cpp). Its
+// own pass kept a hash map of every buffer's copies; here each pageable
+// H2D/D2H copy goes through add_rewrite_copy() during the one pass, which
+// adds its prediction to running sums and per-site slots. Only "copied
+// before" is needed of a buffer (a copy seen before means the buffer is
+// copied at least twice), so a set of the buffers seen so far replaces the
+// earlier count-then-replay passes.
+class BufferSet {  // (process, host address, bytes) seen so far
+ public:
+  // Adds the buffer; false when it was already there.
+  bool insert(uint32_t process, uint64_t address, uint64_t bytes);
+
+ private:
+  void grow();
+  struct Slot {
+    uint64_t address = 0, bytes = 0;
+    uint32_t process = 0;
+    bool used = false;
+  };
+  std::vector<Slot> slots_;  // open addressing, power-of-two size, at most half full
+  size_t size_ = 0;
+};
+struct RewriteSite {  // by site id (Job::sites index + 1, 0 = none)
+  uint64_t calls = 0, bytes = 0, time_ns = 0, max_ns = 0, recoverable_ns = 0;
+};
+struct RewriteTally {
+  // Set once before the pass (start_rewrite_whatif).
+  std::vector<uint8_t> on;  // per process: recorded with the rewrite (its note): nothing to predict
+  const model::MachineProfile* profile = nullptr;
+  uint32_t threads = 8;
+  uint64_t stage_min[2] = {0, 0}, register_min = 0;
+  double nominal_pinned_gbps = 0;
+  // Gathered by the pass.
+  BufferSet seen;
+  uint64_t calls = 0, bytes = 0, time_ns = 0, max_ns = 0, gpu_calls = 0, predicted_ns = 0, largest = 0;
+  uint64_t registered = 0, staged = 0;
+  std::vector<RewriteSite> sites;
+};
+void start_rewrite_whatif(RewriteTally& r, const model::Job& job, const Thresholds& t);
+// A successful pageable H2D/D2H copy (the tally filters; out of line, as only
+// those copies pay for the call); `measured_by_cpu`:
+// model::cpu_time_measures_transfer() of it.
+void add_rewrite_copy(RewriteTally& r, const model::Call& c, bool measured_by_cpu);
+
+// Per process and device (device_totals, devices.cpp). Its own pass looked
+// up a std::map; here a flat slot per (process, device) and a cached pointer,
+// as consecutive copies nearly always share both.
+struct DeviceAcc {
+  DeviceTotals out;  // out.calls == 0: no copy there; per-direction bytes are in dir_bytes
+  std::array<uint64_t, kDirections> dir_bytes{};  // indexed, not switched on: no branch per copy
+  uint64_t gpu_ns = 0;
+  bool gpu = false;
+};
+struct DeviceTally {
+  static constexpr int kOffset = 128;  // Event::device is an int8_t: slot device + 128
+  std::vector<std::vector<DeviceAcc>> by_process;
+  uint32_t last_process = UINT32_MAX;
+  int last_device = 0;
+  DeviceAcc* cur = nullptr;
+};
+// A successful copy.
+inline void add_device_copy(DeviceTally& t, const model::Call& c) {
+  const int device = c.event->device;
+  if (!t.cur || c.process != t.last_process || device != t.last_device) {
+    std::vector<DeviceAcc>& slots = t.by_process[c.process];
+    const size_t i = static_cast<size_t>(device + DeviceTally::kOffset);
+    if (i >= slots.size()) slots.resize(i + 1);
+    t.cur = &slots[i];
+    t.last_process = c.process;
+    t.last_device = device;
+  }
+  DeviceAcc& a = *t.cur;
+  DeviceTotals& d = a.out;
+  const uint64_t bytes = c.bytes();
+  ++d.calls;
+  d.bytes += bytes;
+  d.cpu_blocked_ns += c.cpu_ns();
+  if (c.has_gpu_time()) {
+    a.gpu = true;
+    a.gpu_ns += c.gpu_ns;
+  }
+  a.dir_bytes[static_cast<unsigned>(c.cls.direction)] += bytes;  // classify() bounds it
+  d.pageable_bytes += model::crosses_host_link(c.cls.direction) && model::is_pageable(c.cls) ? bytes : 0;
+}
+
 struct JobTally {
   Totals copies, memsets;
   Allocations allocations;
@@ -92,12 +177,15 @@ struct JobTally {
   std::vector<SiteTally> sites;         // by Job::sites index
   uint64_t calls_without_site = 0;      // copies with no call site
   FindingsTally findings;
+  RewriteTally rewrite;
+  DeviceTally devices;
 };
 
 // The one pass (totals.cpp).
 JobTally tally_calls(const model::Job& job, const Thresholds& t);
 
-// The report's parts from a tally: totals.cpp, callsites.cpp, findings.cpp.
+// The report's parts from a tally: totals.cpp, callsites.cpp, findings.cpp,
+// rewrite_whatif.cpp, devices.cpp.
 std::vector<ClassTotals> class_totals(const JobTally& tally);
 std::vector<ApiTotals> api_totals(const model::Job& job, const JobTally& tally);
 RewriteTotals rewrite_totals(const model::Job& job, const JobTally& tally);
@@ -107,5 +195,7 @@ std::vector<CallSiteTotals> callsite_totals(const model::Job& job, JobTally& tal
 std::vector<Finding> find_async_pageable(const JobTally& tally, const Thresholds& t);
 std::vector<Finding> find_large_pageable(const JobTally& tally, const Thresholds& t);
 std::vector<Finding> find_tiny_storm(const JobTally& tally, const Thresholds& t);
+std::vector<Finding> find_rewrite_candidates(const JobTally& tally, const Thresholds& t);  // rewrite_whatif.cpp
+std::vector<DeviceTotals> device_totals(const model::Job& job, const JobTally& tally);   // devices.cpp
 
 }  // namespace cuxfer::analyses

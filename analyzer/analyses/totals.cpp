@@ -76,7 +76,12 @@ void add_api(ProcessTally& p, const model::Call& c) {
   t.cpu_blocked_ns += c.cpu_ns();
 }
 
-void add_class(ClassTally& a, const model::Call& c) {
+// `measured`: model::cpu_time_measures_transfer() of the call, which the
+// tally computes once per copy (it is out of line and three steps need it).
+// Counters below add a 0/1 rather than branch where the condition changes
+// from call to call (direction, memory kind, async): mispredicted branches
+// were much of the pass's time on varied traces.
+void add_class(ClassTally& a, const model::Call& c, bool measured) {
   a.seen = true;
   a.out.cls = c.cls;
   if (c.failed()) {
@@ -86,7 +91,7 @@ void add_class(ClassTally& a, const model::Call& c) {
   ++a.out.calls;
   a.out.bytes += c.bytes();
   a.out.cpu_blocked_ns += c.cpu_ns();
-  if (c.async()) ++a.out.async_calls;
+  a.out.async_calls += c.async();
   if (c.staged()) {
     ++a.out.staged_calls;
     a.out.staged_bytes += c.bytes();
@@ -95,10 +100,8 @@ void add_class(ClassTally& a, const model::Call& c) {
     ++a.out.gpu_calls;
     a.gpu_ns += c.gpu_ns;
   }
-  if (model::cpu_time_measures_transfer(*c.event, c.cls)) {
-    a.cpu_measured_bytes += c.bytes();
-    a.cpu_measured_ns += c.cpu_ns();
-  }
+  a.cpu_measured_bytes += measured ? c.bytes() : 0;
+  a.cpu_measured_ns += measured ? c.cpu_ns() : 0;
 }
 
 // A copy, for its process's summary and for what the rewrite did there.
@@ -118,9 +121,10 @@ void add_process_copy(ProcessTally& p, const model::Call& c) {
   } else if (c.registered()) {
     ++p.registered_calls;
     p.registered_bytes += c.bytes();
-  } else if (model::crosses_host_link(c.cls.direction) && model::is_pageable(c.cls)) {
-    ++p.passthrough_pageable_calls;
-    p.passthrough_pageable_bytes += c.bytes();
+  } else {
+    const bool passthrough = model::crosses_host_link(c.cls.direction) && model::is_pageable(c.cls);
+    p.passthrough_pageable_calls += passthrough;
+    p.passthrough_pageable_bytes += passthrough ? c.bytes() : 0;
   }
 }
 
@@ -150,7 +154,7 @@ bool pinned_or_registered(const model::TransferClass& c) {
 }
 
 // What the findings need from one successful copy (findings.cpp uses it).
-void add_finding_inputs(FindingsTally& f, const model::Call& c, const Thresholds& t) {
+void add_finding_inputs(FindingsTally& f, const model::Call& c, const Thresholds& t, bool measured) {
   const uint32_t site_id = c.site == model::kNoSite ? 0 : c.site + 1;
   if (c.bytes() <= t.tiny_bytes && site_id != 0) {
     StormSite& s = f.storm[site_id];
@@ -170,7 +174,7 @@ void add_finding_inputs(FindingsTally& f, const model::Call& c, const Thresholds
       if (c.has_gpu_time()) {
         f.pinned_large_bytes[dir] += c.bytes();
         f.pinned_large_ns[dir] += c.gpu_ns;
-      } else if (model::cpu_time_measures_transfer(*c.event, c.cls)) {
+      } else if (measured) {
         f.pinned_large_bytes[dir] += c.bytes();
         f.pinned_large_ns[dir] += c.cpu_ns();
       }
@@ -192,6 +196,17 @@ JobTally tally_calls(const model::Job& job, const Thresholds& t) {
     tally.processes[i].apis.resize(job.processes[i].trace.api_names.size());
   tally.sites.resize(job.sites.size());
   tally.findings.storm.resize(job.sites.size() + 1);
+  start_rewrite_whatif(tally.rewrite, job, t);
+  {
+    // Room for every call up front: no regrowth copies in the pass. Pages
+    // beyond what is used are never touched, so this costs address space only.
+    const size_t n = job.calls.size();
+    tally.findings.async_pageable.reserve(n);
+    tally.findings.large_pageable.reserve(n);
+    tally.findings.pinned_async_return_ns[0].reserve(n);
+    tally.findings.pinned_async_return_ns[1].reserve(n);
+  }
+  tally.devices.by_process.resize(job.processes.size());
   for (const model::Call& c : job.calls) {
     const model::Process& process = job.processes[c.process];
     ProcessTally& p = tally.processes[c.process];
@@ -199,18 +214,22 @@ JobTally tally_calls(const model::Job& job, const Thresholds& t) {
       p.last_end_realtime_ns = std::max(p.last_end_realtime_ns, process.realtime_of(c.event->t_exit_ns));
     add_api(p, c);
     switch (c.kind()) {
-      case EventKind::Copy:
+      case EventKind::Copy: {
+        const bool measured = model::cpu_time_measures_transfer(*c.event, c.cls);
         add_to(tally.copies, c);
-        add_class(tally.classes[class_index(c.cls)], c);
+        add_class(tally.classes[class_index(c.cls)], c, measured);
         add_process_copy(p, c);
         add_site_copy(tally, c);
         if (c.failed()) break;
-        if (model::crosses_host_link(c.cls.direction)) {
-          tally.pageable.host_bytes += c.bytes();
-          if (model::is_pageable(c.cls)) tally.pageable.pageable_bytes += c.bytes();
-        }
-        add_finding_inputs(tally.findings, c, t);
+        add_device_copy(tally.devices, c);
+        const bool host = model::crosses_host_link(c.cls.direction);
+        const bool pageable = host && model::is_pageable(c.cls);
+        tally.pageable.host_bytes += host ? c.bytes() : 0;
+        tally.pageable.pageable_bytes += pageable ? c.bytes() : 0;
+        if (pageable) add_rewrite_copy(tally.rewrite, c, measured);
+        add_finding_inputs(tally.findings, c, t, measured);
         break;
+      }
       case EventKind::Memset:
         add_to(tally.memsets, c);
         break;

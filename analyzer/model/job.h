@@ -39,13 +39,16 @@ struct Process {
 };
 
 // One event, classified and joined. Points into its process's trace.
+// Fields are ordered so that no padding is needed (56 bytes, not 64): a job
+// holds one per event and every pass over the calls reads them all
+// (docs/benchmarks.md, "Analyzer throughput").
 struct Call {
   const trace::Event* event = nullptr;
   uint32_t process = 0;     // index into Job::processes
   uint32_t site = kNoSite;  // index into Job::sites
   TransferClass cls;
-  uint64_t gpu_ns = 0;       // sum of the durations of its GPU records
   uint32_t gpu_records = 0;  // how many GPU records joined (2D/batch copies have several)
+  uint64_t gpu_ns = 0;       // sum of the durations of its GPU records
   uint64_t gpu_bytes = 0;    // bytes of those records (a staged copy's chunks add up to bytes())
   uint64_t gpu_begin_ns = 0, gpu_end_ns = 0;  // first DMA start, last DMA end
 
@@ -62,6 +65,8 @@ struct Call {
     return event->t_exit_ns > event->t_enter_ns ? event->t_exit_ns - event->t_enter_ns : 0;
   }
 };
+
+static_assert(sizeof(Call) == 56, "see the field order note above");
 
 // A user call site: the frame chosen from a captured stack (see frame_filter.h).
 struct Site {

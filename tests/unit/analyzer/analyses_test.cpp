@@ -372,3 +372,67 @@ TEST_F(Analyses, PerDeviceTotalsSplitByProcessAndDevice) {
 
 }  // namespace
 }  // namespace cuxfer
+
+namespace cuxfer {
+namespace {
+
+// Per-device totals come from the one pass with a cached slot per (process,
+// device): switching devices back and forth, an unknown device (-1) and a
+// failed copy must give what a map per (process, device) gave.
+TEST_F(Analyses, PerDeviceTotalsInDeviceOrderAcrossSwitches) {
+  SyntheticTrace t;
+  t.copy(Direction::HtoD, MemKind::Pinned, 1 * MiB, 1000).device = 2;
+  t.copy(Direction::DtoH, MemKind::Pageable, 2 * MiB, 1000).device = -1;
+  t.copy(Direction::DtoD, MemKind::Device, 4 * MiB, 1000).device = 0;
+  t.copy(Direction::DtoH, MemKind::Pageable, 8 * MiB, 1000).device = 2;
+  auto& failed = t.copy(Direction::HtoD, MemKind::Pageable, 16 * MiB, 1000);
+  failed.device = 3;
+  failed.flags |= trace::kFlagFailed;
+  failed.result = 1;
+  analyses::Report r = analyses::analyze(load(t));
+  ASSERT_EQ(r.devices.size(), 3u);  // the failed copy's device has no row
+  EXPECT_EQ(r.devices[0].device, -1);
+  EXPECT_EQ(r.devices[0].d2h_bytes, 2 * MiB);
+  EXPECT_EQ(r.devices[1].device, 0);
+  EXPECT_EQ(r.devices[1].d2d_bytes, 4 * MiB);
+  EXPECT_EQ(r.devices[2].device, 2);
+  EXPECT_EQ(r.devices[2].calls, 2u);
+  EXPECT_EQ(r.devices[2].bytes, 9 * MiB);
+  EXPECT_EQ(r.devices[2].h2d_bytes, 1 * MiB);
+  EXPECT_EQ(r.devices[2].d2h_bytes, 8 * MiB);
+  EXPECT_EQ(r.devices[2].pageable_bytes, 8 * MiB);
+  EXPECT_EQ(r.devices[2].cpu_blocked_ns, 2000u);
+  EXPECT_FALSE(r.devices[2].gpu_ns);
+}
+
+// The what-if's reuse rule in one pass: a buffer is (address, size), and only
+// copies the what-if counts make it "copied before" (not a failed one).
+TEST_F(Analyses, RewriteWhatIfReuseIsPerAddressAndSize) {
+  SyntheticTrace t;
+  uint32_t s = t.site(0x401000);
+  auto copy = [&](uint64_t bytes, uint64_t address) -> trace::Event& {
+    trace::Event& e = t.copy(Direction::HtoD, MemKind::Pageable, bytes, bytes / 10, false, s);  // 10 GB/s
+    e.address = address;
+    return e;
+  };
+  copy(4 * MiB, 0x7000'0000);  // first use, below the H2D staging threshold: passes through
+  copy(2 * MiB, 0x7000'0000);  // same address, other size: another buffer's first use
+  copy(4 * MiB, 0x7000'0000);  // reuse: in place
+  copy(2 * MiB, 0x7000'0000);  // reuse: in place
+  auto& failed = copy(4 * MiB, 0x8000'0000);
+  failed.flags |= trace::kFlagFailed;
+  failed.result = 1;
+  copy(4 * MiB, 0x8000'0000);  // the first successful use: passes through
+  analyses::Report r = analyses::analyze(load(t));
+  const analyses::Finding* f = find_finding(r, "rewrite_candidates");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->calls, 2u);
+  EXPECT_EQ(f->bytes, 6 * MiB);
+  EXPECT_NE(f->advice.find("2 of these copies reuse a buffer"), std::string::npos) << f->advice;
+  EXPECT_NE(f->advice.find("0 would be staged"), std::string::npos) << f->advice;
+  ASSERT_EQ(f->sites.size(), 1u);
+  EXPECT_EQ(f->sites[0].calls, 2u);
+}
+
+}  // namespace
+}  // namespace cuxfer
