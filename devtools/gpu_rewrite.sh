@@ -25,40 +25,10 @@ for r in 1 2 3 4 5; do
   CUXFER_CUPTI=off CUXFER_REWRITE=pin LD_PRELOAD=$B/lib/libcuxfer.so:$B/lib/libcuxfer_memhooks.so $B/bench/rewrite_bandwidth --max-size 4096 --reps 200 --label rewrite_d16
 done 2>&1 | grep -E "mode=(pinned|pageable) " > $OUT/small.log; wc -l $OUT/small.log
 echo "== PyTorch 256 MiB, without and with the rewrite"
-cat > /tmp/fw.py <<'PY'
-import numpy as np, torch, time, hashlib
-x = np.random.default_rng(1).integers(0, 255, 256 << 20, dtype=np.uint8)
-torch.cuda.init(); torch.empty(1, device="cuda")
-def timed(f):
-    torch.cuda.synchronize(); t = time.perf_counter(); r = f(); torch.cuda.synchronize(); return r, time.perf_counter() - t
-ts = []
-for rep in range(3):
-    g, t1 = timed(lambda: torch.from_numpy(x).cuda())
-    y, t2 = timed(lambda: g.cpu())
-    ts.append((t1, t2))
-t1 = sorted(a for a, b in ts)[1]; t2 = sorted(b for a, b in ts)[1]
-print(f"cuda(): {x.nbytes / t1 / 1e9:.2f} GB/s  cpu(): {x.nbytes / t2 / 1e9:.2f} GB/s  sha={hashlib.sha256(y.numpy().tobytes()).hexdigest()[:16]} equal={bool((y.numpy() == x).all())}")
-# training-style loop: pageable batches fed every step (seeded; warm-up outside the timed region)
-torch.manual_seed(0)
-w = torch.randn(4096, 1024, device="cuda")
-batches = [np.random.default_rng(i).standard_normal((512, 4096), dtype=np.float32) for i in range(8)]
-def loop(steps):
-    acc = 0.0
-    for step in range(steps):
-        b = torch.from_numpy(batches[step % 8]).cuda()
-        acc += float((b @ w).sum().cpu())
-    return acc
-loop(8)
-times = []
-for rep in range(3):
-    torch.cuda.synchronize(); t = time.perf_counter(); acc = loop(100); torch.cuda.synchronize(); times.append(time.perf_counter() - t)
-print(f"loop: median {sorted(times)[1] * 1e3:.1f} ms per 100 steps  result={acc!r}")
-# The rewrite registers reused buffers in place; the app must still see them as pageable.
-print(f"is_pinned after reuse: batch={torch.from_numpy(batches[0]).is_pinned()} x={torch.from_numpy(x).is_pinned()}")
-PY
+# The PyTorch script is devtools/torch_feed.py (shared with gpu_register.sh).
 for mode in off pin; do
   echo "-- rewrite=$mode"
-  CUXFER_CUPTI=off CUXFER_REWRITE=$mode LD_PRELOAD=$B/lib/libcuxfer.so:$B/lib/libcuxfer_memhooks.so CUXFER_OUTPUT_DIR=/tmp timeout 60 python3 /tmp/fw.py
+  CUXFER_CUPTI=off CUXFER_REWRITE=$mode LD_PRELOAD=$B/lib/libcuxfer.so:$B/lib/libcuxfer_memhooks.so CUXFER_OUTPUT_DIR=/tmp timeout 60 python3 devtools/torch_feed.py
 done
-echo "-- no shim"; timeout 60 python3 /tmp/fw.py
+echo "-- no shim"; timeout 60 python3 devtools/torch_feed.py
 } 2>&1 | tee $OUT/log
