@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "analyzer/analyses/report.h"
+#include "analyzer/analyses/finding_builder.h"
 
 namespace cuxfer::analyses {
 namespace {
@@ -21,31 +21,6 @@ struct Print {
 };
 
 uint64_t copy_time(const model::Call& c) { return c.has_gpu_time() ? c.gpu_ns : c.cpu_ns(); }
-
-void add(Finding& f, std::unordered_map<uint32_t, FindingSite>& sites, const model::Call& c) {
-  const uint64_t t = copy_time(c);
-  ++f.calls;
-  f.bytes += c.bytes();
-  f.time_ns += t;
-  f.max_ns = std::max(f.max_ns, t);
-  const uint32_t id = c.site == model::kNoSite ? 0 : c.site + 1;
-  FindingSite& s = sites[id];
-  s.callsite = id;
-  ++s.calls;
-  s.bytes += c.bytes();
-  s.time_ns += t;
-  s.max_ns = std::max(s.max_ns, t);
-  s.estimated_recoverable_ns = s.estimated_recoverable_ns.value_or(0) + t;
-}
-
-void finish(Finding& f, std::unordered_map<uint32_t, FindingSite>& sites) {
-  f.estimated_recoverable_ns = f.time_ns;
-  for (auto& [id, s] : sites) f.sites.push_back(s);
-  std::sort(f.sites.begin(), f.sites.end(),
-            [](const FindingSite& a, const FindingSite& b) { return a.time_ns > b.time_ns; });
-  for (const auto& s : f.sites)
-    if (s.callsite != 0) f.callsites.push_back(s.callsite);
-}
 
 }  // namespace
 
@@ -77,7 +52,7 @@ std::vector<Finding> find_duplicates_and_round_trips(const model::Job& job, cons
   dup.title = "The same bytes uploaded again to the same device buffer (likely)";
   trip.kind = "round_trips";
   trip.title = "Data downloaded and uploaded back unchanged (likely)";
-  std::unordered_map<uint32_t, FindingSite> dup_sites, trip_sites;
+  FindingBuilder dup_b(dup), trip_b(trip);
   uint32_t process = UINT32_MAX;
   std::unordered_map<uint64_t, uint64_t> device_holds;  // device pointer ^ size -> fingerprint last seen there
   std::unordered_map<uint64_t, bool> downloaded;        // fingerprints brought to the host
@@ -94,15 +69,16 @@ std::vector<Finding> find_duplicates_and_round_trips(const model::Job& job, cons
       downloaded[it.print.hash] = true;
     } else if (c.cls.direction == trace::Direction::HtoD) {
       auto held = device_holds.find(where);
-      if (held != device_holds.end() && held->second == it.print.hash) add(dup, dup_sites, c);
-      else if (downloaded.count(it.print.hash)) add(trip, trip_sites, c);
+      // Every byte of such a copy moved nothing new: all its time is recoverable.
+      if (held != device_holds.end() && held->second == it.print.hash) dup_b.add(c, copy_time(c), copy_time(c));
+      else if (downloaded.count(it.print.hash)) trip_b.add(c, copy_time(c), copy_time(c));
       device_holds[where] = it.print.hash;
     }
   }
   std::vector<Finding> out;
   for (auto* f : {&dup, &trip}) {
     if (f->calls == 0) continue;
-    finish(*f, f == &dup ? dup_sites : trip_sites);
+    (f == &dup ? dup_b : trip_b).finish();
     f->time_basis = "mixed";
     f->reference_source = "all of these copies' time: they move nothing new (sampled fingerprints; see advice)";
     out.push_back(std::move(*f));

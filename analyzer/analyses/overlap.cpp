@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <map>
 
-#include "analyzer/analyses/report.h"
+#include "analyzer/analyses/finding_builder.h"
 
 namespace cuxfer::analyses {
 namespace {
@@ -117,8 +117,7 @@ std::vector<Finding> find_sync_copy_idle(const model::Job& job, const Thresholds
   Finding f;
   f.kind = "sync_copy_idle";
   f.title = "Synchronous copies kept the GPU idle between kernels";
-  std::map<uint32_t, FindingSite> by_site;
-  uint64_t idle_total = 0;
+  FindingBuilder builder(f);
   for (const auto& c : job.calls) {
     if (!is_copy(c) || c.event->device < 0 || !model::cpu_time_measures_transfer(*c.event, c.cls)) continue;
     auto bit = busy.find({c.process, static_cast<uint32_t>(c.event->device)});
@@ -130,31 +129,13 @@ std::vector<Finding> find_sync_copy_idle(const model::Job& job, const Thresholds
     const uint64_t cpu = c.cpu_ns();
     const uint64_t idle = cpu - std::min(cpu, b.covered(c.event->t_enter_ns, c.event->t_exit_ns));
     if (idle == 0) continue;
-    ++f.calls;
-    f.bytes += c.bytes();
-    f.time_ns += cpu;
-    f.max_ns = std::max(f.max_ns, cpu);
-    idle_total += idle;
-    const uint32_t id = c.site == model::kNoSite ? 0 : c.site + 1;
-    FindingSite& s = by_site[id];
-    s.callsite = id;
-    ++s.calls;
-    s.bytes += c.bytes();
-    s.time_ns += cpu;
-    s.max_ns = std::max(s.max_ns, cpu);
-    s.estimated_recoverable_ns = s.estimated_recoverable_ns.value_or(0) + idle;
+    builder.add(c, cpu, idle);
   }
-  if (f.calls == 0 || idle_total < 1'000'000) return {};  // under 1 ms in all: not worth a finding
+  if (f.calls == 0 || builder.recoverable() < 1'000'000) return {};  // under 1 ms in all: not worth a finding
   f.time_basis = "cpu_blocked";
-  f.estimated_recoverable_ns = idle_total;
+  builder.finish();
   f.reference_source = "GPU idle time (no kernel on the device) while the copies blocked their thread; an upper "
                        "bound: what full copy/compute overlap would hide";
-  for (auto& [id, s] : by_site) f.sites.push_back(s);
-  std::stable_sort(f.sites.begin(), f.sites.end(), [](const FindingSite& a, const FindingSite& b) {
-    return a.estimated_recoverable_ns.value_or(0) > b.estimated_recoverable_ns.value_or(0);
-  });
-  for (const auto& s : f.sites)
-    if (s.callsite != 0) f.callsites.push_back(s.callsite);
   f.advice =
       "While these copies ran, no kernel ran on their GPU, and the next kernel waited for the copy to return. "
       "Overlap them: copy from pinned memory with cudaMemcpyAsync on a stream other than the compute stream "

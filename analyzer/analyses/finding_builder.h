@@ -1,0 +1,52 @@
+// Accumulates one finding and its per-call-site breakdown: the bookkeeping
+// every finding shares (totals, per-site rows, largest first, call-site ids).
+#pragma once
+
+#include <algorithm>
+#include <map>
+
+#include "analyzer/analyses/report.h"
+
+namespace cuxfer::analyses {
+
+class FindingBuilder {
+ public:
+  explicit FindingBuilder(Finding& f) : f_(f) {}
+
+  // One call: the time it took and the part of it the finding deems recoverable.
+  void add(const model::Call& c, uint64_t time_ns, uint64_t recoverable_ns) {
+    ++f_.calls;
+    f_.bytes += c.bytes();
+    f_.time_ns += time_ns;
+    f_.max_ns = std::max(f_.max_ns, time_ns);
+    recoverable_ += recoverable_ns;
+    const uint32_t id = c.site == model::kNoSite ? 0 : c.site + 1;
+    FindingSite& s = sites_[id];
+    s.callsite = id;
+    ++s.calls;
+    s.bytes += c.bytes();
+    s.time_ns += time_ns;
+    s.max_ns = std::max(s.max_ns, time_ns);
+    s.estimated_recoverable_ns = s.estimated_recoverable_ns.value_or(0) + recoverable_ns;
+  }
+
+  uint64_t recoverable() const { return recoverable_; }
+
+  // Sets the finding's estimate and its sites, most recoverable first.
+  void finish() {
+    f_.estimated_recoverable_ns = recoverable_;
+    for (auto& [id, s] : sites_) f_.sites.push_back(s);
+    std::stable_sort(f_.sites.begin(), f_.sites.end(), [](const FindingSite& a, const FindingSite& b) {
+      return a.estimated_recoverable_ns.value_or(0) > b.estimated_recoverable_ns.value_or(0);
+    });
+    for (const auto& s : f_.sites)
+      if (s.callsite != 0) f_.callsites.push_back(s.callsite);
+  }
+
+ private:
+  Finding& f_;
+  std::map<uint32_t, FindingSite> sites_;
+  uint64_t recoverable_ = 0;
+};
+
+}  // namespace cuxfer::analyses
