@@ -7,8 +7,7 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; B=/tmp/b
 source devtools/gpu_env.sh
 {
 echo "== $(date -u) $(nvidia-smi -L)"
-cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUXFER_GPU_TESTS=ON -DPython3_EXECUTABLE=$(command -v python3) > $OUT/configure.log 2>&1 || tail -30 $OUT/configure.log
-cmake --build $B -j16 > $OUT/build.log 2>&1 || grep -E "error|FAILED" -A5 $OUT/build.log | head -40
+gpu_configure_build
 export CUXFER_PROFILE_DIR=$OUT/profiles
 echo "== time cuxfer calibrate"
 /usr/bin/time -f "calibrate wall %e s" $B/bin/cuxfer calibrate

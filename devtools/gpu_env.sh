@@ -8,3 +8,14 @@ if ls .debs/*.deb >/dev/null 2>&1; then
   sed -i 's|/usr|/opt/dw/usr|g' /opt/dw/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc
   export PKG_CONFIG_PATH=/opt/dw/usr/lib/x86_64-linux-gnu/pkgconfig
 fi
+
+# Configures and builds the GPU tree in $B (default /tmp/b), logs in $OUT;
+# optional arguments: the only targets to build.
+gpu_configure_build() {
+  local b=${B:-/tmp/b}
+  cmake -S . -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUXFER_GPU_TESTS=ON \
+    -DPython3_EXECUTABLE="$(command -v python3)" > "$OUT/configure.log" 2>&1 || tail -30 "$OUT/configure.log"
+  local targets=()
+  (($#)) && targets=(--target "$@")
+  cmake --build "$b" -j16 "${targets[@]}" > "$OUT/build.log" 2>&1 || grep -E "error|FAILED" -A5 "$OUT/build.log" | head -40
+}

@@ -9,8 +9,7 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; B=/tmp/b
 source devtools/gpu_env.sh
 {
 echo "== $(date -u) $(nvidia-smi -L)"
-cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUXFER_GPU_TESTS=ON -DPython3_EXECUTABLE=$(command -v python3) > $OUT/configure.log 2>&1 || tail -30 $OUT/configure.log
-cmake --build $B -j16 --target cuxfer_cli cuxfer_shim cuxfer_memhooks kernel_loop-nvcc_shared overlap_kernel-nvcc_shared > $OUT/build.log 2>&1 || grep -E "error|FAILED" -A5 $OUT/build.log | head -40
+gpu_configure_build cuxfer_cli cuxfer_shim cuxfer_memhooks kernel_loop-nvcc_shared overlap_kernel-nvcc_shared
 X=$B/bin/cuxfer
 for app in "kernel_loop-nvcc_shared 20 64M" "overlap_kernel-nvcc_shared 8 64M"; do
   name=${app%% *}

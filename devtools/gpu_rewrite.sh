@@ -7,8 +7,7 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; B=/tmp/b
 source devtools/gpu_env.sh
 {
 echo "== $(date -u) $(nvidia-smi -L) commit $(git rev-parse --short HEAD 2>/dev/null)"
-cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUXFER_GPU_TESTS=ON -DPython3_EXECUTABLE=$(command -v python3) > $OUT/configure.log 2>&1 || tail -30 $OUT/configure.log
-cmake --build $B -j16 > $OUT/build.log 2>&1 || grep -E "error|FAILED" -A5 $OUT/build.log | head -40
+gpu_configure_build
 echo "== ctest -L gpu"
 (cd $B && timeout 150 ctest -L gpu --output-on-failure -j3 > $OUT/ctest.log 2>&1); echo "ctest rc=$?"
 grep -E "tests passed|\*\*\*|Skipped" $OUT/ctest.log | head -20

@@ -24,7 +24,9 @@ namespace {
 
 // Calls, bytes and CPU-blocked time; failed calls are counted apart and move
 // no bytes.
-void add_to(Totals& t, const model::Call& c) {
+// (Totals and ApiTotals share these four fields.)
+template <typename T>
+void add_to(T& t, const model::Call& c) {
   if (c.failed()) {
     ++t.failed_calls;
     return;
@@ -66,14 +68,7 @@ void add_allocation(Allocations& a, const model::Call& c) {
 
 void add_api(ProcessTally& p, const model::Call& c) {
   if (c.event->api >= p.apis.size()) p.apis.resize(c.event->api + 1u);
-  ApiTotals& t = p.apis[c.event->api];
-  if (c.failed()) {
-    ++t.failed_calls;
-    return;
-  }
-  ++t.calls;
-  t.bytes += c.bytes();
-  t.cpu_blocked_ns += c.cpu_ns();
+  add_to(p.apis[c.event->api], c);
 }
 
 // `measured`: model::cpu_time_measures_transfer() of the call, which the
