@@ -1,0 +1,252 @@
+// The strict reader of policy files. Two passes over the text: a SAX pass
+// that finds syntax errors (with line and column) and duplicate keys (which a
+// DOM silently collapses to the last one), then a DOM pass that checks every
+// field. Nothing throws: nlohmann is called only through its non-throwing
+// entry points (parse with allow_exceptions=false, sax_parse with a handler
+// that never throws, type checks before every get).
+#include <charconv>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "policy/policy.h"
+
+namespace cuxfer::policy {
+namespace {
+
+using nlohmann::json;
+
+// Syntax and duplicate keys, with the path of where the problem is.
+class StructureCheck final : public nlohmann::json_sax<json> {
+ public:
+  std::string error;
+
+  bool null() override { return scalar(); }
+  bool boolean(bool) override { return scalar(); }
+  bool number_integer(number_integer_t) override { return scalar(); }
+  bool number_unsigned(number_unsigned_t) override { return scalar(); }
+  bool number_float(number_float_t, const string_t&) override { return scalar(); }
+  bool string(string_t&) override { return scalar(); }
+  bool binary(binary_t&) override { return scalar(); }
+  bool start_object(std::size_t) override {
+    stack_.push_back({false, 0, {}, {}});
+    return true;
+  }
+  bool key(string_t& k) override {
+    Level& l = stack_.back();
+    l.key = k;
+    if (!l.keys.insert(k).second) {
+      error = where() + ": duplicate key '" + k + "'";
+      return false;
+    }
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override {
+    stack_.push_back({true, 0, {}, {}});
+    return true;
+  }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& ex) override {
+    // "[json.exception.parse_error.101] parse error at line 3, column 5: syntax error ..."
+    std::string what = ex.what();
+    if (auto p = what.find("] "); p != std::string::npos) what.erase(0, p + 2);
+    if (what.rfind("parse error at ", 0) == 0) what.erase(0, 15);
+    for (char& c : what)
+      if (c == '\n' || c == '\r') c = ' ';
+    error = what;
+    return false;
+  }
+
+ private:
+  struct Level {
+    bool array;
+    size_t index;
+    std::string key;
+    std::set<std::string> keys;
+  };
+  std::vector<Level> stack_;
+
+  bool scalar() {
+    if (!stack_.empty() && stack_.back().array) ++stack_.back().index;
+    return true;
+  }
+  bool close() {
+    stack_.pop_back();
+    return scalar();
+  }
+  std::string where() const {
+    std::string w;
+    for (const Level& l : stack_) {
+      if (l.array) {
+        w += "[" + std::to_string(l.index) + "]";
+      } else if (&l != &stack_.back()) {
+        w += (w.empty() ? "" : ".") + l.key;
+      }
+    }
+    return w.empty() ? "top level" : w;
+  }
+};
+
+// Field checks. Each returns false after setting the one error line.
+struct Checker {
+  std::string& error;
+
+  bool fail(const std::string& where, const std::string& what) {
+    error = where + ": " + what;
+    return false;
+  }
+  bool only_keys(const json& obj, const std::string& where, std::initializer_list<const char*> allowed) {
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      bool known = false;
+      for (const char* a : allowed) known |= it.key() == a;
+      if (!known) {
+        std::string list;
+        for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+        return fail(where, "unknown field '" + it.key() + "' (fields: " + list + ")");
+      }
+    }
+    return true;
+  }
+  // Optional string: absent leaves `out` as it is.
+  bool opt_string(const json& obj, const char* key, const std::string& where, std::string& out) {
+    auto it = obj.find(key);
+    if (it == obj.end()) return true;
+    if (!it->is_string()) return fail(where + "." + key, "must be a string");
+    out = it->get<std::string>();
+    return true;
+  }
+  bool req_string(const json& obj, const char* key, const std::string& where, std::string& out) {
+    if (!obj.contains(key)) return fail(where, std::string("missing field '") + key + "'");
+    return opt_string(obj, key, where, out);
+  }
+  bool opt_unsigned(const json& obj, const char* key, const std::string& where, std::optional<uint64_t>& out) {
+    auto it = obj.find(key);
+    if (it == obj.end()) return true;
+    if (!it->is_number_unsigned())
+      return fail(where + "." + key, "must be a non-negative integer, got " + it->dump(-1, ' ', false, json::error_handler_t::replace));
+    out = it->get<uint64_t>();
+    return true;
+  }
+};
+
+bool parse_offset(const json& v, uint64_t& out) {
+  if (v.is_number_unsigned()) {
+    out = v.get<uint64_t>();
+    return true;
+  }
+  if (!v.is_string()) return false;
+  const std::string& s = v.get_ref<const std::string&>();
+  if (s.size() < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X')) return false;
+  auto [p, ec] = std::from_chars(s.data() + 2, s.data() + s.size(), out, 16);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+bool parse_site(Checker& c, const json& j, const std::string& where, Site& site) {
+  if (!j.is_object()) return c.fail(where, "must be an object");
+  if (!c.only_keys(j, where, {"kind", "build_id", "offset", "module", "symbol", "source"})) return false;
+  std::string kind, build_id;
+  if (!c.req_string(j, "kind", where, kind)) return false;
+  if (!parse_site_kind(kind, site.kind))
+    return c.fail(where + ".kind", "unknown site kind '" + kind + "' (call or allocation)");
+  if (!c.req_string(j, "build_id", where, build_id)) return false;
+  if (!normalize_build_id(build_id, site.build_id))
+    return c.fail(where + ".build_id", "not a build id: '" + build_id + "' (an even number of hex digits, 2-128)");
+  auto off = j.find("offset");
+  if (off == j.end()) return c.fail(where, "missing field 'offset'");
+  if (!parse_offset(*off, site.offset))
+    return c.fail(where + ".offset", "must be a hex string like \"0x1a2b\" (or a non-negative integer), got " +
+                                         off->dump(-1, ' ', false, json::error_handler_t::replace));
+  return c.opt_string(j, "module", where, site.module) && c.opt_string(j, "symbol", where, site.symbol) &&
+         c.opt_string(j, "source", where, site.source);
+}
+
+bool parse_entry(Checker& c, const json& j, const std::string& where, Entry& e) {
+  if (!j.is_object()) return c.fail(where, "must be an object");
+  if (!c.only_keys(j, where, {"site", "path", "min_bytes", "estimated_gain_ns", "findings", "reason", "comment"}))
+    return false;
+  if (!j.contains("site")) return c.fail(where, "missing field 'site'");
+  if (!parse_site(c, j["site"], where + ".site", e.site)) return false;
+  std::string path;
+  if (!c.req_string(j, "path", where, path)) return false;
+  if (!parse_path(path, e.path))
+    return c.fail(where + ".path",
+                  "unknown path '" + path + "' (passthrough, stage, register, zero_copy or exclude)");
+  if (e.site.kind == SiteKind::Call && e.path == Path::ZeroCopy)
+    return c.fail(where + ".path", "zero_copy applies to allocation sites, not call sites");
+  if (e.site.kind == SiteKind::Allocation && (e.path == Path::Stage || e.path == Path::Register))
+    return c.fail(where + ".path", std::string(path_name(e.path)) + " applies to call sites, not allocation sites");
+  std::optional<uint64_t> min_bytes;
+  if (!c.opt_unsigned(j, "min_bytes", where, min_bytes)) return false;
+  e.min_bytes = min_bytes.value_or(0);
+  if (!c.opt_unsigned(j, "estimated_gain_ns", where, e.estimated_gain_ns)) return false;
+  if (auto f = j.find("findings"); f != j.end()) {
+    if (!f->is_array()) return c.fail(where + ".findings", "must be an array of strings");
+    for (size_t i = 0; i < f->size(); ++i) {
+      if (!(*f)[i].is_string())
+        return c.fail(where + ".findings[" + std::to_string(i) + "]", "must be a string");
+      e.findings.push_back((*f)[i].get<std::string>());
+    }
+  }
+  std::string comment;
+  return c.opt_string(j, "reason", where, e.reason) && c.opt_string(j, "comment", where, comment);
+}
+
+std::string describe(const Site& s) {
+  char off[24];
+  std::snprintf(off, sizeof off, "+0x%llx", static_cast<unsigned long long>(s.offset));
+  return std::string(site_kind_name(s.kind)) + " site " + s.build_id + off;
+}
+
+}  // namespace
+
+bool parse_policy(std::string_view text, Policy& out, std::string& error) {
+  StructureCheck structure;
+  if (!json::sax_parse(text, &structure, json::input_format_t::json, true, false)) {
+    error = structure.error.empty() ? "not valid JSON" : structure.error;
+    return false;
+  }
+  const json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded()) {  // the SAX pass accepted it: should not happen
+    error = "not valid JSON";
+    return false;
+  }
+  Checker c{error};
+  if (!doc.is_object()) return c.fail("top level", "a policy is a JSON object with \"schema\" and \"entries\"");
+  if (!c.only_keys(doc, "top level", {"schema", "generator", "comment", "entries"})) return false;
+  std::string schema;
+  if (!c.req_string(doc, "schema", "top level", schema)) return false;
+  if (schema != kSchema) {
+    const std::string prefix = std::string(kSchemaName) + "/";
+    if (schema.rfind(prefix, 0) == 0)
+      return c.fail("schema", "policy format '" + schema + "' is not supported by this cuxfer (it reads '" +
+                                  std::string(kSchema) + "')");
+    return c.fail("schema", "not a cuxfer policy: schema '" + schema + "' (expected '" + std::string(kSchema) + "')");
+  }
+  Policy p;
+  if (!c.opt_string(doc, "generator", "top level", p.generator) ||
+      !c.opt_string(doc, "comment", "top level", p.comment))
+    return false;
+  if (!doc.contains("entries")) return c.fail("top level", "missing field 'entries'");
+  const json& entries = doc["entries"];
+  if (!entries.is_array()) return c.fail("entries", "must be an array");
+  p.entries.reserve(entries.size());
+  std::map<std::tuple<SiteKind, std::string, uint64_t>, size_t> seen;  // site -> first entry
+  for (size_t i = 0; i < entries.size(); ++i) {
+    Entry e;
+    const std::string where = "entries[" + std::to_string(i) + "]";
+    if (!parse_entry(c, entries[i], where, e)) return false;
+    auto [it, fresh] = seen.try_emplace({e.site.kind, e.site.build_id, e.site.offset}, i);
+    if (!fresh)
+      return c.fail(where + ".site", "duplicate site: " + describe(e.site) + " is also entries[" +
+                                         std::to_string(it->second) + "]");
+    p.entries.push_back(std::move(e));
+  }
+  out = std::move(p);
+  return true;
+}
+
+}  // namespace cuxfer::policy
