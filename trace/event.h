@@ -84,7 +84,22 @@ static_assert(sizeof(Event) == 64);
 static_assert(std::is_trivially_copyable_v<Event>);
 
 // GPU-side activity from CUPTI. 48 bytes.
-enum class GpuRecordKind : uint8_t { Memcpy = 1, Memset = 2, Kernel = 3 };
+//
+// UnifiedMemory records (CUPTI unified-memory counters: migrations and page
+// faults of managed memory) belong to no call, so their correlation fields
+// carry other data (see um_address() below):
+//   cupti_copy_kind  the counter: UmCounter
+//   bytes            bytes migrated (transfers), fault groups (GPU faults), 1 (a CPU fault)
+//   start/end        CUPTI's times; end == start for CPU faults
+//   device           the GPU involved (destination of an HtoD, source of a DtoH, faulting GPU)
+//   src_kind         migration cause (UmCause) for transfers, access type for GPU faults
+//   correlation_id, cupti_correlation_id   the faulting/migrated address, low and high 32 bits
+enum class GpuRecordKind : uint8_t { Memcpy = 1, Memset = 2, Kernel = 3, UnifiedMemory = 4 };
+
+// CUpti_ActivityUnifiedMemoryCounterKind values cuxfer records.
+enum class UmCounter : uint8_t { HtoD = 1, DtoH = 2, CpuPageFault = 3, GpuPageFault = 4, Thrashing = 5, DtoD = 8 };
+// CUpti_ActivityUnifiedMemoryMigrationCause.
+enum class UmCause : uint8_t { Unknown = 0, User = 1, Coherence = 2, Prefetch = 3, Eviction = 4, AccessCounters = 5 };
 
 struct GpuRecord {
   uint64_t start_ns;      // same clock as Event timestamps
@@ -102,6 +117,14 @@ struct GpuRecord {
 };
 static_assert(sizeof(GpuRecord) == 48);
 static_assert(std::is_trivially_copyable_v<GpuRecord>);
+
+inline uint64_t um_address(const GpuRecord& g) {
+  return uint64_t{g.correlation_id} | (uint64_t{g.cupti_correlation_id} << 32);
+}
+inline void set_um_address(GpuRecord& g, uint64_t a) {
+  g.correlation_id = static_cast<uint32_t>(a);
+  g.cupti_correlation_id = static_cast<uint32_t>(a >> 32);
+}
 
 const char* to_string(Direction d);
 const char* to_string(MemKind k);

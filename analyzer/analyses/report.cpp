@@ -66,6 +66,8 @@ Report analyze(const model::Job& job, const Thresholds& thresholds) {
   r.overlap = overlap_totals(job);
   for (auto& f : find_sync_copy_idle(job, thresholds)) r.findings.push_back(std::move(f));
   for (auto& f : find_duplicates_and_round_trips(job, thresholds)) r.findings.push_back(std::move(f));
+  r.managed = managed_totals(job);
+  for (auto& f : find_managed_migrations(job, r.managed, thresholds)) r.findings.push_back(std::move(f));
   std::stable_sort(r.findings.begin(), r.findings.end(), [](const Finding& a, const Finding& b) {
     uint64_t ka = a.estimated_recoverable_ns.value_or(a.time_ns);
     uint64_t kb = b.estimated_recoverable_ns.value_or(b.time_ns);

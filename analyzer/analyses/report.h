@@ -123,6 +123,28 @@ struct Overlap {
   std::vector<DeviceOverlap> devices;
 };
 
+// Unified (managed) memory traffic from CUPTI's unified-memory records, per
+// process and allocation site (the call site of the cudaMallocManaged /
+// cuMemAllocManaged whose range holds the migrated or faulting address).
+struct ManagedTotals {
+  uint32_t pid = 0;
+  uint32_t callsite = 0;  // 0: the allocation's site is unknown (or the address is in no recorded allocation)
+  uint64_t allocations = 0, allocated_bytes = 0;
+  uint64_t htod_bytes = 0, dtoh_bytes = 0, htod_migrations = 0, dtoh_migrations = 0;
+  uint64_t on_demand_bytes = 0;  // of those: migrated because something touched a page that was elsewhere
+  uint64_t prefetched_bytes = 0;  // of those: moved by an explicit or speculative prefetch
+  uint64_t migration_ns = 0;      // summed durations of the migrations
+  uint64_t on_demand_ns = 0;      // time with an on-demand migration or GPU fault being served (union)
+  uint64_t gpu_fault_groups = 0, cpu_faults = 0;
+};
+
+struct Managed {
+  bool records_on = false;  // some process recorded unified-memory records
+  std::vector<std::string> unavailable;  // why other processes with managed memory could not
+  ManagedTotals total;      // pid and callsite unused
+  std::vector<ManagedTotals> sites;  // most on-demand time first
+};
+
 struct CallSiteTotals {
   uint32_t id = 0;  // Job::sites index + 1; findings refer to it
   uint32_t pid = 0;
@@ -173,6 +195,7 @@ struct Report {
   PageableShare pageable_share;
   RewriteTotals rewrite;
   Overlap overlap;
+  Managed managed;
   std::vector<DeviceTotals> devices;  // per process and device
   std::vector<CallSiteTotals> callsites;  // all, most CPU-blocked time first
   uint64_t calls_without_site = 0;        // copies with no captured call site
@@ -199,6 +222,8 @@ std::vector<Finding> find_rewrite_candidates(const model::Job& job, const Thresh
 std::vector<Finding> find_sync_copy_idle(const model::Job& job, const Thresholds& t);
 std::vector<Finding> find_duplicates_and_round_trips(const model::Job& job, const Thresholds& t);
 Overlap overlap_totals(const model::Job& job);
+Managed managed_totals(const model::Job& job);
+std::vector<Finding> find_managed_migrations(const model::Job& job, const Managed& m, const Thresholds& t);
 std::vector<DeviceTotals> device_totals(const model::Job& job);
 std::vector<ProcessSummary> process_summaries(const model::Job& job);
 

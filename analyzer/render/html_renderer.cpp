@@ -250,12 +250,15 @@ void timeline(std::string& out, const model::Job& job) {
       const auto& g = p.trace.gpu_records[k];
       const uint64_t b = p.realtime_of(g.start_ns), e = p.realtime_of(g.end_ns);
       const bool kernel = g.kind == static_cast<uint8_t>(trace::GpuRecordKind::Kernel);
+      const bool um = g.kind == static_cast<uint8_t>(trace::GpuRecordKind::UnifiedMemory);
       const uint32_t call = k < p.gpu_record_call.size() ? p.gpu_record_call[k] : model::kNoCall;
       const std::string color = kernel ? "#2ca02c" : call != model::kNoCall ? class_color(job.calls[call].cls) : "#999";
-      items.push_back({lane(fmt::format("pid {} GPU {} stream {}", p.pid(), g.device, g.stream_id)), b,
-                       std::max(e, b + 1), color,
-                       fmt::format("{} {} {}", kernel ? "kernel" : "DMA", kernel ? "" : format_bytes(g.bytes),
-                                   format_duration(e - b))});
+      const bool fault = um && g.cupti_copy_kind >= static_cast<uint8_t>(trace::UmCounter::CpuPageFault);
+      items.push_back({lane(um ? fmt::format("pid {} GPU {} unified memory", p.pid(), g.device)
+                               : fmt::format("pid {} GPU {} stream {}", p.pid(), g.device, g.stream_id)),
+                       b, std::max(e, b + 1), um ? "#8c564b" : color,
+                       fmt::format("{} {} {}", kernel ? "kernel" : fault ? "UM page fault" : um ? "UM migration" : "DMA",
+                                   kernel || fault ? "" : format_bytes(g.bytes), format_duration(e - b))});
       t0 = std::min(t0, b);
       t1 = std::max(t1, e);
     }

@@ -140,6 +140,25 @@ json report_to_json(const analyses::Report& r, const JsonOptions& options) {
                        {"sync_copy_ns", d.sync_copy_ns},
                        {"sync_copy_idle_ns", d.sync_copy_idle_ns}});
   j["overlap"] = {{"kernels_recorded", r.overlap.kernels_recorded}, {"devices", std::move(devices)}};
+  auto managed_json = [](const analyses::ManagedTotals& t) {
+    return nlohmann::json{{"allocations", t.allocations},         {"allocated_bytes", t.allocated_bytes},
+                          {"htod_bytes", t.htod_bytes},           {"dtoh_bytes", t.dtoh_bytes},
+                          {"htod_migrations", t.htod_migrations}, {"dtoh_migrations", t.dtoh_migrations},
+                          {"on_demand_bytes", t.on_demand_bytes}, {"prefetched_bytes", t.prefetched_bytes},
+                          {"migration_ns", t.migration_ns},       {"on_demand_ns", t.on_demand_ns},
+                          {"gpu_fault_groups", t.gpu_fault_groups}, {"cpu_faults", t.cpu_faults}};
+  };
+  nlohmann::json managed_sites = nlohmann::json::array();
+  for (const auto& s : r.managed.sites) {
+    auto e = managed_json(s);
+    e["pid"] = s.pid;
+    e["callsite"] = s.callsite;
+    managed_sites.push_back(std::move(e));
+  }
+  j["managed"] = {{"records_on", r.managed.records_on},
+                  {"unavailable", r.managed.unavailable},
+                  {"total", managed_json(r.managed.total)},
+                  {"sites", std::move(managed_sites)}};
   json per_device = json::array();
   for (const auto& d : r.devices)
     per_device.push_back({{"pid", d.pid},

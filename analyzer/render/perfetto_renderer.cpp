@@ -45,6 +45,17 @@ const char* cupti_copy_kind(unsigned k) {
   return "";
 }
 
+const char* um_cause(uint8_t cause) {
+  switch (static_cast<trace::UmCause>(cause)) {
+    case trace::UmCause::User: return "user prefetch";
+    case trace::UmCause::Coherence: return "on demand (fault)";
+    case trace::UmCause::Prefetch: return "driver prefetch";
+    case trace::UmCause::Eviction: return "eviction";
+    case trace::UmCause::AccessCounters: return "access counters";
+    default: return "unknown";
+  }
+}
+
 std::string gpu_name(const trace::GpuRecord& r) {
   switch (static_cast<trace::GpuRecordKind>(r.kind)) {
     case trace::GpuRecordKind::Memcpy: {
@@ -53,6 +64,14 @@ std::string gpu_name(const trace::GpuRecord& r) {
     }
     case trace::GpuRecordKind::Memset: return "memset";
     case trace::GpuRecordKind::Kernel: return "kernel";
+    case trace::GpuRecordKind::UnifiedMemory:
+      switch (static_cast<trace::UmCounter>(r.cupti_copy_kind)) {
+        case trace::UmCounter::HtoD: return "UM migrate H2D";
+        case trace::UmCounter::DtoH: return "UM migrate D2H";
+        case trace::UmCounter::GpuPageFault: return "UM GPU page fault";
+        case trace::UmCounter::CpuPageFault: return "UM CPU page fault";
+        default: return "UM";
+      }
   }
   return "gpu";
 }
@@ -152,15 +171,25 @@ std::string render_perfetto(const model::Job& job) {
     std::map<std::pair<uint32_t, uint32_t>, uint32_t> track_of;
     for (size_t ri = 0; ri < t.gpu_records.size(); ++ri) {
       const trace::GpuRecord& r = t.gpu_records[ri];
-      auto key = std::make_pair(r.device, r.stream_id);
+      // Unified-memory records belong to no stream: one track per device.
+      const bool um = static_cast<trace::GpuRecordKind>(r.kind) == trace::GpuRecordKind::UnifiedMemory;
+      auto key = std::make_pair(r.device, um ? UINT32_MAX : r.stream_id);
       auto [it, inserted] = track_of.try_emplace(key, kGpuTrackTidBase + static_cast<uint32_t>(track_of.size()));
       if (inserted) {
         events.push_back(metadata("thread_name", pid, it->second,
-                                  {{"name", fmt::format("GPU {} stream {}", r.device, r.stream_id)}}));
+                                  {{"name", um ? fmt::format("GPU {} unified memory", r.device)
+                                               : fmt::format("GPU {} stream {}", r.device, r.stream_id)}}));
         events.push_back(metadata("thread_sort_index", pid, it->second, {{"sort_index", it->second}}));
       }
-      json args = {{"bytes", r.bytes}, {"device", r.device}, {"stream_id", r.stream_id}};
-      if (r.correlation_id) args["correlation_id"] = r.correlation_id;
+      json args = {{"bytes", r.bytes}, {"device", r.device}};
+      if (um) {
+        args["address"] = fmt::format("{:#x}", trace::um_address(r));
+        if (r.cupti_copy_kind == static_cast<uint8_t>(trace::UmCounter::GpuPageFault)) args = {{"fault_groups", r.bytes}, {"device", r.device}, {"address", args["address"]}};
+        else if (r.cupti_copy_kind <= static_cast<uint8_t>(trace::UmCounter::DtoH)) args["cause"] = um_cause(r.src_kind);
+      } else {
+        args["stream_id"] = r.stream_id;
+        if (r.correlation_id) args["correlation_id"] = r.correlation_id;
+      }
       if (static_cast<trace::GpuRecordKind>(r.kind) == trace::GpuRecordKind::Memcpy) {
         args["src_memory"] = trace::to_string(static_cast<trace::MemKind>(r.src_kind));
         args["dst_memory"] = trace::to_string(static_cast<trace::MemKind>(r.dst_kind));

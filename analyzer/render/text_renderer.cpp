@@ -231,6 +231,40 @@ void overlap(std::string& out, const Report& r, size_t width) {
   }
 }
 
+// Unified memory (CUPTI unified-memory records); only when the app allocated
+// managed memory.
+void managed(std::string& out, const Report& r, size_t width) {
+  const auto& m = r.managed;
+  if (!m.records_on && m.unavailable.empty() && m.total.allocations == 0) return;
+  out += "\nManaged memory\n";
+  for (const auto& u : m.unavailable) wrapped(out, "migrations not recorded for " + u, width, "  ", "    ");
+  if (!m.records_on) {
+    if (m.unavailable.empty())
+      wrapped(out, "migrations not recorded (needs CUPTI; see the processes' notes)", width, "  ", "    ");
+    return;
+  }
+  auto line = [&](const std::string& where, const analyses::ManagedTotals& t) {
+    wrapped(out,
+            fmt::format("{}: {} allocation{} ({}); migrated H2D {} in {}, D2H {} in {}; on demand {} "
+                        "(serving it {}), prefetched {}; GPU fault groups {}, CPU faults {}",
+                        where, format_count(t.allocations), t.allocations == 1 ? "" : "s",
+                        format_bytes(t.allocated_bytes), format_bytes(t.htod_bytes), format_count(t.htod_migrations),
+                        format_bytes(t.dtoh_bytes), format_count(t.dtoh_migrations), format_bytes(t.on_demand_bytes),
+                        format_duration(t.on_demand_ns), format_bytes(t.prefetched_bytes),
+                        format_count(t.gpu_fault_groups), format_count(t.cpu_faults)),
+            width, "  ", "    ");
+  };
+  line("all", m.total);
+  size_t shown = 0;
+  for (const auto& s : m.sites) {
+    if (shown++ == 5) {
+      out += fmt::format("  … and {} more allocation sites\n", m.sites.size() - 5);
+      break;
+    }
+    line(fmt::format("pid {} allocated at {}", s.pid, site_label(r, s.callsite)), s);
+  }
+}
+
 // What the pinned rewrite did; only when it was on in some process.
 void rewrite(std::string& out, const Report& r, size_t width) {
   const auto& rw = r.rewrite;
@@ -331,7 +365,8 @@ void findings(std::string& out, const Report& r, size_t width) {
     out += "\n";
     wrapped(out, fmt::format("{}. {} [{}]", ++n, f.title, f.kind), width, "  ", "     ");
     std::string time_word = f.time_basis == "gpu" ? "GPU time" : "CPU-blocked";
-    std::string numbers = fmt::format("{} call{}, {}, {} {}", format_count(f.calls), f.calls == 1 ? "" : "s",
+    const char* unit = f.kind == "managed_migrations" ? "migration" : "call";
+    std::string numbers = fmt::format("{} {}{}, {}, {} {}", format_count(f.calls), unit, f.calls == 1 ? "" : "s",
                                       format_bytes(f.bytes),
                                       time_word, format_duration(f.time_ns));
     if (f.kind == "async_pageable")
@@ -354,7 +389,7 @@ void findings(std::string& out, const Report& r, size_t width) {
         out += fmt::format("     … and {} more call sites\n", f.sites.size() - 5);
         break;
       }
-      std::string line = fmt::format("{} call{}, {}, {}", format_count(s.calls), s.calls == 1 ? "" : "s",
+      std::string line = fmt::format("{} {}{}, {}, {}", format_count(s.calls), unit, s.calls == 1 ? "" : "s",
                                      format_bytes(s.bytes),
                                      format_duration(s.time_ns));
       if (s.calls_per_second)
@@ -392,6 +427,7 @@ std::string render_text(const Report& r, const TextOptions& o) {
   transfers(out, r, width);
   rewrite(out, r, width);
   overlap(out, r, width);
+  managed(out, r, width);
   devices(out, r, width);
   apis(out, r, width);
   callsites(out, r, width, o.top_sites);

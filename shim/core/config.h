@@ -22,6 +22,10 @@ struct Config {
   // activity) for the copy/compute overlap analysis. Off by default: it adds
   // CUPTI work to every kernel launch, which kernel-heavy programs would feel.
   bool cupti_kernels = false;
+  // CUXFER_CUPTI_UM=0 turns off CUPTI's unified-memory records (migrations
+  // and page faults of managed memory). They are enabled only once the app
+  // allocates managed memory, so programs without it pay nothing.
+  bool cupti_unified_memory = true;
   // CUXFER_FINGERPRINT=0 turns off the sampled content fingerprints of host
   // <-> device copies of at least CUXFER_FINGERPRINT_MIN bytes (duplicate and
   // round-trip findings). A fingerprint reads 33 words of the host buffer.

@@ -49,6 +49,7 @@ auto on_alloc(const P* out, uint64_t bytes, MemKind kind) {
     if (r != 0 || !out) return;
     uint64_t address = address_of(out);
     remember(address, bytes, kind);
+    if (kind == MemKind::Managed) Recorder::instance().managed_memory_seen();
     if (e) {
       e->address = address;
       e->bytes = bytes;

@@ -52,6 +52,7 @@ auto rt_alloc_post(void** out, uint64_t bytes, MemKind kind) {
     if (r != cudaSuccess || !out) return;
     uint64_t address = d::ptr(*out);
     if (!allocation_table().find(address)) allocation_table().insert(address, bytes, kind, -1);
+    if (kind == MemKind::Managed) Recorder::instance().managed_memory_seen();
     if (e) {
       e->address = address;
       e->bytes = bytes;

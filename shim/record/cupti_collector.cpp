@@ -25,6 +25,7 @@ struct CuptiApi {
   decltype(&cuptiSubscribe) subscribe = nullptr;
   decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
   decltype(&cuptiGetResultString) result_string = nullptr;
+  decltype(&cuptiActivityConfigureUnifiedMemoryCounter) configure_um = nullptr;
 };
 CuptiApi g_api;
 
@@ -125,6 +126,7 @@ bool CuptiCollector::start(const std::string& library_override, std::string& rea
   load(lib, "cuptiGetResultString", g_api.result_string);
   load(lib, "cuptiSubscribe_v2", g_api.subscribe_v2);
   load(lib, "cuptiActivityRegisterTimestampCallback", g_api.register_timestamp);
+  load(lib, "cuptiActivityConfigureUnifiedMemoryCounter", g_api.configure_um);
   if (!ok) {
     reason = "libcupti lacks the activity API cuxfer needs (too old?)";
     return false;
@@ -182,6 +184,40 @@ bool CuptiCollector::start(const std::string& library_override, std::string& rea
   return true;
 }
 
+bool CuptiCollector::enable_unified_memory(std::string& reason) {
+  if (!active()) {
+    reason = "CUPTI is not active";
+    return false;
+  }
+  if (!g_api.configure_um) {
+    reason = "libcupti lacks cuptiActivityConfigureUnifiedMemoryCounter";
+    return false;
+  }
+  CUpti_ActivityUnifiedMemoryCounterConfig config[4] = {};
+  const CUpti_ActivityUnifiedMemoryCounterKind kinds[4] = {
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_CPU_PAGE_FAULT_COUNT,
+      CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT};
+  for (int i = 0; i < 4; ++i) {
+    config[i].scope = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE;
+    config[i].kind = kinds[i];
+    config[i].deviceId = 0;
+    config[i].enable = 1;
+  }
+  CUptiResult r = g_api.configure_um(config, 4);
+  if (r != CUPTI_SUCCESS) {
+    reason = "unified-memory counters not supported here: " + result_text(r);
+    return false;
+  }
+  r = g_api.activity_enable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER);
+  if (r != CUPTI_SUCCESS) {
+    reason = "cuptiActivityEnable(unified memory) failed: " + result_text(r);
+    return false;
+  }
+  return true;
+}
+
 void CuptiCollector::flush(bool forced) {
   if (active()) g_api.flush_all(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 }
@@ -214,6 +250,38 @@ void CuptiCollector::consume_buffer(uint8_t* buffer, size_t valid) {
         g.cupti_correlation_id = k->correlationId;
         g.stream_id = k->streamId;
         g.device = k->deviceId;
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER: {
+        auto* u = reinterpret_cast<CUpti_ActivityUnifiedMemoryCounter3*>(rec);
+        g.kind = static_cast<uint8_t>(trace::GpuRecordKind::UnifiedMemory);
+        g.cupti_copy_kind = static_cast<uint8_t>(u->counterKind);
+        g.start_ns = u->start;
+        g.end_ns = u->end;
+        trace::set_um_address(g, u->address);
+        switch (u->counterKind) {
+          case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD:
+            g.bytes = u->value;
+            g.device = u->dstId;
+            g.src_kind = static_cast<uint8_t>(u->flags);
+            break;
+          case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH:
+            g.bytes = u->value;
+            g.device = u->srcId;
+            g.src_kind = static_cast<uint8_t>(u->flags);
+            break;
+          case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT:
+            g.bytes = u->value;  // fault groups
+            g.device = u->srcId;
+            g.src_kind = static_cast<uint8_t>(u->flags);
+            break;
+          case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_CPU_PAGE_FAULT_COUNT:
+            g.bytes = 1;  // value is the faulting PC, not a count
+            g.end_ns = g.start_ns;
+            break;
+          default:
+            continue;
+        }
         break;
       }
       default:

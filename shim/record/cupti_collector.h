@@ -20,6 +20,11 @@ class CuptiCollector {
   bool start(const std::string& library_override, std::string& reason);
   bool active() const { return active_.load(std::memory_order_acquire); }
 
+  // Unified-memory counters (migrations, CPU and GPU page faults). CUPTI
+  // wants the driver initialized first, so this runs after the app's first
+  // managed allocation. Returns false with a one-line reason.
+  bool enable_unified_memory(std::string& reason);
+
   // Ask CUPTI to hand over completed buffers (forced: also the partial ones).
   void flush(bool forced);
   // Writer thread: move out what has arrived.

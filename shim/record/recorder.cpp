@@ -205,6 +205,20 @@ bool Recorder::attach_driver_slow() {
   return true;
 }
 
+void Recorder::enable_unified_memory_records() {
+  if (!config().cupti_unified_memory) return;
+  ensure_driver_attached();
+  auto& collector = CuptiCollector::instance();
+  if (!collector.active()) return;  // the CUPTI note already says why
+  InternalScope internal;
+  std::string reason;
+  const bool on = collector.enable_unified_memory(reason);
+  std::lock_guard<std::mutex> lock(session_mutex_);
+  // The managed-memory analysis needs to know whether no records means no migrations.
+  notes_.push_back(on ? "cupti: unified memory records on" : "cupti: unified memory records unavailable: " + reason);
+  if (!on) log::info("unified memory records unavailable: " + reason);
+}
+
 bool Recorder::open_trace() {
   const Config& c = config();
   std::string exe = read_link("/proc/self/exe");

@@ -84,6 +84,12 @@ class Recorder {
   // messages that report a configuration rather than a problem).
   void note(const std::string& msg, bool warning = true);
 
+  // The app allocated managed memory: turn on CUPTI's unified-memory records
+  // (once; a note says whether they are on).
+  void managed_memory_seen() {
+    if (!um_requested_.exchange(true, std::memory_order_acq_rel)) enable_unified_memory_records();
+  }
+
   void shutdown();          // at exit: final flush, End block
   void prepare_fork();
   void after_fork_parent();
@@ -95,12 +101,14 @@ class Recorder {
   bool start_slow();
   bool attach_driver_slow();
   bool attach_ring(ThreadState& ts);
+  void enable_unified_memory_records();
   bool open_trace();
   void writer_loop();
   void write_cycle(bool final);
 
   std::atomic<int> state_{kIdle};
-  std::atomic<int> driver_state_{0};  // 0 not attached, 1 attaching, 2 attached
+  std::atomic<int> driver_state_{0};
+  std::atomic<bool> um_requested_{false};  // 0 not attached, 1 attaching, 2 attached
   std::atomic<uint32_t> correlation_{0};
   uint32_t stack_depth_ = 0;
   RingRegistry rings_;

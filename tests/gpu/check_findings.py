@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """GPU tier: a finding fires on the test app made to show it and not on its clean twin.
 
-  check_findings.py --cuxfer CUXFER --expect KIND|--absent KIND [--record-arg ARG ...] -- APP [ARGS...]
+  check_findings.py --cuxfer CUXFER --expect KIND|--absent KIND [--require PATH=MIN ...]
+                    [--record-arg ARG ...] -- APP [ARGS...]
 
 Records APP with `cuxfer record` (plus --record-arg options, e.g. --kernels), reads
 `cuxfer report --json`, and checks that finding KIND is present (--expect) or absent
-(--absent). Exit 0 pass, 1 fail, 77 skip (the app printed "no GPU").
+(--absent). --require checks a number of the JSON report (dotted path, e.g.
+managed.total.prefetched_bytes=1; true counts as 1) is at least MIN, so that an
+absent finding means "measured and clean", not "not measured". Exit 0 pass, 1 fail, 77 skip (the app printed "no GPU").
 """
 import argparse
 import json
@@ -20,6 +23,7 @@ def main() -> int:
     ap.add_argument("--expect", action="append", default=[])
     ap.add_argument("--absent", action="append", default=[])
     ap.add_argument("--record-arg", action="append", default=[])
+    ap.add_argument("--require", action="append", default=[])
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = a.command[1:] if a.command and a.command[0] == "--" else a.command
@@ -42,10 +46,17 @@ def main() -> int:
             return 1
         j = json.loads(rep.stdout)
     kinds = [f["kind"] for f in j["findings"]]
-    print("findings:", kinds, "overlap:", json.dumps(j.get("overlap")))
+    print("findings:", kinds, "overlap:", json.dumps(j.get("overlap")), "managed:", json.dumps(j.get("managed")))
     bad = [k for k in a.expect if k not in kinds] + [k for k in a.absent if k in kinds]
+    for req in a.require:
+        path, _, least = req.partition("=")
+        v = j
+        for part in path.split("."):
+            v = v.get(part) if isinstance(v, dict) else None
+        if v is None or float(v) < float(least or 1):
+            bad.append(f"{path} = {v} (need >= {least or 1})")
     if bad:
-        print(f"FAIL: expected {a.expect} present and {a.absent} absent; got {kinds}")
+        print(f"FAIL: expected {a.expect} present and {a.absent} absent, {a.require} met; got {kinds}; failed: {bad}")
         return 1
     print("check_findings: OK")
     return 0

@@ -1,0 +1,127 @@
+// Managed memory (CUPTI unified-memory records): per allocation site totals
+// and the managed_migrations finding, on synthetic traces with known answers.
+#include <gtest/gtest.h>
+
+#include "analyzer/analyses/report.h"
+#include "tests/unit/analyzer/job_fixture.h"
+
+namespace cuxfer {
+namespace {
+
+using testing::find_finding;
+using testing::JobTest;
+using testing::SyntheticTrace;
+using trace::Direction;
+using trace::MemKind;
+using trace::UmCause;
+using trace::UmCounter;
+
+constexpr uint64_t MiB = 1 << 20;
+constexpr uint64_t kBase = 0x7e0000000000ull;
+
+class Managed : public JobTest {};
+
+uint32_t managed_alloc(SyntheticTrace& t, uint64_t address, uint64_t bytes, uint32_t site) {
+  trace::Event& e = t.add(trace::EventKind::ManagedAlloc, "cudaMallocManaged", Direction::Unknown, MemKind::Unknown,
+                          MemKind::Managed, bytes, 5'000, 0, site);
+  e.address = address;
+  return e.correlation_id;
+}
+
+void um(SyntheticTrace& t, UmCounter counter, uint64_t address, uint64_t start, uint64_t ns, uint64_t value,
+        UmCause cause = UmCause::Coherence) {
+  trace::GpuRecord g{};
+  g.kind = static_cast<uint8_t>(trace::GpuRecordKind::UnifiedMemory);
+  g.cupti_copy_kind = static_cast<uint8_t>(counter);
+  g.start_ns = start;
+  g.end_ns = start + ns;
+  g.bytes = value;
+  g.src_kind = static_cast<uint8_t>(cause);
+  trace::set_um_address(g, address);
+  t.gpu_records.push_back(g);
+}
+
+TEST_F(Managed, MigrationsAttributedToTheirAllocationSite) {
+  SyntheticTrace t;
+  t.notes.push_back("cupti: unified memory records on");
+  const uint32_t faulty = t.site(0x401000), prefetched = t.site(0x402000);
+  managed_alloc(t, kBase, 64 * MiB, faulty);
+  managed_alloc(t, kBase + 64 * MiB, 64 * MiB, prefetched);
+  const uint64_t t0 = t.clock_ns + 1'000'000;
+  // Site 1: a GPU fault group served while 4 x 2 MiB migrate on demand, then the CPU reads one page back.
+  um(t, UmCounter::GpuPageFault, kBase + 4096, t0, 1'000'000, 3);
+  for (int i = 0; i < 4; ++i)
+    um(t, UmCounter::HtoD, kBase + i * 2 * MiB, t0 + 100'000 + i * 200'000, 150'000, 2 * MiB);
+  um(t, UmCounter::CpuPageFault, kBase + 8192, t0 + 2'000'000, 0, 1);
+  um(t, UmCounter::DtoH, kBase, t0 + 2'000'000, 500'000, 2 * MiB);
+  // Site 2: prefetched by the app: counted, not a finding.
+  um(t, UmCounter::HtoD, kBase + 64 * MiB, t0 + 3'000'000, 1'400'000, 64 * MiB, UmCause::User);
+  // An address in no allocation: unattributed.
+  um(t, UmCounter::HtoD, 0x1000, t0 + 5'000'000, 10'000, 4096);
+
+  analyses::Report r = analyses::analyze(load(t));
+  const auto& m = r.managed;
+  EXPECT_TRUE(m.records_on);
+  EXPECT_EQ(m.total.allocations, 2u);
+  EXPECT_EQ(m.total.htod_bytes, 8 * MiB + 64 * MiB + 4096);
+  EXPECT_EQ(m.total.dtoh_bytes, 2 * MiB);
+  EXPECT_EQ(m.total.prefetched_bytes, 64 * MiB);
+  EXPECT_EQ(m.total.cpu_faults, 1u);
+  EXPECT_EQ(m.total.gpu_fault_groups, 3u);
+  ASSERT_EQ(m.sites.size(), 3u);
+  const analyses::ManagedTotals& s = m.sites.front();  // most on-demand time first
+  EXPECT_EQ(s.callsite, faulty);
+  EXPECT_EQ(s.on_demand_bytes, 10 * MiB);
+  EXPECT_EQ(s.htod_migrations, 4u);
+  EXPECT_EQ(s.dtoh_migrations, 1u);
+  // The fault's 1 ms covers the four H2D migrations; the D2H adds 0.5 ms.
+  EXPECT_EQ(s.on_demand_ns, 1'500'000u);
+  EXPECT_EQ(s.migration_ns, 4 * 150'000u + 500'000u);
+
+  const analyses::Finding* f = find_finding(r, "managed_migrations");
+  ASSERT_TRUE(f);
+  ASSERT_EQ(f->sites.size(), 1u);  // the prefetched site and the unattributed 4 KiB are not in it
+  EXPECT_EQ(f->sites[0].callsite, faulty);
+  EXPECT_EQ(f->bytes, 10 * MiB);
+  EXPECT_EQ(f->time_ns, 1'500'000u);
+  // Nominal 50 GB/s: 10 MiB in 209,715 ns (8 MiB + 2 MiB, rounded down once).
+  EXPECT_EQ(f->estimated_recoverable_ns.value_or(0), 1'500'000u - 209'715u);
+}
+
+TEST_F(Managed, ReusedAddressGoesToTheLatestAllocation) {
+  SyntheticTrace t;
+  t.notes.push_back("cupti: unified memory records on");
+  const uint32_t first = t.site(0x401000), second = t.site(0x402000);
+  managed_alloc(t, kBase, 4 * MiB, first);
+  t.add(trace::EventKind::DeviceFree, "cudaFree", Direction::Unknown, MemKind::Unknown, MemKind::Managed, 0, 1000)
+      .address = kBase;
+  managed_alloc(t, kBase, 4 * MiB, second);
+  um(t, UmCounter::HtoD, kBase, t.clock_ns + 10, 100'000, 4 * MiB);
+  analyses::Report r = analyses::analyze(load(t));
+  const analyses::Finding* f = find_finding(r, "managed_migrations");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->callsites, std::vector<uint32_t>{second});
+}
+
+TEST_F(Managed, SaysWhyWhenNotRecorded) {
+  SyntheticTrace t;
+  t.notes.push_back("cupti: unified memory records unavailable: not supported here");
+  managed_alloc(t, kBase, 4 * MiB, t.site(0x401000));
+  analyses::Report r = analyses::analyze(load(t));
+  EXPECT_FALSE(r.managed.records_on);
+  ASSERT_EQ(r.managed.unavailable.size(), 1u);
+  EXPECT_NE(r.managed.unavailable[0].find("not supported here"), std::string::npos);
+  EXPECT_FALSE(find_finding(r, "managed_migrations"));
+}
+
+TEST_F(Managed, NothingWithoutManagedMemory) {
+  SyntheticTrace t;
+  t.copy(Direction::HtoD, MemKind::Pageable, 2 * MiB, 200'000);
+  analyses::Report r = analyses::analyze(load(t));
+  EXPECT_FALSE(r.managed.records_on);
+  EXPECT_TRUE(r.managed.sites.empty());
+  EXPECT_FALSE(find_finding(r, "managed_migrations"));
+}
+
+}  // namespace
+}  // namespace cuxfer
