@@ -8,6 +8,7 @@
 #include "analyzer/cli/diff_command.h"
 #include "analyzer/cli/export_command.h"
 #include "analyzer/cli/options.h"
+#include "analyzer/cli/policy_command.h"
 #include "analyzer/cli/report_command.h"
 #include "analyzer/launcher/record_command.h"
 
@@ -31,6 +32,11 @@ Commands:
   diff [--json] [-o FILE] BASE NEW
                  compare two runs of the same workload (e.g. without and with
                  --rewrite=pin) call site by call site; time recovered
+  policy [-o FILE] [--force] TRACE...
+                 write a policy file (docs/policy.md) with the rewrite paths
+                 the findings support per call or allocation site (stage,
+                 register, zero_copy), each with its estimated gain; apply it
+                 with record --policy FILE
   calibrate [-o FILE] [--device N]
                  measure this machine's transfer curves (pinned, pageable,
                  registration, host memcpy) into a machine profile that
@@ -45,7 +51,7 @@ Example:
   cuxfer record -- python train.py
   cuxfer report cuxfer-python-*.trace
 
-Documentation: docs/cli.md, docs/report.md, docs/trace-format.md.
+Documentation: docs/cli.md, docs/report.md, docs/policy.md, docs/trace-format.md.
 )";
 
 int help_for(const std::string& command) {
@@ -59,8 +65,10 @@ int help_for(const std::string& command) {
     std::fputs(cuxfer::cli::kDiffHelp, stdout);
   } else if (command == "calibrate") {
     std::fputs(cuxfer::cli::kCalibrateHelp, stdout);
+  } else if (command == "policy") {
+    std::fputs(cuxfer::cli::kPolicyHelp, stdout);
   } else {
-    std::fprintf(stderr, "cuxfer: no command '%s' (commands: record, report, diff, export, calibrate)\n", command.c_str());
+    std::fprintf(stderr, "cuxfer: no command '%s' (commands: record, report, diff, export, calibrate, policy)\n", command.c_str());
     return cuxfer::cli::kExitUsage;
   }
   return 0;
@@ -96,11 +104,12 @@ int main(int argc, char** argv) {
   if (command == "export") return cuxfer::cli::run_export(std::move(rest));
   if (command == "diff") return cuxfer::cli::run_diff(std::move(rest));
   if (command == "calibrate") return cuxfer::cli::run_calibrate(std::move(rest));
+  if (command == "policy") return cuxfer::cli::run_policy(std::move(rest));
   if (command.size() > 1 && command[0] == '-') {
     std::fprintf(stderr, "cuxfer: unknown option '%s' (try 'cuxfer --help')\n", command.c_str());
     return cuxfer::cli::kExitUsage;
   }
-  std::fprintf(stderr, "cuxfer: unknown command '%s' (commands: record, report, diff, export, calibrate; try 'cuxfer --help')\n",
+  std::fprintf(stderr, "cuxfer: unknown command '%s' (commands: record, report, diff, export, calibrate, policy; try 'cuxfer --help')\n",
                command.c_str());
   return cuxfer::cli::kExitUsage;
 }

@@ -112,31 +112,11 @@ int run_report(std::vector<std::string> args) {
   if (traces.empty()) return 1;  // each path already has its one line
   auto symbolizer = symbols.make();
   model::Job job = model::build_job(std::move(traces), *symbolizer);
-  // The machine profile: given, or found for the traces' host (never a
-  // simulated one for real traces, or the reverse).
   std::optional<model::MachineProfile> profile;
   std::string profile_note;
-  if (!profile_path.empty()) {
-    model::MachineProfile p;
-    std::string error;
-    if (!model::read_machine_profile(profile_path, p, error)) {
-      std::fprintf(stderr, "cuxfer report: --profile: %s\n", error.c_str());
-      return 1;
-    }
-    profile = std::move(p);
-  } else if (!no_profile && !job.processes.empty()) {
-    const auto& first = job.processes.front().trace;
-    profile = model::find_machine_profile(first.process.hostname);
-    if (profile && profile->simulated != (first.has_status && first.status.simulated)) profile.reset();
-    if (!profile)
-      profile_note = "estimates: no machine profile for host " + first.process.hostname +
-                     " (cuxfer calibrate makes one); they use the run's own pinned transfers, else nominal figures";
-  }
+  if (!choose_profile(job, profile_path, no_profile, "cuxfer report", profile, profile_note)) return 1;
   analyses::Thresholds thresholds;
-  if (profile) {
-    thresholds.profile = &*profile;
-    profile_note = "estimates: machine profile " + profile->path + " (" + profile->gpu_name + ", " + profile->created + ")";
-  }
+  if (profile) thresholds.profile = &*profile;
   analyses::Report report = analyses::analyze(job, thresholds);
   if (!profile_note.empty()) report.notes.push_back(profile_note);
   for (const auto& e : errors) report.notes.push_back("skipped " + e);

@@ -39,6 +39,31 @@ std::vector<trace::Trace> load_traces(const std::vector<std::string>& paths, con
   return traces;
 }
 
+bool choose_profile(const model::Job& job, const std::string& path, bool none, const char* command,
+                    std::optional<model::MachineProfile>& profile, std::string& note) {
+  profile.reset();
+  note.clear();
+  if (!path.empty()) {
+    model::MachineProfile p;
+    std::string error;
+    if (!model::read_machine_profile(path, p, error)) {
+      std::fprintf(stderr, "%s: --profile: %s\n", command, error.c_str());
+      return false;
+    }
+    profile = std::move(p);
+  } else if (!none && !job.processes.empty()) {
+    const auto& first = job.processes.front().trace;
+    profile = model::find_machine_profile(first.process.hostname);
+    if (profile && profile->simulated != (first.has_status && first.status.simulated)) profile.reset();
+    if (!profile)
+      note = "estimates: no machine profile for host " + first.process.hostname +
+             " (cuxfer calibrate makes one); they use the run's own pinned transfers, else nominal figures";
+  }
+  if (profile)
+    note = "estimates: machine profile " + profile->path + " (" + profile->gpu_name + ", " + profile->created + ")";
+  return true;
+}
+
 bool write_output(const std::string& path, const std::string& text, const char* command) {
   if (path.empty() || path == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);

@@ -3,10 +3,13 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "analyzer/cli/options.h"
+#include "analyzer/model/job.h"
+#include "analyzer/model/machine_profile.h"
 #include "analyzer/symbolize/symbolizer.h"
 #include "trace/reader.h"
 
@@ -22,6 +25,14 @@ struct SymbolOptions {
     return symbolize::make_symbolizer(enabled, sysroot);
   }
 };
+
+// The machine profile estimates use: `path` when given (--profile), else,
+// unless `none` (--no-profile), the profile of the traces' host (never a
+// simulated one for real traces, or the reverse). `note` says which, or that
+// there is none. False (after one line "<command>: --profile: ...") when the
+// given file cannot be used.
+bool choose_profile(const model::Job& job, const std::string& path, bool none, const char* command,
+                    std::optional<model::MachineProfile>& profile, std::string& note);
 
 // A directory stands for the cuxfer-*.trace files in it, in name order; one
 // that cannot be listed or holds none adds a line to `errors`.

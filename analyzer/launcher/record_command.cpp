@@ -21,6 +21,7 @@
 #include "analyzer/launcher/program_check.h"
 #include "analyzer/model/machine_profile.h"
 #include "analyzer/render/units.h"
+#include "policy/policy.h"
 
 extern char** environ;
 
@@ -47,6 +48,9 @@ Options:
                         staging buffers (transparently; the report says what
                         was staged); off: observe only. Default: neither, the
                         command inherits CUXFER_REWRITE (unset = off)
+  --policy FILE         apply a policy file (cuxfer policy writes one;
+                        docs/policy.md): checked before COMMAND starts, passed
+                        to the shim as CUXFER_POLICY (absolute path)
   --shim PATH           the shim library (default: ../lib/libcuxfer.so next
                         to this program, or $CUXFER_SHIM)
   -q, --quiet           print nothing but errors
@@ -99,6 +103,7 @@ struct RecordOptions {
   bool kernels = false;
   std::string rewrite;  // "pin" | "off" | "" (not set: CUXFER_REWRITE passes through)
   std::string shim;
+  std::string policy;  // --policy FILE, absolute once checked; "" = CUXFER_POLICY passes through
   bool quiet = false;
   std::vector<std::string> command;
 };
@@ -135,6 +140,9 @@ int parse(std::vector<std::string> args, RecordOptions& o) {
       o.name = v;
     } else if (in.option("shim", 0, v)) {
       o.shim = v;
+    } else if (in.option("policy", 0, v)) {
+      if (v.empty()) in.fail("--policy needs a file name");
+      o.policy = v;
     } else if (!in.failed()) {
       std::fprintf(stderr, "%s\n", in.unknown_option().c_str());
       return cli::kExitUsage;
@@ -240,6 +248,18 @@ int run_record(std::vector<std::string> args) {
   RecordOptions o;
   if (int rc = parse(std::move(args), o); rc >= 0) return rc;
 
+  // The policy file: read and validated here, so that a bad one is one line
+  // before the command starts rather than a message from every process.
+  if (!o.policy.empty()) {
+    policy::Policy p;
+    std::string error;
+    if (!policy::read_policy_file(o.policy, p, error)) return usage_error("--policy " + error);
+    std::error_code ec;
+    std::filesystem::path abs = std::filesystem::absolute(o.policy, ec);
+    if (ec) return usage_error(fmt::format("--policy {}: {}", o.policy, ec.message()));
+    o.policy = abs.lexically_normal().string();
+  }
+
   // Output directory: absolute, so that a child that changes directory still
   // writes where the user asked.
   // A directory that does not exist yet is created, like mkdir -p (trace
@@ -321,6 +341,7 @@ int run_record(std::vector<std::string> args) {
       {"CUXFER_LAUNCHER", "1"},
   };
   if (!o.rewrite.empty()) set["CUXFER_REWRITE"] = o.rewrite;
+  if (!o.policy.empty()) set["CUXFER_POLICY"] = o.policy;
   if (o.kernels) set["CUXFER_CUPTI_KERNELS"] = "1";
   apply_machine_profile(o, set);
   std::vector<std::string> unset;

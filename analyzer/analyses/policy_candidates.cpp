@@ -1,0 +1,295 @@
+#include "analyzer/analyses/policy_candidates.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "analyzer/render/units.h"
+
+namespace cuxfer::analyses {
+namespace {
+
+using trace::Direction;
+using trace::EventKind;
+using trace::MemKind;
+
+using SiteKey = std::tuple<policy::SiteKind, std::string, uint64_t>;
+
+struct Candidate {
+  policy::Entry entry;
+  std::map<std::string, uint64_t> gain_by_finding;  // summed over processes
+  std::vector<std::string> reasons;
+  bool reuses_buffer = false;
+  unsigned directions = 0;  // bit 0 H2D, bit 1 D2H
+};
+
+// Names a job site by build id + offset. False with `why` when it cannot be.
+bool identify(const model::Job& job, uint32_t site_index, policy::SiteKind kind, policy::Site& out, std::string& why) {
+  const model::Site& s = job.sites[site_index];
+  const auto& modules = job.processes[s.process].trace.modules;
+  const trace::ModuleInfo* m = symbolize::find_module(modules, s.frame.address);
+  if (!m) {
+    why = "no recorded module holds its return address";
+    return false;
+  }
+  if (!policy::normalize_build_id(m->build_id, out.build_id)) {
+    why = "module " + m->path + " has no build id";
+    return false;
+  }
+  out.kind = kind;
+  out.offset = s.frame.address - m->base;
+  out.module = m->path;
+  out.symbol = s.frame.function;
+  out.source = s.frame.file.empty() ? "" : s.frame.file + ":" + std::to_string(s.frame.line);
+  return true;
+}
+
+// Per job site: copies of a pageable host buffer (same process, address and
+// size, at least the registration minimum) more than once, and directions.
+struct SiteUse {
+  std::vector<uint8_t> reuses;
+  std::vector<uint8_t> directions;
+};
+SiteUse site_use(const model::Job& job, uint64_t register_min) {
+  SiteUse u{std::vector<uint8_t>(job.sites.size()), std::vector<uint8_t>(job.sites.size())};
+  std::set<std::tuple<uint32_t, uint64_t, uint64_t>> seen;  // (site, address, bytes); a site is one process
+  for (const model::Call& c : job.calls) {
+    if (c.kind() != EventKind::Copy || c.failed() || c.site == model::kNoSite) continue;
+    if (c.cls.memory != MemKind::Pageable) continue;
+    const bool h2d = c.cls.direction == Direction::HtoD, d2h = c.cls.direction == Direction::DtoH;
+    if (!h2d && !d2h) continue;
+    u.directions[c.site] |= h2d ? 1 : 2;
+    if (c.bytes() >= register_min && !seen.emplace(c.site, c.event->address, c.bytes()).second) u.reuses[c.site] = 1;
+  }
+  return u;
+}
+
+// A device allocation of one process, live from `t_alloc` until `t_free`.
+struct Allocation {
+  uint64_t address, bytes, t_alloc, t_free;
+  uint32_t site;
+};
+
+class AllocationIndex {  // per process, sorted by address
+ public:
+  explicit AllocationIndex(const model::Job& job) : by_process_(job.processes.size()), max_bytes_(job.processes.size()) {
+    std::vector<std::vector<const model::Call*>> frees(job.processes.size());
+    for (const model::Call& c : job.calls) {
+      if (c.failed()) continue;
+      if (c.kind() == EventKind::DeviceAlloc && c.event->address)
+        by_process_[c.process].push_back({c.event->address, c.bytes(), c.event->t_enter_ns, UINT64_MAX, c.site});
+      else if (c.kind() == EventKind::DeviceFree)
+        frees[c.process].push_back(&c);
+    }
+    for (size_t p = 0; p < by_process_.size(); ++p) {
+      auto& allocs = by_process_[p];
+      std::sort(allocs.begin(), allocs.end(), [](const Allocation& a, const Allocation& b) {
+        return a.address != b.address ? a.address < b.address : a.t_alloc < b.t_alloc;
+      });
+      // Each free ends the latest allocation of its address made before it.
+      for (const model::Call* f : frees[p]) {
+        Allocation* best = nullptr;
+        for (auto it = std::lower_bound(allocs.begin(), allocs.end(), f->event->address,
+                                        [](const Allocation& a, uint64_t addr) { return a.address < addr; });
+             it != allocs.end() && it->address == f->event->address; ++it)
+          if (it->t_alloc <= f->event->t_enter_ns && it->t_free == UINT64_MAX) best = &*it;
+        if (best) best->t_free = f->event->t_enter_ns;
+      }
+      for (const Allocation& a : allocs) max_bytes_[p] = std::max(max_bytes_[p], a.bytes);
+    }
+  }
+  // The allocation that held `pointer` at `time`, or null.
+  const Allocation* find(uint32_t process, uint64_t pointer, uint64_t time) const {
+    const auto& allocs = by_process_[process];
+    auto it = std::upper_bound(allocs.begin(), allocs.end(), pointer,
+                               [](uint64_t addr, const Allocation& a) { return addr < a.address; });
+    while (it != allocs.begin()) {
+      --it;
+      if (it->address + max_bytes_[process] <= pointer) break;  // none further down can reach it
+      if (pointer < it->address + it->bytes && it->t_alloc <= time && time <= it->t_free) return &*it;
+    }
+    return nullptr;
+  }
+
+ private:
+  std::vector<std::vector<Allocation>> by_process_;
+  std::vector<uint64_t> max_bytes_;
+};
+
+std::string site_display(const model::Job& job, uint32_t site_index) {
+  return job.sites[site_index].frame.display();
+}
+
+}  // namespace
+
+PolicyCandidates derive_policy(const model::Job& job, const Report& report, const Thresholds& t) {
+  PolicyCandidates out;
+  std::map<SiteKey, Candidate> candidates;
+  std::set<std::string> skipped_lines;
+  const auto skip = [&](const std::string& line) {
+    if (skipped_lines.insert(line).second) out.skipped.push_back(line);
+  };
+  // The rewrite's thresholds, as the what-if uses them.
+  uint64_t stage_min[2] = {t.stage_min_h2d, t.stage_min_d2h};
+  if (t.profile) {
+    const uint32_t threads = std::clamp(t.profile->cores / 2, 1u, 8u);
+    for (int dir = 0; dir < 2; ++dir) stage_min[dir] = t.profile->stage_min(dir, threads).value_or(UINT64_MAX);
+  }
+  const SiteUse use = site_use(job, t.register_min);
+
+  // Call sites: register or stage.
+  for (const Finding& f : report.findings) {
+    if (f.kind != "rewrite_candidates" && f.kind != "large_pageable" && f.kind != "async_pageable") continue;
+    for (const FindingSite& fs : f.sites) {
+      if (fs.callsite == 0 || fs.callsite > job.sites.size()) continue;
+      const uint32_t site = fs.callsite - 1;
+      policy::Site id;
+      std::string why;
+      if (!identify(job, site, policy::SiteKind::Call, id, why)) {
+        skip(site_display(job, site) + " (" + f.kind + "): " + why);
+        continue;
+      }
+      Candidate& c = candidates[{id.kind, id.build_id, id.offset}];
+      if (c.entry.site.build_id.empty()) c.entry.site = id;
+      c.gain_by_finding[f.kind] += fs.estimated_recoverable_ns.value_or(0);
+      c.reuses_buffer |= use.reuses[site] != 0;
+      c.directions |= use.directions[site];
+      c.reasons.push_back(f.kind + ": " + std::to_string(fs.calls) + (fs.calls == 1 ? " copy, " : " copies, ") + render::format_bytes(fs.bytes) +
+                          ", " + render::format_duration(fs.time_ns));
+    }
+  }
+  for (auto& [key, c] : candidates) {
+    policy::Entry& e = c.entry;
+    if (c.reuses_buffer) {
+      e.path = policy::Path::Register;
+      e.min_bytes = t.register_min;
+      c.reasons.push_back("copies the same host buffer more than once: registered in place");
+    } else {
+      e.path = policy::Path::Stage;
+      if (c.gain_by_finding.count("rewrite_candidates")) {
+        uint64_t m = UINT64_MAX;
+        for (int dir = 0; dir < 2; ++dir)
+          if (c.directions & (1u << dir)) m = std::min(m, stage_min[dir]);
+        e.min_bytes = m == UINT64_MAX ? 0 : m;
+      } else if (c.gain_by_finding.count("large_pageable")) {
+        e.min_bytes = t.large_bytes;
+      }
+      c.reasons.push_back("no reused buffer: staged through pinned buffers");
+    }
+  }
+
+  // Allocation sites: zero-copy for the device buffers of tiny-copy storms.
+  std::unordered_set<uint32_t> storm_sites;  // site ids (index + 1)
+  for (const Finding& f : report.findings)
+    if (f.kind == "tiny_storm")
+      for (const FindingSite& fs : f.sites)
+        if (fs.callsite) storm_sites.insert(fs.callsite);
+  if (!storm_sites.empty()) {
+    std::unordered_map<uint64_t, uint64_t> device_ptr;  // (process, correlation id) -> device pointer
+    for (const model::Call& s : job.shim_calls)
+      if (s.kind() == EventKind::Fingerprint)
+        device_ptr[(uint64_t{s.process} << 32) | s.event->correlation_id] = s.event->stream;
+    const AllocationIndex allocations(job);
+    const double memcpy_gbps = t.profile && !t.profile->host_memcpy.empty() ? t.profile->memcpy_gbps(1)
+                                                                             : kNominalHostMemcpyGbps;
+    struct ZeroCopyAcc {
+      uint64_t h2d = 0, d2h = 0, bytes = 0, cpu_ns = 0, gain_ns = 0;
+      std::set<std::string> from;
+    };
+    std::map<SiteKey, ZeroCopyAcc> zero;
+    std::map<uint32_t, uint64_t> untied;  // storm site -> copies with no device pointer recorded
+    std::map<uint32_t, uint64_t> unowned;  // storm site -> copies into no recorded allocation
+    for (const model::Call& c : job.calls) {
+      if (c.kind() != EventKind::Copy || c.failed() || c.site == model::kNoSite) continue;
+      if (!storm_sites.count(c.site + 1) || c.bytes() > t.tiny_bytes) continue;
+      const trace::Event& e = *c.event;
+      const bool h2d = c.cls.direction == Direction::HtoD && e.dst_kind == static_cast<uint8_t>(MemKind::Device);
+      const bool d2h = c.cls.direction == Direction::DtoH && e.src_kind == static_cast<uint8_t>(MemKind::Device);
+      if (!h2d && !d2h) continue;
+      auto ptr = device_ptr.find((uint64_t{c.process} << 32) | e.correlation_id);
+      if (ptr == device_ptr.end()) {
+        ++untied[c.site];
+        continue;
+      }
+      const Allocation* a = allocations.find(c.process, ptr->second, e.t_enter_ns);
+      if (!a) {
+        ++unowned[c.site];
+        continue;
+      }
+      if (a->site == model::kNoSite) {
+        skip("a device allocation of " + render::format_bytes(a->bytes) + " (tiny_storm at " +
+             site_display(job, c.site) + "): its call site was not recorded");
+        continue;
+      }
+      policy::Site id;
+      std::string why;
+      if (!identify(job, a->site, policy::SiteKind::Allocation, id, why)) {
+        skip(site_display(job, a->site) + " (allocation, tiny_storm): " + why);
+        continue;
+      }
+      ZeroCopyAcc& z = zero[{id.kind, id.build_id, id.offset}];
+      Candidate& cand = candidates[{id.kind, id.build_id, id.offset}];
+      if (cand.entry.site.build_id.empty()) cand.entry.site = id;
+      const double host = static_cast<double>(kZeroCopyAccessNs) + static_cast<double>(c.bytes()) / memcpy_gbps;
+      const uint64_t host_ns = static_cast<uint64_t>(std::llround(host));
+      z.h2d += h2d;
+      z.d2h += d2h;
+      z.bytes += c.bytes();
+      z.cpu_ns += c.cpu_ns();
+      z.gain_ns += c.cpu_ns() > host_ns ? c.cpu_ns() - host_ns : 0;
+      z.from.insert(site_display(job, c.site));
+    }
+    for (auto& [key, z] : zero) {
+      Candidate& c = candidates[key];
+      c.entry.path = policy::Path::ZeroCopy;
+      c.gain_by_finding["tiny_storm"] += z.gain_ns;
+      std::string from;
+      for (const auto& s : z.from) from += (from.empty() ? "" : ", ") + s;
+      c.reasons.push_back("tiny_storm: " + std::to_string(z.h2d) + " tiny H2D and " + std::to_string(z.d2h) +
+                          " tiny D2H copies (" + render::format_bytes(z.bytes) + ", " +
+                          render::format_duration(z.cpu_ns) + " CPU-blocked) from " + from +
+                          " into this allocation; mapped pinned host memory makes each a host memcpy, estimated at " +
+                          std::to_string(kZeroCopyAccessNs) + " ns + bytes at " +
+                          fmt::format("{:.1f}", memcpy_gbps) + " GB/s; kernels then read it over the bus");
+    }
+    for (const auto& [site, n] : untied)
+      skip(std::to_string(n) + " tiny copies at " + site_display(job, site) +
+           " (tiny_storm): no device pointer recorded (the shim records it with a copy's fingerprint, from "
+           "CUXFER_FINGERPRINT_MIN bytes): record with CUXFER_FINGERPRINT_MIN=64 to tie them to their allocation");
+    for (const auto& [site, n] : unowned)
+      skip(std::to_string(n) + " tiny copies at " + site_display(job, site) +
+           " (tiny_storm): their device pointer is in no recorded device allocation");
+  }
+
+  // Entries: the largest finding's estimate (findings overlap, never add up).
+  for (auto& [key, c] : candidates) {
+    if (c.gain_by_finding.empty()) continue;
+    uint64_t gain = 0;
+    for (const auto& [finding, g] : c.gain_by_finding) {
+      gain = std::max(gain, g);
+      c.entry.findings.push_back(finding);
+    }
+    if (gain == 0) {
+      const policy::Site& s = c.entry.site;
+      skip((s.symbol.empty() ? fmt::format("{}+0x{:x}", s.module, s.offset) : s.symbol) + " (" +
+           policy::path_name(c.entry.path) + "): no estimated gain");
+      continue;
+    }
+    c.entry.estimated_gain_ns = gain;
+    for (const auto& r : c.reasons) c.entry.reason += (c.entry.reason.empty() ? "" : "; ") + r;
+    out.policy.entries.push_back(std::move(c.entry));
+  }
+  std::stable_sort(out.policy.entries.begin(), out.policy.entries.end(),
+                   [](const policy::Entry& a, const policy::Entry& b) {
+                     return a.estimated_gain_ns.value_or(0) > b.estimated_gain_ns.value_or(0);
+                   });
+  return out;
+}
+
+}  // namespace cuxfer::analyses

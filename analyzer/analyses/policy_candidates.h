@@ -1,0 +1,46 @@
+// `cuxfer policy`: the policy entries (policy/policy.h, docs/policy.md) that
+// the report's findings support, each with its estimated gain and the
+// findings behind it.
+//
+//   rewrite_candidates, large_pageable, async_pageable  -> per call site:
+//       `register` when the site copies the same host buffer (>= the
+//       registration minimum) more than once, else `stage`;
+//       gain: the largest of the findings' estimates for the site (findings
+//       overlap: a copy can be in several, so their estimates are not added).
+//   tiny_storm -> per device allocation site: `zero_copy` for the allocation
+//       that the storm's tiny H2D copies write into / D2H copies read from
+//       (the copy's device pointer, recorded with its content fingerprint,
+//       inside a live DeviceAlloc of the same process); gain: the copies'
+//       CPU-blocked time minus an estimate of the host memcpy that replaces
+//       each (kZeroCopyAccessNs + bytes at the host memcpy bandwidth).
+//
+// Sites are named by build id + offset; a site whose frame lies in no
+// recorded module, or in one without a build id, cannot be named so and is
+// skipped with a line in `skipped`. Sites of several processes of the same
+// binary are one entry (their gains add up).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analyzer/analyses/report.h"
+#include "policy/policy.h"
+
+namespace cuxfer::analyses {
+
+// The host-side cost that zero-copy leaves of a tiny copy: a fixed cost per
+// access (the call, and the ordering the shim must keep with the stream) and
+// the memcpy itself at the profile's one-thread host memcpy bandwidth, else
+// kNominalHostMemcpyGbps. Deliberately pessimistic next to a bare memcpy.
+inline constexpr uint64_t kZeroCopyAccessNs = 200;
+inline constexpr double kNominalHostMemcpyGbps = 5.0;
+
+struct PolicyCandidates {
+  policy::Policy policy;              // entries, largest estimated gain first
+  std::vector<std::string> skipped;   // one line per site (or group of copies) not proposed, and why
+};
+
+PolicyCandidates derive_policy(const model::Job& job, const Report& report, const Thresholds& t);
+
+}  // namespace cuxfer::analyses

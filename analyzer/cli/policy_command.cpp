@@ -1,0 +1,197 @@
+#include "analyzer/cli/policy_command.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "analyzer/analyses/policy_candidates.h"
+#include "analyzer/analyses/report.h"
+#include "analyzer/cli/options.h"
+#include "analyzer/cli/trace_inputs.h"
+#include "analyzer/model/job.h"
+#include "analyzer/render/units.h"
+#include "policy/policy.h"
+
+namespace cuxfer::cli {
+
+const char* const kPolicyHelp =
+    R"(Usage: cuxfer policy [options] TRACE...
+
+Reads one or more cuxfer traces (one job; a directory stands for the
+cuxfer-*.trace files in it) and writes a policy file (cuxfer.policy/1,
+docs/policy.md) with the candidates the report's findings support, each with
+its estimated gain and the findings behind it:
+  register / stage  call sites of rewrite_candidates, large_pageable and
+                    async_pageable (register when the site reuses a buffer)
+  zero_copy         the allocation site of the device buffer a tiny_storm's
+                    copies write into or read from (record with
+                    CUXFER_FINGERPRINT_MIN=64 so tiny copies carry their
+                    device pointer)
+Sites are named by module build id + offset; those that cannot be (no build
+id) are skipped, and the summary says so. Review the file, then apply it with
+`cuxfer record --policy FILE -- COMMAND`.
+
+Options:
+  -o, --output FILE  the policy file (default cuxfer-policy.json; '-': stdout,
+                     the summary then goes to stderr)
+  --force            replace FILE if it exists (default: refuse)
+  --no-symbols       do not open the traced binaries (readable names are then
+                     module+offset only; the sites are the same)
+  --sysroot DIR      look for the traced binaries under DIR first
+  --profile FILE     estimate from this machine profile (cuxfer calibrate)
+  --no-profile       estimate without a machine profile
+  -q, --quiet        no summary
+  -h, --help         show this help
+
+Exit status: 0 written (also with no candidates); 1 no trace could be read,
+or FILE could not be written; 2 usage error.
+)";
+
+namespace {
+
+// Exclusive create unless `force`; one line on failure.
+bool write_policy_file(const std::string& path, const std::string& text, bool force) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (force ? O_TRUNC : O_EXCL), 0644);
+  if (fd < 0) {
+    const int err = errno;
+    std::fprintf(stderr, "cuxfer policy: cannot write %s: %s%s\n", path.c_str(), std::strerror(err),
+                 err == EEXIST ? " (--force replaces it)" : "");
+    return false;
+  }
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      std::fprintf(stderr, "cuxfer policy: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+      ::close(fd);
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) {
+    std::fprintf(stderr, "cuxfer policy: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+std::string site_name(const policy::Site& s) {
+  std::string name = !s.symbol.empty() ? s.symbol : fmt::format("+0x{:x}", s.offset);
+  if (!s.source.empty()) name += " (" + s.source.substr(s.source.rfind('/') + 1) + ")";
+  std::string module = s.module.substr(s.module.rfind('/') + 1);
+  if (!module.empty()) name += " [" + module + "]";
+  return name;
+}
+
+std::string summary(const analyses::PolicyCandidates& c, const std::string& where) {
+  std::string out;
+  size_t calls = 0, allocations = 0;
+  for (const auto& e : c.policy.entries) (e.site.kind == policy::SiteKind::Call ? calls : allocations)++;
+  out += fmt::format("cuxfer policy: wrote {}: {} entr{} ({} call site{}, {} allocation site{})\n", where,
+                     c.policy.entries.size(), c.policy.entries.size() == 1 ? "y" : "ies", calls, calls == 1 ? "" : "s",
+                     allocations, allocations == 1 ? "" : "s");
+  if (!c.policy.entries.empty()) {
+    out += fmt::format("  {:<11} {:<10} {:>10}  {:<36} {}\n", "path", "site", "est. gain", "findings", "where");
+    for (const auto& e : c.policy.entries) {
+      std::string findings;
+      for (const auto& f : e.findings) findings += (findings.empty() ? "" : ", ") + f;
+      out += fmt::format("  {:<11} {:<10} {:>10}  {:<36} {}\n", policy::path_name(e.path),
+                         policy::site_kind_name(e.site.kind), render::format_duration(e.estimated_gain_ns.value_or(0)),
+                         findings, site_name(e.site));
+    }
+    out += "  (gains are estimates: docs/policy.md says how each is made)\n";
+  } else {
+    out += "  no candidates: no finding supports a policy entry in these traces\n";
+  }
+  if (!c.skipped.empty()) {
+    out += fmt::format("  skipped {}:\n", c.skipped.size());
+    for (const auto& s : c.skipped) out += "    " + s + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+int run_policy(std::vector<std::string> args) {
+  ArgReader in("cuxfer policy", std::move(args));
+  SymbolOptions symbols;
+  std::string output = "cuxfer-policy.json", profile_path;
+  bool force = false, no_profile = false, quiet = false;
+  std::vector<std::string> paths;
+  while (!in.done() && !in.failed()) {
+    if (in.end_of_options()) {
+      for (auto& p : in.rest()) paths.push_back(std::move(p));
+      break;
+    }
+    std::string value;
+    if (!in.at_option()) {
+      paths.push_back(in.take());
+    } else if (symbols.take(in)) {
+    } else if (in.flag("help", 'h')) {
+      std::fputs(kPolicyHelp, stdout);
+      return 0;
+    } else if (in.option("output", 'o', value)) {
+      if (value.empty()) in.fail("--output needs a file name");
+      output = value;
+    } else if (in.flag("force")) {
+      force = true;
+    } else if (in.option("profile", 0, value)) {
+      profile_path = value;
+    } else if (in.flag("no-profile")) {
+      no_profile = true;
+    } else if (in.flag("quiet", 'q')) {
+      quiet = true;
+    } else if (!in.failed()) {
+      std::fprintf(stderr, "%s\n", in.unknown_option().c_str());
+      return kExitUsage;
+    }
+  }
+  if (in.failed()) {
+    std::fprintf(stderr, "%s\n", in.error().c_str());
+    return kExitUsage;
+  }
+  if (paths.empty()) {
+    std::fprintf(stderr, "cuxfer policy: no trace given (usage: cuxfer policy [-o FILE] [--force] TRACE...)\n");
+    return kExitUsage;
+  }
+  // Refuse before the (possibly long) analysis when the file is already there.
+  if (!force && output != "-" && ::access(output.c_str(), F_OK) == 0) {
+    std::fprintf(stderr, "cuxfer policy: cannot write %s: File exists (--force replaces it)\n", output.c_str());
+    return 1;
+  }
+  std::vector<std::string> errors;
+  auto traces = load_traces(paths, "cuxfer policy", errors);
+  if (traces.empty()) return 1;
+  auto symbolizer = symbols.make();
+  model::Job job = model::build_job(std::move(traces), *symbolizer);
+  std::optional<model::MachineProfile> profile;
+  std::string profile_note;
+  if (!choose_profile(job, profile_path, no_profile, "cuxfer policy", profile, profile_note)) return 1;
+  analyses::Thresholds thresholds;
+  if (profile) thresholds.profile = &*profile;
+  const analyses::Report report = analyses::analyze(job, thresholds);
+  analyses::PolicyCandidates candidates = analyses::derive_policy(job, report, thresholds);
+  candidates.policy.generator = std::string("cuxfer ") + CUXFER_VERSION + " policy";
+  candidates.policy.comment = "Candidates from the findings of " + std::to_string(job.processes.size()) +
+                              " process trace(s)" + (report.simulated ? " recorded on SIMULATED CUDA" : "") +
+                              ". Gains are estimates (" + profile_note.substr(profile_note.rfind("estimates: ", 0) == 0 ? 11 : 0) + "). Review before use: docs/policy.md.";
+  const std::string text = policy::write_policy(candidates.policy);
+  if (output == "-") {
+    if (!write_output(output, text, "cuxfer policy")) return 1;
+  } else if (!write_policy_file(output, text, force)) {
+    return 1;
+  }
+  if (!quiet) {
+    std::string s = summary(candidates, output == "-" ? "standard output" : output);
+    std::fputs(s.c_str(), output == "-" ? stderr : stdout);
+  }
+  return 0;
+}
+
+}  // namespace cuxfer::cli

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""`cuxfer policy` end to end (stdlib only): records test apps on the
+simulated CUDA, writes their policy files and checks the entries.
+
+  run_policy.py --cuxfer build/bin/cuxfer --sim build/testapps/sim --mode simshared --workdir DIR
+
+  - tiny_storm 5000 64, recorded with CUXFER_FINGERPRINT_MIN=64 (tiny copies
+    then carry their device pointer): exactly one entry, zero_copy for the
+    cudaMalloc site, supported by tiny_storm, with a gain; recorded without it,
+    no zero_copy entry and a note that says how to get one;
+  - pageable_loop 8 2M: the H2D and the D2H call sites, each `register` (the
+    same 2 MiB buffers every iteration), supported by rewrite_candidates;
+  - the file is not replaced without --force; `cuxfer record --policy` takes
+    the written file and refuses a bad one with one line and exit 2.
+
+Exit status: 0 pass, 1 fail, 77 skip (the app printed "no GPU" and exited 77).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+SKIP = 77
+failures: list[str] = []
+
+
+def check(ok: bool, what: str) -> None:
+    if not ok:
+        failures.append(what)
+        print("FAIL: " + what, flush=True)
+
+
+def run(cmd: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    print("+ " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    sys.stdout.write(p.stdout + p.stderr)
+    return p
+
+
+def source_line(app_source: Path, pattern: str) -> int:
+    for i, line in enumerate(app_source.read_text().splitlines(), 1):
+        if re.search(pattern, line):
+            return i
+    raise SystemExit(f"{pattern!r} not in {app_source}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cuxfer", required=True)
+    ap.add_argument("--sim", required=True, help="directory of the simulated test apps")
+    ap.add_argument("--mode", default="simshared")
+    ap.add_argument("--testapps", required=True, help="testapps/ source directory (for line numbers)")
+    ap.add_argument("--workdir", required=True)
+    a = ap.parse_args()
+    out = Path(a.workdir)
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    env = dict(os.environ)
+    env["CUXFER_PROFILE_DIR"] = "/nonexistent/cuxfer-test-profiles"  # hermetic estimates
+    for k in ("CUXFER_REWRITE", "CUXFER_POLICY", "CUXFER_FINGERPRINT", "CUXFER_FINGERPRINT_MIN"):
+        env.pop(k, None)
+    sim = Path(a.sim)
+    tiny_app = sim / f"tiny_storm-{a.mode}"
+    loop_app = sim / f"pageable_loop-{a.mode}"
+
+    # tiny_storm, its device pointers recorded.
+    p = run([a.cuxfer, "record", "-q", "-o", str(out / "tiny"), "--", str(tiny_app), "5000", "64"],
+            dict(env, CUXFER_FINGERPRINT_MIN="64"))
+    if p.returncode == SKIP:
+        return SKIP
+    check(p.returncode == 0, f"record tiny_storm exited {p.returncode}")
+    policy = out / "tiny.json"
+    p = run([a.cuxfer, "policy", "-o", str(policy), str(out / "tiny")], env)
+    check(p.returncode == 0, f"policy tiny exited {p.returncode}")
+    doc = json.loads(policy.read_text())
+    check(doc["schema"] == "cuxfer.policy/1", f"schema {doc['schema']!r}")
+    zero = [e for e in doc["entries"] if e["path"] == "zero_copy"]
+    check(len(zero) == 1, f"expected one zero_copy entry, got {len(zero)}: {doc['entries']}")
+    if zero:
+        e = zero[0]
+        site = e["site"]
+        check(site["kind"] == "allocation", f"zero_copy site kind {site['kind']!r}")
+        check(re.fullmatch(r"[0-9a-f]{2,128}", site["build_id"]) is not None, f"build id {site['build_id']!r}")
+        check(re.fullmatch(r"0x[0-9a-f]+", site["offset"]) is not None, f"offset {site['offset']!r}")
+        check(site.get("module") == str(tiny_app), f"module {site.get('module')!r}")
+        malloc_line = source_line(Path(a.testapps) / "tiny_storm.cpp", r"cudaMalloc\(")
+        if "source" in site:  # line info (Debug/RelWithDebInfo builds)
+            check(site["source"].endswith(f"tiny_storm.cpp:{malloc_line}"),
+                  f"zero_copy source {site['source']!r}, expected the cudaMalloc line {malloc_line}")
+        check(e["findings"] == ["tiny_storm"], f"zero_copy findings {e['findings']}")
+        check(e.get("estimated_gain_ns", 0) > 0, "zero_copy without a gain")
+        check("5000 tiny H2D" in e.get("reason", ""), f"zero_copy reason {e.get('reason')!r}")
+    check(all(e["site"]["kind"] == "call" for e in doc["entries"] if e["path"] != "zero_copy"),
+          "only the zero_copy entry is an allocation site")
+
+    # Not replaced without --force; replaced with it.
+    p = run([a.cuxfer, "policy", "-o", str(policy), str(out / "tiny")], env)
+    check(p.returncode == 1, f"policy over an existing file exited {p.returncode}")
+    check(p.stderr.count("\n") == 1 and "File exists" in p.stderr, f"stderr {p.stderr!r}")
+    p = run([a.cuxfer, "policy", "-q", "--force", "-o", str(policy), str(out / "tiny")], env)
+    check(p.returncode == 0 and p.stdout == "", f"policy --force -q exited {p.returncode}, printed {p.stdout!r}")
+
+    # Without device pointers: no zero_copy entry, and a note says why.
+    p = run([a.cuxfer, "record", "-q", "-o", str(out / "tiny_nofp"), "--", str(tiny_app), "5000", "64"], env)
+    check(p.returncode == 0, f"record tiny_storm (no fingerprints) exited {p.returncode}")
+    p = run([a.cuxfer, "policy", "-o", str(out / "tiny_nofp.json"), str(out / "tiny_nofp")], env)
+    check(p.returncode == 0, f"policy tiny_nofp exited {p.returncode}")
+    check("CUXFER_FINGERPRINT_MIN=64" in p.stdout, "no note about recording device pointers")
+    nofp = json.loads((out / "tiny_nofp.json").read_text())
+    check(not [e for e in nofp["entries"] if e["path"] == "zero_copy"], "zero_copy without device pointers")
+
+    # pageable_loop: both copy sites registered.
+    p = run([a.cuxfer, "record", "-q", "-o", str(out / "loop"), "--", str(loop_app), "8", "2M"], env)
+    check(p.returncode == 0, f"record pageable_loop exited {p.returncode}")
+    loop_policy = out / "loop.json"
+    p = run([a.cuxfer, "policy", "-o", str(loop_policy), str(out / "loop")], env)
+    check(p.returncode == 0, f"policy loop exited {p.returncode}")
+    loop = json.loads(loop_policy.read_text())
+    regs = [e for e in loop["entries"] if e["path"] == "register"]
+    check(len(loop["entries"]) == 2 and len(regs) == 2, f"expected two register entries: {loop['entries']}")
+    lines = {source_line(Path(a.testapps) / "pageable_loop.cpp", r"cudaMemcpyHostToDevice"),
+             source_line(Path(a.testapps) / "pageable_loop.cpp", r"cudaMemcpyDeviceToHost")}
+    for e in regs:
+        check(e["site"]["kind"] == "call", f"register site kind {e['site']['kind']!r}")
+        check("rewrite_candidates" in e["findings"], f"register findings {e['findings']}")
+        check(e.get("min_bytes") == 1 << 20, f"register min_bytes {e.get('min_bytes')}")
+        check(e.get("estimated_gain_ns", 0) > 0, "register entry without a gain")
+    if all("source" in e["site"] for e in regs):
+        got = {int(e["site"]["source"].rsplit(":", 1)[1]) for e in regs}
+        check(got == lines, f"register sites at lines {sorted(got)}, expected {sorted(lines)}")
+    gains = [e["estimated_gain_ns"] for e in loop["entries"]]
+    check(gains == sorted(gains, reverse=True), "entries not sorted by gain")
+
+    # cuxfer record --policy: the written file is accepted; a bad one is one line, exit 2.
+    p = run([a.cuxfer, "record", "-q", "-o", str(out / "applied"), "--policy", str(loop_policy), "--",
+             str(loop_app), "2", "64K"], env)
+    check(p.returncode == 0, f"record --policy exited {p.returncode}")
+    bad = out / "bad.json"
+    bad.write_text('{"schema": "cuxfer.policy/1", "entries": [{"site": {"kind": "call", "build_id": "ab", '
+                   '"offset": "0x10"}, "path": "pin"}]}\n')
+    p = run([a.cuxfer, "record", "-q", "-o", str(out / "bad"), "--policy", str(bad), "--", str(loop_app), "2", "64K"],
+            env)
+    check(p.returncode == 2, f"record --policy BAD exited {p.returncode}")
+    check(p.stderr == f"cuxfer record: --policy {bad}: entries[0].path: unknown path 'pin' "
+                      "(passthrough, stage, register, zero_copy or exclude)\n", f"stderr {p.stderr!r}")
+
+    if not failures:
+        print("PASS")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
