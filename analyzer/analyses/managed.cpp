@@ -74,15 +74,17 @@ struct SiteAcc {
 };
 
 bool on_demand_cause(uint8_t cause) {
-  // Coherence: a processor touched a page resident elsewhere. Unknown is what
-  // drivers report for fault-driven migrations on some platforms.
+  // Coherence: a processor touched a page resident elsewhere. Prefetch is the
+  // driver's speculative migration around such a fault (on the H200 it moves
+  // most of the bytes of a faulting kernel): the app asked for none of it.
+  // Unknown is what drivers report for fault-driven migrations on some platforms.
   return cause == static_cast<uint8_t>(trace::UmCause::Coherence) ||
+         cause == static_cast<uint8_t>(trace::UmCause::Prefetch) ||
          cause == static_cast<uint8_t>(trace::UmCause::Unknown);
 }
 
-bool prefetch_cause(uint8_t cause) {
-  return cause == static_cast<uint8_t>(trace::UmCause::User) || cause == static_cast<uint8_t>(trace::UmCause::Prefetch);
-}
+// The app's own cudaMemPrefetchAsync.
+bool prefetch_cause(uint8_t cause) { return cause == static_cast<uint8_t>(trace::UmCause::User); }
 
 // (process index, callsite) -> accumulation, filled from the whole job.
 std::map<std::pair<uint32_t, uint32_t>, SiteAcc> accumulate(const model::Job& job, Managed& m) {

@@ -131,8 +131,10 @@ struct ManagedTotals {
   uint32_t callsite = 0;  // 0: the allocation's site is unknown (or the address is in no recorded allocation)
   uint64_t allocations = 0, allocated_bytes = 0;
   uint64_t htod_bytes = 0, dtoh_bytes = 0, htod_migrations = 0, dtoh_migrations = 0;
-  uint64_t on_demand_bytes = 0;  // of those: migrated because something touched a page that was elsewhere
-  uint64_t prefetched_bytes = 0;  // of those: moved by an explicit or speculative prefetch
+  // Of those: migrated because something touched a page that was elsewhere,
+  // including the driver's speculative migration around such a fault.
+  uint64_t on_demand_bytes = 0;
+  uint64_t prefetched_bytes = 0;  // of those: moved by the app's cudaMemPrefetchAsync
   uint64_t migration_ns = 0;      // summed durations of the migrations
   uint64_t on_demand_ns = 0;      // time with an on-demand migration or GPU fault being served (union)
   uint64_t gpu_fault_groups = 0, cpu_faults = 0;

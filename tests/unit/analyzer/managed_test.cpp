@@ -103,6 +103,21 @@ TEST_F(Managed, ReusedAddressGoesToTheLatestAllocation) {
   EXPECT_EQ(f->callsites, std::vector<uint32_t>{second});
 }
 
+TEST_F(Managed, DriverSpeculativePrefetchIsOnDemand) {
+  // The driver migrates around a faulting page on its own (cause Prefetch):
+  // the app asked for none of it, so it counts as on demand, not prefetched.
+  SyntheticTrace t;
+  t.notes.push_back("cupti: unified memory records on");
+  managed_alloc(t, kBase, 64 * MiB, t.site(0x401000));
+  const uint64_t t0 = t.clock_ns + 1000;
+  um(t, UmCounter::HtoD, kBase, t0, 100'000, 2 * MiB, UmCause::Prefetch);
+  um(t, UmCounter::HtoD, kBase + 2 * MiB, t0 + 200'000, 100'000, 2 * MiB, UmCause::User);
+  analyses::Report r = analyses::analyze(load(t));
+  EXPECT_EQ(r.managed.total.on_demand_bytes, 2 * MiB);
+  EXPECT_EQ(r.managed.total.prefetched_bytes, 2 * MiB);
+  EXPECT_EQ(r.managed.total.on_demand_ns, 100'000u);
+}
+
 TEST_F(Managed, SaysWhyWhenNotRecorded) {
   SyntheticTrace t;
   t.notes.push_back("cupti: unified memory records unavailable: not supported here");
