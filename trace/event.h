@@ -66,7 +66,9 @@ struct Event {
   uint64_t t_enter_ns;   // CLOCK_MONOTONIC, nanoseconds
   uint64_t t_exit_ns;
   uint64_t bytes;        // payload bytes (copy, memset, allocation size)
-  uint64_t address;      // copies: host-side pointer (0 if none); allocations: the pointer
+  uint64_t address;      // copies: host-side pointer; device-to-device copies (DtoD, Peer):
+                         // the source device ordinal + 1 (0 unknown; `device` is the
+                         // destination's); allocations: the pointer
   uint64_t stream;       // CUstream handle value as the app passed it (0 = legacy default)
   uint32_t correlation_id;  // shim's id; matches GpuRecord::correlation_id
   uint32_t thread_id;       // kernel tid of the calling thread

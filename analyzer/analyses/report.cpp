@@ -61,6 +61,7 @@ Report analyze(const model::Job& job, const Thresholds& thresholds) {
     for (auto& f : find(tally, thresholds)) r.findings.push_back(std::move(f));
   for (auto& f : find_rewrite_candidates(tally, thresholds)) r.findings.push_back(std::move(f));
   r.devices = device_totals(job, tally);
+  r.peer_pairs = peer_pairs(job, tally);
   // Overlap and sync_copy_idle need kernel records and make their own pass
   // over the copies only then (overlap.cpp): without them they return at once.
   r.overlap = overlap_totals(job);

@@ -107,6 +107,15 @@ struct DeviceTotals {
   std::optional<uint64_t> gpu_ns;
 };
 
+// Peer (GPU to GPU across devices) copies per process and device pair.
+// Device -1: the shim could not tell (a trace from before pairs were recorded).
+struct PeerPair {
+  uint32_t pid = 0;
+  int src_device = -1, dst_device = -1;
+  uint64_t calls = 0, bytes = 0, cpu_blocked_ns = 0;
+  std::optional<uint64_t> gpu_ns;
+};
+
 // Copy/compute overlap per process and device (needs kernel records:
 // `cuxfer record --kernels`).
 struct DeviceOverlap {
@@ -199,6 +208,7 @@ struct Report {
   Overlap overlap;
   Managed managed;
   std::vector<DeviceTotals> devices;  // per process and device
+  std::vector<PeerPair> peer_pairs;   // per process and (source, destination) device
   std::vector<CallSiteTotals> callsites;  // all, most CPU-blocked time first
   uint64_t calls_without_site = 0;        // copies with no captured call site
   std::vector<Finding> findings;

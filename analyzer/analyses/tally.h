@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
+#include <tuple>
 #include <cstdint>
 #include <vector>
 
@@ -139,10 +141,14 @@ struct DeviceAcc {
 struct DeviceTally {
   static constexpr int kOffset = 128;  // Event::device is an int8_t: slot device + 128
   std::vector<std::vector<DeviceAcc>> by_process;
+  // (process, source device, destination device) -> peer copies; rare, so a map.
+  std::map<std::tuple<uint32_t, int, int>, PeerPair> peers;
   uint32_t last_process = UINT32_MAX;
   int last_device = 0;
   DeviceAcc* cur = nullptr;
 };
+// A successful peer copy (devices.cpp).
+void add_peer_copy(DeviceTally& t, const model::Call& c);
 // A successful copy.
 inline void add_device_copy(DeviceTally& t, const model::Call& c) {
   const int device = c.event->device;
@@ -166,6 +172,7 @@ inline void add_device_copy(DeviceTally& t, const model::Call& c) {
   }
   a.dir_bytes[static_cast<unsigned>(c.cls.direction)] += bytes;  // classify() bounds it
   d.pageable_bytes += model::crosses_host_link(c.cls.direction) && model::is_pageable(c.cls) ? bytes : 0;
+  if (c.cls.direction == trace::Direction::Peer) add_peer_copy(t, c);
 }
 
 struct JobTally {
@@ -197,5 +204,6 @@ std::vector<Finding> find_large_pageable(const JobTally& tally, const Thresholds
 std::vector<Finding> find_tiny_storm(const JobTally& tally, const Thresholds& t);
 std::vector<Finding> find_rewrite_candidates(const JobTally& tally, const Thresholds& t);  // rewrite_whatif.cpp
 std::vector<DeviceTotals> device_totals(const model::Job& job, const JobTally& tally);   // devices.cpp
+std::vector<PeerPair> peer_pairs(const model::Job& job, const JobTally& tally);         // devices.cpp
 
 }  // namespace cuxfer::analyses

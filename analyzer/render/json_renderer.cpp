@@ -155,6 +155,16 @@ json report_to_json(const analyses::Report& r, const JsonOptions& options) {
     e["callsite"] = s.callsite;
     managed_sites.push_back(std::move(e));
   }
+  json pairs = json::array();
+  for (const auto& p : r.peer_pairs)
+    pairs.push_back({{"pid", p.pid},
+                     {"src_device", p.src_device},
+                     {"dst_device", p.dst_device},
+                     {"calls", p.calls},
+                     {"bytes", p.bytes},
+                     {"cpu_blocked_ns", p.cpu_blocked_ns},
+                     {"gpu_ns", p.gpu_ns ? json(*p.gpu_ns) : json(nullptr)}});
+  j["peer_pairs"] = std::move(pairs);
   j["managed"] = {{"records_on", r.managed.records_on},
                   {"unavailable", r.managed.unavailable},
                   {"total", managed_json(r.managed.total)},

@@ -213,6 +213,23 @@ void devices(std::string& out, const Report& r, size_t width) {
             width, "  ", "    ");
 }
 
+// Peer copies per device pair; only when there were any.
+void peer_pairs(std::string& out, const Report& r, size_t width) {
+  if (r.peer_pairs.empty()) return;
+  out += "\nPeer copies (GPU to GPU)\n";
+  for (const auto& p : r.peer_pairs) {
+    auto dev = [](int d) { return d < 0 ? std::string("?") : std::to_string(d); };
+    const uint64_t t = p.gpu_ns.value_or(p.cpu_blocked_ns);
+    wrapped(out,
+            fmt::format("pid {} GPU {} -> GPU {}: {} cop{}, {}, {} {}{}", p.pid, dev(p.src_device),
+                        dev(p.dst_device), format_count(p.calls), p.calls == 1 ? "y" : "ies", format_bytes(p.bytes),
+                        p.gpu_ns ? "GPU" : "CPU-blocked", format_duration(t),
+                        t ? fmt::format(", {} GB/s", format_gbps(static_cast<double>(p.bytes) / static_cast<double>(t)))
+                          : std::string()),
+            width, "  ", "    ");
+  }
+}
+
 // Copy/compute overlap; only when kernels were recorded (--kernels).
 void overlap(std::string& out, const Report& r, size_t width) {
   if (!r.overlap.kernels_recorded) return;
@@ -429,6 +446,7 @@ std::string render_text(const Report& r, const TextOptions& o) {
   overlap(out, r, width);
   managed(out, r, width);
   devices(out, r, width);
+  peer_pairs(out, r, width);
   apis(out, r, width);
   callsites(out, r, width, o.top_sites);
   findings(out, r, width);

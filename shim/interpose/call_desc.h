@@ -16,6 +16,8 @@ struct CallDesc {
   uint64_t dst = 0;
   trace::MemKind src_preset = trace::MemKind::Unknown;  // set when the API fixes it (arrays)
   trace::MemKind dst_preset = trace::MemKind::Unknown;
+  // Device ordinals when the API names them (cudaMemcpyPeer); -1: from the pointers.
+  int8_t src_device = -1, dst_device = -1;
   uint64_t bytes = 0;
   uint64_t stream = 0;
   uint8_t flags = 0;  // trace::EventFlags known from the API (async, per-thread stream)

@@ -26,6 +26,8 @@ void describe_event(const CallDesc& d, trace::Event& e) {
     case EventKind::Copy: {
       PointerInfo s = side_info(d.src, d.src_preset);
       PointerInfo t = side_info(d.dst, d.dst_preset);
+      if (d.src_device >= 0) s.device = d.src_device;
+      if (d.dst_device >= 0) t.device = d.dst_device;
       Direction dir = d.direction;
       // cuMemcpyDtoD between two devices (legal under UVA) is a peer copy, as
       // the unified and 2D/3D paths already report it.
@@ -43,9 +45,13 @@ void describe_event(const CallDesc& d, trace::Event& e) {
       e.src_kind = static_cast<uint8_t>(s.kind);
       e.dst_kind = static_cast<uint8_t>(t.kind);
       e.bytes = d.bytes;
-      // The host side where there is one; 0 for device-to-device (trace/event.h).
+      // The host side where there is one; device to device, the source
+      // device + 1 (0 unknown), so that peer copies are known per device pair
+      // (trace/event.h).
       bool device_to_device = dir == Direction::DtoD || dir == Direction::Peer;
-      e.address = dir == Direction::DtoH ? d.dst : device_to_device ? 0 : d.src;
+      e.address = dir == Direction::DtoH ? d.dst
+                  : device_to_device     ? (s.device >= 0 ? static_cast<uint64_t>(s.device) + 1 : 0)
+                                         : d.src;
       e.device = dir == Direction::DtoH ? s.device : t.device;
       if (s.from_driver || t.from_driver) e.flags |= trace::kFlagKindFromDriver;
       break;

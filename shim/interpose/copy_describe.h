@@ -30,6 +30,16 @@ inline CallDesc copy(Direction dir, uint64_t src, uint64_t dst, uint64_t bytes, 
 
 inline uint64_t ptr(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
+// cudaMemcpyPeer[Async]: the devices are arguments, not inferred.
+inline CallDesc peer(const void* dst, int dst_device, const void* src, int src_device, uint64_t bytes,
+                     CUstream stream, bool async) {
+  CallDesc d = copy(dst_device == src_device ? Direction::DtoD : Direction::Peer, ptr(src), ptr(dst), bytes, stream,
+                    async, false);
+  if (src_device >= 0 && src_device < 128) d.src_device = static_cast<int8_t>(src_device);
+  if (dst_device >= 0 && dst_device < 128) d.dst_device = static_cast<int8_t>(dst_device);
+  return d;
+}
+
 // One side of a 2D/3D copy descriptor: the pointer, and the kind when the
 // descriptor itself says (arrays, explicit host/device).
 struct Side {

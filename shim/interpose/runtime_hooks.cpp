@@ -94,11 +94,9 @@ CUXFER_RUNTIME_HOOK(cudaMemcpy3DAsync, (const cudaMemcpy3DParms* p, cudaStream_t
 CUXFER_RUNTIME_HOOK(cudaMemcpy3DAsync_ptsz, (const cudaMemcpy3DParms* p, cudaStream_t s), (p, s),
                     rt_3d(p, s, true, true))
 CUXFER_RUNTIME_HOOK(cudaMemcpyPeer, (void* dst, int dd, const void* src, int sd, size_t n), (dst, dd, src, sd, n),
-                    d::copy(dd == sd ? D::DtoD : D::Peer, d::ptr(src), d::ptr(dst), n, nullptr, false, false))
+                    d::peer(dst, dd, src, sd, n, nullptr, false))
 CUXFER_RUNTIME_HOOK(cudaMemcpyPeerAsync, (void* dst, int dd, const void* src, int sd, size_t n, cudaStream_t s),
-                    (dst, dd, src, sd, n, s),
-                    d::copy(dd == sd ? D::DtoD : D::Peer, d::ptr(src), d::ptr(dst), n,
-                            reinterpret_cast<CUstream>(s), true, false))
+                    (dst, dd, src, sd, n, s), d::peer(dst, dd, src, sd, n, reinterpret_cast<CUstream>(s), true))
 // Symbols: the device side is a __device__ variable; its address is not a pointer the app holds.
 CUXFER_RUNTIME_HOOK(cudaMemcpyToSymbol, (const void* sym, const void* src, size_t n, size_t off, cudaMemcpyKind k),
                     (sym, src, n, off, k),

@@ -60,6 +60,8 @@ class Expectation:
     processes: list[Proc]
     findings_present: set[str] = field(default_factory=set)
     findings_absent: set[str] = field(default_factory=set)
+    # (source device, destination device, calls, bytes) of every peer-copy pair, all processes
+    peer_pairs: list[tuple[int, int, int, int]] = field(default_factory=list)
 
 
 # The driver entry point the simulated runtime uses for each runtime call
@@ -183,7 +185,7 @@ def peer_app(args):
     n, s = _args(args, [3, MIB])
     ops = [_h2d("cudaMemcpy", "pageable", 1, s), Op("cudaMemcpyPeer", "peer", "device", n, n * s),
            _d2h("cudaMemcpy", "pageable", 1, s)]
-    return Expectation([Proc(ops, {"device": Alloc(2, 2 * s)})])
+    return Expectation([Proc(ops, {"device": Alloc(2, 2 * s)})], peer_pairs=[(0, 1, n, n * s)])
 
 
 def exit_app(args):

@@ -124,6 +124,11 @@ def check_report(f: Failures, report: dict, exp: ex.Expectation, mode: str, tier
     if exe and len(procs) == 1 and rprocs:
         f.eq(os.path.basename(rprocs[0].get("exe", "")), os.path.basename(exe), "process exe")
 
+    # Peer copies per device pair, exactly (none where the app makes none).
+    got_pairs = sorted((pp.get("src_device"), pp.get("dst_device"), pp.get("calls"), pp.get("bytes"))
+                       for pp in report.get("peer_pairs", []))
+    f.eq(got_pairs, sorted(exp.peer_pairs), "peer_pairs (src, dst, calls, bytes)")
+
     # Copy classes, exactly: no missing, no extra, no miscounted.
     want = expected_classes(procs)
     got = got_classes(report)

@@ -162,17 +162,18 @@ TEST_F(DescribeEvent, UnifiedDeviceToDeviceSameDevice) {
   EXPECT_EQ(e.src_kind, static_cast<uint8_t>(MemKind::Device));
   EXPECT_EQ(e.dst_kind, static_cast<uint8_t>(MemKind::Device));
   EXPECT_EQ(e.device, 0);
-  EXPECT_EQ(e.address, 0u);  // no host side (trace/event.h: "0 if none")
+  EXPECT_EQ(e.address, 1u);  // no host side: the source device + 1 (trace/event.h)
 }
 
 TEST_F(DescribeEvent, UnifiedDeviceToOtherDeviceIsPeer) {
   trace::Event e = unified(kDev0 + 1, kDev1 + 2);
   EXPECT_EQ(e.direction, static_cast<uint8_t>(Direction::Peer));
-  EXPECT_EQ(e.device, 1);  // the destination device
-  EXPECT_EQ(e.address, 0u);
+  EXPECT_EQ(e.device, 1);    // the destination device
+  EXPECT_EQ(e.address, 1u);  // the source device (0) + 1
   trace::Event back = unified(kDev1, kDev0);
   EXPECT_EQ(back.direction, static_cast<uint8_t>(Direction::Peer));
   EXPECT_EQ(back.device, 0);
+  EXPECT_EQ(back.address, 2u);
 }
 
 TEST_F(DescribeEvent, UnifiedHostToHost) {
@@ -213,8 +214,15 @@ TEST_F(DescribeEvent, ExplicitDirectionIsKept) {
   // cuMemcpyPeer.
   trace::Event p = run(d::copy(Direction::Peer, kDev0, kDev1, 512, nullptr, false, false));
   EXPECT_EQ(p.direction, static_cast<uint8_t>(Direction::Peer));
-  EXPECT_EQ(p.address, 0u);
+  EXPECT_EQ(p.address, 1u);
   EXPECT_EQ(p.device, 1);
+  // cudaMemcpyPeer: the devices the app named win over the pointers' (here
+  // both on device 0 by the table, as an app's own VMM mapping could be).
+  trace::Event named = run(d::peer(reinterpret_cast<void*>(kDev0 + 64), 3, reinterpret_cast<void*>(kDev0), 2, 512,
+                                   nullptr, false));
+  EXPECT_EQ(named.direction, static_cast<uint8_t>(Direction::Peer));
+  EXPECT_EQ(named.address, 3u);
+  EXPECT_EQ(named.device, 3);
 }
 
 TEST_F(DescribeEvent, ExplicitDeviceToDevice) {
@@ -222,7 +230,7 @@ TEST_F(DescribeEvent, ExplicitDeviceToDevice) {
   trace::Event same = run(d::copy(Direction::DtoD, kDev0, kDev0 + 4096, 64, nullptr, false, false));
   EXPECT_EQ(same.direction, static_cast<uint8_t>(Direction::DtoD));
   EXPECT_EQ(same.device, 0);
-  EXPECT_EQ(same.address, 0u);
+  EXPECT_EQ(same.address, 1u);
   // cuMemcpyDtoD between devices (legal under UVA): a peer copy, as for the
   // unified and 2D/3D paths (Direction::Peer is "device to device across devices").
   trace::Event across = run(d::copy(Direction::DtoD, kDev0, kDev1, 64, nullptr, false, false));
