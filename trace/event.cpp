@@ -20,6 +20,7 @@ const char* to_string(MemKind k) {
     case MemKind::Pinned: return "pinned";
     case MemKind::Registered: return "registered";
     case MemKind::Managed: return "managed";
+    case MemKind::Mapped: return "mapped";
     case MemKind::Device: return "device";
     case MemKind::Array: return "array";
     case MemKind::Unknown: break;

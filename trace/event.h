@@ -47,6 +47,9 @@ enum class MemKind : uint8_t {
   Managed = 4,     // unified memory (cuMemAllocManaged)
   Device = 5,      // device memory (cuMemAlloc, VMM mappings, pools)
   Array = 6,       // CUDA array (cuMemcpy*A*)
+  // Zero-copy (policy path zero_copy): a device allocation the shim backed by
+  // pinned host memory mapped into the device; copies to it are host memcpys.
+  Mapped = 7,
 };
 
 // Event::flags bits.

@@ -96,6 +96,11 @@ struct RewriteTotals {
   uint64_t registration_bytes = 0;  // bytes they pinned (page-aligned ranges)
   uint64_t registration_cost_ns = 0;  // time spent registering (including evictions made for room)
   uint64_t registrations_refused = 0;  // cuMemHostRegister refused (the buffers were staged instead)
+  // The zero-copy path (a policy's zero_copy entries): device allocations
+  // backed by mapped host memory, and copies into or out of them (host memcpys
+  // in stream order, or the driver's copy when work was pending).
+  uint64_t zero_copy_allocations = 0, zero_copy_allocation_bytes = 0;
+  uint64_t zero_copy_calls = 0, zero_copy_bytes = 0;
 };
 
 // Copies per process and device (device -1: the call had no current device).

@@ -39,6 +39,7 @@ struct ProcessTally {
   bool rewrote = false;  // a staged or registered copy
   uint64_t staged_calls = 0, staged_bytes = 0, registered_calls = 0, registered_bytes = 0;
   uint64_t passthrough_pageable_calls = 0, passthrough_pageable_bytes = 0;
+  uint64_t zero_copy_calls = 0, zero_copy_bytes = 0;  // a side is a zero-copy (mapped) buffer
   uint64_t last_end_realtime_ns = 0;  // max Process::realtime_of(t_exit) over its calls
   std::vector<ApiTotals> apis;        // by API index; names filled in when merged
 };

@@ -102,7 +102,9 @@ void add_class(ClassTally& a, const model::Call& c, bool measured) {
 // A copy, for its process's summary and for what the rewrite did there.
 void add_process_copy(ProcessTally& p, const model::Call& c) {
   p.has_copies = true;
-  if (c.staged() || c.registered()) p.rewrote = true;
+  const bool mapped = c.event->src_kind == static_cast<uint8_t>(trace::MemKind::Mapped) ||
+                      c.event->dst_kind == static_cast<uint8_t>(trace::MemKind::Mapped);
+  if (c.staged() || c.registered() || mapped) p.rewrote = true;
   if (c.failed()) {
     ++p.failed_copies;
     return;
@@ -110,7 +112,10 @@ void add_process_copy(ProcessTally& p, const model::Call& c) {
   ++p.copies;
   p.bytes += c.bytes();
   p.cpu_blocked_ns += c.cpu_ns();
-  if (c.staged()) {
+  if (mapped) {
+    ++p.zero_copy_calls;
+    p.zero_copy_bytes += c.bytes();
+  } else if (c.staged()) {
     ++p.staged_calls;
     p.staged_bytes += c.bytes();
   } else if (c.registered()) {
@@ -337,7 +342,16 @@ RewriteTotals rewrite_totals(const model::Job& job, const JobTally& tally) {
     r.registered_bytes += p.registered_bytes;
     r.passthrough_pageable_calls += p.passthrough_pageable_calls;
     r.passthrough_pageable_bytes += p.passthrough_pageable_bytes;
+    r.zero_copy_calls += p.zero_copy_calls;
+    r.zero_copy_bytes += p.zero_copy_bytes;
   }
+  for (const auto& c : job.calls)
+    if (c.kind() == EventKind::DeviceAlloc && !c.failed() &&
+        c.event->dst_kind == static_cast<uint8_t>(trace::MemKind::Mapped)) {
+      on[c.process] = true;
+      ++r.zero_copy_allocations;
+      r.zero_copy_allocation_bytes += c.bytes();
+    }
   for (bool b : on) r.active |= b;
   return r;
 }

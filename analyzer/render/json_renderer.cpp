@@ -128,7 +128,11 @@ json report_to_json(const analyses::Report& r, const JsonOptions& options) {
                   {"registrations", rw.registrations},
                   {"registration_bytes", rw.registration_bytes},
                   {"registration_cost_ns", rw.registration_cost_ns},
-                  {"registrations_refused", rw.registrations_refused}};
+                  {"registrations_refused", rw.registrations_refused},
+                  {"zero_copy_allocations", rw.zero_copy_allocations},
+                  {"zero_copy_allocation_bytes", rw.zero_copy_allocation_bytes},
+                  {"zero_copy_calls", rw.zero_copy_calls},
+                  {"zero_copy_bytes", rw.zero_copy_bytes}};
   nlohmann::json devices = nlohmann::json::array();
   for (const auto& d : r.overlap.devices)
     devices.push_back({{"pid", d.pid},

@@ -329,6 +329,14 @@ void rewrite(std::string& out, const Report& r, size_t width) {
                             ? fmt::format("; {} refused by the driver (staged instead)", rw.registrations_refused)
                             : ""),
             width, "  ", "    ");
+  if (rw.zero_copy_allocations || rw.zero_copy_calls)
+    wrapped(out,
+            fmt::format("zero copy: {} device allocation{} ({}) backed by mapped host memory; {} cop{} ({}) "
+                        "into or out of them",
+                        format_count(rw.zero_copy_allocations), rw.zero_copy_allocations == 1 ? "" : "s",
+                        format_bytes(rw.zero_copy_allocation_bytes), format_count(rw.zero_copy_calls),
+                        rw.zero_copy_calls == 1 ? "y" : "ies", format_bytes(rw.zero_copy_bytes)),
+            width, "  ", "    ");
   wrapped(out,
           "Staging copies every byte twice (CPU into a pinned buffer, then DMA), as the driver's own "
           "pageable path does: it saves time, not bytes. A registered buffer is DMA'd in place: "

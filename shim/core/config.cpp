@@ -105,6 +105,8 @@ Config parse_config(char** env, bool secure_execution) {
       if (val == "pin") c.rewrite_pin = true;
       else if (val == "off" || val.empty()) c.rewrite_pin = false;
       else bad("off or pin");
+    } else if (key == "CUXFER_POLICY") {
+      if (!val.empty()) c.policy_path = val;
     } else if (key == "CUXFER_PINNED_BUDGET") {
       if (parse_uint(val, 16ull << 20, 1ull << 40, n)) c.pinned_budget = n;
       else bad("a byte count from 16777216 (16 MiB) up");

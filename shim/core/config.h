@@ -40,6 +40,12 @@ struct Config {
   std::string log_level = "warn"; // CUXFER_LOG_LEVEL=off|error|warn|info|debug
   // Pinned rewrite (CUXFER_REWRITE=pin): pageable copies through pinned staging.
   bool rewrite_pin = false;
+  // CUXFER_POLICY: a policy file (docs/policy.md) naming the path per call or
+  // allocation site. With a policy alone only the sites it names are
+  // rewritten; with CUXFER_REWRITE=pin too, it overrides the defaults there.
+  std::string policy_path;
+  // The rewrite's machinery (staging pool, registrations) is needed.
+  bool rewrite_any() const { return rewrite_pin || !policy_path.empty(); }
   // CUXFER_PINNED_BUDGET: bytes of pinned memory the rewrite may hold in all
   // (staging pool plus registrations). 0 = automatic: an eighth of physical
   // memory, at most 4 GiB (resolved by pinned_budget_bytes()).

@@ -7,7 +7,9 @@
 namespace cuxfer::shim {
 namespace {
 
-bool device_side(trace::MemKind k) { return k == trace::MemKind::Device || k == trace::MemKind::Array; }
+bool device_side(trace::MemKind k) {
+  return k == trace::MemKind::Device || k == trace::MemKind::Array || k == trace::MemKind::Mapped;
+}
 
 PointerInfo side_info(uint64_t ptr, trace::MemKind preset) {
   if (preset != trace::MemKind::Unknown) return PointerInfo{preset, -1, false};

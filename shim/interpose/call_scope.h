@@ -75,6 +75,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   ts.driver_contributed = false;
   ts.staged = false;
   ts.registered = false;
+  ts.mapped = false;
   ts.multi_piece = false;
   ts.desc = d;
   trace::Event& e = ts.pending;
@@ -96,6 +97,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
     e.flags |= trace::kFlagRuntimeOnly;
   if (ts.staged) e.flags |= trace::kFlagStaged;
   else if (ts.registered) e.flags |= trace::kFlagRegistered;
+  if (ts.mapped) e.dst_kind = static_cast<uint8_t>(trace::MemKind::Mapped);
   e.result = static_cast<int32_t>(r);
   if (r != 0) e.flags |= trace::kFlagFailed;
   rec.emit(ts, e);

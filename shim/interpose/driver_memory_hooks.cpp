@@ -48,7 +48,8 @@ auto on_alloc(const P* out, uint64_t bytes, MemKind kind) {
   return [=](R r, cuxfer::trace::Event* e) {
     if (r != 0 || !out) return;
     uint64_t address = address_of(out);
-    remember(address, bytes, kind);
+    // The zero-copy path made it and listed it as mapped (rewrite/zero_copy.h).
+    if (!thread_state().mapped) remember(address, bytes, kind);
     if (kind == MemKind::Managed) Recorder::instance().managed_memory_seen();
     if (e) {
       e->address = address;
@@ -79,7 +80,15 @@ extern "C" CUXFER_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t n) {
   auto real = CUXFER_REAL(cuMemAlloc_v2);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   return intercept<CUresult>(HookId::h_cuMemAlloc_v2, describe::memory(EventKind::DeviceAlloc, 0, n, MemKind::Device),
-                             __builtin_return_address(0), [&] { return real(p, n); },
+                             __builtin_return_address(0),
+                             [&] {
+                               uint64_t mapped = 0;
+                               if (p && rewrite::zero_copy_alloc(n, &mapped)) {
+                                 *p = mapped;
+                                 return CUDA_SUCCESS;
+                               }
+                               return real(p, n);
+                             },
                              on_alloc<CUresult>(p, n, MemKind::Device));
 }
 
@@ -127,11 +136,21 @@ ALLOC_ASYNC(cuMemAllocAsync_ptsz)
 ALLOC_FROM_POOL(cuMemAllocFromPoolAsync)
 ALLOC_FROM_POOL(cuMemAllocFromPoolAsync_ptsz)
 
-CUXFER_DRIVER_HOOK(cuMemFree_v2, (CUdeviceptr p), (p), free_desc(EventKind::DeviceFree, p, MemKind::Device))
-CUXFER_DRIVER_HOOK(cuMemFreeAsync, (CUdeviceptr p, CUstream s), (p, s),
-                   free_desc(EventKind::DeviceFree, p, MemKind::Device))
-CUXFER_DRIVER_HOOK(cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstream s), (p, s),
-                   free_desc(EventKind::DeviceFree, p, MemKind::Device))
+// A zero-copy buffer (rewrite/zero_copy.h) is freed by the shim, which made it.
+#define CUXFER_DEVICE_FREE_HOOK(name, params, args)                                                       \
+  extern "C" CUXFER_EXPORT CUresult name params {                                                         \
+    auto real = CUXFER_REAL(name);                                                                        \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                         \
+    return intercept<CUresult>(HookId::h_##name, free_desc(EventKind::DeviceFree, p, MemKind::Device),    \
+                               __builtin_return_address(0), [&] {                                         \
+                                 if (rewrite::zero_copy_exists() && rewrite::zero_copy_free(p))           \
+                                   return CUDA_SUCCESS;                                                   \
+                                 return real args;                                                        \
+                               });                                                                        \
+  }
+CUXFER_DEVICE_FREE_HOOK(cuMemFree_v2, (CUdeviceptr p), (p))
+CUXFER_DEVICE_FREE_HOOK(cuMemFreeAsync, (CUdeviceptr p, CUstream s), (p, s))
+CUXFER_DEVICE_FREE_HOOK(cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstream s), (p, s))
 
 extern "C" CUXFER_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t n,
                                               const CUmemAllocationProp* prop, unsigned long long flags) {

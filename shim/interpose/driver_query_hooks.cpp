@@ -30,6 +30,8 @@ CUdeviceptr as_seen_by_app(CUdeviceptr p) {
 extern "C" CUXFER_EXPORT CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
   auto real = CUXFER_REAL(cuPointerGetAttribute);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult r = CUDA_SUCCESS;
+  if (rewrite::zero_copy_attribute(attribute, data, ptr, r)) return r;  // as for the device memory asked for
   return real(data, attribute, as_seen_by_app(ptr));
 }
 
@@ -37,7 +39,15 @@ extern "C" CUXFER_EXPORT CUresult cuPointerGetAttributes(unsigned int count, CUp
                                                          void** data, CUdeviceptr ptr) {
   auto real = CUXFER_REAL(cuPointerGetAttributes);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return real(count, attributes, data, as_seen_by_app(ptr));
+  CUresult r = real(count, attributes, data, as_seen_by_app(ptr));
+  if (r != CUDA_SUCCESS || !rewrite::zero_copy_exists() || !attributes || !data) return r;
+  // A zero-copy buffer: the attributes a device allocation has (this call
+  // leaves those it cannot give at their null value instead of failing).
+  for (unsigned int i = 0; i < count; ++i) {
+    CUresult one = CUDA_SUCCESS;
+    rewrite::zero_copy_attribute(attributes[i], data[i], ptr, one);
+  }
+  return r;
 }
 
 extern "C" CUXFER_EXPORT CUresult cuMemHostGetFlags(unsigned int* flags, void* p) {

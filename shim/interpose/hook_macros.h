@@ -7,6 +7,7 @@
 #include "interpose/cuda_headers.h"
 #include "interpose/symbol_table.h"
 #include "rewrite/pinned_rewrite.h"
+#include "rewrite/zero_copy.h"
 
 // The real function behind hook `name`, with the hook's own type.
 #define CUXFER_REAL(name) reinterpret_cast<decltype(&::name)>(::cuxfer::shim::real_function(::cuxfer::shim::HookId::h_##name))
@@ -56,8 +57,10 @@
         ::cuxfer::shim::HookId::h_##name, desc, __builtin_return_address(0), [&] {       \
           namespace rw = ::cuxfer::shim::rewrite;                                        \
           int rewritten = 0;                                                             \
-          const rw::Action act = rw::enabled() ? rw::try_rewrite(desc, rewritten)        \
-                                               : rw::Action::Original;                   \
+          rw::Action act = rw::zero_copy_exists() ? rw::try_zero_copy(desc, rewritten)   \
+                                                  : rw::Action::Original;                \
+          if (act == rw::Action::Original && rw::enabled())                              \
+            act = rw::try_rewrite(desc, rewritten);                                      \
           if (act == rw::Action::Done) return static_cast<CUresult>(rewritten);          \
           CUresult r = real args;                                                        \
           if (act == rw::Action::OriginalThenWait && r == CUDA_SUCCESS)                  \

@@ -15,7 +15,7 @@ extern "C" {
 
 CUXFER_EXPORT uint64_t cuxfer_mem_attach(void) {
   const cuxfer::shim::Config& c = cuxfer::shim::config();
-  if (!c.enabled || !c.rewrite_pin || !c.register_in_place) return 0;
+  if (!c.enabled || !c.rewrite_any() || !c.register_in_place) return 0;
   cuxfer::shim::enable_host_tracking(c.register_min);
   cuxfer::shim::rewrite::set_memhooks_attached();
   return c.register_min;

@@ -135,6 +135,8 @@ CUXFER_RUNTIME_HOOK(cudaMemset2DAsync, (void* p, size_t pitch, int v, size_t w, 
     return rt_intercept(HookId::h_##name, d::memory(event_kind, 0, bytes, mem_kind), __builtin_return_address(0), \
                         [&] { return real args; }, rt_alloc_post(out, bytes, mem_kind));               \
   }
+// cudaMalloc reaches cuMemAlloc_v2, where the zero-copy path may take it
+// (after the runtime has made its context current).
 RT_ALLOC(cudaMalloc, (void** p, size_t n), (p, n), p, n, EventKind::DeviceAlloc, MemKind::Device)
 RT_ALLOC(cudaMallocManaged, (void** p, size_t n, unsigned int f), (p, n, f), p, n, EventKind::ManagedAlloc,
          MemKind::Managed)
@@ -174,8 +176,14 @@ extern "C" CUXFER_EXPORT cudaError_t cudaHostRegister(void* p, size_t n, unsigne
     auto real = CUXFER_REAL(name);                                                                        \
     if (!real) return cudaErrorInitializationError;                                                       \
     if (!p) return real args; /* cudaFree(0) is the runtime's init idiom, not a free */                   \
-    return intercept<cudaError_t>(HookId::h_##name, d::memory(event_kind, d::ptr(p), forget(p), mem_kind),    \
-                                  __builtin_return_address(0), [&] { return real args; });                \
+    const uint64_t address = d::ptr(p);                                                                    \
+    return intercept<cudaError_t>(HookId::h_##name, d::memory(event_kind, address, forget(p), mem_kind),      \
+                                  __builtin_return_address(0), [&] {                                      \
+                                    if (event_kind == EventKind::DeviceFree && rewrite::zero_copy_exists() && \
+                                        rewrite::zero_copy_free(address))                                 \
+                                      return cudaSuccess;                                                 \
+                                    return real args;                                                     \
+                                  });                                                                     \
   }
 RT_FREE(cudaFree, (void* p), (p), p, EventKind::DeviceFree, MemKind::Device)
 RT_FREE(cudaFreeAsync, (void* p, cudaStream_t s), (p, s), p, EventKind::DeviceFree, MemKind::Device)

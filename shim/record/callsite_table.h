@@ -20,6 +20,14 @@ class CallSiteTable {
   CallSiteTable();
   // Id (>= 1) of this stack, or 0 when the table is full (counted as dropped).
   uint32_t intern(const uint64_t* frames, uint32_t depth);
+  // The stack of id (valid forever: entries are never reused); null when unknown.
+  const uint64_t* frames(uint32_t id, uint32_t* depth) const {
+    if (!entries_ || id == 0 || id > kCapacity) return nullptr;
+    const Entry& e = entries_[id - 1];
+    if (e.state.load(std::memory_order_acquire) != 2) return nullptr;
+    *depth = e.depth;
+    return e.frames;
+  }
   // Writer thread: stacks not yet emitted.
   void collect_new(std::vector<trace::CallSite>& out);
   // Fork child: its new trace file needs every stack again.

@@ -55,7 +55,9 @@ struct Collect {
 
 }  // namespace
 
-std::vector<trace::ModuleInfo> ModuleTracker::poll() {
+namespace {
+
+Collect collect_modules() {
   Collect c;
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t size, void* data) -> int {
@@ -83,6 +85,31 @@ std::vector<trace::ModuleInfo> ModuleTracker::poll() {
         return 0;
       },
       &c);
+  return c;
+}
+
+}  // namespace
+
+std::vector<trace::ModuleInfo> loaded_modules(uint64_t* generation) {
+  Collect c = collect_modules();
+  if (generation) *generation = c.adds + c.subs;
+  return std::move(c.all);
+}
+
+uint64_t module_generation() {
+  uint64_t g = 0;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t size, void* data) -> int {
+        if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+          *static_cast<uint64_t*>(data) = info->dlpi_adds + info->dlpi_subs;
+        return 1;  // the counters are the same in every entry: the first is enough
+      },
+      &g);
+  return g;
+}
+
+std::vector<trace::ModuleInfo> ModuleTracker::poll() {
+  Collect c = collect_modules();
   std::vector<trace::ModuleInfo> fresh;
   if (c.adds == last_adds_ && c.subs == last_subs_) return fresh;
   last_adds_ = c.adds;

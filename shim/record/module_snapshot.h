@@ -13,6 +13,11 @@
 
 namespace cuxfer::shim {
 
+// Every loaded object now; `generation` (optional) changes whenever an object
+// is loaded or unloaded.
+std::vector<trace::ModuleInfo> loaded_modules(uint64_t* generation = nullptr);
+uint64_t module_generation();
+
 class ModuleTracker {
  public:
   // Modules loaded since the last call (all of them the first time).

@@ -370,7 +370,7 @@ void Recorder::shutdown() {
   int expected = kRecording;
   if (!state_.compare_exchange_strong(expected, kOff, std::memory_order_acq_rel)) return;
   InternalScope internal;
-  if (config().rewrite_pin) rewrite::on_shutdown();
+  if (config().rewrite_any()) rewrite::on_shutdown();
   {
     std::lock_guard<std::mutex> lock(wake_mutex_);
     stop_ = true;

@@ -32,6 +32,7 @@ struct ThreadState {
   bool driver_contributed = false;  // ... and described the transfer
   bool staged = false;          // the pinned rewrite ran the current call through its staging pool
   bool registered = false;      // ... or on a host range it registered in place
+  bool mapped = false;          // the zero-copy path made the current allocation
   bool multi_piece = false;     // the runtime call reached the driver as several copies
   CallDesc desc;                // what the current user call does (classified at its end)
   trace::Event pending{};       // the event being built for the current user call

@@ -27,6 +27,10 @@ bool load(DriverCalls& d) {
             get(d.event_query, "cuEventQuery") && get(d.event_synchronize, "cuEventSynchronize") &&
             get(d.stream_synchronize, "cuStreamSynchronize");
   real(d.memcpy_async_ptsz, HookId::h_cuMemcpyAsync_ptsz);
+  real(d.host_get_device_pointer, HookId::h_cuMemHostGetDevicePointer_v2);
+  real(d.free_host, HookId::h_cuMemFreeHost);
+  get(d.ctx_synchronize, "cuCtxSynchronize");
+  get(d.event_destroy, "cuEventDestroy_v2");
   get(d.event_record_ptsz, "cuEventRecord_ptsz");
   get(d.stream_synchronize_ptsz, "cuStreamSynchronize_ptsz");
   get(d.stream_query, "cuStreamQuery");

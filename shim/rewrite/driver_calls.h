@@ -27,6 +27,11 @@ struct DriverCalls {
   decltype(&::cuMemHostAlloc) host_alloc = nullptr;
   decltype(&::cuMemHostRegister) host_register = nullptr;
   decltype(&::cuMemHostUnregister) host_unregister = nullptr;
+  // The zero-copy path (zero_copy.h).
+  decltype(&::cuMemHostGetDevicePointer_v2) host_get_device_pointer = nullptr;
+  decltype(&::cuMemFreeHost) free_host = nullptr;
+  decltype(&::cuCtxSynchronize) ctx_synchronize = nullptr;
+  decltype(&::cuEventDestroy_v2) event_destroy = nullptr;
 
   // The per-thread-stream variant when the app used one.
   CUresult copy_async(bool per_thread, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) const {

@@ -1,5 +1,7 @@
 #include "rewrite/pinned_rewrite.h"
 
+#include "rewrite/site_policy.h"
+
 #include <algorithm>
 #include <atomic>
 #include <string>
@@ -160,6 +162,23 @@ Action try_rewrite(const CallDesc& desc, int& result) {
   if (desc.kind != trace::EventKind::Copy || desc.bytes == 0 || ts.internal) return Action::Original;
   if (desc.src_preset == MemKind::Array || desc.dst_preset == MemKind::Array) return Action::Original;
   auto stage = [&](bool any_size = false) { return try_stage(desc, result, any_size) ? Action::Done : Action::Original; };
+  // The policy file's word for this call site, if it names it (site_policy.h).
+  const SiteDecision site = site_decision(policy::SiteKind::Call, desc.bytes);
+  const Config& c = config();
+  // Made as the app made it: an async copy must then not run on memory the
+  // shim registered for another site (it would lose its pageable semantics).
+  auto original = [&] {
+    if ((desc.flags & trace::kFlagAsync) && registrations_exist()) before_passthrough(desc);
+    return Action::Original;
+  };
+  if (!site.matched && !c.rewrite_pin) return original();  // a policy alone rewrites only its sites
+  const policy::Path path = site.matched ? site.path : policy::Path::Passthrough;
+  if (site.matched && path == policy::Path::Exclude) return original();
+  if (site.matched && path == policy::Path::Stage) {
+    if (try_stage(desc, result, /*any_size=*/true)) return Action::Done;
+    return original();
+  }
+  const bool force_register = site.matched && path == policy::Path::Register;
   const bool registrations = registrations_exist();
   State* s = nullptr;
   if (registrations || config().register_in_place) s = &state();
@@ -177,7 +196,6 @@ Action try_rewrite(const CallDesc& desc, int& result) {
   const MemKind kind = way == Way::HtoD ? src.kind : dst.kind;
   const bool async = desc.flags & trace::kFlagAsync;
   const bool per_thread = desc.flags & trace::kFlagPerThreadStream;
-  const Config& c = config();
 
   Cover cover = registrations ? s->cache.lookup(host, desc.bytes) : Cover::None;
   if (cover == Cover::None && kind != MemKind::Pageable) return Action::Original;  // the app's own pinned memory
@@ -188,6 +206,10 @@ Action try_rewrite(const CallDesc& desc, int& result) {
     const bool counts = s->registering && (!async || way == Way::DtoH || desc.bytes < c.stage_min_h2d);
     if (counts && d) {
       RegisterVerdict v = host_ranges().note_copy(host, desc.bytes, s->cache.budget());
+      // The policy's "register" does not wait for the buffer's reuse to pay;
+      // its "passthrough" counts the reuse but never rewrites this call.
+      if (force_register && v.tracked && v.end - v.begin <= s->cache.budget()) v.register_now = true;
+      if (site.matched && path == policy::Path::Passthrough) return original();
       if (v.register_now && !(async && d->capturing(per_thread, reinterpret_cast<CUstream>(desc.stream)))) {
         ++ts.internal;
         bool ok = register_range(*s, v.begin, v.end);
@@ -195,7 +217,7 @@ Action try_rewrite(const CallDesc& desc, int& result) {
         if (ok) cover = s->cache.lookup(host, desc.bytes);
       }
     }
-    if (cover == Cover::None) return stage();
+    if (cover == Cover::None) return force_register ? stage(/*any_size=*/true) : stage();
   }
 
   if (cover == Cover::Touches) {

@@ -251,7 +251,7 @@ bool run_dtoh(State& s, bool per_thread, CUdeviceptr dev, char* host, size_t byt
 }  // namespace
 
 bool enabled() {
-  static const bool on = config().enabled && config().rewrite_pin;  // CUXFER_DISABLE wins
+  static const bool on = config().enabled && config().rewrite_any();  // CUXFER_DISABLE wins
   return on && !state().disabled.load(std::memory_order_relaxed);
 }
 

@@ -150,6 +150,47 @@ def main() -> int:
     check(p.stderr == f"cuxfer record: --policy {bad}: entries[0].path: unknown path 'pin' "
                       "(passthrough, stage, register, zero_copy or exclude)\n", f"stderr {p.stderr!r}")
 
+    # The shim applies them (the data checks of the apps must pass in every run).
+    def report(trace_dir: Path) -> dict:
+        p = run([a.cuxfer, "report", "--json", str(trace_dir)], env)
+        check(p.returncode == 0, f"report {trace_dir} exited {p.returncode}")
+        return json.loads(p.stdout) if p.returncode == 0 else {}
+
+    def apply(name: str, policy_file: Path, app: list[str], extra: list[str] | None = None) -> dict:
+        p = run([a.cuxfer, "record", "-q", "-o", str(out / name), "--policy", str(policy_file), *(extra or []),
+                 "--", *app], env)
+        check(p.returncode == 0, f"record --policy {policy_file.name} ({name}) exited {p.returncode}")
+        r = report(out / name)
+        notes = [n for proc in r.get("processes", []) for n in proc.get("notes", [])]
+        check(any(n.startswith("policy: ") and " bound to loaded modules" in n for n in notes),
+              f"{name}: no policy note: {notes}")
+        return r.get("rewrite", {})
+
+    # zero_copy: the tiny copies' device buffer is mapped host memory; the
+    # 5000 uploads and the final download are host memcpys.
+    rw = apply("tiny_zero_copy", policy, [str(tiny_app), "5000", "64"])
+    check(rw.get("zero_copy_allocations") == 1, f"zero_copy_allocations {rw.get('zero_copy_allocations')}")
+    check(rw.get("zero_copy_calls") == 5001, f"zero_copy_calls {rw.get('zero_copy_calls')} (5000 H2D + 1 D2H)")
+    check(rw.get("staged_calls") == 0 and rw.get("registered_calls") == 0, f"tiny: other paths used: {rw}")
+
+    # register: from the first copy of each site, not after reuse.
+    rw = apply("loop_register", loop_policy, [str(loop_app), "8", "2M"])
+    check(rw.get("registered_calls") == 16, f"registered_calls {rw.get('registered_calls')} (8 H2D + 8 D2H)")
+    check(rw.get("registrations") == 2, f"registrations {rw.get('registrations')} (the two 2 MiB buffers)")
+
+    # stage, and exclude (which wins over --rewrite=pin's defaults).
+    for path, extra, want in (("stage", [], {"staged_calls": 16, "registered_calls": 0}),
+                              ("exclude", ["--rewrite=pin"], {"staged_calls": 0, "registered_calls": 0,
+                                                              "passthrough_pageable_calls": 16})):
+        doc = json.loads(loop_policy.read_text())
+        for e in doc["entries"]:
+            e["path"] = path
+        f = out / f"loop_{path}.json"
+        f.write_text(json.dumps(doc))
+        rw = apply(f"loop_{path}", f, [str(loop_app), "8", "2M"], extra)
+        for k, v in want.items():
+            check(rw.get(k) == v, f"{path}: {k} {rw.get(k)}, expected {v}")
+
     if not failures:
         print("PASS")
     return 1 if failures else 0

@@ -1,0 +1,228 @@
+#include "rewrite/zero_copy.h"
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "interpose/symbol_table.h"
+#include "memory/allocation_table.h"
+#include "memory/pointer_classifier.h"
+#include "record/recorder.h"
+#include "rewrite/driver_calls.h"
+#include "rewrite/site_policy.h"
+
+namespace cuxfer::shim::rewrite {
+
+namespace detail {
+std::atomic<uint32_t> g_zero_copy_buffers{0};
+}
+
+namespace {
+
+struct Buffer {
+  uint64_t device = 0;  // the pointer the app holds
+  uint64_t host = 0;    // the same memory's host address
+  uint64_t bytes = 0;
+  int ordinal = -1;
+};
+
+// Few buffers (the policy names small, hot ones): a vector under a mutex.
+struct Table {
+  std::mutex mutex;
+  std::vector<Buffer> buffers;
+  uint64_t bytes = 0, made = 0;
+};
+
+Table& table() {
+  static auto* t = new Table;  // hooks may run during exit
+  return *t;
+}
+
+// The buffer holding all of [p, p+n), if any.
+bool find(uint64_t p, uint64_t n, Buffer& out) {
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  for (const Buffer& b : t.buffers)
+    if (p >= b.device && p - b.device < b.bytes) {
+      if (n > b.bytes - (p - b.device)) return false;  // runs past the end: not ours to handle
+      out = b;
+      return true;
+    }
+  return false;
+}
+
+void note_once(std::atomic<bool>& said, const std::string& msg) {
+  if (!said.exchange(true)) Recorder::instance().note(msg);
+}
+
+int8_t current_ordinal(const DriverCalls& d) {
+  using Fn = CUresult (*)(CUdevice*);
+  static Fn get_device = reinterpret_cast<Fn>(libcuda_handle() ? real_dlsym(libcuda_handle(), "cuCtxGetDevice") : nullptr);
+  (void)d;
+  CUdevice dev = -1;
+  return get_device && get_device(&dev) == CUDA_SUCCESS ? static_cast<int8_t>(dev) : int8_t{-1};
+}
+
+// An event of the current context for this thread, to wait in stream order.
+CUevent thread_event(const DriverCalls& d) {
+  thread_local CUcontext ctx = nullptr;
+  thread_local CUevent event = nullptr;
+  CUcontext now = nullptr;
+  if (d.ctx_get_current(&now) != CUDA_SUCCESS || !now) return nullptr;
+  if (now != ctx || !event) {
+    if (event && d.event_destroy) d.event_destroy(event);
+    event = nullptr;
+    if (d.event_create(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return event = nullptr;
+    ctx = now;
+  }
+  return event;
+}
+
+bool host_memory(trace::MemKind k) {
+  return k == trace::MemKind::Pageable || k == trace::MemKind::Pinned || k == trace::MemKind::Registered;
+}
+
+}  // namespace
+
+bool zero_copy_alloc(uint64_t bytes, uint64_t* out) {
+  if (bytes == 0 || config().policy_path.empty()) return false;
+  SiteDecision d = site_decision(policy::SiteKind::Allocation, bytes);
+  if (!d.matched || d.path != policy::Path::ZeroCopy) return false;
+  const DriverCalls* drv = driver_calls();
+  static std::atomic<bool> said_missing{false}, said_budget{false}, said_failed{false}, said_first{false};
+  if (!drv || !drv->host_get_device_pointer || !drv->free_host || !drv->ctx_synchronize) {
+    note_once(said_missing, "policy: zero_copy: driver entry points missing; allocations stay on the device");
+    return false;
+  }
+  Table& t = table();
+  const uint64_t budget = pinned_budget_bytes(config());
+  {
+    std::lock_guard<std::mutex> lock(t.mutex);
+    if (t.bytes + bytes > budget) {
+      note_once(said_budget, "policy: zero_copy: pinned budget (" + std::to_string(budget) +
+                                 " bytes) reached; further allocations stay on the device");
+      return false;
+    }
+  }
+  InternalScope internal;
+  void* host = nullptr;
+  CUresult r = drv->host_alloc(&host, bytes, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
+  CUdeviceptr device = 0;
+  if (r == CUDA_SUCCESS) r = drv->host_get_device_pointer(&device, host, 0);
+  if (r != CUDA_SUCCESS) {
+    if (host) drv->free_host(host);
+    note_once(said_failed, "policy: zero_copy: mapped allocation failed (CUresult " + std::to_string(r) +
+                               "); allocations stay on the device");
+    return false;
+  }
+  const int8_t ordinal = current_ordinal(*drv);
+  {
+    std::lock_guard<std::mutex> lock(t.mutex);
+    t.buffers.push_back({device, reinterpret_cast<uint64_t>(host), bytes, ordinal});
+    t.bytes += bytes;
+    ++t.made;
+  }
+  allocation_table().insert(device, bytes, trace::MemKind::Mapped, ordinal);
+  detail::g_zero_copy_buffers.fetch_add(1, std::memory_order_relaxed);
+  thread_state().mapped = true;
+  note_once(said_first, "policy: zero_copy: device allocations named by the policy are mapped host memory");
+  *out = device;
+  return true;
+}
+
+bool zero_copy_free(uint64_t p) {
+  Buffer b;
+  Table& t = table();
+  {
+    std::lock_guard<std::mutex> lock(t.mutex);
+    auto it = t.buffers.begin();
+    while (it != t.buffers.end() && it->device != p) ++it;
+    if (it == t.buffers.end()) return false;
+    b = *it;
+    t.buffers.erase(it);
+    t.bytes -= b.bytes;
+  }
+  detail::g_zero_copy_buffers.fetch_sub(1, std::memory_order_relaxed);
+  allocation_table().erase(p);
+  const DriverCalls* drv = driver_calls();
+  InternalScope internal;
+  // Kernels may still use it: cudaFree waits for the device too.
+  drv->ctx_synchronize();
+  drv->free_host(reinterpret_cast<void*>(b.host));
+  return true;
+}
+
+Action try_zero_copy(const CallDesc& d, int& result) {
+  if (d.kind != trace::EventKind::Copy || d.bytes == 0) return Action::Original;
+  if (d.src_preset == trace::MemKind::Array || d.dst_preset == trace::MemKind::Array) return Action::Original;
+  Buffer zdst, zsrc;
+  const bool to = find(d.dst, d.bytes, zdst), from = find(d.src, d.bytes, zsrc);
+  if (to == from) return Action::Original;  // neither, or both (a device-to-device copy)
+  if (!host_memory(classify_pointer(to ? d.src : d.dst).kind)) return Action::Original;
+  const trace::Direction want = to ? trace::Direction::HtoD : trace::Direction::DtoH;
+  if (d.direction != trace::Direction::Unknown && d.direction != want) return Action::Original;
+  const DriverCalls* drv = driver_calls();
+  if (!drv) return Action::Original;
+  const bool async = d.flags & trace::kFlagAsync;
+  const bool per_thread = d.flags & trace::kFlagPerThreadStream;
+  InternalScope internal;
+  if (!async) {
+    // What the driver does first for a pageable copy: wait for the work ahead
+    // of it in the default stream (and, as the legacy stream does, in the
+    // blocking streams).
+    CUevent ev = thread_event(*drv);
+    if (!ev || drv->record(per_thread, ev, nullptr) != CUDA_SUCCESS || drv->event_synchronize(ev) != CUDA_SUCCESS)
+      return Action::Original;
+  } else {
+    const uint64_t s = d.stream;
+    // The default streams order against other streams: leave them to the driver.
+    if (s == 0 || s == reinterpret_cast<uint64_t>(CU_STREAM_LEGACY) ||
+        s == reinterpret_cast<uint64_t>(CU_STREAM_PER_THREAD))
+      return Action::Original;
+    if (!drv->idle(per_thread, reinterpret_cast<CUstream>(s))) return Action::Original;  // pending work or capture
+  }
+  void* dst = to ? reinterpret_cast<void*>(zdst.host + (d.dst - zdst.device)) : reinterpret_cast<void*>(d.dst);
+  const void* src = from ? reinterpret_cast<const void*>(zsrc.host + (d.src - zsrc.device))
+                         : reinterpret_cast<const void*>(d.src);
+  std::memcpy(dst, src, d.bytes);
+  // Stores before the launches that follow (which reach the GPU by MMIO, ordered after them).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  result = CUDA_SUCCESS;
+  return Action::Done;
+}
+
+bool zero_copy_attribute(CUpointer_attribute attribute, void* data, CUdeviceptr p, CUresult& result) {
+  if (!zero_copy_exists() || !data) return false;
+  Buffer b;
+  if (!find(p, 1, b)) return false;
+  result = CUDA_SUCCESS;
+  switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+      *static_cast<unsigned int*>(data) = CU_MEMORYTYPE_DEVICE;
+      return true;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+      *static_cast<CUdeviceptr*>(data) = p;
+      return true;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+      *static_cast<void**>(data) = nullptr;  // device memory has no host address
+      result = CUDA_ERROR_INVALID_VALUE;
+      return true;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+      *static_cast<CUdeviceptr*>(data) = b.device;
+      return true;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+      *static_cast<size_t*>(data) = b.bytes;
+      return true;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+      if (b.ordinal < 0) return false;
+      *static_cast<int*>(data) = b.ordinal;
+      return true;
+    default:
+      return false;  // the driver's answer for the mapped memory
+  }
+}
+
+}  // namespace cuxfer::shim::rewrite

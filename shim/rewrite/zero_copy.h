@@ -1,0 +1,50 @@
+// The zero-copy path (policy path "zero_copy", docs/policy.md): a device
+// allocation whose site the policy names is backed by pinned host memory
+// mapped into the device's address space (cuMemHostAlloc DEVICEMAP|PORTABLE);
+// kernels use the pointer they were given and read and write it over the link.
+//
+// Copies into and out of such a buffer become a host memcpy placed in stream
+// order:
+//   - synchronous copies wait for the work ahead of them in the legacy (or
+//     per-thread) default stream, as the driver's pageable path does before
+//     it copies (an event recorded there also waits for the blocking
+//     streams), then memcpy;
+//   - asynchronous copies on a stream with nothing pending memcpy at once;
+//     otherwise (pending work, the default streams, capture) the original
+//     call runs: the driver copies to mapped memory in stream order itself.
+// Memsets, 2D/3D, peer and device-to-device copies pass through unchanged:
+// the driver handles mapped memory in all of them. Pointer queries answer as
+// for the device allocation the app asked for.
+//
+// Not supported on such a buffer (the driver's answer reaches the app; a
+// policy must not name allocations used so): IPC handles, and memory-pool or
+// VMM calls on the pointer.
+#pragma once
+
+#include <cstdint>
+
+#include "interpose/call_desc.h"
+#include "interpose/cuda_headers.h"
+#include "rewrite/pinned_rewrite.h"
+
+namespace cuxfer::shim::rewrite {
+
+namespace detail {
+extern std::atomic<uint32_t> g_zero_copy_buffers;
+}
+// Cheap: one relaxed load. False while no zero-copy buffer is live.
+inline bool zero_copy_exists() { return detail::g_zero_copy_buffers.load(std::memory_order_relaxed) != 0; }
+
+// The current user call is a device allocation of `bytes` whose site the
+// policy sends to zero copy: allocates the mapped buffer, returns true and
+// its device pointer in `*out`. False: allocate as the app asked.
+bool zero_copy_alloc(uint64_t bytes, uint64_t* out);
+// `p` is a zero-copy buffer: waits for the device, frees it, returns true.
+bool zero_copy_free(uint64_t p);
+// A 1D copy touching a zero-copy buffer (see above). Done: `result` is the
+// call's result.
+Action try_zero_copy(const CallDesc& d, int& result);
+// Pointer attribute queries on a zero-copy buffer: true when answered here.
+bool zero_copy_attribute(CUpointer_attribute attribute, void* data, CUdeviceptr p, CUresult& result);
+
+}  // namespace cuxfer::shim::rewrite
