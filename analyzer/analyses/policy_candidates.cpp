@@ -27,6 +27,7 @@ struct Candidate {
   std::vector<std::string> reasons;
   bool reuses_buffer = false;
   unsigned directions = 0;  // bit 0 H2D, bit 1 D2H
+  std::vector<policy::Site> copy_sites;  // see PolicyCandidates::copy_sites
 };
 
 // Names a job site by build id + offset. False with `why` when it cannot be.
@@ -156,7 +157,10 @@ PolicyCandidates derive_policy(const model::Job& job, const Report& report, cons
         continue;
       }
       Candidate& c = candidates[{id.kind, id.build_id, id.offset}];
-      if (c.entry.site.build_id.empty()) c.entry.site = id;
+      if (c.entry.site.build_id.empty()) {
+        c.entry.site = id;
+        c.copy_sites.push_back(id);
+      }
       c.gain_by_finding[f.kind] += fs.estimated_recoverable_ns.value_or(0);
       c.reuses_buffer |= use.reuses[site] != 0;
       c.directions |= use.directions[site];
@@ -201,6 +205,7 @@ PolicyCandidates derive_policy(const model::Job& job, const Report& report, cons
     struct ZeroCopyAcc {
       uint64_t h2d = 0, d2h = 0, bytes = 0, cpu_ns = 0, gain_ns = 0;
       std::set<std::string> from;
+      std::set<uint32_t> copy_sites;  // job site indices of the copies
     };
     std::map<SiteKey, ZeroCopyAcc> zero;
     std::map<uint32_t, uint64_t> untied;  // storm site -> copies with no device pointer recorded
@@ -244,10 +249,19 @@ PolicyCandidates derive_policy(const model::Job& job, const Report& report, cons
       z.cpu_ns += c.cpu_ns();
       z.gain_ns += c.cpu_ns() > host_ns ? c.cpu_ns() - host_ns : 0;
       z.from.insert(site_display(job, c.site));
+      z.copy_sites.insert(c.site);
     }
     for (auto& [key, z] : zero) {
       Candidate& c = candidates[key];
       c.entry.path = policy::Path::ZeroCopy;
+      for (uint32_t site : z.copy_sites) {
+        policy::Site id;
+        std::string why;
+        if (!identify(job, site, policy::SiteKind::Call, id, why)) continue;
+        if (std::none_of(c.copy_sites.begin(), c.copy_sites.end(),
+                         [&](const policy::Site& s) { return policy::same_site(s, id); }))
+          c.copy_sites.push_back(id);
+      }
       c.gain_by_finding["tiny_storm"] += z.gain_ns;
       std::string from;
       for (const auto& s : z.from) from += (from.empty() ? "" : ", ") + s;
@@ -268,6 +282,7 @@ PolicyCandidates derive_policy(const model::Job& job, const Report& report, cons
   }
 
   // Entries: the largest finding's estimate (findings overlap, never add up).
+  std::vector<Candidate*> kept;
   for (auto& [key, c] : candidates) {
     if (c.gain_by_finding.empty()) continue;
     uint64_t gain = 0;
@@ -283,12 +298,15 @@ PolicyCandidates derive_policy(const model::Job& job, const Report& report, cons
     }
     c.entry.estimated_gain_ns = gain;
     for (const auto& r : c.reasons) c.entry.reason += (c.entry.reason.empty() ? "" : "; ") + r;
-    out.policy.entries.push_back(std::move(c.entry));
+    kept.push_back(&c);
   }
-  std::stable_sort(out.policy.entries.begin(), out.policy.entries.end(),
-                   [](const policy::Entry& a, const policy::Entry& b) {
-                     return a.estimated_gain_ns.value_or(0) > b.estimated_gain_ns.value_or(0);
-                   });
+  std::stable_sort(kept.begin(), kept.end(), [](const Candidate* a, const Candidate* b) {
+    return a->entry.estimated_gain_ns.value_or(0) > b->entry.estimated_gain_ns.value_or(0);
+  });
+  for (Candidate* c : kept) {
+    out.policy.entries.push_back(std::move(c->entry));
+    out.copy_sites.push_back(std::move(c->copy_sites));
+  }
   return out;
 }
 

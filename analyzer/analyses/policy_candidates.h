@@ -39,6 +39,12 @@ inline constexpr double kNominalHostMemcpyGbps = 5.0;
 struct PolicyCandidates {
   policy::Policy policy;              // entries, largest estimated gain first
   std::vector<std::string> skipped;   // one line per site (or group of copies) not proposed, and why
+  // Per entry (same order as policy.entries): the copy call sites whose copies
+  // the entry changes, named like call entries (kind call, build id + offset):
+  // the entry's own site for a call entry; for zero_copy, the sites of the
+  // tiny copies tied to the allocation (those that could be named). What
+  // `cuxfer tune` measures an entry by.
+  std::vector<std::vector<policy::Site>> copy_sites;
 };
 
 PolicyCandidates derive_policy(const model::Job& job, const Report& report, const Thresholds& t);

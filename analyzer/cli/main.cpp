@@ -10,6 +10,7 @@
 #include "analyzer/cli/options.h"
 #include "analyzer/cli/policy_command.h"
 #include "analyzer/cli/report_command.h"
+#include "analyzer/cli/tune_command.h"
 #include "analyzer/launcher/record_command.h"
 
 namespace {
@@ -37,6 +38,10 @@ Commands:
                  the findings support per call or allocation site (stage,
                  register, zero_copy), each with its estimated gain; apply it
                  with record --policy FILE
+  tune [--reps N] [--max-runs M] [-o FILE] [--report FILE] -- COMMAND [ARGS...]
+                 run COMMAND under observe, derive policy candidates, measure
+                 them in repeated runs and write the policy of those that made
+                 it faster, with a measured report (docs/tune.md)
   calibrate [-o FILE] [--device N]
                  measure this machine's transfer curves (pinned, pageable,
                  registration, host memcpy) into a machine profile that
@@ -51,7 +56,7 @@ Example:
   cuxfer record -- python train.py
   cuxfer report cuxfer-python-*.trace
 
-Documentation: docs/cli.md, docs/report.md, docs/policy.md, docs/trace-format.md.
+Documentation: docs/cli.md, docs/report.md, docs/policy.md, docs/tune.md, docs/trace-format.md.
 )";
 
 int help_for(const std::string& command) {
@@ -67,8 +72,10 @@ int help_for(const std::string& command) {
     std::fputs(cuxfer::cli::kCalibrateHelp, stdout);
   } else if (command == "policy") {
     std::fputs(cuxfer::cli::kPolicyHelp, stdout);
+  } else if (command == "tune") {
+    std::fputs(cuxfer::cli::kTuneHelp, stdout);
   } else {
-    std::fprintf(stderr, "cuxfer: no command '%s' (commands: record, report, diff, export, calibrate, policy)\n", command.c_str());
+    std::fprintf(stderr, "cuxfer: no command '%s' (commands: record, report, diff, export, calibrate, policy, tune)\n", command.c_str());
     return cuxfer::cli::kExitUsage;
   }
   return 0;
@@ -105,11 +112,12 @@ int main(int argc, char** argv) {
   if (command == "diff") return cuxfer::cli::run_diff(std::move(rest));
   if (command == "calibrate") return cuxfer::cli::run_calibrate(std::move(rest));
   if (command == "policy") return cuxfer::cli::run_policy(std::move(rest));
+  if (command == "tune") return cuxfer::cli::run_tune(std::move(rest));
   if (command.size() > 1 && command[0] == '-') {
     std::fprintf(stderr, "cuxfer: unknown option '%s' (try 'cuxfer --help')\n", command.c_str());
     return cuxfer::cli::kExitUsage;
   }
-  std::fprintf(stderr, "cuxfer: unknown command '%s' (commands: record, report, diff, export, calibrate, policy; try 'cuxfer --help')\n",
+  std::fprintf(stderr, "cuxfer: unknown command '%s' (commands: record, report, diff, export, calibrate, policy, tune; try 'cuxfer --help')\n",
                command.c_str());
   return cuxfer::cli::kExitUsage;
 }

@@ -1,11 +1,8 @@
 #include "analyzer/cli/policy_command.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 
 #include <fmt/format.h>
 
@@ -53,33 +50,6 @@ or FILE could not be written; 2 usage error.
 )";
 
 namespace {
-
-// Exclusive create unless `force`; one line on failure.
-bool write_policy_file(const std::string& path, const std::string& text, bool force) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (force ? O_TRUNC : O_EXCL), 0644);
-  if (fd < 0) {
-    const int err = errno;
-    std::fprintf(stderr, "cuxfer policy: cannot write %s: %s%s\n", path.c_str(), std::strerror(err),
-                 err == EEXIST ? " (--force replaces it)" : "");
-    return false;
-  }
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      std::fprintf(stderr, "cuxfer policy: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
-      ::close(fd);
-      return false;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0) {
-    std::fprintf(stderr, "cuxfer policy: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
-    return false;
-  }
-  return true;
-}
 
 std::string site_name(const policy::Site& s) {
   std::string name = !s.symbol.empty() ? s.symbol : fmt::format("+0x{:x}", s.offset);
@@ -184,7 +154,7 @@ int run_policy(std::vector<std::string> args) {
   const std::string text = policy::write_policy(candidates.policy);
   if (output == "-") {
     if (!write_output(output, text, "cuxfer policy")) return 1;
-  } else if (!write_policy_file(output, text, force)) {
+  } else if (!write_new_file(output, text, force, "cuxfer policy")) {
     return 1;
   }
   if (!quiet) {

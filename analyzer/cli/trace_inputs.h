@@ -49,4 +49,9 @@ std::vector<trace::Trace> load_traces(const std::vector<std::string>& paths, con
 // line "<command>: cannot write ..." and returns false.
 bool write_output(const std::string& path, const std::string& text, const char* command);
 
+// Writes `text` to a new file `path` (O_EXCL) or, with `force`, replaces it;
+// on failure prints one line "<command>: cannot write PATH: <reason>" (with
+// "(--force replaces it)" when it exists) and returns false.
+bool write_new_file(const std::string& path, const std::string& text, bool force, const char* command);
+
 }  // namespace cuxfer::cli

@@ -38,7 +38,7 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
 }  // namespace
 
 ChildResult run_child(const std::string& path, const std::vector<std::string>& argv,
-                      const std::vector<std::string>& env) {
+                      const std::vector<std::string>& env, const ChildIo& io) {
   ChildResult r;
   auto c_argv = c_strings(argv);
   auto c_env = c_strings(env);
@@ -68,6 +68,8 @@ ChildResult run_child(const std::string& path, const std::vector<std::string>& a
     for (int i = 0; i < 4; ++i) ::sigaction(kForwarded[i], &old_actions[i], nullptr);
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     ::close(pipe_fds[0]);
+    if (io.stdout_fd >= 0 && io.stdout_fd != STDOUT_FILENO) ::dup2(io.stdout_fd, STDOUT_FILENO);
+    if (io.stderr_fd >= 0 && io.stderr_fd != STDERR_FILENO) ::dup2(io.stderr_fd, STDERR_FILENO);
     ::execve(path.c_str(), c_argv.data(), c_env.data());
     int err = errno;
     ssize_t ignored = ::write(pipe_fds[1], &err, sizeof err);

@@ -8,10 +8,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
-#include <filesystem>
-#include <map>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -19,11 +15,7 @@
 #include "analyzer/launcher/child_process.h"
 #include "analyzer/launcher/manifest.h"
 #include "analyzer/launcher/program_check.h"
-#include "analyzer/model/machine_profile.h"
-#include "analyzer/render/units.h"
-#include "policy/policy.h"
-
-extern char** environ;
+#include "analyzer/launcher/recorder.h"
 
 namespace cuxfer::launcher {
 
@@ -95,18 +87,7 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-struct RecordOptions {
-  std::string output_dir = ".";
-  std::string name;
-  uint64_t stack_depth = 16;
-  std::string cupti = "auto";
-  bool kernels = false;
-  std::string rewrite;  // "pin" | "off" | "" (not set: CUXFER_REWRITE passes through)
-  std::string shim;
-  std::string policy;  // --policy FILE, absolute once checked; "" = CUXFER_POLICY passes through
-  bool quiet = false;
-  std::vector<std::string> command;
-};
+using RecordOptions = RecordSettings;
 
 // Parses; returns -1 to go on, else the exit status.
 int parse(std::vector<std::string> args, RecordOptions& o) {
@@ -158,62 +139,8 @@ int parse(std::vector<std::string> args, RecordOptions& o) {
   return -1;
 }
 
-// The environment of the child: ours, with LD_PRELOAD extended and the
-// CUXFER_* variables the launcher owns set (or removed) explicitly.
-std::vector<std::string> child_environment(const std::map<std::string, std::string>& set,
-                                           const std::vector<std::string>& unset) {
-  std::vector<std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string_view kv(*e);
-    std::string key(kv.substr(0, kv.find('=')));
-    if (set.count(key)) continue;
-    bool drop = false;
-    for (const auto& u : unset) drop |= key == u;
-    if (!drop) env.emplace_back(kv);
-  }
-  for (const auto& [k, v] : set) env.push_back(k + "=" + v);
-  return env;
-}
-
 }  // namespace
 
-namespace {
-
-// The pinned rewrite's cost model: with a machine profile for this host
-// (cuxfer calibrate) and no threshold set by hand, the staging thresholds are
-// where staging is modelled faster than the driver's pageable path there.
-void apply_machine_profile(const RecordOptions& o, std::map<std::string, std::string>& set) {
-  const char* inherited = std::getenv("CUXFER_REWRITE");
-  const std::string rewrite = !o.rewrite.empty() ? o.rewrite : inherited ? inherited : "";
-  if (rewrite != "pin") return;
-  for (const char* v : {"CUXFER_STAGE_MIN", "CUXFER_STAGE_MIN_H2D", "CUXFER_STAGE_MIN_D2H"})
-    if (std::getenv(v)) return;
-  char host[256] = {0};
-  gethostname(host, sizeof host - 1);
-  auto profile = model::find_machine_profile(host);
-  if (!profile) {
-    if (!o.quiet)
-      std::fprintf(stderr, "cuxfer record: no machine profile for %s in %s (run 'cuxfer calibrate'); staging "
-                   "thresholds are the defaults measured on an H200\n", host, model::machine_profile_dir().c_str());
-    return;
-  }
-  const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
-  uint32_t threads = std::clamp(cores / 2, 1u, 8u);
-  if (const char* t = std::getenv("CUXFER_STAGE_THREADS"); t && std::atoi(t) > 0) threads = std::atoi(t);
-  std::string line;
-  for (int dir = 0; dir < 2; ++dir) {
-    auto min = profile->stage_min(dir, threads);
-    const uint64_t bytes = min.value_or(uint64_t{1} << 62);  // never
-    set[dir == 0 ? "CUXFER_STAGE_MIN_H2D" : "CUXFER_STAGE_MIN_D2H"] = std::to_string(bytes);
-    line += fmt::format("{}{} {}", dir ? ", " : "", dir == 0 ? "H2D" : "D2H",
-                        min ? render::format_bytes(*min) : std::string("never"));
-  }
-  if (!o.quiet)
-    std::fprintf(stderr, "cuxfer record: staging thresholds from the machine profile %s: %s\n",
-                 profile->path.c_str(), line.c_str());
-}
-
-}  // namespace
 
 std::string default_shim_path() {
   std::string self = real_path("/proc/self/exe");
@@ -248,117 +175,22 @@ int run_record(std::vector<std::string> args) {
   RecordOptions o;
   if (int rc = parse(std::move(args), o); rc >= 0) return rc;
 
-  // The policy file: read and validated here, so that a bad one is one line
-  // before the command starts rather than a message from every process.
-  if (!o.policy.empty()) {
-    policy::Policy p;
-    std::string error;
-    if (!policy::read_policy_file(o.policy, p, error)) return usage_error("--policy " + error);
-    std::error_code ec;
-    std::filesystem::path abs = std::filesystem::absolute(o.policy, ec);
-    if (ec) return usage_error(fmt::format("--policy {}: {}", o.policy, ec.message()));
-    o.policy = abs.lexically_normal().string();
+  PreparedRecording prepared;
+  if (PrepareResult pr = prepare_recording(o, prepared); !pr.ok) {
+    std::fprintf(stderr, "cuxfer record: %s\n", pr.error.c_str());
+    return pr.exit_status;
   }
-
-  // Output directory: absolute, so that a child that changes directory still
-  // writes where the user asked.
-  // A directory that does not exist yet is created, like mkdir -p (trace
-  // files themselves are created owner-only).
-  if (::access(o.output_dir.c_str(), F_OK) != 0) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.output_dir, ec);
-    if (ec)
-      return usage_error(fmt::format("cannot create output directory {}: {}", o.output_dir, ec.message()));
-  }
-  std::string out_dir = real_path(o.output_dir);
-  struct stat st {};
-  if (out_dir.empty() || ::stat(out_dir.c_str(), &st) != 0)
-    return usage_error(fmt::format("output directory {}: {}", o.output_dir, std::strerror(errno)));
-  if (!S_ISDIR(st.st_mode))
-    return usage_error(fmt::format("output directory {} is not a directory", o.output_dir));
-  if (::access(out_dir.c_str(), W_OK | X_OK) != 0)
-    return usage_error(
-        fmt::format("output directory {} is not writable: {}", o.output_dir, std::strerror(errno)));
-
-  ResolvedProgram program = resolve_program(o.command[0], std::getenv("PATH"));
-  if (program.result == ResolvedProgram::Result::NotFound) {
-    std::fprintf(stderr, "cuxfer record: %s: command not found\n", o.command[0].c_str());
-    return 127;
-  }
-  if (program.result == ResolvedProgram::Result::NotExecutable) {
-    std::fprintf(stderr, "cuxfer record: %s: permission denied\n", program.path.c_str());
-    return 126;
-  }
-  PreloadCheck check = check_preloadable(program.path);
-  if (!check.ok) return usage_error(fmt::format("{} {}", program.path, check.reason));
-
-  std::string shim_arg = o.shim;
-  const char* shim_source = "--shim";
-  if (shim_arg.empty()) {
-    const char* env = std::getenv("CUXFER_SHIM");
-    shim_arg = env && *env ? env : default_shim_path();
-    shim_source = env && *env ? "CUXFER_SHIM" : "default location";
-  }
-  std::string shim = real_path(shim_arg);
-  if (shim.empty() || ::access(shim.c_str(), R_OK) != 0)
-    return usage_error(
-        fmt::format("the cuxfer shim is not at {} ({}): {}; name it with --shim "
-                    "PATH or CUXFER_SHIM",
-                    shim_arg, shim_source, std::strerror(errno)));
-  if (shim.find_first_of(": ") != std::string::npos)
-    return usage_error(
-        fmt::format("the shim path {} contains ':' or a space, which LD_PRELOAD "
-                    "cannot express; move it",
-                    shim));
-
-  std::string error;
-  auto manifest = Manifest::create(&error);
-  if (!manifest) return usage_error(error);
-
-  // Registration in place needs the libc hooks library next to the shim; it is
-  // preloaded only then, so that observe mode leaves the app's allocator alone.
-  std::string preload = prepend_preload(shim, std::getenv("LD_PRELOAD"));
-  {
-    const char* inherited = std::getenv("CUXFER_REWRITE");
-    const std::string rewrite = !o.rewrite.empty() ? o.rewrite : inherited ? inherited : "";
-    const char* reg = std::getenv("CUXFER_REGISTER");
-    if (rewrite == "pin" && !(reg && std::string(reg) == "off")) {
-      const std::string hooks = shim.substr(0, shim.rfind('/') + 1) + "libcuxfer_memhooks.so";
-      if (::access(hooks.c_str(), R_OK) == 0) {
-        if (preload.find(hooks) == std::string::npos) preload.insert(preload.find(shim) + shim.size(), ":" + hooks);
-      }
-      else if (!o.quiet)
-        std::fprintf(stderr, "cuxfer record: %s not found: the rewrite will stage copies but not register "
-                     "buffers in place\n", hooks.c_str());
-    }
-  }
-  std::map<std::string, std::string> set = {
-      {"LD_PRELOAD", preload},
-      {"CUXFER_OUTPUT_DIR", out_dir},
-      {"CUXFER_STACK_DEPTH", std::to_string(o.stack_depth)},
-      {"CUXFER_CUPTI", o.cupti},
-      {"CUXFER_MANIFEST", manifest->path()},
-      {"CUXFER_LAUNCHER", "1"},
-  };
-  if (!o.rewrite.empty()) set["CUXFER_REWRITE"] = o.rewrite;
-  if (!o.policy.empty()) set["CUXFER_POLICY"] = o.policy;
-  if (o.kernels) set["CUXFER_CUPTI_KERNELS"] = "1";
-  apply_machine_profile(o, set);
-  std::vector<std::string> unset;
-  if (o.name.empty())
-    unset.push_back("CUXFER_TRACE_NAME");
-  else
-    set["CUXFER_TRACE_NAME"] = o.name;
-
-  ChildResult child = run_child(program.path, o.command, child_environment(set, unset));
+  RecordedRun run = run_recording(prepared);
+  if (!run.error.empty()) return usage_error(run.error);
+  const ChildResult& child = run.child;
   if (!child.started) {
     int e = child.error_number;
-    std::fprintf(stderr, "cuxfer record: cannot run %s: %s\n", program.path.c_str(), std::strerror(e));
+    std::fprintf(stderr, "cuxfer record: cannot run %s: %s\n", prepared.program.c_str(), std::strerror(e));
     return e == ENOENT ? 127 : 126;
   }
 
-  std::vector<ManifestEntry> traces = manifest->read();
-  manifest.reset();
+  const std::vector<ManifestEntry>& traces = run.traces;
+  const std::string& out_dir = prepared.output_dir;
   if (!o.quiet) {
     std::string cwd = current_dir();
     bool partial = WIFSIGNALED(child.wait_status);

@@ -1,0 +1,201 @@
+#include "analyzer/launcher/recorder.h"
+
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "analyzer/launcher/program_check.h"
+#include "analyzer/launcher/record_command.h"
+#include "analyzer/model/machine_profile.h"
+#include "analyzer/render/units.h"
+#include "policy/policy.h"
+
+extern char** environ;
+
+namespace cuxfer::launcher {
+namespace {
+
+std::string real_path(const std::string& p) {
+  char buf[PATH_MAX];
+  return ::realpath(p.c_str(), buf) ? std::string(buf) : std::string();
+}
+
+PrepareResult fail(int status, std::string line) { return {false, status, std::move(line)}; }
+
+// The environment of the child: ours, with LD_PRELOAD extended and the
+// CUXFER_* variables the launcher owns set (or removed) explicitly.
+std::vector<std::string> child_environment(const std::map<std::string, std::string>& set,
+                                           const std::vector<std::string>& unset) {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view kv(*e);
+    std::string key(kv.substr(0, kv.find('=')));
+    if (set.count(key)) continue;
+    bool drop = false;
+    for (const auto& u : unset) drop |= key == u;
+    if (!drop) env.emplace_back(kv);
+  }
+  for (const auto& [k, v] : set) env.push_back(k + "=" + v);
+  return env;
+}
+
+// The pinned rewrite's cost model: with a machine profile for this host
+// (cuxfer calibrate) and no threshold set by hand, the staging thresholds are
+// where staging is modelled faster than the driver's pageable path there.
+void apply_machine_profile(const RecordSettings& o, std::map<std::string, std::string>& set) {
+  const char* inherited = std::getenv("CUXFER_REWRITE");
+  const std::string rewrite = !o.rewrite.empty() ? o.rewrite : inherited ? inherited : "";
+  if (rewrite != "pin") return;
+  for (const char* v : {"CUXFER_STAGE_MIN", "CUXFER_STAGE_MIN_H2D", "CUXFER_STAGE_MIN_D2H"})
+    if (std::getenv(v)) return;
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  auto profile = model::find_machine_profile(host);
+  if (!profile) {
+    if (!o.quiet)
+      std::fprintf(stderr, "%s: no machine profile for %s in %s (run 'cuxfer calibrate'); staging "
+                   "thresholds are the defaults measured on an H200\n", o.command_name, host,
+                   model::machine_profile_dir().c_str());
+    return;
+  }
+  const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
+  uint32_t threads = std::clamp(cores / 2, 1u, 8u);
+  if (const char* t = std::getenv("CUXFER_STAGE_THREADS"); t && std::atoi(t) > 0) threads = std::atoi(t);
+  std::string line;
+  for (int dir = 0; dir < 2; ++dir) {
+    auto min = profile->stage_min(dir, threads);
+    const uint64_t bytes = min.value_or(uint64_t{1} << 62);  // never
+    set[dir == 0 ? "CUXFER_STAGE_MIN_H2D" : "CUXFER_STAGE_MIN_D2H"] = std::to_string(bytes);
+    line += fmt::format("{}{} {}", dir ? ", " : "", dir == 0 ? "H2D" : "D2H",
+                        min ? render::format_bytes(*min) : std::string("never"));
+  }
+  if (!o.quiet)
+    std::fprintf(stderr, "%s: staging thresholds from the machine profile %s: %s\n", o.command_name,
+                 profile->path.c_str(), line.c_str());
+}
+
+}  // namespace
+
+PrepareResult prepare_recording(const RecordSettings& o, PreparedRecording& out) {
+  if (o.command.empty()) return fail(2, "no command given");
+  // The policy file: read and validated here, so that a bad one is one line
+  // before the command starts rather than a message from every process.
+  bool policy_registers = false;
+  if (!o.policy.empty()) {
+    policy::Policy p;
+    std::string error;
+    if (!policy::read_policy_file(o.policy, p, error)) return fail(2, "--policy " + error);
+    std::error_code ec;
+    std::filesystem::path abs = std::filesystem::absolute(o.policy, ec);
+    if (ec) return fail(2, fmt::format("--policy {}: {}", o.policy, ec.message()));
+    out.policy = abs.lexically_normal().string();
+    for (const auto& e : p.entries) policy_registers |= e.path == policy::Path::Register;
+  }
+
+  // Output directory: absolute, so that a child that changes directory still
+  // writes where the user asked. One that does not exist yet is created, like
+  // mkdir -p (trace files themselves are created owner-only).
+  if (::access(o.output_dir.c_str(), F_OK) != 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.output_dir, ec);
+    if (ec) return fail(2, fmt::format("cannot create output directory {}: {}", o.output_dir, ec.message()));
+  }
+  out.output_dir = real_path(o.output_dir);
+  struct stat st {};
+  if (out.output_dir.empty() || ::stat(out.output_dir.c_str(), &st) != 0)
+    return fail(2, fmt::format("output directory {}: {}", o.output_dir, std::strerror(errno)));
+  if (!S_ISDIR(st.st_mode)) return fail(2, fmt::format("output directory {} is not a directory", o.output_dir));
+  if (::access(out.output_dir.c_str(), W_OK | X_OK) != 0)
+    return fail(2, fmt::format("output directory {} is not writable: {}", o.output_dir, std::strerror(errno)));
+
+  ResolvedProgram program = resolve_program(o.command[0], std::getenv("PATH"));
+  if (program.result == ResolvedProgram::Result::NotFound)
+    return fail(127, fmt::format("{}: command not found", o.command[0]));
+  if (program.result == ResolvedProgram::Result::NotExecutable)
+    return fail(126, fmt::format("{}: permission denied", program.path));
+  PreloadCheck check = check_preloadable(program.path);
+  if (!check.ok) return fail(2, fmt::format("{} {}", program.path, check.reason));
+  out.program = program.path;
+  out.argv = o.command;
+
+  std::string shim_arg = o.shim;
+  const char* shim_source = "--shim";
+  if (shim_arg.empty()) {
+    const char* env = std::getenv("CUXFER_SHIM");
+    shim_arg = env && *env ? env : default_shim_path();
+    shim_source = env && *env ? "CUXFER_SHIM" : "default location";
+  }
+  out.shim = real_path(shim_arg);
+  if (out.shim.empty() || ::access(out.shim.c_str(), R_OK) != 0)
+    return fail(2, fmt::format("the cuxfer shim is not at {} ({}): {}; name it with --shim PATH or CUXFER_SHIM",
+                               shim_arg, shim_source, std::strerror(errno)));
+  if (out.shim.find_first_of(": ") != std::string::npos)
+    return fail(2, fmt::format("the shim path {} contains ':' or a space, which LD_PRELOAD cannot express; move it",
+                               out.shim));
+
+  // Registration in place (the rewrite's, or a policy's `register` entries)
+  // needs the libc hooks library next to the shim; it is preloaded only then,
+  // so that observe mode leaves the app's allocator alone.
+  std::string preload = prepend_preload(out.shim, std::getenv("LD_PRELOAD"));
+  {
+    const char* inherited = std::getenv("CUXFER_REWRITE");
+    const std::string rewrite = !o.rewrite.empty() ? o.rewrite : inherited ? inherited : "";
+    const char* reg = std::getenv("CUXFER_REGISTER");
+    if ((rewrite == "pin" && !(reg && std::string(reg) == "off")) || policy_registers) {
+      const std::string hooks = out.shim.substr(0, out.shim.rfind('/') + 1) + "libcuxfer_memhooks.so";
+      if (::access(hooks.c_str(), R_OK) == 0) {
+        if (preload.find(hooks) == std::string::npos)
+          preload.insert(preload.find(out.shim) + out.shim.size(), ":" + hooks);
+      } else if (!o.quiet) {
+        std::fprintf(stderr, "%s: %s not found: the rewrite will stage copies but not register buffers in place\n",
+                     o.command_name, hooks.c_str());
+      }
+    }
+  }
+  out.set = {
+      {"LD_PRELOAD", preload},
+      {"CUXFER_OUTPUT_DIR", out.output_dir},
+      {"CUXFER_STACK_DEPTH", std::to_string(o.stack_depth)},
+      {"CUXFER_CUPTI", o.cupti},
+      {"CUXFER_LAUNCHER", "1"},
+  };
+  if (!o.rewrite.empty()) out.set["CUXFER_REWRITE"] = o.rewrite;
+  if (!out.policy.empty()) out.set["CUXFER_POLICY"] = out.policy;
+  if (o.kernels) out.set["CUXFER_CUPTI_KERNELS"] = "1";
+  apply_machine_profile(o, out.set);
+  for (const auto& [k, v] : o.extra_env) out.set[k] = v;
+  out.unset.clear();
+  if (o.name.empty())
+    out.unset.push_back("CUXFER_TRACE_NAME");
+  else
+    out.set["CUXFER_TRACE_NAME"] = o.name;
+  return {true, 0, {}};
+}
+
+RecordedRun run_recording(const PreparedRecording& p, const ChildIo& io) {
+  RecordedRun r;
+  auto manifest = Manifest::create(&r.error);
+  if (!manifest) return r;
+  std::map<std::string, std::string> set = p.set;
+  set["CUXFER_MANIFEST"] = manifest->path();
+  const auto env = child_environment(set, p.unset);
+  const auto start = std::chrono::steady_clock::now();
+  r.child = run_child(p.program, p.argv, env, io);
+  r.wall_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+  r.traces = manifest->read();
+  return r;
+}
+
+}  // namespace cuxfer::launcher
