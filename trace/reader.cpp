@@ -14,6 +14,7 @@
 #include <new>
 
 #include "trace/format.h"
+#include "trace/prefault.h"
 
 namespace cuxfer::trace {
 namespace {
@@ -42,6 +43,9 @@ using DCtx = std::unique_ptr<ZSTD_DCtx, DCtxDeleter>;
 template <typename T>
 size_t decompress_records(ZSTD_DCtx* dctx, std::string_view stored, uint32_t raw_size, std::vector<T>& out) {
   const size_t old = out.size();
+  // Only the block about to be written, not the whole reservation: the
+  // reservation comes from headers that a corrupt file may have inflated.
+  if (out.capacity() - old >= raw_size / sizeof(T)) prefault_for_write(out.data() + old, raw_size);
   out.resize(old + raw_size / sizeof(T));
   size_t got = ZSTD_decompressDCtx(dctx, out.data() + old, raw_size, stored.data(), stored.size());
   if (ZSTD_isError(got) || got != raw_size) out.resize(old);
@@ -76,18 +80,88 @@ bool apply_block(BlockType type, std::string_view payload, Trace& t) {
   return true;  // unknown block types from a compatible writer are skipped
 }
 
-// Walks the block headers once (no decompression) to size the event and GPU
-// record arrays up front: a trace of millions of events would otherwise be
-// copied and re-faulted at every growth of the vectors. Stops at the first
-// header that does not check out; the real pass reports it.
-void reserve_records(std::string_view data, size_t pos, Trace& t) {
+// A trace file read front to back through one reused block buffer. Slurping
+// the whole file instead would cost a fresh buffer as large as the file (a
+// page fault per 4 KiB of it) and a second trip of every byte through memory.
+// A regular file is read up to the size it had when opened (a live writer may
+// still be appending); anything else (a pipe, /proc) until its end. A read
+// error ends the data there, as a cut-short file does.
+class TraceFile {
+ public:
+  // False when the file cannot be opened; errno says why.
+  bool open(const std::string& path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) return false;
+    struct stat st {};
+    if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+      size_ = static_cast<uint64_t>(st.st_size);
+    return true;
+  }
+  ~TraceFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  // The size at open for a regular file, or 0 where it is not known.
+  uint64_t size() const { return size_; }
+  int fd() const { return fd_; }
+
+  // Copies up to `n` bytes to `dst`; fewer only at the end of the data.
+  size_t read(void* dst, size_t n) {
+    if (size_) n = static_cast<size_t>(std::min<uint64_t>(n, size_ - std::min(size_, pos_)));
+    size_t got = 0;
+    while (got < n) {
+      const ssize_t r = ::read(fd_, static_cast<char*>(dst) + got, n - got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      got += static_cast<size_t>(r);
+    }
+    pos_ += got;
+    return got;
+  }
+
+  // Reads `n` bytes into the reused block buffer; null if the data ends first.
+  const char* read_block(size_t n) {
+    // A size from a corrupt header that the file cannot hold allocates nothing.
+    if (size_ && n > size_ - std::min(size_, pos_)) return nullptr;
+    if (n > capacity_) {
+      buffer_.reset(new char[n]);  // not zeroed: read() fills it
+      capacity_ = n;
+    }
+    return read(buffer_.get(), n) == n ? buffer_.get() : nullptr;
+  }
+
+  // Passes over `n` bytes; false if the data ends first.
+  bool skip(uint64_t n) {
+    char sink[4096];
+    while (n > 0) {
+      const size_t step = static_cast<size_t>(std::min<uint64_t>(n, sizeof sink));
+      if (read(sink, step) != step) return false;
+      n -= step;
+    }
+    return true;
+  }
+
+ private:
+  int fd_ = -1;
+  uint64_t size_ = 0;
+  uint64_t pos_ = 0;
+  std::unique_ptr<char[]> buffer_;
+  size_t capacity_ = 0;
+};
+
+// Walks the block headers of a regular file once (pread, no payloads) to size
+// the event and GPU record arrays up front: a trace of millions of events
+// would otherwise be copied and re-faulted at every growth of the vectors.
+// Stops at the first header that does not check out; the real pass reports it.
+void reserve_records(const TraceFile& file, uint64_t pos, Trace& t) {
+  if (file.size() == 0) return;  // a stream: the vectors grow as blocks arrive
   uint64_t event_bytes = 0, gpu_bytes = 0;
-  while (data.size() - pos >= sizeof(BlockHeader)) {
+  while (file.size() - pos >= sizeof(BlockHeader)) {
     BlockHeader h;
-    std::memcpy(&h, data.data() + pos, sizeof h);
+    if (::pread(file.fd(), &h, sizeof h, static_cast<off_t>(pos)) != static_cast<ssize_t>(sizeof h)) break;
     if (h.magic != kBlockMagic || h.header_check != block_header_check(h) ||
         h.raw_size > kMaxBlockBytes || h.stored_size > kMaxBlockBytes ||
-        data.size() - pos - sizeof h < h.stored_size)
+        file.size() - pos - sizeof h < h.stored_size)
       break;
     if (h.type == static_cast<uint16_t>(BlockType::Events)) event_bytes += h.raw_size;
     if (h.type == static_cast<uint16_t>(BlockType::GpuRecords)) gpu_bytes += h.raw_size;
@@ -96,7 +170,7 @@ void reserve_records(std::string_view data, size_t pos, Trace& t) {
   // Sizes come from untrusted headers: bound them by what compression can
   // plausibly achieve on this file, and treat a failed reservation as a hint
   // not taken.
-  const uint64_t plausible = static_cast<uint64_t>(data.size()) * 32;
+  const uint64_t plausible = file.size() * 32;
   try {
     t.events.reserve(std::min(event_bytes, plausible) / sizeof(Event));
     t.gpu_records.reserve(std::min(gpu_bytes, plausible) / sizeof(GpuRecord));
@@ -104,103 +178,67 @@ void reserve_records(std::string_view data, size_t pos, Trace& t) {
   }
 }
 
-// The whole file in memory, in storage that is not zeroed first (a trace may
-// be hundreds of megabytes). A file of known size is read up to the size it
-// had when opened, as one read(); anything else (a pipe, /proc) until its
-// end. A read error ends the data there, as a cut-short file does.
-struct FileBytes {
-  std::unique_ptr<char[]> data;
-  size_t size = 0;
-};
-
-// False when the file cannot be opened; errno says why.
-bool read_file(const std::string& path, FileBytes& out) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct stat st {};
-  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
-  size_t capacity = regular ? static_cast<size_t>(st.st_size) : 0;
-  out.data.reset(new char[capacity]);
-  out.size = 0;
-  for (;;) {
-    if (out.size == capacity) {
-      if (regular) break;
-      const size_t grown = std::max<size_t>(capacity * 2, 1 << 16);
-      std::unique_ptr<char[]> bigger(new char[grown]);
-      if (out.size) std::memcpy(bigger.get(), out.data.get(), out.size);
-      out.data = std::move(bigger);
-      capacity = grown;
-    }
-    const ssize_t n = ::read(fd, out.data.get() + out.size, capacity - out.size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.size += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  return true;
-}
-
 }  // namespace
 
 ReadStatus read_trace(const std::string& path, Trace& t, std::string& error) {
   t = Trace{};
   t.path = path;
-  FileBytes file;
-  if (!read_file(path, file)) {
+  TraceFile file;
+  if (!file.open(path)) {
     error = path + ": cannot open: " + std::strerror(errno);
     return ReadStatus::Missing;
   }
-  const std::string_view data(file.data.get(), file.size);
-  if (data.empty()) {
+  FileHeader fh{};
+  const size_t head = file.read(&fh, sizeof fh);
+  if (head == 0) {
     error = path + ": empty file (the process wrote no trace data)";
     return ReadStatus::Empty;
   }
-  FileHeader fh{};
-  if (data.size() < sizeof fh &&
-      std::memcmp(data.data(), kFileMagic, std::min(data.size(), sizeof kFileMagic)) == 0) {
+  if (head < sizeof fh && std::memcmp(fh.magic, kFileMagic, std::min(head, sizeof kFileMagic)) == 0) {
     // A writer killed while writing its first 16 bytes: a trace, with nothing in it.
-    error = path + ": cut short inside the file header (" + std::to_string(data.size()) +
+    error = path + ": cut short inside the file header (" + std::to_string(head) +
             " bytes): the process wrote no trace data";
     return ReadStatus::Empty;
   }
-  if (data.size() < sizeof fh || std::memcmp(data.data(), kFileMagic, sizeof kFileMagic) != 0) {
+  if (head < sizeof fh || std::memcmp(fh.magic, kFileMagic, sizeof kFileMagic) != 0) {
     error = path + ": not a cuxfer trace";
     return ReadStatus::Foreign;
   }
-  std::memcpy(&fh, data.data(), sizeof fh);
   if (fh.version == 0 || fh.header_bytes < sizeof fh) {
     error = path + ": corrupt cuxfer trace file header";
     return ReadStatus::Foreign;
   }
-  if (fh.version > kFormatVersion || fh.header_bytes > data.size()) {
+  // A later version's longer file header: skipped, unless the file ends inside it.
+  if (fh.version > kFormatVersion || !file.skip(fh.header_bytes - sizeof fh)) {
     error = path + ": cuxfer trace format version " + std::to_string(fh.version) +
             " is not supported by this cuxfer (reads version " + std::to_string(kFormatVersion) +
             ")";
     return ReadStatus::Unsupported;
   }
 
-  reserve_records(data, fh.header_bytes, t);
+  reserve_records(file, fh.header_bytes, t);
   std::string raw;
   DCtx dctx(ZSTD_createDCtx());
   if (!dctx) throw std::bad_alloc();
-  size_t pos = fh.header_bytes;
-  while (pos < data.size()) {
+  for (uint64_t pos = fh.header_bytes;;) {
     BlockHeader h{};
-    if (data.size() - pos < sizeof h) {
+    const size_t got_header = file.read(&h, sizeof h);
+    if (got_header == 0) break;  // the end of the data, between blocks
+    if (got_header < sizeof h) {
       t.cut_reason = "truncated block header at offset " + std::to_string(pos);
       break;
     }
-    std::memcpy(&h, data.data() + pos, sizeof h);
     if (h.magic != kBlockMagic || h.header_check != block_header_check(h) ||
         h.raw_size > kMaxBlockBytes || h.stored_size > kMaxBlockBytes) {
       t.cut_reason = "corrupt block header at offset " + std::to_string(pos);
       break;
     }
-    if (data.size() - pos - sizeof h < h.stored_size) {
+    const char* stored_data = file.read_block(h.stored_size);
+    if (!stored_data) {
       t.cut_reason = "truncated block at offset " + std::to_string(pos);
       break;
     }
-    std::string_view stored(data.data() + pos + sizeof h, h.stored_size);
+    std::string_view stored(stored_data, h.stored_size);
     std::string_view payload;
     if (h.codec == static_cast<uint16_t>(Codec::Raw)) {
       if (h.raw_size != h.stored_size) {

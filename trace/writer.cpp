@@ -31,9 +31,12 @@ std::unique_ptr<TraceWriter> TraceWriter::create(const std::string& path, unsign
 TraceWriter::TraceWriter(int fd, std::string path) : fd_(fd), path_(std::move(path)) {
   auto* ctx = ZSTD_createCCtx();
   if (ctx) {
-    // Level 1: the writer thread shares the app's cores; fixed-size records compress
-    // well even at the fastest level.
-    ZSTD_CCtx_setParameter(ctx, ZSTD_c_compressionLevel, 1);
+    // Level -1: the writer thread shares the app's cores, and the analyzer
+    // spends most of its reading time decompressing. Against level 1 it
+    // stores literals without Huffman coding: on event blocks (timestamps, addresses)
+    // that costs ~2 % in size and makes both compressing and decompressing
+    // ~10 % faster (docs/benchmarks.md, "Analyzer throughput").
+    ZSTD_CCtx_setParameter(ctx, ZSTD_c_compressionLevel, -1);
     ZSTD_CCtx_setParameter(ctx, ZSTD_c_checksumFlag, 1);
   }
   zstd_ctx_ = ctx;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "analyzer/symbolize/frame_filter.h"
+#include "trace/prefault.h"
 
 namespace cuxfer::model {
 namespace {
@@ -203,6 +204,8 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
     job.processes.push_back(std::move(p));
   }
   job.calls.reserve(total_events);
+  // Nearly every event becomes a call: fault the whole array in at once.
+  trace::prefault_for_write(job.calls.data(), job.calls.capacity() * sizeof(Call));
 
   for (uint32_t pi = 0; pi < job.processes.size(); ++pi) {
     Process& p = job.processes[pi];
@@ -215,14 +218,14 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
     for (size_t i = 0; i < p.trace.api_names.size(); ++i)
       shim_api[i] = p.trace.api_names[i].rfind(kShimApiPrefix, 0) == 0;
     for (const auto& e : p.trace.events) {
-      Call c;
+      // Built where it stays, not on the stack and copied: this loop runs once
+      // per event and was bound by that copy (docs/benchmarks.md).
+      const bool shim = e.api < shim_api.size() && shim_api[e.api];
+      Call& c = (shim ? job.shim_calls : job.calls).emplace_back();
       c.event = &e;
       c.process = pi;
       c.cls = classify(e);
-      if (e.api < shim_api.size() && shim_api[e.api]) {
-        job.shim_calls.push_back(c);
-        continue;
-      }
+      if (shim) continue;
       if (e.callsite_id != 0) c.site = site_of_id.find(e.callsite_id);
       if (!gpu.empty() && e.correlation_id != 0) {
         auto it = gpu.find(e.correlation_id);
@@ -232,10 +235,9 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
           c.gpu_begin_ns = it->second.begin;
           c.gpu_end_ns = it->second.end;
           it->second.claimed = true;
-          call_of_correlation[e.correlation_id] = static_cast<uint32_t>(job.calls.size());
+          call_of_correlation[e.correlation_id] = static_cast<uint32_t>(job.calls.size() - 1);
         }
       }
-      job.calls.push_back(c);
     }
     for (size_t ri = 0; ri < p.trace.gpu_records.size() && !call_of_correlation.empty(); ++ri) {
       const trace::GpuRecord& r = p.trace.gpu_records[ri];
