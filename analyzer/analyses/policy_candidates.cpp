@@ -281,6 +281,63 @@ PolicyCandidates derive_policy(const model::Job& job, const Report& report, cons
            " (tiny_storm): their device pointer is in no recorded device allocation");
   }
 
+  // Allocation sites whose whole contents are uploaded again and again (the
+  // copies' fingerprints give the device pointer: from 1 MiB by default). Zero
+  // copy is speculative there: a kernel that reads the data once streams it
+  // over the link while it computes and the upload disappears; one that
+  // re-reads it loses. Only `cuxfer tune` can tell, and the entry says so.
+  {
+    std::unordered_map<uint64_t, uint64_t> device_ptr;  // (process, correlation id) -> device pointer
+    for (const model::Call& s : job.shim_calls)
+      if (s.kind() == EventKind::Fingerprint)
+        device_ptr[(uint64_t{s.process} << 32) | s.event->correlation_id] = s.event->stream;
+    const AllocationIndex allocations(job);
+    struct Whole {
+      uint64_t uploads = 0, bytes = 0, time_ns = 0;
+      std::set<uint32_t> copy_sites;
+    };
+    std::map<SiteKey, Whole> whole;
+    std::map<SiteKey, policy::Site> ids;
+    for (const model::Call& c : job.calls) {
+      if (c.kind() != EventKind::Copy || c.failed() || c.cls.direction != Direction::HtoD) continue;
+      if (c.event->dst_kind != static_cast<uint8_t>(MemKind::Device) || c.bytes() < t.large_bytes) continue;
+      auto ptr = device_ptr.find((uint64_t{c.process} << 32) | c.event->correlation_id);
+      if (ptr == device_ptr.end()) continue;
+      const Allocation* a = allocations.find(c.process, ptr->second, c.event->t_enter_ns);
+      if (!a || a->address != ptr->second || a->bytes != c.bytes() || a->site == model::kNoSite) continue;
+      policy::Site id;
+      std::string why;
+      if (!identify(job, a->site, policy::SiteKind::Allocation, id, why)) continue;
+      const SiteKey key{id.kind, id.build_id, id.offset};
+      ids[key] = id;
+      Whole& w = whole[key];
+      ++w.uploads;
+      w.bytes += c.bytes();
+      w.time_ns += c.has_gpu_time() ? std::max(c.gpu_ns, c.cpu_ns()) : c.cpu_ns();
+      if (c.site != model::kNoSite) w.copy_sites.insert(c.site);
+    }
+    for (auto& [key, w] : whole) {
+      if (w.uploads < 2) continue;  // uploaded once: nothing recurring to save
+      Candidate& c = candidates[key];
+      if (c.entry.site.build_id.empty()) c.entry.site = ids[key];
+      c.entry.path = policy::Path::ZeroCopy;
+      for (uint32_t site : w.copy_sites) {
+        policy::Site id;
+        std::string why;
+        if (!identify(job, site, policy::SiteKind::Call, id, why)) continue;
+        if (std::none_of(c.copy_sites.begin(), c.copy_sites.end(),
+                         [&](const policy::Site& s) { return policy::same_site(s, id); }))
+          c.copy_sites.push_back(id);
+      }
+      c.gain_by_finding["whole_uploads"] += w.time_ns;
+      c.reasons.push_back("whole_uploads (speculative: measure it with cuxfer tune): all " +
+                          render::format_bytes(w.bytes / w.uploads) + " of this allocation uploaded " +
+                          std::to_string(w.uploads) + " times (" + render::format_duration(w.time_ns) +
+                          "); mapped host memory removes the uploads, but kernels then read it over the bus: "
+                          "a win only if they read it about once");
+    }
+  }
+
   // Entries: the largest finding's estimate (findings overlap, never add up).
   std::vector<Candidate*> kept;
   for (auto& [key, c] : candidates) {

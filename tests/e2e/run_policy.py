@@ -123,7 +123,13 @@ def main() -> int:
     check(p.returncode == 0, f"policy loop exited {p.returncode}")
     loop = json.loads(loop_policy.read_text())
     regs = [e for e in loop["entries"] if e["path"] == "register"]
-    check(len(loop["entries"]) == 2 and len(regs) == 2, f"expected two register entries: {loop['entries']}")
+    whole = [e for e in loop["entries"] if e["path"] == "zero_copy"]
+    check(len(loop["entries"]) == 3 and len(regs) == 2, f"expected two register entries and one zero_copy: "
+                                                       f"{loop['entries']}")
+    # The device buffer is uploaded whole every iteration: a speculative zero_copy candidate.
+    check(len(whole) == 1 and whole[0]["findings"] == ["whole_uploads"] and
+          whole[0]["site"]["kind"] == "allocation" and "speculative" in whole[0].get("reason", ""),
+          f"whole_uploads zero_copy entry: {whole}")
     lines = {source_line(Path(a.testapps) / "pageable_loop.cpp", r"cudaMemcpyHostToDevice"),
              source_line(Path(a.testapps) / "pageable_loop.cpp", r"cudaMemcpyDeviceToHost")}
     for e in regs:
@@ -135,6 +141,10 @@ def main() -> int:
         got = {int(e["site"]["source"].rsplit(":", 1)[1]) for e in regs}
         check(got == lines, f"register sites at lines {sorted(got)}, expected {sorted(lines)}")
     gains = [e["estimated_gain_ns"] for e in loop["entries"]]
+    # For applying each call-site path on its own below.
+    only_calls = dict(loop, entries=regs)
+    loop_policy_calls = out / "loop_calls.json"
+    loop_policy_calls.write_text(json.dumps(only_calls))
     check(gains == sorted(gains, reverse=True), "entries not sorted by gain")
 
     # cuxfer record --policy: the written file is accepted; a bad one is one line, exit 2.
@@ -174,7 +184,7 @@ def main() -> int:
     check(rw.get("staged_calls") == 0 and rw.get("registered_calls") == 0, f"tiny: other paths used: {rw}")
 
     # register: from the first copy of each site, not after reuse.
-    rw = apply("loop_register", loop_policy, [str(loop_app), "8", "2M"])
+    rw = apply("loop_register", loop_policy_calls, [str(loop_app), "8", "2M"])
     check(rw.get("registered_calls") == 16, f"registered_calls {rw.get('registered_calls')} (8 H2D + 8 D2H)")
     check(rw.get("registrations") == 2, f"registrations {rw.get('registrations')} (the two 2 MiB buffers)")
 
@@ -182,7 +192,7 @@ def main() -> int:
     for path, extra, want in (("stage", [], {"staged_calls": 16, "registered_calls": 0}),
                               ("exclude", ["--rewrite=pin"], {"staged_calls": 0, "registered_calls": 0,
                                                               "passthrough_pageable_calls": 16})):
-        doc = json.loads(loop_policy.read_text())
+        doc = json.loads(loop_policy_calls.read_text())
         for e in doc["entries"]:
             e["path"] = path
         f = out / f"loop_{path}.json"
@@ -190,6 +200,12 @@ def main() -> int:
         rw = apply(f"loop_{path}", f, [str(loop_app), "8", "2M"], extra)
         for k, v in want.items():
             check(rw.get(k) == v, f"{path}: {k} {rw.get(k)}, expected {v}")
+
+    # The whole policy: the device buffer becomes mapped host memory, so both
+    # copies are host memcpys and the call-site entries have nothing to do.
+    rw = apply("loop_all", loop_policy, [str(loop_app), "8", "2M"])
+    check(rw.get("zero_copy_allocations") == 1 and rw.get("zero_copy_calls") == 16,
+          f"loop_all: zero copy {rw.get('zero_copy_allocations')} allocations, {rw.get('zero_copy_calls')} copies")
 
     if not failures:
         print("PASS")
