@@ -13,7 +13,9 @@ gpu_configure_build cuxfer_cli cuxfer_shim cuxfer_memhooks zc_params-nvcc_shared
 X=$B/bin/cuxfer; G=$B/testapps/gpu
 step() { grep -o 'median_step_us=[0-9.]*' | cut -d= -f2; }
 sum() { grep -o 'checksum=[0-9a-f]*'; }
-for app in "zc_params-nvcc_shared 2000 256" "zc_reread-nvcc_shared 20 64M 100" "pageable_pipeline-nvcc_shared 8 256M 32M"; do
+APPS=${APPS:-"zc_params-nvcc_shared 2000 256|zc_reread-nvcc_shared 20 64M 100|pageable_pipeline-nvcc_shared 8 256M 32M"}
+IFS='|' read -ra LIST <<< "$APPS"
+for app in "${LIST[@]}"; do
   name=${app%%-*}; set -- $app; bin=$1; shift
   echo "== tune $name"
   t0=$(date +%s.%N)
@@ -29,6 +31,7 @@ for app in "zc_params-nvcc_shared 2000 256" "zc_reread-nvcc_shared 20 64M 100" "
   done
   $X report /tmp/p-$name-1 | sed -n '/^Rewrite/,/^$/p'
 done
+[ -n "${SKIP_FORCED:-}" ] && exit 0
 echo "== forced zero copy on zc_reread (what tune measured, repeated): policy of every candidate"
 CUXFER_FINGERPRINT_MIN=64 $X record -q -o /tmp/zr-obs -- $G/zc_reread-nvcc_shared 20 64M 100 >/dev/null
 $X policy -q -o /tmp/zr-all.json /tmp/zr-obs

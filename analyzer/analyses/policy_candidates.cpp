@@ -275,7 +275,7 @@ PolicyCandidates derive_policy(const model::Job& job, const Report& report, cons
     for (const auto& [site, n] : untied)
       skip(std::to_string(n) + " tiny copies at " + site_display(job, site) +
            " (tiny_storm): no device pointer recorded (the shim records it with a copy's fingerprint, from "
-           "CUXFER_FINGERPRINT_MIN bytes): record with CUXFER_FINGERPRINT_MIN=64 to tie them to their allocation");
+           "CUXFER_FINGERPRINT_MIN bytes): record with CUXFER_FINGERPRINT_MIN=1 to tie them to their allocation");
     for (const auto& [site, n] : unowned)
       skip(std::to_string(n) + " tiny copies at " + site_display(job, site) +
            " (tiny_storm): their device pointer is in no recorded device allocation");

@@ -27,7 +27,7 @@ its estimated gain and the findings behind it:
                     async_pageable (register when the site reuses a buffer)
   zero_copy         the allocation site of the device buffer a tiny_storm's
                     copies write into or read from (record with
-                    CUXFER_FINGERPRINT_MIN=64 so tiny copies carry their
+                    CUXFER_FINGERPRINT_MIN=1 so tiny copies carry their
                     device pointer)
 Sites are named by module build id + offset; those that cannot be (no build
 id) are skipped, and the summary says so. Review the file, then apply it with

@@ -38,7 +38,7 @@ const char* const kTuneHelp =
 
 Finds the policy entries (docs/policy.md) that make COMMAND faster, by
 measuring them. Runs COMMAND once under observe (recorded with
-CUXFER_FINGERPRINT_MIN=64), derives the candidates `cuxfer policy` would
+CUXFER_FINGERPRINT_MIN=1), derives the candidates `cuxfer policy` would
 write, then runs it again and again: baseline runs (no policy) interleaved
 with runs that apply all candidates, then, within --max-runs, runs with
 single candidates whose effect could not be told apart, and runs that
@@ -234,7 +234,7 @@ bool Tuner::run_once(RunKind kind, int candidate, uint32_t rep, const std::strin
   const size_t n = candidates_.policy.entries.size();
   const std::string reps = fmt::format("rep {}/{}", rep, o_.reps);
   switch (kind) {
-    case RunKind::Observe: r.label = "observe, CUXFER_FINGERPRINT_MIN=64"; break;
+    case RunKind::Observe: r.label = "observe, CUXFER_FINGERPRINT_MIN=1"; break;
     case RunKind::Baseline: r.label = "baseline, no policy, " + reps; break;
     case RunKind::Combined: r.label = fmt::format("all {} candidate{}, {}", n, n == 1 ? "" : "s", reps); break;
     case RunKind::Solo:
@@ -257,7 +257,7 @@ bool Tuner::run_once(RunKind kind, int candidate, uint32_t rep, const std::strin
   s.command = o_.command;
   if (kind == RunKind::Observe) {
     s.extra_env["CUXFER_FINGERPRINT"] = "1";
-    s.extra_env["CUXFER_FINGERPRINT_MIN"] = "64";
+    s.extra_env["CUXFER_FINGERPRINT_MIN"] = "1";
   }
   launcher::PreparedRecording prepared;
   launcher::PrepareResult pr = launcher::prepare_recording(s, prepared);

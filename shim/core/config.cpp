@@ -80,8 +80,8 @@ Config parse_config(char** env, bool secure_execution) {
       if (parse_bool(val, b)) c.fingerprint = b;
       else bad("0 or 1");
     } else if (key == "CUXFER_FINGERPRINT_MIN") {
-      if (parse_uint(val, 64, 1ull << 40, n)) c.fingerprint_min = n;
-      else bad("a byte count from 64 up");
+      if (parse_uint(val, 1, 1ull << 40, n)) c.fingerprint_min = n;
+      else bad("a byte count from 1 up");
     } else if (key == "CUXFER_CUPTI_LIB") {
       c.cupti_library = val;
     } else if (key == "CUXFER_MANIFEST") {

@@ -54,8 +54,9 @@ bool find(uint64_t p, uint64_t n, Buffer& out) {
   return false;
 }
 
-void note_once(std::atomic<bool>& said, const std::string& msg) {
-  if (!said.exchange(true)) Recorder::instance().note(msg);
+// `warning`: a problem (a fallback); else what the policy set up.
+void note_once(std::atomic<bool>& said, const std::string& msg, bool warning = true) {
+  if (!said.exchange(true)) Recorder::instance().note(msg, warning);
 }
 
 int8_t current_ordinal(const DriverCalls& d) {
@@ -128,7 +129,7 @@ bool zero_copy_alloc(uint64_t bytes, uint64_t* out) {
   allocation_table().insert(device, bytes, trace::MemKind::Mapped, ordinal);
   detail::g_zero_copy_buffers.fetch_add(1, std::memory_order_relaxed);
   thread_state().mapped = true;
-  note_once(said_first, "policy: zero_copy: device allocations named by the policy are mapped host memory");
+  note_once(said_first, "policy: zero_copy: device allocations named by the policy are mapped host memory", false);
   *out = device;
   return true;
 }

@@ -225,7 +225,22 @@ TEST(ParseConfig, FingerprintSettings) {
   EXPECT_EQ(c.fingerprint_min, 64u << 10);
   EXPECT_TRUE(c.cupti_kernels);
   EXPECT_TRUE(c.problems.empty());
-  EXPECT_EQ(parse({"CUXFER_FINGERPRINT_MIN=8"}).problems.size(), 1u);
+  // From 1 byte: `cuxfer tune` records tiny copies' device pointers that way.
+  EXPECT_EQ(parse({"CUXFER_FINGERPRINT_MIN=1"}).fingerprint_min, 1u);
+  EXPECT_EQ(parse({"CUXFER_FINGERPRINT_MIN=0"}).problems.size(), 1u);
+  EXPECT_TRUE(d.cupti_unified_memory);
+  EXPECT_FALSE(parse({"CUXFER_CUPTI_UM=0"}).cupti_unified_memory);
+  EXPECT_EQ(parse({"CUXFER_CUPTI_UM=maybe"}).problems.size(), 1u);
+}
+
+TEST(ParseConfig, PolicyTurnsTheRewriteMachineryOn) {
+  Config d = parse({});
+  EXPECT_FALSE(d.rewrite_any());
+  Config c = parse({"CUXFER_POLICY=/tmp/p.json"});
+  EXPECT_EQ(c.policy_path, "/tmp/p.json");
+  EXPECT_FALSE(c.rewrite_pin);  // only the sites the policy names
+  EXPECT_TRUE(c.rewrite_any());
+  EXPECT_TRUE(c.problems.empty());
 }
 
 TEST(ParseConfig, AutomaticPinnedBudgetIsBounded) {
