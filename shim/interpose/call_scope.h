@@ -15,6 +15,10 @@
 
 namespace cuxfer::shim {
 
+namespace rewrite {
+void per_thread_stream_used();  // rewrite/zero_copy.h
+}
+
 // Classifies the described pointers and fills the event's transfer fields.
 void describe_event(const CallDesc& d, trace::Event& e);
 // Captures the call stack (or just `return_address`) and interns it.
@@ -69,6 +73,8 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   }
 
   ts.in_call = true;
+  // Work on a per-thread default stream: the zero-copy path's "nothing pending" shortcut is off.
+  if (d.flags & trace::kFlagPerThreadStream) rewrite::per_thread_stream_used();
   ts.runtime_owner = layer_of(id) == Layer::Runtime;
   if (!ts.runtime_owner) rec.ensure_driver_attached();
   ts.driver_seen = false;

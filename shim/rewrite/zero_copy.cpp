@@ -82,11 +82,59 @@ CUevent thread_event(const DriverCalls& d) {
   return event;
 }
 
+// The app's blocking streams (created without CU_STREAM_NON_BLOCKING): the
+// legacy stream waits for their work. Beyond kMaxStreams the shortcut is off.
+struct Streams {
+  static constexpr size_t kMaxStreams = 64;
+  std::mutex mutex;
+  CUstream list[kMaxStreams] = {};
+  size_t count = 0;
+  bool overflow = false;
+};
+Streams& streams() {
+  static auto* s = new Streams;
+  return *s;
+}
+std::atomic<bool> g_per_thread_used{false};
+
+// Nothing a synchronous legacy-stream copy would wait for is pending.
+bool legacy_order_idle(const DriverCalls& d) {
+  if (g_per_thread_used.load(std::memory_order_relaxed) || !d.stream_query) return false;
+  if (d.stream_query(CU_STREAM_LEGACY) != CUDA_SUCCESS) return false;
+  Streams& s = streams();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.overflow) return false;
+  for (size_t i = 0; i < s.count; ++i)
+    if (d.stream_query(s.list[i]) != CUDA_SUCCESS) return false;  // busy, or another context's: wait
+  return true;
+}
+
 bool host_memory(trace::MemKind k) {
   return k == trace::MemKind::Pageable || k == trace::MemKind::Pinned || k == trace::MemKind::Registered;
 }
 
 }  // namespace
+
+void blocking_stream_created(CUstream st) {
+  Streams& s = streams();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.count == Streams::kMaxStreams) s.overflow = true;
+  else s.list[s.count++] = st;
+}
+
+void stream_destroyed(CUstream st) {
+  Streams& s = streams();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  for (size_t i = 0; i < s.count; ++i)
+    if (s.list[i] == st) {
+      s.list[i] = s.list[--s.count];
+      return;
+    }
+}
+
+void per_thread_stream_used() {
+  if (!g_per_thread_used.load(std::memory_order_relaxed)) g_per_thread_used.store(true, std::memory_order_relaxed);
+}
 
 bool zero_copy_alloc(uint64_t bytes, uint64_t* out) {
   if (bytes == 0 || config().policy_path.empty()) return false;
@@ -174,9 +222,12 @@ Action try_zero_copy(const CallDesc& d, int& result) {
     // What the driver does first for a pageable copy: wait for the work ahead
     // of it in the default stream (and, as the legacy stream does, in the
     // blocking streams).
-    CUevent ev = thread_event(*drv);
-    if (!ev || drv->record(per_thread, ev, nullptr) != CUDA_SUCCESS || drv->event_synchronize(ev) != CUDA_SUCCESS)
-      return Action::Original;
+    if (per_thread) per_thread_stream_used();
+    if (per_thread || !legacy_order_idle(*drv)) {
+      CUevent ev = thread_event(*drv);
+      if (!ev || drv->record(per_thread, ev, nullptr) != CUDA_SUCCESS || drv->event_synchronize(ev) != CUDA_SUCCESS)
+        return Action::Original;
+    }
   } else {
     const uint64_t s = d.stream;
     // The default streams order against other streams: leave them to the driver.

@@ -8,7 +8,10 @@
 //   - synchronous copies wait for the work ahead of them in the legacy (or
 //     per-thread) default stream, as the driver's pageable path does before
 //     it copies (an event recorded there also waits for the blocking
-//     streams), then memcpy;
+//     streams), then memcpy. When nothing is pending there — the legacy
+//     stream and every blocking stream the app created are idle, and no
+//     per-thread default stream was ever used — the memcpy runs at once,
+//     without the event's round trip to the GPU;
 //   - asynchronous copies on a stream with nothing pending memcpy at once;
 //     otherwise (pending work, the default streams, capture) the original
 //     call runs: the driver copies to mapped memory in stream order itself.
@@ -44,6 +47,10 @@ bool zero_copy_free(uint64_t p);
 // A 1D copy touching a zero-copy buffer (see above). Done: `result` is the
 // call's result.
 Action try_zero_copy(const CallDesc& d, int& result);
+// Stream bookkeeping for the shortcut above (interpose/stream_hooks.cpp).
+void blocking_stream_created(CUstream s);
+void stream_destroyed(CUstream s);
+void per_thread_stream_used();
 // Pointer attribute queries on a zero-copy buffer: true when answered here.
 bool zero_copy_attribute(CUpointer_attribute attribute, void* data, CUdeviceptr p, CUresult& result);
 
