@@ -19,7 +19,7 @@ for app in "${LIST[@]}"; do
   name=${app%%-*}; set -- $app; bin=$1; shift
   echo "== tune $name"
   t0=$(date +%s.%N)
-  $X tune --reps 3 --max-runs 16 -o $OUT/$name.policy.json --report $OUT/$name.tune.txt --keep-traces $OUT/$name-traces -- $G/$bin "$@" 2>&1 | tail -25
+  $X tune --reps ${REPS:-3} --max-runs ${MAX_RUNS:-16} -o $OUT/$name.policy.json --report $OUT/$name.tune.txt --keep-traces $OUT/$name-traces -- $G/$bin "$@" 2>&1 | tail -25
   echo "tune took $(python3 -c "print(round($(date +%s.%N)-$t0,1))") s"
   python3 -c "import json; [print(' kept:', e['path'], e['site'].get('source', e['site']['offset']), '|', e.get('reason','')[-160:]) for e in json.load(open('$OUT/$name.policy.json'))['entries']]"
   sed -n '1,60p' $OUT/$name.tune.txt
