@@ -309,7 +309,7 @@ RewriteTotals rewrite_totals(const model::Job& job, const JobTally& tally) {
   for (size_t i = 0; i < job.processes.size(); ++i) {
     if (tally.processes[i].rewrote) on[i] = true;
     for (const auto& note : job.processes[i].trace.notes)
-      if (note.rfind(model::kRewritePinNote, 0) == 0) on[i] = true;
+      if (note.rfind(model::kRewritePinNote, 0) == 0 || note.rfind(model::kPolicyNote, 0) == 0) on[i] = true;
   }
   for (const auto& c : job.shim_calls) {
     if (c.kind() != EventKind::HostRegister ||

@@ -87,6 +87,8 @@ inline constexpr const char* kRegisterApi = "cuxfer:register";
 
 // A process ran with the pinned rewrite on: the shim's note begins so.
 inline constexpr const char* kRewritePinNote = "rewrite: pin";
+// ... or with a policy file (CUXFER_POLICY), which rewrites the sites it names.
+inline constexpr const char* kPolicyNote = "policy: ";
 
 class Job {
  public:

@@ -74,6 +74,7 @@ RegisterVerdict HostRanges::note_copy(uint64_t p, uint64_t n, uint64_t max_bytes
   v.tracked = true;
   v.begin = r.begin;
   v.end = r.end;
+  v.forbidden = r.forbidden;
   r.copied += n;
   r.copies += 1;
   const uint64_t size = r.end - r.begin;

@@ -25,6 +25,7 @@ enum class HostSource : uint8_t { Malloc = 1, Mmap = 2 };
 struct RegisterVerdict {
   bool tracked = false;       // [p, p+n) lies inside one observed range
   bool register_now = false;  // ... and the policy says to register that range now
+  bool forbidden = false;     // ... which must never be registered (a registration failed there)
   uint64_t begin = 0, end = 0;
 };
 

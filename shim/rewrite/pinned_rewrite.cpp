@@ -182,7 +182,12 @@ Action try_rewrite(const CallDesc& desc, int& result) {
   const bool registrations = registrations_exist();
   State* s = nullptr;
   if (registrations || config().register_in_place) s = &state();
-  if (!s || (!s->registering && !registrations)) return stage();
+  if (!s || (!s->registering && !registrations)) {
+    // No registration here (CUXFER_REGISTER=off, or no libc hooks): a policy's
+    // passthrough stays the app's call, its register is staged instead.
+    if (site.matched) return force_register ? stage(/*any_size=*/true) : original();
+    return stage();
+  }
 
   PointerInfo src = classify_pointer(desc.src), dst = classify_pointer(desc.dst);
   Way way;
@@ -208,7 +213,7 @@ Action try_rewrite(const CallDesc& desc, int& result) {
       RegisterVerdict v = host_ranges().note_copy(host, desc.bytes, s->cache.budget());
       // The policy's "register" does not wait for the buffer's reuse to pay;
       // its "passthrough" counts the reuse but never rewrites this call.
-      if (force_register && v.tracked && v.end - v.begin <= s->cache.budget()) v.register_now = true;
+      if (force_register && v.tracked && !v.forbidden && v.end - v.begin <= s->cache.budget()) v.register_now = true;
       if (site.matched && path == policy::Path::Passthrough) return original();
       if (v.register_now && !(async && d->capturing(per_thread, reinterpret_cast<CUstream>(desc.stream)))) {
         ++ts.internal;

@@ -242,6 +242,8 @@ Action try_zero_copy(const CallDesc& d, int& result) {
   std::memcpy(dst, src, d.bytes);
   // Stores before the launches that follow (which reach the GPU by MMIO, ordered after them).
   std::atomic_thread_fence(std::memory_order_seq_cst);
+  // No DMA ran: CUPTI has no record to match this call.
+  thread_state().pending.flags &= static_cast<uint8_t>(~trace::kFlagGpuExpected);
   result = CUDA_SUCCESS;
   return Action::Done;
 }

@@ -190,6 +190,9 @@ def main() -> int:
 
     # stage, and exclude (which wins over --rewrite=pin's defaults).
     for path, extra, want in (("stage", [], {"staged_calls": 16, "registered_calls": 0}),
+                              # no libc hooks without a register entry: still the app's own calls
+                              ("passthrough", [], {"staged_calls": 0, "registered_calls": 0,
+                                                   "passthrough_pageable_calls": 16}),
                               ("exclude", ["--rewrite=pin"], {"staged_calls": 0, "registered_calls": 0,
                                                               "passthrough_pageable_calls": 16})):
         doc = json.loads(loop_policy_calls.read_text())
