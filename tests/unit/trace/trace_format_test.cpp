@@ -248,6 +248,24 @@ TEST_F(TraceFormat, UnknownBlockTypesAreSkipped) {
   EXPECT_EQ(r.events[0].bytes, 42u);
 }
 
+// Found by fuzz/fuzz_trace_reader: an empty first block read as "truncated",
+// and an empty record block copied to a null pointer.
+TEST_F(TraceFormat, EmptyBlocksAreEmptyNotTruncated) {
+  std::string error;
+  auto w = TraceWriter::create(path("e.trace"), 0644, &error);
+  ASSERT_TRUE(w) << error;
+  w->write_block(BlockType::Events, "", 0);
+  w->write_block(BlockType::GpuRecords, "", 0);
+  w->write_block(BlockType::End, "", 0);
+  w.reset();
+  Trace r;
+  ASSERT_EQ(read_trace(path("e.trace"), r, error), ReadStatus::Ok) << error;
+  EXPECT_TRUE(r.complete);
+  EXPECT_EQ(r.cut_reason, "");
+  EXPECT_EQ(r.blocks_read, 3u);
+  EXPECT_TRUE(r.events.empty());
+}
+
 TEST_F(TraceFormat, WriterRefusesToClobber) {
   std::string error;
   auto a = TraceWriter::create(path("x.trace"), 0644, &error);
