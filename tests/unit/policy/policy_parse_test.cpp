@@ -140,6 +140,9 @@ INSTANTIATE_TEST_SUITE_P(
                 "entries[0].site.offset: must be a hex string like \"0x1a2b\" (or a non-negative integer), got \"1a2b\""},
         BadCase{"negative_offset", entry(R"({"kind": "call", "build_id": "ab", "offset": -4})"),
                 "entries[0].site.offset: must be a hex string like \"0x1a2b\" (or a non-negative integer), got -4"},
+        // A container is named, not dumped (a deep one overflowed the stack).
+        BadCase{"nested_offset", entry(R"({"kind": "call", "build_id": "ab", "offset": [[{"a": 1}]]})"),
+                "entries[0].site.offset: must be a hex string like \"0x1a2b\" (or a non-negative integer), got an array"},
         BadCase{"module_type", entry(R"({"kind": "call", "build_id": "ab", "offset": "0x1", "module": 7})"),
                 "entries[0].site.module: must be a string"},
         BadCase{"no_path", entry(kSite, R"("reason": "x")"), "entries[0]: missing field 'path'"},
@@ -163,7 +166,13 @@ INSTANTIATE_TEST_SUITE_P(
                   {"site": {"kind": "call", "build_id": "AB", "offset": "0x10"}, "path": "stage"},
                   {"site": {"kind": "allocation", "build_id": "ab", "offset": "0x10"}, "path": "zero_copy"},
                   {"site": {"kind": "call", "build_id": "ab", "offset": 16}, "path": "register"}]})",
-                "entries[2].site: duplicate site: call site ab+0x10 is also entries[0]"}),
+                "entries[2].site: duplicate site: call site ab+0x10 is also entries[0]"},
+        // Found by fuzz/fuzz_policy_parser: control characters from the file
+        // (valid JSON escapes) came through into the error, splitting the line.
+        BadCase{"newline_in_key", R"({"schema": "cuxfer.policy/1", "\ntries": []})",
+                "top level: unknown field '\\ntries' (fields: schema, generator, comment, entries)"},
+        BadCase{"control_in_value", entry(kSite, R"("path": "st\r\u0001age")"),
+                "entries[0].path: unknown path 'st\\r\\x01age' (passthrough, stage, register, zero_copy or exclude)"}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return std::string(info.param.name); });
 
 TEST(PolicyNames, BuildIdNormalization) {
