@@ -26,9 +26,24 @@ fi
 REQUIRED=(cmake ninja-build g++ pkg-config libspdlog-dev libfmt-dev libzstd-dev libgtest-dev python3)
 # Optional: the build has a fallback for each.
 # chromium: renders `cuxfer report --html` in the test that checks it (skipped without).
+# clang + its libFuzzer runtime: scripts/fuzz.sh only (it skips, visibly, without
+# them). The runtime is versioned like clang: libclang_rt.fuzzer-x86_64.a comes
+# from libclang-rt-14-dev on Debian 12 (dpkg -S), libclang-rt-18-dev on Ubuntu 24.04.
 OPTIONAL=(libdw-dev libelf-dev nlohmann-json3-dev libunwind8 chromium)
 
 log() { echo "install-deps: $*"; }
+
+# The major version of the clang installed, or of the one `clang` would install.
+clang_major() {
+  local v=""
+  if command -v clang >/dev/null; then
+    v="$(clang -dumpversion 2>/dev/null | cut -d. -f1)"
+  elif command -v apt-cache >/dev/null; then
+    v="$(apt-cache show clang 2>/dev/null | sed -n 's/^Depends:.*clang-\([0-9][0-9]*\).*/\1/p' | head -1)"
+  fi
+  echo "${v:-14}"
+}
+OPTIONAL+=(clang "libclang-rt-$(clang_major)-dev")
 
 # dpkg -s, captured whole (a `| grep -q` pipe can fail under pipefail by SIGPIPE).
 installed() { [[ "$(dpkg -s "$1" 2>/dev/null)" == *"Status: install ok installed"* ]]; }

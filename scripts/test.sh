@@ -10,23 +10,27 @@
 #   --gpu            run the GPU tier too (fails if no GPU is usable or
 #                    every GPU test skipped)
 #   --no-sanitize    skip the sanitizer pass
+#   --no-fuzz        skip the fuzzing stage (scripts/fuzz.sh --time 20)
 #   --skip-deps      do not run scripts/install-deps.sh
 #   -h, --help       this text
 #
 # Build directories: build-test/ (RelWithDebInfo), build-asan/
 # (CUXFER_SANITIZE=address,undefined) and build-tsan/ (CUXFER_SANITIZE=thread,
-# the shim's unit tests: rings, tables, registration cache under threads).
+# the shim's unit tests: rings, tables, registration cache under threads),
+# build-fuzz/ (clang, the libFuzzer targets of fuzz/: scripts/fuzz.sh).
 # Exits non-zero on any failure.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 GPU=0
 SANITIZE=1
+FUZZ=1
 SKIP_DEPS=0
 for a in "$@"; do
   case "$a" in
     --gpu) GPU=1 ;;
     --no-sanitize) SANITIZE=0 ;;
+    --no-fuzz) FUZZ=0 ;;
     --skip-deps) SKIP_DEPS=1 ;;
     -h | --help)
       sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -47,6 +51,7 @@ if ((GPU)); then
 fi
 TIERS="CPU tier (ctest -LE gpu, simulated CUDA)"
 ((SANITIZE)) && TIERS+=" + sanitizer passes (ctest -L unit: address+undefined; shim units: thread)"
+((FUZZ)) && TIERS+=" + fuzzing (scripts/fuzz.sh --time 20)"
 ((GPU)) && TIERS+=" + GPU tier (ctest -L gpu, real GPU)"
 banner "cuxfer tests: $TIERS"
 echo "machine: $(nproc) cores, $(uname -sr); GPU: $(have_gpu && nvidia-smi -L | head -1 || echo none)"
@@ -107,6 +112,23 @@ if ((SANITIZE)); then
   fi
 else
   SUMMARY+=("SKIP  sanitizer pass (--no-sanitize)")
+fi
+
+# --- fuzzing --------------------------------------------------------------------
+if ((FUZZ)); then
+  banner "fuzzing: scripts/fuzz.sh --time 20 (replay of fuzz/corpus + fuzz/regressions, 20 s a target)"
+  # About 2 minutes on 2 cores: the clang build of three small fuzzers, the
+  # replay, 3 x 20 s of fuzzing. Exit 77: no clang or no libFuzzer runtime here;
+  # that is a visible SKIP, never a pass.
+  fuzz_rc=0
+  timed bash "$ROOT/scripts/fuzz.sh" --time 20 || fuzz_rc=$?
+  case "$fuzz_rc" in
+    0) SUMMARY+=("PASS  fuzzing (build-fuzz, replay + 20 s per target)") ;;
+    77) SUMMARY+=("SKIP  fuzz: SKIPPED (clang/libFuzzer not found; scripts/install-deps.sh installs them)") ;;
+    *) SUMMARY+=("FAIL  fuzzing (build-fuzz: see above; a new input is in fuzz/regressions/)") ;;
+  esac
+else
+  SUMMARY+=("SKIP  fuzzing (--no-fuzz)")
 fi
 
 # --- GPU tier -------------------------------------------------------------------
