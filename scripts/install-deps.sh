@@ -26,10 +26,12 @@ fi
 REQUIRED=(cmake ninja-build g++ pkg-config libspdlog-dev libfmt-dev libzstd-dev libgtest-dev python3)
 # Optional: the build has a fallback for each.
 # chromium: renders `cuxfer report --html` in the test that checks it (skipped without).
+# libjemalloc2, libtcmalloc-minimal4: another allocator preloaded after the shim
+# (e2e.rewrite_exactness.{jemalloc,tcmalloc}: skipped without).
 # clang + its libFuzzer runtime: scripts/fuzz.sh only (it skips, visibly, without
 # them). The runtime is versioned like clang: libclang_rt.fuzzer-x86_64.a comes
 # from libclang-rt-14-dev on Debian 12 (dpkg -S), libclang-rt-18-dev on Ubuntu 24.04.
-OPTIONAL=(libdw-dev libelf-dev nlohmann-json3-dev libunwind8 chromium)
+OPTIONAL=(libdw-dev libelf-dev nlohmann-json3-dev libunwind8 chromium libjemalloc2 libtcmalloc-minimal4)
 
 log() { echo "install-deps: $*"; }
 

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -283,7 +284,13 @@ CUXFER_EXPORT void* pvalloc(size_t n) noexcept {
   return p;
 }
 
+// While this thread resolves the next definitions (dlsym), the memory calls
+// it makes re-entrantly -- an allocator preloaded after us (jemalloc) running
+// its initializer inside that dlsym, say -- go straight to the kernel: real()
+// would wait for the resolution this very thread is making.
 CUXFER_EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) noexcept {
+  if (__builtin_expect(t_resolving, 0))
+    return reinterpret_cast<void*>(syscall(SYS_mmap, addr, len, prot, flags, fd, off));
   if (flags & MAP_FIXED) range_going(addr, len);  // replaces whatever was mapped there
   void* p = real().mmap(addr, len, prot, flags, fd, off);
   if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && (prot & PROT_READ) && (prot & PROT_WRITE) && track_size(len))
@@ -296,6 +303,7 @@ CUXFER_EXPORT void* mmap64(void* addr, size_t len, int prot, int flags, int fd, 
 }
 
 CUXFER_EXPORT int munmap(void* addr, size_t len) noexcept {
+  if (__builtin_expect(t_resolving, 0)) return static_cast<int>(syscall(SYS_munmap, addr, len));
   range_going(addr, len);
   return real().munmap(addr, len);
 }
@@ -308,6 +316,8 @@ CUXFER_EXPORT void* mremap(void* old, size_t old_len, size_t new_len, int flags,
     new_addr = va_arg(ap, void*);
     va_end(ap);
   }
+  if (__builtin_expect(t_resolving, 0))
+    return reinterpret_cast<void*>(syscall(SYS_mremap, old, old_len, new_len, flags, new_addr));
   const bool was_mapping = host_tracking_min() && g_shim.is_mapping(old);
   range_going(old, old_len);
   if (flags & MREMAP_FIXED) range_going(new_addr, new_len);
@@ -319,11 +329,16 @@ CUXFER_EXPORT void* mremap(void* old, size_t old_len, size_t new_len, int flags,
 }
 
 CUXFER_EXPORT int madvise(void* addr, size_t len, int advice) noexcept {
+  if (__builtin_expect(t_resolving, 0)) return static_cast<int>(syscall(SYS_madvise, addr, len, advice));
   if (discards_contents(advice) && host_tracking_min() && registrations_exist()) g_shim.discarding(addr, len);
   return real().madvise(addr, len, advice);
 }
 
 CUXFER_EXPORT int brk(void* end) noexcept {
+  if (__builtin_expect(t_resolving, 0)) {  // no heap growth mid-resolution: callers fall back to mmap
+    errno = ENOMEM;
+    return -1;
+  }
   void* current = real().sbrk(0);
   if (current != reinterpret_cast<void*>(-1) && end < current)
     range_going(end, static_cast<char*>(current) - static_cast<char*>(end));
@@ -331,6 +346,10 @@ CUXFER_EXPORT int brk(void* end) noexcept {
 }
 
 CUXFER_EXPORT void* sbrk(intptr_t increment) noexcept {
+  if (__builtin_expect(t_resolving, 0)) {
+    errno = ENOMEM;
+    return reinterpret_cast<void*>(-1);
+  }
   if (increment < 0) {
     void* current = real().sbrk(0);
     if (current != reinterpret_cast<void*>(-1))
