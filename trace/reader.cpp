@@ -224,6 +224,13 @@ ReadStatus read_trace(const std::string& path, Trace& t, std::string& error) {
   }
 
   reserve_records(file, fh.header_bytes, t);
+  // Each block is at most kMaxBlockBytes, but a file of many tiny blocks that
+  // decompress to that much each would make the reader allocate thousands of
+  // times the file's size. Real traces expand 3-20x (docs/benchmarks.md:
+  // ~19.5 bytes an event on disk for 64 in memory); past 1024x the file is
+  // not a plausible trace, and reading stops there with a reason.
+  const uint64_t expansion_limit = std::max<uint64_t>(uint64_t{256} << 20, uint64_t{file.size()} * 1024);
+  uint64_t expanded = 0;
   std::string raw;
   DCtx dctx(ZSTD_createDCtx());
   if (!dctx) throw std::bad_alloc();
@@ -238,6 +245,12 @@ ReadStatus read_trace(const std::string& path, Trace& t, std::string& error) {
     if (h.magic != kBlockMagic || h.header_check != block_header_check(h) ||
         h.raw_size > kMaxBlockBytes || h.stored_size > kMaxBlockBytes) {
       t.cut_reason = "corrupt block header at offset " + std::to_string(pos);
+      break;
+    }
+    expanded += h.raw_size;
+    if (file.size() != 0 && expanded > expansion_limit) {
+      t.cut_reason = "block at offset " + std::to_string(pos) + " would expand the trace past 1024 times its " +
+                     "size on disk: not a plausible trace, read no further";
       break;
     }
     const char* stored_data = file.read_block(h.stored_size);

@@ -266,6 +266,24 @@ TEST_F(TraceFormat, EmptyBlocksAreEmptyNotTruncated) {
   EXPECT_TRUE(r.events.empty());
 }
 
+TEST_F(TraceFormat, ImplausibleExpansionStopsReading) {
+  // Blocks of zeros compress ~1000:1 or better: six 64 MiB event blocks make a
+  // file of a few hundred KiB that would expand to 384 MiB. The reader stops
+  // at the 256 MiB floor of its limit instead of allocating it all.
+  std::string error;
+  auto w = TraceWriter::create(path("bomb.trace"), 0600, &error);
+  ASSERT_TRUE(w) << error;
+  const std::string zeros(64u << 20, '\0');
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(w->write_block(BlockType::Events, zeros));
+  w.reset();
+  ASSERT_LT(std::filesystem::file_size(path("bomb.trace")), 1u << 20);
+  Trace r;
+  ASSERT_EQ(read_trace(path("bomb.trace"), r, error), ReadStatus::Ok) << error;
+  EXPECT_FALSE(r.complete);
+  EXPECT_NE(r.cut_reason.find("not a plausible trace"), std::string::npos) << r.cut_reason;
+  EXPECT_EQ(r.events.size(), 4u * (64u << 20) / sizeof(Event));  // the blocks within the limit
+}
+
 TEST_F(TraceFormat, WriterRefusesToClobber) {
   std::string error;
   auto a = TraceWriter::create(path("x.trace"), 0644, &error);
