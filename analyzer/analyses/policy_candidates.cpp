@@ -123,6 +123,27 @@ class AllocationIndex {  // per process, sorted by address
   std::vector<uint64_t> max_bytes_;
 };
 
+// The device pointer of each copy that has a fingerprint event, keyed by
+// (process, correlation id): the shim records it there (record/fingerprint.h).
+std::unordered_map<uint64_t, uint64_t> device_pointers(const model::Job& job) {
+  std::unordered_map<uint64_t, uint64_t> out;
+  for (const model::Call& s : job.shim_calls)
+    if (s.kind() == EventKind::Fingerprint) out[(uint64_t{s.process} << 32) | s.event->correlation_id] = s.event->stream;
+  return out;
+}
+
+// The copy call sites an allocation entry changes, named as call entries (once each).
+void add_copy_sites(const model::Job& job, const std::set<uint32_t>& sites, Candidate& c) {
+  for (uint32_t site : sites) {
+    policy::Site id;
+    std::string why;
+    if (!identify(job, site, policy::SiteKind::Call, id, why)) continue;
+    if (std::none_of(c.copy_sites.begin(), c.copy_sites.end(),
+                     [&](const policy::Site& s) { return policy::same_site(s, id); }))
+      c.copy_sites.push_back(id);
+  }
+}
+
 std::string site_display(const model::Job& job, uint32_t site_index) {
   return job.sites[site_index].frame.display();
 }
@@ -195,10 +216,7 @@ PolicyCandidates derive_policy(const model::Job& job, const Report& report, cons
       for (const FindingSite& fs : f.sites)
         if (fs.callsite) storm_sites.insert(fs.callsite);
   if (!storm_sites.empty()) {
-    std::unordered_map<uint64_t, uint64_t> device_ptr;  // (process, correlation id) -> device pointer
-    for (const model::Call& s : job.shim_calls)
-      if (s.kind() == EventKind::Fingerprint)
-        device_ptr[(uint64_t{s.process} << 32) | s.event->correlation_id] = s.event->stream;
+    const auto device_ptr = device_pointers(job);
     const AllocationIndex allocations(job);
     const double memcpy_gbps = t.profile && !t.profile->host_memcpy.empty() ? t.profile->memcpy_gbps(1)
                                                                              : kNominalHostMemcpyGbps;
@@ -254,14 +272,7 @@ PolicyCandidates derive_policy(const model::Job& job, const Report& report, cons
     for (auto& [key, z] : zero) {
       Candidate& c = candidates[key];
       c.entry.path = policy::Path::ZeroCopy;
-      for (uint32_t site : z.copy_sites) {
-        policy::Site id;
-        std::string why;
-        if (!identify(job, site, policy::SiteKind::Call, id, why)) continue;
-        if (std::none_of(c.copy_sites.begin(), c.copy_sites.end(),
-                         [&](const policy::Site& s) { return policy::same_site(s, id); }))
-          c.copy_sites.push_back(id);
-      }
+      add_copy_sites(job, z.copy_sites, c);
       c.gain_by_finding["tiny_storm"] += z.gain_ns;
       std::string from;
       for (const auto& s : z.from) from += (from.empty() ? "" : ", ") + s;
@@ -287,10 +298,7 @@ PolicyCandidates derive_policy(const model::Job& job, const Report& report, cons
   // over the link while it computes and the upload disappears; one that
   // re-reads it loses. Only `cuxfer tune` can tell, and the entry says so.
   {
-    std::unordered_map<uint64_t, uint64_t> device_ptr;  // (process, correlation id) -> device pointer
-    for (const model::Call& s : job.shim_calls)
-      if (s.kind() == EventKind::Fingerprint)
-        device_ptr[(uint64_t{s.process} << 32) | s.event->correlation_id] = s.event->stream;
+    const auto device_ptr = device_pointers(job);
     const AllocationIndex allocations(job);
     struct Whole {
       uint64_t uploads = 0, bytes = 0, time_ns = 0;
@@ -321,14 +329,7 @@ PolicyCandidates derive_policy(const model::Job& job, const Report& report, cons
       Candidate& c = candidates[key];
       if (c.entry.site.build_id.empty()) c.entry.site = ids[key];
       c.entry.path = policy::Path::ZeroCopy;
-      for (uint32_t site : w.copy_sites) {
-        policy::Site id;
-        std::string why;
-        if (!identify(job, site, policy::SiteKind::Call, id, why)) continue;
-        if (std::none_of(c.copy_sites.begin(), c.copy_sites.end(),
-                         [&](const policy::Site& s) { return policy::same_site(s, id); }))
-          c.copy_sites.push_back(id);
-      }
+      add_copy_sites(job, w.copy_sites, c);
       c.gain_by_finding["whole_uploads"] += w.time_ns;
       c.reasons.push_back("whole_uploads (speculative: measure it with cuxfer tune): all " +
                           render::format_bytes(w.bytes / w.uploads) + " of this allocation uploaded " +
