@@ -24,6 +24,7 @@ const char* category(trace::EventKind k) {
     case trace::EventKind::HostFree: return "free";
     case trace::EventKind::HostRegister:
     case trace::EventKind::HostUnregister: return "register";
+    case trace::EventKind::Fingerprint: return "fingerprint";
   }
   return "other";
 }
