@@ -1,6 +1,7 @@
 #include "rewrite/pinned_rewrite.h"
 
 #include "rewrite/site_policy.h"
+#include "rewrite/zero_copy.h"
 
 #include <algorithm>
 #include <atomic>
@@ -292,6 +293,21 @@ void set_memhooks_attached() { g_memhooks.store(true, std::memory_order_release)
 void* pageable_probe() {
   static char probe[64];  // the shim's own .bss: nobody registers it
   return probe;
+}
+
+void before_context_teardown(CUcontext ctx) {
+  const Config& c = config();
+  if (!c.enabled || !c.rewrite_any() || thread_state().internal) return;
+  InternalScope internal;
+  if (registrations_exist()) {
+    const uint32_t n = state().cache.clear();
+    Recorder::instance().note("rewrite: pin: " + std::to_string(n) +
+                                  " registrations dropped before a context reset/destroy; buffers are registered "
+                                  "again as they are reused",
+                              /*warning=*/false);
+  }
+  zero_copy_teardown();
+  staging_teardown(ctx);
 }
 
 void after_fork_child() {

@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "interpose/call_desc.h"
+#include "interpose/cuda_headers.h"
 #include "rewrite/staging.h"
 
 namespace cuxfer::shim::rewrite {
@@ -64,6 +65,10 @@ bool memhooks_attached();
 void set_memhooks_attached();
 
 // Lifecycle.
+// A context is about to be destroyed or reset (null: a primary context, which
+// one not known): registrations are dropped while it still exists, zero-copy
+// buffers freed, and staging stops if its pool lived there.
+void before_context_teardown(CUcontext ctx);
 void after_fork_child();
 void on_shutdown();  // summary note; registrations stay until the process ends
 

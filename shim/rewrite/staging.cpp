@@ -255,6 +255,14 @@ bool enabled() {
   return on && !state().disabled.load(std::memory_order_relaxed);
 }
 
+void staging_teardown(CUcontext ctx) {
+  State& s = state();
+  if (!s.ready.load(std::memory_order_acquire) || s.disabled.load(std::memory_order_relaxed)) return;
+  if (ctx && ctx != s.pool.context()) return;
+  allocation_table().erase(reinterpret_cast<uint64_t>(s.pool.base()));  // freed with the context
+  disable("its staging pool went with a context reset/destroy (cudaDeviceReset)");
+}
+
 void disable_after_fork() { state().disabled.store(true, std::memory_order_relaxed); }
 
 bool try_stage(const CallDesc& desc, int& result, bool any_size) {

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "interpose/call_desc.h"
+#include "interpose/cuda_headers.h"
 
 namespace cuxfer::shim::rewrite {
 
@@ -30,5 +31,9 @@ bool try_stage(const CallDesc& d, int& result, bool any_size = false);
 
 // Fork child: the parent's CUDA context and pinned pool are not usable here.
 void disable_after_fork();
+// The context `ctx` (null: a primary context) is going: if the staging pool
+// lives there, staging stops for the rest of the process (the pool is freed
+// with the context; it is not made again: one pool per process).
+void staging_teardown(CUcontext ctx);
 
 }  // namespace cuxfer::shim::rewrite

@@ -182,6 +182,24 @@ bool zero_copy_alloc(uint64_t bytes, uint64_t* out) {
   return true;
 }
 
+void zero_copy_teardown() {
+  if (!zero_copy_exists()) return;
+  std::vector<Buffer> gone;
+  Table& t = table();
+  {
+    std::lock_guard<std::mutex> lock(t.mutex);
+    gone.swap(t.buffers);
+    t.bytes = 0;
+  }
+  const DriverCalls* drv = driver_calls();
+  detail::g_zero_copy_buffers.fetch_sub(static_cast<uint32_t>(gone.size()), std::memory_order_relaxed);
+  if (drv) drv->ctx_synchronize();
+  for (const Buffer& b : gone) {
+    allocation_table().erase(b.device);
+    if (drv) drv->free_host(reinterpret_cast<void*>(b.host));
+  }
+}
+
 bool zero_copy_free(uint64_t p) {
   Buffer b;
   Table& t = table();

@@ -51,6 +51,9 @@ Action try_zero_copy(const CallDesc& d, int& result);
 void blocking_stream_created(CUstream s);
 void stream_destroyed(CUstream s);
 void per_thread_stream_used();
+// A context is going: free every zero-copy buffer while it still exists (the
+// app's pointers to them are invalid after a reset, like its device memory).
+void zero_copy_teardown();
 // Pointer attribute queries on a zero-copy buffer: true when answered here.
 bool zero_copy_attribute(CUpointer_attribute attribute, void* data, CUdeviceptr p, CUresult& result);
 

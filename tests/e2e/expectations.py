@@ -188,6 +188,11 @@ def peer_app(args):
     return Expectation([Proc(ops, {"device": Alloc(2, 2 * s)})], peer_pairs=[(0, 1, n, n * s)])
 
 
+def reset_app(args):
+    n, s = _args(args, [3, 16 * MIB])
+    return Expectation([Proc(_round_trips(2 * n, s), {"device": Alloc(2, 2 * s)})])
+
+
 def exit_app(args):
     return Expectation([Proc([_h2d("cudaMemcpy", "pageable", 1, 4096)], {"device": Alloc(1, 4096)})])
 
@@ -247,7 +252,7 @@ def overlap_kernel(args):
 
 EXPECTATIONS = {f.__name__: f for f in (
     pageable_loop, pinned_loop, async_streams, tiny_storm, copy2d, managed, memset_app, threads, mixed,
-    peer_app, exit_app, fork_app, ptds_streams, driver_linked, driver_dlsym, kernel_loop, overlap_kernel)}
+    peer_app, reset_app, exit_app, fork_app, ptds_streams, driver_linked, driver_dlsym, kernel_loop, overlap_kernel)}
 
 _MODE_SUFFIXES = ("-simshared", "-simstatic", "-sim", "-cudart_shared", "-cudart_static", "-cuda",
                   "-nvcc_static", "-nvcc_shared")
