@@ -1,5 +1,7 @@
 // fork_app                     fork before any CUDA call; both processes copy
 // fork_app exec PROG [ARGS...] fork; the child execs PROG, the parent copies
+// fork_app spawn PROG [ARGS...] posix_spawn PROG (no fork handlers run: the
+//                              child is a new image), the parent copies
 //
 // The fork happens before the first CUDA call (CUDA cannot be used in a child
 // forked after initialisation), so each process initialises CUDA itself and
@@ -16,6 +18,7 @@
 // Child, exec mode: whatever PROG does.
 // The parent exits with the child's failure status if the child fails, 77 if
 // either process found no GPU.
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,12 +48,18 @@ void round_trips(const char* who, size_t n, size_t s, uint32_t seed0) {
 
 int main(int argc, char** argv) {
   const bool exec_mode = argc >= 3 && std::string(argv[1]) == "exec";
-  if (argc >= 2 && !exec_mode) {
-    std::fprintf(stderr, "usage: fork_app | fork_app exec PROG [ARGS...]\n");
+  const bool spawn_mode = argc >= 3 && std::string(argv[1]) == "spawn";
+  if (argc >= 2 && !exec_mode && !spawn_mode) {
+    std::fprintf(stderr, "usage: fork_app | fork_app exec PROG [ARGS...] | fork_app spawn PROG [ARGS...]\n");
     return 2;
   }
   std::fflush(stdout);
-  pid_t child = fork();
+  pid_t child = -1;
+  if (spawn_mode) {
+    TA_ASSERT(posix_spawn(&child, argv[2], nullptr, nullptr, argv + 2, environ) == 0);
+  } else {
+    child = fork();
+  }
   TA_ASSERT(child >= 0);
   if (child == 0) {
     if (exec_mode) {

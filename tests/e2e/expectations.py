@@ -199,7 +199,7 @@ def exit_app(args):
 
 def fork_app(args):
     parent = Proc(_round_trips(5, 256 * KIB), {"device": Alloc(1, 256 * KIB)})
-    if args and args[0] == "exec":
+    if args and args[0] in ("exec", "spawn"):
         child_app = app_name_of(args[1])
         child = EXPECTATIONS[child_app](args[2:]).processes
         for proc in child:
