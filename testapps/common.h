@@ -10,11 +10,13 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace testapp {
 
@@ -91,6 +93,13 @@ inline bool matches(const void* p, size_t n, uint32_t seed) {
     }
   }
   return true;
+}
+
+// Median of per-step times (the mean of the middle two for an even count).
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 inline void done(const char* app) {

@@ -45,12 +45,6 @@ __global__ void transform(unsigned char* chunk, size_t len, size_t base, unsigne
 
 unsigned char key_of(size_t step) { return static_cast<unsigned char>(step * 37 + 11); }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -105,7 +99,7 @@ int main(int argc, char** argv) {
     }
     for (; k < s; ++k) checksum = (checksum ^ output[k]) * 0x100000001b3ull;
   }
-  const double med = median(step_us);
+  const double med = testapp::median(step_us);
   std::printf(
       "pageable_pipeline: steps=%zu S=%zu CHUNK=%zu chunks=%zu median_step_us=%.1f min_step_us=%.1f "
       "GBps=%.2f\n",

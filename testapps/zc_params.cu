@@ -68,12 +68,6 @@ unsigned char param_byte(uint64_t step, uint32_t b) {
   return static_cast<unsigned char>(x);
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -131,7 +125,7 @@ int main(int argc, char** argv) {
     if (step > 0) step_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
   }
   std::printf("zc_params: steps=%zu P=%zu work=%zu floats median_step_us=%.2f min_step_us=%.2f\n", steps, p,
-              kWorkFloats, median(step_us), *std::min_element(step_us.begin(), step_us.end()));
+              kWorkFloats, testapp::median(step_us), *std::min_element(step_us.begin(), step_us.end()));
   std::printf("zc_params: checksum=%016llx\n", static_cast<unsigned long long>(checksum));
   TA_CHECK(cudaFree(d_scratch));
   TA_CHECK(cudaFree(d_work));

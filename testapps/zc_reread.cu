@@ -59,12 +59,6 @@ uint64_t mix(uint64_t x) {
   return x;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -128,7 +122,7 @@ int main(int argc, char** argv) {
     if (step > 0) step_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
   }
   std::printf("zc_reread: steps=%zu S=%zu R=%zu median_step_us=%.2f min_step_us=%.2f\n", steps, s, passes,
-              median(step_us), *std::min_element(step_us.begin(), step_us.end()));
+              testapp::median(step_us), *std::min_element(step_us.begin(), step_us.end()));
   std::printf("zc_reread: checksum=%016llx\n", static_cast<unsigned long long>(checksum));
   TA_CHECK(cudaFree(d_scratch));
   TA_CHECK(cudaFree(d_result));
