@@ -35,6 +35,7 @@ enum class BlockType : uint16_t {
   Notes = 7,      // human-readable messages (fallbacks, warnings), one per entry
   Status = 8,     // CUPTI state, simulated flag, dropped counts (repeated; last wins)
   End = 9,        // written at clean shutdown; its absence means the trace was cut short
+  CuptiHandover = 10,  // the app's own profiler took CUPTI over: GPU records end at that time
 };
 
 enum class Codec : uint16_t { Raw = 0, Zstd = 1 };

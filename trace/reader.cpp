@@ -76,6 +76,9 @@ bool apply_block(BlockType type, std::string_view payload, Trace& t) {
     case BlockType::Status:
       t.has_status = decode(payload, t.status);
       return t.has_status;
+    case BlockType::CuptiHandover:
+      t.has_cupti_handover = decode(payload, t.cupti_handover);
+      return t.has_cupti_handover;
     case BlockType::End:
       t.complete = true;
       return true;

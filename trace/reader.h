@@ -24,6 +24,8 @@ struct Trace {
   std::vector<std::string> notes;
   bool has_status = false;
   Status status;
+  bool has_cupti_handover = false;  // GPU records end at cupti_handover.t_ns
+  CuptiHandover cupti_handover;
   bool complete = false;    // the End block was seen: the process shut down cleanly
   std::string cut_reason;   // non-empty when reading stopped before the end of the file
   uint64_t blocks_read = 0;

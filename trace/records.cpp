@@ -147,6 +147,16 @@ bool decode(std::string_view in, Status& s) {
   return true;
 }
 
+void encode(const CuptiHandover& h, std::string& out) {
+  put(out, h.t_ns);
+  put_str(out, h.reason);
+}
+
+bool decode(std::string_view in, CuptiHandover& h) {
+  Cursor c(in);
+  return c.get(h.t_ns) && c.get_str(h.reason) && c.done();
+}
+
 void encode_strings(const std::vector<std::string>& v, std::string& out) {
   put<uint32_t>(out, static_cast<uint32_t>(v.size()));
   for (const auto& s : v) put_str(out, s);

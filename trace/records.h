@@ -53,17 +53,27 @@ struct Status {
   uint64_t callsites_dropped = 0;    // call-site table full: events kept, site unknown
 };
 
+// The app took CUPTI over (its profiler registered its own activity
+// callbacks, or finalized CUPTI): the shim handed its buffers back first and
+// records no GPU times after `t_ns` (CLOCK_MONOTONIC, as Event::t_enter_ns).
+struct CuptiHandover {
+  uint64_t t_ns = 0;
+  std::string reason;  // one line: which call, from which module
+};
+
 // Encoders append to `out`.
 void encode(const ProcessInfo& p, std::string& out);
 void encode(const std::vector<ModuleInfo>& m, std::string& out);
 void encode(const std::vector<CallSite>& c, std::string& out);
 void encode(const Status& s, std::string& out);
+void encode(const CuptiHandover& h, std::string& out);
 void encode_strings(const std::vector<std::string>& v, std::string& out);
 
 bool decode(std::string_view in, ProcessInfo& p);
 bool decode(std::string_view in, std::vector<ModuleInfo>& m);  // appends
 bool decode(std::string_view in, std::vector<CallSite>& c);    // appends
 bool decode(std::string_view in, Status& s);
+bool decode(std::string_view in, CuptiHandover& h);
 bool decode_strings(std::string_view in, std::vector<std::string>& v);  // appends
 
 }  // namespace cuxfer::trace

@@ -38,6 +38,10 @@ struct ProcessSummary {
   std::string cut_reason;
   std::string cupti_state;  // "active" | "unavailable" | "unknown"
   std::string cupti_reason;
+  // The app's profiler took CUPTI over this many seconds after the shim
+  // started (-1: never): GPU records end there, CPU timing after.
+  double cupti_handover_s = -1;
+  std::string cupti_handover_reason;
   bool simulated = false;
   uint64_t events = 0, events_dropped = 0, gpu_records = 0, gpu_records_dropped = 0;
   uint64_t callsites_dropped = 0, gpu_records_unmatched = 0, events_without_gpu = 0;

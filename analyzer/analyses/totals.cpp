@@ -381,6 +381,11 @@ std::vector<ProcessSummary> process_summaries(const model::Job& job, const JobTa
       s.cupti_state = t.status.cupti == trace::CuptiState::Active ? "active" : "unavailable";
       s.cupti_reason = t.status.cupti_reason;
     }
+    if (t.has_cupti_handover) {
+      const uint64_t t0 = t.process.start_monotonic_ns;
+      s.cupti_handover_s = t.cupti_handover.t_ns > t0 ? (t.cupti_handover.t_ns - t0) / 1e9 : 0.0;
+      s.cupti_handover_reason = t.cupti_handover.reason;
+    }
     s.simulated = t.has_status && t.status.simulated;
     s.events = t.events.size();
     s.events_dropped = t.status.events_dropped;

@@ -257,9 +257,12 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
         job.notes.push_back(
             fmt::format("pid {}: {} GPU records joined to calls by time, size and kind",
                         p.pid(), p.gpu_records_joined_by_time));
+      // After a handover to the app's profiler no GPU record is expected.
+      const uint64_t gpu_until = p.trace.has_cupti_handover ? p.trace.cupti_handover.t_ns : UINT64_MAX;
       for (size_t i = first_call; i < job.calls.size(); ++i) {
         const Call& c = job.calls[i];
-        if ((c.event->flags & trace::kFlagGpuExpected) && !c.has_gpu_time() && !c.failed())
+        if ((c.event->flags & trace::kFlagGpuExpected) && !c.has_gpu_time() && !c.failed() &&
+            c.event->t_enter_ns < gpu_until)
           ++p.events_without_gpu;
       }
     }

@@ -21,6 +21,13 @@ json alloc_json(const analyses::AllocTotals& a) {
   return {{"calls", a.calls}, {"bytes", a.bytes}, {"cpu_blocked_ns", a.cpu_blocked_ns}, {"frees", a.frees}};
 }
 
+json cupti_json(const analyses::ProcessSummary& p) {
+  json j = {{"state", p.cupti_state}, {"reason", p.cupti_reason}};
+  if (p.cupti_handover_s >= 0)
+    j["handover"] = {{"at_s", p.cupti_handover_s}, {"reason", p.cupti_handover_reason}};
+  return j;
+}
+
 }  // namespace
 
 json report_to_json(const analyses::Report& r, const JsonOptions& options) {
@@ -47,7 +54,7 @@ json report_to_json(const analyses::Report& r, const JsonOptions& options) {
         {"start_realtime_ns", p.start_realtime_ns},
         {"complete", p.complete},
         {"cut_reason", p.cut_reason},
-        {"cupti", {{"state", p.cupti_state}, {"reason", p.cupti_reason}}},
+        {"cupti", cupti_json(p)},
         {"simulated", p.simulated},
         {"stack_depth", p.stack_depth},
         {"events", p.events},

@@ -431,7 +431,11 @@ void processes(std::string& out, const Report& r, size_t width) {
   for (const auto& p : r.processes) {
     std::string state = p.complete ? "complete" : "PARTIAL";
     std::string cupti =
-        "CUPTI " + p.cupti_state + (p.cupti_reason.empty() ? "" : " (" + p.cupti_reason + ")");
+        p.cupti_handover_s >= 0
+            ? fmt::format("CUPTI active until +{:.3f} s, then handed to the application's profiler ({}): "
+                          "CPU timing after that",
+                          p.cupti_handover_s, p.cupti_handover_reason)
+            : "CUPTI " + p.cupti_state + (p.cupti_reason.empty() ? "" : " (" + p.cupti_reason + ")");
     wrapped(out,
             fmt::format("pid {} (parent {}) {}: {}, {}, {} events ({} dropped), {} copies, {}, "
                         "CPU-blocked {}; trace {}",

@@ -13,6 +13,7 @@
 #include "core/export.h"
 #include "core/log.h"
 #include "interpose/cuda_headers.h"
+#include "interpose/cupti_hooks.h"
 #include "interpose/symbol_table.h"
 
 namespace cuxfer::shim {
@@ -73,6 +74,42 @@ void* maybe_substitute(const char* symbol, void* fn) {
 }
 
 }  // namespace
+
+void* find_next_definition(const void* caller, const char* name, const void* self) {
+  Dl_info info;
+  link_map* caller_map = nullptr;
+  if (dladdr1(caller, &info, reinterpret_cast<void**>(&caller_map), RTLD_DL_LINKMAP) && caller_map) {
+    // The caller's own lookup scope: itself and its dependencies, which is
+    // what its PLT would have bound to without us (the main program's scope
+    // also holds the preloads, so our own definition is skipped).
+    void* h = dlopen(caller_map->l_name && caller_map->l_name[0] ? caller_map->l_name : nullptr,
+                     RTLD_LAZY | RTLD_NOLOAD);
+    if (h) {
+      void* p = real_dlsym(h, name);
+      dlclose(h);
+      if (p && p != self) return p;
+    }
+  }
+  // Otherwise the first object in load order that defines it, other than us.
+  Dl_info self_info;
+  link_map* self_map = nullptr;
+  dladdr1(self, &self_info, reinterpret_cast<void**>(&self_map), RTLD_DL_LINKMAP);
+  link_map* head = caller_map ? caller_map : self_map;
+  while (head && head->l_prev) head = head->l_prev;
+  for (link_map* m = head; m; m = m->l_next) {
+    if (m == self_map) continue;
+    void* h = dlopen(m->l_name && m->l_name[0] ? m->l_name : nullptr, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h) continue;
+    void* p = real_dlsym(h, name);
+    dlclose(h);
+    Dl_info pi;
+    link_map* owner = nullptr;
+    if (p && p != self && dladdr1(p, &pi, reinterpret_cast<void**>(&owner), RTLD_DL_LINKMAP) && owner == m)
+      return p;
+  }
+  return nullptr;
+}
+
 }  // namespace cuxfer::shim
 
 using namespace cuxfer::shim;
@@ -82,6 +119,7 @@ extern "C" CUXFER_EXPORT void* dlsym(void* handle, const char* name) {
                                  : real_dlsym(handle, name);
   // A cheap first filter before the exact-name lookup; this is not prefix hooking.
   if (!fn || name[0] != 'c' || name[1] != 'u' || !config().enabled) return fn;
+  if (void* hook = cupti_hook_for(name, fn)) return hook;
   const HookEntry* e = find_hook(name);
   if (!e) return fn;
   if (is_own_hook(fn)) return fn;  // resolved to our export (RTLD_DEFAULT); real found lazily

@@ -58,6 +58,11 @@ bool is_own_hook(const void* fn);
 
 // glibc's dlsym, bypassing our own interposed dlsym.
 void* real_dlsym(void* handle, const char* name);
+// The definition of `name` that a call from `caller` would reach without the
+// shim: first in the caller's own lookup scope, then the first object in load
+// order that defines it; never `self` (our export). Null if none. Slow (it
+// opens handles): for rare calls, not for copies.
+void* find_next_definition(const void* caller, const char* name, const void* self);
 // The process's libcuda, if loaded (never loads it).
 void* libcuda_handle();
 

@@ -110,12 +110,18 @@ CuptiCollector& CuptiCollector::instance() {
 }
 
 bool CuptiCollector::start(const std::string& library_override, std::string& reason) {
+  std::lock_guard<std::mutex> handover(handover_mutex_);
+  if (!app_owner_.empty()) {
+    reason = "the application's own profiler holds CUPTI (" + app_owner_ + ")";
+    return false;
+  }
   std::string tried;
   void* lib = open_libcupti(library_override, tried);
   if (!lib) {
     reason = "libcupti not found (tried " + tried + "); set CUXFER_CUPTI_LIB";
     return false;
   }
+  lib_ = lib;
   bool ok = load(lib, "cuptiActivityEnable", g_api.activity_enable) &&
             load(lib, "cuptiActivityDisable", g_api.activity_disable) &&
             load(lib, "cuptiActivityRegisterCallbacks", g_api.register_callbacks) &&
@@ -170,12 +176,16 @@ bool CuptiCollector::start(const std::string& library_override, std::string& rea
       reason = "cuptiActivityEnable failed: " + result_text(r);
       return false;
     }
+    enabled_kinds_.push_back(kind);
   }
   // Kernels (CUXFER_CUPTI_KERNELS=1): concurrent-kernel records keep kernel
   // concurrency (CUPTI_ACTIVITY_KIND_KERNEL would serialize kernels).
   if (config().cupti_kernels) {
     r = g_api.activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    if (r != CUPTI_SUCCESS) reason = "kernel records unavailable: " + result_text(r);
+    if (r != CUPTI_SUCCESS)
+      reason = "kernel records unavailable: " + result_text(r);
+    else
+      enabled_kinds_.push_back(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   }
   if (!g_api.register_timestamp) {
     reason = "libcupti has no timestamp callback; GPU times may be offset";
@@ -185,6 +195,7 @@ bool CuptiCollector::start(const std::string& library_override, std::string& rea
 }
 
 bool CuptiCollector::enable_unified_memory(std::string& reason) {
+  std::lock_guard<std::mutex> handover(handover_mutex_);
   if (!active()) {
     reason = "CUPTI is not active";
     return false;
@@ -215,6 +226,27 @@ bool CuptiCollector::enable_unified_memory(std::string& reason) {
     reason = "cuptiActivityEnable(unified memory) failed: " + result_text(r);
     return false;
   }
+  enabled_kinds_.push_back(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER);
+  return true;
+}
+
+void* CuptiCollector::own_symbol(const char* name) const {
+  return lib_ ? real_dlsym(lib_, name) : nullptr;
+}
+
+bool CuptiCollector::hand_over(const char* call, const void* real) {
+  std::lock_guard<std::mutex> handover(handover_mutex_);
+  if (!lib_) {
+    // Not started yet (or never will be): leave CUPTI to the app for good.
+    if (app_owner_.empty()) app_owner_ = call;
+    return false;
+  }
+  if (!active() || real != own_symbol(call)) return false;  // another libcupti: ours is untouched
+  // Disable first so nothing new lands in our buffers, then have every buffer
+  // CUPTI holds (partly filled ones too) completed into our callback.
+  for (int kind : enabled_kinds_) g_api.activity_disable(static_cast<CUpti_ActivityKind>(kind));
+  g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  active_.store(false, std::memory_order_release);
   return true;
 }
 

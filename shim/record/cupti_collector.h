@@ -34,6 +34,17 @@ class CuptiCollector {
   // Held across fork() (CUPTI's thread may be delivering a buffer).
   void lock_for_fork() { mutex_.lock(); }
   void unlock_after_fork() { mutex_.unlock(); }
+  // The app is about to take CUPTI for its own profiler (`call` is the CUPTI
+  // function it called, `real` the function it will reach). When `real` is
+  // in the libcupti the collector uses, the collector stops its activity
+  // kinds, has CUPTI hand back every buffer it holds, and stops; the app's
+  // callbacks then see only buffers the app gave out. Before the collector
+  // has started, it remembers that CUPTI is the app's and never starts.
+  // Returns true when GPU records stop here (the caller notes it).
+  bool hand_over(const char* call, const void* real);
+  // The libcupti function `name` of the library the collector uses, if loaded.
+  void* own_symbol(const char* name) const;
+
   // Fork child: CUPTI state does not survive fork; stop using it and drop
   // records that belong to the parent.
   void abandon_after_fork() {
@@ -48,6 +59,10 @@ class CuptiCollector {
 
  private:
   std::atomic<bool> active_{false};
+  void* lib_ = nullptr;                 // our dlopen handle of libcupti
+  std::mutex handover_mutex_;           // start() and hand_over() do not interleave
+  std::string app_owner_;               // non-empty: the app took CUPTI before we started
+  std::vector<int> enabled_kinds_;      // what hand_over() turns off again
   std::mutex mutex_;
   std::vector<trace::GpuRecord> pending_;
   uint64_t dropped_ = 0;

@@ -119,6 +119,16 @@ void Recorder::note(const std::string& msg, bool warning) {
   notes_.push_back(msg);
 }
 
+void Recorder::cupti_handed_over(const std::string& reason) {
+  const uint64_t t = now_ns();
+  log::warn("the application's profiler took CUPTI over (" + reason +
+            "); cuxfer handed its buffers back and records CPU times only from here");
+  std::lock_guard<std::mutex> lock(session_mutex_);
+  handover_ = {t, reason};
+  handover_pending_ = true;
+  cupti_reason_ = "handed to the application's profiler (" + reason + ")";
+}
+
 bool Recorder::start_slow() {
   int expected = kIdle;
   if (!state_.compare_exchange_strong(expected, kStarting, std::memory_order_acq_rel)) {
@@ -179,7 +189,8 @@ bool Recorder::attach_driver_slow() {
   bool simulated = real_dlsym(cuda, "simcuda_is_simulated") != nullptr;
   auto& collector = CuptiCollector::instance();
   std::string reason;
-  if (simulated) {
+  if (simulated && c.cupti_library.empty()) {
+    // An explicit CUXFER_CUPTI_LIB is still tried: the tests' stand-in CUPTI.
     reason = "simulated CUDA (tests/simcuda): there is no GPU and no CUPTI";
   } else if (cupti_forbidden_) {
     reason = "forked from a process that used CUPTI; CUPTI state does not survive fork";
@@ -335,6 +346,12 @@ void Recorder::write_cycle(bool final) {
                          n * sizeof(trace::GpuRecord));
   }
   gpu_recorded_ += scratch_gpu_.size();
+  if (handover_pending_) {
+    payload.clear();
+    trace::encode(handover_, payload);
+    writer_->write_block(trace::BlockType::CuptiHandover, payload);
+    handover_pending_ = false;
+  }
   if (!notes_.empty()) {
     payload.clear();
     trace::encode_strings(notes_, payload);

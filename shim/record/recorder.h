@@ -91,6 +91,10 @@ class Recorder {
     if (!um_requested_.exchange(true, std::memory_order_acq_rel)) enable_unified_memory_records();
   }
 
+  // The app's profiler took CUPTI from the collector (hand_over() returned
+  // true): the trace says when, and GPU records end there.
+  void cupti_handed_over(const std::string& reason);
+
   void shutdown();          // at exit: final flush, End block
   void prepare_fork();
   void after_fork_parent();
@@ -127,6 +131,8 @@ class Recorder {
   bool simulated_ = false;
   int cupti_state_ = 0;
   std::string cupti_reason_;
+  trace::CuptiHandover handover_;
+  bool handover_pending_ = false;  // handover_ not yet written
   uint64_t last_status_ns_ = 0;
 
   std::mutex wake_mutex_;

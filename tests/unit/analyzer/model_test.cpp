@@ -109,6 +109,37 @@ TEST_F(Model, GpuRecordsIgnoredWhenCuptiUnavailable) {
   EXPECT_EQ(r.processes[0].cupti_reason, "simulated CUDA");
 }
 
+// The app's profiler took CUPTI over between the two copies: the first keeps
+// its GPU time, the second is not counted as a lost record, and the report
+// says when CUPTI changed hands.
+TEST_F(Model, GpuRecordsEndAtACuptiHandover) {
+  SyntheticTrace t;
+  t.status.cupti = trace::CuptiState::Active;
+  auto& a = t.copy(Direction::HtoD, MemKind::Pageable, 1 << 20, 100'000);
+  a.flags |= trace::kFlagGpuExpected;
+  t.gpu(a, 50'000);
+  const uint64_t handover_ns = t.clock_ns;
+  t.copy(Direction::HtoD, MemKind::Pageable, 1 << 20, 100'000).flags |= trace::kFlagGpuExpected;
+  SyntheticTrace without = t;
+
+  t.handover = trace::CuptiHandover{handover_ns, "cuptiActivityRegisterCallbacks from libtorch_cuda.so"};
+  analyses::Report r = analyses::analyze(load(t));
+  ASSERT_EQ(r.processes.size(), 1u);
+  const auto& p = r.processes[0];
+  EXPECT_EQ(p.cupti_state, "active");
+  EXPECT_DOUBLE_EQ(p.cupti_handover_s, (handover_ns - t.process.start_monotonic_ns) / 1e9);
+  EXPECT_EQ(p.cupti_handover_reason, "cuptiActivityRegisterCallbacks from libtorch_cuda.so");
+  EXPECT_EQ(p.events_without_gpu, 0u);
+  // The class has GPU time for one call of two: CPU time stands in.
+  ASSERT_EQ(r.classes.size(), 1u);
+  EXPECT_EQ(r.classes[0].gpu_calls, 1u);
+  EXPECT_EQ(r.classes[0].gbps_basis, "cpu");
+
+  analyses::Report no_handover = analyses::analyze(load(without));
+  EXPECT_LT(no_handover.processes[0].cupti_handover_s, 0);
+  EXPECT_EQ(no_handover.processes[0].events_without_gpu, 1u);  // a record really was lost
+}
+
 TEST_F(Model, AsyncPinnedCopiesHaveNoCpuBandwidth) {
   SyntheticTrace t;
   t.copy(Direction::HtoD, MemKind::Pinned, 64 << 20, 3000, /*async=*/true);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ class SyntheticTrace {
   std::vector<trace::GpuRecord> gpu_records;
   std::vector<std::string> notes;
   trace::Status status;
+  std::optional<trace::CuptiHandover> handover;  // the app's profiler took CUPTI
   bool write_status = true;
   bool write_end = true;  // false: as if the process was killed
   size_t events_per_block = 4096;
@@ -138,6 +140,11 @@ class SyntheticTrace {
       buf.clear();
       trace::encode_strings(notes, buf);
       w->write_block(trace::BlockType::Notes, buf);
+    }
+    if (handover) {
+      buf.clear();
+      trace::encode(*handover, buf);
+      w->write_block(trace::BlockType::CuptiHandover, buf);
     }
     if (write_status) {
       trace::Status s = status;

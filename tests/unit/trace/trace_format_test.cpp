@@ -52,6 +52,7 @@ class TraceFormat : public ::testing::Test {
     t.status.cupti = CuptiState::Active;
     t.status.cupti_reason = "";
     t.status.events_dropped = 3;
+    t.handover = CuptiHandover{1'500'000'000, "cuptiActivityRegisterCallbacks from libtorch_cuda.so"};
     return t;
   }
 
@@ -92,6 +93,9 @@ TEST_F(TraceFormat, RoundTripKeepsEveryField) {
   EXPECT_EQ(r.status.cupti, CuptiState::Active);
   EXPECT_EQ(r.status.events_dropped, 3u);
   EXPECT_EQ(r.status.events_recorded, 2u);
+  ASSERT_TRUE(r.has_cupti_handover);
+  EXPECT_EQ(r.cupti_handover.t_ns, 1'500'000'000u);
+  EXPECT_EQ(r.cupti_handover.reason, t.handover->reason);
   EXPECT_EQ(r.api_name(r.events[0].api), std::string("cudaMemcpy"));
   EXPECT_EQ(r.api_name(999), std::string("?"));
 }
@@ -308,6 +312,22 @@ TEST(TraceRecords, DecodersRejectEveryTruncation) {
   EXPECT_TRUE(decode(buf, q));
   buf += 'x';
   EXPECT_FALSE(decode(buf, q));  // trailing garbage
+}
+
+TEST(TraceRecords, HandoverDecoderRejectsEveryTruncation) {
+  CuptiHandover h{42, "cuptiFinalize from libkineto.so"};
+  std::string buf;
+  encode(h, buf);
+  for (size_t len = 0; len < buf.size(); ++len) {
+    CuptiHandover q;
+    EXPECT_FALSE(decode(std::string_view(buf).substr(0, len), q)) << len;
+  }
+  CuptiHandover q;
+  ASSERT_TRUE(decode(buf, q));
+  EXPECT_EQ(q.t_ns, 42u);
+  EXPECT_EQ(q.reason, h.reason);
+  buf += 'x';
+  EXPECT_FALSE(decode(buf, q));
 }
 
 TEST(TraceRecords, HugeCountsAreRefusedNotAllocated) {
