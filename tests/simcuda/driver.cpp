@@ -901,13 +901,19 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
+// As documented: "The context is automatically reset once the last reference
+// to it is released", freeing every allocation, pinned buffer and registration
+// made in it (the runtime never releases its reference; driver apps do).
 CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   SIM_REQUIRE_INIT();
   if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
-  std::lock_guard lk(state().mu);
-  DeviceState& d = state().devices[dev];
-  if (d.primary_refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
-  --d.primary_refs;
+  {
+    std::lock_guard lk(state().mu);
+    DeviceState& d = state().devices[dev];
+    if (d.primary_refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    if (--d.primary_refs > 0) return CUDA_SUCCESS;
+  }
+  release_ctx_resources(&state().devices[dev].primary);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) { return cuDevicePrimaryCtxRelease_v2(dev); }

@@ -298,6 +298,36 @@ int main() {
   OK(cuMemGetInfo(&freeb, &total));
   EXPECT(freeb == total);
 
+  // Releasing a primary context's last reference resets it: what it held is freed.
+  {
+    CUcontext c1 = nullptr, again = nullptr;
+    OK(cuCtxSetCurrent(ctx1));
+    OK(cuDevicePrimaryCtxRetain(&again, 1));  // two references now
+    CUdeviceptr kept = 0;
+    void* host = nullptr;
+    OK(cuMemAlloc(&kept, 4096));
+    OK(cuMemHostAlloc(&host, 4096, CU_MEMHOSTALLOC_PORTABLE));
+    OK(cuDevicePrimaryCtxRelease(1));  // not the last: nothing happens
+    unsigned flags = 0;
+    int active = 0;
+    OK(cuDevicePrimaryCtxGetState(1, &flags, &active));
+    EXPECT(active == 1);
+    OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, kept));
+    OK(cuDevicePrimaryCtxRelease(1));  // the last one: reset
+    OK(cuDevicePrimaryCtxGetState(1, &flags, &active));
+    EXPECT(active == 0);
+    EXPECT_RC(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, kept), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_RC(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, reinterpret_cast<CUdeviceptr>(host)),
+              CUDA_ERROR_INVALID_VALUE);
+    EXPECT_RC(cuDevicePrimaryCtxRelease(1), CUDA_ERROR_INVALID_CONTEXT);
+    OK(cuDevicePrimaryCtxRetain(&c1, 1));  // usable again
+    EXPECT(c1 == ctx1);
+    OK(cuMemAlloc(&kept, 4096));
+    OK(cuMemFree(kept));
+    OK(cuDevicePrimaryCtxRelease(1));
+    OK(cuCtxSetCurrent(ctx));
+  }
+
   if (g_failures) {
     std::fprintf(stderr, "simcuda selftest: %d failure(s)\n", g_failures);
     return 1;
