@@ -62,6 +62,9 @@ class Expectation:
     findings_absent: set[str] = field(default_factory=set)
     # (source device, destination device, calls, bytes) of every peer-copy pair, all processes
     peer_pairs: list[tuple[int, int, int, int]] = field(default_factory=list)
+    # device -> (calls, h2d_bytes, d2h_bytes) over all processes (the report's "devices"),
+    # for apps that say where each copy runs; None: not asserted
+    per_device: Optional[dict[int, tuple[int, int, int]]] = None
 
 
 # The driver entry point the simulated runtime uses for each runtime call
@@ -188,6 +191,33 @@ def peer_app(args):
     return Expectation([Proc(ops, {"device": Alloc(2, 2 * s)})], peer_pairs=[(0, 1, n, n * s)])
 
 
+def multi_device(args):
+    n, s = _args(args, [2, MIB])
+    return Expectation([Proc(_round_trips(4 * n, s), {"device": Alloc(4, 4 * s)})],
+                       per_device={0: (4 * n, 2 * n * s, 2 * n * s), 1: (4 * n, 2 * n * s, 2 * n * s)})
+
+
+def soak(args, output: str = ""):
+    """How many iterations fit in SECONDS is not known beforehand: the app prints
+    what it made ('soak: traffic API DIR MEMORY CALLS BYTES', 'soak: allocations
+    device CALLS BYTES'), and that is compared exactly."""
+    ops, allocs = [], {}
+    for line in output.splitlines():
+        w = line.split()
+        if w[:2] == ["soak:", "traffic"] and len(w) == 7:
+            api, direction, memory, calls, nbytes = w[2], w[3], w[4], int(w[5]), int(w[6])
+            ops.append(Op(api, direction, memory, calls, nbytes, rt_kind={"H2D": "HtoD", "D2H": "DtoH"}[direction]))
+        elif w[:3] == ["soak:", "allocations", "device"] and len(w) == 5:
+            allocs["device"] = Alloc(int(w[3]), int(w[4]))
+    if not ops:
+        raise ValueError("soak printed no 'soak: traffic' lines")
+    return Expectation([Proc([o for o in ops if o.calls], allocs)])
+
+
+# Apps whose expectation is read from their own output (run_app.py passes their stdout).
+FROM_OUTPUT = {"soak"}
+
+
 def reset_app(args):
     n, s = _args(args, [3, 16 * MIB])
     return Expectation([Proc(_round_trips(2 * n, s), {"device": Alloc(2, 2 * s)})])
@@ -230,6 +260,14 @@ def driver_dlsym(args):
                        findings_absent={"tiny_storm"})
 
 
+def driver_reload(args):
+    n, s = _args(args, [2, MIB])
+    ops = [Op("cuMemcpyHtoD_v2", "H2D", "pageable", 2 * n, 2 * n * s),
+           Op("cuMemcpyDtoH_v2", "D2H", "pageable", 2 * n, 2 * n * s)]
+    return Expectation([Proc(ops, {"device": Alloc(2, 2 * s)})], findings_absent={"tiny_storm"},
+                       per_device={0: (4 * n, 2 * n * s, 2 * n * s)})
+
+
 def ptds_streams(args):
     n, s = _args(args, [3, 256 * KIB])
     ops = [Op("cudaMemsetAsync_ptsz", "", "device", 1, s, kind="memset"),
@@ -252,7 +290,8 @@ def overlap_kernel(args):
 
 EXPECTATIONS = {f.__name__: f for f in (
     pageable_loop, pinned_loop, async_streams, tiny_storm, copy2d, managed, memset_app, threads, mixed,
-    peer_app, reset_app, exit_app, fork_app, ptds_streams, driver_linked, driver_dlsym, kernel_loop, overlap_kernel)}
+    peer_app, reset_app, exit_app, fork_app, ptds_streams, driver_linked, driver_dlsym, kernel_loop, overlap_kernel,
+    multi_device, driver_reload, soak)}
 
 _MODE_SUFFIXES = ("-simshared", "-simstatic", "-sim", "-cudart_shared", "-cudart_static", "-cuda",
                   "-nvcc_static", "-nvcc_shared")
