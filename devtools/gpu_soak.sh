@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Developer run on the GPU machine: testapps/soak under `cuxfer record --rewrite=pin`
+# for SOAK_SECONDS (default 630: over the 10-minute per-command limit, so start it
+# in the background and poll SOAK_LOG):
+#
+#   setsid bash devtools/gpu_soak.sh > /dev/null 2>&1 < /dev/null &
+#   ... later: tail -3 /tmp/soak/log   (last line "SOAK DONE rc=N"; artifacts in /tmp/soak)
+#
+# Every 10 s it samples the app process's VmRSS, VmLck and VmPin (/proc/PID/status;
+# the shim does not publish its pinned bytes while running, only in the trace at
+# exit) into soak_samples.csv. Then the report (soak_report.txt, soak_report.json)
+# and the verdict, each criterion on its own line:
+#   exit       the app (and cuxfer record) exited 0
+#   data       the app counted zero failed checks ("failures=0" in its summary)
+#   rss        VmRSS grew < 5 % from the first sample at >= 60 s to the last one
+#   pinned     the most pinned memory seen (VmLck + VmPin) and the staging pool are
+#              within the budget the report's note gives ("at most N bytes of pinned
+#              memory"); UNKNOWN (not a failure) when VmLck + VmPin stay 0, because the
+#              NVIDIA driver's pins may not be accounted there
+# Files (soak_samples.csv, soak_report.txt/.json, soak_app.log, the traces) are written in
+# SOAK_DIR (default /tmp/soak), which outlives the device call that started the soak (that
+# call's $OUT may not), and copied into $OUT (default /tmp/out) at the end if it still
+# exists. SOAK_LOG (default $SOAK_DIR/log) gets the whole log and the last line
+# "SOAK DONE rc=N" (0 = PASS).
+# The shim's per-thread event rings (CUXFER_BUFFER_EVENTS, 4 MiB a thread by default) are
+# touched as they fill: up to that much RSS growth per recording thread is by design.
+# Knobs: SOAK_SECONDS, SOAK_THREADS (4), SOAK_MAX_S (64M), SOAK_APP (soak-cudart_shared in
+# $B/testapps/gpu, or a path), B (build dir, /tmp/b). The build is made (gpu_env.sh) only
+# when cuxfer or the app is missing, or with SOAK_BUILD=1: a caller that built already may
+# run ctest in $B meanwhile.
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; B=${B:-/tmp/b}
+SOAK_SECONDS=${SOAK_SECONDS:-630}; SOAK_THREADS=${SOAK_THREADS:-4}; SOAK_MAX_S=${SOAK_MAX_S:-64M}
+SOAK_APP=${SOAK_APP:-soak-cudart_shared}
+SOAK_DIR=${SOAK_DIR:-/tmp/soak}; SOAK_LOG=${SOAK_LOG:-$SOAK_DIR/log}
+mkdir -p "$SOAK_DIR" "$(dirname "$SOAK_LOG")"; : > "$SOAK_LOG"
+W=$SOAK_DIR
+trap '' HUP  # survive the starting shell going away (setsid already detaches from its terminal)
+
+soak_main() {
+  echo "== $(date -u) $(nvidia-smi -L 2>&1 | head -2) commit $(git rev-parse --short HEAD 2>/dev/null)"
+  local X=$B/bin/cuxfer APP=$SOAK_APP
+  [[ $APP == */* ]] || APP=$B/testapps/gpu/$SOAK_APP
+  if [ "${SOAK_BUILD:-0}" = 1 ] || [ ! -x "$X" ] || [ ! -x "$APP" ]; then
+    OUT=$W source devtools/gpu_env.sh
+    OUT=$W gpu_configure_build cuxfer_cli cuxfer_shim cuxfer_memhooks "${APP##*/}"
+  fi
+  [ -x "$X" ] && [ -x "$APP" ] || { echo "FAIL: $X or $APP not built (see $W/build.log)"; return 2; }
+  rm -rf "$W/soak-traces"
+  echo "== $SOAK_APP $SOAK_SECONDS $SOAK_THREADS $SOAK_MAX_S under cuxfer record --rewrite=pin"
+  # Hermetic thresholds are not wanted here: the machine profile, if any, is what users get.
+  "$X" record -q --rewrite=pin -o "$W/soak-traces" -- "$APP" "$SOAK_SECONDS" "$SOAK_THREADS" "$SOAK_MAX_S" \
+    > "$W/soak_app.log" 2>&1 &
+  local rec=$! pid="" t0 now
+  t0=$(date +%s)
+  # The app prints its pid first ("soak: pid=N ..."): cuxfer record's child, not cuxfer itself.
+  for _ in $(seq 600); do
+    pid=$(sed -n 's/^soak: pid=\([0-9]*\).*/\1/p' "$W/soak_app.log" | head -1)
+    [ -n "$pid" ] || ! kill -0 $rec 2>/dev/null && break
+    sleep 0.1
+  done
+  echo "cuxfer record pid $rec, app pid ${pid:-?}"
+  echo "t_s,vmrss_kb,vmlck_kb,vmpin_kb" > "$W/soak_samples.csv"
+  field() { awk -v f="$1:" '$1 == f { print $2; found = 1 } END { if (!found) print 0 }' "/proc/$pid/status" 2>/dev/null; }
+  while [ -n "$pid" ] && [ -r "/proc/$pid/status" ]; do
+    now=$(( $(date +%s) - t0 ))
+    local rss lck pin
+    rss=$(field VmRSS); lck=$(field VmLck); pin=$(field VmPin)
+    [ -n "$rss" ] && [ -r "/proc/$pid/status" ] && echo "$now,$rss,${lck:-0},${pin:-0}" >> "$W/soak_samples.csv"
+    sleep 10
+  done
+  wait $rec; local rc=$?
+  echo "cuxfer record exited $rc after $(( $(date +%s) - t0 )) s"
+  grep -E "^soak: (progress|summary|traffic|FAILED)|soak: OK" "$W/soak_app.log" | tail -12
+  "$X" report "$W/soak-traces" > "$W/soak_report.txt" 2>&1
+  "$X" report --json -o "$W/soak_report.json" "$W/soak-traces" 2>> "$W/soak_report.txt"
+  sed -n '/^Rewrite/,/^$/p' "$W/soak_report.txt"
+
+  python3 - "$rc" "$W/soak_app.log" "$W/soak_samples.csv" "$W/soak_report.json" <<'PY'
+import csv, json, re, sys
+rc, app_log, samples_csv, report_json = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+verdict = {}
+verdict["exit"] = ("PASS" if rc == 0 else "FAIL", f"cuxfer record / app exit status {rc}")
+log = open(app_log, errors="replace").read()
+m = re.findall(r"^soak: summary .*failures=(\d+)", log, re.M)
+verdict["data"] = ("PASS" if m and int(m[-1]) == 0 else "FAIL",
+                   f"failed checks {m[-1] if m else '(no summary line: the app did not finish)'}")
+rows = [{k: int(v) for k, v in r.items()} for r in csv.DictReader(open(samples_csv))]
+base = next((r for r in rows if r["t_s"] >= 60), None)
+if base and rows[-1] is not base:
+    growth = (rows[-1]["vmrss_kb"] - base["vmrss_kb"]) / max(base["vmrss_kb"], 1)
+    verdict["rss"] = ("PASS" if growth < 0.05 else "FAIL",
+                      f"VmRSS {base['vmrss_kb']} kB at {base['t_s']} s -> {rows[-1]['vmrss_kb']} kB at "
+                      f"{rows[-1]['t_s']} s ({100 * growth:+.2f} %, limit +5 %); {len(rows)} samples")
+else:
+    verdict["rss"] = ("FAIL", f"no sample at >= 60 s and a later one ({len(rows)} samples): run too short?")
+budget, pool = None, None
+try:
+    rep = json.load(open(report_json))
+    for p in rep.get("processes", []):
+        for note in p.get("notes", []):
+            b = re.search(r"at most (\d+) bytes of pinned memory", note)
+            if b:
+                budget = int(b.group(1))
+    pool = rep.get("rewrite", {}).get("pool_bytes")
+    rw = rep.get("rewrite", {})
+    print(f"report: staged {rw.get('staged_calls')} calls, registered {rw.get('registered_calls')}, passed through "
+          f"{rw.get('passthrough_pageable_calls')}; registrations made {rw.get('registrations')} "
+          f"({rw.get('registration_bytes')} B in all), pool {pool} B")
+except (OSError, ValueError) as e:
+    print(f"report: cannot read {report_json}: {e}")
+peak = max(((r["vmlck_kb"] + r["vmpin_kb"]) * 1024 for r in rows), default=0)
+if budget is None:
+    verdict["pinned"] = ("FAIL", "no 'at most N bytes of pinned memory' note in the report (was the rewrite on?)")
+elif (pool or 0) > budget:
+    verdict["pinned"] = ("FAIL", f"staging pool {pool} B over the budget {budget} B")
+elif peak == 0:
+    verdict["pinned"] = ("UNKNOWN", f"VmLck + VmPin stayed 0 (the driver's pins are not accounted there); "
+                                    f"pool {pool} B, budget {budget} B")
+else:
+    verdict["pinned"] = ("PASS" if peak <= budget else "FAIL",
+                         f"peak VmLck + VmPin {peak} B, budget {budget} B (pool {pool} B)")
+for k, (v, why) in verdict.items():
+    print(f"{v:7} {k:6} {why}")
+ok = all(v in ("PASS", "UNKNOWN") for v, _ in verdict.values())
+print("SOAK", "PASS" if ok else "FAIL")
+sys.exit(0 if ok else 1)
+PY
+}
+
+soak_main 2>&1 | tee -a "$SOAK_LOG"
+rc=${PIPESTATUS[0]}
+echo "SOAK DONE rc=$rc" >> "$SOAK_LOG"
+# Best effort: the caller's $OUT may be gone by now.
+if [ -d "$OUT" ] && [ "$(cd "$OUT" && pwd -P)" != "$(cd "$W" && pwd -P)" ]; then
+  cp -a "$W"/soak_samples.csv "$W"/soak_report.txt "$W"/soak_report.json "$W"/soak_app.log "$SOAK_LOG" "$OUT"/ 2>/dev/null
+fi
+exit $rc
