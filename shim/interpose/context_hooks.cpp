@@ -7,6 +7,7 @@
 #include "core/export.h"
 #include "interpose/cuda_headers.h"
 #include "interpose/hook_macros.h"
+#include "interpose/symbol_table.h"
 #include "rewrite/pinned_rewrite.h"
 
 using namespace cuxfer::shim;
@@ -39,4 +40,37 @@ extern "C" CUXFER_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   rewrite::before_context_teardown(ctx);
   return real(ctx);
+}
+
+// The last reference's release resets the primary context ("automatically reset once
+// the last reference to it is released"): the staging pool made in it is freed and
+// its registrations end. Whether a release was the last is known only afterwards
+// (the context is then inactive), so the rewrite lets go after the fact: its
+// unregistrations fail harmlessly, and staging stops before any copy uses the pool.
+namespace {
+void after_primary_release(CUdevice dev) {
+  using GetState = CUresult (*)(CUdevice, unsigned*, int*);
+  static auto get_state = reinterpret_cast<GetState>(
+      libcuda_handle() ? real_dlsym(libcuda_handle(), "cuDevicePrimaryCtxGetState") : nullptr);
+  unsigned flags = 0;
+  int active = 1;
+  if (get_state && get_state(dev, &flags, &active) == CUDA_SUCCESS && !active)
+    rewrite::before_context_teardown(nullptr);
+}
+}  // namespace
+
+extern "C" CUXFER_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  auto real = real_as<CUresult (*)(CUdevice)>(HookId::h_cuDevicePrimaryCtxRelease_v2);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult r = real(dev);
+  if (r == CUDA_SUCCESS) after_primary_release(dev);
+  return r;
+}
+
+extern "C" CUXFER_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
+  auto real = real_as<CUresult (*)(CUdevice)>(HookId::h_cuDevicePrimaryCtxRelease);
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult r = real(dev);
+  if (r == CUDA_SUCCESS) after_primary_release(dev);
+  return r;
 }
