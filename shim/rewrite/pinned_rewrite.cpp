@@ -208,8 +208,13 @@ Action try_rewrite(const CallDesc& desc, int& result) {
 
   const DriverCalls* d = driver_calls();
   if (cover == Cover::None) {
-    // Not registered (yet): count the reuse; register when it has paid.
-    const bool counts = s->registering && (!async || way == Way::DtoH || desc.bytes < c.stage_min_h2d);
+    // Not registered (yet): count the reuse; register when it has paid. A
+    // large async H2D counts only on an idle stream, where a registered
+    // buffer is DMA'd in place (PyTorch's .to("cuda") from a reused host
+    // array); on a busy one it would be staged anyway.
+    const bool big_async_h2d = async && way == Way::HtoD && desc.bytes >= c.stage_min_h2d;
+    const bool counts = s->registering &&
+                        (!big_async_h2d || (d && d->idle(per_thread, reinterpret_cast<CUstream>(desc.stream))));
     if (counts && d) {
       RegisterVerdict v = host_ranges().note_copy(host, desc.bytes, s->cache.budget());
       // The policy's "register" does not wait for the buffer's reuse to pay;
