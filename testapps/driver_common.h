@@ -3,6 +3,8 @@
 
 #include <cuda.h>
 
+#include <dlfcn.h>
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -25,4 +27,16 @@ inline void driver_require_gpu(const char* app, CUresult init_result) {
     std::fflush(stdout);
     std::exit(testapp::kSkip);
   }
+}
+
+// dlsym(h, name) as F, or exit 1 naming the symbol (apps that find the
+// driver through its handle, as JAX and CuPy do).
+template <typename F>
+F driver_need(const char* app, void* h, const char* name) {
+  void* p = dlsym(h, name);
+  if (!p) {
+    std::fprintf(stderr, "%s: dlsym(%s) failed: %s\n", app, name, dlerror());
+    std::exit(1);
+  }
+  return reinterpret_cast<F>(p);
 }

@@ -23,12 +23,7 @@ namespace {
 
 template <typename F>
 F need(void* h, const char* name) {
-  void* p = dlsym(h, name);
-  if (!p) {
-    std::fprintf(stderr, "driver_dlsym: dlsym(%s) failed: %s\n", name, dlerror());
-    std::exit(1);
-  }
-  return reinterpret_cast<F>(p);
+  return driver_need<F>("driver_dlsym", h, name);
 }
 
 }  // namespace

@@ -28,12 +28,7 @@ namespace {
 
 template <typename F>
 F need(void* h, const char* name) {
-  void* p = dlsym(h, name);
-  if (!p) {
-    std::fprintf(stderr, "driver_reload: dlsym(%s) failed: %s\n", name, dlerror());
-    std::exit(1);
-  }
-  return reinterpret_cast<F>(p);
+  return driver_need<F>("driver_reload", h, name);
 }
 
 // One load of the driver, start to finish. Returns false if a byte was wrong.

@@ -15,10 +15,10 @@ and count the app's two copies either way. Exit 0 pass, 1 fail.
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
-from pathlib import Path
+
+from e2e_util import command_after_dashes, fresh_dir, verdict
 
 CALL = {"late": "cuptiActivityRegisterCallbacks", "finalize": "cuptiFinalize",
         "early": "cuptiActivityRegisterCallbacks"}
@@ -31,11 +31,9 @@ def main() -> int:
     ap.add_argument("--workdir", required=True)
     ap.add_argument("app", nargs=argparse.REMAINDER)
     a = ap.parse_args()
-    app = a.app[1:] if a.app and a.app[0] == "--" else a.app
+    app = command_after_dashes(a.app)
     mode = app[1]
-    out = Path(a.workdir)
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
+    out = fresh_dir(a.workdir)
     env = {**os.environ, "CUXFER_CUPTI_LIB": a.cupti,
            "CUXFER_PROFILE_DIR": "/nonexistent/cuxfer-test-profiles"}
     run = subprocess.run([a.cuxfer, "record", "-o", str(out), "--", *app], env=env,
@@ -79,13 +77,7 @@ def main() -> int:
                                  "(none are expected after the handover)")
             if "took CUPTI over" not in run.stderr and mode != "early":
                 fails.append("no warning on stderr about the handover")
-    if fails:
-        print("FAIL:")
-        for f in fails:
-            print("  -", f)
-        return 1
-    print("PASS")
-    return 0
+    return verdict(fails)
 
 
 if __name__ == "__main__":

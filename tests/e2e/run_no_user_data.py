@@ -18,10 +18,11 @@ Exit 0 pass, 1 fail.
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from e2e_util import command_after_dashes, fresh_dir, verdict
 
 SECRET = b"must-not-leak"
 
@@ -34,10 +35,8 @@ def main() -> int:
     ap.add_argument("--workdir", required=True)
     ap.add_argument("app", nargs=argparse.REMAINDER)
     a = ap.parse_args()
-    app = a.app[1:] if a.app and a.app[0] == "--" else a.app
-    out = Path(a.workdir)
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
+    app = command_after_dashes(a.app)
+    out = fresh_dir(a.workdir)
     env = {**os.environ, "CUXFER_FINGERPRINT_MIN": "1", "CUXFER_PROFILE_DIR": "/nonexistent/cuxfer-test-profiles"}
     rec = [a.cuxfer, "record", "-q", "-o", str(out), *(["--rewrite=pin"] if a.variant == "rewrite" else []), "--", *app]
     r = subprocess.run(rec, env=env, capture_output=True, text=True, timeout=120)
@@ -65,13 +64,7 @@ def main() -> int:
         print("findings:", kinds)
         if "duplicate_uploads" not in kinds:
             fails.append(f"no duplicate-upload finding: fingerprints were not taken? (findings {kinds})")
-    if fails:
-        print("FAIL:")
-        for f in fails:
-            print("  -", f)
-        return 1
-    print("PASS")
-    return 0
+    return verdict(fails)
 
 
 if __name__ == "__main__":

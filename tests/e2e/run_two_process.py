@@ -15,10 +15,10 @@ copies went through the rewrite. Exit 0 pass, 1 fail, 77 skip.
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
-from pathlib import Path
+
+from e2e_util import command_after_dashes, fresh_dir, verdict
 
 SKIP = 77
 
@@ -39,15 +39,13 @@ def main() -> int:
     ap.add_argument("--rewrite", action="store_true")
     ap.add_argument("app", nargs=argparse.REMAINDER)
     a = ap.parse_args()
-    app = a.app[1:] if a.app and a.app[0] == "--" else a.app
+    app = command_after_dashes(a.app)
     n, s = int(app[1]), app[2]
     size = int(s[:-1]) << {"K": 10, "M": 20, "G": 30}[s[-1]] if s[-1] in "KMG" else int(s)
     if a.gpu and gpu_count() < 2:
         print(f"no GPU: a two-process job needs 2 GPUs, this machine has {gpu_count()}")
         return SKIP
-    out = Path(a.workdir)
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
+    out = fresh_dir(a.workdir)
     cmd = " ".join(app)
     vis = ("CUDA_VISIBLE_DEVICES=0 ", "CUDA_VISIBLE_DEVICES=1 ") if a.gpu else ("", "")
     job = f"{vis[0]}{cmd} & p0=$!; {vis[1]}{cmd} & p1=$!; wait $p0 || exit 10; wait $p1 || exit 11"
@@ -92,13 +90,7 @@ def main() -> int:
                 fails.append(f"--rewrite=pin: nothing staged or registered: {rw}")
         print("merged:", json.dumps({"processes": [(p["pid"], p.get("copies"), p.get("bytes")) for p in procs],
                                      "devices": j.get("devices")}))
-    if fails:
-        print("FAIL:")
-        for f in fails:
-            print("  -", f)
-        return 1
-    print("PASS")
-    return 0
+    return verdict(fails)
 
 
 if __name__ == "__main__":
