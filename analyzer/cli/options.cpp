@@ -21,6 +21,16 @@ bool ArgReader::end_of_options() {
   return true;
 }
 
+bool ArgReader::take_positional(std::vector<std::string>& out) {
+  if (end_of_options()) {
+    for (auto& p : rest()) out.push_back(std::move(p));
+    return true;
+  }
+  if (done() || at_option()) return false;
+  out.push_back(take());
+  return true;
+}
+
 bool ArgReader::flag(std::string_view long_name, char short_name) {
   if (done()) return false;
   std::string_view a = args_[pos_];

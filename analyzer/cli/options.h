@@ -24,6 +24,9 @@ class ArgReader {
   bool at_option() const;
   // Consumes "--": everything after it is positional.
   bool end_of_options();
+  // Consumes a positional argument into `out`, or "--" and everything after
+  // it; false (nothing consumed) at an option.
+  bool take_positional(std::vector<std::string>& out);
 
   bool flag(std::string_view long_name, char short_name = 0);
   // Matches the option and consumes its value; on a missing value sets the

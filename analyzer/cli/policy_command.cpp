@@ -95,13 +95,8 @@ int run_policy(std::vector<std::string> args) {
   bool force = false, no_profile = false, quiet = false;
   std::vector<std::string> paths;
   while (!in.done() && !in.failed()) {
-    if (in.end_of_options()) {
-      for (auto& p : in.rest()) paths.push_back(std::move(p));
-      break;
-    }
     std::string value;
-    if (!in.at_option()) {
-      paths.push_back(in.take());
+    if (in.take_positional(paths)) {
     } else if (symbols.take(in)) {
     } else if (in.flag("help", 'h')) {
       std::fputs(kPolicyHelp, stdout);

@@ -145,5 +145,18 @@ TEST(ArgReader, LongShortAndEquals) {
   EXPECT_FALSE(cli::parse_unsigned("99999999999999999999999", n));
 }
 
+TEST(ArgReader, PositionalsAndEverythingAfterDashes) {
+  cli::ArgReader in("cuxfer x", {"a.trace", "--json", "-", "--", "--not-an-option", "b"});
+  std::vector<std::string> paths;
+  EXPECT_TRUE(in.take_positional(paths));
+  EXPECT_FALSE(in.take_positional(paths));  // at an option: left to the caller
+  EXPECT_TRUE(in.flag("json"));
+  EXPECT_TRUE(in.take_positional(paths));   // "-" (stdin) is positional
+  EXPECT_TRUE(in.take_positional(paths));   // "--" and the rest
+  EXPECT_TRUE(in.done());
+  EXPECT_FALSE(in.take_positional(paths));
+  EXPECT_EQ(paths, (std::vector<std::string>{"a.trace", "-", "--not-an-option", "b"}));
+}
+
 }  // namespace
 }  // namespace cuxfer::launcher
