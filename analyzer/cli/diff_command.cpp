@@ -61,9 +61,8 @@ int run_diff(std::vector<std::string> args) {
       top = static_cast<size_t>(n);
     } else if (in.option("output", 'o', value)) {
       output = value;
-    } else if (!in.failed()) {
-      std::fprintf(stderr, "%s\n", in.unknown_option().c_str());
-      return kExitUsage;
+    } else {
+      in.reject_unknown();
     }
   }
   if (in.failed()) {

@@ -47,9 +47,8 @@ int run_export(std::vector<std::string> args) {
     } else if (in.option("perfetto", 0, value)) {
       output = value;
       have_output = true;
-    } else if (!in.failed()) {
-      std::fprintf(stderr, "%s\n", in.unknown_option().c_str());
-      return kExitUsage;
+    } else {
+      in.reject_unknown();
     }
   }
   if (in.failed()) {

@@ -89,6 +89,10 @@ void ArgReader::fail(std::string message) {
   if (error_.empty()) error_ = fmt::format("{}: {}", command_, message);
 }
 
+void ArgReader::reject_unknown() {
+  if (error_.empty()) error_ = unknown_option();
+}
+
 bool parse_unsigned(std::string_view s, uint64_t& out) {
   if (s.empty()) return false;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);

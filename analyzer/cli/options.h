@@ -41,6 +41,8 @@ class ArgReader {
   bool failed() const { return !error_.empty(); }
   const std::string& error() const { return error_; }
   void fail(std::string message);
+  // The current argument is an option nobody took: fails with unknown_option().
+  void reject_unknown();
 
  private:
   std::string command_;

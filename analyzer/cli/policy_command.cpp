@@ -112,9 +112,8 @@ int run_policy(std::vector<std::string> args) {
       no_profile = true;
     } else if (in.flag("quiet", 'q')) {
       quiet = true;
-    } else if (!in.failed()) {
-      std::fprintf(stderr, "%s\n", in.unknown_option().c_str());
-      return kExitUsage;
+    } else {
+      in.reject_unknown();
     }
   }
   if (in.failed()) {

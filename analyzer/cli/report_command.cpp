@@ -83,9 +83,8 @@ int run_report(std::vector<std::string> args) {
       profile_path = value;
     } else if (in.flag("no-profile")) {
       no_profile = true;
-    } else if (!in.failed()) {
-      std::fprintf(stderr, "%s\n", in.unknown_option().c_str());
-      return kExitUsage;
+    } else {
+      in.reject_unknown();
     }
   }
   if (in.failed()) {

@@ -707,9 +707,8 @@ int run_tune(std::vector<std::string> args) {
       o.no_profile = true;
     } else if (in.flag("quiet", 'q')) {
       o.quiet = true;
-    } else if (!in.failed()) {
-      std::fprintf(stderr, "%s\n", in.unknown_option().c_str());
-      return kExitUsage;
+    } else {
+      in.reject_unknown();
     }
   }
   if (in.failed()) {

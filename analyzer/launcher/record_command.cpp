@@ -124,9 +124,8 @@ int parse(std::vector<std::string> args, RecordOptions& o) {
     } else if (in.option("policy", 0, v)) {
       if (v.empty()) in.fail("--policy needs a file name");
       o.policy = v;
-    } else if (!in.failed()) {
-      std::fprintf(stderr, "%s\n", in.unknown_option().c_str());
-      return cli::kExitUsage;
+    } else {
+      in.reject_unknown();
     }
   }
   if (in.failed()) {
