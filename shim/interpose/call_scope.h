@@ -79,8 +79,6 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   if (!ts.runtime_owner) rec.ensure_driver_attached();
   ts.driver_seen = false;
   ts.driver_contributed = false;
-  ts.staged = false;
-  ts.registered = false;
   ts.mapped = false;
   ts.multi_piece = false;
   ts.desc = d;
@@ -101,8 +99,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   if (ts.runtime_owner && !ts.driver_contributed &&
       (ts.desc.kind == trace::EventKind::Copy || ts.desc.kind == trace::EventKind::Memset))
     e.flags |= trace::kFlagRuntimeOnly;
-  if (ts.staged) e.flags |= trace::kFlagStaged;
-  else if (ts.registered) e.flags |= trace::kFlagRegistered;
+  // The rewrite's executor set kFlagStaged or kFlagRegistered on `e` for the path that ran.
   if (ts.mapped) e.dst_kind = static_cast<uint8_t>(trace::MemKind::Mapped);
   e.result = static_cast<int32_t>(r);
   if (r != 0) e.flags |= trace::kFlagFailed;

@@ -30,12 +30,11 @@ struct ThreadState {
   bool runtime_owner = false;   // ... and it is a runtime-layer hook
   bool driver_seen = false;     // a driver hook ran inside the owning runtime call
   bool driver_contributed = false;  // ... and described the transfer
-  bool staged = false;          // the pinned rewrite ran the current call through its staging pool
-  bool registered = false;      // ... or on a host range it registered in place
   bool mapped = false;          // the zero-copy path made the current allocation
   bool multi_piece = false;     // the runtime call reached the driver as several copies
   CallDesc desc;                // what the current user call does (classified at its end)
-  trace::Event pending{};       // the event being built for the current user call
+  trace::Event pending{};       // the event being built for the current user call (the rewrite's
+                                // executor adds the path that ran to its flags)
   EventRing* ring = nullptr;
 };
 

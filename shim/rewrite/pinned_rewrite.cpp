@@ -14,6 +14,7 @@
 #include "memory/host_ranges.h"
 #include "memory/pointer_classifier.h"
 #include "record/recorder.h"
+#include "rewrite/copy_decision.h"
 #include "rewrite/driver_calls.h"
 #include "rewrite/registration_cache.h"
 
@@ -152,113 +153,124 @@ bool register_range(State& s, uint64_t begin, uint64_t end) {
   return true;
 }
 
-enum class Way { HtoD, DtoH };
-
 bool host_kind(MemKind k) { return k == MemKind::Pageable || k == MemKind::Pinned || k == MemKind::Registered; }
+
+RewriteSettings settings_for(const Config& c, bool registering) {
+  RewriteSettings s;
+  s.rewrite_pin = c.rewrite_pin;
+  s.registering = registering;
+  s.stage_min_h2d = c.stage_min_h2d;
+  s.stage_min_d2h = c.stage_min_d2h;
+  return s;
+}
+
+// The classification step: which way the copy goes, what its host side is,
+// and what the shim's registrations say about that range.
+void classify(const CallDesc& desc, State* s, CopyFacts& f, uint64_t& host) {
+  PointerInfo src = classify_pointer(desc.src), dst = classify_pointer(desc.dst);
+  f.way = CopyWay::Other;
+  if (host_kind(src.kind) && dst.kind == MemKind::Device) f.way = CopyWay::HtoD;
+  else if (src.kind == MemKind::Device && host_kind(dst.kind)) f.way = CopyWay::DtoH;
+  if (f.way != CopyWay::Other && desc.direction != trace::Direction::Unknown &&
+      desc.direction != (f.way == CopyWay::HtoD ? trace::Direction::HtoD : trace::Direction::DtoH))
+    f.way = CopyWay::Other;  // the API names another direction: the driver will say what is wrong
+  if (f.way == CopyWay::Other) return;
+  host = f.way == CopyWay::HtoD ? desc.src : desc.dst;
+  f.host_kind = f.way == CopyWay::HtoD ? src.kind : dst.kind;
+  f.cover = f.registrations_exist && s ? s->cache.lookup(host, desc.bytes) : Cover::None;
+}
+
+StreamState stream_state(const DriverCalls* d, const CallDesc& desc) {
+  if (!d) return StreamState::Capturing;  // nothing can be asked or waited on: act as if captured
+  const bool per_thread = desc.flags & trace::kFlagPerThreadStream;
+  auto stream = reinterpret_cast<CUstream>(desc.stream);
+  InternalScope internal;
+  if (d->capturing(per_thread, stream)) return StreamState::Capturing;
+  return d->idle(per_thread, stream) ? StreamState::Idle : StreamState::Busy;
+}
+
+// Counts the copy toward its observed host range; `range` gets the range's bounds.
+ReuseVerdict count_reuse(State& s, uint64_t host, uint64_t bytes, RegisterVerdict& range) {
+  range = host_ranges().note_copy(host, bytes, s.cache.budget());
+  if (range.register_now) return ReuseVerdict::RegisterNow;
+  if (!range.tracked || range.forbidden || range.end - range.begin > s.cache.budget()) return ReuseVerdict::Never;
+  return ReuseVerdict::Wait;
+}
 
 }  // namespace
 
+// The executor: gathers the facts decide() asks for, makes each step happen,
+// and runs the path it settles on. At most a handful of rounds (each step is
+// taken once); the last decision is what the event records.
 Action try_rewrite(const CallDesc& desc, int& result) {
   ThreadState& ts = thread_state();
   if (desc.kind != trace::EventKind::Copy || desc.bytes == 0 || ts.internal) return Action::Original;
   if (desc.src_preset == MemKind::Array || desc.dst_preset == MemKind::Array) return Action::Original;
-  auto stage = [&](bool any_size = false) { return try_stage(desc, result, any_size) ? Action::Done : Action::Original; };
+  const Config& c = config();
+  if (c.rewrite_pin) staging_prewarm();  // one load once the pool is on its way
   // The policy file's word for this call site, if it names it (site_policy.h).
   const SiteDecision site = site_decision(policy::SiteKind::Call, desc.bytes);
-  const Config& c = config();
-  // Made as the app made it: an async copy must then not run on memory the
-  // shim registered for another site (it would lose its pageable semantics).
-  auto original = [&] {
-    if ((desc.flags & trace::kFlagAsync) && registrations_exist()) before_passthrough(desc);
-    return Action::Original;
-  };
-  if (!site.matched && !c.rewrite_pin) return original();  // a policy alone rewrites only its sites
-  const policy::Path path = site.matched ? site.path : policy::Path::Passthrough;
-  if (site.matched && path == policy::Path::Exclude) return original();
-  if (site.matched && path == policy::Path::Stage) {
-    if (try_stage(desc, result, /*any_size=*/true)) return Action::Done;
-    return original();
-  }
-  const bool force_register = site.matched && path == policy::Path::Register;
-  const bool registrations = registrations_exist();
-  State* s = nullptr;
-  if (registrations || config().register_in_place) s = &state();
-  if (!s || (!s->registering && !registrations)) {
-    // No registration here (CUXFER_REGISTER=off, or no libc hooks): a policy's
-    // passthrough stays the app's call, its register is staged instead.
-    if (site.matched) return force_register ? stage(/*any_size=*/true) : original();
-    return stage();
-  }
-
-  PointerInfo src = classify_pointer(desc.src), dst = classify_pointer(desc.dst);
-  Way way;
-  if (host_kind(src.kind) && dst.kind == MemKind::Device) way = Way::HtoD;
-  else if (src.kind == MemKind::Device && host_kind(dst.kind)) way = Way::DtoH;
-  else return Action::Original;
-  if (desc.direction != trace::Direction::Unknown &&
-      desc.direction != (way == Way::HtoD ? trace::Direction::HtoD : trace::Direction::DtoH))
-    return Action::Original;
-  const uint64_t host = way == Way::HtoD ? desc.src : desc.dst;
-  const MemKind kind = way == Way::HtoD ? src.kind : dst.kind;
-  const bool async = desc.flags & trace::kFlagAsync;
-  const bool per_thread = desc.flags & trace::kFlagPerThreadStream;
-
-  Cover cover = registrations ? s->cache.lookup(host, desc.bytes) : Cover::None;
-  if (cover == Cover::None && kind != MemKind::Pageable) return Action::Original;  // the app's own pinned memory
-
-  const DriverCalls* d = driver_calls();
-  if (cover == Cover::None) {
-    // Not registered (yet): count the reuse; register when it has paid. A
-    // large async H2D counts only on an idle stream, where a registered
-    // buffer is DMA'd in place (PyTorch's .to("cuda") from a reused host
-    // array); on a busy one it would be staged anyway.
-    const bool big_async_h2d = async && way == Way::HtoD && desc.bytes >= c.stage_min_h2d;
-    const bool counts = s->registering &&
-                        (!big_async_h2d || (d && d->idle(per_thread, reinterpret_cast<CUstream>(desc.stream))));
-    if (counts && d) {
-      RegisterVerdict v = host_ranges().note_copy(host, desc.bytes, s->cache.budget());
-      // The policy's "register" does not wait for the buffer's reuse to pay;
-      // its "passthrough" counts the reuse but never rewrites this call.
-      if (force_register && v.tracked && !v.forbidden && v.end - v.begin <= s->cache.budget()) v.register_now = true;
-      if (site.matched && path == policy::Path::Passthrough) return original();
-      if (v.register_now && !(async && d->capturing(per_thread, reinterpret_cast<CUstream>(desc.stream)))) {
-        ++ts.internal;
-        bool ok = register_range(*s, v.begin, v.end);
-        --ts.internal;
-        if (ok) cover = s->cache.lookup(host, desc.bytes);
-      }
+  CopyFacts f;
+  f.bytes = desc.bytes;
+  f.async = desc.flags & trace::kFlagAsync;
+  f.registrations_exist = registrations_exist();
+  f.site_matched = site.matched;
+  f.site_path = site.path;
+  State* s = f.registrations_exist || c.register_in_place ? &state() : nullptr;
+  const RewriteSettings settings = settings_for(c, s && s->registering);
+  const DriverCalls* d = nullptr;
+  uint64_t host = 0;
+  uint64_t reg_begin = 0, reg_end = 0;
+  for (int round = 0; round < 8; ++round) {
+    const CopyDecision k = decide(f, settings);
+    if (k.need_classify) {
+      classify(desc, s, f, host);
+      continue;
     }
-    if (cover == Cover::None) return force_register ? stage(/*any_size=*/true) : stage();
+    if (k.need_stream) {
+      if (!d) d = driver_calls();
+      f.stream = stream_state(d, desc);
+      continue;
+    }
+    if (k.count_reuse) {
+      if (!d) d = driver_calls();
+      RegisterVerdict range;
+      f.reuse = s && d ? count_reuse(*s, host, desc.bytes, range) : ReuseVerdict::Never;
+      reg_begin = range.begin;
+      reg_end = range.end;
+      continue;
+    }
+    if (k.before == Before::Register) {
+      ++ts.internal;
+      const bool ok = s && reg_end > reg_begin && register_range(*s, reg_begin, reg_end);
+      --ts.internal;
+      if (ok) f.cover = s->cache.lookup(host, desc.bytes);
+      f.registrations_exist = f.registrations_exist || ok;
+      f.registration_failed = !ok || f.cover != Cover::Covers;
+      continue;
+    }
+    if (k.before == Before::Release) {
+      if (k.path == CopyPath::Original && host == 0) before_passthrough(desc);  // not classified: every side
+      else release_range(host, desc.bytes);
+    }
+    switch (k.path) {
+      case CopyPath::Stage:
+      case CopyPath::StageAny:
+        if (try_stage(desc, result, k.path == CopyPath::StageAny)) {
+          ts.pending.flags |= trace::kFlagStaged;  // what the event records: the path that ran
+          return Action::Done;
+        }
+        f.staging_declined = true;
+        continue;
+      case CopyPath::InPlace:
+        ts.pending.flags |= trace::kFlagRegistered;
+        return k.wait_after ? Action::OriginalThenWait : Action::Original;
+      case CopyPath::Original:
+        return Action::Original;
+    }
   }
-
-  if (cover == Cover::Touches) {
-    // Partly registered (a neighbour's registration reaches into its first or
-    // last page, or one is changing): the driver never sees such a range.
-    // Staged, it is exact in every direction and mode; else it is made
-    // pageable again first.
-    if (try_stage(desc, result, /*any_size=*/true)) return Action::Done;
-    release_range(host, desc.bytes);
-    return Action::Original;
-  }
-  // The whole host range is registered by the shim.
-  if (!async) {
-    ts.registered = true;
-    return Action::Original;  // now on pinned memory: same semantics, DMA speed
-  }
-  if (!d || d->capturing(per_thread, reinterpret_cast<CUstream>(desc.stream))) {
-    release_range(host, desc.bytes);  // no wait possible: make it pageable again first
-    return Action::Original;
-  }
-  if (way == Way::HtoD && desc.bytes >= c.stage_min_h2d && !d->idle(per_thread, reinterpret_cast<CUstream>(desc.stream))) {
-    // Must return once the source is consumed, and the stream is busy: a DMA
-    // in place would make the call wait for the work ahead of it. Copy it out
-    // now instead. (On an idle stream the DMA in place returns sooner.)
-    if (try_stage(desc, result, /*any_size=*/true)) return Action::Done;
-    release_range(host, desc.bytes);
-    return Action::Original;
-  }
-  ts.registered = true;
-  return Action::OriginalThenWait;
+  Recorder::instance().note("rewrite: pin: no decision after 8 rounds; the call passes through untouched");
+  return Action::Original;
 }
 
 int wait_for(const CallDesc& desc) {

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <new>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -10,6 +13,7 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/quiet_thread.h"
 #include "interpose/cuda_headers.h"
 #include "interpose/symbol_table.h"
 #include "memory/pointer_classifier.h"
@@ -40,35 +44,25 @@ struct Buffer {
   bool pending = false;  // its last DMA may still be running
 };
 
-// Pinned buffers bound to one context, shared by all threads.
+// Pinned buffers bound to one context, shared by all threads. The pool is
+// filled on a thread of its own, one buffer at a time: pinning costs about
+// 0.5 ms per MiB (cuMemHostAlloc, H200), so 128 MiB made inside the app's
+// first staged copy held that copy for ~60 ms (issue 12: a 32 MiB first copy
+// took 54-74 ms, ten times the driver's own pageable path). Until a buffer is
+// ready, staging declines and the copy takes another path.
 class Pool {
  public:
-  bool init(const Driver& drv, CUcontext ctx, uint64_t budget, std::string& error) {
-    size_t count = std::max<size_t>(1, std::min<size_t>(budget / kChunkBytes, 64));
-    uint64_t t0 = now_ns();
-    void* base = nullptr;
-    // One allocation, portable so that it stays pinned for every context.
-    CUresult r = drv.host_alloc(&base, count * kChunkBytes, CU_MEMHOSTALLOC_PORTABLE);
-    uint64_t t1 = now_ns();
-    if (r != CUDA_SUCCESS) {
-      error = "cuMemHostAlloc of " + std::to_string(count * kChunkBytes) + " bytes failed (" +
-              std::to_string(r) + ")";
+  // Starts filling; returns at once. False when the filler cannot start.
+  bool start(const Driver& drv, CUcontext ctx, uint64_t budget, std::string& error) {
+    const size_t count = std::max<size_t>(1, std::min<size_t>(budget / kChunkBytes, 64));
+    buffers_.reserve(count);  // never reallocated: free_ points into it
+    free_.reserve(count);
+    ctx_ = ctx;
+    wanted_ = count;
+    if (!spawn_quiet_thread([this, &drv] { fill(drv); })) {
+      error = "the staging pool's thread could not be started";
       return false;
     }
-    buffers_.resize(count);
-    for (size_t i = 0; i < count; ++i) {
-      buffers_[i].host = static_cast<char*>(base) + i * kChunkBytes;
-      if (drv.event_create(&buffers_[i].done, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
-        error = "cuEventCreate failed";
-        return false;
-      }
-      free_.push_back(&buffers_[i]);
-    }
-    ctx_ = ctx;
-    bytes_ = count * kChunkBytes;
-    base_ = base;
-    alloc_ns_ = t1 - t0;
-    alloc_start_ = t0;
     return true;
   }
 
@@ -98,20 +92,41 @@ class Pool {
     }
   }
 
+  // No more buffers are made (context teardown, fork child).
+  void stop_filling() { stop_.store(true, std::memory_order_release); }
+  // Waits (at most `limit`) until the filler has stopped.
+  void wait_filled(std::chrono::milliseconds limit) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    first_.wait_for(lock, limit, [&] { return filled_.load(std::memory_order_acquire); });
+  }
   CUcontext context() const { return ctx_; }
-  uint64_t bytes() const { return bytes_; }
-  void* base() const { return base_; }
-  uint64_t alloc_ns() const { return alloc_ns_; }
-  uint64_t alloc_start() const { return alloc_start_; }
+  uint64_t bytes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return buffers_.size() * kChunkBytes;
+  }
+  // Every buffer made so far: their allocation-table entries go with the context.
+  template <typename F>
+  void for_each_buffer(F&& f) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const Buffer& b : buffers_) f(b.host);
+  }
 
  private:
-  std::mutex mutex_;
+  void fill(const Driver& drv);
+ public:
+  // Waits (at most `limit`) until the first buffer exists; false if none will.
+  bool wait_first(std::chrono::milliseconds limit);
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable first_;
+  std::atomic<size_t> made_{0};
+  std::atomic<bool> filled_{false};
   std::vector<Buffer> buffers_;
   std::vector<Buffer*> free_;
   CUcontext ctx_ = nullptr;
-  uint64_t bytes_ = 0;
-  void* base_ = nullptr;
-  uint64_t alloc_ns_ = 0, alloc_start_ = 0;
+  size_t wanted_ = 0;
+  std::atomic<bool> stop_{false};
 };
 
 struct State {
@@ -139,21 +154,85 @@ void disable(const std::string& why) {
   if (!s.disabled.exchange(true)) Recorder::instance().note("rewrite: pin disabled: " + why + "; copies pass through");
 }
 
-// The pool's pinning cost, as an event of its own (api "cuxfer:staging_pool").
-void record_pool_event(const Pool& pool) {
+// One pool buffer's pinning cost, as an event of its own (api
+// "cuxfer:staging_pool"), from the filler thread.
+void record_pool_event(const void* base, uint64_t bytes, uint64_t t0, uint64_t t1, int status) {
   ThreadState& ts = thread_state();
   trace::Event e{};
-  e.t_enter_ns = pool.alloc_start();
-  e.t_exit_ns = pool.alloc_start() + pool.alloc_ns();
-  e.bytes = pool.bytes();
-  e.address = reinterpret_cast<uint64_t>(pool.base());
+  e.t_enter_ns = t0;
+  e.t_exit_ns = t1;
+  e.bytes = bytes;
+  e.address = reinterpret_cast<uint64_t>(base);
   e.thread_id = ts.tid;
   e.api = kStagingPoolApi;
   e.kind = static_cast<uint8_t>(trace::EventKind::HostAlloc);
   e.dst_kind = static_cast<uint8_t>(trace::MemKind::Pinned);
   e.device = -1;
+  e.result = status;
+  if (status != 0) e.flags |= trace::kFlagFailed;
   Recorder::instance().emit(ts, e);
 }
+
+
+void Pool::fill(const Driver& drv) {
+  InternalScope internal;  // nothing this thread does is the app's
+  if (drv.ctx_push_current(ctx_) != CUDA_SUCCESS) {
+    disable("the staging pool's thread could not bind the app's context");
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      filled_.store(true, std::memory_order_release);
+    }
+    first_.notify_all();
+    return;
+  }
+  for (size_t i = 0; i < wanted_ && !stop_.load(std::memory_order_acquire); ++i) {
+    void* host = nullptr;
+    const uint64_t t0 = now_ns();
+    // Portable, so that it stays pinned for every context of the process.
+    CUresult r = drv.host_alloc(&host, kChunkBytes, CU_MEMHOSTALLOC_PORTABLE);
+    const uint64_t t1 = now_ns();
+    CUevent done = nullptr;
+    if (r == CUDA_SUCCESS && drv.event_create(&done, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+      drv.free_host ? (void)drv.free_host(host) : (void)0;
+      r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    record_pool_event(host, kChunkBytes, t0, t1, r);
+    if (r != CUDA_SUCCESS) {
+      // The first buffer failing means no staging at all; a later one, a smaller pool.
+      if (i == 0) disable("cuMemHostAlloc of " + std::to_string(kChunkBytes) + " bytes failed (" + std::to_string(r) + ")");
+      break;
+    }
+    // The pool is ours: copies from it are pinned, not the app's pageable memory.
+    allocation_table().insert(reinterpret_cast<uint64_t>(host), kChunkBytes, trace::MemKind::Pinned, -1);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      buffers_.push_back(Buffer{static_cast<char*>(host), done, false});
+      free_.push_back(&buffers_.back());
+      made_.fetch_add(1, std::memory_order_release);  // under the lock: wait_first cannot miss it
+    }
+    first_.notify_all();
+  }
+  CUcontext popped = nullptr;
+  drv.ctx_pop_current(&popped);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    filled_.store(true, std::memory_order_release);
+  }
+  first_.notify_all();
+  Recorder::instance().note("rewrite: pin: staging pool " + std::to_string(made_.load() * (kChunkBytes >> 20)) +
+                                " MiB in " + std::to_string(kChunkBytes >> 20) + " MiB buffers, made in the background",
+                            /*warning=*/false);
+}
+
+bool Pool::wait_first(std::chrono::milliseconds limit) {
+  if (made_.load(std::memory_order_acquire) > 0) return true;
+  std::unique_lock<std::mutex> lock(mutex_);
+  first_.wait_for(lock, limit, [&] {
+    return made_.load(std::memory_order_acquire) > 0 || filled_.load(std::memory_order_acquire);
+  });
+  return made_.load(std::memory_order_acquire) > 0;
+}
+
 
 bool initialise(CUcontext ctx) {
   State& s = state();
@@ -161,17 +240,13 @@ bool initialise(CUcontext ctx) {
     InternalScope internal;
     const Config& c = config();
     std::string error;
+    unsigned threads = c.stage_threads ? c.stage_threads : default_threads();
+    s.memcpy = new (std::nothrow) ParallelMemcpy(threads);
+    if (!s.memcpy) return disable("out of memory");
     // The pool takes at most half the pinned budget (and 128 MiB); registrations get the rest.
     const uint64_t pool_budget = std::min<uint64_t>(pinned_budget_bytes(c) / 2, kPoolMax);
-    if (!s.pool.init(s.drv(), ctx, pool_budget, error)) return disable(error);
-    // The pool is ours: copies from it are pinned, not the app's pageable memory.
-    allocation_table().insert(reinterpret_cast<uint64_t>(s.pool.base()), s.pool.bytes(), trace::MemKind::Pinned, -1);
-    unsigned threads = c.stage_threads ? c.stage_threads : default_threads();
-    s.memcpy = new ParallelMemcpy(threads);
-    record_pool_event(s.pool);
-    Recorder::instance().note("rewrite: pin: staging pool " + std::to_string(s.pool.bytes() >> 20) + " MiB in " +
-                              std::to_string(kChunkBytes >> 20) + " MiB buffers, " + std::to_string(threads) +
-                              " memcpy threads",
+    if (!s.pool.start(s.drv(), ctx, pool_budget, error)) return disable(error);
+    Recorder::instance().note("rewrite: pin: staging with " + std::to_string(threads) + " memcpy threads",
                               /*warning=*/false);
     s.ready.store(true, std::memory_order_release);
   });
@@ -259,8 +334,22 @@ void staging_teardown(CUcontext ctx) {
   State& s = state();
   if (!s.ready.load(std::memory_order_acquire) || s.disabled.load(std::memory_order_relaxed)) return;
   if (ctx && ctx != s.pool.context()) return;
-  allocation_table().erase(reinterpret_cast<uint64_t>(s.pool.base()));  // freed with the context
+  // The filler makes no more buffers (it finishes the one it is making: at
+  // most one cuMemHostAlloc, a few ms), and every buffer goes with the context.
+  s.pool.stop_filling();
+  s.pool.wait_filled(std::chrono::seconds(2));
+  s.pool.for_each_buffer([](const char* host) { allocation_table().erase(reinterpret_cast<uint64_t>(host)); });
   disable("its staging pool went with a context reset/destroy (cudaDeviceReset)");
+}
+
+void staging_prewarm() {
+  State& s = state();
+  if (s.ready.load(std::memory_order_acquire) || s.disabled.load(std::memory_order_relaxed)) return;
+  const Driver* drv = driver_calls();
+  if (!drv) return;
+  InternalScope internal;
+  CUcontext ctx = nullptr;
+  if (drv->ctx_get_current(&ctx) == CUDA_SUCCESS && ctx) initialise(ctx);
 }
 
 void disable_after_fork() { state().disabled.store(true, std::memory_order_relaxed); }
@@ -300,6 +389,10 @@ bool try_stage(const CallDesc& desc, int& result, bool any_size) {
   if (!s.ready.load(std::memory_order_acquire) && !initialise(ctx)) return false;
   if (s.disabled.load(std::memory_order_relaxed)) return false;
   if (ctx != s.pool.context()) return false;  // one context for now: others pass through
+  // Only the first staged copy of a process can find the pool still empty
+  // (staging_prewarm() usually started it earlier): it waits for one buffer,
+  // a few ms, instead of the whole pool.
+  if (!s.pool.wait_first(std::chrono::milliseconds(100))) return false;
   const bool per_thread = desc.flags & trace::kFlagPerThreadStream;
   const bool async = desc.flags & trace::kFlagAsync;
   CUstream stream = reinterpret_cast<CUstream>(desc.stream);
@@ -319,7 +412,6 @@ bool try_stage(const CallDesc& desc, int& result, bool any_size) {
   s.pool.release(ring, k, way == Way::HtoD);
   if (!done) return false;
   result = static_cast<int>(r);
-  ts.staged = true;
   return true;
 }
 

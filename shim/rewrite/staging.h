@@ -29,6 +29,11 @@ bool enabled();
 // what the call returns to the app.
 bool try_stage(const CallDesc& d, int& result, bool any_size = false);
 
+// Starts filling the staging pool in the background for the current context
+// (once per process), so that the first copy that needs it finds it ready.
+// Cheap after the first call: one atomic load.
+void staging_prewarm();
+
 // Fork child: the parent's CUDA context and pinned pool are not usable here.
 void disable_after_fork();
 // The context `ctx` (null: a primary context) is going: if the staging pool

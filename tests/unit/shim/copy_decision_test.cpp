@@ -1,0 +1,249 @@
+// The pinned rewrite's decision table (shim/rewrite/copy_decision.h), case
+// by case. The "sweep" cases are the cells of bench/pattern_sweep.cpp: what
+// the rewrite does with each, and why it is never slower than the driver.
+#include "rewrite/copy_decision.h"
+
+#include <gtest/gtest.h>
+
+namespace cuxfer::shim::rewrite {
+namespace {
+
+using policy::Path;
+using trace::MemKind;
+constexpr uint64_t KiB = 1024, MiB = 1024 * KiB;
+
+RewriteSettings pin() {
+  RewriteSettings s;
+  s.rewrite_pin = true;
+  s.registering = true;
+  return s;
+}
+
+CopyFacts copy(CopyWay way, uint64_t bytes, bool async = false, MemKind host = MemKind::Pageable) {
+  CopyFacts f;
+  f.way = way;
+  f.bytes = bytes;
+  f.async = async;
+  f.host_kind = host;
+  return f;
+}
+
+CopyFacts covered(CopyWay way, uint64_t bytes, bool async, StreamState st = StreamState::Unknown) {
+  CopyFacts f = copy(way, bytes, async);
+  f.registrations_exist = true;
+  f.cover = Cover::Covers;
+  f.stream = st;
+  return f;
+}
+
+CopyDecision path(CopyPath p, Before b = Before::Nothing, bool wait = false) {
+  CopyDecision d;
+  d.path = p;
+  d.before = b;
+  d.wait_after = wait;
+  return d;
+}
+
+TEST(CopyDecision, UnclassifiedAsksForClassification) {
+  CopyFacts f;
+  f.bytes = MiB;
+  EXPECT_TRUE(decide(f, pin()).need_classify);
+}
+
+TEST(CopyDecision, PolicyAloneLeavesUnnamedSitesAloneWithoutClassifying) {
+  RewriteSettings s = pin();
+  s.rewrite_pin = false;
+  CopyFacts f;
+  f.bytes = MiB;
+  EXPECT_EQ(decide(f, s), path(CopyPath::Original));
+  f.async = true;
+  f.registrations_exist = true;  // another site's registration may lie under it
+  EXPECT_EQ(decide(f, s), path(CopyPath::Original, Before::Release));
+}
+
+TEST(CopyDecision, AppsOwnPinnedMemoryAndDeviceCopiesAreUntouched) {
+  for (bool async : {false, true}) {
+    EXPECT_EQ(decide(copy(CopyWay::HtoD, 4 * KiB, async, MemKind::Pinned), pin()), path(CopyPath::Original));
+    EXPECT_EQ(decide(copy(CopyWay::DtoH, 64 * MiB, async, MemKind::Registered), pin()), path(CopyPath::Original));
+    EXPECT_EQ(decide(copy(CopyWay::Other, 64 * MiB, async), pin()), path(CopyPath::Original));
+  }
+}
+
+TEST(CopyDecision, FirstSightCountsThenStagesAtTheThresholds) {
+  CopyFacts f = copy(CopyWay::HtoD, 64 * MiB);
+  EXPECT_TRUE(decide(f, pin()).count_reuse);
+  f.reuse = ReuseVerdict::Wait;
+  EXPECT_EQ(decide(f, pin()), path(CopyPath::Stage));
+  f.staging_declined = true;  // below the threshold, or no buffer: the driver's own path
+  EXPECT_EQ(decide(f, pin()), path(CopyPath::Original));
+}
+
+TEST(CopyDecision, SmallCopiesNeverCountTowardRegistration) {
+  // The driver inlines them: pinned is no faster (FACTS.md, small-copy latency).
+  CopyFacts f = copy(CopyWay::HtoD, 4 * KiB, /*async=*/true);
+  CopyDecision d = decide(f, pin());
+  EXPECT_FALSE(d.count_reuse);
+  EXPECT_EQ(d, path(CopyPath::Stage));  // which declines below the threshold: the app's call
+}
+
+TEST(CopyDecision, ReusedRangeIsRegisteredThenCopiedInPlace) {
+  CopyFacts f = copy(CopyWay::HtoD, 4 * MiB);
+  f.reuse = ReuseVerdict::RegisterNow;
+  EXPECT_EQ(decide(f, pin()), path(CopyPath::Original, Before::Register));
+  f.cover = Cover::Covers;  // after the registration
+  f.registrations_exist = true;
+  EXPECT_EQ(decide(f, pin()), path(CopyPath::InPlace));
+}
+
+TEST(CopyDecision, FailedRegistrationStages) {
+  CopyFacts f = copy(CopyWay::DtoH, 4 * MiB);
+  f.reuse = ReuseVerdict::RegisterNow;
+  f.registration_failed = true;
+  EXPECT_EQ(decide(f, pin()), path(CopyPath::Stage));
+}
+
+TEST(CopyDecision, LargeAsyncH2DCountsOnlyOnAnIdleStream) {
+  CopyFacts f = copy(CopyWay::HtoD, 32 * MiB, /*async=*/true);
+  EXPECT_TRUE(decide(f, pin()).need_stream);
+  f.stream = StreamState::Busy;
+  EXPECT_EQ(decide(f, pin()), path(CopyPath::Stage));
+  f.stream = StreamState::Idle;
+  EXPECT_TRUE(decide(f, pin()).count_reuse);
+}
+
+TEST(CopyDecision, NoRegistrationOnACapturedStream) {
+  CopyFacts f = copy(CopyWay::DtoH, 4 * MiB, /*async=*/true);
+  f.reuse = ReuseVerdict::RegisterNow;
+  EXPECT_TRUE(decide(f, pin()).need_stream);
+  f.stream = StreamState::Capturing;
+  EXPECT_EQ(decide(f, pin()), path(CopyPath::Stage));
+}
+
+TEST(CopyDecision, SyncCopiesOnARegisteredRangeRunInPlace) {
+  for (CopyWay w : {CopyWay::HtoD, CopyWay::DtoH})
+    for (uint64_t n : {64 * KiB, MiB, 4 * MiB, 64 * MiB, 256 * MiB})
+      EXPECT_EQ(decide(covered(w, n, false), pin()), path(CopyPath::InPlace)) << n;
+}
+
+// Issue 12, item 3: 4 KiB async H2D from a registered 1 MiB buffer took 10 us
+// (a stream wait) against the driver's 2-3 us. Small async H2D bounce.
+TEST(CopyDecision, SmallAsyncH2DOnARegisteredRangeBouncesWithoutAskingTheStream) {
+  for (uint64_t n : {uint64_t{4}, 4 * KiB, 64 * KiB}) {
+    CopyDecision d = decide(covered(CopyWay::HtoD, n, true), pin());
+    EXPECT_EQ(d, path(CopyPath::StageAny)) << n;
+  }
+  // No bounce buffer free: DMA in place and wait, unless captured.
+  CopyFacts f = covered(CopyWay::HtoD, 4 * KiB, true);
+  f.staging_declined = true;
+  EXPECT_TRUE(decide(f, pin()).need_stream);
+  f.stream = StreamState::Idle;
+  EXPECT_EQ(decide(f, pin()), path(CopyPath::InPlace, Before::Nothing, true));
+  f.stream = StreamState::Capturing;
+  EXPECT_EQ(decide(f, pin()), path(CopyPath::Original, Before::Release));
+}
+
+TEST(CopyDecision, LargeAsyncH2DOnARegisteredRange) {
+  // Idle stream: the DMA in place returns sooner than a copy-out would.
+  EXPECT_EQ(decide(covered(CopyWay::HtoD, 4 * MiB, true, StreamState::Idle), pin()),
+            path(CopyPath::InPlace, Before::Nothing, true));
+  // Busy stream: waiting would wait for the queued work too; copy it out.
+  EXPECT_EQ(decide(covered(CopyWay::HtoD, MiB, true, StreamState::Busy), pin()), path(CopyPath::StageAny));
+  EXPECT_EQ(decide(covered(CopyWay::HtoD, 256 * MiB, true, StreamState::Busy), pin()), path(CopyPath::StageAny));
+}
+
+TEST(CopyDecision, AsyncD2HOnARegisteredRangeWaitsLikeThePageableOriginal) {
+  for (StreamState st : {StreamState::Idle, StreamState::Busy})
+    for (uint64_t n : {4 * KiB, 4 * MiB, 256 * MiB})
+      EXPECT_EQ(decide(covered(CopyWay::DtoH, n, true, st), pin()), path(CopyPath::InPlace, Before::Nothing, true));
+  EXPECT_EQ(decide(covered(CopyWay::DtoH, 4 * MiB, true, StreamState::Capturing), pin()),
+            path(CopyPath::Original, Before::Release));
+}
+
+TEST(CopyDecision, PartlyRegisteredRangeIsStagedOrMadePageable) {
+  CopyFacts f = copy(CopyWay::HtoD, MiB, true);
+  f.registrations_exist = true;
+  f.cover = Cover::Touches;
+  EXPECT_EQ(decide(f, pin()), path(CopyPath::StageAny));
+  f.staging_declined = true;
+  EXPECT_EQ(decide(f, pin()), path(CopyPath::Original, Before::Release));
+}
+
+TEST(CopyDecision, RegisterOffOnlyStages) {
+  RewriteSettings s = pin();
+  s.registering = false;
+  CopyFacts f = copy(CopyWay::DtoH, 64 * MiB);
+  EXPECT_EQ(decide(f, s), path(CopyPath::Stage));
+  f.staging_declined = true;
+  EXPECT_EQ(decide(f, s), path(CopyPath::Original));
+}
+
+TEST(CopyDecision, PolicyEntries) {
+  RewriteSettings s = pin();
+  CopyFacts f = copy(CopyWay::HtoD, 4 * KiB, true);
+  f.site_matched = true;
+  f.site_path = Path::Exclude;
+  EXPECT_EQ(decide(f, s), path(CopyPath::Original));
+  f.site_path = Path::Stage;
+  EXPECT_EQ(decide(f, s), path(CopyPath::StageAny));
+  f.staging_declined = true;
+  EXPECT_EQ(decide(f, s), path(CopyPath::Original));
+  // register: counts even when small, and registers without waiting for reuse to pay.
+  f = copy(CopyWay::HtoD, 4 * KiB);
+  f.site_matched = true;
+  f.site_path = Path::Register;
+  EXPECT_TRUE(decide(f, s).count_reuse);
+  f.reuse = ReuseVerdict::Wait;
+  EXPECT_EQ(decide(f, s), path(CopyPath::Original, Before::Register));
+  f.reuse = ReuseVerdict::Never;
+  EXPECT_EQ(decide(f, s), path(CopyPath::StageAny));
+  // passthrough: counted, never rewritten.
+  f = copy(CopyWay::HtoD, 4 * MiB);
+  f.site_matched = true;
+  f.site_path = Path::Passthrough;
+  EXPECT_TRUE(decide(f, s).count_reuse);
+  f.reuse = ReuseVerdict::RegisterNow;
+  EXPECT_EQ(decide(f, s), path(CopyPath::Original));
+}
+
+// Every sweep cell ends in a path after a bounded number of steps, whatever
+// the executor learns at each step.
+TEST(CopyDecision, EverySweepCellSettles) {
+  const uint64_t sizes[] = {4, 4 * KiB, 64 * KiB, MiB, 4 * MiB, 64 * MiB, 256 * MiB};
+  for (CopyWay w : {CopyWay::HtoD, CopyWay::DtoH})
+    for (bool async : {false, true})
+      for (uint64_t n : sizes)
+        for (StreamState st : {StreamState::Idle, StreamState::Busy, StreamState::Capturing})
+          for (ReuseVerdict rv : {ReuseVerdict::Wait, ReuseVerdict::RegisterNow, ReuseVerdict::Never})
+            for (bool declines : {false, true}) {
+              CopyFacts f;
+              f.bytes = n;
+              f.async = async;
+              int steps = 0;
+              CopyDecision d;
+              for (; steps < 8; ++steps) {
+                d = decide(f, pin());
+                if (d.need_classify) { f.way = w; f.host_kind = MemKind::Pageable; continue; }
+                if (d.need_stream) { f.stream = st; continue; }
+                if (d.count_reuse) { f.reuse = rv; continue; }
+                if (d.before == Before::Register) {
+                  f.cover = Cover::Covers;
+                  f.registrations_exist = true;
+                  continue;
+                }
+                if ((d.path == CopyPath::Stage || d.path == CopyPath::StageAny) && declines && !f.staging_declined) {
+                  f.staging_declined = true;
+                  continue;
+                }
+                break;
+              }
+              ASSERT_LT(steps, 8) << n;
+              // A wait is only ever asked where the stream can be waited on.
+              if (d.wait_after) {
+                EXPECT_NE(f.stream, StreamState::Capturing);
+                EXPECT_EQ(d.path, CopyPath::InPlace);
+              }
+            }
+}
+
+}  // namespace
+}  // namespace cuxfer::shim::rewrite
