@@ -81,6 +81,14 @@ uint64_t fingerprint_min_bytes() {
   return min;
 }
 
+void prefetch_samples(const CallDesc& d) {
+  using trace::Direction;
+  if (d.direction != Direction::DtoH && d.src_preset == trace::MemKind::Unknown)
+    prefetch_fingerprint_samples(reinterpret_cast<const void*>(d.src), d.bytes);
+  if (d.direction != Direction::HtoD && d.dst_preset == trace::MemKind::Unknown)
+    prefetch_fingerprint_samples(reinterpret_cast<const void*>(d.dst), d.bytes);
+}
+
 void fingerprint_copy(Recorder& rec, ThreadState& ts, const trace::Event& e) {
   using trace::Direction;
   using trace::MemKind;

@@ -25,6 +25,9 @@ void describe_event(const CallDesc& d, trace::Event& e);
 uint32_t capture_callsite(Recorder& rec, void* return_address);
 // Smallest copy fingerprinted (UINT64_MAX: fingerprints off).
 uint64_t fingerprint_min_bytes();
+// Prefetches the words the fingerprint of copy `d` will read (either side
+// may be the host one until it is classified).
+void prefetch_samples(const CallDesc& d);
 // Emits the content fingerprint of the copy `e` just recorded, when its host
 // side may be read now (record/fingerprint.h).
 void fingerprint_copy(Recorder& rec, ThreadState& ts, const trace::Event& e);
@@ -91,6 +94,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   // GPU records are matched to calls offline by stream order, time and size
   // (docs/trace-format.md): nothing CUPTI-related runs on this path.
   if (rec.cupti_active()) e.flags |= trace::kFlagGpuExpected;
+  if (d.kind == trace::EventKind::Copy && d.bytes >= fingerprint_min_bytes()) prefetch_samples(d);
   e.t_enter_ns = now_ns();
   R r = call();
   e.t_exit_ns = now_ns();

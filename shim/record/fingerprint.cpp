@@ -35,4 +35,12 @@ uint64_t sampled_fingerprint(const void* data, size_t bytes) {
   return mix(h, load(p + bytes - 8));
 }
 
+void prefetch_fingerprint_samples(const void* data, size_t bytes) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  if (!p || bytes < (kSamples + 1) * 8) return;
+  const size_t stride = (bytes - 8) / kSamples;
+  for (unsigned k = 0; k < kSamples; ++k) __builtin_prefetch(p + k * stride, 0, 0);
+  __builtin_prefetch(p + bytes - 8, 0, 0);
+}
+
 }  // namespace cuxfer::shim

@@ -12,4 +12,11 @@ namespace cuxfer::shim {
 
 uint64_t sampled_fingerprint(const void* data, size_t bytes);
 
+// Software prefetches of the words sampled_fingerprint() will read, issued
+// before the copy is made: the cache and TLB misses of its 33 scattered
+// loads then overlap the transfer instead of following it (after a large
+// host memset, bandwidthTest's pattern, they cost ~10-20 us a copy on the
+// H200). A prefetch never faults, so any address may be given.
+void prefetch_fingerprint_samples(const void* data, size_t bytes);
+
 }  // namespace cuxfer::shim

@@ -1,5 +1,10 @@
 #include "rewrite/parallel_memcpy.h"
 
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 
@@ -11,6 +16,15 @@ constexpr size_t kPieceBytes = 256u << 10;  // big enough to amortise the atomic
 // Long enough to bridge the gap between two chunks of one transfer, short
 // enough not to keep cores busy after it.
 constexpr auto kSpin = std::chrono::microseconds(100);
+constexpr size_t kPopulatePiece = 2u << 20;
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+// The raw system call: libcuxfer_memhooks.so interposes madvise(), and this
+// is the shim's own doing, not the app's.
+bool populate_write(char* begin, size_t bytes) {
+  return syscall(SYS_madvise, begin, bytes, MADV_POPULATE_WRITE) == 0;
+}
 }  // namespace
 
 ParallelMemcpy::ParallelMemcpy(unsigned threads) {
@@ -36,7 +50,11 @@ void ParallelMemcpy::run_pieces() {
     // The job of this ticket is unfinished (piece i is ours), so its fields are stable.
     size_t off = i * job_.piece;
     size_t n = off + job_.piece <= job_.bytes ? job_.piece : job_.bytes - off;
-    std::memcpy(job_.dst + off, job_.src + off, n);
+    if (job_.populate) {
+      if (!populate_write(job_.dst + off, n)) populate_failed_.store(true, std::memory_order_relaxed);
+    } else {
+      std::memcpy(job_.dst + off, job_.src + off, n);
+    }
     done_pieces_.fetch_add(1, std::memory_order_release);
   }
 }
@@ -66,14 +84,33 @@ void ParallelMemcpy::copy(void* dst, const void* src, size_t bytes) {
     std::memcpy(dst, src, bytes);
     return;
   }
-  std::lock_guard<std::mutex> submit(submit_mutex_);
   size_t piece = kPieceBytes;
   while ((bytes + piece - 1) / piece > 0xffff) piece *= 2;
-  job_.dst = static_cast<char*>(dst);
-  job_.src = static_cast<const char*>(src);
+  run_job(static_cast<char*>(dst), static_cast<const char*>(src), bytes, piece, false);
+}
+
+bool ParallelMemcpy::populate(void* dst, size_t bytes) {
+  // Whole pages only: the range is widened to its pages, whose bytes stay as they are.
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t b = reinterpret_cast<uintptr_t>(dst) & ~(page - 1);
+  const uintptr_t e = (reinterpret_cast<uintptr_t>(dst) + bytes + page - 1) & ~(page - 1);
+  if (e <= b) return false;
+  populate_failed_.store(false, std::memory_order_relaxed);
+  if (workers_.empty()) return populate_write(reinterpret_cast<char*>(b), e - b);
+  size_t piece = kPopulatePiece;
+  while ((e - b + piece - 1) / piece > 0xffff) piece *= 2;
+  run_job(reinterpret_cast<char*>(b), nullptr, e - b, piece, true);
+  return !populate_failed_.load(std::memory_order_relaxed);
+}
+
+void ParallelMemcpy::run_job(char* dst, const char* src, size_t bytes, size_t piece, bool populate) {
+  std::lock_guard<std::mutex> submit(submit_mutex_);
+  job_.dst = dst;
+  job_.src = src;
   job_.bytes = bytes;
   job_.piece = piece;
   job_.pieces = (bytes + piece - 1) / piece;
+  job_.populate = populate;
   done_pieces_.store(0, std::memory_order_relaxed);
   uint64_t gen = (ticket_.load(std::memory_order_relaxed) >> 32) + 1;
   ticket_.store((gen << 32) | (static_cast<uint64_t>(job_.pieces) << 16), std::memory_order_release);

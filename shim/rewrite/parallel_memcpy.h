@@ -28,6 +28,13 @@ class ParallelMemcpy {
   // Copies like memcpy; returns when every byte is in place. One copy at a
   // time: concurrent callers are serialized (the workers are shared).
   void copy(void* dst, const void* src, size_t bytes);
+  // Faults in [dst, dst+bytes) for writing on all threads (MADV_POPULATE_WRITE,
+  // Linux 5.14+), as the copy into it would, without changing a byte. For a
+  // fresh destination (PyTorch's tensor.cpu() into new memory) the page
+  // faults, not the memcpy, bound a staged D2H: taken on every thread while
+  // the first chunks' DMA runs, they stop serialising behind it. False when
+  // the kernel cannot (then nothing was done).
+  bool populate(void* dst, size_t bytes);
   unsigned threads() const { return static_cast<unsigned>(workers_.size()) + 1; }
 
  private:
@@ -37,9 +44,11 @@ class ParallelMemcpy {
     size_t bytes = 0;
     size_t piece = 0;
     size_t pieces = 0;
+    bool populate = false;  // madvise(MADV_POPULATE_WRITE) each piece instead of copying
   };
   void worker_loop();
   void run_pieces();
+  void run_job(char* dst, const char* src, size_t bytes, size_t piece, bool populate);
 
   std::mutex submit_mutex_;  // one job at a time
   std::mutex wake_mutex_;
@@ -53,6 +62,7 @@ class ParallelMemcpy {
   // piece of a job whose fields it has not seen published.
   std::atomic<uint64_t> ticket_{0};
   std::atomic<size_t> done_pieces_{0};
+  std::atomic<bool> populate_failed_{false};
   std::vector<std::thread> workers_;
 };
 
