@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Issue 12's GPU measurements in one call: build, bandwidthTest's pattern per
+# copy (devtools/probe_bwtest_pattern.cpp), the never-slower sweep
+# (bench/run_pattern_sweep.sh), tensor.cpu() into fresh memory. $OUT set.
+#   STEPS="probe sweep torch" SWEEP_ARGS="--max-size 64M" ROUND=1
+set -u
+B=${B:-/tmp/b}
+STEPS=${STEPS:-probe sweep torch}
+cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUXFER_BUILD_TESTS=OFF -DCUXFER_BUILD_BENCH=ON \
+  -DCUXFER_GPU_TESTS=OFF > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
+cmake --build "$B" -j16 --target cuxfer_cli cuxfer_shim cuxfer_memhooks pattern_sweep > "$OUT/build.log" 2>&1 ||
+  { grep -E "error|FAILED" -A5 "$OUT/build.log" | head -40; exit 1; }
+g++ -O2 -std=c++17 -I/usr/local/cuda/include devtools/probe_bwtest_pattern.cpp -L/usr/local/cuda/lib64 -lcudart \
+  -Wl,-rpath,/usr/local/cuda/lib64 -o "$B/probe" || exit 1
+SHIM="$B/lib/libcuxfer.so"
+HOOKS="$B/lib/libcuxfer_memhooks.so"
+CUX="$B/bin/cuxfer"
+mkdir -p /tmp/tr
+for step in $STEPS; do
+  case $step in
+  probe)
+    for round in $(seq "${PROBE_ROUNDS:-1}"); do
+      echo "== plain"; timeout 200 "$B/probe" 4M 32M 68M | sed 's/^/plain /'
+      echo "== appreg"; timeout 200 "$B/probe" --appreg 4M 32M 68M | sed 's/^/appreg /'
+      echo "== rewrite"; timeout 200 "$CUX" record -q -o /tmp/tr --rewrite=pin -- "$B/probe" 4M 32M 68M | sed 's/^/rewrite /'
+      echo "== rewrite_nocupti"; timeout 200 "$CUX" record -q -o /tmp/tr --cupti=off --rewrite=pin -- "$B/probe" 4M 32M 68M | sed 's/^/rewrite_nocupti /'
+    done 2>&1 | tee "$OUT/probe.log" | grep -E "==|size=" ;;
+  sweep)
+    timeout 420 bash bench/run_pattern_sweep.sh --build-dir "$B" --gpu --rounds 1 --first-round "${ROUND:-1}" \
+      --modes "${SWEEP_MODES:-baseline,observe,rewrite}" ${SWEEP_ARGS:-} --raw "$OUT/sweep-r${ROUND:-1}.txt" \
+      > "$OUT/sweep.log" 2>&1; echo "sweep rc=$?"; tail -60 "$OUT/sweep.log" ;;
+  torch)
+    for round in 1 2; do
+      echo "plain: $(timeout 120 python3 devtools/torch_cpu_fresh.py 2>&1 | tail -1)"
+      echo "rewrite: $(timeout 120 "$CUX" record -q -o /tmp/tr --rewrite=pin -- python3 devtools/torch_cpu_fresh.py 2>&1 | tail -1)"
+    done 2>&1 | tee "$OUT/torch.log" ;;
+  esac
+done
