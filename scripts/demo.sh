@@ -13,6 +13,12 @@
 # with cudaMemcpyAsync on two streams: the report shows the pageable share and
 # the "async copies with pageable host memory ran synchronously" finding.
 #
+# It builds the `cuxfer` target -- the product: bin/cuxfer, bin/cuxfer-calibrate,
+# lib/libcuxfer.so, lib/libcuxfer_memhooks.so, all that README.md's usage
+# section runs -- and the app. Configure and build output goes to
+# <build dir>/demo-build.log, shown (its last 60 lines) only when a step fails;
+# each step prints one progress line.
+#
 # Environment: DEMO_APP (default async_streams), DEMO_ARGS (app arguments:
 # iterations and bytes per copy), JOBS (build parallelism, default nproc).
 set -euo pipefail
@@ -52,17 +58,64 @@ fi
 banner "cuxfer demo: $( ((GPU)) && echo "real GPU ($(nvidia-smi -L | head -1))" || echo "no GPU: simulated CUDA")"
 install_deps
 
-step "configure $BUILD_DIR (Release)"
+mkdir -p "$BUILD_DIR"
+LOG="$BUILD_DIR/demo-build.log"
+: >"$LOG"
+
+# Ninja's (or make's) "[12/86]" / "[ 45%]" progress, shown in place on a terminal.
+progress_filter() {
+  local what=$1 line
+  while IFS= read -r line || [[ -n $line ]]; do
+    printf '%s\n' "$line" >>"$LOG"
+    if [[ -t 1 && $line =~ ^\[\ *([0-9]+/[0-9]+|[0-9]+%)\] ]]; then
+      printf '\r--- %s: [%s]\033[K' "$what" "${BASH_REMATCH[1]}"
+    fi
+  done
+}
+
+# logged WHAT CMD...: runs CMD with its output in $LOG and prints one line
+# for it. On failure: the last 60 lines of $LOG and its path, and the demo
+# stops with CMD's exit status.
+logged() {
+  local what=$1 t0=$SECONDS rc=0
+  shift
+  printf '\n$ %s\n' "$*" >>"$LOG"
+  if [[ -t 1 ]]; then
+    printf -- '--- %s ...' "$what"  # replaced in place by the progress, then by the result
+  else
+    printf -- '--- %s ...\n' "$what"
+  fi
+  "$@" 2>&1 | progress_filter "$what" || rc=$?
+  if [[ -t 1 ]]; then printf '\r\033[K'; fi
+  if ((rc)); then
+    printf -- '--- %s: FAILED (exit %d, %d s)\n' "$what" "$rc" $((SECONDS - t0))
+    echo "--- the last 60 lines of $LOG:" >&2
+    tail -n 60 "$LOG" >&2
+    echo "--- the whole output: $LOG" >&2
+    exit "$rc"
+  fi
+  printf -- '--- %s: done (%d s)\n' "$what" $((SECONDS - t0))
+}
+
+echo
+echo "configure and build output: $LOG"
 gen=(-G Ninja)
 if [[ -f "$BUILD_DIR/CMakeCache.txt" ]] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$BUILD_DIR/CMakeCache.txt"; then
   gen=()
 fi
 # -g on top of Release: the report names call sites by file:line (libdw reads
 # the app's debug info offline); it does not change the generated code.
-cmake -S "$ROOT" -B "$BUILD_DIR" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS=-g \
+logged "configure $BUILD_DIR (Release)" \
+  cmake -S "$ROOT" -B "$BUILD_DIR" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS=-g \
   -DCUXFER_BUILD_TESTS=ON "${cfg[@]}"
-step "build: cmake --build $BUILD_DIR -j$JOBS --target cuxfer_cli cuxfer_shim $APP_TARGET"
-cmake --build "$BUILD_DIR" -j"$JOBS" --target cuxfer_cli cuxfer_shim "$APP_TARGET"
+# The `cuxfer` target is the product (CMakeLists.txt): the command, the shim, the
+# libc hooks `record --rewrite=pin` registers with, and cuxfer-calibrate.
+logged "build (-j$JOBS): the cuxfer target and $APP_TARGET" \
+  cmake --build "$BUILD_DIR" -j"$JOBS" --target cuxfer "$APP_TARGET"
+for f in bin/cuxfer bin/cuxfer-calibrate lib/libcuxfer.so lib/libcuxfer_memhooks.so; do
+  [[ -f "$BUILD_DIR/$f" ]] || die "the build did not make $BUILD_DIR/$f (see $LOG)"
+done
+echo "built: $BUILD_DIR/{bin/cuxfer,bin/cuxfer-calibrate,lib/libcuxfer.so,lib/libcuxfer_memhooks.so}, $APP_BIN"
 
 CUXFER="$BUILD_DIR/bin/cuxfer"
 TRACES="$BUILD_DIR/demo-traces"

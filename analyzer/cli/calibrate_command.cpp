@@ -155,8 +155,14 @@ int run_calibrate(std::vector<std::string> args) {
   if (!max_size.empty()) argv.insert(argv.end(), {"--max-size", max_size});
   if (quick) argv.push_back("--quick");
   if (access(argv[0].c_str(), X_OK) != 0) {
-    std::fprintf(stderr, "cuxfer calibrate: the measuring program %s is missing (set CUXFER_CALIBRATE_PROGRAM)\n",
-                 argv[0].c_str());
+    const char* env = std::getenv("CUXFER_CALIBRATE_PROGRAM");
+    if (env && *env)
+      std::fprintf(stderr, "cuxfer calibrate: the measuring program %s (CUXFER_CALIBRATE_PROGRAM) cannot be run: %s\n",
+                   argv[0].c_str(), std::strerror(errno));
+    else
+      std::fprintf(stderr, "cuxfer calibrate: the measuring program %s is missing: %s; build it with the product "
+                   "(cmake --build BUILD --target cuxfer) or name one with CUXFER_CALIBRATE_PROGRAM\n",
+                   argv[0].c_str(), std::strerror(errno));
     return 1;
   }
   std::string text, error;
