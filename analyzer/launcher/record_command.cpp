@@ -37,15 +37,21 @@ Options:
   --kernels             also record kernels through CUPTI, for the copy/compute
                         overlap analysis (adds CUPTI work to every launch)
   --rewrite=pin|off     pin: run pageable host<->device copies through pinned
-                        staging buffers (transparently; the report says what
-                        was staged); off: observe only. Default: neither, the
-                        command inherits CUXFER_REWRITE (unset = off)
+                        staging buffers, and register reused buffers in place
+                        (transparently; the report says what was staged and
+                        registered); off: observe only. Default: neither, the
+                        command inherits CUXFER_REWRITE (unset = off).
+                        Registering needs libcuxfer_memhooks.so beside the
+                        shim: without it, an error (exit 2) unless
+                        CUXFER_REGISTER=off (staging only)
   --policy FILE         apply a policy file (cuxfer policy writes one;
                         docs/policy.md): checked before COMMAND starts, passed
-                        to the shim as CUXFER_POLICY (absolute path)
+                        to the shim as CUXFER_POLICY (absolute path); its
+                        register entries need libcuxfer_memhooks.so too
   --shim PATH           the shim library (default: ../lib/libcuxfer.so next
                         to this program, or $CUXFER_SHIM)
-  -q, --quiet           print nothing but errors
+  -q, --quiet           print nothing but errors, and that a rewrite runs
+                        without registration in place (CUXFER_REGISTER=off)
   -h, --help            show this help
 
 Then: cuxfer report TRACE...
@@ -204,7 +210,8 @@ int run_record(std::vector<std::string> args) {
       for (const auto& t : traces) {
         std::string shown = short_path(t.trace_path, cwd);
         std::fprintf(stderr, "  %s\n", shown.c_str());
-        report += " " + shell_quote(shown);
+        report += ' ';
+        report += shell_quote(shown);
       }
       if (traces.size() > 8) {
         std::string glob = o.name.empty() ? "cuxfer-*.trace" : "cuxfer-" + o.name + "-*.trace";

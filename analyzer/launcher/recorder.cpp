@@ -11,6 +11,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <set>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
@@ -32,6 +35,15 @@ std::string real_path(const std::string& p) {
 }
 
 PrepareResult fail(int status, std::string line) { return {false, status, std::move(line)}; }
+
+// A line on stderr that no -q hides (the rewrite runs degraded), printed once
+// per process however many runs are prepared (cuxfer tune prepares one a run).
+void print_once(const std::string& line) {
+  static std::mutex mu;
+  static std::set<std::string> printed;
+  std::lock_guard<std::mutex> lock(mu);
+  if (printed.insert(line).second) std::fprintf(stderr, "%s\n", line.c_str());
+}
 
 // The environment of the child: ours, with LD_PRELOAD extended and the
 // CUXFER_* variables the launcher owns set (or removed) explicitly.
@@ -146,20 +158,33 @@ PrepareResult prepare_recording(const RecordSettings& o, PreparedRecording& out)
 
   // Registration in place (the rewrite's, or a policy's `register` entries)
   // needs the libc hooks library next to the shim; it is preloaded only then,
-  // so that observe mode leaves the app's allocator alone.
+  // so that observe mode leaves the app's allocator alone. Without it the
+  // rewrite could only stage: that is an error unless CUXFER_REGISTER=off
+  // asks for staging alone, and either way it is said even with -q.
   std::string preload = prepend_preload(out.shim, std::getenv("LD_PRELOAD"));
   {
     const char* inherited = std::getenv("CUXFER_REWRITE");
     const std::string rewrite = !o.rewrite.empty() ? o.rewrite : inherited ? inherited : "";
     const char* reg = std::getenv("CUXFER_REGISTER");
-    if ((rewrite == "pin" && !(reg && std::string(reg) == "off")) || policy_registers) {
+    const bool register_off = reg && std::string_view(reg) == "off";
+    if (rewrite == "pin" || policy_registers) {
+      const std::string why = rewrite == "pin"
+                                  ? std::string(!o.rewrite.empty() ? "--rewrite=pin" : "CUXFER_REWRITE=pin")
+                                  : fmt::format("--policy {} (register entries)", o.policy);
       const std::string hooks = out.shim.substr(0, out.shim.rfind('/') + 1) + "libcuxfer_memhooks.so";
-      if (::access(hooks.c_str(), R_OK) == 0) {
-        if (preload.find(hooks) == std::string::npos)
-          preload.insert(preload.find(out.shim) + out.shim.size(), ":" + hooks);
-      } else if (!o.quiet) {
-        std::fprintf(stderr, "%s: %s not found: the rewrite will stage copies but not register buffers in place\n",
-                     o.command_name, hooks.c_str());
+      const bool have_hooks = ::access(hooks.c_str(), R_OK) == 0;
+      const int hooks_errno = errno;
+      if (register_off) {
+        print_once(fmt::format("{}: {}: registration in place is off (CUXFER_REGISTER=off): copies are only staged{}",
+                               o.command_name, why,
+                               have_hooks ? std::string() : fmt::format(" ({} is not there either)", hooks)));
+      } else if (!have_hooks) {
+        return fail(2, fmt::format("{}: cannot use {}: {}; registering buffers in place needs it next to the "
+                                   "shim: build it (cmake --build BUILD --target cuxfer), or set "
+                                   "CUXFER_REGISTER=off to only stage copies",
+                                   why, hooks, std::strerror(hooks_errno)));
+      } else if (preload.find(hooks) == std::string::npos) {
+        preload.insert(preload.find(out.shim) + out.shim.size(), ":" + hooks);
       }
     }
   }
@@ -172,7 +197,7 @@ PrepareResult prepare_recording(const RecordSettings& o, PreparedRecording& out)
   };
   if (!o.rewrite.empty()) out.set["CUXFER_REWRITE"] = o.rewrite;
   if (!out.policy.empty()) out.set["CUXFER_POLICY"] = out.policy;
-  if (o.kernels) out.set["CUXFER_CUPTI_KERNELS"] = "1";
+  if (o.kernels) out.set.emplace("CUXFER_CUPTI_KERNELS", "1");  // a new key: constructed, not assigned
   apply_machine_profile(o, out.set);
   for (const auto& [k, v] : o.extra_env) out.set[k] = v;
   out.unset.clear();

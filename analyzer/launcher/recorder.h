@@ -23,7 +23,7 @@ struct RecordSettings {
   std::string rewrite;  // "pin" | "off" | "" (not set: CUXFER_REWRITE passes through)
   std::string shim;     // "" = $CUXFER_SHIM, else default_shim_path()
   std::string policy;   // a policy file; "" = CUXFER_POLICY passes through
-  bool quiet = false;   // no notes on stderr (machine profile, memory hooks)
+  bool quiet = false;   // no notes on stderr (machine profile); a degraded rewrite is said anyway
   const char* command_name = "cuxfer record";  // prefix of the notes it prints
   std::map<std::string, std::string> extra_env;  // more variables for the child (after the ones above)
   std::vector<std::string> command;
