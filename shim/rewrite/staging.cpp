@@ -1,7 +1,10 @@
 #include "rewrite/staging.h"
 
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include <algorithm>
 #include <atomic>
@@ -48,20 +51,24 @@ struct Buffer {
 };
 
 // Pinned buffers bound to one context, shared by all threads. The pool is
-// filled on a thread of its own, one buffer at a time: pinning costs about
-// 0.5 ms per MiB (cuMemHostAlloc, H200), so 128 MiB made inside the app's
-// first staged copy held that copy for ~60 ms (issue 12: a 32 MiB first copy
-// took 54-74 ms, ten times the driver's own pageable path). Until a buffer is
-// ready, staging declines and the copy takes another path.
+// made on a thread of its own, one buffer at a time, started before the
+// first copy that needs it, so that pinning never happens inside an app's
+// copy and never holds the driver for long: 128 MiB made at once by
+// cuMemHostAlloc (~0.5 ms per MiB on the H200) held the app's first staged
+// copy ~60 ms (issue 12) and, moved to a thread, held the driver's lock as
+// long, stalling the app's next call by 25 ms. A buffer is anonymous memory
+// of the shim's own (transparent huge pages asked for, faulted in) registered
+// with cuMemHostRegister: ~0.05 ms per MiB under the driver's lock.
 class Pool {
  public:
-  // Starts filling; returns at once. False when the filler cannot start.
+  // Starts the filler; returns at once. False when it cannot start.
   bool start(const Driver& drv, CUcontext ctx, uint64_t budget, std::string& error) {
     const size_t count = std::max<size_t>(1, std::min<size_t>(budget / kChunkBytes, 64));
     buffers_.reserve(count);  // never reallocated: free_ points into it
     free_.reserve(count);
     ctx_ = ctx;
-    wanted_ = count;
+    max_ = count;
+    wanted_ = count;  // all of the budget, made in the background at ~1 ms a buffer
     if (!spawn_quiet_thread([this, &drv] { fill(drv); })) {
       error = "the staging pool's thread could not be started";
       return false;
@@ -84,6 +91,11 @@ class Pool {
       free_[i] = free_.back();
       free_.pop_back();
     }
+    // Fewer than wanted: ask the filler for more (up to the budget).
+    if (got < want && wanted_ < max_) {
+      wanted_ = std::min(max_, std::max(wanted_, buffers_.size() + (want - got)));
+      demand_.notify_one();
+    }
     return got;
   }
 
@@ -96,7 +108,24 @@ class Pool {
   }
 
   // No more buffers are made (context teardown, fork child).
-  void stop_filling() { stop_.store(true, std::memory_order_release); }
+  void stop_filling() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_.store(true, std::memory_order_release);
+    }
+    demand_.notify_all();
+  }
+  // While the filler is still making buffers: waits (at most `limit`) for
+  // the next one. False when none will come (pool complete, or stopped).
+  bool wait_more(std::chrono::milliseconds limit) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const size_t had = buffers_.size();
+    if (had >= wanted_ || filled_.load(std::memory_order_acquire)) return false;
+    return first_.wait_for(lock, limit, [&] {
+      return buffers_.size() > had || filled_.load(std::memory_order_acquire);
+    }) && buffers_.size() > had;
+  }
+
   // Waits (at most `limit`) until the filler has stopped.
   void wait_filled(std::chrono::milliseconds limit) {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -127,8 +156,10 @@ class Pool {
   std::atomic<bool> filled_{false};
   std::vector<Buffer> buffers_;
   std::vector<Buffer*> free_;
+  std::condition_variable demand_;  // wanted_ grew, or stop_
   CUcontext ctx_ = nullptr;
-  size_t wanted_ = 0;
+  size_t max_ = 0;     // the budget, in buffers
+  size_t wanted_ = 0;  // buffers asked for so far (under mutex_)
   std::atomic<bool> stop_{false};
 };
 
@@ -177,54 +208,85 @@ void record_pool_event(const void* base, uint64_t bytes, uint64_t t0, uint64_t t
 }
 
 
+// One pool buffer: anonymous memory of the shim's own, mapped with raw
+// system calls (the libc hooks must not take it for the app's), on huge pages
+// where the kernel gives them (fewer pages for the DMA engine to walk),
+// faulted in, then registered portable so that every context sees it pinned.
+char* make_buffer(const Driver& drv, CUresult& r) {
+  constexpr size_t kHuge = 2u << 20;
+  const size_t span = kChunkBytes + kHuge;
+  void* raw = reinterpret_cast<void*>(
+      syscall(SYS_mmap, nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  if (raw == MAP_FAILED) {
+    r = CUDA_ERROR_OUT_OF_MEMORY;
+    return nullptr;
+  }
+  const uintptr_t base = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (base + kHuge - 1) & ~uintptr_t(kHuge - 1);
+  if (aligned > base) syscall(SYS_munmap, base, aligned - base);
+  if (aligned + kChunkBytes < base + span) syscall(SYS_munmap, aligned + kChunkBytes, base + span - aligned - kChunkBytes);
+  char* p = reinterpret_cast<char*>(aligned);
+  syscall(SYS_madvise, p, kChunkBytes, MADV_HUGEPAGE);  // a hint: fine if refused
+  std::memset(p, 0, kChunkBytes);                        // fault in before pinning (cheaper to register)
+  r = drv.host_register(p, kChunkBytes, CU_MEMHOSTREGISTER_PORTABLE);
+  if (r != CUDA_SUCCESS) {
+    syscall(SYS_munmap, p, kChunkBytes);
+    return nullptr;
+  }
+  return p;
+}
+
 void Pool::fill(const Driver& drv) {
   InternalScope internal;  // nothing this thread does is the app's
-  if (drv.ctx_push_current(ctx_) != CUDA_SUCCESS) {
-    disable("the staging pool's thread could not bind the app's context");
+  bool bound = false;
+  for (;;) {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
-      filled_.store(true, std::memory_order_release);
+      std::unique_lock<std::mutex> lock(mutex_);
+      demand_.wait(lock, [&] { return stop_.load(std::memory_order_acquire) || buffers_.size() < wanted_; });
+      if (stop_.load(std::memory_order_acquire)) break;
     }
-    first_.notify_all();
-    return;
-  }
-  for (size_t i = 0; i < wanted_ && !stop_.load(std::memory_order_acquire); ++i) {
-    void* host = nullptr;
+    if (!bound && drv.ctx_push_current(ctx_) != CUDA_SUCCESS) {
+      disable("the staging pool's thread could not bind the app's context");
+      break;
+    }
+    bound = true;
+    CUresult r = CUDA_SUCCESS;
     const uint64_t t0 = now_ns();
-    // Portable, so that it stays pinned for every context of the process.
-    CUresult r = drv.host_alloc(&host, kChunkBytes, CU_MEMHOSTALLOC_PORTABLE);
+    char* host = make_buffer(drv, r);
     const uint64_t t1 = now_ns();
     CUevent done = nullptr;
-    if (r == CUDA_SUCCESS && drv.event_create(&done, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
-      drv.free_host ? (void)drv.free_host(host) : (void)0;
+    if (host && drv.event_create(&done, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+      drv.host_unregister(host);
+      syscall(SYS_munmap, host, kChunkBytes);
+      host = nullptr;
       r = CUDA_ERROR_OUT_OF_MEMORY;
     }
     record_pool_event(host, kChunkBytes, t0, t1, r);
-    if (r != CUDA_SUCCESS) {
+    if (!host) {
       // The first buffer failing means no staging at all; a later one, a smaller pool.
-      if (i == 0) disable("cuMemHostAlloc of " + std::to_string(kChunkBytes) + " bytes failed (" + std::to_string(r) + ")");
+      if (made_.load() == 0)
+        disable("pinning a staging buffer of " + std::to_string(kChunkBytes) + " bytes failed (" + std::to_string(r) + ")");
       break;
     }
     // The pool is ours: copies from it are pinned, not the app's pageable memory.
     allocation_table().insert(reinterpret_cast<uint64_t>(host), kChunkBytes, trace::MemKind::Pinned, -1);
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      buffers_.push_back(Buffer{static_cast<char*>(host), done, false});
+      buffers_.push_back(Buffer{host, done, false});
       free_.push_back(&buffers_.back());
       made_.fetch_add(1, std::memory_order_release);  // under the lock: wait_first cannot miss it
     }
     first_.notify_all();
   }
-  CUcontext popped = nullptr;
-  drv.ctx_pop_current(&popped);
+  if (bound) {
+    CUcontext popped = nullptr;
+    drv.ctx_pop_current(&popped);
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     filled_.store(true, std::memory_order_release);
   }
   first_.notify_all();
-  Recorder::instance().note("rewrite: pin: staging pool " + std::to_string(made_.load() * (kChunkBytes >> 20)) +
-                                " MiB in " + std::to_string(kChunkBytes >> 20) + " MiB buffers, made in the background",
-                            /*warning=*/false);
 }
 
 bool Pool::wait_first(std::chrono::milliseconds limit) {
@@ -421,6 +483,9 @@ bool try_stage(const CallDesc& desc, int& result, bool any_size) {
   Buffer* ring[kRingPerCall];
   size_t want = std::min(kRingPerCall, (desc.bytes + chunk_for(desc.bytes) - 1) / chunk_for(desc.bytes));
   size_t k = s.pool.acquire(s.drv(), ring, want);
+  // Only while the pool is still being made (its first ~20 ms): wait for the
+  // next buffer rather than send the copy down the driver's slow path.
+  if (k == 0 && s.pool.wait_more(std::chrono::milliseconds(20))) k = s.pool.acquire(s.drv(), ring, want);
   if (k == 0) return false;
   CUresult r = CUDA_SUCCESS;
   bool done = way == Way::HtoD
