@@ -1,19 +1,10 @@
-// The pinned rewrite as the hooks see it: one decision per copy between
-// passthrough, staging (rewrite/staging.h) and in-place registration
-// (rewrite/registration_cache.h), and the guards that keep every other call
-// exact while the shim holds registrations.
-//
-// Per 1D host<->device copy with a pageable host side (try_rewrite):
-//   - host range inside a live registration: sync copies and async D2H run on
-//     it (an async D2H then waits for completion, as the pageable original
-//     does); an async H2D is staged instead, because it must return once its
-//     source is consumed, not once the DMA is done;
-//   - range only partly registered, or a registration changing: the same
-//     pageable semantics are enforced (async D2H waits, async H2D is staged or
-//     the registration is dropped first);
-//   - otherwise the copy counts towards its host range's reuse; a range whose
-//     copies have moved twice its size is registered (budget permitting) and
-//     this copy already runs on it; else staging or passthrough.
+// The pinned rewrite as the hooks see it: try_rewrite() is the executor of
+// one decision per 1D host<->device copy (rewrite/copy_decision.h says which
+// path each case takes and why: passthrough, staging, a bounce through the
+// staging pool, or the app's call on a range registered in place), and the
+// guards that keep every other call exact while the shim holds
+// registrations. The staging pool is rewrite/staging.h, the registrations
+// rewrite/registration_cache.h.
 #pragma once
 
 #include <atomic>
