@@ -6,9 +6,15 @@
 set -u
 B=${B:-/tmp/b}
 STEPS=${STEPS:-probe sweep torch}
+# libunwind8 (what a Debian install of cuxfer recommends; the GPU image lacks
+# it, and without it the shim falls back to glibc's much slower backtrace()).
+if ls .debs/libunwind8_*.deb >/dev/null 2>&1; then
+  mkdir -p /opt/uw && dpkg -x .debs/libunwind8_*.deb /opt/uw &&
+    cp -a /opt/uw/usr/lib/x86_64-linux-gnu/libunwind.so.8* /usr/local/lib/ && ldconfig && echo "libunwind8 installed"
+fi
 cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUXFER_BUILD_TESTS=OFF -DCUXFER_BUILD_BENCH=ON \
   -DCUXFER_GPU_TESTS=OFF > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
-cmake --build "$B" -j16 --target cuxfer_cli cuxfer_shim cuxfer_memhooks pattern_sweep > "$OUT/build.log" 2>&1 ||
+cmake --build "$B" -j16 --target cuxfer pattern_sweep > "$OUT/build.log" 2>&1 ||
   { grep -E "error|FAILED" -A5 "$OUT/build.log" | head -40; exit 1; }
 g++ -O2 -std=c++17 -I/usr/local/cuda/include devtools/probe_bwtest_pattern.cpp -L/usr/local/cuda/lib64 -lcudart \
   -Wl,-rpath,/usr/local/cuda/lib64 -o "$B/probe" || exit 1
@@ -29,6 +35,16 @@ for step in $STEPS; do
     timeout 420 bash bench/run_pattern_sweep.sh --build-dir "$B" --gpu --rounds 1 --first-round "${ROUND:-1}" \
       --modes "${SWEEP_MODES:-baseline,observe,rewrite}" ${SWEEP_ARGS:-} --raw "$OUT/sweep-r${ROUND:-1}.txt" \
       > "$OUT/sweep.log" 2>&1; echo "sweep rc=$?"; tail -60 "$OUT/sweep.log" ;;
+  external)  # NVIDIA's cuda-samples from the ignored .ext/ (devtools/gpu_external.sh)
+    export PATH=/usr/local/cuda/bin:$PATH
+    CUXFER="$CUX" ROUNDS=${EXT_ROUNDS:-1} DEADLINE=${EXT_DEADLINE:-200} timeout 330 bash devtools/gpu_external.sh /tmp/ext \
+      --tar "$OUT/external.tgz"; echo "external rc=$?"; cat /tmp/ext/summary.txt 2>/dev/null | tail -60 ;;
+  pycuda)  # PyCUDA from its sdist carried in .whl/ (.ext/install_pycuda.sh, ~130 s)
+    export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1
+    timeout 300 bash .ext/install_pycuda.sh > "$OUT/install_pycuda.log" 2>&1; tail -2 "$OUT/install_pycuda.log"
+    PYTHONPATH=/tmp/site timeout 240 python3 tests/gpu/frameworks/pycuda_trial.py --cuxfer "$CUX" --bar 0.90 \
+      --summary "$OUT/trial_pycuda.json" > "$OUT/trial_pycuda.log" 2>&1; echo "pycuda trial rc=$?"
+    tail -40 "$OUT/trial_pycuda.log" ;;
   torch)
     for round in 1 2; do
       echo "plain: $(timeout 120 python3 devtools/torch_cpu_fresh.py 2>&1 | tail -1)"
