@@ -1,4 +1,6 @@
-// libcuxfer.so's side of shim/memhooks/memhooks_api.h.
+// libcuxfer.so's side of shim/memhooks/memhooks_api.h. Called inside the
+// app's free/munmap/madvise: host_ranges takes its short mutex, and
+// host_memory_going only marks and queues (no driver call, no wait).
 #include "memhooks/memhooks_api.h"
 
 #include <atomic>

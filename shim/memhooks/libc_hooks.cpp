@@ -2,14 +2,20 @@
 // cache. Preloaded next to libcuxfer.so only when the rewrite may register
 // memory in place (`cuxfer record --rewrite=pin` adds it): the shim must know
 // which host memory the app owns (so that only memory whose end it can see is
-// registered) and must drop a registration before its memory goes away.
+// registered) and must know before that memory goes away.
 //
 //   malloc family  large allocations are reported (memory/host_ranges.h);
-//                  free/realloc drop their registrations before the real call
+//                  free/realloc invalidate their registrations before the real call
 //   mmap           the app's large anonymous read-write mappings are reported;
-//                  MAP_FIXED over a registration drops it first
+//                  MAP_FIXED over a registration invalidates it first
 //   munmap, mremap, madvise(DONTNEED/FREE/REMOVE), brk/sbrk shrinking
-//                  drop registrations under the range before the real call
+//                  invalidate registrations under the range before the real call
+//
+// Invalidating never calls the driver and never waits (DESIGN principle 10):
+// the registrations stop being trusted at once and are queued; the shim
+// unregisters them before its next driver call for the app
+// (rewrite/registration_cache.h). So free() never waits for another thread's
+// cuMemHostRegister, as the driver would make an inline unregister do.
 //
 // glibc's own unmapping inside free/realloc (mmapped chunks, heap trimming) is
 // covered because free/realloc are hooked and registrations never extend over

@@ -23,6 +23,8 @@ void cuxfer_mem_freeing(void* p);
 void cuxfer_mem_going(void* p, size_t n);
 // [p, p+n) stays mapped but its pages are about to be discarded (madvise).
 void cuxfer_mem_discarding(void* p, size_t n);
+// These three never call the CUDA driver and never wait for another thread:
+// the registrations they invalidate are unregistered later by the shim.
 // Whether p lies in a reported mapping (mremap keeps tracking those).
 int cuxfer_mem_is_mapping(void* p);
 // Cheap hints: nothing reported / nothing registered (skip the calls above).

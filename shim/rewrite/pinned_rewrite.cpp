@@ -71,11 +71,16 @@ class DriverOps final : public RegistrationOps {
   }
   // The allocation table marks the range as the app's pageable memory, so
   // that classification (which would ask the driver and hear "pinned") keeps
-  // reporting what the app has.
+  // reporting what the app has. The cache calls these after the register
+  // succeeded and after the unregister returned: the entry outlives the
+  // registration, so the range reads pageable throughout, also while an
+  // invalidated registration waits in the queue.
   void on_registered(uint64_t begin, uint64_t end) override {
     allocation_table().insert(begin, end - begin, MemKind::Pageable, -1);
   }
   void on_unregistered(uint64_t begin, uint64_t) override { allocation_table().erase(begin); }
+  // The shim's cache: drain_pending_registrations() (registration_cache.h) drains it.
+  bool process_wide() const override { return true; }
 
  private:
   std::atomic<CUcontext> context_{nullptr};
@@ -285,6 +290,9 @@ void release_range(uint64_t p, uint64_t n) {
   State& s = state();
   const uint64_t end = p + std::max<uint64_t>(n, 1);
   host_ranges().forbid(p, end);
+  // Synchronous (the copy hooks are in control): when it returns, nothing
+  // over [p, end) -- nor anything the libc hooks queued -- is still in the
+  // driver, so the call that follows runs on pageable memory.
   s.counters.released += s.cache.invalidate(p, end);
 }
 
@@ -295,12 +303,21 @@ void before_passthrough(const CallDesc& d) {
 }
 
 void host_memory_going(uint64_t begin, uint64_t end) {
+  // Inside free(), munmap(), madvise(): no driver call, no wait (DESIGN
+  // principle 10). The registrations over [begin, end) stop answering at once
+  // and are unregistered by the next hook that drains
+  // (drain_pending_registrations(), lookup(), add()), before any driver call
+  // can see them over memory that is no longer theirs.
   if (!registrations_exist()) return;
-  state().counters.gone += state().cache.invalidate(begin, end);
+  State& s = state();
+  s.counters.gone += s.cache.invalidate_nowait(begin, end);
 }
 
 bool shim_registered(uint64_t p) {
   if (!registrations_exist()) return false;
+  // lookup() drains first: a query about memory freed a moment ago reaches
+  // the driver only after its registration is gone. An entry still on its way
+  // out answers Touches: the app gets the answer for pageable memory.
   return state().cache.lookup(p, 1) != Cover::None;
 }
 
@@ -329,7 +346,9 @@ void before_context_teardown(CUcontext ctx) {
 
 void after_fork_child() {
   // The parent's registrations belong to its CUDA context; the child starts
-  // with none (and, like the staging pool, no rewrite: CUDA does not survive fork).
+  // with none (and, like the staging pool, no rewrite: CUDA does not survive
+  // fork). The cache resets with plain stores, whatever the parent's other
+  // threads held when it forked, and queues nothing for the driver.
   if (registrations_exist() || config().register_in_place) state().cache.forget_all_after_fork();
   host_ranges().clear();
 }

@@ -1,30 +1,42 @@
 // The registration cache of the pinned rewrite: host ranges the shim has
 // registered in place (cuMemHostRegister), as an interval map with a byte
-// budget and least-recently-used eviction, after UCX's rcache.
+// budget and least-recently-used eviction, after UCX's rcache
+// (src/ucs/memory/rcache.c: invalidations from memory events are queued and
+// the deregistrations run later, where the library is in control).
 //
 // Invariants:
 //   - Registrations are page-aligned and disjoint. A new range that overlaps
 //     existing ones replaces them with their union.
-//   - A registration is dropped (unregistered) before the memory under it can
-//     go away: the libc hooks call invalidate() before free, munmap, ...
-//   - While an entry is being registered or unregistered it is still in the
-//     map: lookups then say "touches" (never "covers"), so a concurrent copy
-//     on that memory keeps the app's pageable semantics instead of trusting a
-//     registration that may or may not be there.
-//   - The budget counts every entry, pending ones included, and is never exceeded.
-//   - Driver calls are made without the cache's lock held, so a free() inside
-//     the driver never waits on a thread that is itself inside the driver.
+//   - Only a Live entry ever answers Covers. An entry being registered
+//     (Pending), invalidated (Invalid, Doomed) or unregistered
+//     (Unregistering) is still in the map and answers Touches, so that no
+//     copy trusts a registration that may or may not be there.
+//   - The libc hooks never call the driver and never wait (DESIGN principle
+//     10): invalidate_nowait() marks the entries over memory that is going
+//     away Invalid (lock-free) and queues them. The actual cuMemHostUnregister
+//     calls happen in drain_pending(), which lookup(), add(), invalidate() and
+//     clear() run first, and which every hook must run before its call reaches
+//     the driver (drain_pending_registrations(), below): a registration left
+//     over unmapped or remapped memory makes the driver copy the OLD pages.
+//   - An entry invalidated while another thread is inside its
+//     cuMemHostRegister becomes Doomed: that thread unregisters it itself when
+//     the call returns. drain_pending() waits for such entries (and for those
+//     another thread is unregistering) that were queued before it was called,
+//     so when it returns nothing queued before it is still in the driver.
+//   - The budget counts every entry until it is unregistered, and is never exceeded.
+//   - Driver calls are made without the cache's lock held; lookups take no
+//     lock at all (a seqlock over a sorted index, as memory/allocation_table
+//     does), invalidations none either.
+//   - A fork child resets the cache with plain stores: there is no mutex to
+//     inherit held (the writers' lock is one atomic word).
 //
 // The driver is behind RegistrationOps so that unit tests can run the cache
 // without CUDA.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <map>
-#include <mutex>
-#include <vector>
+#include <memory>
 
 namespace cuxfer::shim::rewrite {
 
@@ -34,9 +46,14 @@ class RegistrationOps {
   // CUresult of cuMemHostRegister / cuMemHostUnregister.
   virtual int register_range(uint64_t begin, uint64_t bytes) = 0;
   virtual int unregister_range(uint64_t begin) = 0;
-  // The registration now exists or no longer does (allocation table upkeep).
+  // The registration now exists (called after a successful register, before
+  // the entry can answer Covers) or no longer does (called after the
+  // unregister): allocation table upkeep.
   virtual void on_registered(uint64_t, uint64_t) {}
   virtual void on_unregistered(uint64_t, uint64_t) {}
+  // True for the shim's own cache (DriverOps): its queue of unregistrations
+  // is then what drain_pending_registrations() below checks and drains.
+  virtual bool process_wide() const { return false; }
 };
 
 enum class Cover : uint8_t {
@@ -46,58 +63,159 @@ enum class Cover : uint8_t {
 };
 
 struct AddResult {
-  int status = 0;              // 0 registered; else the driver's error, or -1 (no room / busy)
+  int status = 0;              // 0 registered; else the driver's error, or -1 (no room / busy / doomed)
   uint64_t begin = 0, end = 0; // the registration made (page-aligned, maybe a union)
   uint64_t evicted_bytes = 0;  // registrations dropped to make room
   uint32_t unregistered = 0;   // entries unregistered on the way (evicted or merged)
+  bool doomed = false;         // registered, but its memory went away meanwhile: unregistered again (status -1)
 };
+
+class RegistrationCache;
+
+namespace detail {
+// The shim's cache and the length of its queue (entries invalidated but not
+// yet unregistered, plus doomed ones), for the one-load check below.
+extern std::atomic<uint32_t> g_unregistrations_queued;
+void drain_process_cache();
+}  // namespace detail
+
+// To be called by every hook before its call reaches the driver (a copy, a
+// host-memory or pointer query, an allocation): unregisters what the libc
+// hooks queued, so that no driver call sees a registration over memory that
+// was freed or unmapped. One acquire load (a plain load on x86) when nothing
+// is queued.
+inline void drain_pending_registrations() {
+  if (__builtin_expect(detail::g_unregistrations_queued.load(std::memory_order_acquire) != 0, 0))
+    detail::drain_process_cache();
+}
 
 class RegistrationCache {
  public:
+  // Most entries the cache holds (registrations are >= CUXFER_REGISTER_MIN,
+  // and the budget is at most 4 GiB); add() answers -1 when they are taken.
+  static constexpr uint32_t kCapacity = 4096;
+
   // `count` (optional) mirrors the number of entries, for lock-free "any?" checks.
   RegistrationCache(RegistrationOps& ops, uint64_t budget, std::atomic<uint32_t>* count = nullptr,
-                    uint64_t page = 4096)
-      : ops_(ops), budget_(budget), page_(page), count_(count ? *count : own_count_) {}
+                    uint64_t page = 4096);
+  ~RegistrationCache();
+  RegistrationCache(const RegistrationCache&) = delete;
+  RegistrationCache& operator=(const RegistrationCache&) = delete;
 
-  Cover lookup(uint64_t p, uint64_t n);  // marks a covering entry as just used
-  // Registers [begin, end) rounded out to pages. Merges with overlapping
-  // entries; evicts the least recently used others to stay in budget.
+  // Drains first. Lock-free. Marks a covering entry as just used.
+  Cover lookup(uint64_t p, uint64_t n);
+  // Registers [begin, end) rounded out to pages (drains first). Merges with
+  // overlapping entries; evicts the least recently used others to stay in budget.
   AddResult add(uint64_t begin, uint64_t end);
   // Drops every registration overlapping [begin, end). Returns when they are
-  // unregistered (waiting for any being registered by another thread).
+  // unregistered (waiting for any being registered by another thread). For
+  // callers in control of the thread (copy hooks); the libc hooks use
+  // invalidate_nowait().
   uint32_t invalidate(uint64_t begin, uint64_t end);
-  // Unregisters everything (shutdown); returns how many.
+  // Unregisters everything (shutdown, context teardown); returns how many.
   uint32_t clear();
   // Fork child: the parent's registrations are not ours; forget without the driver.
   void forget_all_after_fork();
 
+  // From the libc hooks (free, munmap, madvise, ...): marks every entry
+  // overlapping [begin, end) invalid at once and queues it for drain_pending();
+  // never calls the driver, never waits, never allocates. Returns how many
+  // entries it marked.
+  uint32_t invalidate_nowait(uint64_t begin, uint64_t end);
+  // Unregisters every queued entry, and waits for those queued before this
+  // call that another thread is unregistering or still registering. One
+  // acquire load when nothing is queued.
+  void drain_pending() {
+    if (__builtin_expect(queued_.load(std::memory_order_acquire) != 0, 0)) drain_slow();
+  }
+  // Entries invalidated but not yet unregistered (a hint).
+  uint32_t pending() const { return queued_.load(std::memory_order_relaxed); }
+  // What lookup() would answer, without draining or touching last use (tests, invariants).
+  Cover peek(uint64_t p, uint64_t n) const;
+
   bool empty() const { return count_.load(std::memory_order_acquire) == 0; }
-  uint64_t bytes() const;
+  uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
   uint32_t count() const { return count_.load(std::memory_order_relaxed); }
   uint64_t budget() const { return budget_; }
 
  private:
-  enum class State : uint8_t { Pending, Live, Dying };
-  struct Entry {
-    uint64_t end;
-    uint64_t last_use;
-    State state;
+  enum State : uint64_t {
+    Free = 0,
+    Pending = 1,        // the adding thread is inside cuMemHostRegister
+    Live = 2,           // registered; the only state that answers Covers
+    Invalid = 3,        // queued: to be unregistered by whoever drains first
+    Doomed = 4,         // invalidated while Pending: the adding thread unregisters it
+    Unregistering = 5,  // a drainer (or the adding thread) is inside cuMemHostUnregister
   };
-  using Map = std::map<uint64_t, Entry>;
-  Map::iterator first_overlap(uint64_t begin, uint64_t end);
-  // Marks `victims` dying (lock held); unregisters them and erases them (lock released).
-  void drop(std::unique_lock<std::mutex>& lock, std::vector<uint64_t>& victims);
+  static constexpr unsigned kStateBits = 3;
+  static State state_of(uint64_t w) { return static_cast<State>(w & ((1u << kStateBits) - 1)); }
+  static uint64_t with_state(uint64_t w, State s) { return (w & ~uint64_t((1u << kStateBits) - 1)) | s; }
+  static uint64_t gen_of(uint64_t w) { return w >> kStateBits; }
+
+  // One registration. The state word (generation << 3 | state) changes by
+  // CAS; begin/end are written only while the slot is Free, before the
+  // release store that publishes it, so a reader that sees the same word
+  // before and after reading them has read this incarnation's bounds.
+  struct Slot {
+    std::atomic<uint64_t> word{0};
+    std::atomic<uint64_t> begin{0}, end{0};
+    std::atomic<uint64_t> last_use{0};
+    std::atomic<uint64_t> queued_at{~0ull};  // lowest invalidation ticket that queued it
+  };
+  // The sorted index lookups search: [begin, end) and the slot, by begin.
+  struct IndexEntry {
+    std::atomic<uint64_t> begin{0}, end{0};
+    std::atomic<uint64_t> slot_gen{0};  // slot << 40 | generation (low 40 bits)
+  };
+  struct Found {
+    bool any = false;        // an entry overlaps the range
+    bool candidate = false;  // the entry starting at or before p holds the whole range
+    uint32_t slot = 0;
+    uint64_t gen = 0;
+  };
+
+  // The writers' lock: one atomic word, so that a fork child can reset it.
+  void lock() const;
+  void unlock() const { writer_.store(false, std::memory_order_release); }
+
+  Found find(uint64_t p, uint64_t end) const;  // seqlock read of the index
+  uint32_t index_lower(uint64_t key, uint32_t n) const;  // first index entry with begin > key (writer)
+  void index_insert(uint64_t begin, uint64_t end, uint32_t slot, uint64_t gen);
+  void index_erase(uint64_t begin);
+  void write_begin();
+  void write_end();
+
+  // Writer lock held.
+  uint32_t alloc_slot(uint64_t begin, uint64_t end);  // kCapacity when full
+  void free_slot_locked(uint32_t i);
+  // Marks slot i (word w, overlap already checked) invalid for `ticket`.
+  // False if the word changed under it.
+  bool mark(uint32_t i, uint64_t w, uint64_t ticket);
+  static void lower_to(std::atomic<uint64_t>& a, uint64_t v);
+  // Unregisters slot i, which this thread owns in state Unregistering, and frees it.
+  void unregister_and_free(uint32_t i);
+  void settle_notify();
+  void drain_slow();
 
   RegistrationOps& ops_;
   const uint64_t budget_;
   const uint64_t page_;
-  mutable std::mutex mutex_;
-  std::condition_variable settled_;  // an entry left Pending or Dying
-  Map map_;
-  uint64_t bytes_ = 0;  // all entries, pending and dying included
-  uint64_t clock_ = 0;
+  std::unique_ptr<Slot[]> slots_;
+  std::unique_ptr<IndexEntry[]> index_;
+  const uint32_t capacity_;
+  mutable std::atomic<bool> writer_{false};
+  std::atomic<uint64_t> seq_{0};          // index seqlock: odd while a writer changes it
+  std::atomic<uint32_t> index_count_{0};
+  std::atomic<uint32_t> high_water_{0};   // slots [0, high_water_) may be in use
+  std::atomic<uint64_t> bytes_{0};        // every entry until unregistered
+  std::atomic<uint64_t> clock_{0};        // LRU clock (bumped loosely by lookups)
+  std::atomic<uint64_t> tickets_{0};      // invalidation tickets
+  std::atomic<uint32_t> settled_{0};      // bumped (and waited on) when a queued entry is resolved
+  uint32_t entries_ = 0;                  // writer lock
   std::atomic<uint32_t> own_count_{0};
   std::atomic<uint32_t>& count_;
+  std::atomic<uint32_t> own_queued_{0};
+  std::atomic<uint32_t>& queued_;
 };
 
 }  // namespace cuxfer::shim::rewrite

@@ -33,6 +33,7 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -737,6 +738,24 @@ struct ProcEntry {
 CUresult get_proc_address(const char* symbol, void** pfn, int version, cuuint64_t flags,
                           CUdriverProcAddressQueryResult* status);
 
+// cuMemHostRegister/cuMemHostUnregister hold this for their whole call (the
+// real driver serialises them process-wide: an unregister waits for another
+// thread's registration of a different range to finish).
+std::mutex& host_register_mutex() {
+  static std::mutex* m = new std::mutex;  // never destroyed: apps call us from atexit handlers
+  return *m;
+}
+
+// SIMCUDA_REGISTER_US_PER_MIB (default 0, at most 1000000): cuMemHostRegister
+// sleeps this many microseconds per MiB registered, to stand for the ~47 ms/GiB
+// the H200 takes to pin touched memory (docs/simcuda.md).
+void pin_delay(size_t bytes) {
+  static const int us_per_mib = env_int("SIMCUDA_REGISTER_US_PER_MIB", 0, 0, 1000000);
+  if (us_per_mib <= 0) return;
+  const uint64_t us = static_cast<uint64_t>(us_per_mib) * bytes / (1u << 20);
+  if (us) std::this_thread::sleep_for(std::chrono::microseconds(us));
+}
+
 }  // namespace
 
 // ===========================================================================
@@ -1362,6 +1381,10 @@ CUresult CUDAAPI cuMemHostRegister_v2(void* p, size_t bytesize, unsigned int Fla
   if (Flags & ~known) return CUDA_ERROR_INVALID_VALUE;
   if (Flags & CU_MEMHOSTREGISTER_IOMEMORY) return CUDA_ERROR_NOT_SUPPORTED;
   uintptr_t base = reinterpret_cast<uintptr_t>(p);
+  // Like the real driver: registrations and unregistrations of all threads
+  // go one at a time, and pinning takes time per byte.
+  std::lock_guard reg(host_register_mutex());
+  pin_delay(bytesize);
   std::lock_guard lk(state().mu);
   if (in_simulated_space_locked(base)) return CUDA_ERROR_INVALID_VALUE;
   if (overlaps_any_locked(base, bytesize)) return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
@@ -1382,6 +1405,7 @@ CUresult CUDAAPI cuMemHostRegister(void* p, size_t bytesize, unsigned int Flags)
 
 CUresult CUDAAPI cuMemHostUnregister(void* p) {
   SIM_REQUIRE_CTX();
+  std::lock_guard reg(host_register_mutex());  // behind any other thread's cuMemHostRegister
   std::lock_guard lk(state().mu);
   auto it = state().allocs.find(reinterpret_cast<uintptr_t>(p));
   if (!p || it == state().allocs.end() || it->second.kind != Kind::HostRegistered)

@@ -1,12 +1,19 @@
 // RegistrationCache against a fake driver that enforces what the real one
-// does: no overlapping registrations, unregister only what was registered.
+// does: no overlapping registrations, unregister only what was registered,
+// and (optionally) one lock for every register/unregister of the process.
 #include "rewrite/registration_cache.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <future>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -16,37 +23,118 @@ namespace {
 constexpr uint64_t MiB = 1 << 20;
 constexpr int kAlreadyRegistered = 712;  // CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED
 constexpr int kNotRegistered = 713;
+using namespace std::chrono_literals;
+
+// Holds cuMemHostRegister calls until released: "another thread is inside a
+// slow registration".
+class Gate {
+ public:
+  void close() {
+    std::lock_guard<std::mutex> l(m_);
+    open_ = false;
+  }
+  void open() {
+    std::lock_guard<std::mutex> l(m_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  void pass() {
+    std::unique_lock<std::mutex> l(m_);
+    ++waiting_;
+    cv_.notify_all();
+    cv_.wait(l, [&] { return open_; });
+    --waiting_;
+  }
+  // Waits until a registration is held here.
+  bool wait_for_waiter() {
+    std::unique_lock<std::mutex> l(m_);
+    return cv_.wait_for(l, 10s, [&] { return waiting_ > 0; });
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool open_ = true;
+  int waiting_ = 0;
+};
 
 class FakeDriver : public RegistrationOps {
  public:
   int register_range(uint64_t b, uint64_t n) override {
+    std::unique_lock<std::mutex> serial(serial_mu, std::defer_lock);
+    if (serialised) serial.lock();  // the real driver: one register/unregister at a time
+    if (cache) check_not_covered(b, "register");
+    if (gate) gate->pass();
     std::lock_guard<std::mutex> lock(mu);
     if (fail_next) return fail_next = false, 2;  // CUDA_ERROR_OUT_OF_MEMORY
     for (auto& [rb, re] : live)
       if (rb < b + n && b < re) return kAlreadyRegistered;
     live[b] = b + n;
+    mapping_gen_at_register[b] = mapping_gen.load();
     log.push_back("reg " + std::to_string(b / MiB) + "+" + std::to_string(n / MiB));
     return 0;
   }
   int unregister_range(uint64_t b) override {
+    std::unique_lock<std::mutex> serial(serial_mu, std::defer_lock);
+    if (serialised) serial.lock();
+    if (cache) check_not_covered(b, "unregister");
     std::lock_guard<std::mutex> lock(mu);
     if (!live.erase(b)) return kNotRegistered;
+    unregistered_by[b] = std::this_thread::get_id();
     log.push_back("unreg " + std::to_string(b / MiB));
     return 0;
   }
   void on_registered(uint64_t b, uint64_t e) override { marked += e - b; }
   void on_unregistered(uint64_t b, uint64_t e) override { marked -= e - b; }
+  bool process_wide() const override { return process; }
+
+  // While the driver holds or drops a registration, the cache must not
+  // answer Covers for it (a copy would trust it).
+  void check_not_covered(uint64_t b, const char* what) {
+    if (cache->peek(b, 1) == Cover::Covers) {
+      ++invariant_errors;
+      std::fprintf(stderr, "cache answers Covers at %#lx during %s\n", static_cast<unsigned long>(b), what);
+    }
+  }
   uint64_t pinned() {
     std::lock_guard<std::mutex> lock(mu);
     uint64_t n = 0;
     for (auto& [b, e] : live) n += e - b;
     return n;
   }
-  std::mutex mu;
+  bool registered(uint64_t p) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto& [b, e] : live)
+      if (b <= p && p < e) return true;
+    return false;
+  }
+  // A copy of [p, p+n) reaching the driver: true when a registration made
+  // before the memory was last replaced still overlaps it (the driver would
+  // DMA the old pages).
+  bool copy_would_be_stale(uint64_t p, uint64_t n) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto& [b, e] : live)
+      if (b < p + n && p < e && mapping_gen_at_register[b] < mapping_gen.load()) return true;
+    return false;
+  }
+  std::vector<std::string> log_copy() {
+    std::lock_guard<std::mutex> lock(mu);
+    return log;
+  }
+
+  std::mutex mu, serial_mu;
   std::map<uint64_t, uint64_t> live;
+  std::map<uint64_t, uint64_t> mapping_gen_at_register;
+  std::map<uint64_t, std::thread::id> unregistered_by;
   std::vector<std::string> log;
   std::atomic<int64_t> marked{0};
+  std::atomic<uint64_t> mapping_gen{0};  // bumped when the test "unmaps and maps again"
+  std::atomic<int> invariant_errors{0};
   bool fail_next = false;
+  bool serialised = false;
+  bool process = false;
+  Gate* gate = nullptr;
+  RegistrationCache* cache = nullptr;  // for check_not_covered
 };
 
 TEST(RegistrationCache, RegistersPageRoundedAndLooksUp) {
@@ -146,6 +234,12 @@ TEST(RegistrationCache, MirrorCountFollowsEntries) {
   EXPECT_EQ(mirror.load(), 1u);
   c.invalidate(10 * MiB, 11 * MiB);
   EXPECT_EQ(mirror.load(), 0u);
+  // A queued entry still counts: it is in the driver until drained.
+  c.add(10 * MiB, 12 * MiB);
+  c.invalidate_nowait(10 * MiB, 11 * MiB);
+  EXPECT_EQ(mirror.load(), 1u);
+  c.drain_pending();
+  EXPECT_EQ(mirror.load(), 0u);
 }
 
 // Many threads registering, looking up and invalidating disjoint and shared
@@ -177,6 +271,309 @@ TEST(RegistrationCache, ConcurrentUseKeepsDriverAndCacheInStep) {
   EXPECT_LE(c.bytes(), 32 * MiB);
   c.clear();
   EXPECT_EQ(drv.pinned(), 0u);
+}
+
+
+// --- lazy invalidation (issue 12: free() never waits) ------------------------------
+
+TEST(RegistrationCache, InvalidateNowaitMarksAtOnceAndNeverCallsTheDriver) {
+  FakeDriver drv;
+  RegistrationCache c(drv, 64 * MiB);
+  drv.cache = &c;
+  ASSERT_EQ(c.add(10 * MiB, 12 * MiB).status, 0);
+  ASSERT_EQ(c.add(20 * MiB, 22 * MiB).status, 0);
+  EXPECT_EQ(c.peek(10 * MiB, MiB), Cover::Covers);
+  const size_t before = drv.log_copy().size();
+  EXPECT_EQ(c.invalidate_nowait(11 * MiB, 11 * MiB + 1), 1u);
+  EXPECT_EQ(drv.log_copy().size(), before);  // no driver call
+  EXPECT_TRUE(drv.registered(10 * MiB));     // still in the driver...
+  EXPECT_EQ(c.peek(10 * MiB, MiB), Cover::Touches);  // ...but no copy may trust it
+  EXPECT_EQ(c.peek(10 * MiB, 1), Cover::Touches);
+  EXPECT_EQ(c.peek(20 * MiB, MiB), Cover::Covers);   // the other one is untouched
+  EXPECT_EQ(c.pending(), 1u);
+  EXPECT_EQ(c.count(), 2u);  // counted (and budgeted) until unregistered
+  EXPECT_EQ(c.invalidate_nowait(10 * MiB, 12 * MiB), 0u);  // already queued
+  c.drain_pending();
+  EXPECT_FALSE(drv.registered(10 * MiB));
+  EXPECT_EQ(c.peek(10 * MiB, MiB), Cover::None);
+  EXPECT_EQ(c.pending(), 0u);
+  EXPECT_EQ(c.count(), 1u);
+  EXPECT_EQ(c.bytes(), 2 * MiB);
+  EXPECT_EQ(drv.marked, int64_t(2 * MiB));
+  EXPECT_EQ(drv.invariant_errors, 0);
+}
+
+TEST(RegistrationCache, LookupAndAddDrainBeforeAnythingElse) {
+  FakeDriver drv;
+  RegistrationCache c(drv, 64 * MiB);
+  ASSERT_EQ(c.add(10 * MiB, 12 * MiB).status, 0);
+  c.invalidate_nowait(10 * MiB, 12 * MiB);
+  // A lookup of another range drains first.
+  EXPECT_EQ(c.lookup(30 * MiB, 1), Cover::None);
+  EXPECT_FALSE(drv.registered(10 * MiB));
+  // add() unregisters the queued entry before it registers anything: the
+  // driver refuses overlapping registrations, so this add over the same
+  // memory (freed and allocated again) must find it gone.
+  ASSERT_EQ(c.add(10 * MiB, 12 * MiB).status, 0);
+  c.invalidate_nowait(10 * MiB, 12 * MiB);
+  drv.log.clear();
+  AddResult r = c.add(10 * MiB, 13 * MiB);
+  ASSERT_EQ(r.status, 0);
+  EXPECT_EQ(r.begin, 10 * MiB);
+  EXPECT_EQ(r.end, 13 * MiB);
+  ASSERT_EQ(drv.log.size(), 2u);
+  EXPECT_EQ(drv.log[0], "unreg 10");
+  EXPECT_EQ(drv.log[1], "reg 10+3");
+  EXPECT_EQ(c.count(), 1u);
+}
+
+// The hazard the drain exists for (FACTS.md): munmap + mmap(MAP_FIXED) of a
+// registered range; a registration still in the driver would make the next
+// copy DMA the old pages.
+TEST(RegistrationCache, NoCopyAfterARemapSeesTheOldRegistration) {
+  FakeDriver drv;
+  drv.process = true;  // the shim's cache: drain_pending_registrations() drains it
+  RegistrationCache c(drv, 64 * MiB);
+  ASSERT_EQ(c.add(10 * MiB, 14 * MiB).status, 0);
+  // munmap hook, then the kernel maps new pages there.
+  EXPECT_EQ(c.invalidate_nowait(10 * MiB, 14 * MiB), 1u);
+  drv.mapping_gen++;
+  EXPECT_TRUE(drv.copy_would_be_stale(11 * MiB, MiB));  // what a copy without the drain would meet
+  EXPECT_NE(detail::g_unregistrations_queued.load(), 0u);
+  // The copy hook: drain first, then the driver call.
+  drain_pending_registrations();
+  EXPECT_FALSE(drv.copy_would_be_stale(11 * MiB, MiB));
+  EXPECT_EQ(detail::g_unregistrations_queued.load(), 0u);
+  EXPECT_EQ(c.lookup(11 * MiB, MiB), Cover::None);
+  // Nothing queued: one load, nothing else.
+  drv.log.clear();
+  drain_pending_registrations();
+  EXPECT_TRUE(drv.log.empty());
+}
+
+TEST(RegistrationCache, InvalidatedWhilePendingIsUnregisteredByTheRegisteringThread) {
+  FakeDriver drv;
+  Gate gate;
+  drv.gate = &gate;
+  RegistrationCache c(drv, 64 * MiB);
+  drv.cache = &c;
+  gate.close();
+  std::thread::id adder_id;
+  auto adder = std::async(std::launch::async, [&] {
+    adder_id = std::this_thread::get_id();
+    return c.add(10 * MiB, 12 * MiB);
+  });
+  ASSERT_TRUE(gate.wait_for_waiter());
+  EXPECT_EQ(c.peek(10 * MiB, MiB), Cover::Touches);  // Pending: never Covers
+  // free() of that memory now: marks it doomed and returns, although the
+  // registration will not return until the gate opens.
+  EXPECT_EQ(c.invalidate_nowait(10 * MiB, 12 * MiB), 1u);
+  EXPECT_EQ(c.peek(10 * MiB, MiB), Cover::Touches);
+  EXPECT_EQ(c.pending(), 1u);
+  EXPECT_EQ(adder.wait_for(50ms), std::future_status::timeout);  // still inside the driver
+  gate.open();
+  AddResult r = adder.get();
+  EXPECT_EQ(r.status, -1);
+  EXPECT_TRUE(r.doomed);
+  EXPECT_EQ(drv.pinned(), 0u);
+  EXPECT_EQ(drv.unregistered_by[10 * MiB], adder_id);  // the registering thread dropped it
+  EXPECT_TRUE(c.empty());
+  EXPECT_EQ(c.pending(), 0u);
+  EXPECT_EQ(c.bytes(), 0u);
+  EXPECT_EQ(drv.marked, 0);
+  EXPECT_EQ(drv.invariant_errors, 0);
+}
+
+TEST(RegistrationCache, DrainWaitsForADoomedRegistrationStillInTheDriver) {
+  FakeDriver drv;
+  Gate gate;
+  drv.gate = &gate;
+  RegistrationCache c(drv, 64 * MiB);
+  gate.close();
+  auto adder = std::async(std::launch::async, [&] { return c.add(10 * MiB, 12 * MiB); });
+  ASSERT_TRUE(gate.wait_for_waiter());
+  c.invalidate_nowait(10 * MiB, 12 * MiB);
+  // The freeing thread's next copy drains: it must not reach the driver
+  // while the doomed registration may still be made.
+  auto drainer = std::async(std::launch::async, [&] {
+    c.drain_pending();
+    return drv.pinned();
+  });
+  EXPECT_EQ(drainer.wait_for(50ms), std::future_status::timeout);
+  gate.open();
+  EXPECT_EQ(drainer.get(), 0u);  // when the drain returned, the registration was gone
+  EXPECT_TRUE(adder.get().doomed);
+}
+
+TEST(RegistrationCache, DoomedRegistrationThatFailedLeavesNothingBehind) {
+  FakeDriver drv;
+  Gate gate;
+  drv.gate = &gate;
+  RegistrationCache c(drv, 64 * MiB);
+  drv.fail_next = true;
+  gate.close();
+  auto adder = std::async(std::launch::async, [&] { return c.add(10 * MiB, 12 * MiB); });
+  ASSERT_TRUE(gate.wait_for_waiter());
+  c.invalidate_nowait(10 * MiB, 12 * MiB);
+  gate.open();
+  EXPECT_EQ(adder.get().status, 2);
+  c.drain_pending();  // returns: nothing left to wait for
+  EXPECT_TRUE(c.empty());
+  EXPECT_EQ(c.pending(), 0u);
+  EXPECT_EQ(c.bytes(), 0u);
+}
+
+// The real driver serialises every register and unregister of the process:
+// free() of a registered buffer must return while another thread is inside a
+// slow registration of a different buffer (old code: it unregistered inline
+// and so waited for the whole registration).
+TEST(RegistrationCache, InvalidationReturnsWhileAnotherThreadRegisters) {
+  FakeDriver drv;
+  drv.serialised = true;
+  Gate gate;
+  RegistrationCache c(drv, 64 * MiB);
+  ASSERT_EQ(c.add(10 * MiB, 12 * MiB).status, 0);
+  drv.gate = &gate;
+  gate.close();
+  auto adder = std::async(std::launch::async, [&] { return c.add(40 * MiB, 48 * MiB); });
+  ASSERT_TRUE(gate.wait_for_waiter());  // inside the driver, holding its lock
+  auto freer = std::async(std::launch::async, [&] { return c.invalidate_nowait(10 * MiB, 12 * MiB); });
+  ASSERT_EQ(freer.wait_for(2s), std::future_status::ready);
+  EXPECT_EQ(freer.get(), 1u);
+  EXPECT_EQ(c.peek(40 * MiB, 1), Cover::Touches);  // being registered
+  EXPECT_EQ(c.peek(10 * MiB, 1), Cover::Touches);  // invalidated: no copy trusts it
+  // (A copy's drain would now unregister it, waiting behind the driver's
+  // lock like the real driver: that wait is on the copy path, not in free().)
+  gate.open();
+  EXPECT_EQ(adder.get().status, 0);
+  c.drain_pending();
+  EXPECT_FALSE(drv.registered(10 * MiB));
+  EXPECT_TRUE(drv.registered(40 * MiB));
+}
+
+TEST(RegistrationCache, ClearWaitsForEverything) {
+  FakeDriver drv;
+  Gate gate;
+  RegistrationCache c(drv, 64 * MiB);
+  ASSERT_EQ(c.add(10 * MiB, 12 * MiB).status, 0);
+  ASSERT_EQ(c.add(20 * MiB, 22 * MiB).status, 0);
+  c.invalidate_nowait(20 * MiB, 21 * MiB);
+  drv.gate = &gate;
+  gate.close();
+  auto adder = std::async(std::launch::async, [&] { return c.add(30 * MiB, 32 * MiB); });
+  ASSERT_TRUE(gate.wait_for_waiter());
+  auto clearer = std::async(std::launch::async, [&] { return c.clear(); });
+  EXPECT_EQ(clearer.wait_for(50ms), std::future_status::timeout);
+  gate.open();
+  EXPECT_EQ(clearer.get(), 2u);  // the live one and the pending one (the queued one was already counted)
+  EXPECT_TRUE(adder.get().doomed);
+  EXPECT_TRUE(c.empty());
+  EXPECT_EQ(drv.pinned(), 0u);
+  EXPECT_EQ(drv.marked, 0);
+}
+
+// A fork while another thread is inside cuMemHostRegister (its entry
+// Pending) and the queue holds an entry: the child resets the cache with
+// plain stores and can use it at once; nothing of the parent's reaches its driver.
+TEST(RegistrationCache, ForkChildResetsWhileAnotherThreadIsInTheCache) {
+  FakeDriver drv;
+  Gate gate;
+  RegistrationCache c(drv, 64 * MiB);
+  ASSERT_EQ(c.add(10 * MiB, 12 * MiB).status, 0);
+  c.invalidate_nowait(10 * MiB, 12 * MiB);
+  drv.gate = &gate;
+  gate.close();
+  auto adder = std::async(std::launch::async, [&] { return c.add(20 * MiB, 22 * MiB); });
+  ASSERT_TRUE(gate.wait_for_waiter());
+  fflush(nullptr);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    drv.gate = nullptr;  // the child's copy of the driver
+    drv.live.clear();
+    drv.log.clear();
+    c.forget_all_after_fork();
+    int bad = 0;
+    bad |= !c.empty() << 0;
+    bad |= (c.pending() != 0) << 1;
+    bad |= (c.lookup(10 * MiB, 1) != Cover::None) << 2;  // no drain, no wait, nothing left
+    bad |= (c.lookup(20 * MiB, 1) != Cover::None) << 3;
+    bad |= (c.add(20 * MiB, 22 * MiB).status != 0) << 4;  // the range the parent's thread was registering
+    bad |= (c.lookup(20 * MiB, MiB) != Cover::Covers) << 5;
+    bad |= (drv.log.size() != 1) << 6;  // only the child's own registration
+    c.invalidate_nowait(20 * MiB, 22 * MiB);
+    c.drain_pending();
+    bad |= !c.empty() << 7;
+    _exit(bad);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "child failed checks (bit mask)";
+  gate.open();
+  EXPECT_EQ(adder.get().status, 0);
+  c.clear();
+  EXPECT_EQ(drv.pinned(), 0u);
+}
+
+// Threads registering, looking up, invalidating (from "free", without
+// waiting) and draining over shared ranges. The fake driver rejects overlaps
+// and double unregisters and checks, at every register and unregister, that
+// the cache does not answer Covers for that range meanwhile. Run under TSan
+// in CI (scripts/test.sh, build-tsan).
+TEST(RegistrationCache, ConcurrentLookupsInvalidationsAndDrains) {
+  FakeDriver drv;
+  drv.serialised = true;
+  RegistrationCache c(drv, 24 * MiB);
+  drv.cache = &c;
+  std::atomic<int> driver_errors{0}, trusted_invalid{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 400; ++i) {
+        const uint64_t base = uint64_t((t * 7 + i) % 10) * 4 * MiB;
+        switch ((t + i) % 5) {
+          case 0: {
+            AddResult r = c.add(base, base + 3 * MiB);
+            if (r.status > 0) ++driver_errors;
+            break;
+          }
+          case 1: c.lookup(base + MiB, MiB); break;
+          case 2: c.invalidate_nowait(base, base + MiB); break;
+          case 3: c.drain_pending(); break;
+          default: c.invalidate(base + 2 * MiB, base + 3 * MiB); break;
+        }
+      }
+    });
+  // A range only this thread adds and invalidates: right after its own
+  // invalidation, no answer for it may be Covers, whatever the others do.
+  threads.emplace_back([&] {
+    const uint64_t mine = 100 * MiB;
+    for (int i = 0; i < 300; ++i) {
+      c.add(mine, mine + 2 * MiB);
+      c.invalidate_nowait(mine, mine + 2 * MiB);
+      if (c.peek(mine, MiB) == Cover::Covers) ++trusted_invalid;
+    }
+  });
+  threads.emplace_back([&] {
+    while (!stop.load())
+      for (uint64_t p = 0; p < 104 * MiB; p += 2 * MiB) c.peek(p, MiB);
+  });
+  for (size_t i = 0; i + 1 < threads.size(); ++i) threads[i].join();
+  stop = true;
+  threads.back().join();
+  c.drain_pending();
+  EXPECT_EQ(driver_errors.load(), 0);
+  EXPECT_EQ(trusted_invalid.load(), 0);
+  EXPECT_EQ(drv.invariant_errors.load(), 0);
+  EXPECT_EQ(drv.pinned(), c.bytes());
+  EXPECT_EQ(uint64_t(drv.marked.load()), c.bytes());
+  EXPECT_LE(c.bytes(), 24 * MiB);
+  EXPECT_EQ(c.pending(), 0u);
+  c.clear();
+  EXPECT_EQ(drv.pinned(), 0u);
+  EXPECT_TRUE(c.empty());
 }
 
 }  // namespace
