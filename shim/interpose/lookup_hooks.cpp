@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "interpose/cuda_headers.h"
 #include "interpose/cupti_hooks.h"
+#include "interpose/elf_lookup.h"
 #include "interpose/symbol_table.h"
 
 namespace cuxfer::shim {
@@ -21,27 +22,22 @@ namespace {
 
 // glibc resolves RTLD_NEXT relative to the object that called dlsym. Called
 // from here that would be libcuxfer, skipping everything between the real
-// caller and us, so the search is redone from the caller's object onwards.
+// caller and us, so the search is redone from the caller's object onwards:
+// the first definition in the objects after it, in link_map order. It reads
+// each object's own symbol table (elf_lookup.h) and never dlopen()s: this is
+// where libcuxfer_memhooks.so resolves the real malloc, often inside another
+// library's constructor (libcublasLt's), and a dlopen there can run the
+// constructors of a library loaded but not yet initialised (libcublas) before
+// those of the libraries it depends on have finished. When nothing after the
+// caller defines the name the result is null and, unlike glibc's dlsym, no
+// dlerror() message is set.
 void* dlsym_next_after(const void* caller, const char* name) {
   Dl_info info;
   link_map* caller_map = nullptr;
   if (!dladdr1(caller, &info, reinterpret_cast<void**>(&caller_map), RTLD_DL_LINKMAP) ||
       !caller_map)
     return real_dlsym(RTLD_NEXT, name);
-  for (link_map* m = caller_map->l_next; m; m = m->l_next) {
-    void* h = dlopen(m->l_name && m->l_name[0] ? m->l_name : nullptr, RTLD_LAZY | RTLD_NOLOAD);
-    if (!h) continue;
-    void* p = real_dlsym(h, name);
-    dlclose(h);
-    if (!p) continue;
-    Dl_info pi;
-    link_map* owner = nullptr;
-    // dlsym on a handle also searches its dependencies; keep only a definition
-    // in this very object, as RTLD_NEXT would.
-    if (dladdr1(p, &pi, reinterpret_cast<void**>(&owner), RTLD_DL_LINKMAP) && owner == m)
-      return p;
-  }
-  return nullptr;
+  return elf_lookup_after(caller_map, name);
 }
 
 // cuGetProcAddress returned `fn` for `symbol`: if it is the driver's export of

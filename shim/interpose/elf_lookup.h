@@ -1,0 +1,26 @@
+// Symbol lookup in loaded objects' own dynamic symbol tables, without the
+// loader's dlopen/dlsym: nothing here opens a handle, runs another object's
+// initialisers or allocates, so it is safe inside any ELF constructor and
+// inside malloc's first resolution (libcuxfer_memhooks.so's RTLD_NEXT lookups
+// land in libcuxfer.so's dlsym hook; see lookup_hooks.cpp).
+#pragma once
+
+#include <link.h>
+
+namespace cuxfer::shim {
+
+// The definition of `name` in object `m` itself, as dlsym would return it
+// from there: a defined STB_GLOBAL/STB_WEAK (or STB_GNU_UNIQUE) symbol of
+// its .dynsym (found through DT_GNU_HASH, else DT_HASH), not hidden behind a
+// non-default version (with several versions, the default one, as dlsym
+// gives), an STT_GNU_IFUNC resolved by calling its resolver as glibc does,
+// an STT_TLS symbol at this thread's copy (null if that is not allocated).
+// Null if `m` does not define it. Not looked at: m's dependencies.
+void* elf_lookup_in(const link_map* m, const char* name);
+
+// The first definition of `name` in the objects after `after` in link_map
+// order (what dlsym(RTLD_NEXT, name) called from `after` finds for objects
+// loaded at startup), or null.
+void* elf_lookup_after(const link_map* after, const char* name);
+
+}  // namespace cuxfer::shim
