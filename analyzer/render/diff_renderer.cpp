@@ -18,7 +18,9 @@ using nlohmann::json;
 std::string format_signed_duration(int64_t ns) {
   if (ns == 0) return "0 ns";
   uint64_t mag = ns < 0 ? static_cast<uint64_t>(-(ns + 1)) + 1 : static_cast<uint64_t>(ns);
-  return (ns < 0 ? "-" : "+") + format_duration(mag);
+  std::string out(ns < 0 ? "-" : "+");
+  out += format_duration(mag);
+  return out;
 }
 
 std::string format_ratio(uint64_t base, uint64_t now) {
@@ -30,12 +32,16 @@ namespace {
 
 std::string signed_bytes(uint64_t base, uint64_t now) {
   if (base == now) return "0 B";
-  return now > base ? "+" + format_bytes(now - base) : "-" + format_bytes(base - now);
+  std::string out(now > base ? "+" : "-");
+  out += format_bytes(now > base ? now - base : base - now);
+  return out;
 }
 
 std::string signed_count(uint64_t base, uint64_t now) {
   if (base == now) return "0";
-  return now > base ? "+" + format_count(now - base) : "-" + format_count(base - now);
+  std::string out(now > base ? "+" : "-");
+  out += format_count(now > base ? now - base : base - now);
+  return out;
 }
 
 int64_t delta(uint64_t base, uint64_t now) { return static_cast<int64_t>(now) - static_cast<int64_t>(base); }

@@ -238,7 +238,10 @@ bool Recorder::open_trace() {
   std::string error;
   for (int attempt = 0; attempt < 100 && !writer_; ++attempt) {
     trace_path_ = base;
-    if (attempt) trace_path_ += "-" + std::to_string(attempt);  // pid reuse across runs
+    if (attempt) {  // pid reuse across runs
+      trace_path_ += '-';
+      trace_path_ += std::to_string(attempt);
+    }
     trace_path_ += ".trace";
     writer_ = trace::TraceWriter::create(trace_path_, 0600, &error);
     if (!writer_ && errno != EEXIST) break;
