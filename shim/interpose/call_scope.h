@@ -12,6 +12,7 @@
 #include "interpose/call_desc.h"
 #include "interpose/symbol_table.h"
 #include "record/recorder.h"
+#include "rewrite/registration_cache.h"
 
 namespace cuxfer::shim {
 
@@ -45,6 +46,10 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
                    Post&& post = Post{}) {
   ThreadState& ts = thread_state();
   if (ts.internal) return call();
+  // Registrations of memory the app has freed are dropped here, before any
+  // CUDA call can meet one (the libc hooks only queue them: free() never
+  // waits on the driver). One load when nothing is queued.
+  rewrite::drain_pending_registrations();
   Recorder& rec = Recorder::instance();
   if (ts.in_call) {
     // Nested: a driver hook under a runtime hook (or a runtime call that

@@ -71,6 +71,8 @@ CopyDecision decide(const CopyFacts& f, const RewriteSettings& s) {
     // policy's passthrough stays the app's call, its register is staged.
     if (f.staging_declined) return run(CopyPath::Original);
     if (matched) return force_register ? run(CopyPath::StageAny) : as_made(f);
+    if (f.way != CopyWay::Unknown && f.bytes < (f.way == CopyWay::HtoD ? s.stage_min_h2d : s.stage_min_d2h))
+      return as_made(f);
     return run(CopyPath::Stage);
   }
 
@@ -111,7 +113,11 @@ CopyDecision decide(const CopyFacts& f, const RewriteSettings& s) {
     return as_made(f);
   }
   if (f.staging_declined) return run(CopyPath::Original);
-  return run(force_register ? CopyPath::StageAny : CopyPath::Stage);
+  if (force_register) return run(CopyPath::StageAny);
+  // Below the staging thresholds the driver's own path is the faster one:
+  // the app's call, without asking the staging path to look at it again.
+  if (f.bytes < (f.way == CopyWay::HtoD ? s.stage_min_h2d : s.stage_min_d2h)) return as_made(f);
+  return run(CopyPath::Stage);
 }
 
 const char* path_name(CopyPath p) {

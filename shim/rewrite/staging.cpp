@@ -1,5 +1,6 @@
 #include "rewrite/staging.h"
 
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -26,6 +27,7 @@
 #include "record/recorder.h"
 #include "rewrite/driver_calls.h"
 #include "rewrite/parallel_memcpy.h"
+#include "rewrite/registration_cache.h"
 
 namespace cuxfer::shim::rewrite {
 namespace {
@@ -100,11 +102,15 @@ class Pool {
   }
 
   void release(Buffer** bufs, size_t n, bool pending) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (size_t i = 0; i < n; ++i) {
-      bufs[i]->pending = bufs[i]->pending || pending;
-      free_.push_back(bufs[i]);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (size_t i = 0; i < n; ++i) {
+        bufs[i]->pending = bufs[i]->pending || pending;
+        free_.push_back(bufs[i]);
+      }
+      ++releases_;
     }
+    first_.notify_all();  // a caller waiting while the pool is made (wait_buffer)
   }
 
   // No more buffers are made (context teardown, fork child).
@@ -115,15 +121,23 @@ class Pool {
     }
     demand_.notify_all();
   }
-  // While the filler is still making buffers: waits (at most `limit`) for
-  // the next one. False when none will come (pool complete, or stopped).
-  bool wait_more(std::chrono::milliseconds limit) {
+  // Whether the filler is still making the pool (its first ~20 ms on the
+  // H200, a few hundred ms on a loaded CI machine's simulated driver).
+  bool growing() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return buffers_.size() < wanted_ && !filled_.load(std::memory_order_acquire);
+  }
+  // While the pool is being made: waits until a buffer is made or given
+  // back, the pool is complete, or `until`. False when there is nothing to
+  // wait for any more.
+  bool wait_buffer(std::chrono::steady_clock::time_point until) {
     std::unique_lock<std::mutex> lock(mutex_);
-    const size_t had = buffers_.size();
-    if (had >= wanted_ || filled_.load(std::memory_order_acquire)) return false;
-    return first_.wait_for(lock, limit, [&] {
-      return buffers_.size() > had || filled_.load(std::memory_order_acquire);
-    }) && buffers_.size() > had;
+    if (buffers_.size() >= wanted_ || filled_.load(std::memory_order_acquire)) return false;
+    const size_t made = buffers_.size();
+    const uint64_t seen = releases_;
+    return first_.wait_until(lock, until, [&] {
+      return buffers_.size() != made || releases_ != seen || filled_.load(std::memory_order_acquire);
+    });
   }
 
   // Waits (at most `limit`) until the filler has stopped.
@@ -156,7 +170,8 @@ class Pool {
   std::atomic<bool> filled_{false};
   std::vector<Buffer> buffers_;
   std::vector<Buffer*> free_;
-  std::condition_variable demand_;  // wanted_ grew, or stop_
+  std::condition_variable demand_;    // wanted_ grew, or stop_
+  uint64_t releases_ = 0;
   CUcontext ctx_ = nullptr;
   size_t max_ = 0;     // the budget, in buffers
   size_t wanted_ = 0;  // buffers asked for so far (under mutex_)
@@ -227,7 +242,9 @@ char* make_buffer(const Driver& drv, CUresult& r) {
   if (aligned + kChunkBytes < base + span) syscall(SYS_munmap, aligned + kChunkBytes, base + span - aligned - kChunkBytes);
   char* p = reinterpret_cast<char*>(aligned);
   syscall(SYS_madvise, p, kChunkBytes, MADV_HUGEPAGE);  // a hint: fine if refused
-  std::memset(p, 0, kChunkBytes);                        // fault in before pinning (cheaper to register)
+  // Fault it in before pinning (registering touched pages is ~6x cheaper).
+  if (syscall(SYS_madvise, p, kChunkBytes, 23 /* MADV_POPULATE_WRITE */) != 0) std::memset(p, 0, kChunkBytes);
+  drain_pending_registrations();  // a queued stale registration could cover this new address
   r = drv.host_register(p, kChunkBytes, CU_MEMHOSTREGISTER_PORTABLE);
   if (r != CUDA_SUCCESS) {
     syscall(SYS_munmap, p, kChunkBytes);
@@ -474,7 +491,7 @@ bool try_stage(const CallDesc& desc, int& result, bool any_size) {
   // Only the first staged copy of a process can find the pool still empty
   // (staging_prewarm() usually started it earlier): it waits for one buffer,
   // a few ms, instead of the whole pool.
-  if (!s.pool.wait_first(std::chrono::milliseconds(100))) return false;
+  if (!s.pool.wait_first(std::chrono::seconds(1))) return false;
   const bool per_thread = desc.flags & trace::kFlagPerThreadStream;
   const bool async = desc.flags & trace::kFlagAsync;
   CUstream stream = reinterpret_cast<CUstream>(desc.stream);
@@ -483,9 +500,17 @@ bool try_stage(const CallDesc& desc, int& result, bool any_size) {
   Buffer* ring[kRingPerCall];
   size_t want = std::min(kRingPerCall, (desc.bytes + chunk_for(desc.bytes) - 1) / chunk_for(desc.bytes));
   size_t k = s.pool.acquire(s.drv(), ring, want);
-  // Only while the pool is still being made (its first ~20 ms): wait for the
-  // next buffer rather than send the copy down the driver's slow path.
-  if (k == 0 && s.pool.wait_more(std::chrono::milliseconds(20))) k = s.pool.acquire(s.drv(), ring, want);
+  // Only while the pool is still being made: wait for a buffer (made, or
+  // given back by another call) rather than send the copy down the driver's
+  // slow path, as callers waited when the pool was made inside the first
+  // staged copy. Once the pool is complete, a call that finds none free
+  // declines at once, as before.
+  if (k == 0 && s.pool.growing()) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (s.pool.wait_buffer(until) && (k = s.pool.acquire(s.drv(), ring, want)) == 0) {
+    }
+    if (k == 0) k = s.pool.acquire(s.drv(), ring, want);
+  }
   if (k == 0) return false;
   CUresult r = CUDA_SUCCESS;
   bool done = way == Way::HtoD

@@ -83,7 +83,9 @@ TEST(CopyDecision, SmallCopiesNeverCountTowardRegistration) {
   CopyFacts f = copy(CopyWay::HtoD, 4 * KiB, /*async=*/true);
   CopyDecision d = decide(f, pin());
   EXPECT_FALSE(d.count_reuse);
-  EXPECT_EQ(d, path(CopyPath::Stage));  // which declines below the threshold: the app's call
+  EXPECT_EQ(d, path(CopyPath::Original));  // below the staging thresholds: the app's call, untouched
+  f.registrations_exist = true;            // ... guarded if another site's registration may lie under it
+  EXPECT_EQ(decide(f, pin()), path(CopyPath::Original, Before::Release));
 }
 
 TEST(CopyDecision, ReusedRangeIsRegisteredThenCopiedInPlace) {
