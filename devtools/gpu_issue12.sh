@@ -12,9 +12,18 @@ if ls .debs/libunwind8_*.deb >/dev/null 2>&1; then
   mkdir -p /opt/uw && dpkg -x .debs/libunwind8_*.deb /opt/uw &&
     cp -a /opt/uw/usr/lib/x86_64-linux-gnu/libunwind.so.8* /usr/local/lib/ && ldconfig && echo "libunwind8 installed"
 fi
-cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUXFER_BUILD_TESTS=OFF -DCUXFER_BUILD_BENCH=ON \
-  -DCUXFER_GPU_TESTS=OFF > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
-cmake --build "$B" -j16 --target cuxfer pattern_sweep > "$OUT/build.log" 2>&1 ||
+export PATH=/usr/local/cuda/bin:$PATH
+# PyCUDA builds from its sdist (~130 s of CPU): started first, beside the build.
+case " $STEPS " in *" pycuda "*)
+  (timeout 300 bash .ext/install_pycuda.sh > "$OUT/install_pycuda.log" 2>&1; echo "install rc=$?" >> "$OUT/install_pycuda.log") &
+  PYCUDA_PID=$! ;;
+esac
+TIER_APPS=${TIER_APPS:-}  # GPU-tier test apps to build (step tier)
+gpu_cfg=(-DCUXFER_BUILD_TESTS=OFF -DCUXFER_GPU_TESTS=OFF)
+[ -n "$TIER_APPS" ] && gpu_cfg=(-DCUXFER_BUILD_TESTS=ON -DCUXFER_GPU_TESTS=ON -DCMAKE_CUDA_COMPILER=nvcc)
+cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUXFER_BUILD_BENCH=ON "${gpu_cfg[@]}" \
+  -DPython3_EXECUTABLE="$(command -v python3)" > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
+cmake --build "$B" -j16 --target cuxfer pattern_sweep $TIER_APPS > "$OUT/build.log" 2>&1 ||
   { grep -E "error|FAILED" -A5 "$OUT/build.log" | head -40; exit 1; }
 g++ -O2 -std=c++17 -I/usr/local/cuda/include devtools/probe_bwtest_pattern.cpp -L/usr/local/cuda/lib64 -lcudart \
   -Wl,-rpath,/usr/local/cuda/lib64 -o "$B/probe" || exit 1
@@ -39,9 +48,12 @@ for step in $STEPS; do
     export PATH=/usr/local/cuda/bin:$PATH
     CUXFER="$CUX" ROUNDS=${EXT_ROUNDS:-1} DEADLINE=${EXT_DEADLINE:-200} timeout 330 bash devtools/gpu_external.sh /tmp/ext \
       --tar "$OUT/external.tgz"; echo "external rc=$?"; cat /tmp/ext/summary.txt 2>/dev/null | tail -60 ;;
-  pycuda)  # PyCUDA from its sdist carried in .whl/ (.ext/install_pycuda.sh, ~130 s)
-    export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1
-    timeout 300 bash .ext/install_pycuda.sh > "$OUT/install_pycuda.log" 2>&1; tail -2 "$OUT/install_pycuda.log"
+  tier)  # the GPU-tier tests named by TIER_TESTS (a ctest -R regex), apps from TIER_APPS
+    timeout 400 ctest --test-dir "$B" -L gpu -R "${TIER_TESTS:-gpu.rewrite_exactness}" --output-on-failure \
+      > "$OUT/tier.log" 2>&1; echo "tier rc=$?"; grep -E "Test +#|tests passed|FAIL" "$OUT/tier.log" | tail -30 ;;
+  pycuda)  # PyCUDA from its sdist carried in .whl/ (.ext/install_pycuda.sh, started above)
+    export PYTHONUNBUFFERED=1
+    wait "$PYCUDA_PID"; tail -2 "$OUT/install_pycuda.log"
     PYTHONPATH=/tmp/site timeout 240 python3 tests/gpu/frameworks/pycuda_trial.py --cuxfer "$CUX" --bar 0.90 \
       --summary "$OUT/trial_pycuda.json" > "$OUT/trial_pycuda.log" 2>&1; echo "pycuda trial rc=$?"
     tail -40 "$OUT/trial_pycuda.log" ;;
