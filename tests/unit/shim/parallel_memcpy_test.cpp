@@ -83,6 +83,8 @@ TEST(ParallelMemcpy, PopulateFaultsInWithoutChangingContents) {
   constexpr size_t kSize = 24u << 20;
   auto* p = static_cast<unsigned char*>(mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   ASSERT_NE(p, MAP_FAILED);
+  // 4 KiB pages, so that two writes touch two pages whatever the machine's THP setting.
+  madvise(p, kSize, MADV_NOHUGEPAGE);
   p[12345] = 7;
   p[kSize - 1] = 9;
   const long page = sysconf(_SC_PAGESIZE);
