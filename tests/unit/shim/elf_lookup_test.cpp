@@ -90,12 +90,14 @@ TEST(ElfLookup, TheTestLibrariesComeInLinkOrder) {
   EXPECT_GT(b, a);
 }
 
-TEST(ElfLookup, MallocAfterTheProgramIsGlibcs) {
+// glibc's malloc, or a sanitizer runtime's when the tests are built with one
+// (ASan/TSan define malloc in an object loaded right after the program).
+TEST(ElfLookup, MallocAfterTheProgramIsWhatTheLoaderFinds) {
   void* p = elf_lookup_after(main_map(), "malloc");
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p, dlsym(RTLD_DEFAULT, "malloc"));
   EXPECT_EQ(p, dlsym(RTLD_NEXT, "malloc"));  // called from the program
-  EXPECT_EQ(map_of(p), map_named("libc.so.6"));
+  EXPECT_NE(map_of(p), main_map());
   EXPECT_EQ(elf_lookup_after(main_map(), "free"), dlsym(RTLD_DEFAULT, "free"));
 }
 
@@ -236,7 +238,17 @@ TEST(ElfLookup, AgreesWithDlsymOnEveryObject) {
       void* want = dlsym_in(m, n, &usable);
       if (!usable) continue;
       ++compared;
-      EXPECT_EQ(elf_lookup_in(m, n), want) << n << " in " << (m->l_name && m->l_name[0] ? m->l_name : "(program)");
+      void* got = elf_lookup_in(m, n);
+      if (!want && got) {
+        // dlsym cannot see a definition in m that an earlier object interposes
+        // (the sanitizer runtimes' __tls_get_addr over ld.so's): then the
+        // loader's own address-to-symbol lookup must name it, in m.
+        Dl_info di{};
+        EXPECT_TRUE(dladdr(got, &di) && map_of(got) == m && di.dli_sname && std::strcmp(di.dli_sname, n) == 0)
+            << n << " in " << (m->l_name && m->l_name[0] ? m->l_name : "(program)");
+        continue;
+      }
+      EXPECT_EQ(got, want) << n << " in " << (m->l_name && m->l_name[0] ? m->l_name : "(program)");
     }
   }
   EXPECT_GT(objects, 5);
