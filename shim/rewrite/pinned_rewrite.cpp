@@ -135,6 +135,16 @@ bool register_range(State& s, uint64_t begin, uint64_t end) {
   const uint64_t t0 = now_ns();
   AddResult r = s.cache.add(begin, end);
   const uint64_t t1 = now_ns();
+  if (r.doomed) {
+    // Pinned, and unpinned again because its memory went away meanwhile
+    // (free() on another thread does not wait): the cost was paid, so it is
+    // recorded as a registration, and counted as gone.
+    AddResult made = r;
+    made.status = 0;
+    record_registration(made, t0, t1);
+    ++s.counters.gone;
+    return false;
+  }
   if (r.status == -1) return false;  // no room or busy: nothing was attempted
   s.counters.evicted += r.unregistered;
   record_registration(r, t0, t1);
