@@ -132,48 +132,13 @@
 // (and by the simulated one), declared by cuda_runtime_api.h only in that mode.
 extern "C" cudaError_t CUDARTAPI cudaMemcpy_ptds(void* dst, const void* src, size_t count, cudaMemcpyKind kind);
 
+#include "bench_util.h"
+
 namespace {
 
-#define CHECK(call)                                                                                \
-  do {                                                                                             \
-    cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      std::fprintf(stderr, "pattern_sweep: %s failed: %s (%d) at line %d\n", #call,                \
-                   cudaGetErrorName(e_), static_cast<int>(e_), __LINE__);                          \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
-
-inline double now_us() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-bool parse_size(const std::string& s, size_t* out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-  if (end == s.c_str()) return false;
-  switch (*end) {
-    case 'k': case 'K': v <<= 10; ++end; break;
-    case 'm': case 'M': v <<= 20; ++end; break;
-    case 'g': case 'G': v <<= 30; ++end; break;
-    default: break;
-  }
-  if (*end == 'i' || *end == 'B') ++end;  // "4KiB", "4KB" read as 4 KiB too
-  if (*end == 'B') ++end;
-  if (*end) return false;
-  *out = static_cast<size_t>(v);
-  return true;
-}
+using bench::median;
+using bench::now_us;
+using bench::parse_size;
 
 enum class Host { Fresh, Reused, ReusedWrite, ReusedMemset, Pinned };
 enum class Strm { Legacy, Ptds, Idle, Busy };
@@ -621,6 +586,7 @@ class Sweep {
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::g_program = "pattern_sweep";
   Opts o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];

@@ -46,45 +46,13 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
+
 namespace {
 
-#define CHECK(call)                                                                               \
-  do {                                                                                            \
-    cudaError_t e_ = (call);                                                                      \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "rewrite_bandwidth: %s failed: %s (%d)\n", #call, cudaGetErrorName(e_), \
-                   static_cast<int>(e_));                                                         \
-      std::exit(1);                                                                               \
-    }                                                                                             \
-  } while (0)
-
-inline double now_us() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-bool parse_size(const char* s, size_t* out) {
-  char* end = nullptr;
-  unsigned long long v = std::strtoull(s, &end, 10);
-  if (end == s) return false;
-  switch (*end) {
-    case 'k': case 'K': v <<= 10; ++end; break;
-    case 'm': case 'M': v <<= 20; ++end; break;
-    case 'g': case 'G': v <<= 30; ++end; break;
-    default: break;
-  }
-  if (*end) return false;
-  *out = static_cast<size_t>(v);
-  return true;
-}
+using bench::median;
+using bench::now_us;
+using bench::parse_size;
 
 void usage() {
   std::fprintf(stderr,
@@ -232,6 +200,7 @@ class Bench {
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::g_program = "rewrite_bandwidth";
   Opts o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];

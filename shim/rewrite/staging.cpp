@@ -159,14 +159,9 @@ class Pool {
 
  private:
   void fill(const Driver& drv);
- public:
-  // Waits (at most `limit`) until the first buffer exists; false if none will.
-  bool wait_first(std::chrono::milliseconds limit);
 
- private:
   mutable std::mutex mutex_;
-  std::condition_variable first_;
-  std::atomic<size_t> made_{0};
+  std::condition_variable first_;  // a buffer was made or given back, or the filler stopped
   std::atomic<bool> filled_{false};
   std::vector<Buffer> buffers_;
   std::vector<Buffer*> free_;
@@ -281,7 +276,12 @@ void Pool::fill(const Driver& drv) {
     record_pool_event(host, kChunkBytes, t0, t1, r);
     if (!host) {
       // The first buffer failing means no staging at all; a later one, a smaller pool.
-      if (made_.load() == 0)
+      bool none;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        none = buffers_.empty();
+      }
+      if (none)
         disable("pinning a staging buffer of " + std::to_string(kChunkBytes) + " bytes failed (" + std::to_string(r) + ")");
       break;
     }
@@ -290,8 +290,7 @@ void Pool::fill(const Driver& drv) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       buffers_.push_back(Buffer{host, done, false});
-      free_.push_back(&buffers_.back());
-      made_.fetch_add(1, std::memory_order_release);  // under the lock: wait_first cannot miss it
+      free_.push_back(&buffers_.back());  // under the lock: wait_buffer cannot miss it
     }
     first_.notify_all();
   }
@@ -305,16 +304,6 @@ void Pool::fill(const Driver& drv) {
   }
   first_.notify_all();
 }
-
-bool Pool::wait_first(std::chrono::milliseconds limit) {
-  if (made_.load(std::memory_order_acquire) > 0) return true;
-  std::unique_lock<std::mutex> lock(mutex_);
-  first_.wait_for(lock, limit, [&] {
-    return made_.load(std::memory_order_acquire) > 0 || filled_.load(std::memory_order_acquire);
-  });
-  return made_.load(std::memory_order_acquire) > 0;
-}
-
 
 bool initialise(CUcontext ctx) {
   State& s = state();
@@ -488,10 +477,6 @@ bool try_stage(const CallDesc& desc, int& result, bool any_size) {
   if (!s.ready.load(std::memory_order_acquire) && !initialise(ctx)) return false;
   if (s.disabled.load(std::memory_order_relaxed)) return false;
   if (ctx != s.pool.context()) return false;  // one context for now: others pass through
-  // Only the first staged copy of a process can find the pool still empty
-  // (staging_prewarm() usually started it earlier): it waits for one buffer,
-  // a few ms, instead of the whole pool.
-  if (!s.pool.wait_first(std::chrono::seconds(1))) return false;
   const bool per_thread = desc.flags & trace::kFlagPerThreadStream;
   const bool async = desc.flags & trace::kFlagAsync;
   CUstream stream = reinterpret_cast<CUstream>(desc.stream);
@@ -500,8 +485,9 @@ bool try_stage(const CallDesc& desc, int& result, bool any_size) {
   Buffer* ring[kRingPerCall];
   size_t want = std::min(kRingPerCall, (desc.bytes + chunk_for(desc.bytes) - 1) / chunk_for(desc.bytes));
   size_t k = s.pool.acquire(s.drv(), ring, want);
-  // Only while the pool is still being made: wait for a buffer (made, or
-  // given back by another call) rather than send the copy down the driver's
+  // Only while the pool is still being made (staging_prewarm() usually
+  // started it before the first copy that needs it): wait for a buffer (made,
+  // or given back by another call) rather than send the copy down the driver's
   // slow path, as callers waited when the pool was made inside the first
   // staged copy. Once the pool is complete, a call that finds none free
   // declines at once, as before.

@@ -25,35 +25,14 @@ importable: ...' or 'no GPU: ...').
 """
 import argparse
 import json
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-SKIP = 77
-HERE = Path(__file__).resolve().parent
+from trial_runner import HERE, report, run_workload, verdict
+
 PATHS = ("htod_pageable", "dtoh_pageable", "htod_pinned", "dtoh_pinned", "to_gpu", "get")
-
-
-def run_workload(cmd, label, log):
-    print("+", " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=HERE)
-    log.append((label, p))
-    if p.returncode == SKIP:
-        print(p.stdout.strip(), p.stderr.strip(), sep="\n")
-        why = next((l for l in p.stdout.splitlines() if "not importable" in l or l.startswith("no GPU")),
-                   "the workload skipped")
-        print(f"SKIP: {why}")
-        sys.exit(SKIP)
-    line = next((l for l in p.stdout.splitlines() if l.startswith("TRIAL ")), None)
-    return p, (json.loads(line[6:]) if line else None)
-
-
-def report(cuxfer, out):
-    r = subprocess.run([cuxfer, "report", "--json", str(out)], capture_output=True, text=True)
-    return json.loads(r.stdout) if r.returncode == 0 else {"error": r.stderr.strip()}
 
 
 def main() -> int:
@@ -180,21 +159,7 @@ def main() -> int:
           + (f", want >= {a.bar:.2f}: {'MET' if bar['met'] else 'NOT MET'}" if a.bar else ""))
     if a.bar and not bar["met"]:
         fails.append(f"bar: rewritten memcpy_htod reached {frac:.3f} x pinned, want >= {a.bar:.2f}")
-    if a.summary:
-        Path(a.summary).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.summary).write_text(json.dumps(summary, indent=1))
-    if fails:
-        print(f"FAIL ({work}):")
-        for f in fails:
-            print("  -", f)
-        for label, p in log:
-            print(f"--- {label} stderr (tail)\n{p.stderr[-1500:]}")
-        return 1
-    if not a.keep:
-        shutil.rmtree(work, ignore_errors=True)
-    print("PASS")
-    return 0
-
+    return verdict(work, fails, log, summary, a.summary, a.keep)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -22,38 +22,13 @@ interleaved pairs); nothing is asserted about it. Exit 0 pass, 1 fail, 77 skip.
 """
 import argparse
 import json
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-SKIP = 77
-HERE = Path(__file__).resolve().parent
+from trial_runner import HERE, by_direction, report, run_workload, verdict
 
-
-def run_workload(cmd, label, log):
-    print("+", " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=HERE)
-    log.append((label, p))
-    if p.returncode == SKIP:
-        print(p.stdout, p.stderr)
-        sys.exit(SKIP)
-    line = next((l for l in p.stdout.splitlines() if l.startswith("TRIAL ")), None)
-    return p, (json.loads(line[6:]) if line else None)
-
-
-def report(cuxfer, out):
-    r = subprocess.run([cuxfer, "report", "--json", str(out)], capture_output=True, text=True)
-    return json.loads(r.stdout) if r.returncode == 0 else {"error": r.stderr.strip()}
-
-
-def by_direction(rep):
-    d = {}
-    for c in rep.get("classes", []):
-        d[c["direction"]] = d.get(c["direction"], 0) + c["bytes"]
-    return d
 
 
 def main() -> int:
@@ -149,20 +124,7 @@ def main() -> int:
                "profiler": {k: v for k, v in (runs.get("profiler") or {}).items() if k.startswith("profiler")},
                "cupti": {k: [p.get("cupti") for p in r.get("processes", [])] for k, r in reports.items()}}
     print(json.dumps(summary, indent=1))
-    if a.summary:
-        Path(a.summary).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.summary).write_text(json.dumps(summary, indent=1))
-    if fails:
-        print(f"FAIL ({work}):")
-        for f in fails:
-            print("  -", f)
-        for label, p in log:
-            print(f"--- {label} stderr (tail)\n{p.stderr[-1500:]}")
-        return 1
-    shutil.rmtree(work, ignore_errors=True)
-    print("PASS")
-    return 0
-
+    return verdict(work, fails, log, summary, a.summary)
 
 if __name__ == "__main__":
     sys.exit(main())
