@@ -174,6 +174,14 @@ int main(int argc, char** argv) {
               "max %.1f (limit %.0f); never-registered control: median %.1f p99 %.1f\n",
               rounds, overlapped, was_registered, checkable, remapped, static_cast<unsigned long long>(g_registrations.load()),
               testapp::median(us), p99, worst, limit_us, testapp::median(control_us), p99_of(control_us));
+  // The slowest timed calls, by round: a failure says when they came.
+  std::vector<int> order(us.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return us[a] > us[b]; });
+  std::printf("free_while_registering: slowest rounds:");
+  for (size_t i = 0; i < std::min<size_t>(4, order.size()); ++i)
+    std::printf(" #%d %.1f us (control %.1f)", order[i], us[order[i]], control_us[order[i]]);
+  std::printf("\n");
   TA_ASSERT(overlapped * 2 >= rounds);
   TA_ASSERT(checkable == 0 || was_registered * 10 >= checkable * 9);
   // What the shim adds must stay under the limit: the same free/munmap of
