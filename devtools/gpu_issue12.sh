@@ -2,7 +2,7 @@
 # Issue 12's GPU measurements in one call: build, bandwidthTest's pattern per
 # copy (devtools/probe_bwtest_pattern.cpp), the never-slower sweep
 # (bench/run_pattern_sweep.sh), tensor.cpu() into fresh memory. $OUT set.
-#   STEPS="probe sweep torch" SWEEP_ARGS="--max-size 64M" ROUND=1
+#   STEPS="probe hostprobe cuptiprobe sweep torch external tier pycuda" SWEEP_ARGS="--max-size 64M" ROUND=1
 set -u
 B=${B:-/tmp/b}
 STEPS=${STEPS:-probe sweep torch}
@@ -40,6 +40,23 @@ for step in $STEPS; do
       echo "== rewrite"; timeout 200 "$CUX" record -q -o /tmp/tr --rewrite=pin -- "$B/probe" 4M 32M 68M | sed 's/^/rewrite /'
       echo "== rewrite_nocupti"; timeout 200 "$CUX" record -q -o /tmp/tr --cupti=off --rewrite=pin -- "$B/probe" 4M 32M 68M | sed 's/^/rewrite_nocupti /'
     done 2>&1 | tee "$OUT/probe.log" | grep -E "==|size=" ;;
+  hostprobe)  # what kind of host memory the pattern's DMA wants (probe --host)
+    cat /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/mm/transparent_hugepage/defrag 2>&1 | sed 's/^/thp /'
+    for round in $(seq "${PROBE_ROUNDS:-2}"); do
+      for h in pageable appreg collapse huge pinned; do
+        echo "== $h"; timeout 100 "$B/probe" --host $h 4M 32M 68M | sed "s/^/$h /"
+      done
+      echo "== rewrite"; timeout 100 "$CUX" record -q -o /tmp/tr --rewrite=pin -- "$B/probe" 4M 32M 68M | sed 's/^/rewrite /'
+    done 2>&1 | tee "$OUT/hostprobe.log" | grep -E "==|size=|collapse|thp" ;;
+  cuptiprobe)  # what CUPTI's activity tracing adds per copy, per setting, without cuxfer
+    CUPTI_LIB=$(dirname "$(find /usr/local/cuda/ -name 'libcupti.so' | head -1)")
+    g++ -O2 -std=c++17 -I/usr/local/cuda/include -I/usr/local/cuda/extras/CUPTI/include devtools/probe_cupti_cost.cpp \
+      -L/usr/local/cuda/lib64 -L"$CUPTI_LIB" -lcupti -lcudart -Wl,-rpath,/usr/local/cuda/lib64:"$CUPTI_LIB" -o "$B/pcc" || exit 1
+    for round in $(seq "${PROBE_ROUNDS:-2}"); do
+      for m in none memcpy memcpy_memset memcpy_ts memcpy_hostbuf memcpy_sharedbuf memcpy_flushperiod; do
+        timeout 60 "$B/pcc" $m 200
+      done
+    done 2>&1 | tee "$OUT/cuptiprobe.log" | tail -3 ;;
   sweep)
     timeout 420 bash bench/run_pattern_sweep.sh --build-dir "$B" --gpu --rounds 1 --first-round "${ROUND:-1}" \
       --modes "${SWEEP_MODES:-baseline,observe,rewrite}" ${SWEEP_ARGS:-} --raw "$OUT/sweep-r${ROUND:-1}.txt" \
