@@ -79,6 +79,8 @@ bool apply_block(BlockType type, std::string_view payload, Trace& t) {
     case BlockType::CuptiHandover:
       t.has_cupti_handover = decode(payload, t.cupti_handover);
       return t.has_cupti_handover;
+    case BlockType::PyCodes:
+      return decode(payload, t.py_codes);
     case BlockType::End:
       t.complete = true;
       return true;

@@ -19,6 +19,7 @@ struct Trace {
   std::vector<std::string> api_names;
   std::vector<ModuleInfo> modules;
   std::vector<CallSite> callsites;
+  std::vector<PyCode> py_codes;
   std::vector<Event> events;
   std::vector<GpuRecord> gpu_records;
   std::vector<std::string> notes;

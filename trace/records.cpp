@@ -123,6 +123,32 @@ bool decode(std::string_view in, std::vector<CallSite>& v) {
   return c.done();
 }
 
+void encode(const std::vector<PyCode>& v, std::string& out) {
+  put<uint32_t>(out, static_cast<uint32_t>(v.size()));
+  for (const auto& c : v) {
+    put(out, c.id);
+    put(out, c.version);
+    put(out, c.first_line);
+    put_str(out, c.filename);
+    put_str(out, c.qualname);
+    put_str(out, c.line_table);
+  }
+}
+
+bool decode(std::string_view in, std::vector<PyCode>& v) {
+  Cursor c(in);
+  uint32_t n = 0;
+  if (!c.get_count(n, 24)) return false;
+  for (uint32_t i = 0; i < n; ++i) {
+    PyCode x;
+    if (!c.get(x.id) || !c.get(x.version) || !c.get(x.first_line) || !c.get_str(x.filename) ||
+        !c.get_str(x.qualname) || !c.get_str(x.line_table))
+      return false;
+    v.push_back(std::move(x));
+  }
+  return c.done();
+}
+
 void encode(const Status& s, std::string& out) {
   put<uint8_t>(out, s.simulated ? 1 : 0);
   put<uint8_t>(out, static_cast<uint8_t>(s.cupti));

@@ -61,12 +61,25 @@ struct CuptiHandover {
   std::string reason;  // one line: which call, from which module
 };
 
+// A Python code object, sent once, when a captured stack first runs through
+// it (trace/python_frame.h). Lines are decoded by the analyzer from the
+// interpreter's own line table, whose format depends on `version`.
+struct PyCode {
+  uint32_t id = 0;
+  uint32_t version = 0;    // the interpreter's major << 8 | minor (0x030b: 3.11)
+  int32_t first_line = 0;  // co_firstlineno
+  std::string filename;    // co_filename, UTF-8
+  std::string qualname;    // co_qualname (3.11+), co_name before
+  std::string line_table;  // co_linetable's bytes; empty when it was too large to copy
+};
+
 // Encoders append to `out`.
 void encode(const ProcessInfo& p, std::string& out);
 void encode(const std::vector<ModuleInfo>& m, std::string& out);
 void encode(const std::vector<CallSite>& c, std::string& out);
 void encode(const Status& s, std::string& out);
 void encode(const CuptiHandover& h, std::string& out);
+void encode(const std::vector<PyCode>& c, std::string& out);
 void encode_strings(const std::vector<std::string>& v, std::string& out);
 
 bool decode(std::string_view in, ProcessInfo& p);
@@ -74,6 +87,7 @@ bool decode(std::string_view in, std::vector<ModuleInfo>& m);  // appends
 bool decode(std::string_view in, std::vector<CallSite>& c);    // appends
 bool decode(std::string_view in, Status& s);
 bool decode(std::string_view in, CuptiHandover& h);
+bool decode(std::string_view in, std::vector<PyCode>& c);      // appends
 bool decode_strings(std::string_view in, std::vector<std::string>& v);  // appends
 
 }  // namespace cuxfer::trace

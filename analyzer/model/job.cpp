@@ -1,11 +1,13 @@
 #include "analyzer/model/job.h"
 
 #include <algorithm>
+#include <string>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "analyzer/symbolize/frame_filter.h"
+#include "analyzer/symbolize/mixed_stack.h"
 #include "trace/prefault.h"
 
 namespace cuxfer::model {
@@ -104,23 +106,32 @@ class SiteIndex {
 };
 
 // Resolves every captured stack of one process and maps trace call-site ids to
-// job sites; stacks whose user frame is the same address share a site.
-SiteIndex build_sites(uint32_t process_index, const trace::Trace& t,
-                                                   symbolize::Symbolizer& symbolizer,
-                                                   std::vector<Site>& sites) {
+// job sites; stacks whose user frame is the same share a site: the same
+// return address, or for a Python frame the same file, line and function.
+SiteIndex build_sites(uint32_t process_index, const trace::Trace& t, symbolize::Symbolizer& symbolizer,
+                      symbolize::PythonFrames python_frames, std::vector<Site>& sites) {
   std::unordered_map<uint32_t, uint32_t> site_of_id;
   std::unordered_map<uint64_t, uint32_t> site_of_address;
+  std::unordered_map<std::string, uint32_t> site_of_line;
+  const symbolize::PyCodeIndex codes = symbolize::index_py_codes(t.py_codes);
   for (const auto& cs : t.callsites) {
     if (cs.frames.empty() || site_of_id.count(cs.id)) continue;
     Site site;
     site.process = process_index;
-    site.stack.reserve(cs.frames.size());
-    for (uint64_t addr : cs.frames) site.stack.push_back(symbolizer.resolve(t.modules, addr));
-    site.frame = site.stack[symbolize::choose_user_frame(site.stack)];
-    auto [it, inserted] =
-        site_of_address.try_emplace(site.frame.address, static_cast<uint32_t>(sites.size()));
-    if (inserted) sites.push_back(std::move(site));
-    site_of_id[cs.id] = it->second;
+    site.stack = symbolize::mixed_stack(cs.frames, t.modules, codes, symbolizer);
+    if (site.stack.empty()) continue;
+    site.frame = site.stack[symbolize::choose_user_frame(site.stack, python_frames)];
+    const uint32_t next = static_cast<uint32_t>(sites.size());
+    uint32_t index = next;
+    if (site.frame.python)
+      index = site_of_line
+                  .try_emplace(site.frame.file + '\0' + std::to_string(site.frame.line) + '\0' + site.frame.function,
+                               next)
+                  .first->second;
+    else
+      index = site_of_address.try_emplace(site.frame.address, next).first->second;
+    if (index == next) sites.push_back(std::move(site));
+    site_of_id[cs.id] = index;
   }
   return SiteIndex(site_of_id);
 }
@@ -192,7 +203,8 @@ uint64_t join_gpu_by_time(const trace::Trace& t, std::vector<Call>& calls, size_
 
 }  // namespace
 
-Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolizer) {
+Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolizer,
+              symbolize::PythonFrames python_frames) {
   Job job;
   job.processes.reserve(traces.size());
   size_t total_events = 0;
@@ -209,7 +221,7 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
 
   for (uint32_t pi = 0; pi < job.processes.size(); ++pi) {
     Process& p = job.processes[pi];
-    auto site_of_id = build_sites(pi, p.trace, symbolizer, job.sites);
+    auto site_of_id = build_sites(pi, p.trace, symbolizer, python_frames, job.sites);
     const size_t first_call = job.calls.size();
     auto gpu = p.gpu_timing ? index_gpu_records(p.trace) : std::unordered_map<uint32_t, GpuSum>{};
     p.gpu_record_call.assign(p.trace.gpu_records.size(), kNoCall);

@@ -10,6 +10,7 @@
 
 #include "analyzer/model/classify.h"
 #include "analyzer/symbolize/frame.h"
+#include "analyzer/symbolize/frame_filter.h"
 #include "analyzer/symbolize/symbolizer.h"
 #include "trace/reader.h"
 
@@ -108,7 +109,9 @@ class Job {
 };
 
 // Builds the model from traces already read. Takes ownership of them.
-Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolizer);
+// `python_frames`: which Python frame names a Python call site (frame_filter.h).
+Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolizer,
+              symbolize::PythonFrames python_frames = symbolize::PythonFrames::User);
 
 // Reads each path; a trace that cannot be used (missing, empty, foreign,
 // unsupported) adds one line to `errors` and is skipped.

@@ -16,7 +16,18 @@ bool is_shim_module(std::string_view module_path) {
 
 }  // namespace
 
+namespace {
+
+std::string python_display(const Frame& f, std::string_view file) {
+  std::string where = file.empty() ? std::string("<unknown>") : std::string(file);
+  if (f.line > 0) where += fmt::format(":{}", f.line);
+  return f.function.empty() ? where : where + " in " + f.function;
+}
+
+}  // namespace
+
 std::string Frame::display() const {
+  if (python) return python_display(*this, file);
   std::string s;
   if (!function.empty())
     s = function;
@@ -46,6 +57,7 @@ std::string short_function(std::string_view f) {
 }
 
 std::string Frame::short_display() const {
+  if (python) return python_display(*this, basename_of(file));
   if (function.empty()) return display();
   std::string s = short_function(function);
   // Namespaces of no name add width and no information in a table.
@@ -78,7 +90,31 @@ bool is_start_frame(const Frame& f) {
 
 bool is_simulated_cuda_frame(const Frame& f) { return f.file.find("/tests/simcuda/") != std::string::npos; }
 
-size_t choose_user_frame(const std::vector<Frame>& stack) {
+bool is_python_library_file(std::string_view file) {
+  if (file.empty() || file.starts_with("<")) return true;  // <frozen ...>, <string>: the interpreter's
+  if (file.find("/site-packages/") != std::string_view::npos || file.find("/dist-packages/") != std::string_view::npos)
+    return true;
+  // The standard library: .../lib/python3.N/<module>.py (or lib64).
+  for (std::string_view lib : {"/lib/python3.", "/lib64/python3."}) {
+    const size_t at = file.find(lib);
+    if (at == std::string_view::npos) continue;
+    const size_t slash = file.find('/', at + lib.size());
+    if (slash != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+size_t choose_user_frame(const std::vector<Frame>& stack, PythonFrames mode) {
+  // A Python program's site is a line of its own code: the innermost Python
+  // frame outside the interpreter's library and the installed frameworks
+  // (with PythonFrames::All, the innermost Python frame).
+  size_t first_python = stack.size();
+  for (size_t i = 0; i < stack.size(); ++i) {
+    if (!stack[i].python) continue;
+    if (first_python == stack.size()) first_python = i;
+    if (mode == PythonFrames::All || !is_python_library_file(stack[i].file)) return i;
+  }
+  if (first_python < stack.size()) return first_python;
   for (size_t i = 0; i < stack.size(); ++i) {
     const Frame& f = stack[i];
     if (is_cuda_or_shim_module(f.module) || is_static_cudart_function(f.function) ||

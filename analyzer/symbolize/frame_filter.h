@@ -1,7 +1,8 @@
-// Which frame of a captured stack is "the user's call site": the first frame,
-// innermost to outermost, that is not cuxfer itself, the CUDA driver or
-// runtime (shared or compiled into the executable), or the C runtime's start
-// code. Pure functions over names, unit-tested.
+// Which frame of a captured stack is "the user's call site": for a Python
+// program the innermost line of the user's own Python code; otherwise the
+// first frame, innermost to outermost, that is not cuxfer itself, the CUDA
+// driver or runtime (shared or compiled into the executable), or the C
+// runtime's start code. Pure functions over names, unit-tested.
 #pragma once
 
 #include <cstddef>
@@ -25,8 +26,20 @@ bool is_simulated_cuda_frame(const Frame& f);
 // libc/libstdc++ process start frames (_start, __libc_start_main, ...).
 bool is_start_frame(const Frame& f);
 
-// Index of the user's frame in `stack` (innermost first). When every frame is
-// filtered out, the first frame outside the shim; 0 for an empty stack.
-size_t choose_user_frame(const std::vector<Frame>& stack);
+// A Python file of the interpreter's own library (.../lib/python3.N/...),
+// an installed package (site-packages, dist-packages) or the interpreter
+// itself (<frozen ...>, <string>): not where a user's script makes its copies.
+bool is_python_library_file(std::string_view file);
+
+// Which Python frame names a call site: the innermost of the user's own
+// files (User), or the innermost of all (All: a framework's line).
+enum class PythonFrames { User, All };
+
+// Index of the user's frame in `stack` (innermost first): for a stack with
+// Python frames, the innermost Python frame `mode` accepts (else the innermost
+// Python frame); otherwise the innermost native frame that is not cuxfer, CUDA
+// or start code. When every frame is filtered out, the first frame outside
+// the shim; 0 for an empty stack.
+size_t choose_user_frame(const std::vector<Frame>& stack, PythonFrames mode = PythonFrames::User);
 
 }  // namespace cuxfer::symbolize

@@ -63,6 +63,10 @@ Config parse_config(char** env, bool secure_execution) {
     } else if (key == "CUXFER_STACK_DEPTH") {
       if (parse_uint(val, 0, kMaxStackDepth, n)) c.stack_depth = static_cast<uint32_t>(n);
       else bad("0..32");
+    } else if (key == "CUXFER_PYTHON_STACKS") {
+      bool b = true;
+      if (parse_bool(val, b)) c.python_stacks = b;
+      else bad("0 or 1");
     } else if (key == "CUXFER_CUPTI") {
       if (val == "auto") c.cupti = CuptiMode::Auto;
       else if (val == "off") c.cupti = CuptiMode::Off;

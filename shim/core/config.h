@@ -16,6 +16,9 @@ struct Config {
   std::string output_dir = ".";   // CUXFER_OUTPUT_DIR
   std::string trace_name;         // CUXFER_TRACE_NAME (default: executable basename)
   uint32_t stack_depth = 16;      // CUXFER_STACK_DEPTH, 0 = immediate call site only
+  // CUXFER_PYTHON_STACKS=0: no Python frames in call stacks (shim/python/).
+  // They are read only while stacks are captured (CUXFER_STACK_DEPTH > 0).
+  bool python_stacks = true;
   CuptiMode cupti = CuptiMode::Auto;  // CUXFER_CUPTI=auto|off
   std::string cupti_library;      // CUXFER_CUPTI_LIB: explicit libcupti path
   // CUXFER_CUPTI_KERNELS=1: also record kernels (CUPTI concurrent-kernel

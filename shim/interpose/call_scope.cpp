@@ -1,7 +1,10 @@
 #include "interpose/call_scope.h"
 
+#include <algorithm>
+
 #include "core/config.h"
 #include "memory/pointer_classifier.h"
+#include "python/python_stack.h"
 #include "record/fingerprint.h"
 
 namespace cuxfer::shim {
@@ -142,8 +145,10 @@ uint32_t capture_callsite(Recorder& rec, void* return_address) {
     last_address = address;
     return last_id;
   }
+  // Native frames, then the thread's Python frames (trace/python_frame.h).
   uint64_t frames[CallSiteTable::kMaxDepth];
-  uint32_t n = capture_stack(frames, rec.stack_depth(), return_address);
+  uint32_t n = capture_stack(frames, std::min(rec.stack_depth(), CallSiteTable::kMaxNativeDepth), return_address);
+  if (config().python_stacks) n += python::PythonStacks::instance().capture(frames + n, CallSiteTable::kMaxDepth - n);
   return rec.callsites().intern(frames, n);
 }
 

@@ -15,7 +15,9 @@ namespace cuxfer::shim {
 class CallSiteTable {
  public:
   static constexpr uint32_t kCapacity = 8192;
-  static constexpr uint32_t kMaxDepth = 32;
+  // Native frames (CUXFER_STACK_DEPTH, at most 32) and then Python frames.
+  static constexpr uint32_t kMaxNativeDepth = 32;
+  static constexpr uint32_t kMaxDepth = 64;
 
   CallSiteTable();
   // Id (>= 1) of this stack, or 0 when the table is full (counted as dropped).

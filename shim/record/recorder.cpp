@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "interpose/symbol_table.h"
 #include "memory/pointer_classifier.h"
+#include "python/python_stack.h"
 #include "record/cupti_collector.h"
 #include "memory/host_ranges.h"
 #include "rewrite/pinned_rewrite.h"
@@ -318,6 +319,19 @@ void Recorder::write_cycle(bool final) {
     trace::encode(modules, payload);
     writer_->write_block(trace::BlockType::Modules, payload);
   }
+  // Code objects before the sites: a site's Python frames were interned
+  // before the site itself, so every code a collected site names is here.
+  std::vector<trace::PyCode> codes;
+  python::PythonStacks::instance().collect_new(codes);
+  if (!codes.empty()) {
+    payload.clear();
+    trace::encode(codes, payload);
+    writer_->write_block(trace::BlockType::PyCodes, payload);
+  }
+  for (std::string line; python::PythonStacks::instance().take_note(line);) {
+    log::info(line);
+    notes_.push_back(std::move(line));
+  }
   std::vector<trace::CallSite> sites;
   callsites_.collect_new(sites);
   if (!sites.empty()) {
@@ -441,6 +455,7 @@ void Recorder::after_fork_child() {
     r.state.store(&r == mine ? EventRing::kOwned : EventRing::kFree, std::memory_order_relaxed);
   });
   callsites_.mark_all_unwritten();
+  python::PythonStacks::instance().mark_all_unwritten();
   modules_.forget_written();
   t_state.tid = static_cast<uint32_t>(gettid());
   int s = state_.load(std::memory_order_relaxed);

@@ -93,13 +93,14 @@ TEST(CallSiteTable, EmptyStackHasNoId) {
 
 TEST(CallSiteTable, DepthIsCapped) {
   auto& t = fresh_table();
-  Stack deep1 = stack_for(1, 40), deep2 = stack_for(1, 40);
-  deep2[35] = 0xdead;  // differs only beyond kMaxDepth
+  constexpr uint32_t kDeep = CallSiteTable::kMaxDepth + 8;
+  Stack deep1 = stack_for(1, kDeep), deep2 = stack_for(1, kDeep);
+  deep2[CallSiteTable::kMaxDepth + 3] = 0xdead;  // differs only beyond kMaxDepth
   uint32_t id = intern(t, deep1);
   EXPECT_GE(id, 1u);
   EXPECT_EQ(intern(t, deep2), id);
   Stack capped(deep1.begin(), deep1.begin() + CallSiteTable::kMaxDepth);
-  EXPECT_EQ(intern(t, capped), id);  // the same as its first 32 frames
+  EXPECT_EQ(intern(t, capped), id);  // the same as its first kMaxDepth frames
   auto sites = collect(t);
   ASSERT_EQ(sites.size(), 1u);
   EXPECT_EQ(sites[id].size(), CallSiteTable::kMaxDepth);

@@ -1,0 +1,390 @@
+#include "python/python_stack.h"
+
+#include <dlfcn.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "core/clock.h"
+#include "interpose/symbol_table.h"
+#include "trace/python_frame.h"
+
+namespace cuxfer::shim::python {
+
+namespace {
+
+constexpr uint64_t kRetryNs = 200'000'000;  // look for an interpreter again at most every 200 ms
+constexpr int64_t kMaxStringChars = 4096;
+constexpr int64_t kMaxLineTableBytes = 1 << 20;
+
+// --- reading the interpreter's memory ------------------------------------------------
+
+template <ReadMode M>
+bool read_bytes(uint64_t addr, void* dst, size_t n) noexcept {
+  if (addr == 0) return false;
+  if constexpr (M == ReadMode::Direct) {
+    std::memcpy(dst, reinterpret_cast<const void*>(addr), n);
+    return true;
+  } else {
+    // A bad address fails the call instead of faulting.
+    iovec local{dst, n}, remote{reinterpret_cast<void*>(addr), n};
+    return syscall(SYS_process_vm_readv, getpid(), &local, 1, &remote, 1, 0) == static_cast<long>(n);
+  }
+}
+
+template <ReadMode M, typename T>
+bool get(uint64_t addr, T& v) noexcept {
+  return read_bytes<M>(addr, &v, sizeof v);
+}
+
+void append_utf8(std::string& s, uint32_t cp) {
+  if (cp < 0x80) {
+    s.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    s.push_back(static_cast<char>(0xc0 | (cp >> 6)));
+    s.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+  } else if (cp < 0x10000) {
+    s.push_back(static_cast<char>(0xe0 | (cp >> 12)));
+    s.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
+    s.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+  } else {
+    s.push_back(static_cast<char>(0xf0 | (cp >> 18)));
+    s.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3f)));
+    s.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
+    s.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+  }
+}
+
+// A str object's text as UTF-8: compact strings only (every code object's
+// names are), 1, 2 or 4 bytes per character.
+template <ReadMode M>
+bool read_unicode(const PyLayout& l, uint64_t unicode_type, uint64_t obj, std::string& out) {
+  uint64_t type = 0;
+  uint32_t state = 0;
+  int64_t length = 0;
+  if (!get<M>(obj + l.object_type, type) || type != unicode_type || !get<M>(obj + l.str_state, state) ||
+      !get<M>(obj + l.str_length, length))
+    return false;
+  const uint32_t kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+  if (!compact || length < 0 || length > kMaxStringChars || (kind != 1 && kind != 2 && kind != 4)) return false;
+  const uint64_t data = obj + (ascii ? l.str_ascii_size : l.str_compact_size);
+  std::string raw(static_cast<size_t>(length) * kind, '\0');
+  if (length && !read_bytes<M>(data, raw.data(), raw.size())) return false;
+  out.clear();
+  if (kind == 1 && ascii) {
+    out = std::move(raw);
+    return true;
+  }
+  out.reserve(raw.size());
+  for (int64_t i = 0; i < length; ++i) {
+    uint32_t cp = 0;
+    if (kind == 1) cp = static_cast<unsigned char>(raw[i]);
+    else if (kind == 2) cp = static_cast<uint32_t>(static_cast<unsigned char>(raw[2 * i])) |
+                            static_cast<uint32_t>(static_cast<unsigned char>(raw[2 * i + 1])) << 8;
+    else std::memcpy(&cp, raw.data() + 4 * i, 4);
+    append_utf8(out, cp > 0x10ffff ? 0xfffd : cp);
+  }
+  return true;
+}
+
+template <ReadMode M>
+bool read_pybytes(const PyLayout& l, uint64_t bytes_type, uint64_t obj, std::string& out) {
+  uint64_t type = 0;
+  int64_t size = 0;
+  if (!get<M>(obj + l.object_type, type) || type != bytes_type || !get<M>(obj + l.bytes_size, size) || size < 0)
+    return false;
+  if (size > kMaxLineTableBytes) {  // kept out: lines of this code are unknown, not wrong
+    out.clear();
+    return true;
+  }
+  out.assign(static_cast<size_t>(size), '\0');
+  return size == 0 || read_bytes<M>(obj + l.bytes_data, out.data(), out.size());
+}
+
+uint32_t parse_version_string(const char* v) {
+  int major = 0, minor = 0;
+  if (!v || std::sscanf(v, "%d.%d", &major, &minor) != 2 || major < 0 || major > 255 || minor < 0 || minor > 255)
+    return 0;
+  return static_cast<uint32_t>(major << 8 | minor);
+}
+
+std::string version_text(uint32_t v) { return std::to_string(v >> 8) + "." + std::to_string(v & 0xff); }
+
+uint64_t mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return x;
+}
+
+}  // namespace
+
+// --- code table ----------------------------------------------------------------------
+
+CodeTable::CodeTable()
+    // Zeroed pages from the kernel: touched only as code objects are met.
+    : entries_(static_cast<Entry*>(std::calloc(kCapacity, sizeof(Entry)))) {}
+
+CodeTable::~CodeTable() {
+  if (!entries_) return;
+  for (uint32_t i = 0; i < kCapacity; ++i)
+    if (entries_[i].state.load(std::memory_order_acquire) == 2) delete entries_[i].code;
+  std::free(entries_);
+}
+
+uint32_t CodeTable::intern(const Key& key, Fill fill, void* ctx) noexcept {
+  if (!entries_) return 0;
+  const uint64_t h = mix(key.code ^ mix(key.filename) ^ mix(key.qualname + static_cast<uint32_t>(key.first_line)));
+  for (uint32_t probe = 0; probe < kCapacity; ++probe) {
+    const uint32_t i = static_cast<uint32_t>((h + probe) & (kCapacity - 1));
+    Entry& e = entries_[i];
+    uint32_t st = e.state.load(std::memory_order_acquire);
+    if (st == 0 && e.state.compare_exchange_strong(st, 1, std::memory_order_acq_rel)) {
+      e.key = key;
+      trace::PyCode* c = new (std::nothrow) trace::PyCode;
+      bool ok = c != nullptr;
+      if (ok) {
+        try {
+          ok = fill(ctx, *c);
+        } catch (...) {  // std::string out of memory: this code object stays unnamed
+          ok = false;
+        }
+      }
+      if (!ok) {
+        delete c;
+        e.state.store(3, std::memory_order_release);
+        return 0;
+      }
+      c->id = i + 1;
+      e.code = c;
+      e.state.store(2, std::memory_order_release);
+      return i + 1;
+    }
+    // st is what the slot holds now: ready or failed entries can be compared.
+    if ((st == 2 || st == 3) && e.key == key) return st == 2 ? i + 1 : 0;
+  }
+  dropped_.fetch_add(1, std::memory_order_relaxed);
+  return 0;
+}
+
+void CodeTable::collect_new(std::vector<trace::PyCode>& out) {
+  if (!entries_) return;
+  for (uint32_t i = 0; i < kCapacity; ++i) {
+    Entry& e = entries_[i];
+    if (e.written || e.state.load(std::memory_order_acquire) != 2) continue;
+    out.push_back(*e.code);
+    e.written = true;
+  }
+}
+
+void CodeTable::mark_all_unwritten() {
+  if (!entries_) return;
+  for (uint32_t i = 0; i < kCapacity; ++i) entries_[i].written = false;
+}
+
+// --- the interpreter -----------------------------------------------------------------
+
+PythonStacks& PythonStacks::instance() {
+  static PythonStacks* s = new PythonStacks;  // never destroyed: copies may come from atexit handlers
+  return *s;
+}
+
+bool PythonStacks::take_note(std::string& note) {
+  std::lock_guard<std::mutex> lock(note_mutex_);
+  if (notes_.empty()) return false;
+  note = std::move(notes_.front());
+  notes_.erase(notes_.begin());
+  return true;
+}
+
+void PythonStacks::turn_off(const std::string& why) noexcept {
+  state_.store(kOff, std::memory_order_release);
+  try {
+    std::lock_guard<std::mutex> lock(note_mutex_);
+    notes_.push_back("no Python frames in call stacks: " + why);
+  } catch (...) {
+  }
+}
+
+void PythonStacks::resolve(uint64_t now) noexcept {
+  if (now < next_try_ns_.load(std::memory_order_relaxed)) return;
+  int expected = kUnresolved;
+  if (!state_.compare_exchange_strong(expected, kResolving, std::memory_order_acq_rel)) return;
+  next_try_ns_.store(now + kRetryNs, std::memory_order_relaxed);
+  try {
+    resolve_interpreter();
+  } catch (...) {  // out of memory while naming it: no Python frames, nothing else lost
+    state_.store(kOff, std::memory_order_release);
+  }
+}
+
+void PythonStacks::resolve_interpreter() {
+  auto sym = [](const char* name) { return real_dlsym(RTLD_DEFAULT, name); };
+  Api a;
+  a.is_initialized = reinterpret_cast<int (*)()>(sym("Py_IsInitialized"));
+  if (!a.is_initialized || !a.is_initialized()) {  // no interpreter (yet): look again later
+    state_.store(kUnresolved, std::memory_order_release);
+    return;
+  }
+  uint32_t version = 0;
+  if (const void* v = sym("Py_Version")) {  // 3.11+: PY_VERSION_HEX
+    unsigned long hex = 0;
+    std::memcpy(&hex, v, sizeof hex);
+    version = static_cast<uint32_t>((hex >> 16) & 0xffff);
+  } else if (auto get_version = reinterpret_cast<const char* (*)()>(sym("Py_GetVersion"))) {
+    version = parse_version_string(get_version());
+  }
+  if (version == 0) return turn_off("the interpreter's version could not be read");
+  const std::string name = "CPython " + version_text(version);
+  if (sym("_Py_NegativeRefcount")) return turn_off(name + " is a debug build, whose objects are laid out differently");
+  std::string why;
+  const char* source = "from its headers";
+  if (version >= 0x030d) {
+    if (!layout_from_debug_offsets(sym("_PyRuntime"), version, layout_, why)) return turn_off(name + ": " + why);
+    source = "from its _Py_DebugOffsets";
+  } else if (const PyLayout* l = generated_layout(version)) {
+    layout_ = *l;
+  } else {
+    return turn_off(name + ": no frame layout for this version (3.10 to 3.13 are known)");
+  }
+  a.this_thread_state = reinterpret_cast<void* (*)()>(sym("PyGILState_GetThisThreadState"));
+  a.main_interpreter = reinterpret_cast<void* (*)()>(sym("PyInterpreterState_Main"));
+  a.code_type = reinterpret_cast<uint64_t>(sym("PyCode_Type"));
+  a.unicode_type = reinterpret_cast<uint64_t>(sym("PyUnicode_Type"));
+  a.bytes_type = reinterpret_cast<uint64_t>(sym("PyBytes_Type"));
+  a.is_finalizing = reinterpret_cast<int (*)()>(sym(version >= 0x030d ? "Py_IsFinalizing" : "_Py_IsFinalizing"));
+  if (!a.this_thread_state || !a.main_interpreter || !a.code_type || !a.unicode_type || !a.bytes_type)
+    return turn_off(name + ": a function or type the walk needs is not exported");
+  api_ = a;
+  try {
+    std::lock_guard<std::mutex> lock(note_mutex_);
+    notes_.push_back("Python frames in call stacks: " + name + " (frame layout " + source + ")");
+  } catch (...) {
+  }
+  state_.store(kReady, std::memory_order_release);
+}
+
+template <ReadMode M>
+uint32_t PythonStacks::intern_code(uint64_t code) noexcept {
+  const PyLayout& l = layout_;
+  CodeTable::Key k;
+  k.code = code;
+  const uint32_t name_field = l.code_qualname != kNoField ? l.code_qualname : l.code_name;
+  if (!get<M>(code + l.code_filename, k.filename) || !get<M>(code + name_field, k.qualname) ||
+      !get<M>(code + l.code_line_table, k.line_table) || !get<M>(code + l.code_first_line, k.first_line))
+    return 0;
+  struct Ctx {
+    const PythonStacks* self;
+    const CodeTable::Key* key;
+  } ctx{this, &k};
+  auto fill = [](void* p, trace::PyCode& out) -> bool {
+    const Ctx& c = *static_cast<const Ctx*>(p);
+    const PyLayout& lay = c.self->layout_;
+    out.version = lay.version;
+    out.first_line = c.key->first_line;
+    return read_unicode<M>(lay, c.self->api_.unicode_type, c.key->filename, out.filename) &&
+           read_unicode<M>(lay, c.self->api_.unicode_type, c.key->qualname, out.qualname) &&
+           read_pybytes<M>(lay, c.self->api_.bytes_type, c.key->line_table, out.line_table);
+  };
+  return codes_.intern(k, fill, &ctx);
+}
+
+template <ReadMode M>
+uint32_t PythonStacks::walk(uint64_t tstate, uint64_t* out, uint32_t max, bool& failed) noexcept {
+  const PyLayout& l = layout_;
+  uint64_t frame = 0;
+  if (l.model == FrameModel::Interp311 || l.model == FrameModel::Interp312) {
+    uint64_t cframe = 0;
+    if (!get<M>(tstate + l.ts_cframe, cframe)) return failed = true, 0;
+    if (!cframe) return 0;
+    if (!get<M>(cframe + l.cframe_current_frame, frame)) return failed = true, 0;
+  } else if (!get<M>(tstate + l.ts_frame, frame)) {
+    return failed = true, 0;
+  }
+  uint32_t n = 0;
+  for (uint32_t steps = 0; frame && n < max && steps < 1024; ++steps) {
+    uint64_t code = 0, previous = 0;
+    uint8_t owner = 0;
+    if (!get<M>(frame + l.frame_code, code) || !get<M>(frame + l.frame_previous, previous) ||
+        (l.frame_owner != kNoField && !get<M>(frame + l.frame_owner, owner)))
+      return failed = true, n;
+    if (owner == kOwnedByCStack && (l.model == FrameModel::Interp312 || l.model == FrameModel::Interp313)) {
+      // An eval-loop entry: the Python frame just inside it is its outermost.
+      if (n) out[n - 1] |= trace::kPythonEntryBit;
+      frame = previous;
+      continue;
+    }
+    uint64_t type = 0;
+    if (!get<M>(code + l.object_type, type) || type != api_.code_type) return failed = true, n;
+    uint32_t offset = 0;
+    bool entry = false;
+    if (l.model == FrameModel::Legacy310) {
+      int32_t lasti = 0;
+      if (!get<M>(frame + l.frame_instr, lasti)) return failed = true, n;
+      offset = lasti > 0 ? static_cast<uint32_t>(lasti) * 2 : 0;
+      entry = true;  // every 3.10 frame runs in its own eval-loop call
+    } else {
+      uint64_t instr = 0;
+      if (!get<M>(frame + l.frame_instr, instr)) return failed = true, n;
+      const uint64_t bytecode = code + l.code_bytecode;
+      if (instr < bytecode || instr - bytecode > 0xffffffffull) {  // being set up: not running yet
+        frame = previous;
+        continue;
+      }
+      offset = static_cast<uint32_t>(instr - bytecode);
+      if (l.model == FrameModel::Interp311) {
+        uint8_t is_entry = 0;
+        if (!get<M>(frame + l.frame_is_entry, is_entry)) return failed = true, n;
+        entry = is_entry != 0;
+      }
+    }
+    out[n++] = trace::encode_python_frame(intern_code<M>(code), offset, entry);
+    frame = previous;
+  }
+  return n;
+}
+
+uint32_t PythonStacks::capture(uint64_t* out, uint32_t max) noexcept {
+  if (max == 0) return 0;
+  if (state_.load(std::memory_order_acquire) != kReady) {
+    if (state_.load(std::memory_order_acquire) != kUnresolved) return 0;
+    resolve(now_ns());
+    if (state_.load(std::memory_order_acquire) != kReady) return 0;
+  }
+  // Before and after the interpreter's life the thread-state key is not
+  // valid (an uninitialised key reads another library's thread-local).
+  if (!api_.is_initialized() || (api_.is_finalizing && api_.is_finalizing())) return 0;
+  const auto tstate = reinterpret_cast<uint64_t>(api_.this_thread_state());
+  if (!tstate) return 0;  // a thread the interpreter never saw
+  const auto main = reinterpret_cast<uint64_t>(api_.main_interpreter());
+  bool failed = false;
+  uint32_t n = 0;
+  uint64_t interp = 0;
+  if (checked_walks_.load(std::memory_order_relaxed) < kCheckedWalks) {
+    if (!get<ReadMode::Checked>(tstate + layout_.ts_interp, interp)) failed = true;
+    else if (interp != main) return 0;  // a subinterpreter's thread: not walked
+    else n = walk<ReadMode::Checked>(tstate, out, max, failed);
+    if (!failed && n) checked_walks_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    get<ReadMode::Direct>(tstate + layout_.ts_interp, interp);
+    if (interp != main) return 0;
+    n = walk<ReadMode::Direct>(tstate, out, max, failed);
+  }
+  if (failed) {
+    state_.store(kOff, std::memory_order_release);
+    try {
+      turn_off("a frame of CPython " + version_text(layout_.version) +
+               " did not read as its layout says (a build this walk does not know)");
+    } catch (...) {
+    }
+    return 0;
+  }
+  return n;
+}
+
+}  // namespace cuxfer::shim::python

@@ -1,0 +1,123 @@
+// The calling thread's Python stack, read by the thread itself without the
+// GIL and without a profile hook (most copies are made with the GIL released:
+// PyTorch's Tensor.to, ctypes calls; and torch.profiler's own hook would not
+// compose with ours).
+//
+// The interpreter is found lazily (the shim loads before it starts), in a
+// shared libpython or in the executable: its version from Py_Version (or
+// Py_GetVersion before 3.11), its layout from python/layout.h. The thread's
+// state comes from PyGILState_GetThisThreadState, which reads a thread-local
+// and takes no lock; its frames are stable while the thread is in our hook,
+// and every code object they hold is alive. The first walks read memory
+// through process_vm_readv, so that a layout that does not match faults
+// nowhere: a failed read or a code object of the wrong type turns Python
+// stacks off with one note. Once those walks passed, frames are read directly.
+//
+// Each code object is copied once, on first sight (file name, qualified name,
+// first line, line table) and sent to the trace as a PyCode; lines are
+// decoded offline by the analyzer. Never a guess: an unknown version, a debug
+// build, a free-threaded build or a failed check means no Python frames, said
+// once in the trace's notes.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "python/layout.h"
+#include "trace/records.h"
+
+namespace cuxfer::shim::python {
+
+// Code objects seen in stacks, interned into ids (>= 1). Lock-free like the
+// call-site table: a new code object claims a slot with one CAS.
+class CodeTable {
+ public:
+  static constexpr uint32_t kCapacity = 16384;
+
+  // What identifies a code object beyond its address (which a freed one's
+  // successor may reuse): the objects it points to and its first line.
+  struct Key {
+    uint64_t code = 0, filename = 0, qualname = 0, line_table = 0;
+    int32_t first_line = 0;
+    bool operator==(const Key& o) const {
+      return code == o.code && filename == o.filename && qualname == o.qualname && line_table == o.line_table &&
+             first_line == o.first_line;
+    }
+  };
+  // The id of `key`, or 0 when the table is full or `fill` failed. `fill`
+  // copies the code object's contents; it is called at most once per new key.
+  using Fill = bool (*)(void* ctx, trace::PyCode& out);
+  uint32_t intern(const Key& key, Fill fill, void* ctx) noexcept;
+  void collect_new(std::vector<trace::PyCode>& out);
+  void mark_all_unwritten();
+  uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+
+  CodeTable();
+  ~CodeTable();
+  CodeTable(const CodeTable&) = delete;
+  CodeTable& operator=(const CodeTable&) = delete;
+
+ private:
+  struct Entry {
+    std::atomic<uint32_t> state;  // 0 empty, 1 being filled, 2 ready, 3 fill failed
+    Key key;
+    trace::PyCode* code;
+    bool written;  // writer thread only
+  };
+  Entry* entries_;
+  std::atomic<uint64_t> dropped_{0};
+};
+
+enum class ReadMode : uint8_t { Checked, Direct };
+
+class PythonStacks {
+ public:
+  static PythonStacks& instance();
+
+  // Writes the calling thread's Python frames, innermost first, encoded as in
+  // trace/python_frame.h, to out[0, max); returns how many. 0 when the thread
+  // runs no Python, the interpreter is not (yet) known, or stacks are off.
+  // Never throws, never blocks.
+  uint32_t capture(uint64_t* out, uint32_t max) noexcept;
+
+  // Writer thread: code objects not yet in the trace, and one note each time
+  // the state is decided (which interpreter, or why no Python frames).
+  void collect_new(std::vector<trace::PyCode>& out) { codes_.collect_new(out); }
+  bool take_note(std::string& note);
+  void mark_all_unwritten() { codes_.mark_all_unwritten(); }  // fork child: a new trace
+
+  // For tests: how many walks are read through process_vm_readv first.
+  static constexpr uint32_t kCheckedWalks = 32;
+
+ private:
+  enum State : int { kUnresolved, kResolving, kReady, kOff };
+  struct Api {
+    int (*is_initialized)() = nullptr;
+    int (*is_finalizing)() = nullptr;
+    void* (*this_thread_state)() = nullptr;
+    void* (*main_interpreter)() = nullptr;
+    uint64_t code_type = 0, unicode_type = 0, bytes_type = 0;
+  };
+
+  void resolve(uint64_t now) noexcept;
+  void resolve_interpreter();  // may throw std::bad_alloc (strings); resolve() catches
+  void turn_off(const std::string& why) noexcept;
+  template <ReadMode M>
+  uint32_t walk(uint64_t tstate, uint64_t* out, uint32_t max, bool& failed) noexcept;
+  template <ReadMode M>
+  uint32_t intern_code(uint64_t code) noexcept;
+
+  std::atomic<int> state_{kUnresolved};
+  std::atomic<uint64_t> next_try_ns_{0};
+  std::atomic<uint32_t> checked_walks_{0};
+  Api api_;
+  PyLayout layout_{};
+  CodeTable codes_;
+  std::mutex note_mutex_;  // held only to hand one string over
+  std::vector<std::string> notes_;
+};
+
+}  // namespace cuxfer::shim::python
