@@ -96,6 +96,9 @@ std::string describe(const std::vector<DiffClassCount>& v, const model::Transfer
 }  // namespace
 
 std::string site_key(const symbolize::Frame& f) {
+  // A Python line: its function, file and line (docs/diff.md: edits of the
+  // script move lines, so a moved copy is another site).
+  if (f.python) return fmt::format("py!{} ({}:{})", f.function, f.file, f.line);
   std::string module = f.has_module() ? basename_of(f.module) : "?";
   if (!f.function.empty()) {
     if (!f.file.empty()) return fmt::format("{}!{} ({}:{})", module, f.function, f.file, f.line);

@@ -34,6 +34,10 @@ Options:
                   write to FILE instead of standard output
   --no-symbols    do not open the traced binaries; name frames module+offset
   --sysroot DIR   look for the traced binaries under DIR first
+  --python-frames user|all
+                  which Python frame names a Python program's call site: the
+                  innermost line of its own files (user, the default) or the
+                  innermost Python frame, a framework's included (all)
   -h, --help      show this help
 
 Exit status: 0 comparison written; 1 a run has no readable trace; 2 usage error.
@@ -87,7 +91,7 @@ int run_diff(std::vector<std::string> args) {
       return 1;
     }
     for (const auto& t : traces) used[i].push_back(t.path);
-    jobs.push_back(model::build_job(std::move(traces), *symbolizer));
+    jobs.push_back(model::build_job(std::move(traces), *symbolizer, symbols.python_frames));
   }
   analyses::Diff d = analyses::diff_jobs(jobs[0], jobs[1]);
   d.base.traces = used[0];

@@ -26,6 +26,10 @@ Options:
   --perfetto FILE write the trace-event JSON to FILE ('-': standard output)
   --no-symbols    do not open the traced binaries; name frames module+offset
   --sysroot DIR   look for the traced binaries under DIR first
+  --python-frames user|all
+                  which Python frame names a Python program's call site: the
+                  innermost line of its own files (user, the default) or the
+                  innermost Python frame, a framework's included (all)
   -h, --help      show this help
 
 Exit status: 0 written; 1 no trace could be read; 2 usage error.
@@ -67,7 +71,7 @@ int run_export(std::vector<std::string> args) {
   auto traces = load_traces(paths, "cuxfer export", errors);
   if (traces.empty()) return 1;
   auto symbolizer = symbols.make();
-  model::Job job = model::build_job(std::move(traces), *symbolizer);
+  model::Job job = model::build_job(std::move(traces), *symbolizer, symbols.python_frames);
   return write_output(output, render::render_perfetto(job), "cuxfer export") ? 0 : 1;
 }
 

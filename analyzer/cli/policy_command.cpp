@@ -40,6 +40,9 @@ Options:
   --no-symbols       do not open the traced binaries (readable names are then
                      module+offset only; the sites are the same)
   --sysroot DIR      look for the traced binaries under DIR first
+  --python-frames user|all
+                     which Python frame names a Python call site (as for
+                     cuxfer report)
   --profile FILE     estimate from this machine profile (cuxfer calibrate)
   --no-profile       estimate without a machine profile
   -q, --quiet        no summary
@@ -133,7 +136,7 @@ int run_policy(std::vector<std::string> args) {
   auto traces = load_traces(paths, "cuxfer policy", errors);
   if (traces.empty()) return 1;
   auto symbolizer = symbols.make();
-  model::Job job = model::build_job(std::move(traces), *symbolizer);
+  model::Job job = model::build_job(std::move(traces), *symbolizer, symbols.python_frames);
   std::optional<model::MachineProfile> profile;
   std::string profile_note;
   if (!choose_profile(job, profile_path, no_profile, "cuxfer policy", profile, profile_note)) return 1;

@@ -40,6 +40,12 @@ Options:
   --no-symbols    do not open the traced binaries; name frames module+offset
   --sysroot DIR   look for the traced binaries under DIR first (traces from
                   another machine, its files copied under DIR with their paths)
+  --python-frames user|all
+                  which Python frame names a Python program's call site: the
+                  innermost line of its own files (user, the default) or the
+                  innermost Python frame, a framework's included (all)
+  --stack         under the call-site table, each listed site's whole stack,
+                  Python and native frames interleaved in call order
   --profile FILE  estimate from this machine profile (cuxfer calibrate);
                   default: the profile of the traces' host in the profile
                   directory, if there is one
@@ -56,7 +62,7 @@ int run_report(std::vector<std::string> args) {
   SymbolOptions symbols;
   std::optional<size_t> top;
   std::string output, profile_path, html;
-  bool no_profile = false;
+  bool no_profile = false, stacks = false;
   std::vector<std::string> paths;
   while (!in.done() && !in.failed()) {
     std::string value;
@@ -83,6 +89,8 @@ int run_report(std::vector<std::string> args) {
       profile_path = value;
     } else if (in.flag("no-profile")) {
       no_profile = true;
+    } else if (in.flag("stack")) {
+      stacks = true;
     } else {
       in.reject_unknown();
     }
@@ -105,7 +113,7 @@ int run_report(std::vector<std::string> args) {
   auto traces = load_traces(paths, "cuxfer report", errors);
   if (traces.empty()) return 1;  // each path already has its one line
   auto symbolizer = symbols.make();
-  model::Job job = model::build_job(std::move(traces), *symbolizer);
+  model::Job job = model::build_job(std::move(traces), *symbolizer, symbols.python_frames);
   std::optional<model::MachineProfile> profile;
   std::string profile_note;
   if (!choose_profile(job, profile_path, no_profile, "cuxfer report", profile, profile_note)) return 1;
@@ -134,6 +142,7 @@ int run_report(std::vector<std::string> args) {
     render::TextOptions o;
     o.width = output.empty() || output == "-" ? render::terminal_width() : 100;
     o.top_sites = top.value_or(10);
+    o.stacks = stacks;
     text = render::render_text(report, o);
   }
   return write_output(output, text, "cuxfer report") ? 0 : 1;

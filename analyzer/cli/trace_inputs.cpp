@@ -23,6 +23,12 @@ bool SymbolOptions::take(ArgReader& in) {
     enabled = false;
     return true;
   }
+  if (in.option("python-frames", 0, value)) {
+    if (value == "user") python_frames = symbolize::PythonFrames::User;
+    else if (value == "all") python_frames = symbolize::PythonFrames::All;
+    else in.fail("--python-frames takes user or all, got '" + value + "'");
+    return true;
+  }
   if (in.option("sysroot", 0, value)) {
     sysroot = value;
     while (sysroot.size() > 1 && sysroot.back() == '/') sysroot.pop_back();

@@ -15,11 +15,12 @@
 
 namespace cuxfer::cli {
 
-// --no-symbols and --sysroot DIR.
+// --no-symbols, --sysroot DIR and --python-frames user|all.
 struct SymbolOptions {
   bool enabled = true;
   std::string sysroot;  // without trailing '/'
-  // Consumes one of the two options if it is next; false otherwise.
+  symbolize::PythonFrames python_frames = symbolize::PythonFrames::User;
+  // Consumes one of the options if it is next; false otherwise.
   bool take(ArgReader& in);
   std::unique_ptr<symbolize::Symbolizer> make() const {
     return symbolize::make_symbolizer(enabled, sysroot);

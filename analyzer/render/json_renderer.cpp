@@ -14,7 +14,8 @@ json opt(const std::optional<T>& v) {
 
 json frame_json(const symbolize::Frame& f) {
   return {{"address", f.address},   {"module", f.module}, {"offset", f.offset},
-          {"function", f.function}, {"file", f.file},     {"line", f.line}};
+          {"function", f.function}, {"file", f.file},     {"line", f.line},
+          {"python", f.python}};
 }
 
 json alloc_json(const analyses::AllocTotals& a) {

@@ -377,6 +377,22 @@ void callsites(std::string& out, const Report& r, size_t width, size_t top) {
   t.render(out, width);
 }
 
+// Innermost first, as captured: Python frames where their interpreter loop
+// ran, native frames around them.
+void callsite_stacks(std::string& out, const Report& r, size_t top) {
+  if (r.callsites.empty()) return;
+  out += "\nCall stacks of those sites (innermost first; \"*\" marks the frame that names the site)\n";
+  for (size_t i = 0; i < r.callsites.size() && i < top; ++i) {
+    const auto& s = r.callsites[i];
+    out += fmt::format("  #{} {}\n", s.id, s.frame.short_display());
+    if (s.stack.empty()) out += "      (no stack captured)\n";
+    for (const auto& f : s.stack) {
+      const bool chosen = f.address == s.frame.address && f.python == s.frame.python;
+      out += fmt::format("    {} {}{}\n", chosen ? '*' : ' ', f.python ? "py  " : "", f.display());
+    }
+  }
+}
+
 void findings(std::string& out, const Report& r, size_t width) {
   out += "\nFindings\n";
   if (r.findings.empty()) {
@@ -461,6 +477,7 @@ std::string render_text(const Report& r, const TextOptions& o) {
   peer_pairs(out, r, width);
   apis(out, r, width);
   callsites(out, r, width, o.top_sites);
+  if (o.stacks) callsite_stacks(out, r, o.top_sites);
   findings(out, r, width);
   processes(out, r, width);
   if (!r.notes.empty()) {

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Python call sites end to end, per CPython version (stdlib only).
+
+  run_python_stacks.py --cuxfer B/bin/cuxfer --shim B/lib/libcuxfer.so
+      --libcudart B/simcuda/lib/libcudart.so --python 3.11 --workdir DIR
+
+Runs testapps/python/python_copies.py under `cuxfer record` with that
+interpreter on the simulated CUDA and checks, from `cuxfer report --json`:
+
+  - the trace says which interpreter it read ("Python frames in call stacks:
+    CPython 3.N");
+  - every copy is reported at the line of the script that made it (the
+    script's "# site:" markers), with the count the script makes: from the
+    main thread, from a threading.Thread, from 4 threads at once, all with
+    the GIL released (ctypes);
+  - a copy made inside a package under site-packages/ is reported at the
+    script's line that called it, and with --python-frames all at the
+    package's own line;
+  - each site's stack runs from the copy out to <module>, Python frames in
+    call order; `report --stack` prints them;
+  - CUXFER_PYTHON_STACKS=0: no Python frame anywhere.
+
+With --unsupported (a version the shim has no layout for, 3.9 here): the
+script runs and its copies are recorded with native sites, no Python frame,
+and one note says why.
+
+Exit status: 0 pass, 1 fail, 77 skip (no CPython of that version here: the
+test says so).
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from e2e_util import fresh_dir, verdict
+
+SKIP = 77
+ROOT = Path(__file__).resolve().parents[2]
+APP = ROOT / "testapps" / "python" / "python_copies.py"
+FRAMEWORK = ROOT / "testapps" / "python" / "site-packages" / "fakeframework.py"
+THREADS, COPIES = 4, 20
+fails: list[str] = []
+
+
+def check(ok: bool, what: str) -> None:
+    if not ok:
+        fails.append(what)
+        print("FAIL: " + what, flush=True)
+
+
+def find_python(version: str) -> str | None:
+    candidates = [shutil.which("python" + version)]
+    home = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    candidates += sorted(glob.glob(f"{home}/versions/{version}.*/bin/python{version}"))
+    candidates += [f"/usr/bin/python{version}", f"/usr/local/bin/python{version}"]
+    for c in candidates:
+        if c and os.access(c, os.X_OK):
+            out = subprocess.run([c, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                 capture_output=True, text=True)
+            if out.returncode == 0 and out.stdout.strip() == version:
+                return c
+    return None
+
+
+def markers(path: Path) -> dict[str, int]:
+    lines = {}
+    for n, text in enumerate(path.read_text().splitlines(), start=1):
+        m = re.search(r"# site: (\w+)", text)
+        if m:
+            lines[m.group(1)] = n
+    return lines
+
+
+def run(cmd: list[str], env: dict | None = None) -> subprocess.CompletedProcess:
+    print("+ " + " ".join(cmd), flush=True)
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=240)
+
+
+def record(args, python: str, out: Path, extra_env: dict | None = None) -> Path | None:
+    env = dict(os.environ, **(extra_env or {}))
+    r = run([args.cuxfer, "record", "-q", "--shim", args.shim, "-o", str(out), "--",
+             python, str(APP), args.libcudart, str(THREADS), str(COPIES)], env)
+    check(r.returncode == 0 and "python_copies: OK" in r.stdout,
+          f"the script under cuxfer record: exit {r.returncode}, stdout {r.stdout[-300:]!r}, stderr {r.stderr[-600:]!r}")
+    traces = sorted(out.glob("cuxfer-*.trace"))
+    check(len(traces) == 1, f"one trace in {out}, got {[t.name for t in traces]}")
+    return traces[0] if traces else None
+
+
+def report(args, trace: Path, *extra: str) -> dict:
+    r = run([args.cuxfer, "report", "--json", *extra, str(trace)])
+    check(r.returncode == 0, f"cuxfer report --json {' '.join(extra)}: exit {r.returncode}: {r.stderr[-400:]}")
+    return json.loads(r.stdout) if r.returncode == 0 else {}
+
+
+def python_sites(rep: dict) -> dict[tuple[str, int], dict]:
+    out = {}
+    for s in rep.get("callsites", []):
+        chosen = [f for f in s["stack"] if f.get("python") and f["file"] == s["file"] and f["line"] == s["line"]]
+        if chosen:
+            out[(os.path.realpath(s["file"]), s["line"])] = s
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cuxfer", required=True)
+    ap.add_argument("--shim", required=True)
+    ap.add_argument("--libcudart", required=True)
+    ap.add_argument("--python", required=True, help="major.minor")
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--unsupported", action="store_true", help="a version without a layout: a note, no frames")
+    args = ap.parse_args()
+    python = find_python(args.python)
+    if not python:
+        print(f"no CPython {args.python} on this machine (PATH, pyenv, /usr/bin): skipped")
+        return SKIP
+    print(f"CPython {args.python}: {python}")
+    work = fresh_dir(args.workdir)
+    app_lines, fw_lines = markers(APP), markers(FRAMEWORK)
+    app = os.path.realpath(APP)
+    expected = {"upload": 4, "download": 2, "worker": THREADS * COPIES, "framework": 1}
+    total = sum(expected.values())
+
+    trace = record(args, python, work / "on")
+    if not trace:
+        return verdict(fails)
+    rep = report(args, trace)
+    notes = [n for p in rep.get("processes", []) for n in p.get("notes", [])]
+    if args.unsupported:
+        check(any(f"no Python frames in call stacks: CPython {args.python}: no frame layout" in n for n in notes),
+              f"a note saying CPython {args.python} has no layout; notes: {notes}")
+        frames = [f for s in rep.get("callsites", []) for f in s["stack"] if f.get("python")]
+        check(not frames, f"no Python frame for an unsupported version, got {len(frames)}")
+        check(sum(s["calls"] for s in rep.get("callsites", [])) == total, f"all {total} copies recorded")
+        return verdict(fails)
+    check(any(f"Python frames in call stacks: CPython {args.python}" in n for n in notes),
+          f"a note naming CPython {args.python}; notes: {notes}")
+    sites = python_sites(rep)
+    for name, calls in expected.items():
+        s = sites.get((app, app_lines[name]))
+        check(s is not None, f"a call site at python_copies.py:{app_lines[name]} ({name}); sites: "
+              f"{[(x['location'], x['calls']) for x in rep.get('callsites', [])]}")
+        if s:
+            check(s["calls"] == calls, f"{name}: {calls} calls at its line, got {s['calls']}")
+            names = [f["function"] for f in s["stack"] if f.get("python")]
+            outermost = ("<module>", "_bootstrap", "Thread._bootstrap")  # the main thread, or a Thread's
+            check(bool(names) and names[-1] in outermost, f"{name}: the stack reaches its thread's start: {names}")
+    check(sum(s["calls"] for s in rep.get("callsites", [])) == total,
+          f"{total} copies in all, every one at a site; got {[(s['location'], s['calls']) for s in rep.get('callsites', [])]}")
+    upload = sites.get((app, app_lines["upload"]))
+    if upload:
+        names = [f["function"] for f in upload["stack"] if f.get("python")]
+        check(names[:2] in (["upload", "main"], ["upload", "Loader.batch"], ["upload", "batch"]),
+              f"upload's Python frames innermost first: {names}")
+
+    all_rep = report(args, trace, "--python-frames", "all")
+    fw = python_sites(all_rep).get((os.path.realpath(FRAMEWORK), fw_lines["framework_internal"]))
+    check(fw is not None and fw["calls"] == 1,
+          "--python-frames all: the package's own line names its copy; sites: "
+          f"{[(x['location'], x['calls']) for x in all_rep.get('callsites', [])]}")
+
+    text = run([args.cuxfer, "report", "--stack", str(trace)])
+    check(text.returncode == 0 and f"python_copies.py:{app_lines['worker']} in worker" in text.stdout
+          and "py  " in text.stdout, f"report --stack shows the Python frames: {text.stdout[-800:]}")
+
+    off = record(args, python, work / "off", {"CUXFER_PYTHON_STACKS": "0"})
+    if off:
+        off_rep = report(args, off)
+        frames = [f for s in off_rep.get("callsites", []) for f in s["stack"] if f.get("python")]
+        check(not frames, f"CUXFER_PYTHON_STACKS=0: no Python frame, got {len(frames)}")
+    return verdict(fails)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
