@@ -96,10 +96,11 @@ bool is_python_library_file(std::string_view file) {
     return true;
   // The standard library: .../lib/python3.N/<module>.py (or lib64).
   for (std::string_view lib : {"/lib/python3.", "/lib64/python3."}) {
-    const size_t at = file.find(lib);
-    if (at == std::string_view::npos) continue;
-    const size_t slash = file.find('/', at + lib.size());
-    if (slash != std::string_view::npos) return true;
+    for (size_t at = file.find(lib); at != std::string_view::npos; at = file.find(lib, at + 1)) {
+      size_t i = at + lib.size(), digits = 0;  // "3." then the minor version, then '/'
+      while (i < file.size() && file[i] >= '0' && file[i] <= '9') ++i, ++digits;
+      if (digits && i < file.size() && file[i] == '/') return true;
+    }
   }
   return false;
 }

@@ -1,0 +1,127 @@
+// Python frames in the analyzer: naming, which frame names the site, and the
+// interleaving of Python and native frames (mixed_stack).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analyzer/symbolize/frame_filter.h"
+#include "analyzer/symbolize/mixed_stack.h"
+#include "trace/python_frame.h"
+
+namespace cuxfer::symbolize {
+namespace {
+
+Frame py(const std::string& file, int line, const std::string& fn) {
+  Frame f;
+  f.python = true;
+  f.file = file;
+  f.line = line;
+  f.function = fn;
+  return f;
+}
+
+Frame native(const std::string& module, const std::string& fn) {
+  Frame f;
+  f.module = module;
+  f.function = fn;
+  return f;
+}
+
+TEST(PythonFrames, Display) {
+  Frame f = py("/home/me/train.py", 42, "load_batch");
+  EXPECT_EQ(f.display(), "/home/me/train.py:42 in load_batch");
+  EXPECT_EQ(f.short_display(), "train.py:42 in load_batch");
+  f.line = 0;
+  EXPECT_EQ(f.short_display(), "train.py in load_batch");
+  Frame unknown;
+  unknown.python = true;
+  EXPECT_EQ(unknown.display(), "<unknown>");
+}
+
+TEST(PythonFrames, LibraryFiles) {
+  EXPECT_TRUE(is_python_library_file("/usr/lib/python3.11/threading.py"));
+  EXPECT_TRUE(is_python_library_file("/root/.pyenv/versions/3.12.1/lib/python3.12/json/decoder.py"));
+  EXPECT_TRUE(is_python_library_file("/venv/lib/python3.12/site-packages/torch/_tensor.py"));
+  EXPECT_TRUE(is_python_library_file("/usr/lib/python3/dist-packages/numpy/core/numeric.py"));
+  EXPECT_TRUE(is_python_library_file("<frozen importlib._bootstrap>"));
+  EXPECT_TRUE(is_python_library_file(""));
+  EXPECT_FALSE(is_python_library_file("/home/me/train.py"));
+  EXPECT_FALSE(is_python_library_file("train.py"));
+  EXPECT_FALSE(is_python_library_file("/home/me/lib/python3.11-notes/run.py"));  // not a stdlib tree
+}
+
+TEST(PythonFrames, TheSiteIsTheInnermostUserLine) {
+  std::vector<Frame> stack = {native("/usr/lib/libcudart.so.13", "cudaMemcpy"),
+                              native("/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so", "copy_kernel"),
+                              py("/venv/lib/python3.12/site-packages/torch/_tensor.py", 100, "Tensor.to"),
+                              py("/home/me/train.py", 42, "load_batch"),
+                              py("/home/me/train.py", 90, "<module>")};
+  EXPECT_EQ(choose_user_frame(stack), 3u);
+  EXPECT_EQ(choose_user_frame(stack, PythonFrames::All), 2u);
+  // Only library Python frames (a framework's own thread): the innermost of them.
+  std::vector<Frame> lib = {native("/x/libtorch.so", "f"), py("/usr/lib/python3.11/threading.py", 1, "run")};
+  EXPECT_EQ(choose_user_frame(lib), 1u);
+  // No Python frame: the native rule.
+  std::vector<Frame> plain = {native("/usr/lib/libcudart.so.13", "cudaMemcpy"), native("/home/me/app", "main")};
+  EXPECT_EQ(choose_user_frame(plain), 1u);
+}
+
+// Names native addresses from a map; nothing else.
+class FakeSymbolizer : public Symbolizer {
+ public:
+  std::map<uint64_t, std::string> names;
+  Frame resolve(const std::vector<trace::ModuleInfo>&, uint64_t address) override {
+    Frame f;
+    f.address = address;
+    f.module = "/bin/python3";
+    f.function = names[address];
+    return f;
+  }
+  std::vector<std::string> notes() const override { return {}; }
+};
+
+TEST(PythonFrames, MixedStackPutsEachGroupAtItsEvalLoop) {
+  FakeSymbolizer sym;
+  sym.names = {{1, "cudaMemcpy"}, {2, "_PyEval_EvalFrameDefault"}, {3, "PyObject_Call"},
+               {4, "_PyEval_EvalFrameDefault"}, {5, "main"}};
+  std::vector<trace::PyCode> codes(3);
+  for (uint32_t i = 0; i < 3; ++i) {
+    codes[i].id = i + 1;
+    codes[i].version = 0x030b;
+    codes[i].filename = "s.py";
+    codes[i].qualname = "f" + std::to_string(i + 1);
+  }
+  const PyCodeIndex index = index_py_codes(codes);
+  // Eval call #1 ran f1 and f2 (f2 its entry); eval call #2 ran f3.
+  std::vector<uint64_t> frames = {1, 2, 3, 4, 5,
+                                  trace::encode_python_frame(1, 10, false), trace::encode_python_frame(2, 20, true),
+                                  trace::encode_python_frame(3, 30, true)};
+  auto out = mixed_stack(frames, {}, index, sym);
+  std::vector<std::string> names;
+  for (const auto& f : out) names.push_back(f.function);
+  EXPECT_EQ(names, (std::vector<std::string>{"cudaMemcpy", "f1", "f2", "PyObject_Call", "f3", "main"}));
+  EXPECT_TRUE(out[1].python);
+  EXPECT_EQ(out[1].offset, 10u);
+  // Native frames cut short before any eval loop: the Python frames follow them.
+  auto cut = mixed_stack({1, trace::encode_python_frame(1, 0, true), trace::encode_python_frame(9, 0, true)}, {},
+                         index, sym);
+  ASSERT_EQ(cut.size(), 3u);
+  EXPECT_EQ(cut[1].function, "f1");
+  EXPECT_TRUE(cut[2].python);  // a code id the trace does not name
+  EXPECT_EQ(cut[2].display(), "<unknown>");
+}
+
+TEST(PythonFrames, Encoding) {
+  const uint64_t v = trace::encode_python_frame(123456, 0xfffffffe, true);
+  EXPECT_TRUE(trace::is_python_frame(v));
+  EXPECT_FALSE(trace::is_python_frame(0x7fff12345678ull));
+  const auto p = trace::decode_python_frame(v);
+  EXPECT_EQ(p.code_id, 123456u);
+  EXPECT_EQ(p.offset, 0xfffffffeu);
+  EXPECT_TRUE(p.entry);
+}
+
+}  // namespace
+}  // namespace cuxfer::symbolize

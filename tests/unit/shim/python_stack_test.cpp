@@ -1,0 +1,158 @@
+// shim/python without an interpreter: the layouts, 3.13's debug offsets read
+// from a buffer laid out as CPython 3.13 lays them out, the code table, and a
+// process that runs no Python. (Walks of real interpreters:
+// e2e.python_stacks.*.)
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "python/layout.h"
+#include "python/python_stack.h"
+
+namespace cuxfer::shim::python {
+namespace {
+
+// _Py_DebugOffsets of 3.13.0 (x86-64), as its interpreter holds them at the
+// start of _PyRuntime; index = u64 field number (layout.cpp's comment).
+std::vector<uint64_t> debug_offsets_313() {
+  std::vector<uint64_t> f(71, 8);
+  std::memcpy(f.data(), "xdebugpy", 8);
+  f[1] = 0x030d00f0;  // 3.13.0 final
+  f[2] = 0;           // not free-threaded
+  f[22] = 16;         // thread_state.interp
+  f[23] = 72;         // thread_state.current_frame
+  f[29] = 8;          // interpreter_frame.previous
+  f[30] = 0;          // .executable
+  f[31] = 56;         // .instr_ptr
+  f[33] = 70;         // .owner
+  f[35] = 112, f[36] = 120, f[37] = 128, f[38] = 136, f[39] = 68, f[43] = 200;  // code object
+  f[45] = 8;                                                                     // ob_type
+  f[65] = 16, f[66] = 32;                                                        // bytes
+  f[68] = 32, f[69] = 16, f[70] = 40;                                            // unicode
+  return f;
+}
+
+TEST(PythonLayout, GeneratedRowsForTheHeaderVersions) {
+  for (uint32_t v : {0x030au, 0x030bu, 0x030cu}) {
+    const PyLayout* l = generated_layout(v);
+    ASSERT_NE(l, nullptr) << std::hex << v;
+    EXPECT_EQ(l->version, v);
+    EXPECT_EQ(l->object_type, 8u);  // PyObject: refcount, then type
+  }
+  EXPECT_EQ(generated_layout(0x030a)->model, FrameModel::Legacy310);
+  EXPECT_EQ(generated_layout(0x030b)->model, FrameModel::Interp311);
+  EXPECT_NE(generated_layout(0x030b)->frame_is_entry, kNoField);
+  EXPECT_EQ(generated_layout(0x030c)->model, FrameModel::Interp312);
+  EXPECT_EQ(generated_layout(0x0309), nullptr);
+  EXPECT_EQ(generated_layout(0x030d), nullptr);  // 3.13 states its own
+}
+
+TEST(PythonLayout, DebugOffsetsOf313) {
+  const auto f = debug_offsets_313();
+  PyLayout l{};
+  std::string why;
+  ASSERT_TRUE(layout_from_debug_offsets(f.data(), 0x030d, l, why)) << why;
+  EXPECT_EQ(l.model, FrameModel::Interp313);
+  EXPECT_EQ(l.ts_frame, 72u);
+  EXPECT_EQ(l.ts_cframe, kNoField);
+  EXPECT_EQ(l.frame_previous, 8u);
+  EXPECT_EQ(l.frame_code, 0u);
+  EXPECT_EQ(l.frame_instr, 56u);
+  EXPECT_EQ(l.frame_owner, 70u);
+  EXPECT_EQ(l.code_filename, 112u);
+  EXPECT_EQ(l.code_qualname, 128u);
+  EXPECT_EQ(l.code_first_line, 68u);
+  EXPECT_EQ(l.code_line_table, 136u);
+  EXPECT_EQ(l.code_bytecode, 200u);
+  EXPECT_EQ(l.str_ascii_size, 40u);
+  EXPECT_EQ(l.str_compact_size, 56u);
+  EXPECT_EQ(l.bytes_data, 32u);
+}
+
+TEST(PythonLayout, DebugOffsetsRefused) {
+  PyLayout l{};
+  std::string why;
+  auto f = debug_offsets_313();
+  EXPECT_FALSE(layout_from_debug_offsets(nullptr, 0x030d, l, why));
+  EXPECT_FALSE(layout_from_debug_offsets(f.data(), 0x030e, l, why));  // 3.14's struct is another
+  EXPECT_NE(why.find("no reader"), std::string::npos);
+  auto bad = f;
+  std::memcpy(bad.data(), "xdebugpz", 8);
+  EXPECT_FALSE(layout_from_debug_offsets(bad.data(), 0x030d, l, why));
+  bad = f;
+  bad[1] = 0x030c01f0;  // says 3.12
+  EXPECT_FALSE(layout_from_debug_offsets(bad.data(), 0x030d, l, why));
+  bad = f;
+  bad[2] = 1;
+  EXPECT_FALSE(layout_from_debug_offsets(bad.data(), 0x030d, l, why));
+  EXPECT_NE(why.find("free-threaded"), std::string::npos);
+  bad = f;
+  bad[23] = 1ull << 40;
+  EXPECT_FALSE(layout_from_debug_offsets(bad.data(), 0x030d, l, why));
+}
+
+struct FillCtx {
+  int calls = 0;
+  bool ok = true;
+  std::string name;
+};
+
+bool fill(void* p, trace::PyCode& out) {
+  auto& c = *static_cast<FillCtx*>(p);
+  ++c.calls;
+  out.qualname = c.name;
+  out.filename = "train.py";
+  out.first_line = 7;
+  return c.ok;
+}
+
+TEST(CodeTable, InternsOnceAndSendsOnce) {
+  CodeTable t;
+  FillCtx ctx{0, true, "load_batch"};
+  CodeTable::Key a{0x1000, 0x2000, 0x3000, 0x4000, 7};
+  const uint32_t id = t.intern(a, fill, &ctx);
+  EXPECT_GE(id, 1u);
+  EXPECT_EQ(t.intern(a, fill, &ctx), id);
+  EXPECT_EQ(ctx.calls, 1);
+  CodeTable::Key b = a;
+  b.first_line = 8;  // another code object at a reused address
+  const uint32_t id_b = t.intern(b, fill, &ctx);
+  EXPECT_NE(id_b, id);
+  std::vector<trace::PyCode> out;
+  t.collect_new(out);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].qualname, "load_batch");
+  out.clear();
+  t.collect_new(out);
+  EXPECT_TRUE(out.empty());
+  t.mark_all_unwritten();  // a fork child's new trace needs them again
+  t.collect_new(out);
+  EXPECT_EQ(out.size(), 2u);
+}
+
+TEST(CodeTable, AFailedCopyIsNotRetriedIntoNewSlots) {
+  CodeTable t;
+  FillCtx ctx{0, false, "x"};
+  CodeTable::Key a{0x1000, 0x2000, 0x3000, 0x4000, 1};
+  EXPECT_EQ(t.intern(a, fill, &ctx), 0u);
+  EXPECT_EQ(t.intern(a, fill, &ctx), 0u);
+  EXPECT_EQ(ctx.calls, 1);
+  std::vector<trace::PyCode> out;
+  t.collect_new(out);
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(PythonStacks, NoInterpreterNoFramesNoNote) {
+  // This test program has no libpython: nothing is found, nothing is said,
+  // and it is looked for again later (a program may load Python late).
+  uint64_t frames[8];
+  EXPECT_EQ(PythonStacks::instance().capture(frames, 8), 0u);
+  EXPECT_EQ(PythonStacks::instance().capture(frames, 0), 0u);
+  std::string note;
+  EXPECT_FALSE(PythonStacks::instance().take_note(note));
+}
+
+}  // namespace
+}  // namespace cuxfer::shim::python
