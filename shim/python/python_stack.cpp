@@ -139,7 +139,9 @@ CodeTable::~CodeTable() {
 
 uint32_t CodeTable::intern(const Key& key, Fill fill, void* ctx) noexcept {
   if (!entries_) return 0;
-  const uint64_t h = mix(key.code ^ mix(key.filename) ^ mix(key.qualname + static_cast<uint32_t>(key.first_line)));
+  // By address alone: a reused address (another code object) lands in the
+  // same chain and is told apart by the rest of the key.
+  const uint64_t h = mix(key.code >> 4);
   for (uint32_t probe = 0; probe < kCapacity; ++probe) {
     const uint32_t i = static_cast<uint32_t>((h + probe) & (kCapacity - 1));
     Entry& e = entries_[i];
