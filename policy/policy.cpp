@@ -53,8 +53,13 @@ bool normalize_build_id(std::string_view in, std::string& out) {
   return true;
 }
 
-bool same_site(const Site& a, const Site& b) {
-  return a.kind == b.kind && a.offset == b.offset && a.build_id == b.build_id;
+bool same_site(const Site& a, const Site& b) { return a.kind == b.kind && site_identity(a) == site_identity(b); }
+
+std::string site_identity(const Site& s) {
+  if (s.python()) return "py:" + s.python_file + ":" + s.python_function + ":" + std::to_string(s.python_line);
+  char off[24];
+  std::snprintf(off, sizeof off, "+0x%llx", static_cast<unsigned long long>(s.offset));
+  return s.build_id + off;
 }
 
 bool read_policy_file(const std::string& path, Policy& out, std::string& error) {

@@ -40,11 +40,20 @@ enum class Path : uint8_t {
 
 struct Site {
   SiteKind kind = SiteKind::Call;
+  // A native site: its module's build id and the return address's offset.
   std::string build_id;  // lowercase hex, as the trace records it (GNU build id note)
   uint64_t offset = 0;   // return address - module load base (what addr2line -e MODULE takes)
   // For people (never used to match): the module's path when recorded, the
   // function, and "file:line". Empty when unknown.
   std::string module, symbol, source;
+  // A Python site (docs/policy.md, "Python sites"): a line of a script,
+  // matched by file (the recorded path, or any tail of it after a '/') and
+  // function (the qualified name); the line picks among the function's
+  // entries, the nearest one when the script was edited since. No function:
+  // the line must be exact. build_id and offset are then unused.
+  std::string python_file, python_function;
+  int python_line = 0;
+  bool python() const { return !python_file.empty(); }
 };
 
 struct Entry {
@@ -88,5 +97,8 @@ std::string write_policy(const Policy& policy);
 
 // An entry's identity: two entries with equal keys are the same site.
 bool same_site(const Site& a, const Site& b);
+// The identity as one string, without the kind: "BUILDID+0xOFFSET", or
+// "py:FILE:FUNCTION:LINE" for a Python site.
+std::string site_identity(const Site& s);
 
 }  // namespace cuxfer::policy

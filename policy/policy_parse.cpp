@@ -157,11 +157,29 @@ bool parse_offset(const json& v, uint64_t& out) {
 
 bool parse_site(Checker& c, const json& j, const std::string& where, Site& site) {
   if (!j.is_object()) return c.fail(where, "must be an object");
-  if (!c.only_keys(j, where, {"kind", "build_id", "offset", "module", "symbol", "source"})) return false;
+  if (!c.only_keys(j, where, {"kind", "build_id", "offset", "python", "module", "symbol", "source"})) return false;
   std::string kind, build_id;
   if (!c.req_string(j, "kind", where, kind)) return false;
   if (!parse_site_kind(kind, site.kind))
     return c.fail(where + ".kind", "unknown site kind '" + kind + "' (call or allocation)");
+  if (auto py = j.find("python"); py != j.end()) {
+    const std::string pw = where + ".python";
+    if (j.contains("build_id") || j.contains("offset"))
+      return c.fail(where, "a site is either python or build_id + offset, not both");
+    if (!py->is_object()) return c.fail(pw, "must be an object {file, function, line}");
+    if (!c.only_keys(*py, pw, {"file", "function", "line"})) return false;
+    if (!c.req_string(*py, "file", pw, site.python_file)) return false;
+    if (site.python_file.empty()) return c.fail(pw + ".file", "must not be empty");
+    if (!c.opt_string(*py, "function", pw, site.python_function)) return false;
+    std::optional<uint64_t> line;
+    if (!c.opt_unsigned(*py, "line", pw, line)) return false;
+    if (line && *line > 100000000) return c.fail(pw + ".line", "is not a line number");
+    site.python_line = static_cast<int>(line.value_or(0));
+    if (site.python_function.empty() && site.python_line == 0)
+      return c.fail(pw, "needs a function, a line, or both");
+    return c.opt_string(j, "module", where, site.module) && c.opt_string(j, "symbol", where, site.symbol) &&
+           c.opt_string(j, "source", where, site.source);
+  }
   if (!c.req_string(j, "build_id", where, build_id)) return false;
   if (!normalize_build_id(build_id, site.build_id))
     return c.fail(where + ".build_id", "not a build id: '" + build_id + "' (an even number of hex digits, 2-128)");
@@ -205,11 +223,7 @@ bool parse_entry(Checker& c, const json& j, const std::string& where, Entry& e) 
   return c.opt_string(j, "reason", where, e.reason) && c.opt_string(j, "comment", where, comment);
 }
 
-std::string describe(const Site& s) {
-  char off[24];
-  std::snprintf(off, sizeof off, "+0x%llx", static_cast<unsigned long long>(s.offset));
-  return std::string(site_kind_name(s.kind)) + " site " + s.build_id + off;
-}
+std::string describe(const Site& s) { return std::string(site_kind_name(s.kind)) + " site " + site_identity(s); }
 
 // Keys and values from the file are quoted in error messages, and a JSON
 // string may hold any control character ("\n" is two bytes of valid JSON):
@@ -268,12 +282,12 @@ bool parse_document(std::string_view text, Policy& out, std::string& error) {
   const json& entries = doc["entries"];
   if (!entries.is_array()) return c.fail("entries", "must be an array");
   p.entries.reserve(entries.size());
-  std::map<std::tuple<SiteKind, std::string, uint64_t>, size_t> seen;  // site -> first entry
+  std::map<std::pair<SiteKind, std::string>, size_t> seen;  // site -> first entry
   for (size_t i = 0; i < entries.size(); ++i) {
     Entry e;
     const std::string where = "entries[" + std::to_string(i) + "]";
     if (!parse_entry(c, entries[i], where, e)) return false;
-    auto [it, fresh] = seen.try_emplace({e.site.kind, e.site.build_id, e.site.offset}, i);
+    auto [it, fresh] = seen.try_emplace({e.site.kind, site_identity(e.site)}, i);
     if (!fresh)
       return c.fail(where + ".site", "duplicate site: " + describe(e.site) + " is also entries[" +
                                          std::to_string(it->second) + "]");

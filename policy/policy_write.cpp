@@ -28,8 +28,16 @@ std::string write_policy(const Policy& policy) {
   for (const Entry& e : policy.entries) {
     nlohmann::ordered_json site;
     site["kind"] = site_kind_name(e.site.kind);
-    site["build_id"] = e.site.build_id;
-    site["offset"] = hex(e.site.offset);
+    if (e.site.python()) {
+      nlohmann::ordered_json py;
+      py["file"] = e.site.python_file;
+      if (!e.site.python_function.empty()) py["function"] = e.site.python_function;
+      if (e.site.python_line) py["line"] = e.site.python_line;
+      site["python"] = std::move(py);
+    } else {
+      site["build_id"] = e.site.build_id;
+      site["offset"] = hex(e.site.offset);
+    }
     if (!e.site.module.empty()) site["module"] = e.site.module;
     if (!e.site.symbol.empty()) site["symbol"] = e.site.symbol;
     if (!e.site.source.empty()) site["source"] = e.site.source;

@@ -4,6 +4,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "trace/python_frame.h"
+
 namespace cuxfer::policy {
 
 void SiteMatcher::bind(const Policy& policy, const LoadedModule* modules, size_t count) {
@@ -14,8 +16,14 @@ void SiteMatcher::bind(const Policy& policy, const LoadedModule* modules, size_t
   std::string id;
   for (size_t i = 0; i < count; ++i)
     if (normalize_build_id(modules[i].build_id, id)) bases[id].push_back(modules[i].base);
+  python_.clear();
   for (uint32_t e = 0; e < policy.entries.size(); ++e) {
     const Entry& entry = policy.entries[e];
+    if (entry.site.python()) {
+      python_.push_back({entry.site.python_file, entry.site.python_function, entry.site.python_line, entry.min_bytes,
+                         e, entry.site.kind, entry.path});
+      continue;
+    }
     auto it = normalize_build_id(entry.site.build_id, id) ? bases.find(id) : bases.end();
     if (it == bases.end()) {
       ++unbound_;
@@ -29,11 +37,49 @@ void SiteMatcher::bind(const Policy& policy, const LoadedModule* modules, size_t
   });
 }
 
-Decision SiteMatcher::decide(SiteKind kind, const uint64_t* frames, size_t count, uint64_t bytes) const noexcept {
-  if (slots_.empty() || frames == nullptr) return {};
+bool python_file_matches(std::string_view entry_file, std::string_view path) {
+  if (entry_file.empty() || entry_file.size() > path.size()) return false;
+  if (path == entry_file) return true;
+  return path.ends_with(entry_file) && (entry_file.front() == '/' || path[path.size() - entry_file.size() - 1] == '/');
+}
+
+bool SiteMatcher::match_python(SiteKind kind, const PythonFrameName& f, uint64_t bytes, Decision& out) const noexcept {
+  const PythonSlot* best = nullptr;
+  int best_distance = 0;
+  for (const PythonSlot& s : python_) {
+    if (s.kind != kind || bytes < s.min_bytes || !python_file_matches(s.file, f.file)) continue;
+    int distance;
+    if (s.function.empty()) {
+      if (s.line != f.line) continue;
+      distance = 0;
+    } else {
+      if (s.function != f.function) continue;
+      distance = s.line && f.line ? (s.line > f.line ? s.line - f.line : f.line - s.line) : 0;
+    }
+    if (!best || distance < best_distance) best = &s, best_distance = distance;
+  }
+  if (!best) return false;
+  out.matched = true;
+  out.path = best->path;
+  out.entry = best->entry;
+  return true;
+}
+
+Decision SiteMatcher::decide(SiteKind kind, const uint64_t* frames, size_t count, uint64_t bytes,
+                             const PythonNames* python) const noexcept {
+  if ((slots_.empty() && python_.empty()) || frames == nullptr) return {};
   const auto by_address = [](const Slot& s, uint64_t address) { return s.address < address; };
   for (size_t f = 0; f < count; ++f) {
     const uint64_t address = frames[f];
+    if (trace::is_python_frame(address)) {
+      PythonFrameName name;
+      Decision d;
+      if (!python_.empty() && python && python->name(address, name) && match_python(kind, name, bytes, d)) {
+        d.frame = static_cast<uint32_t>(f);
+        return d;
+      }
+      continue;
+    }
     for (auto it = std::lower_bound(slots_.begin(), slots_.end(), address, by_address);
          it != slots_.end() && it->address == address; ++it) {
       if (it->kind != kind || bytes < it->min_bytes) continue;

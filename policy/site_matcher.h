@@ -9,7 +9,10 @@
 //
 // The rule (docs/policy.md, "Matching"): frames are tried innermost first;
 // the first frame whose return address equals an applicable entry's address
-// wins. An entry is applicable when its site kind is the call's kind and the
+// wins. A Python frame (trace/python_frame.h) is named through PythonNames
+// and matches a Python entry of its file and function: the entry of its exact
+// line, else the function's entry nearest its line; an entry without a
+// function needs the exact line. An entry is applicable when its site kind is the call's kind and the
 // call moves (allocates) at least its min_bytes. No frame matches: no
 // decision, the shim's defaults apply.
 #pragma once
@@ -32,6 +35,23 @@ struct LoadedModule {
   std::string_view build_id;
 };
 
+// A Python frame as the policy names it.
+struct PythonFrameName {
+  std::string_view file, function;
+  int line = 0;
+};
+
+// Names Python frames of a stack (the shim: from its code table).
+class PythonNames {
+ public:
+  virtual ~PythonNames() = default;
+  virtual bool name(uint64_t frame, PythonFrameName& out) const noexcept = 0;
+};
+
+// `file` as a policy entry names it matches the recorded `path`: equal, or a
+// tail of it that starts after a '/'.
+bool python_file_matches(std::string_view entry_file, std::string_view path);
+
 struct Decision {
   bool matched = false;
   Path path = Path::Passthrough;
@@ -52,12 +72,16 @@ class SiteMatcher {
 
   // The decision for a call of `kind` moving `bytes`, whose stack is
   // `frames[0..count)` (return addresses, innermost first).
-  Decision decide(SiteKind kind, const uint64_t* frames, size_t count, uint64_t bytes) const noexcept;
+  // `python`: names the stack's Python frames (null: Python frames match nothing).
+  Decision decide(SiteKind kind, const uint64_t* frames, size_t count, uint64_t bytes,
+                  const PythonNames* python = nullptr) const noexcept;
 
   // Addresses bound (entries found in the loaded modules, counted per load).
   size_t bound() const { return slots_.size(); }
-  // Entries of the policy whose module was not among those bound.
+  // Entries of the policy whose module was not among those bound (Python
+  // entries are always bound).
   size_t unbound_entries() const { return unbound_; }
+  size_t python_entries() const { return python_.size(); }
 
  private:
   struct Slot {
@@ -67,7 +91,17 @@ class SiteMatcher {
     SiteKind kind;
     Path path;
   };
+  struct PythonSlot {
+    std::string file, function;
+    int line;
+    uint64_t min_bytes;
+    uint32_t entry;
+    SiteKind kind;
+    Path path;
+  };
+  bool match_python(SiteKind kind, const PythonFrameName& f, uint64_t bytes, Decision& out) const noexcept;
   std::vector<Slot> slots_;  // sorted by address, then entry index
+  std::vector<PythonSlot> python_;
   size_t unbound_ = 0;
 };
 

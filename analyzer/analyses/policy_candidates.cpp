@@ -11,28 +11,26 @@
 #include <fmt/format.h>
 
 #include "analyzer/render/units.h"
+#include "analyzer/symbolize/symbolizer.h"
 
 namespace cuxfer::analyses {
-namespace {
 
-using trace::Direction;
-using trace::EventKind;
-using trace::MemKind;
-
-using SiteKey = std::tuple<policy::SiteKind, std::string, uint64_t>;
-
-struct Candidate {
-  policy::Entry entry;
-  std::map<std::string, uint64_t> gain_by_finding;  // summed over processes
-  std::vector<std::string> reasons;
-  bool reuses_buffer = false;
-  unsigned directions = 0;  // bit 0 H2D, bit 1 D2H
-  std::vector<policy::Site> copy_sites;  // see PolicyCandidates::copy_sites
-};
-
-// Names a job site by build id + offset. False with `why` when it cannot be.
-bool identify(const model::Job& job, uint32_t site_index, policy::SiteKind kind, policy::Site& out, std::string& why) {
+bool identify_site(const model::Job& job, uint32_t site_index, policy::SiteKind kind, policy::Site& out,
+                   std::string& why) {
   const model::Site& s = job.sites[site_index];
+  out.kind = kind;
+  out.symbol = s.frame.function;
+  out.source = s.frame.file.empty() ? "" : s.frame.file + ":" + std::to_string(s.frame.line);
+  if (s.frame.python) {
+    if (s.frame.file.empty()) {
+      why = "its Python code object was not in the trace";
+      return false;
+    }
+    out.python_file = s.frame.file;
+    out.python_function = s.frame.function;
+    out.python_line = s.frame.line;
+    return true;
+  }
   const auto& modules = job.processes[s.process].trace.modules;
   const trace::ModuleInfo* m = symbolize::find_module(modules, s.frame.address);
   if (!m) {
@@ -43,13 +41,34 @@ bool identify(const model::Job& job, uint32_t site_index, policy::SiteKind kind,
     why = "module " + m->path + " has no build id";
     return false;
   }
-  out.kind = kind;
   out.offset = s.frame.address - m->base;
   out.module = m->path;
-  out.symbol = s.frame.function;
-  out.source = s.frame.file.empty() ? "" : s.frame.file + ":" + std::to_string(s.frame.line);
   return true;
 }
+
+namespace {
+
+bool identify(const model::Job& job, uint32_t site, policy::SiteKind kind, policy::Site& out, std::string& why) {
+  return identify_site(job, site, kind, out, why);
+}
+
+using trace::Direction;
+using trace::EventKind;
+using trace::MemKind;
+
+// A site's kind and identity (policy::site_identity: build id + offset, or a Python line).
+using SiteKey = std::pair<policy::SiteKind, std::string>;
+SiteKey key_of(const policy::Site& s) { return {s.kind, policy::site_identity(s)}; }
+bool unset(const policy::Site& s) { return s.build_id.empty() && !s.python(); }
+
+struct Candidate {
+  policy::Entry entry;
+  std::map<std::string, uint64_t> gain_by_finding;  // summed over processes
+  std::vector<std::string> reasons;
+  bool reuses_buffer = false;
+  unsigned directions = 0;  // bit 0 H2D, bit 1 D2H
+  std::vector<policy::Site> copy_sites;  // see PolicyCandidates::copy_sites
+};
 
 // Per job site: copies of a pageable host buffer (same process, address and
 // size, at least the registration minimum) more than once, and directions.
@@ -177,8 +196,8 @@ PolicyCandidates derive_policy(const model::Job& job, const Report& report, cons
         skip(site_display(job, site) + " (" + f.kind + "): " + why);
         continue;
       }
-      Candidate& c = candidates[{id.kind, id.build_id, id.offset}];
-      if (c.entry.site.build_id.empty()) {
+      Candidate& c = candidates[key_of(id)];
+      if (unset(c.entry.site)) {
         c.entry.site = id;
         c.copy_sites.push_back(id);
       }
@@ -256,9 +275,9 @@ PolicyCandidates derive_policy(const model::Job& job, const Report& report, cons
         skip(site_display(job, a->site) + " (allocation, tiny_storm): " + why);
         continue;
       }
-      ZeroCopyAcc& z = zero[{id.kind, id.build_id, id.offset}];
-      Candidate& cand = candidates[{id.kind, id.build_id, id.offset}];
-      if (cand.entry.site.build_id.empty()) cand.entry.site = id;
+      ZeroCopyAcc& z = zero[key_of(id)];
+      Candidate& cand = candidates[key_of(id)];
+      if (unset(cand.entry.site)) cand.entry.site = id;
       const double host = static_cast<double>(kZeroCopyAccessNs) + static_cast<double>(c.bytes()) / memcpy_gbps;
       const uint64_t host_ns = static_cast<uint64_t>(std::llround(host));
       z.h2d += h2d;
@@ -316,7 +335,7 @@ PolicyCandidates derive_policy(const model::Job& job, const Report& report, cons
       policy::Site id;
       std::string why;
       if (!identify(job, a->site, policy::SiteKind::Allocation, id, why)) continue;
-      const SiteKey key{id.kind, id.build_id, id.offset};
+      const SiteKey key = key_of(id);
       ids[key] = id;
       Whole& w = whole[key];
       ++w.uploads;
@@ -327,7 +346,7 @@ PolicyCandidates derive_policy(const model::Job& job, const Report& report, cons
     for (auto& [key, w] : whole) {
       if (w.uploads < 2) continue;  // uploaded once: nothing recurring to save
       Candidate& c = candidates[key];
-      if (c.entry.site.build_id.empty()) c.entry.site = ids[key];
+      if (unset(c.entry.site)) c.entry.site = ids[key];
       c.entry.path = policy::Path::ZeroCopy;
       add_copy_sites(job, w.copy_sites, c);
       c.gain_by_finding["whole_uploads"] += w.time_ns;

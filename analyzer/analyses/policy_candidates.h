@@ -49,4 +49,10 @@ struct PolicyCandidates {
 
 PolicyCandidates derive_policy(const model::Job& job, const Report& report, const Thresholds& t);
 
+// Names a job site as a policy does: a Python line (file, function, line)
+// when the site is one, else its module's build id and the return address's
+// offset. False with `why` when it cannot be named (no module, no build id).
+bool identify_site(const model::Job& job, uint32_t site_index, policy::SiteKind kind, policy::Site& out,
+                   std::string& why);
+
 }  // namespace cuxfer::analyses

@@ -140,14 +140,15 @@ std::vector<std::string> checksums(const std::string& text) {
 std::string seconds(uint64_t ns) { return fmt::format("{:.3f} s", static_cast<double>(ns) / 1e9); }
 
 std::string site_label(const policy::Site& s) {
+  if (s.python())
+    return fmt::format("{}:{} in {}", s.python_file.substr(s.python_file.rfind('/') + 1), s.python_line,
+                       s.python_function);
   std::string name = !s.symbol.empty() ? s.symbol : fmt::format("+0x{:x}", s.offset);
   if (size_t paren = name.find('('); paren != std::string::npos && paren > 0) name = name.substr(0, paren);
   if (!s.source.empty()) name += " (" + s.source.substr(s.source.rfind('/') + 1) + ")";
   else name += " [" + s.module.substr(s.module.rfind('/') + 1) + "]";
   return name;
 }
-
-std::string site_id(const std::string& build_id, uint64_t offset) { return fmt::format("{}+0x{:x}", build_id, offset); }
 
 class Tuner {
  public:
@@ -329,13 +330,12 @@ model::Job Tuner::load_job(const std::vector<std::string>& traces) {
 }
 
 void Tuner::measure(const model::Job& job, Run& run) const {
-  // Name every job site by build id + offset, as the policy does.
+  // Name every job site as the policy does (build id + offset, or a Python line).
   std::vector<std::string> ids(job.sites.size());
-  for (size_t i = 0; i < job.sites.size(); ++i) {
-    const model::Site& s = job.sites[i];
-    const trace::ModuleInfo* m = symbolize::find_module(job.processes[s.process].trace.modules, s.frame.address);
-    std::string build_id;
-    if (m && policy::normalize_build_id(m->build_id, build_id)) ids[i] = site_id(build_id, s.frame.address - m->base);
+  for (uint32_t i = 0; i < job.sites.size(); ++i) {
+    policy::Site id;
+    std::string why;
+    if (analyses::identify_site(job, i, policy::SiteKind::Call, id, why)) ids[i] = policy::site_identity(id);
   }
   run.per_candidate.assign(candidate_sites_.size(), {});
   std::vector<std::vector<size_t>> site_candidates(job.sites.size());
@@ -425,7 +425,7 @@ int Tuner::run() {
   const size_t n = candidates_.policy.entries.size();
   for (const auto& sites : candidates_.copy_sites) {
     std::set<std::string> ids;
-    for (const auto& s : sites) ids.insert(site_id(s.build_id, s.offset));
+    for (const auto& s : sites) ids.insert(policy::site_identity(s));
     candidate_sites_.push_back(std::move(ids));
   }
   std::string report_text = fmt::format("cuxfer tune report\ncommand: {}\n", command_line_);

@@ -1,6 +1,6 @@
 #include "analyzer/symbolize/mixed_stack.h"
 
-#include "analyzer/symbolize/python_lines.h"
+#include "trace/python_lines.h"
 #include "trace/python_frame.h"
 
 namespace cuxfer::symbolize {
@@ -21,7 +21,7 @@ Frame python_frame(uint64_t value, const PyCodeIndex& codes) {
     const trace::PyCode& c = *it->second;
     f.file = c.filename;
     f.function = c.qualname;
-    f.line = python_line(c.version, c.first_line, c.line_table, p.offset);
+    f.line = trace::python_line(c.version, c.first_line, c.line_table, p.offset);
   }
   return f;
 }

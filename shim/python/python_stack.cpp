@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "interpose/symbol_table.h"
 #include "trace/python_frame.h"
+#include "trace/python_lines.h"
 
 namespace cuxfer::shim::python {
 
@@ -174,6 +175,12 @@ uint32_t CodeTable::intern(const Key& key, Fill fill, void* ctx) noexcept {
   return 0;
 }
 
+const trace::PyCode* CodeTable::find(uint32_t id) const noexcept {
+  if (!entries_ || id == 0 || id > kCapacity) return nullptr;
+  const Entry& e = entries_[id - 1];
+  return e.state.load(std::memory_order_acquire) == 2 ? e.code : nullptr;
+}
+
 void CodeTable::collect_new(std::vector<trace::PyCode>& out) {
   if (!entries_) return;
   for (uint32_t i = 0; i < kCapacity; ++i) {
@@ -194,6 +201,18 @@ void CodeTable::mark_all_unwritten() {
 PythonStacks& PythonStacks::instance() {
   static PythonStacks* s = new PythonStacks;  // never destroyed: copies may come from atexit handlers
   return *s;
+}
+
+bool PythonStacks::name_frame(uint64_t frame, std::string_view& file, std::string_view& function,
+                              int& line) const noexcept {
+  if (!trace::is_python_frame(frame)) return false;
+  const trace::PythonFrame p = trace::decode_python_frame(frame);
+  const trace::PyCode* c = codes_.find(p.code_id);
+  if (!c) return false;
+  file = c->filename;
+  function = c->qualname;
+  line = trace::python_line(c->version, c->first_line, c->line_table, p.offset);
+  return true;
 }
 
 bool PythonStacks::take_note(std::string& note) {

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "python/layout.h"
@@ -53,6 +54,8 @@ class CodeTable {
   uint32_t intern(const Key& key, Fill fill, void* ctx) noexcept;
   void collect_new(std::vector<trace::PyCode>& out);
   void mark_all_unwritten();
+  // The code object of id, once copied; null otherwise. Never blocks.
+  const trace::PyCode* find(uint32_t id) const noexcept;
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
 
   CodeTable();
@@ -88,6 +91,11 @@ class PythonStacks {
   void collect_new(std::vector<trace::PyCode>& out) { codes_.collect_new(out); }
   bool take_note(std::string& note);
   void mark_all_unwritten() { codes_.mark_all_unwritten(); }  // fork child: a new trace
+
+  // Names a Python frame value captured by capture() (for policy entries):
+  // its code object's file and qualified name, and the line it is at. The
+  // views live as long as the process. False for a code object not copied.
+  bool name_frame(uint64_t frame, std::string_view& file, std::string_view& function, int& line) const noexcept;
 
   // For tests: how many walks are read through process_vm_readv first.
   static constexpr uint32_t kCheckedWalks = 32;

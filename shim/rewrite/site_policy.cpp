@@ -7,6 +7,7 @@
 
 #include "core/config.h"
 #include "policy/site_matcher.h"
+#include "python/python_stack.h"
 #include "record/callsite_table.h"
 #include "record/module_snapshot.h"
 #include "record/recorder.h"
@@ -26,6 +27,14 @@ struct Loaded {
 };
 
 std::atomic<Loaded*> g_loaded{nullptr};
+
+// Python frames of a stack, named from the shim's code table.
+class CodeTableNames : public policy::PythonNames {
+ public:
+  bool name(uint64_t frame, policy::PythonFrameName& out) const noexcept override {
+    return python::PythonStacks::instance().name_frame(frame, out.file, out.function, out.line);
+  }
+};
 std::once_flag g_once;
 
 void bind(Loaded& l) {
@@ -55,6 +64,9 @@ void load_policy() {
     bind(*l);
     Recorder::instance().note("policy: " + c.policy_path + ": " + std::to_string(l->policy.entries.size()) +
                                   " entries, " + std::to_string(l->matcher.bound()) + " bound to loaded modules" +
+                                  (l->matcher.python_entries()
+                                       ? ", " + std::to_string(l->matcher.python_entries()) + " Python sites"
+                                       : std::string()) +
                                   (l->matcher.unbound_entries()
                                        ? ", " + std::to_string(l->matcher.unbound_entries()) + " not (yet) loaded"
                                        : std::string()),
@@ -87,7 +99,8 @@ SiteDecision site_decision(policy::SiteKind kind, uint64_t bytes) {
     // A stack never seen before may come from a library loaded since the last bind.
     if (l->matcher.unbound_entries() && module_generation() != l->generation) bind(*l);
     // Decided without the size limit; min_bytes is applied per call below.
-    policy::Decision m = l->matcher.decide(kind, frames, depth, UINT64_MAX);
+    static const CodeTableNames names;
+    policy::Decision m = l->matcher.decide(kind, frames, depth, UINT64_MAX, &names);
     d = m.matched ? kFirstEntry + m.entry : kNoEntry;
     l->decisions[id].store(d, std::memory_order_relaxed);
   }

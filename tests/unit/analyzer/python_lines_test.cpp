@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include "analyzer/symbolize/python_lines.h"
+#include "trace/python_lines.h"
 
-namespace cuxfer::symbolize {
+namespace cuxfer::trace {
 namespace {
 
 struct Case {
@@ -73,4 +73,4 @@ TEST(PythonLines, CorruptTablesNeverReadPastTheEnd) {
 }
 
 }  // namespace
-}  // namespace cuxfer::symbolize
+}  // namespace cuxfer::trace

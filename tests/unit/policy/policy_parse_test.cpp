@@ -126,7 +126,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"unknown_entry_field", entry(kSite, R"("path": "stage", "gain": 3)"),
                 "entries[0]: unknown field 'gain' (fields: site, path, min_bytes, estimated_gain_ns, findings, reason, comment)"},
         BadCase{"unknown_site_field", entry(R"({"kind": "call", "build_id": "ab", "offset": "0x1", "address": 5})"),
-                "entries[0].site: unknown field 'address' (fields: kind, build_id, offset, module, symbol, source)"},
+                "entries[0].site: unknown field 'address' (fields: kind, build_id, offset, python, module, symbol, source)"},
         BadCase{"no_kind", entry(R"({"build_id": "ab", "offset": "0x1"})"), "entries[0].site: missing field 'kind'"},
         BadCase{"bad_kind", entry(R"({"kind": "copy", "build_id": "ab", "offset": "0x1"})"),
                 "entries[0].site.kind: unknown site kind 'copy' (call or allocation)"},

@@ -11,17 +11,17 @@ Policy sample() {
   p.comment = "from run1";
   Entry a;
   a.site = {SiteKind::Call, "0123456789abcdef0123456789abcdef01234567", 0x1a2b, "/opt/app/train",
-            "load_batch(int)", "load.cpp:42"};
+            "load_batch(int)", "load.cpp:42", "", "", 0};
   a.path = Path::Register;
   a.min_bytes = 1 << 20;
   a.estimated_gain_ns = 987654321;
   a.findings = {"rewrite_candidates"};
   a.reason = "a \"quoted\" reason";
   Entry b;
-  b.site = {SiteKind::Allocation, "00ff", 0x40, "", "", ""};
+  b.site = {SiteKind::Allocation, "00ff", 0x40, "", "", "", "", "", 0};
   b.path = Path::ZeroCopy;
   Entry c;
-  c.site = {SiteKind::Call, "00ff", 0x80, "", "", ""};
+  c.site = {SiteKind::Call, "00ff", 0x80, "", "", "", "", "", 0};
   c.path = Path::Exclude;
   p.entries = {a, b, c};
   return p;
@@ -58,7 +58,7 @@ TEST(PolicyWrite, RoundTrip) {
 TEST(PolicyWrite, StableLayout) {
   Policy p;
   Entry e;
-  e.site = {SiteKind::Call, "abcd", 0x10, "/bin/app", "main", ""};
+  e.site = {SiteKind::Call, "abcd", 0x10, "/bin/app", "main", "", "", "", 0};
   e.path = Path::Stage;
   e.estimated_gain_ns = 5;
   p.entries = {e};
@@ -91,7 +91,7 @@ TEST(PolicyWrite, EmptyPolicyRoundTrips) {
 TEST(PolicyWrite, NonUtf8SymbolDoesNotThrow) {
   Policy p;
   Entry e;
-  e.site = {SiteKind::Call, "abcd", 0x10, "", std::string("bad\xff") + "name", ""};
+  e.site = {SiteKind::Call, "abcd", 0x10, "", std::string("bad\xff") + "name", "", "", "", 0};
   e.path = Path::Stage;
   p.entries = {e};
   std::string text;

@@ -1,6 +1,6 @@
-#include "analyzer/symbolize/python_lines.h"
+#include "trace/python_lines.h"
 
-namespace cuxfer::symbolize {
+namespace cuxfer::trace {
 namespace {
 
 // Objects/lnotab_notes.txt of 3.10: pairs (bytes covered, line delta); a
@@ -96,4 +96,4 @@ int python_line(uint32_t version, int first_line, std::string_view table, uint32
   return version == 0x030a ? line_310(first_line, table, offset) : line_311(first_line, table, offset);
 }
 
-}  // namespace cuxfer::symbolize
+}  // namespace cuxfer::trace
