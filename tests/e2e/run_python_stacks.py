@@ -18,7 +18,10 @@ interpreter on the simulated CUDA and checks, from `cuxfer report --json`:
     package's own line;
   - each site's stack runs from the copy out to <module>, Python frames in
     call order; `report --stack` prints them;
-  - CUXFER_PYTHON_STACKS=0: no Python frame anywhere.
+  - CUXFER_PYTHON_STACKS=0: no Python frame anywhere;
+  - `cuxfer record --policy` with an entry naming the worker function of
+    python_copies.py (its line off by 3, as after an edit of the script):
+    exactly the worker's copies are staged, the others pass through.
 
 With --unsupported (a version the shim has no layout for, 3.9 here): the
 script runs and its copies are recorded with native sites, no Python frame,
@@ -83,9 +86,10 @@ def run(cmd: list[str], env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=240)
 
 
-def record(args, python: str, out: Path, extra_env: dict | None = None) -> Path | None:
+def record(args, python: str, out: Path, extra_env: dict | None = None, policy: Path | None = None) -> Path | None:
     env = dict(os.environ, **(extra_env or {}))
-    r = run([args.cuxfer, "record", "-q", "--shim", args.shim, "-o", str(out), "--",
+    r = run([args.cuxfer, "record", "-q", "--shim", args.shim, "-o", str(out),
+             *(["--policy", str(policy)] if policy else []), "--",
              python, str(APP), args.libcudart, str(THREADS), str(COPIES)], env)
     check(r.returncode == 0 and "python_copies: OK" in r.stdout,
           f"the script under cuxfer record: exit {r.returncode}, stdout {r.stdout[-300:]!r}, stderr {r.stderr[-600:]!r}")
@@ -170,6 +174,17 @@ def main() -> int:
     text = run([args.cuxfer, "report", "--stack", str(trace)])
     check(text.returncode == 0 and f"python_copies.py:{app_lines['worker']} in worker" in text.stdout
           and "py  " in text.stdout, f"report --stack shows the Python frames: {text.stdout[-800:]}")
+
+    # A policy entry for a Python site, its line a stale hint.
+    pol = work / "policy.json"
+    pol.write_text(json.dumps({"schema": "cuxfer.policy/1", "entries": [
+        {"site": {"kind": "call", "python": {"file": "python_copies.py", "function": "worker",
+                                             "line": app_lines["worker"] + 3}}, "path": "stage"}]}))
+    pol_trace = record(args, python, work / "policy", policy=pol)
+    if pol_trace:
+        rw = report(args, pol_trace).get("rewrite", {})
+        check(rw.get("staged_calls") == THREADS * COPIES and rw.get("passthrough_pageable_calls") == total - THREADS * COPIES,
+              f"--policy on worker(): {THREADS * COPIES} staged, {total - THREADS * COPIES} passed through; got {rw}")
 
     off = record(args, python, work / "off", {"CUXFER_PYTHON_STACKS": "0"})
     if off:
