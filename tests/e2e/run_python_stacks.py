@@ -23,6 +23,10 @@ interpreter on the simulated CUDA and checks, from `cuxfer report --json`:
     python_copies.py (its line off by 3, as after an edit of the script):
     exactly the worker's copies are staged, the others pass through.
 
+With --interpreter /usr/bin/python3.11 --static (Debian's, libpython linked
+into the executable) the same checks: the interpreter is found in the
+executable as well as in a shared libpython.
+
 With --unsupported (a version the shim has no layout for, 3.9 here): the
 script runs and its copies are recorded with native sites, no Python frame,
 and one note says why.
@@ -121,11 +125,20 @@ def main() -> int:
     ap.add_argument("--python", required=True, help="major.minor")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--unsupported", action="store_true", help="a version without a layout: a note, no frames")
+    ap.add_argument("--interpreter", help="this interpreter (of --python's version), not the first found")
+    ap.add_argument("--static", action="store_true",
+                    help="the interpreter must have libpython linked in (no libpython*.so loaded)")
     args = ap.parse_args()
-    python = find_python(args.python)
+    python = find_python(args.python) if not args.interpreter else (
+        args.interpreter if os.access(args.interpreter, os.X_OK) else None)
     if not python:
-        print(f"no CPython {args.python} on this machine (PATH, pyenv, /usr/bin): skipped")
+        print(f"no CPython {args.python} on this machine ({args.interpreter or 'PATH, pyenv, /usr/bin'}): skipped")
         return SKIP
+    if args.static:
+        ldd = subprocess.run(["ldd", python], capture_output=True, text=True)
+        if "libpython" in ldd.stdout:
+            print(f"{python} loads a shared libpython, not the case this test is for: skipped")
+            return SKIP
     print(f"CPython {args.python}: {python}")
     work = fresh_dir(args.workdir)
     app_lines, fw_lines = markers(APP), markers(FRAMEWORK)
