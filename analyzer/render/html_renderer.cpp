@@ -355,9 +355,16 @@ void callsites(std::string& out, const analyses::Report& r) {
   size_t n = 0;
   for (const auto& s : r.callsites) {
     if (n++ == 20) break;
-    out += fmt::format("<tr><td><code>{}</code></td><td>{}</td><td class='n'>{}</td><td class='n'>{}</td><td class='n'>{}"
+    // The site, and under it (click) its whole stack: Python and native frames in call order.
+    std::string stack;
+    for (const auto& f : s.stack) stack += (f.python ? "py  " : "    ") + esc(f.display()) + "\n";
+    const std::string where =
+        stack.empty() ? fmt::format("<code>{}</code>", esc(s.frame.display()))
+                      : fmt::format("<details><summary><code>{}</code></summary><pre>{}</pre></details>",
+                                    esc(s.frame.display()), stack);
+    out += fmt::format("<tr><td>{}</td><td>{}</td><td class='n'>{}</td><td class='n'>{}</td><td class='n'>{}"
                        "</td><td class='n'>{}</td></tr>\n",
-                       esc(s.frame.display()), esc(s.main_class), format_count(s.calls), esc(format_bytes(s.bytes)),
+                       where, esc(s.main_class), format_count(s.calls), esc(format_bytes(s.bytes)),
                        esc(format_duration(s.cpu_blocked_ns)), s.gpu_ns ? esc(format_duration(*s.gpu_ns)) : "");
   }
   out += "</table>\n";

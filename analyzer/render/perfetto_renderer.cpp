@@ -95,7 +95,11 @@ json metadata(const char* name, uint32_t pid, uint32_t tid, json args) {
   return m;
 }
 
-json call_event(const model::Job& job, const model::Call& c, uint32_t pid, uint64_t base, bool shim) {
+// `stack_shown[site]`: the site's whole stack is in the args of its first
+// call only (every call of a site has the same one; a copy per event would
+// make a large export many times larger).
+json call_event(const model::Job& job, const model::Call& c, uint32_t pid, uint64_t base, bool shim,
+                std::vector<bool>& stack_shown) {
   const trace::Event& e = *c.event;
   const trace::Trace& t = job.processes[c.process].trace;
   json args = {{"bytes", e.bytes}};
@@ -111,6 +115,12 @@ json call_event(const model::Job& job, const model::Call& c, uint32_t pid, uint6
     if (!f.function.empty()) args["function"] = f.function;
     if (!f.file.empty()) args["file"] = f.line > 0 ? fmt::format("{}:{}", f.file, f.line) : f.file;
     if (f.has_module()) args["module"] = fmt::format("{}+{:#x}", f.module, f.offset);
+    if (c.site < stack_shown.size() && !stack_shown[c.site]) {
+      stack_shown[c.site] = true;
+      json stack = json::array();  // innermost first, Python and native frames in call order
+      for (const auto& s : job.sites[c.site].stack) stack.push_back((s.python ? "py " : "") + s.display());
+      args["stack"] = std::move(stack);
+    }
   }
   args["result"] = e.result;
   if (c.failed()) args["failed"] = true;
@@ -212,10 +222,11 @@ std::string render_perfetto(const model::Job& job) {
       timed.push_back({{"ph", "f"}, {"bp", "e"}, {"name", "call to GPU"}, {"cat", "flow"}, {"id", id},
                        {"pid", pid}, {"tid", it->second}, {"ts", us(r.start_ns, base)}});
     }
+    std::vector<bool> stack_shown(job.sites.size(), false);
     for (const auto& c : job.calls)
-      if (c.process == pi) timed.push_back(call_event(job, c, pid, base, false));
+      if (c.process == pi) timed.push_back(call_event(job, c, pid, base, false, stack_shown));
     for (const auto& c : job.shim_calls)
-      if (c.process == pi) timed.push_back(call_event(job, c, pid, base, true));
+      if (c.process == pi) timed.push_back(call_event(job, c, pid, base, true, stack_shown));
   }
   std::stable_sort(timed.begin(), timed.end(), [](const json& a, const json& b) {
     return a["ts"].get<double>() < b["ts"].get<double>();

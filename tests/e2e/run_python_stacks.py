@@ -16,8 +16,9 @@ interpreter on the simulated CUDA and checks, from `cuxfer report --json`:
   - a copy made inside a package under site-packages/ is reported at the
     script's line that called it, and with --python-frames all at the
     package's own line;
-  - each site's stack runs from the copy out to <module>, Python frames in
-    call order; `report --stack` prints them;
+  - each site's stack runs from the copy out to its thread's start, Python
+    frames in call order; `report --stack`, the HTML report and the Perfetto
+    export show them;
   - CUXFER_PYTHON_STACKS=0: no Python frame anywhere;
   - `cuxfer record --policy` with an entry naming the worker function of
     python_copies.py (its line off by 3, as after an edit of the script):
@@ -187,6 +188,21 @@ def main() -> int:
     text = run([args.cuxfer, "report", "--stack", str(trace)])
     check(text.returncode == 0 and f"python_copies.py:{app_lines['worker']} in worker" in text.stdout
           and "py  " in text.stdout, f"report --stack shows the Python frames: {text.stdout[-800:]}")
+
+    # The mixed stack in the Perfetto export (first call of each site) and in the HTML report.
+    pf, html = work / "trace.json", work / "report.html"
+    run([args.cuxfer, "export", "--perfetto", str(pf), str(trace)])
+    run([args.cuxfer, "report", "--html", str(html), str(trace)])
+    if pf.exists():
+        doc = json.loads(pf.read_text())
+        events = doc["traceEvents"] if isinstance(doc, dict) else doc
+        stacks = [e["args"]["stack"] for e in events if "stack" in e.get("args", {})]
+        check(any(f"py {app}:{app_lines['worker']} in worker" in s for st in stacks for s in st),
+              f"the Perfetto export carries the worker's mixed stack: {stacks[:2]}")
+    else:
+        check(False, "cuxfer export --perfetto wrote nothing")
+    check(html.exists() and f"python_copies.py:{app_lines['upload']} in upload" in html.read_text()
+          and "<details>" in html.read_text(), "the HTML report lists Python sites with their stacks")
 
     # A policy entry for a Python site, its line a stale hint.
     pol = work / "policy.json"
