@@ -4,7 +4,11 @@
 // heaptrack does; and creation failure is a value, never an exception.
 #pragma once
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <new>
+#include <type_traits>
 #include <utility>
 
 namespace cuxfer::shim {
@@ -28,5 +32,61 @@ bool spawn_quiet_thread(F&& f) {
   delete held;
   return false;
 }
+
+// Every signal blocked on the calling thread for the scope's life: threads a
+// library creates inside it (CUPTI's, when the collector starts it) inherit
+// the mask, as ours do.
+class AllSignalsBlocked {
+ public:
+  AllSignalsBlocked() {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old_);
+  }
+  ~AllSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  AllSignalsBlocked(const AllSignalsBlocked&) = delete;
+  AllSignalsBlocked& operator=(const AllSignalsBlocked&) = delete;
+
+ private:
+  sigset_t old_;
+};
+
+// A joinable quiet thread: started with every signal blocked; a failure to
+// start is a value. Never copied; join() before it is destroyed (or leave it,
+// as a fork child leaves its parent's).
+class QuietThread {
+ public:
+  QuietThread() = default;
+  QuietThread(const QuietThread&) = delete;
+  QuietThread& operator=(const QuietThread&) = delete;
+  QuietThread(QuietThread&& o) noexcept : thread_(o.thread_), started_(o.started_) { o.started_ = false; }
+
+  template <typename F>
+  bool start(F&& f) {
+    using Fn = std::decay_t<F>;
+    Fn* held = new (std::nothrow) Fn(std::forward<F>(f));
+    if (!held) return false;
+    auto trampoline = [](void* p) {
+      Fn* fn = static_cast<Fn*>(p);
+      (*fn)();
+      delete fn;
+    };
+    started_ = start_raw(trampoline, held);
+    if (!started_) delete held;
+    return started_;
+  }
+  bool joinable() const { return started_; }
+  void join() {
+    if (started_) pthread_join(thread_, nullptr);
+    started_ = false;
+  }
+  // Fork child: the thread does not exist here; forget it without joining.
+  void forget() { started_ = false; }
+
+ private:
+  bool start_raw(void (*fn)(void*), void* arg);
+  pthread_t thread_{};
+  bool started_ = false;
+};
 
 }  // namespace cuxfer::shim

@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/quiet_thread.h"
 #include "interpose/symbol_table.h"
 
 namespace cuxfer::shim {
@@ -110,6 +111,9 @@ CuptiCollector& CuptiCollector::instance() {
 }
 
 bool CuptiCollector::start(const std::string& library_override, std::string& reason) {
+  // Threads libcupti starts while it is loaded and enabled inherit this
+  // thread's mask: all signals blocked, so the app's handlers stay on its own.
+  AllSignalsBlocked quiet;
   std::lock_guard<std::mutex> handover(handover_mutex_);
   if (!app_owner_.empty()) {
     reason = "the application's own profiler holds CUPTI (" + app_owner_ + ")";

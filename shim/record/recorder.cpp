@@ -170,7 +170,19 @@ bool Recorder::start_slow() {
     std::atexit(on_exit_handler);
   }
   stop_ = false;
-  writer_thread_ = new std::thread([this] { writer_loop(); });
+  // The writer runs with every signal blocked (the app's handlers stay on
+  // the app's threads). No thread (out of threads, out of memory): nothing
+  // is recorded and every call passes through, said once.
+  if (!writer_thread_.start([this] { writer_loop(); })) {
+    // The trace keeps one note saying so (and its End), not a silent gap.
+    note("cannot start the trace writer's thread: this process is not recorded from here (its CUDA calls run "
+         "as they would without cuxfer)");
+    write_cycle(true);
+    std::lock_guard<std::mutex> lock(session_mutex_);
+    writer_.reset();
+    state_.store(kOff, std::memory_order_release);
+    return false;
+  }
   state_.store(kRecording, std::memory_order_release);
   return true;
 }
@@ -410,7 +422,7 @@ void Recorder::shutdown() {
     stop_ = true;
   }
   wake_.notify_all();
-  if (writer_thread_ && writer_thread_->joinable()) writer_thread_->join();
+  writer_thread_.join();
   CuptiCollector::instance().stop();
   write_cycle(true);
   std::lock_guard<std::mutex> lock(session_mutex_);
@@ -446,7 +458,7 @@ void Recorder::after_fork_child() {
   bool parent_used_cupti = CuptiCollector::instance().active();
   CuptiCollector::instance().abandon_after_fork();
   writer_.reset();
-  writer_thread_ = nullptr;  // that thread does not exist here; its object is left behind on purpose
+  writer_thread_.forget();  // that thread does not exist here
   stop_ = false;
   notes_.clear();
   EventRing* mine = t_state.ring;

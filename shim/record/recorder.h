@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/quiet_thread.h"
 #include "interpose/call_desc.h"
 #include "record/callsite_table.h"
 #include "record/event_ring.h"
@@ -137,7 +138,7 @@ class Recorder {
   std::mutex wake_mutex_;
   std::condition_variable wake_;
   bool stop_ = false;
-  std::thread* writer_thread_ = nullptr;
+  QuietThread writer_thread_;
 };
 
 }  // namespace cuxfer::shim

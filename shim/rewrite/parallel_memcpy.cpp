@@ -28,7 +28,12 @@ bool populate_write(char* begin, size_t bytes) {
 }  // namespace
 
 ParallelMemcpy::ParallelMemcpy(unsigned threads) {
-  for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  workers_.reserve(threads);
+  for (unsigned i = 1; i < threads; ++i) {
+    QuietThread t;
+    if (!t.start([this] { worker_loop(); })) break;  // fewer workers: each copy still completes
+    workers_.push_back(std::move(t));
+  }
 }
 
 ParallelMemcpy::~ParallelMemcpy() {

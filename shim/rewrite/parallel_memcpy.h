@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/quiet_thread.h"
+
 namespace cuxfer::shim::rewrite {
 
 class ParallelMemcpy {
@@ -63,7 +65,7 @@ class ParallelMemcpy {
   std::atomic<uint64_t> ticket_{0};
   std::atomic<size_t> done_pieces_{0};
   std::atomic<bool> populate_failed_{false};
-  std::vector<std::thread> workers_;
+  std::vector<QuietThread> workers_;  // signals blocked; fewer when some could not start
 };
 
 }  // namespace cuxfer::shim::rewrite
