@@ -17,16 +17,7 @@ using cuxfer::trace::MemKind;
 
 namespace {
 
-int8_t current_device() {
-  using Fn = CUresult (*)(CUdevice*);
-  static Fn fn = [] {
-    void* h = libcuda_handle();
-    return reinterpret_cast<Fn>(h ? real_dlsym(h, "cuCtxGetDevice") : nullptr);
-  }();
-  CUdevice dev = -1;
-  if (!fn || fn(&dev) != CUDA_SUCCESS) return -1;
-  return static_cast<int8_t>(dev);
-}
+int8_t current_device() { return current_device_ordinal(); }
 
 void remember(uint64_t address, uint64_t bytes, MemKind kind) {
   if (!allocation_table().insert(address, bytes, kind, kind == MemKind::Device || kind == MemKind::Managed

@@ -122,6 +122,15 @@ void* libcuda_handle() {
   return h;
 }
 
+void* driver_entry(std::atomic<void*>& slot, const char* name) {
+  void* fn = slot.load(std::memory_order_acquire);
+  if (fn) return fn;
+  void* h = libcuda_handle();
+  fn = h ? real_dlsym(h, name) : nullptr;
+  if (fn) slot.store(fn, std::memory_order_release);
+  return fn;
+}
+
 void remember_real(HookId id, void* fn) {
   if (!fn || is_own_hook(fn)) return;
   void* expected = nullptr;

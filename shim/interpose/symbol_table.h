@@ -65,6 +65,12 @@ void* real_dlsym(void* handle, const char* name);
 void* find_next_definition(const void* caller, const char* name, const void* self);
 // The process's libcuda, if loaded (never loads it).
 void* libcuda_handle();
+// A driver entry point outside the hook list, by name: found in libcuda once
+// it is loaded. Only a success is remembered (`slot`); a miss (libcuda not
+// loaded yet) is looked up again next time.
+void* driver_entry(std::atomic<void*>& slot, const char* name);
+// The current context's device ordinal, or -1 (no context, no driver yet).
+int8_t current_device_ordinal();
 
 namespace detail {
 extern std::atomic<void*> g_real[kHookCount];

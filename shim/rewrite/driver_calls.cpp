@@ -1,8 +1,11 @@
 #include "rewrite/driver_calls.h"
 
+#include <atomic>
 #include <mutex>
+#include <new>
 #include <type_traits>
 
+#include "core/clock.h"
 #include "interpose/symbol_table.h"
 
 namespace cuxfer::shim::rewrite {
@@ -50,11 +53,23 @@ bool DriverCalls::capturing(bool per_thread, CUstream s) const {
 }
 
 const DriverCalls* driver_calls() {
-  static DriverCalls* calls = [] {
-    auto* d = new DriverCalls;
-    return load(*d) ? d : nullptr;
-  }();
-  return calls;
+  // Only a complete table is kept: a failure (libcuda not loaded yet, an
+  // entry point missing) is tried again, at most every 100 ms.
+  static std::atomic<DriverCalls*> ready{nullptr};
+  static std::atomic<uint64_t> next_try_ns{0};
+  static std::mutex loading;
+  if (DriverCalls* d = ready.load(std::memory_order_acquire)) return d;
+  // Threads that arrive while another loads wait for its result.
+  std::lock_guard<std::mutex> lock(loading);
+  if (DriverCalls* d = ready.load(std::memory_order_acquire)) return d;
+  const uint64_t now = now_ns();
+  if (now < next_try_ns.load(std::memory_order_relaxed)) return nullptr;
+  next_try_ns.store(now + 100'000'000, std::memory_order_relaxed);
+  DriverCalls found;
+  if (!load(found)) return nullptr;
+  DriverCalls* d = new (std::nothrow) DriverCalls(found);
+  if (d) ready.store(d, std::memory_order_release);
+  return d;
 }
 
 }  // namespace cuxfer::shim::rewrite

@@ -474,7 +474,11 @@ bool try_stage(const CallDesc& desc, int& result, bool any_size) {
   } leave{ts};
   const Driver* drv = driver_calls();
   if (!drv) {
-    disable("driver entry points not found");
+    // Not for good: driver_calls() looks again (the driver may still be
+    // loading); this copy is the app's own, and it is said once.
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true))
+      Recorder::instance().note("rewrite: pin: driver entry points not found (yet); copies pass through until they are");
     return false;
   }
   CUcontext ctx = nullptr;

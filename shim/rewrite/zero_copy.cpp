@@ -59,13 +59,7 @@ void note_once(std::atomic<bool>& said, const std::string& msg, bool warning = t
   if (!said.exchange(true)) Recorder::instance().note(msg, warning);
 }
 
-int8_t current_ordinal(const DriverCalls& d) {
-  using Fn = CUresult (*)(CUdevice*);
-  static Fn get_device = reinterpret_cast<Fn>(libcuda_handle() ? real_dlsym(libcuda_handle(), "cuCtxGetDevice") : nullptr);
-  (void)d;
-  CUdevice dev = -1;
-  return get_device && get_device(&dev) == CUDA_SUCCESS ? static_cast<int8_t>(dev) : int8_t{-1};
-}
+int8_t current_ordinal(const DriverCalls&) { return current_device_ordinal(); }
 
 // An event of the current context for this thread, to wait in stream order.
 CUevent thread_event(const DriverCalls& d) {
