@@ -1,6 +1,5 @@
 // Driver entry points the shim calls for itself, outside the hook list (the
-// hooks' real functions are in symbol_table). Here, not in symbol_table.cpp:
-// that file declares the hooks without their CUDA prototypes.
+// hooks' real functions are in symbol_table).
 #include <atomic>
 #include <cstdint>
 

@@ -9,16 +9,11 @@
 #include <string>
 
 #include "core/log.h"
+#include "interpose/cuda_headers.h"
 
-// Our hooks, declared without their CUDA prototypes: only their addresses are
-// needed here.
-extern "C" {
-#define CUXFER_DRIVER(n) void n();
-#define CUXFER_RUNTIME(n) void n();
-#include "interpose/hook_list.def"
-#undef CUXFER_DRIVER
-#undef CUXFER_RUNTIME
-}
+// Our hooks are the CUDA entry points themselves: the CUDA headers declare
+// each one, with its own type, under its exact name (the hook files define
+// them), so their addresses are taken through those declarations.
 
 namespace cuxfer::shim {
 namespace detail {
