@@ -81,6 +81,9 @@ bool apply_block(BlockType type, std::string_view payload, Trace& t) {
       return t.has_cupti_handover;
     case BlockType::PyCodes:
       return decode(payload, t.py_codes);
+    case BlockType::RunModes:
+      t.has_modes = decode(payload, t.modes);
+      return t.has_modes;
     case BlockType::End:
       t.complete = true;
       return true;

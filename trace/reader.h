@@ -25,6 +25,8 @@ struct Trace {
   std::vector<std::string> notes;
   bool has_status = false;
   Status status;
+  bool has_modes = false;  // traces before RunModes said the modes in notes only
+  RunModes modes;
   bool has_cupti_handover = false;  // GPU records end at cupti_handover.t_ns
   CuptiHandover cupti_handover;
   bool complete = false;    // the End block was seen: the process shut down cleanly

@@ -149,6 +149,26 @@ bool decode(std::string_view in, std::vector<PyCode>& v) {
   return c.done();
 }
 
+void encode(const RunModes& m, std::string& out) {
+  put<uint8_t>(out, m.rewrite_pin ? 1 : 0);
+  put<uint8_t>(out, m.policy ? 1 : 0);
+  put<uint8_t>(out, m.register_in_place ? 1 : 0);
+  put<uint8_t>(out, m.python_stacks ? 1 : 0);
+  put_str(out, m.policy_path);
+}
+
+bool decode(std::string_view in, RunModes& m) {
+  Cursor c(in);
+  uint8_t pin = 0, policy = 0, reg = 0, py = 0;
+  if (!c.get(pin) || !c.get(policy) || !c.get(reg) || !c.get(py) || !c.get_str(m.policy_path) || !c.done())
+    return false;
+  m.rewrite_pin = pin != 0;
+  m.policy = policy != 0;
+  m.register_in_place = reg != 0;
+  m.python_stacks = py != 0;
+  return true;
+}
+
 void encode(const Status& s, std::string& out) {
   put<uint8_t>(out, s.simulated ? 1 : 0);
   put<uint8_t>(out, static_cast<uint8_t>(s.cupti));

@@ -73,6 +73,16 @@ struct PyCode {
   std::string line_table;  // co_linetable's bytes; empty when it was too large to copy
 };
 
+// How the shim ran in this process, as typed values (the analyzer once read
+// them from notes): written once, after Process and ApiNames.
+struct RunModes {
+  bool rewrite_pin = false;        // CUXFER_REWRITE=pin
+  bool policy = false;             // a policy file was given (CUXFER_POLICY)
+  bool register_in_place = false;  // the rewrite may register host memory in place
+  bool python_stacks = false;      // Python frames are read (CUXFER_PYTHON_STACKS)
+  std::string policy_path;
+};
+
 // Encoders append to `out`.
 void encode(const ProcessInfo& p, std::string& out);
 void encode(const std::vector<ModuleInfo>& m, std::string& out);
@@ -80,6 +90,7 @@ void encode(const std::vector<CallSite>& c, std::string& out);
 void encode(const Status& s, std::string& out);
 void encode(const CuptiHandover& h, std::string& out);
 void encode(const std::vector<PyCode>& c, std::string& out);
+void encode(const RunModes& m, std::string& out);
 void encode_strings(const std::vector<std::string>& v, std::string& out);
 
 bool decode(std::string_view in, ProcessInfo& p);
@@ -88,6 +99,7 @@ bool decode(std::string_view in, std::vector<CallSite>& c);    // appends
 bool decode(std::string_view in, Status& s);
 bool decode(std::string_view in, CuptiHandover& h);
 bool decode(std::string_view in, std::vector<PyCode>& c);      // appends
+bool decode(std::string_view in, RunModes& m);
 bool decode_strings(std::string_view in, std::vector<std::string>& v);  // appends
 
 }  // namespace cuxfer::trace

@@ -75,8 +75,7 @@ RunSites collect(const model::Job& job) {
   uint64_t start = UINT64_MAX, end = 0;
   for (const auto& p : job.processes) {
     if (p.trace.has_process) start = std::min(start, p.trace.process.start_realtime_ns);
-    for (const auto& n : p.trace.notes)
-      if (n.starts_with(model::kRewritePinNote)) out.run.rewrite = true;
+    if (model::rewrite_pin_on(p.trace)) out.run.rewrite = true;
   }
   for (const auto& c : job.calls) {
     const model::Process& p = job.processes[c.process];

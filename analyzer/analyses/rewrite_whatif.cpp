@@ -26,11 +26,7 @@ namespace {
 
 using trace::Direction;
 
-bool rewrite_was_on(const model::Job& job, uint32_t process) {
-  for (const auto& note : job.processes[process].trace.notes)
-    if (note.rfind(model::kRewritePinNote, 0) == 0) return true;
-  return false;
-}
+bool rewrite_was_on(const model::Job& job, uint32_t process) { return model::rewrite_pin_on(job.processes[process].trace); }
 
 size_t buffer_hash(uint32_t process, uint64_t address, uint64_t bytes) {
   uint64_t h = address * 0x9E3779B97F4A7C15ull ^ (bytes + 0x632BE59BD9B4E019ull + (uint64_t{process} << 40));

@@ -307,9 +307,7 @@ RewriteTotals rewrite_totals(const model::Job& job, const JobTally& tally) {
   // copy, or a staging pool). Only there do pageable copies "pass through".
   std::vector<bool> on(job.processes.size(), false);
   for (size_t i = 0; i < job.processes.size(); ++i) {
-    if (tally.processes[i].rewrote) on[i] = true;
-    for (const auto& note : job.processes[i].trace.notes)
-      if (note.rfind(model::kRewritePinNote, 0) == 0 || note.rfind(model::kPolicyNote, 0) == 0) on[i] = true;
+    if (tally.processes[i].rewrote || model::rewrite_any_on(job.processes[i].trace)) on[i] = true;
   }
   for (const auto& c : job.shim_calls) {
     if (c.kind() != EventKind::HostRegister ||

@@ -203,6 +203,23 @@ uint64_t join_gpu_by_time(const trace::Trace& t, std::vector<Call>& calls, size_
 
 }  // namespace
 
+namespace {
+// What the shim's notes began with before RunModes existed.
+bool note_starts(const trace::Trace& t, std::string_view prefix) {
+  for (const auto& n : t.notes)
+    if (n.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+}  // namespace
+
+bool rewrite_pin_on(const trace::Trace& t) {
+  return t.has_modes ? t.modes.rewrite_pin : note_starts(t, "rewrite: pin");
+}
+
+bool rewrite_any_on(const trace::Trace& t) {
+  return t.has_modes ? t.modes.rewrite_pin || t.modes.policy : note_starts(t, "rewrite: pin") || note_starts(t, "policy: ");
+}
+
 Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolizer,
               symbolize::PythonFrames python_frames) {
   Job job;

@@ -13,6 +13,7 @@
 #include "analyzer/symbolize/frame_filter.h"
 #include "analyzer/symbolize/symbolizer.h"
 #include "trace/reader.h"
+#include "trace/shim_names.h"
 
 namespace cuxfer::model {
 
@@ -76,20 +77,17 @@ struct Site {
   std::vector<symbolize::Frame> stack;  // the whole captured stack, innermost first
 };
 
-// API names the shim gives its own work (pseudo-APIs appended after the hook
-// names): events under them are not the app's calls.
-inline constexpr const char* kShimApiPrefix = "cuxfer:";
-// The rewrite's pinned staging pool: a HostAlloc of the pool's size whose
-// CPU-blocked time is the pinning cost.
-inline constexpr const char* kStagingPoolApi = "cuxfer:staging_pool";
-// The rewrite's in-place registrations: a HostRegister of the registered
-// range (page-aligned) whose duration is the pinning cost.
-inline constexpr const char* kRegisterApi = "cuxfer:register";
+// API names the shim gives its own work (trace/shim_names.h): events under
+// them are not the app's calls.
+inline constexpr const char* kShimApiPrefix = trace::kShimApiPrefix;
+inline constexpr const char* kStagingPoolApi = trace::kStagingPoolApiName;
+inline constexpr const char* kRegisterApi = trace::kRegisterApiName;
 
-// A process ran with the pinned rewrite on: the shim's note begins so.
-inline constexpr const char* kRewritePinNote = "rewrite: pin";
-// ... or with a policy file (CUXFER_POLICY), which rewrites the sites it names.
-inline constexpr const char* kPolicyNote = "policy: ";
+// The process ran with the pinned rewrite on (CUXFER_REWRITE=pin): its
+// RunModes block says so; a trace written before that block, its notes.
+bool rewrite_pin_on(const trace::Trace& t);
+// ... or with the rewrite's machinery for a policy file (CUXFER_POLICY).
+bool rewrite_any_on(const trace::Trace& t);
 
 class Job {
  public:

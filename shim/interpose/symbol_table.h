@@ -21,14 +21,12 @@ enum class HookId : uint16_t {
 inline constexpr size_t kHookCount = static_cast<size_t>(HookId::kCount);
 // Event::api of the shim's own pinned staging pool allocation (the rewrite's
 // pinning cost); the trace's API name table lists it after the hooks.
+// (Their names: trace/shim_names.h.)
 inline constexpr uint16_t kStagingPoolApi = static_cast<uint16_t>(kHookCount);
-inline constexpr const char* kStagingPoolApiName = "cuxfer:staging_pool";
 // Event::api of the rewrite's in-place registrations (their pinning cost).
 inline constexpr uint16_t kRegisterApi = static_cast<uint16_t>(kHookCount + 1);
-inline constexpr const char* kRegisterApiName = "cuxfer:register";
 // Event::api of content fingerprints (EventKind::Fingerprint).
 inline constexpr uint16_t kFingerprintApi = static_cast<uint16_t>(kHookCount + 2);
-inline constexpr const char* kFingerprintApiName = "cuxfer:fingerprint";
 
 enum class Layer : uint8_t { Driver, Runtime };
 

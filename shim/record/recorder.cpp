@@ -25,6 +25,7 @@
 #include "memory/host_ranges.h"
 #include "rewrite/pinned_rewrite.h"
 #include "trace/format.h"
+#include "trace/shim_names.h"
 
 #ifndef CUXFER_VERSION
 #define CUXFER_VERSION "0.0.0"
@@ -281,12 +282,21 @@ bool Recorder::open_trace() {
   writer_->write_block(trace::BlockType::Process, payload);
   std::vector<std::string> api_names;
   for (size_t i = 0; i < kHookCount; ++i) api_names.emplace_back(hook_entry(static_cast<HookId>(i)).name);
-  api_names.emplace_back(kStagingPoolApiName);
-  api_names.emplace_back(kRegisterApiName);
-  api_names.emplace_back(kFingerprintApiName);
+  api_names.emplace_back(trace::kStagingPoolApiName);
+  api_names.emplace_back(trace::kRegisterApiName);
+  api_names.emplace_back(trace::kFingerprintApiName);
   payload.clear();
   trace::encode_strings(api_names, payload);
   writer_->write_block(trace::BlockType::ApiNames, payload);
+  trace::RunModes modes;
+  modes.rewrite_pin = c.rewrite_pin;
+  modes.policy = !c.policy_path.empty();
+  modes.register_in_place = c.rewrite_any() && c.register_in_place;
+  modes.python_stacks = c.python_stacks && stack_depth_ > 0;
+  modes.policy_path = c.policy_path;
+  payload.clear();
+  trace::encode(modes, payload);
+  writer_->write_block(trace::BlockType::RunModes, payload);
   append_manifest(c.manifest, trace_path_);
   if (!c.launched) log::info("recording to " + trace_path_);
   events_recorded_ = events_dropped_ = gpu_recorded_ = gpu_dropped_ = 0;

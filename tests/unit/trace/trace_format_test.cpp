@@ -330,6 +330,43 @@ TEST(TraceRecords, HandoverDecoderRejectsEveryTruncation) {
   EXPECT_FALSE(decode(buf, q));
 }
 
+TEST(TraceRecords, RunModesAndPyCodesRoundTripAndRejectTruncation) {
+  RunModes m;
+  m.rewrite_pin = true;
+  m.register_in_place = true;
+  m.python_stacks = true;
+  m.policy_path = "/etc/p.json";
+  std::string buf;
+  encode(m, buf);
+  for (size_t len = 0; len < buf.size(); ++len) {
+    RunModes q;
+    EXPECT_FALSE(decode(std::string_view(buf).substr(0, len), q)) << len;
+  }
+  RunModes q;
+  ASSERT_TRUE(decode(buf, q));
+  EXPECT_TRUE(q.rewrite_pin);
+  EXPECT_FALSE(q.policy);
+  EXPECT_TRUE(q.register_in_place);
+  EXPECT_TRUE(q.python_stacks);
+  EXPECT_EQ(q.policy_path, "/etc/p.json");
+
+  std::vector<PyCode> codes(2);
+  codes[0] = {7, 0x030b, 42, "/home/me/train.py", "Loader.batch", std::string("\x80\x00\xd8", 3)};
+  codes[1] = {8, 0x030a, 1, "x.py", "<module>", ""};
+  buf.clear();
+  encode(codes, buf);
+  for (size_t len = 0; len < buf.size(); ++len) {
+    std::vector<PyCode> back;
+    EXPECT_FALSE(decode(std::string_view(buf).substr(0, len), back)) << len;
+  }
+  std::vector<PyCode> back;
+  ASSERT_TRUE(decode(buf, back));
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].qualname, "Loader.batch");
+  EXPECT_EQ(back[0].line_table, codes[0].line_table);
+  EXPECT_EQ(back[1].version, 0x030au);
+}
+
 TEST(TraceRecords, HugeCountsAreRefusedNotAllocated) {
   std::string buf;
   uint32_t n = 0xffffffffu;
