@@ -48,9 +48,9 @@ std::vector<Finding> find_duplicates_and_round_trips(const model::Job& job, cons
   });
 
   Finding dup, trip;
-  dup.kind = "duplicate_uploads";
+  dup.kind = FindingKind::DuplicateUploads;
   dup.title = "The same bytes uploaded again to the same device buffer (likely)";
-  trip.kind = "round_trips";
+  trip.kind = FindingKind::RoundTrips;
   trip.title = "Data downloaded and uploaded back unchanged (likely)";
   FindingBuilder dup_b(dup), trip_b(trip);
   uint32_t process = UINT32_MAX;
@@ -84,7 +84,7 @@ std::vector<Finding> find_duplicates_and_round_trips(const model::Job& job, cons
     out.push_back(std::move(*f));
   }
   for (auto& f : out) {
-    if (f.kind == "duplicate_uploads")
+    if (f.kind == FindingKind::DuplicateUploads)
       f.advice =
           "These uploads sent a device buffer the bytes it already held, as far as the recorded copies show "
           "(same sampled fingerprint as the last upload to it or download from it). Keep the data resident on "

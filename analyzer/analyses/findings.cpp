@@ -61,7 +61,7 @@ std::vector<Finding> find_async_pageable(const JobTally& tally, const Thresholds
   const std::optional<uint64_t> return_ns[2] = {measured_async_return_ns(tally.findings, 0),
                                                 measured_async_return_ns(tally.findings, 1)};
   Finding f;
-  f.kind = "async_pageable";
+  f.kind = FindingKind::AsyncPageable;
   f.title = "Async copies with pageable host memory ran synchronously";
   f.time_basis = "cpu_blocked";
   SiteAccs by_site(site_ids(tally));
@@ -104,7 +104,7 @@ std::vector<Finding> find_large_pageable(const JobTally& tally, const Thresholds
   const std::optional<double> measured[2] = {measured_pinned_gbps(tally.findings, 0),
                                              measured_pinned_gbps(tally.findings, 1)};
   Finding f;
-  f.kind = "large_pageable";
+  f.kind = FindingKind::LargePageable;
   f.title = "Large transfers through pageable host memory";
   SiteAccs by_site(site_ids(tally));
   uint64_t recoverable = 0, gpu_calls = 0;
@@ -158,7 +158,7 @@ std::vector<Finding> find_large_pageable(const JobTally& tally, const Thresholds
 
 std::vector<Finding> find_tiny_storm(const JobTally& tally, const Thresholds& t) {
   Finding f;
-  f.kind = "tiny_storm";
+  f.kind = FindingKind::TinyStorm;
   f.title = "Storms of tiny copies from one call site";
   f.time_basis = "cpu_blocked";
   SiteAccs by_site(site_ids(tally));

@@ -189,7 +189,7 @@ std::vector<Finding> find_managed_migrations(const model::Job& job, const Manage
   Managed scratch;
   auto acc = accumulate(job, scratch);
   Finding f;
-  f.kind = "managed_migrations";
+  f.kind = FindingKind::ManagedMigrations;
   f.title = "Managed memory migrated on demand (page faults) instead of prefetched";
   f.time_basis = "gpu";
   const model::MachineProfile* profile = t.profile;

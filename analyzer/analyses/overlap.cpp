@@ -115,7 +115,7 @@ std::vector<Finding> find_sync_copy_idle(const model::Job& job, const Thresholds
   auto busy = kernel_busy(job);
   if (busy.empty()) return {};
   Finding f;
-  f.kind = "sync_copy_idle";
+  f.kind = FindingKind::SyncCopyIdle;
   f.title = "Synchronous copies kept the GPU idle between kernels";
   FindingBuilder builder(f);
   for (const auto& c : job.calls) {

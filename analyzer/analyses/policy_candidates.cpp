@@ -63,7 +63,9 @@ bool unset(const policy::Site& s) { return s.build_id.empty() && !s.python(); }
 
 struct Candidate {
   policy::Entry entry;
-  std::map<std::string, uint64_t> gain_by_finding;  // summed over processes
+  // By finding name (FindingKind names, and "whole_uploads", which is the
+  // zero-copy rule's own), summed over processes.
+  std::map<std::string, uint64_t> gain_by_finding;
   std::vector<std::string> reasons;
   bool reuses_buffer = false;
   unsigned directions = 0;  // bit 0 H2D, bit 1 D2H
@@ -186,14 +188,14 @@ PolicyCandidates derive_policy(const model::Job& job, const Report& report, cons
 
   // Call sites: register or stage.
   for (const Finding& f : report.findings) {
-    if (f.kind != "rewrite_candidates" && f.kind != "large_pageable" && f.kind != "async_pageable") continue;
+    if (f.kind != FindingKind::RewriteCandidates && f.kind != FindingKind::LargePageable && f.kind != FindingKind::AsyncPageable) continue;
     for (const FindingSite& fs : f.sites) {
       if (fs.callsite == 0 || fs.callsite > job.sites.size()) continue;
       const uint32_t site = fs.callsite - 1;
       policy::Site id;
       std::string why;
       if (!identify(job, site, policy::SiteKind::Call, id, why)) {
-        skip(site_display(job, site) + " (" + f.kind + "): " + why);
+        skip(site_display(job, site) + " (" + finding_kind_name(f.kind) + "): " + why);
         continue;
       }
       Candidate& c = candidates[key_of(id)];
@@ -201,10 +203,10 @@ PolicyCandidates derive_policy(const model::Job& job, const Report& report, cons
         c.entry.site = id;
         c.copy_sites.push_back(id);
       }
-      c.gain_by_finding[f.kind] += fs.estimated_recoverable_ns.value_or(0);
+      c.gain_by_finding[finding_kind_name(f.kind)] += fs.estimated_recoverable_ns.value_or(0);
       c.reuses_buffer |= use.reuses[site] != 0;
       c.directions |= use.directions[site];
-      c.reasons.push_back(f.kind + ": " + std::to_string(fs.calls) + (fs.calls == 1 ? " copy, " : " copies, ") + render::format_bytes(fs.bytes) +
+      c.reasons.push_back(std::string(finding_kind_name(f.kind)) + ": " + std::to_string(fs.calls) + (fs.calls == 1 ? " copy, " : " copies, ") + render::format_bytes(fs.bytes) +
                           ", " + render::format_duration(fs.time_ns));
     }
   }
@@ -216,12 +218,12 @@ PolicyCandidates derive_policy(const model::Job& job, const Report& report, cons
       c.reasons.push_back("copies the same host buffer more than once: registered in place");
     } else {
       e.path = policy::Path::Stage;
-      if (c.gain_by_finding.count("rewrite_candidates")) {
+      if (c.gain_by_finding.count(finding_kind_name(FindingKind::RewriteCandidates))) {
         uint64_t m = UINT64_MAX;
         for (int dir = 0; dir < 2; ++dir)
           if (c.directions & (1u << dir)) m = std::min(m, stage_min[dir]);
         e.min_bytes = m == UINT64_MAX ? 0 : m;
-      } else if (c.gain_by_finding.count("large_pageable")) {
+      } else if (c.gain_by_finding.count(finding_kind_name(FindingKind::LargePageable))) {
         e.min_bytes = t.large_bytes;
       }
       c.reasons.push_back("no reused buffer: staged through pinned buffers");
@@ -231,7 +233,7 @@ PolicyCandidates derive_policy(const model::Job& job, const Report& report, cons
   // Allocation sites: zero-copy for the device buffers of tiny-copy storms.
   std::unordered_set<uint32_t> storm_sites;  // site ids (index + 1)
   for (const Finding& f : report.findings)
-    if (f.kind == "tiny_storm")
+    if (f.kind == FindingKind::TinyStorm)
       for (const FindingSite& fs : f.sites)
         if (fs.callsite) storm_sites.insert(fs.callsite);
   if (!storm_sites.empty()) {
@@ -292,7 +294,7 @@ PolicyCandidates derive_policy(const model::Job& job, const Report& report, cons
       Candidate& c = candidates[key];
       c.entry.path = policy::Path::ZeroCopy;
       add_copy_sites(job, z.copy_sites, c);
-      c.gain_by_finding["tiny_storm"] += z.gain_ns;
+      c.gain_by_finding[finding_kind_name(FindingKind::TinyStorm)] += z.gain_ns;
       std::string from;
       for (const auto& s : z.from) from += (from.empty() ? "" : ", ") + s;
       c.reasons.push_back("tiny_storm: " + std::to_string(z.h2d) + " tiny H2D and " + std::to_string(z.d2h) +

@@ -7,6 +7,29 @@
 #include <fmt/format.h>
 
 namespace cuxfer::analyses {
+
+const char* finding_kind_name(FindingKind k) {
+  switch (k) {
+    case FindingKind::AsyncPageable: return "async_pageable";
+    case FindingKind::LargePageable: return "large_pageable";
+    case FindingKind::TinyStorm: return "tiny_storm";
+    case FindingKind::RewriteCandidates: return "rewrite_candidates";
+    case FindingKind::SyncCopyIdle: return "sync_copy_idle";
+    case FindingKind::DuplicateUploads: return "duplicate_uploads";
+    case FindingKind::RoundTrips: return "round_trips";
+    case FindingKind::ManagedMigrations: return "managed_migrations";
+  }
+  return "?";
+}
+
+bool parse_finding_kind(std::string_view name, FindingKind& out) {
+  for (FindingKind k : kAllFindingKinds)
+    if (name == finding_kind_name(k)) {
+      out = k;
+      return true;
+    }
+  return false;
+}
 namespace {
 
 // The process whose parent is not in the job: the command the user ran.

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analyzer/model/job.h"
@@ -185,8 +186,28 @@ struct FindingSite {
   std::optional<double> calls_per_second;
 };
 
+// Every finding the analyses raise (docs/report.md, "Findings"). The name is
+// what the reports, the policy file's "findings" and the docs call it.
+enum class FindingKind : uint8_t {
+  AsyncPageable,
+  LargePageable,
+  TinyStorm,
+  RewriteCandidates,
+  SyncCopyIdle,
+  DuplicateUploads,
+  RoundTrips,
+  ManagedMigrations,
+};
+inline constexpr FindingKind kAllFindingKinds[] = {
+    FindingKind::AsyncPageable,     FindingKind::LargePageable, FindingKind::TinyStorm,
+    FindingKind::RewriteCandidates, FindingKind::SyncCopyIdle,  FindingKind::DuplicateUploads,
+    FindingKind::RoundTrips,        FindingKind::ManagedMigrations};
+// "async_pageable", "large_pageable", ...
+const char* finding_kind_name(FindingKind k);
+bool parse_finding_kind(std::string_view name, FindingKind& out);
+
 struct Finding {
-  std::string kind;  // async_pageable | large_pageable | tiny_storm
+  FindingKind kind = FindingKind::AsyncPageable;
   std::string title;
   uint64_t calls = 0, bytes = 0, time_ns = 0, max_ns = 0;
   std::string time_basis;  // what time_ns measures: "cpu_blocked" | "gpu"

@@ -116,7 +116,7 @@ std::vector<Finding> find_rewrite_candidates(const JobTally& tally, const Thresh
   if (r.calls == 0 || r.time_ns <= r.predicted_ns) return {};
   const model::MachineProfile* profile = r.profile;
   Finding f;
-  f.kind = "rewrite_candidates";
+  f.kind = FindingKind::RewriteCandidates;
   f.title = "Copies that --rewrite=pin would speed up";
   f.calls = r.calls;
   f.bytes = r.bytes;

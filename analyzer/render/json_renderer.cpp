@@ -243,7 +243,7 @@ json report_to_json(const analyses::Report& r, const JsonOptions& options) {
           {"calls_per_second", opt(s.calls_per_second)},
       });
     findings.push_back({
-        {"kind", f.kind},
+        {"kind", analyses::finding_kind_name(f.kind)},
         {"title", f.title},
         {"calls", f.calls},
         {"bytes", f.bytes},

@@ -404,13 +404,13 @@ void findings(std::string& out, const Report& r, size_t width) {
   int n = 0;
   for (const auto& f : r.findings) {
     out += "\n";
-    wrapped(out, fmt::format("{}. {} [{}]", ++n, f.title, f.kind), width, "  ", "     ");
+    wrapped(out, fmt::format("{}. {} [{}]", ++n, f.title, analyses::finding_kind_name(f.kind)), width, "  ", "     ");
     std::string time_word = f.time_basis == "gpu" ? "GPU time" : "CPU-blocked";
-    const char* unit = f.kind == "managed_migrations" ? "migration" : "call";
+    const char* unit = f.kind == analyses::FindingKind::ManagedMigrations ? "migration" : "call";
     std::string numbers = fmt::format("{} {}{}, {}, {} {}", format_count(f.calls), unit, f.calls == 1 ? "" : "s",
                                       format_bytes(f.bytes),
                                       time_word, format_duration(f.time_ns));
-    if (f.kind == "async_pageable")
+    if (f.kind == analyses::FindingKind::AsyncPageable)
       numbers += fmt::format(" (max {} in one call)", format_duration(f.max_ns));
     if (f.achieved_gbps)
       numbers += fmt::format("; achieved {} GB/s vs {} GB/s pinned", format_gbps(f.achieved_gbps),

@@ -2,6 +2,9 @@
 // clean twin on which it must not fire.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
 #include "tests/unit/analyzer/job_fixture.h"
 
 namespace cuxfer {
@@ -260,10 +263,10 @@ TEST_F(Analyses, FindingsAreOrderedByWhatTheyCanRecover) {
   t.copy(Direction::HtoD, MemKind::Pageable, 256 * MiB, 40'000'000, true, s);
   analyses::Report r = analyses::analyze(load(t));
   ASSERT_EQ(r.findings.size(), 4u);
-  EXPECT_EQ(r.findings[0].kind, "async_pageable");      // ~40 ms recoverable
-  EXPECT_EQ(r.findings[1].kind, "large_pageable");      // ~34.6 ms
-  EXPECT_EQ(r.findings[2].kind, "rewrite_candidates");  // staged at 35 GB/s: ~32.3 ms
-  EXPECT_EQ(r.findings[3].kind, "tiny_storm");          // 9 ms, no estimate
+  EXPECT_EQ(r.findings[0].kind, analyses::FindingKind::AsyncPageable);      // ~40 ms recoverable
+  EXPECT_EQ(r.findings[1].kind, analyses::FindingKind::LargePageable);      // ~34.6 ms
+  EXPECT_EQ(r.findings[2].kind, analyses::FindingKind::RewriteCandidates);  // staged at 35 GB/s: ~32.3 ms
+  EXPECT_EQ(r.findings[3].kind, analyses::FindingKind::TinyStorm);          // 9 ms, no estimate
 }
 
 // The rewrite what-if follows the shim's rules: a reused buffer of >= 1 MiB
@@ -432,6 +435,27 @@ TEST_F(Analyses, RewriteWhatIfReuseIsPerAddressAndSize) {
   EXPECT_NE(f->advice.find("0 would be staged"), std::string::npos) << f->advice;
   ASSERT_EQ(f->sites.size(), 1u);
   EXPECT_EQ(f->sites[0].calls, 2u);
+}
+
+}  // namespace
+}  // namespace cuxfer
+
+namespace cuxfer {
+namespace {
+
+TEST(FindingKinds, EveryKindHasOneNameThatParsesBack) {
+  std::set<std::string> names;
+  for (analyses::FindingKind k : analyses::kAllFindingKinds) {
+    const std::string name = analyses::finding_kind_name(k);
+    EXPECT_NE(name, "?");
+    EXPECT_TRUE(names.insert(name).second) << name;
+    analyses::FindingKind back;
+    ASSERT_TRUE(analyses::parse_finding_kind(name, back)) << name;
+    EXPECT_EQ(back, k);
+  }
+  EXPECT_EQ(names.size(), 8u);
+  analyses::FindingKind k;
+  EXPECT_FALSE(analyses::parse_finding_kind("async_pagable", k));
 }
 
 }  // namespace

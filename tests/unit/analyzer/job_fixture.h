@@ -63,9 +63,16 @@ inline const analyses::ClassTotals* find_class(const analyses::Report& r, trace:
   return nullptr;
 }
 
+// By the kind's name; a name that is no kind fails the test (an "expect no
+// such finding" check must not pass on a typo).
 inline const analyses::Finding* find_finding(const analyses::Report& r, const std::string& kind) {
+  analyses::FindingKind k;
+  if (!analyses::parse_finding_kind(kind, k)) {
+    ADD_FAILURE() << "no finding kind named '" << kind << "'";
+    return nullptr;
+  }
   for (const auto& f : r.findings)
-    if (f.kind == kind) return &f;
+    if (f.kind == k) return &f;
   return nullptr;
 }
 
