@@ -171,13 +171,33 @@ std::string site_display(const model::Job& job, uint32_t site_index) {
 
 }  // namespace
 
-PolicyCandidates derive_policy(const model::Job& job, const Report& report, const Thresholds& t) {
+namespace {
+
+// derive_policy's four steps, over the candidates they share: call sites
+// (register or stage), allocation sites of tiny-copy storms (zero copy),
+// allocation sites uploaded whole again and again (speculative zero copy),
+// then the entries, largest estimated gain first.
+class Derivation {
+ public:
+  Derivation(const model::Job& job, const Report& report, const Thresholds& t) : job(job), report(report), t(t) {}
+  void call_sites();
+  void storm_allocations();
+  void whole_uploads();
+  PolicyCandidates entries();
+
+ private:
+  void skip(const std::string& line) {
+    if (skipped_lines.insert(line).second) out.skipped.push_back(line);
+  }
+  const model::Job& job;
+  const Report& report;
+  const Thresholds& t;
   PolicyCandidates out;
   std::map<SiteKey, Candidate> candidates;
   std::set<std::string> skipped_lines;
-  const auto skip = [&](const std::string& line) {
-    if (skipped_lines.insert(line).second) out.skipped.push_back(line);
-  };
+};
+
+void Derivation::call_sites() {
   // The rewrite's thresholds, as the what-if uses them.
   uint64_t stage_min[2] = {t.stage_min_h2d, t.stage_min_d2h};
   if (t.profile) {
@@ -229,137 +249,140 @@ PolicyCandidates derive_policy(const model::Job& job, const Report& report, cons
       c.reasons.push_back("no reused buffer: staged through pinned buffers");
     }
   }
+}
 
+void Derivation::storm_allocations() {
   // Allocation sites: zero-copy for the device buffers of tiny-copy storms.
   std::unordered_set<uint32_t> storm_sites;  // site ids (index + 1)
   for (const Finding& f : report.findings)
     if (f.kind == FindingKind::TinyStorm)
       for (const FindingSite& fs : f.sites)
         if (fs.callsite) storm_sites.insert(fs.callsite);
-  if (!storm_sites.empty()) {
-    const auto device_ptr = device_pointers(job);
-    const AllocationIndex allocations(job);
-    const double memcpy_gbps = t.profile && !t.profile->host_memcpy.empty() ? t.profile->memcpy_gbps(1)
-                                                                             : kNominalHostMemcpyGbps;
-    struct ZeroCopyAcc {
-      uint64_t h2d = 0, d2h = 0, bytes = 0, cpu_ns = 0, gain_ns = 0;
-      std::set<std::string> from;
-      std::set<uint32_t> copy_sites;  // job site indices of the copies
-    };
-    std::map<SiteKey, ZeroCopyAcc> zero;
-    std::map<uint32_t, uint64_t> untied;  // storm site -> copies with no device pointer recorded
-    std::map<uint32_t, uint64_t> unowned;  // storm site -> copies into no recorded allocation
-    for (const model::Call& c : job.calls) {
-      if (c.kind() != EventKind::Copy || c.failed() || c.site == model::kNoSite) continue;
-      if (!storm_sites.count(c.site + 1) || c.bytes() > t.tiny_bytes) continue;
-      const trace::Event& e = *c.event;
-      const bool h2d = c.cls.direction == Direction::HtoD && e.dst_kind == static_cast<uint8_t>(MemKind::Device);
-      const bool d2h = c.cls.direction == Direction::DtoH && e.src_kind == static_cast<uint8_t>(MemKind::Device);
-      if (!h2d && !d2h) continue;
-      auto ptr = device_ptr.find((uint64_t{c.process} << 32) | e.correlation_id);
-      if (ptr == device_ptr.end()) {
-        ++untied[c.site];
-        continue;
-      }
-      const Allocation* a = allocations.find(c.process, ptr->second, e.t_enter_ns);
-      if (!a) {
-        ++unowned[c.site];
-        continue;
-      }
-      if (a->site == model::kNoSite) {
-        skip("a device allocation of " + render::format_bytes(a->bytes) + " (tiny_storm at " +
-             site_display(job, c.site) + "): its call site was not recorded");
-        continue;
-      }
-      policy::Site id;
-      std::string why;
-      if (!identify(job, a->site, policy::SiteKind::Allocation, id, why)) {
-        skip(site_display(job, a->site) + " (allocation, tiny_storm): " + why);
-        continue;
-      }
-      ZeroCopyAcc& z = zero[key_of(id)];
-      Candidate& cand = candidates[key_of(id)];
-      if (unset(cand.entry.site)) cand.entry.site = id;
-      const double host = static_cast<double>(kZeroCopyAccessNs) + static_cast<double>(c.bytes()) / memcpy_gbps;
-      const uint64_t host_ns = static_cast<uint64_t>(std::llround(host));
-      z.h2d += h2d;
-      z.d2h += d2h;
-      z.bytes += c.bytes();
-      z.cpu_ns += c.cpu_ns();
-      z.gain_ns += c.cpu_ns() > host_ns ? c.cpu_ns() - host_ns : 0;
-      z.from.insert(site_display(job, c.site));
-      z.copy_sites.insert(c.site);
+  if (storm_sites.empty()) return;
+  const auto device_ptr = device_pointers(job);
+  const AllocationIndex allocations(job);
+  const double memcpy_gbps = t.profile && !t.profile->host_memcpy.empty() ? t.profile->memcpy_gbps(1)
+                                                                           : kNominalHostMemcpyGbps;
+  struct ZeroCopyAcc {
+    uint64_t h2d = 0, d2h = 0, bytes = 0, cpu_ns = 0, gain_ns = 0;
+    std::set<std::string> from;
+    std::set<uint32_t> copy_sites;  // job site indices of the copies
+  };
+  std::map<SiteKey, ZeroCopyAcc> zero;
+  std::map<uint32_t, uint64_t> untied;  // storm site -> copies with no device pointer recorded
+  std::map<uint32_t, uint64_t> unowned;  // storm site -> copies into no recorded allocation
+  for (const model::Call& c : job.calls) {
+    if (c.kind() != EventKind::Copy || c.failed() || c.site == model::kNoSite) continue;
+    if (!storm_sites.count(c.site + 1) || c.bytes() > t.tiny_bytes) continue;
+    const trace::Event& e = *c.event;
+    const bool h2d = c.cls.direction == Direction::HtoD && e.dst_kind == static_cast<uint8_t>(MemKind::Device);
+    const bool d2h = c.cls.direction == Direction::DtoH && e.src_kind == static_cast<uint8_t>(MemKind::Device);
+    if (!h2d && !d2h) continue;
+    auto ptr = device_ptr.find((uint64_t{c.process} << 32) | e.correlation_id);
+    if (ptr == device_ptr.end()) {
+      ++untied[c.site];
+      continue;
     }
-    for (auto& [key, z] : zero) {
-      Candidate& c = candidates[key];
-      c.entry.path = policy::Path::ZeroCopy;
-      add_copy_sites(job, z.copy_sites, c);
-      c.gain_by_finding[finding_kind_name(FindingKind::TinyStorm)] += z.gain_ns;
-      std::string from;
-      for (const auto& s : z.from) from += (from.empty() ? "" : ", ") + s;
-      c.reasons.push_back("tiny_storm: " + std::to_string(z.h2d) + " tiny H2D and " + std::to_string(z.d2h) +
-                          " tiny D2H copies (" + render::format_bytes(z.bytes) + ", " +
-                          render::format_duration(z.cpu_ns) + " CPU-blocked) from " + from +
-                          " into this allocation; mapped pinned host memory makes each a host memcpy, estimated at " +
-                          std::to_string(kZeroCopyAccessNs) + " ns + bytes at " +
-                          fmt::format("{:.1f}", memcpy_gbps) + " GB/s; kernels then read it over the bus");
+    const Allocation* a = allocations.find(c.process, ptr->second, e.t_enter_ns);
+    if (!a) {
+      ++unowned[c.site];
+      continue;
     }
-    for (const auto& [site, n] : untied)
-      skip(std::to_string(n) + " tiny copies at " + site_display(job, site) +
-           " (tiny_storm): no device pointer recorded (the shim records it with a copy's fingerprint, from "
-           "CUXFER_FINGERPRINT_MIN bytes): record with CUXFER_FINGERPRINT_MIN=1 to tie them to their allocation");
-    for (const auto& [site, n] : unowned)
-      skip(std::to_string(n) + " tiny copies at " + site_display(job, site) +
-           " (tiny_storm): their device pointer is in no recorded device allocation");
+    if (a->site == model::kNoSite) {
+      skip("a device allocation of " + render::format_bytes(a->bytes) + " (tiny_storm at " +
+           site_display(job, c.site) + "): its call site was not recorded");
+      continue;
+    }
+    policy::Site id;
+    std::string why;
+    if (!identify(job, a->site, policy::SiteKind::Allocation, id, why)) {
+      skip(site_display(job, a->site) + " (allocation, tiny_storm): " + why);
+      continue;
+    }
+    ZeroCopyAcc& z = zero[key_of(id)];
+    Candidate& cand = candidates[key_of(id)];
+    if (unset(cand.entry.site)) cand.entry.site = id;
+    const double host = static_cast<double>(kZeroCopyAccessNs) + static_cast<double>(c.bytes()) / memcpy_gbps;
+    const uint64_t host_ns = static_cast<uint64_t>(std::llround(host));
+    z.h2d += h2d;
+    z.d2h += d2h;
+    z.bytes += c.bytes();
+    z.cpu_ns += c.cpu_ns();
+    z.gain_ns += c.cpu_ns() > host_ns ? c.cpu_ns() - host_ns : 0;
+    z.from.insert(site_display(job, c.site));
+    z.copy_sites.insert(c.site);
   }
+  for (auto& [key, z] : zero) {
+    Candidate& c = candidates[key];
+    c.entry.path = policy::Path::ZeroCopy;
+    add_copy_sites(job, z.copy_sites, c);
+    c.gain_by_finding[finding_kind_name(FindingKind::TinyStorm)] += z.gain_ns;
+    std::string from;
+    for (const auto& s : z.from) from += (from.empty() ? "" : ", ") + s;
+    c.reasons.push_back("tiny_storm: " + std::to_string(z.h2d) + " tiny H2D and " + std::to_string(z.d2h) +
+                        " tiny D2H copies (" + render::format_bytes(z.bytes) + ", " +
+                        render::format_duration(z.cpu_ns) + " CPU-blocked) from " + from +
+                        " into this allocation; mapped pinned host memory makes each a host memcpy, estimated at " +
+                        std::to_string(kZeroCopyAccessNs) + " ns + bytes at " +
+                        fmt::format("{:.1f}", memcpy_gbps) + " GB/s; kernels then read it over the bus");
+  }
+  for (const auto& [site, n] : untied)
+    skip(std::to_string(n) + " tiny copies at " + site_display(job, site) +
+         " (tiny_storm): no device pointer recorded (the shim records it with a copy's fingerprint, from "
+         "CUXFER_FINGERPRINT_MIN bytes): record with CUXFER_FINGERPRINT_MIN=1 to tie them to their allocation");
+  for (const auto& [site, n] : unowned)
+    skip(std::to_string(n) + " tiny copies at " + site_display(job, site) +
+         " (tiny_storm): their device pointer is in no recorded device allocation");
+}
 
+void Derivation::whole_uploads() {
   // Allocation sites whose whole contents are uploaded again and again (the
   // copies' fingerprints give the device pointer: from 1 MiB by default). Zero
   // copy is speculative there: a kernel that reads the data once streams it
   // over the link while it computes and the upload disappears; one that
   // re-reads it loses. Only `cuxfer tune` can tell, and the entry says so.
-  {
-    const auto device_ptr = device_pointers(job);
-    const AllocationIndex allocations(job);
-    struct Whole {
-      uint64_t uploads = 0, bytes = 0, time_ns = 0;
-      std::set<uint32_t> copy_sites;
-    };
-    std::map<SiteKey, Whole> whole;
-    std::map<SiteKey, policy::Site> ids;
-    for (const model::Call& c : job.calls) {
-      if (c.kind() != EventKind::Copy || c.failed() || c.cls.direction != Direction::HtoD) continue;
-      if (c.event->dst_kind != static_cast<uint8_t>(MemKind::Device) || c.bytes() < t.large_bytes) continue;
-      auto ptr = device_ptr.find((uint64_t{c.process} << 32) | c.event->correlation_id);
-      if (ptr == device_ptr.end()) continue;
-      const Allocation* a = allocations.find(c.process, ptr->second, c.event->t_enter_ns);
-      if (!a || a->address != ptr->second || a->bytes != c.bytes() || a->site == model::kNoSite) continue;
-      policy::Site id;
-      std::string why;
-      if (!identify(job, a->site, policy::SiteKind::Allocation, id, why)) continue;
-      const SiteKey key = key_of(id);
-      ids[key] = id;
-      Whole& w = whole[key];
-      ++w.uploads;
-      w.bytes += c.bytes();
-      w.time_ns += c.has_gpu_time() ? std::max(c.gpu_ns, c.cpu_ns()) : c.cpu_ns();
-      if (c.site != model::kNoSite) w.copy_sites.insert(c.site);
-    }
-    for (auto& [key, w] : whole) {
-      if (w.uploads < 2) continue;  // uploaded once: nothing recurring to save
-      Candidate& c = candidates[key];
-      if (unset(c.entry.site)) c.entry.site = ids[key];
-      c.entry.path = policy::Path::ZeroCopy;
-      add_copy_sites(job, w.copy_sites, c);
-      c.gain_by_finding["whole_uploads"] += w.time_ns;
-      c.reasons.push_back("whole_uploads (speculative: measure it with cuxfer tune): all " +
-                          render::format_bytes(w.bytes / w.uploads) + " of this allocation uploaded " +
-                          std::to_string(w.uploads) + " times (" + render::format_duration(w.time_ns) +
-                          "); mapped host memory removes the uploads, but kernels then read it over the bus: "
-                          "a win only if they read it about once");
-    }
+  const auto device_ptr = device_pointers(job);
+  const AllocationIndex allocations(job);
+  struct Whole {
+    uint64_t uploads = 0, bytes = 0, time_ns = 0;
+    std::set<uint32_t> copy_sites;
+  };
+  std::map<SiteKey, Whole> whole;
+  std::map<SiteKey, policy::Site> ids;
+  for (const model::Call& c : job.calls) {
+    if (c.kind() != EventKind::Copy || c.failed() || c.cls.direction != Direction::HtoD) continue;
+    if (c.event->dst_kind != static_cast<uint8_t>(MemKind::Device) || c.bytes() < t.large_bytes) continue;
+    auto ptr = device_ptr.find((uint64_t{c.process} << 32) | c.event->correlation_id);
+    if (ptr == device_ptr.end()) continue;
+    const Allocation* a = allocations.find(c.process, ptr->second, c.event->t_enter_ns);
+    if (!a || a->address != ptr->second || a->bytes != c.bytes() || a->site == model::kNoSite) continue;
+    policy::Site id;
+    std::string why;
+    if (!identify(job, a->site, policy::SiteKind::Allocation, id, why)) continue;
+    const SiteKey key = key_of(id);
+    ids[key] = id;
+    Whole& w = whole[key];
+    ++w.uploads;
+    w.bytes += c.bytes();
+    w.time_ns += c.has_gpu_time() ? std::max(c.gpu_ns, c.cpu_ns()) : c.cpu_ns();
+    if (c.site != model::kNoSite) w.copy_sites.insert(c.site);
   }
+  for (auto& [key, w] : whole) {
+    if (w.uploads < 2) continue;  // uploaded once: nothing recurring to save
+    Candidate& c = candidates[key];
+    if (unset(c.entry.site)) c.entry.site = ids[key];
+    c.entry.path = policy::Path::ZeroCopy;
+    add_copy_sites(job, w.copy_sites, c);
+    c.gain_by_finding["whole_uploads"] += w.time_ns;
+    c.reasons.push_back("whole_uploads (speculative: measure it with cuxfer tune): all " +
+                        render::format_bytes(w.bytes / w.uploads) + " of this allocation uploaded " +
+                        std::to_string(w.uploads) + " times (" + render::format_duration(w.time_ns) +
+                        "); mapped host memory removes the uploads, but kernels then read it over the bus: "
+                        "a win only if they read it about once");
+  }
+}
 
+PolicyCandidates Derivation::entries() {
   // Entries: the largest finding's estimate (findings overlap, never add up).
   std::vector<Candidate*> kept;
   for (auto& [key, c] : candidates) {
@@ -386,7 +409,17 @@ PolicyCandidates derive_policy(const model::Job& job, const Report& report, cons
     out.policy.entries.push_back(std::move(c->entry));
     out.copy_sites.push_back(std::move(c->copy_sites));
   }
-  return out;
+  return std::move(out);
+}
+
+}  // namespace
+
+PolicyCandidates derive_policy(const model::Job& job, const Report& report, const Thresholds& t) {
+  Derivation d(job, report, t);
+  d.call_sites();
+  d.storm_allocations();
+  d.whole_uploads();
+  return d.entries();
 }
 
 }  // namespace cuxfer::analyses
