@@ -17,9 +17,12 @@ namespace cuxfer::shim {
 // no thread could be made (the caller then falls back, and says so).
 bool start_quiet_thread(void (*fn)(void*), void* arg);
 
-// The same for a callable, moved to the heap without throwing.
-template <typename F>
-bool spawn_quiet_thread(F&& f) {
+namespace detail {
+// Moves `f` to the heap without throwing and hands it to
+// `start(trampoline, held)`; the thread runs it and deletes it. False, with
+// nothing left behind, when either step fails.
+template <typename F, typename Start>
+bool start_held(F&& f, Start&& start) {
   using Fn = std::decay_t<F>;
   Fn* held = new (std::nothrow) Fn(std::forward<F>(f));
   if (!held) return false;
@@ -28,9 +31,16 @@ bool spawn_quiet_thread(F&& f) {
     (*fn)();
     delete fn;
   };
-  if (start_quiet_thread(trampoline, held)) return true;
+  if (start(+trampoline, static_cast<void*>(held))) return true;
   delete held;
   return false;
+}
+}  // namespace detail
+
+// The same for a callable, moved to the heap without throwing.
+template <typename F>
+bool spawn_quiet_thread(F&& f) {
+  return detail::start_held(std::forward<F>(f), start_quiet_thread);
 }
 
 // Every signal blocked on the calling thread for the scope's life: threads a
@@ -63,16 +73,7 @@ class QuietThread {
 
   template <typename F>
   bool start(F&& f) {
-    using Fn = std::decay_t<F>;
-    Fn* held = new (std::nothrow) Fn(std::forward<F>(f));
-    if (!held) return false;
-    auto trampoline = [](void* p) {
-      Fn* fn = static_cast<Fn*>(p);
-      (*fn)();
-      delete fn;
-    };
-    started_ = start_raw(trampoline, held);
-    if (!started_) delete held;
+    started_ = detail::start_held(std::forward<F>(f), [this](void (*fn)(void*), void* arg) { return start_raw(fn, arg); });
     return started_;
   }
   bool joinable() const { return started_; }
