@@ -19,6 +19,9 @@
 #   --sim            use the simulated driver (build/simcuda/lib); the default
 #                    when no GPU is found. Numbers then say nothing about CUDA.
 #   --gpu            insist on the real driver
+#   --modes "M ..."  modes to run (default "baseline shim_d0 shim_d16"); also
+#                    cupti_on / cupti_off: shim_d16 with CUXFER_CUPTI=on / off
+#                    (the default shim modes run CUXFER_CUPTI=auto, the governor)
 #   --check          exit non-zero unless every run printed every case (bench_smoke)
 set -euo pipefail
 
@@ -29,6 +32,7 @@ ROUNDS=5
 SIZE=4
 MODE=auto
 CHECK=0
+MODES="baseline shim_d0 shim_d16"
 while (($#)); do
   case "$1" in
     --build-dir) BUILD="$2"; shift ;;
@@ -38,6 +42,7 @@ while (($#)); do
     --sim) MODE=sim ;;
     --gpu) MODE=gpu ;;
     --check) CHECK=1 ;;
+    --modes) MODES="$2"; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_call_overhead: unknown option '$1'" >&2; exit 2 ;;
   esac
@@ -73,6 +78,9 @@ run_mode() {
     baseline) ;;
     shim_d0) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=0 CUXFER_OUTPUT_DIR="$TMP/traces") ;;
     shim_d16) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_OUTPUT_DIR="$TMP/traces") ;;
+    cupti_on) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_CUPTI=on CUXFER_OUTPUT_DIR="$TMP/traces") ;;
+    cupti_off) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_CUPTI=off CUXFER_OUTPUT_DIR="$TMP/traces") ;;
+    *) echo "run_call_overhead: unknown mode '$mode'" >&2; return 2 ;;
   esac
   mkdir -p "$TMP/traces"
   local rc=0
@@ -85,19 +93,19 @@ run_mode() {
   rm -rf "$TMP/traces"
 }
 
-echo "call_overhead: N=$N calls/case, $SIZE-byte copies, $ROUNDS rounds, modes baseline/shim_d0/shim_d16 interleaved"
+echo "call_overhead: N=$N calls/case, $SIZE-byte copies, $ROUNDS rounds, modes ${MODES// //} interleaved"
 for ((r = 1; r <= ROUNDS; r++)); do
-  for mode in baseline shim_d0 shim_d16; do
+  for mode in $MODES; do
     run_mode "$mode"
   done
 done
 
-python3 - "$RESULTS" "$CHECK" "$ROUNDS" <<'EOF'
+python3 - "$RESULTS" "$CHECK" "$ROUNDS" "$MODES" <<'EOF'
 import statistics, sys
 from collections import defaultdict
 
 path, check, rounds = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3])
-runs = defaultdict(lambda: {"median": [], "p99": []})
+runs = defaultdict(lambda: {"median": [], "p99": [], "mean": []})
 cases = []
 for line in open(path):
     kv = dict(f.split("=", 1) for f in line.split() if "=" in f)
@@ -106,10 +114,11 @@ for line in open(path):
     key = (kv["mode"], kv["case"])
     runs[key]["median"].append(float(kv["median_ns"]))
     runs[key]["p99"].append(float(kv["p99_ns"]))
+    runs[key]["mean"].append(float(kv.get("mean_ns", "nan")))
     if kv["case"] not in cases:
         cases.append(kv["case"])
 
-modes = ["baseline", "shim_d0", "shim_d16"]
+modes = sys.argv[4].split()
 expected = ["htod_pinned", "htod_pageable", "dtoh_pinned", "dtoh_pageable",
             "htod_async_pinned", "htod_async_pageable"]
 missing = [(m, c) for m in modes for c in expected if len(runs[(m, c)]["median"]) != rounds]
@@ -119,16 +128,22 @@ if missing:
         sys.exit(1)
 
 med = lambda v: statistics.median(v) if v else float("nan")
+shim = [m for m in modes if m != "baseline"]
 print()
-print("per-call ns (median over rounds of each run's median / p99)")
-hdr = f"{'case':<22}{'baseline':>18}{'shim_d0':>18}{'shim_d16':>18}{'added d0':>18}{'added d16':>18}"
-print(hdr)
-print(f"{'':<22}" + f"{'median / p99':>18}" * 5)
+print("per-call ns (median over rounds of each run's median / p99 / mean); added = mode - baseline")
+print(f"{'case':<22}" + "".join(f"{m:>24}" for m in modes) + "".join(f"{'added ' + m:>24}" for m in shim if "baseline" in modes))
 for c in cases:
-    row = {m: (med(runs[(m, c)]["median"]), med(runs[(m, c)]["p99"])) for m in modes}
-    b = row["baseline"]
-    cell = lambda t: f"{t[0]:.0f} / {t[1]:.0f}"
-    added = lambda m: (row[m][0] - b[0], row[m][1] - b[1])
-    print(f"{c:<22}{cell(b):>18}{cell(row['shim_d0']):>18}{cell(row['shim_d16']):>18}"
-          f"{cell(added('shim_d0')):>18}{cell(added('shim_d16')):>18}")
+    row = {m: tuple(med(runs[(m, c)][k]) for k in ("median", "p99", "mean")) for m in modes}
+    cell = lambda t: f"{t[0]:.0f} / {t[1]:.0f} / {t[2]:.0f}"
+    line = f"{c:<22}" + "".join(f"{cell(row[m]):>24}" for m in modes)
+    if "baseline" in modes:
+        b = row["baseline"]
+        line += "".join(f"{cell(tuple(x - y for x, y in zip(row[m], b))):>24}" for m in shim)
+    print(line)
+if "baseline" in modes:
+    print()
+    print("mean per call, ratio to baseline (a storm's total time)")
+    for c in cases:
+        b = med(runs[("baseline", c)]["mean"])
+        print(f"{c:<22}" + "".join(f"{m}={med(runs[(m, c)]['mean']) / b:.3f}  " for m in shim))
 EOF

@@ -2,7 +2,7 @@
 # Issue 12's GPU measurements in one call: build, bandwidthTest's pattern per
 # copy (devtools/probe_bwtest_pattern.cpp), the never-slower sweep
 # (bench/run_pattern_sweep.sh), tensor.cpu() into fresh memory. $OUT set.
-#   STEPS="probe hostprobe cuptiprobe sweep torch external tier pycuda" SWEEP_ARGS="--max-size 64M" ROUND=1
+#   STEPS="probe diag gate storm torchstep torchdiag hostprobe cuptiprobe sweep torch trial external tier pycuda" SWEEP_ARGS="--max-size 64M" ROUND=1
 set -u
 B=${B:-/tmp/b}
 STEPS=${STEPS:-probe sweep torch}
@@ -23,7 +23,7 @@ gpu_cfg=(-DCUXFER_BUILD_TESTS=OFF -DCUXFER_GPU_TESTS=OFF)
 [ -n "$TIER_APPS" ] && gpu_cfg=(-DCUXFER_BUILD_TESTS=ON -DCUXFER_GPU_TESTS=ON -DCMAKE_CUDA_COMPILER=nvcc)
 cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUXFER_BUILD_BENCH=ON "${gpu_cfg[@]}" \
   -DPython3_EXECUTABLE="$(command -v python3)" > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
-cmake --build "$B" -j16 --target cuxfer pattern_sweep $TIER_APPS > "$OUT/build.log" 2>&1 ||
+cmake --build "$B" -j16 --target cuxfer pattern_sweep call_overhead $TIER_APPS > "$OUT/build.log" 2>&1 ||
   { grep -E "error|FAILED" -A5 "$OUT/build.log" | head -40; exit 1; }
 g++ -O2 -std=c++17 -I/usr/local/cuda/include devtools/probe_bwtest_pattern.cpp -L/usr/local/cuda/lib64 -lcudart \
   -Wl,-rpath,/usr/local/cuda/lib64 -o "$B/probe" || exit 1
@@ -48,6 +48,52 @@ for step in $STEPS; do
       done
       echo "== rewrite"; timeout 100 "$CUX" record -q -o /tmp/tr --rewrite=pin -- "$B/probe" 4M 32M 68M | sed 's/^/rewrite /'
     done 2>&1 | tee "$OUT/hostprobe.log" | grep -E "==|size=|collapse|thp" ;;
+  diag)  # bandwidthTest's pattern under the shim with one cost at a time taken away (subtraction)
+    for round in $(seq "${PROBE_ROUNDS:-2}"); do
+      for v in ${DIAG_VARIANTS:-pinned appreg obs_appreg obs_appreg_nocupti rw rw_nocupti rw_bare rw_stageonly}; do
+        echo "== $v"
+        case $v in
+          pinned|appreg) timeout 100 "$B/probe" --host $v 4M 32M 68M ;;
+          obs_appreg) timeout 100 "$CUX" record -q -o /tmp/tr -- "$B/probe" --host appreg 4M 32M 68M ;;
+          obs_appreg_on) timeout 100 "$CUX" record -q -o /tmp/tr --cupti=on -- "$B/probe" --host appreg 4M 32M 68M ;;
+          rw_on) timeout 100 "$CUX" record -q -o /tmp/tr --rewrite=pin --cupti=on -- "$B/probe" 4M 32M 68M ;;
+          obs_appreg_nocupti) timeout 100 "$CUX" record -q -o /tmp/tr --cupti=off -- "$B/probe" --host appreg 4M 32M 68M ;;
+          rw) timeout 100 "$CUX" record -q -o /tmp/tr --rewrite=pin -- "$B/probe" 4M 32M 68M ;;
+          rw_nocupti) timeout 100 "$CUX" record -q -o /tmp/tr --rewrite=pin --cupti=off -- "$B/probe" 4M 32M 68M ;;
+          rw_bare) CUXFER_FINGERPRINT=0 CUXFER_PYTHON_STACKS=0 timeout 100 "$CUX" record -q -o /tmp/tr --rewrite=pin \
+                     --cupti=off --no-stacks -- "$B/probe" 4M 32M 68M ;;
+          rw_stageonly) CUXFER_REGISTER=off timeout 100 "$CUX" record -q -o /tmp/tr --rewrite=pin -- "$B/probe" 4M 32M 68M ;;
+        esac 2>&1 | sed "s/^/$v /"
+      done
+    done 2>&1 | tee "$OUT/diag.log" | grep -E "size=" | awk '{print $1, $2, $3, $5, $6, $8}' ;;
+  storm)  # a 4-byte copy storm per copy case, plain and under the shim per CUPTI mode (bench/run_call_overhead.sh)
+    timeout 200 bash bench/run_call_overhead.sh --build-dir "$B" --gpu -n "${STORM_N:-200000}" --rounds "${STORM_ROUNDS:-3}" \
+      --modes "baseline shim_d16 cupti_on cupti_off" > "$OUT/storm.log" 2>&1; echo "storm rc=$?"; tail -18 "$OUT/storm.log" ;;
+  torchstep)  # a PyTorch training loop, plain and recorded per CUPTI mode (bench/run_torch_step.sh)
+    timeout 240 bash bench/run_torch_step.sh --build-dir "$B" --rounds "${TORCH_ROUNDS:-3}" > "$OUT/torchstep.log" 2>&1
+    echo "torchstep rc=$?"; tail -8 "$OUT/torchstep.log" ;;
+  torchdiag)  # which part of the shim a PyTorch training step pays (subtraction), and the governor's doing
+    for round in $(seq "${TORCH_ROUNDS:-2}"); do
+      for v in plain auto auto_nopy auto_nostacks off_bare; do
+        case $v in
+          plain) line=$(timeout 60 python3 bench/torch_step.py 2>&1 | tail -1) ;;
+          auto) line=$(timeout 60 "$CUX" record -q -o /tmp/tt -- python3 bench/torch_step.py 2>&1 | tail -1) ;;
+          auto_nopy) line=$(CUXFER_PYTHON_STACKS=0 timeout 60 "$CUX" record -q -o /tmp/tt -- python3 bench/torch_step.py 2>&1 | tail -1) ;;
+          auto_nostacks) line=$(CUXFER_PYTHON_STACKS=0 timeout 60 "$CUX" record -q --no-stacks -o /tmp/tt -- python3 bench/torch_step.py 2>&1 | tail -1) ;;
+          off_bare) line=$(CUXFER_PYTHON_STACKS=0 CUXFER_FINGERPRINT=0 timeout 60 "$CUX" record -q --no-stacks --cupti=off -o /tmp/tt -- python3 bench/torch_step.py 2>&1 | tail -1) ;;
+        esac
+        echo "round=$round mode=$v $line"
+        [ "$v" = auto ] && [ "$round" = 1 ] && "$CUX" report /tmp/tt/*.trace 2>&1 | grep -A3 "GPU time:" | head -4
+        [ "$v" = auto ] && [ "$round" = 1 ] && "$CUX" report /tmp/tt/*.trace 2>&1 | sed -n '/^Call sites/,/^$/p' | head -12
+        rm -rf /tmp/tt
+      done
+    done 2>&1 | tee "$OUT/torchdiag.log" ;;
+  gate)  # the governor in bandwidthTest's pattern: what the report says of GPU time
+    timeout 60 "$B/probe" --host appreg 4M 32M | grep size= | awk '{print "plain", $1, $2, $4, $5, $7}'
+    timeout 60 "$CUX" record -q -o /tmp/tg -- "$B/probe" --host appreg 4M 32M | grep size= | awk '{print "auto", $1, $2, $4, $5, $7}'
+    "$CUX" report /tmp/tg/*.trace 2>&1 | grep -A3 "GPU time:" | head -4; rm -rf /tmp/tg
+    timeout 60 "$CUX" record -q -o /tmp/tg --cupti=off -- "$B/probe" --host appreg 4M 32M | grep size= | awk '{print "off", $1, $2, $4, $5, $7}'
+    rm -rf /tmp/tg ;;
   cuptiprobe)  # what CUPTI's activity tracing adds per copy, per setting, without cuxfer
     CUPTI_LIB=$(dirname "$(find /usr/local/cuda/ -name 'libcupti.so' | head -1)")
     g++ -O2 -std=c++17 -I/usr/local/cuda/include -I/usr/local/cuda/extras/CUPTI/include devtools/probe_cupti_cost.cpp \
@@ -74,6 +120,13 @@ for step in $STEPS; do
     PYTHONPATH=/tmp/site timeout 240 python3 tests/gpu/frameworks/pycuda_trial.py --cuxfer "$CUX" --bar 0.90 \
       --summary "$OUT/trial_pycuda.json" > "$OUT/trial_pycuda.log" 2>&1; echo "pycuda trial rc=$?"
     tail -40 "$OUT/trial_pycuda.log" ;;
+  trial)  # the framework production trials (tests/gpu/frameworks/trial.py) for $TRIALS
+    for fw in ${TRIALS:-torch cupy}; do
+      prof=""; [ "$fw" = torch ] && prof=--profile
+      (cd tests/gpu/frameworks && timeout 300 python3 trial.py --cuxfer "$CUX" --framework "$fw" $prof \
+        --summary "$OUT/trial_$fw.json" > "$OUT/trial_$fw.log" 2>&1; echo "trial $fw rc=$?")
+      tail -25 "$OUT/trial_$fw.log"
+    done ;;
   torch)
     for round in 1 2; do
       echo "plain: $(timeout 120 python3 devtools/torch_cpu_fresh.py 2>&1 | tail -1)"

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#include <cstdint>
 
 static double now_us() {
   timespec t;

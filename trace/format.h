@@ -38,6 +38,7 @@ enum class BlockType : uint16_t {
   CuptiHandover = 10,  // the app's own profiler took CUPTI over: GPU records end at that time
   PyCodes = 11,   // Python code objects named by the call sites' Python frames (trace/python_frame.h)
   RunModes = 12,  // how the shim ran: rewrite, policy, registration, Python frames
+  CuptiGate = 13, // when the shim turned CUPTI's copy records on and off, and why (CuptiGateChange[])
 };
 
 enum class Codec : uint16_t { Raw = 0, Zstd = 1 };

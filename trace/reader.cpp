@@ -84,6 +84,8 @@ bool apply_block(BlockType type, std::string_view payload, Trace& t) {
     case BlockType::RunModes:
       t.has_modes = decode(payload, t.modes);
       return t.has_modes;
+    case BlockType::CuptiGate:
+      return decode(payload, t.cupti_gate);
     case BlockType::End:
       t.complete = true;
       return true;

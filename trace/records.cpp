@@ -169,6 +169,45 @@ bool decode(std::string_view in, RunModes& m) {
   return true;
 }
 
+const char* gate_reason_name(GateReason r) {
+  switch (r) {
+    case GateReason::Start: return "start";
+    case GateReason::AsyncCopies: return "async_copies";
+    case GateReason::SyncOnly: return "sync_only";
+    case GateReason::Sample: return "sample";
+    case GateReason::CostCap: return "cost_cap";
+    case GateReason::Stop: return "stop";
+  }
+  return "?";
+}
+
+void encode(const std::vector<CuptiGateChange>& g, std::string& out) {
+  put<uint32_t>(out, static_cast<uint32_t>(g.size()));
+  for (const auto& c : g) {
+    put(out, c.t_ns);
+    put<uint8_t>(out, c.on ? 1 : 0);
+    put<uint8_t>(out, static_cast<uint8_t>(c.reason));
+  }
+}
+
+bool decode(std::string_view in, std::vector<CuptiGateChange>& g) {
+  Cursor c(in);
+  uint32_t n = 0;
+  if (!c.get_count(n, 10)) return false;
+  std::vector<CuptiGateChange> got;
+  for (uint32_t i = 0; i < n; ++i) {
+    CuptiGateChange x;
+    uint8_t on = 0, reason = 0;
+    if (!c.get(x.t_ns) || !c.get(on) || !c.get(reason) || on > 1 || reason >= kGateReasonCount) return false;
+    x.on = on != 0;
+    x.reason = static_cast<GateReason>(reason);
+    got.push_back(x);
+  }
+  if (!c.done()) return false;
+  g.insert(g.end(), got.begin(), got.end());
+  return true;
+}
+
 void encode(const Status& s, std::string& out) {
   put<uint8_t>(out, s.simulated ? 1 : 0);
   put<uint8_t>(out, static_cast<uint8_t>(s.cupti));

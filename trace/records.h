@@ -83,6 +83,29 @@ struct RunModes {
   std::string policy_path;
 };
 
+// CUPTI's memcpy and memset records are not always on (CUXFER_CUPTI=auto):
+// the shim's governor turns them off where they would cost more than they
+// tell (shim/record/cupti_governor.h). Each change, in time order, says when
+// (CLOCK_MONOTONIC; `on` changes take effect after the enable returned, `off`
+// ones before the disable was called) and why. Values are stored: append only.
+enum class GateReason : uint8_t {
+  Start = 0,        // records on from the start (CUPTI came up)
+  AsyncCopies = 1,  // asynchronous copies: their GPU time is not bounded by the call
+  SyncOnly = 2,     // only synchronous copies lately: each call's CPU time bounds its DMA
+  Sample = 3,       // on for one window, to sample GPU times of what runs
+  CostCap = 4,      // the copy rate would make the records cost more than the share allowed
+  Stop = 5,         // recording ended (shutdown, handover)
+};
+constexpr uint8_t kGateReasonCount = 6;
+const char* gate_reason_name(GateReason r);
+
+struct CuptiGateChange {
+  uint64_t t_ns = 0;
+  bool on = false;
+  GateReason reason = GateReason::Start;
+  bool operator==(const CuptiGateChange&) const = default;
+};
+
 // Encoders append to `out`.
 void encode(const ProcessInfo& p, std::string& out);
 void encode(const std::vector<ModuleInfo>& m, std::string& out);
@@ -91,6 +114,7 @@ void encode(const Status& s, std::string& out);
 void encode(const CuptiHandover& h, std::string& out);
 void encode(const std::vector<PyCode>& c, std::string& out);
 void encode(const RunModes& m, std::string& out);
+void encode(const std::vector<CuptiGateChange>& g, std::string& out);
 void encode_strings(const std::vector<std::string>& v, std::string& out);
 
 bool decode(std::string_view in, ProcessInfo& p);
@@ -100,6 +124,7 @@ bool decode(std::string_view in, Status& s);
 bool decode(std::string_view in, CuptiHandover& h);
 bool decode(std::string_view in, std::vector<PyCode>& c);      // appends
 bool decode(std::string_view in, RunModes& m);
+bool decode(std::string_view in, std::vector<CuptiGateChange>& g);  // appends
 bool decode_strings(std::string_view in, std::vector<std::string>& v);  // appends
 
 }  // namespace cuxfer::trace

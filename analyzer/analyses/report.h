@@ -43,6 +43,9 @@ struct ProcessSummary {
   // started (-1: never): GPU records end there, CPU timing after.
   double cupti_handover_s = -1;
   std::string cupti_handover_reason;
+  // CUPTI's copy records under the shim's governor (CUXFER_CUPTI=auto):
+  // when they were on, and which copies have GPU time because of it.
+  model::GateStats cupti_gate;
   bool simulated = false;
   uint64_t events = 0, events_dropped = 0, gpu_records = 0, gpu_records_dropped = 0;
   uint64_t callsites_dropped = 0, gpu_records_unmatched = 0, events_without_gpu = 0;

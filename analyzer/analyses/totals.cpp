@@ -393,6 +393,7 @@ std::vector<ProcessSummary> process_summaries(const model::Job& job, const JobTa
     s.gpu_records_unmatched = p.gpu_records_unmatched;
     s.gpu_records_joined_by_time = p.gpu_records_joined_by_time;
     s.events_without_gpu = p.events_without_gpu;
+    s.cupti_gate = p.gate;
     s.notes = t.notes;
     const ProcessTally& pt = tally.processes[i];
     s.copies = pt.copies;

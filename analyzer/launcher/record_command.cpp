@@ -33,7 +33,13 @@ Options:
   --stack-depth N       frames captured per call site (default 16; 0 = only
                         the immediate call site)
   --no-stacks           same as --stack-depth 0
-  --cupti=auto|off      GPU timing through CUPTI when available (default auto)
+  --cupti=auto|on|off   GPU timing through CUPTI when available. auto (the
+                        default): CUPTI's copy records are on while they are
+                        worth their cost: for asynchronous copies, and at
+                        most ~1 % of the run; synchronous copies are timed
+                        by their calls, with GPU times sampled (the report
+                        says which copies have GPU time). on: records for
+                        every copy, whatever they cost. off: no CUPTI
   --kernels             also record kernels through CUPTI, for the copy/compute
                         overlap analysis (adds CUPTI work to every launch)
   --rewrite=pin|off     pin: run pageable host<->device copies through pinned
@@ -112,7 +118,7 @@ int parse(std::vector<std::string> args, RecordOptions& o) {
       if (!cli::parse_unsigned(v, o.stack_depth) || o.stack_depth > kMaxStackDepth)
         in.fail(fmt::format("--stack-depth needs a number from 0 to {}, got '{}'", kMaxStackDepth, v));
     } else if (in.option("cupti", 0, v)) {
-      if (v != "auto" && v != "off") in.fail(fmt::format("--cupti is auto or off, got '{}'", v));
+      if (v != "auto" && v != "on" && v != "off") in.fail(fmt::format("--cupti is auto, on or off, got '{}'", v));
       o.cupti = v;
     } else if (in.flag("kernels")) {
       o.kernels = true;

@@ -145,6 +145,7 @@ SiteIndex build_sites(uint32_t process_index, const trace::Trace& t, symbolize::
 // times, which is why the report says how the join was made.
 uint64_t join_gpu_by_time(const trace::Trace& t, std::vector<Call>& calls, size_t first,
                           uint64_t* without_id, std::vector<uint32_t>& record_call) {
+  const bool governed = !t.cupti_gate.empty();
   std::vector<const trace::GpuRecord*> records;
   for (const auto& r : t.gpu_records) {
     auto kind = static_cast<trace::GpuRecordKind>(r.kind);
@@ -158,8 +159,11 @@ uint64_t join_gpu_by_time(const trace::Trace& t, std::vector<Call>& calls, size_
   std::vector<Call*> candidates;
   for (size_t i = first; i < calls.size(); ++i) {
     Call& c = calls[i];
+    // Where the governor turned records off, a call issued meanwhile has no
+    // record to claim (its flag says so): leaving it out keeps a sampled
+    // window's records from going to an earlier call of the same size.
     if ((c.kind() == trace::EventKind::Copy || c.kind() == trace::EventKind::Memset) && !c.failed() &&
-        !c.has_gpu_time())
+        !c.has_gpu_time() && (!governed || (c.event->flags & trace::kFlagGpuExpected)))
       candidates.push_back(&c);
   }
   std::sort(candidates.begin(), candidates.end(),
@@ -286,14 +290,33 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
         job.notes.push_back(
             fmt::format("pid {}: {} GPU records joined to calls by time, size and kind",
                         p.pid(), p.gpu_records_joined_by_time));
-      // After a handover to the app's profiler no GPU record is expected.
+      // After a handover to the app's profiler no GPU record is expected; nor
+      // where the governor had the records off (or turned them off during the call).
       const uint64_t gpu_until = p.trace.has_cupti_handover ? p.trace.cupti_handover.t_ns : UINT64_MAX;
+      const GateTimeline gate(p.trace.cupti_gate);
+      GateStats& g = p.gate;
+      g.governed = gate.governed();
+      g.changes = static_cast<uint32_t>(gate.changes());
+      g.samples = gate.samples();
+      uint64_t first_t = UINT64_MAX, last_t = 0;
       for (size_t i = first_call; i < job.calls.size(); ++i) {
         const Call& c = job.calls[i];
-        if ((c.event->flags & trace::kFlagGpuExpected) && !c.has_gpu_time() && !c.failed() &&
-            c.event->t_enter_ns < gpu_until)
+        const trace::Event& e = *c.event;
+        const bool data = c.kind() == trace::EventKind::Copy || c.kind() == trace::EventKind::Memset;
+        const bool on = gate.on_throughout(e.t_enter_ns, e.t_exit_ns);
+        if (data && !c.failed() && e.t_enter_ns < gpu_until) {
+          first_t = std::min(first_t, e.t_enter_ns);
+          last_t = std::max(last_t, e.t_exit_ns);
+          ++g.calls;
+          if (c.has_gpu_time()) ++g.timed;
+          else if (!on) ++((e.flags & trace::kFlagAsync) ? g.untimed_async : g.untimed_sync);
+        }
+        if ((e.flags & trace::kFlagGpuExpected) && !c.has_gpu_time() && !c.failed() && e.t_enter_ns < gpu_until &&
+            on)
           ++p.events_without_gpu;
       }
+      if (g.governed && last_t > first_t)
+        g.on_share = static_cast<double>(gate.on_ns(first_t, last_t)) / static_cast<double>(last_t - first_t);
     }
     for (const auto& [id, s] : gpu)
       if (!s.claimed) p.gpu_records_unmatched += s.records;

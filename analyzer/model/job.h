@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analyzer/model/classify.h"
+#include "analyzer/model/cupti_gate.h"
 #include "analyzer/symbolize/frame.h"
 #include "analyzer/symbolize/frame_filter.h"
 #include "analyzer/symbolize/symbolizer.h"
@@ -28,6 +29,7 @@ struct Process {
   uint64_t gpu_records_unmatched = 0;       // GPU copy/memset records no event claimed
   uint64_t events_without_gpu = 0;          // events flagged GPU-expected that got no record
   uint64_t gpu_records_joined_by_time = 0;  // records without a correlation id, joined by time
+  GateStats gate;                           // the CUPTI governor's doing (gpu_timing only)
   // Per trace.gpu_records entry: the index into Job::calls of the call it was
   // joined to, or kNoCall (unjoined, kernel, or no GPU timing).
   std::vector<uint32_t> gpu_record_call;

@@ -26,6 +26,16 @@ json cupti_json(const analyses::ProcessSummary& p) {
   json j = {{"state", p.cupti_state}, {"reason", p.cupti_reason}};
   if (p.cupti_handover_s >= 0)
     j["handover"] = {{"at_s", p.cupti_handover_s}, {"reason", p.cupti_handover_reason}};
+  const model::GateStats& g = p.cupti_gate;
+  if (g.governed)
+    j["copy_records"] = {{"governed", true},
+                         {"on_share", g.on_share},
+                         {"changes", g.changes},
+                         {"samples", g.samples},
+                         {"copies", g.calls},
+                         {"copies_with_gpu_time", g.timed},
+                         {"sync_copies_records_off", g.untimed_sync},
+                         {"async_copies_records_off", g.untimed_async}};
   return j;
 }
 

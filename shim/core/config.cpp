@@ -69,8 +69,9 @@ Config parse_config(char** env, bool secure_execution) {
       else bad("0 or 1");
     } else if (key == "CUXFER_CUPTI") {
       if (val == "auto") c.cupti = CuptiMode::Auto;
+      else if (val == "on") c.cupti = CuptiMode::On;
       else if (val == "off") c.cupti = CuptiMode::Off;
-      else bad("auto or off");
+      else bad("auto, on or off");
     } else if (key == "CUXFER_CUPTI_KERNELS") {
       bool b = false;
       if (parse_bool(val, b)) c.cupti_kernels = b;

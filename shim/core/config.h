@@ -9,7 +9,8 @@
 
 namespace cuxfer::shim {
 
-enum class CuptiMode { Auto, Off };
+// Auto: CUPTI's copy records governed by cost (record/cupti_governor.h); On: always on; Off: no CUPTI.
+enum class CuptiMode { Auto, On, Off };
 
 struct Config {
   bool enabled = true;            // CUXFER_DISABLE=1, or AT_SECURE, makes the shim inert
@@ -19,7 +20,7 @@ struct Config {
   // CUXFER_PYTHON_STACKS=0: no Python frames in call stacks (shim/python/).
   // They are read only while stacks are captured (CUXFER_STACK_DEPTH > 0).
   bool python_stacks = true;
-  CuptiMode cupti = CuptiMode::Auto;  // CUXFER_CUPTI=auto|off
+  CuptiMode cupti = CuptiMode::Auto;  // CUXFER_CUPTI=auto|on|off
   std::string cupti_library;      // CUXFER_CUPTI_LIB: explicit libcupti path
   // CUXFER_CUPTI_KERNELS=1: also record kernels (CUPTI concurrent-kernel
   // activity) for the copy/compute overlap analysis. Off by default: it adds

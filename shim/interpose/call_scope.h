@@ -98,7 +98,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   e.callsite_id = capture_callsite(rec, return_address);
   // GPU records are matched to calls offline by stream order, time and size
   // (docs/trace-format.md): nothing CUPTI-related runs on this path.
-  if (rec.cupti_active()) e.flags |= trace::kFlagGpuExpected;
+  if (rec.gpu_expected()) e.flags |= trace::kFlagGpuExpected;
   if (d.kind == trace::EventKind::Copy && d.bytes >= fingerprint_min_bytes()) prefetch_samples(d);
   e.t_enter_ns = now_ns();
   R r = call();

@@ -234,6 +234,15 @@ bool CuptiCollector::enable_unified_memory(std::string& reason) {
   return true;
 }
 
+bool CuptiCollector::set_copy_records(bool on) {
+  std::lock_guard<std::mutex> handover(handover_mutex_);
+  if (!active() || !g_api.activity_enable || !g_api.activity_disable) return false;
+  bool ok = true;
+  for (auto kind : {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET})
+    ok = (on ? g_api.activity_enable(kind) : g_api.activity_disable(kind)) == CUPTI_SUCCESS && ok;
+  return ok;
+}
+
 void* CuptiCollector::own_symbol(const char* name) const {
   return lib_ ? real_dlsym(lib_, name) : nullptr;
 }

@@ -25,6 +25,11 @@ class CuptiCollector {
   // managed allocation. Returns false with a one-line reason.
   bool enable_unified_memory(std::string& reason);
 
+  // Turns CUPTI's memcpy and memset records on or off (the governor,
+  // cupti_governor.h). False when the collector is not active (never
+  // started, handed over) or CUPTI refused: nothing changed then.
+  bool set_copy_records(bool on);
+
   // Ask CUPTI to hand over completed buffers (forced: also the partial ones).
   void flush(bool forced);
   // Writer thread: move out what has arrived.

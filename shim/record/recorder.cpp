@@ -218,6 +218,10 @@ bool Recorder::attach_driver_slow() {
     simulated_ = simulated;
     cupti_state_ = collector.active() ? 1 : 2;
     cupti_reason_ = reason;
+    // Kernel records are asked for overlap, which wants every copy's GPU time.
+    governed_ = collector.active() && c.cupti == CuptiMode::Auto && !c.cupti_kernels;
+    window_start_ns_ = now_ns();
+    window_sync_ = window_async_ = 0;
     // The analyzer's overlap analysis needs to know kernels were recorded at all.
     if (collector.active() && c.cupti_kernels && reason.rfind("kernel records unavailable", 0) != 0)
       notes_.push_back("cupti: kernel records on");
@@ -377,6 +381,20 @@ void Recorder::write_cycle(bool final) {
     writer_->write_block(trace::BlockType::Events, scratch_events_.data() + i, n * sizeof(trace::Event));
   }
   events_recorded_ += scratch_events_.size();
+  if (governed_ && !final) {
+    for (const trace::Event& e : scratch_events_) {
+      const auto kind = static_cast<trace::EventKind>(e.kind);
+      if (kind != trace::EventKind::Copy && kind != trace::EventKind::Memset) continue;
+      ++((e.flags & trace::kFlagAsync) ? window_async_ : window_sync_);
+    }
+    govern_cupti(now_ns());
+  }
+  if (!gate_changes_.empty()) {
+    payload.clear();
+    trace::encode(gate_changes_, payload);
+    writer_->write_block(trace::BlockType::CuptiGate, payload);
+    gate_changes_.clear();
+  }
   scratch_gpu_.clear();
   CuptiCollector::instance().take(scratch_gpu_, gpu_dropped_);
   for (size_t i = 0; i < scratch_gpu_.size(); i += kEventsPerBlock) {
@@ -420,6 +438,49 @@ void Recorder::write_cycle(bool final) {
     static std::atomic<bool> warned{false};
     log::warn_once(warned, writer_->error() + "; recording stops here");
   }
+}
+
+void Recorder::govern_cupti(uint64_t now) {
+  const CopyWindow w{now - window_start_ns_, window_sync_, window_async_};
+  window_start_ns_ = now;
+  window_sync_ = window_async_ = 0;
+  const GovernorStep st = govern(governor_, w, GovernorSettings{});
+  if (!st.changed) {
+    governor_ = st.next;
+    return;
+  }
+  auto& collector = CuptiCollector::instance();
+  if (!collector.active()) {  // handed over to the app's profiler, or stopped: nothing to govern
+    governed_ = false;
+    return;
+  }
+  // Off: the hooks stop expecting records before CUPTI stops making them;
+  // on: CUPTI makes them before the hooks expect them. The change's time is
+  // on the safe side of each (trace/records.h).
+  bool ok;
+  uint64_t t;
+  if (!st.next.on) {
+    copy_records_on_.store(false, std::memory_order_release);
+    t = now_ns();
+    ok = collector.set_copy_records(false);
+  } else {
+    ok = collector.set_copy_records(true);
+    t = now_ns();
+    if (ok) copy_records_on_.store(true, std::memory_order_release);
+  }
+  if (!ok) {
+    // CUPTI refused: leave the records as they are for the rest of the run.
+    governed_ = false;
+    if (!st.next.on) copy_records_on_.store(true, std::memory_order_release);
+    std::string msg = std::string("cupti: could not turn copy records ") + (st.next.on ? "on" : "off") +
+                      "; they stay " + (st.next.on ? "off" : "on") + " from here";
+    log::warn(msg);
+    notes_.push_back(std::move(msg));
+    if (st.next.on) gate_changes_.push_back({t, false, trace::GateReason::Stop});
+    return;
+  }
+  governor_ = st.next;
+  gate_changes_.push_back({t, st.next.on, st.next.reason});
 }
 
 void Recorder::shutdown() {
@@ -471,6 +532,10 @@ void Recorder::after_fork_child() {
   writer_thread_.forget();  // that thread does not exist here
   stop_ = false;
   notes_.clear();
+  governed_ = false;
+  governor_ = GovernorState{};
+  gate_changes_.clear();
+  copy_records_on_.store(true, std::memory_order_relaxed);
   EventRing* mine = t_state.ring;
   rings_.for_each([&](EventRing& r) {
     r.reset();

@@ -16,6 +16,7 @@
 #include "core/quiet_thread.h"
 #include "interpose/call_desc.h"
 #include "record/callsite_table.h"
+#include "record/cupti_governor.h"
 #include "record/event_ring.h"
 #include "record/module_snapshot.h"
 #include "trace/event.h"
@@ -73,6 +74,9 @@ class Recorder {
   uint32_t next_correlation() { return correlation_.fetch_add(1, std::memory_order_relaxed) + 1; }
   uint32_t stack_depth() const { return stack_depth_; }
   bool cupti_active() const;
+  // A copy or memset issued now should get a CUPTI record: CUPTI is active
+  // and the governor has its copy records on (kFlagGpuExpected).
+  bool gpu_expected() const { return copy_records_on_.load(std::memory_order_acquire) && cupti_active(); }
   bool cupti_forbidden_ = false;  // forked from a process whose CUPTI state cannot be reused
   CallSiteTable& callsites() { return callsites_; }
 
@@ -110,11 +114,13 @@ class Recorder {
   bool open_trace();
   void writer_loop();
   void write_cycle(bool final);
+  void govern_cupti(uint64_t now);  // session_mutex_ held
 
   std::atomic<int> state_{kIdle};
   std::atomic<int> driver_state_{0};
   std::atomic<bool> um_requested_{false};  // 0 not attached, 1 attaching, 2 attached
   std::atomic<uint32_t> correlation_{0};
+  std::atomic<bool> copy_records_on_{true};  // the governor's word (cupti_governor.h)
   uint32_t stack_depth_ = 0;
   RingRegistry rings_;
   CallSiteTable callsites_;
@@ -133,6 +139,12 @@ class Recorder {
   std::string cupti_reason_;
   trace::CuptiHandover handover_;
   bool handover_pending_ = false;  // handover_ not yet written
+  // The CUPTI governor (CUXFER_CUPTI=auto): the copies of the current window,
+  // its state, and the changes not yet written (CuptiGate block).
+  bool governed_ = false;
+  GovernorState governor_;
+  uint64_t window_start_ns_ = 0, window_sync_ = 0, window_async_ = 0;
+  std::vector<trace::CuptiGateChange> gate_changes_;
   uint64_t last_status_ns_ = 0;
 
   std::mutex wake_mutex_;

@@ -140,6 +140,74 @@ TEST_F(Model, GpuRecordsEndAtACuptiHandover) {
   EXPECT_EQ(no_handover.processes[0].events_without_gpu, 1u);  // a record really was lost
 }
 
+TEST(GateTimeline, OnThroughoutAndOnTime) {
+  using trace::GateReason;
+  model::GateTimeline none;
+  EXPECT_FALSE(none.governed());
+  EXPECT_TRUE(none.on_throughout(5, 10));
+  EXPECT_EQ(none.on_ns(0, 100), 100u);
+  // Given out of order: sorted. On until 100, off 100-200, on from 200 (a sample), off from 300.
+  model::GateTimeline g({{200, true, GateReason::Sample}, {100, false, GateReason::SyncOnly},
+                         {300, false, GateReason::SyncOnly}});
+  EXPECT_TRUE(g.governed());
+  EXPECT_EQ(g.changes(), 3u);
+  EXPECT_EQ(g.samples(), 1u);
+  EXPECT_TRUE(g.on_throughout(10, 99));
+  EXPECT_FALSE(g.on_throughout(10, 100)) << "turned off while the call ran";
+  EXPECT_FALSE(g.on_throughout(150, 160));
+  EXPECT_FALSE(g.on_throughout(150, 250)) << "turned on while it ran: its record may be missing";
+  EXPECT_TRUE(g.on_throughout(200, 250)) << "an on change at the call's start counts as on";
+  EXPECT_FALSE(g.on_throughout(350, 400));
+  EXPECT_EQ(g.on_ns(0, 400), 100u + 100u);
+  EXPECT_EQ(g.on_ns(150, 250), 50u);
+  EXPECT_EQ(g.on_ns(100, 100), 0u);
+}
+
+// The governor had the records off for the middle copy: it has no GPU time
+// and is not a lost record; a record of the third copy goes to the third
+// copy, not to the unflagged second one of the same size.
+TEST_F(Model, CopiesIssuedWhileTheGovernorHadRecordsOffAreNotLostRecords) {
+  using trace::GateReason;
+  SyntheticTrace t;
+  t.status.cupti = trace::CuptiState::Active;
+  auto& a = t.copy(Direction::HtoD, MemKind::Pageable, 1 << 20, 100'000);
+  a.flags |= trace::kFlagGpuExpected;
+  t.gpu(a, 50'000);
+  const uint64_t off = t.clock_ns;
+  t.copy(Direction::HtoD, MemKind::Pageable, 1 << 20, 100'000);  // not flagged: records off
+  t.copy(Direction::DtoH, MemKind::Pageable, 1 << 20, 100'000, /*async=*/true);
+  const uint64_t on = t.clock_ns;
+  auto& c = t.copy(Direction::HtoD, MemKind::Pageable, 1 << 20, 100'000);
+  c.flags |= trace::kFlagGpuExpected;
+  trace::GpuRecord r{};  // without a correlation id: joined by time
+  r.start_ns = c.t_enter_ns + 1000;
+  r.end_ns = r.start_ns + 40'000;
+  r.bytes = c.bytes;
+  r.kind = static_cast<uint8_t>(trace::GpuRecordKind::Memcpy);
+  r.cupti_copy_kind = 1;
+  r.src_kind = static_cast<uint8_t>(MemKind::Pageable);
+  t.gpu_records.push_back(r);
+  auto& d = t.copy(Direction::HtoD, MemKind::Pageable, 1 << 20, 100'000);  // flagged, its record lost
+  d.flags |= trace::kFlagGpuExpected;
+  t.cupti_gate = {{off, false, GateReason::SyncOnly}, {on, true, GateReason::AsyncCopies}};
+  model::Job job = load(t);
+  ASSERT_EQ(job.processes.size(), 1u);
+  const model::Process& p = job.processes[0];
+  EXPECT_EQ(p.events_without_gpu, 1u);  // d only
+  EXPECT_TRUE(p.gate.governed);
+  EXPECT_EQ(p.gate.calls, 5u);
+  EXPECT_EQ(p.gate.timed, 2u);
+  EXPECT_EQ(p.gate.untimed_sync, 1u);
+  EXPECT_EQ(p.gate.untimed_async, 1u);
+  EXPECT_GT(p.gate.on_share, 0.5);
+  EXPECT_LT(p.gate.on_share, 0.7);
+  ASSERT_EQ(job.calls.size(), 5u);
+  EXPECT_FALSE(job.calls[1].has_gpu_time());
+  EXPECT_TRUE(job.calls[3].has_gpu_time()) << "the record went to an unflagged copy";
+  analyses::Report rep = analyses::analyze(job);
+  EXPECT_EQ(rep.processes[0].cupti_gate.untimed_sync, 1u);
+}
+
 TEST_F(Model, AsyncPinnedCopiesHaveNoCpuBandwidth) {
   SyntheticTrace t;
   t.copy(Direction::HtoD, MemKind::Pinned, 64 << 20, 3000, /*async=*/true);

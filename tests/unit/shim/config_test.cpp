@@ -116,8 +116,9 @@ TEST(ParseConfig, StackDepth) {
 TEST(ParseConfig, Cupti) {
   EXPECT_EQ(parse({"CUXFER_CUPTI=off"}).cupti, CuptiMode::Off);
   EXPECT_EQ(parse({"CUXFER_CUPTI=auto"}).cupti, CuptiMode::Auto);
+  EXPECT_EQ(parse({"CUXFER_CUPTI=on"}).cupti, CuptiMode::On);
   EXPECT_TRUE(parse({"CUXFER_CUPTI=off"}).problems.empty());
-  for (const char* bad : {"on", "OFF", "0", ""}) expect_rejected(std::string("CUXFER_CUPTI=") + bad);
+  for (const char* bad : {"always", "OFF", "0", ""}) expect_rejected(std::string("CUXFER_CUPTI=") + bad);
 }
 
 TEST(ParseConfig, CuptiLibAndManifestTakeAnyValue) {

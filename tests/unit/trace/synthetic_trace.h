@@ -27,6 +27,7 @@ class SyntheticTrace {
   std::vector<std::string> notes;
   trace::Status status;
   std::optional<trace::CuptiHandover> handover;  // the app's profiler took CUPTI
+  std::vector<trace::CuptiGateChange> cupti_gate;  // the shim's governor turned copy records on/off
   bool write_status = true;
   bool write_end = true;  // false: as if the process was killed
   size_t events_per_block = 4096;
@@ -145,6 +146,11 @@ class SyntheticTrace {
       buf.clear();
       trace::encode(*handover, buf);
       w->write_block(trace::BlockType::CuptiHandover, buf);
+    }
+    if (!cupti_gate.empty()) {
+      buf.clear();
+      trace::encode(cupti_gate, buf);
+      w->write_block(trace::BlockType::CuptiGate, buf);
     }
     if (write_status) {
       trace::Status s = status;

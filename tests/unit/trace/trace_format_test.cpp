@@ -367,6 +367,31 @@ TEST(TraceRecords, RunModesAndPyCodesRoundTripAndRejectTruncation) {
   EXPECT_EQ(back[1].version, 0x030au);
 }
 
+TEST(TraceRecords, CuptiGateRoundTripsAndRejectsTruncationAndBadValues) {
+  std::vector<CuptiGateChange> g = {{100, false, GateReason::SyncOnly}, {250, true, GateReason::Sample},
+                                    {400, false, GateReason::CostCap}};
+  std::string buf;
+  encode(g, buf);
+  for (size_t len = 0; len < buf.size(); ++len) {
+    std::vector<CuptiGateChange> q;
+    EXPECT_FALSE(decode(std::string_view(buf).substr(0, len), q)) << len;
+    EXPECT_TRUE(q.empty()) << "a failed decode appends nothing";
+  }
+  std::vector<CuptiGateChange> q = {{1, true, GateReason::Start}};
+  ASSERT_TRUE(decode(buf, q));  // appends
+  ASSERT_EQ(q.size(), 4u);
+  EXPECT_EQ(std::vector<CuptiGateChange>(q.begin() + 1, q.end()), g);
+  std::string bad = buf;
+  bad[4 + 8 + 1] = static_cast<char>(kGateReasonCount);  // first change's reason out of range
+  std::vector<CuptiGateChange> r;
+  EXPECT_FALSE(decode(bad, r));
+  bad = buf;
+  bad[4 + 8] = 2;  // `on` neither 0 nor 1
+  EXPECT_FALSE(decode(bad, r));
+  EXPECT_STREQ(gate_reason_name(GateReason::CostCap), "cost_cap");
+  for (uint8_t i = 0; i < kGateReasonCount; ++i) EXPECT_STRNE(gate_reason_name(static_cast<GateReason>(i)), "?");
+}
+
 TEST(TraceRecords, HugeCountsAreRefusedNotAllocated) {
   std::string buf;
   uint32_t n = 0xffffffffu;

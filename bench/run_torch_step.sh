@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# What recording costs a PyTorch training loop (bench/torch_step.py), run
+# plain and under `cuxfer record` in each CUPTI mode, interleaved round by
+# round; prints each mode's median ms/step and its ratio to plain, with the
+# spread of the plain runs as the noise (docs/benchmarks.md).
+#
+#   bash bench/run_torch_step.sh [--build-dir DIR] [--rounds R] [--modes "plain auto on off"] [-- ARGS]
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="$ROOT/build"
+ROUNDS=5
+MODES="plain auto on off"
+while (($#)); do
+  case "$1" in
+    --build-dir) BUILD="$2"; shift 2 ;;
+    --rounds) ROUNDS="$2"; shift 2 ;;
+    --modes) MODES="$2"; shift 2 ;;
+    --) shift; break ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run_torch_step: unknown option '$1'" >&2; exit 2 ;;
+  esac
+done
+CUX="$BUILD/bin/cuxfer"
+[[ -x "$CUX" ]] || { echo "run_torch_step: $CUX not built" >&2; exit 1; }
+PY=${PYTHON:-python3}
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+for ((r = 1; r <= ROUNDS; r++)); do
+  for m in $MODES; do
+    rc=0
+    if [[ $m == plain ]]; then
+      line=$("$PY" "$ROOT/bench/torch_step.py" "$@" 2>&1 | tail -1) || rc=$?
+    else
+      line=$("$CUX" record -q --cupti="$m" -o "$TMP/t" -- "$PY" "$ROOT/bench/torch_step.py" "$@" 2>&1 | tail -1) || rc=$?
+      rm -rf "$TMP/t"
+    fi
+    if ((rc == 77)); then echo "$line"; exit 77; fi
+    ((rc == 0)) || { echo "run_torch_step: $m exited $rc: $line" >&2; exit 1; }
+    echo "round=$r mode=$m $line" | tee -a "$TMP/results"
+  done
+done
+python3 - "$TMP/results" "$MODES" <<'PYEOF'
+import re, statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    m = re.search(r"mode=(\w+) .*ms_per_step=([\d.]+)", line)
+    if m:
+        runs.setdefault(m[1], []).append(float(m[2]))
+modes = sys.argv[2].split()
+base = statistics.median(runs["plain"]) if "plain" in runs else None
+print(f"\n{'mode':<8}{'median ms/step':>16}{'min':>10}{'max':>10}{'vs plain':>10}")
+for m in modes:
+    v = runs.get(m, [])
+    if not v:
+        continue
+    med = statistics.median(v)
+    ratio = f"{med / base:.4f}" if base else ""
+    print(f"{m:<8}{med:>16.4f}{min(v):>10.4f}{max(v):>10.4f}{ratio:>10}")
+if base and len(runs["plain"]) > 1:
+    p = runs["plain"]
+    print(f"noise: plain runs spread {100 * (max(p) - min(p)) / base:.1f} % of their median")
+PYEOF

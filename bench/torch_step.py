@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""A PyTorch training step as small as they come, from pageable batches: the
+cost of recording on a real training loop (issue 13's <= 1 % bar). An MLP
+(1024-4096-1024), batches made on the CPU in pageable memory and moved with
+.cuda() (synchronous H2D from pageable memory), labels too, loss.item() each
+step (a 4-byte synchronous D2H), Adam. Prints one line:
+
+  steps=N ms_per_step=X total_s=Y h2d_copies=N
+
+after --warmup untimed steps, timed with the caller's clock around the loop
+(torch.cuda.synchronize() at both ends). Exit 77 without torch or a GPU.
+
+  torch_step.py [--steps 400] [--warmup 50] [--batch 256]
+"""
+import argparse
+import sys
+import time
+
+try:
+    import torch
+except ImportError as e:
+    print(f"torch_step: no torch ({e}): skipping")
+    sys.exit(77)
+if not torch.cuda.is_available():
+    print("torch_step: no GPU: skipping")
+    sys.exit(77)
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--steps", type=int, default=400)
+ap.add_argument("--warmup", type=int, default=50)
+ap.add_argument("--batch", type=int, default=256)
+a = ap.parse_args()
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 1024)).cuda()
+opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+loss_fn = torch.nn.MSELoss()
+batches = [(torch.randn(a.batch, 1024), torch.randn(a.batch, 1024)) for _ in range(8)]
+
+
+def step(i):
+    x, y = batches[i % len(batches)]
+    x, y = x.cuda(), y.cuda()
+    opt.zero_grad(set_to_none=True)
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss.item()
+
+
+for i in range(a.warmup):
+    step(i)
+torch.cuda.synchronize()
+t0 = time.perf_counter()
+for i in range(a.steps):
+    step(i)
+torch.cuda.synchronize()
+t = time.perf_counter() - t0
+print(f"steps={a.steps} ms_per_step={1e3 * t / a.steps:.4f} total_s={t:.3f} h2d_copies={2 * a.steps}")

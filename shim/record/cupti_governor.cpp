@@ -1,0 +1,65 @@
+#include "record/cupti_governor.h"
+
+#include <algorithm>
+
+namespace cuxfer::shim {
+
+using trace::GateReason;
+
+namespace {
+
+GovernorStep turn(const GovernorState& s, bool on, GateReason why, uint32_t off_left) {
+  GovernorStep st;
+  st.next = s;
+  st.next.on = on;
+  st.next.reason = why;
+  st.next.sync_only_run = 0;
+  st.next.off_left = on ? 0 : off_left;
+  st.changed = on != s.on;
+  return st;
+}
+
+}  // namespace
+
+GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorSettings& k) {
+  const uint64_t calls = w.sync_calls + w.async_calls;
+  if (calls == 0) return {s, false};  // nothing ran: nothing learnt, no window counted
+  if (s.on) {
+    // What the records cost in this window, as a share of it.
+    const double share = static_cast<double>(calls) * static_cast<double>(k.record_cost_ns) /
+                         static_cast<double>(std::max<uint64_t>(w.ns, 1));
+    if (share > k.max_share) {
+      // Off for as many windows as keep the average at max_share: on one
+      // window in ceil(share / max_share).
+      const double windows = share / k.max_share;
+      const uint32_t off = windows >= k.max_off_windows ? k.max_off_windows
+                                                        : std::max<uint32_t>(1, static_cast<uint32_t>(windows + 0.999) - 1);
+      return turn(s, false, GateReason::CostCap, off);
+    }
+    if (w.async_calls > 0) {
+      GovernorStep st{s, false};
+      st.next.sync_only_run = 0;
+      if (st.next.reason == GateReason::Sample || st.next.reason == GateReason::SyncOnly)
+        st.next.reason = GateReason::AsyncCopies;
+      return st;
+    }
+    // Synchronous copies only. A sample window has done its job at once.
+    const uint32_t run = s.sync_only_run + 1;
+    if (s.reason == GateReason::Sample || run >= k.sync_only_windows)
+      return turn(s, false, GateReason::SyncOnly, std::max<uint32_t>(1, k.sample_every) - 1);
+    GovernorStep st{s, false};
+    st.next.sync_only_run = run;
+    return st;
+  }
+  // Off. Asynchronous copies want their records back at once, unless the
+  // records are off because of what they cost.
+  if (w.async_calls > 0 && s.reason != GateReason::CostCap) return turn(s, true, GateReason::AsyncCopies, 0);
+  if (s.off_left > 1) {
+    GovernorStep st{s, false};
+    --st.next.off_left;
+    return st;
+  }
+  return turn(s, true, GateReason::Sample, 0);
+}
+
+}  // namespace cuxfer::shim

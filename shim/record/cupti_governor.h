@@ -1,0 +1,59 @@
+// When CUPTI's memcpy/memset records are worth what they cost (CUXFER_CUPTI=auto).
+//
+// A CUPTI memcpy record costs its call about 3.5 us on an H200 with warm
+// caches (4-byte synchronous copy 5.9 -> 9.3 us, devtools/probe_cupti_cost.cpp)
+// and 30-50 us a copy when the app evicts the caches between copies
+// (bandwidthTest's pattern, docs/benchmarks.md). What a record tells:
+//   - for an asynchronous copy, when its DMA ran: nothing else says so;
+//   - for a synchronous copy, its DMA time, which the call's own CPU time
+//     already bounds from above.
+// So the records stay on while the app makes asynchronous copies, unless
+// their rate would make them cost more than `max_share` of the time; they go
+// off after a few windows of synchronous copies only, and come back for one
+// window in `sample_every` so that a report still has GPU times to compare
+// with the calls' own. The writer thread runs govern() once per write cycle
+// (~50 ms) on the copies it drained, and carries out what it says
+// (recorder.cpp); each change is written to the trace (CuptiGate block) so
+// the analyzer can tell a copy without GPU time because the records were off
+// from one whose record went missing.
+//
+// Pure: the same state and window give the same step.
+#pragma once
+
+#include <cstdint>
+
+#include "trace/records.h"
+
+namespace cuxfer::shim {
+
+struct GovernorSettings {
+  uint64_t record_cost_ns = 3500;  // what one record adds to its call (warm caches; see above)
+  double max_share = 0.01;         // records may cost at most this share of a window
+  uint32_t sync_only_windows = 2;  // windows with copies, none asynchronous, before the records go off
+  uint32_t sample_every = 20;      // off for synchronous copies: on again for one window in this many
+  uint32_t max_off_windows = 1200; // the cost cap never keeps them off longer (~60 s at 50 ms windows)
+};
+
+struct CopyWindow {
+  uint64_t ns = 0;           // how long the window lasted
+  uint64_t sync_calls = 0;   // synchronous copies and memsets issued in it
+  uint64_t async_calls = 0;  // asynchronous ones
+};
+
+struct GovernorState {
+  bool on = true;
+  trace::GateReason reason = trace::GateReason::Start;
+  uint32_t sync_only_run = 0;  // consecutive windows with copies and no asynchronous one
+  uint32_t off_left = 0;       // off: windows with copies still to pass before the next sample
+
+  bool operator==(const GovernorState&) const = default;
+};
+
+struct GovernorStep {
+  GovernorState next;
+  bool changed = false;  // next.on differs from the state's: the records are to be turned on or off
+};
+
+GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorSettings& k);
+
+}  // namespace cuxfer::shim

@@ -1,0 +1,67 @@
+// cupti_gate [PHASE_MS=600]
+// The CUPTI governor (shim/record/cupti_governor.h) against the stand-in
+// libcupti (tests/simcuda/cupti.cpp), simulation only. Each 4-byte copy
+// (pageable host -> device) is followed by simcupti_emit, which makes a
+// record only while the shim has memcpy records on, so the app counts what
+// the governor let through. Three phases of PHASE_MS each:
+//   sync   cudaMemcpy, one a millisecond (cheap, synchronous: records go off)
+//   async  cudaMemcpyAsync on the legacy stream, one a millisecond (back on)
+//   storm  cudaMemcpy back to back (the records would cost too much: off)
+// Prints "phase=NAME calls=N records=R" for each, then the PASS line.
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include "common.h"
+
+extern "C" int simcupti_emit(uint64_t bytes, uint32_t correlation_id);
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Phase {
+  long calls = 0, records = 0;
+};
+
+template <typename Copy>
+Phase run(long ms, bool paced, Copy copy) {
+  Phase p;
+  const auto end = Clock::now() + std::chrono::milliseconds(ms);
+  auto next = Clock::now();
+  while (Clock::now() < end) {
+    copy();
+    ++p.calls;
+    p.records += simcupti_emit(4, 0);
+    if (paced) {
+      next += std::chrono::milliseconds(1);
+      std::this_thread::sleep_until(next);
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const long ms = argc > 1 ? std::stol(argv[1]) : 600;
+  testapp::require_gpu("cupti_gate");
+  void* d = nullptr;
+  TA_CHECK(cudaMalloc(&d, 4));
+  int value = 7;
+  auto sync = [&] { TA_CHECK(cudaMemcpy(d, &value, 4, cudaMemcpyHostToDevice)); };
+  auto async = [&] {
+    TA_CHECK(cudaMemcpyAsync(d, &value, 4, cudaMemcpyHostToDevice, 0));
+    TA_CHECK(cudaStreamSynchronize(0));
+  };
+  const Phase a = run(ms, true, sync);
+  const Phase b = run(ms, true, async);
+  const Phase c = run(ms, false, sync);
+  std::printf("phase=sync calls=%ld records=%ld\n", a.calls, a.records);
+  std::printf("phase=async calls=%ld records=%ld\n", b.calls, b.records);
+  std::printf("phase=storm calls=%ld records=%ld\n", c.calls, c.records);
+  TA_CHECK(cudaFree(d));
+  testapp::done("cupti_gate");
+  return 0;
+}

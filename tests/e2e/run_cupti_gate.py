@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""The CUPTI governor end to end (testapps/cupti_gate.cpp, the stand-in libcupti).
+
+  run_cupti_gate.py --cuxfer CUXFER --cupti LIBCUPTI --mode auto|on --workdir DIR -- APP [PHASE_MS]
+
+The app counts, per phase, how many of its copies got a CUPTI record (the
+stand-in makes one only while the shim has memcpy records on).
+  auto  sync phase: records on at first, then off (some, not all, recorded);
+        async phase: on again (at least half recorded); storm: off (under half);
+        the report's copy_records: governed, every copy accounted for (with GPU
+        time, or issued while records were off, or missing), its GPU-timed
+        copies the records the app saw made (less at most one per change: a
+        copy racing the switch), at most one missing record per change, and the
+        text report's GPU-time line.
+  on    every copy recorded in every phase; no copy_records section (not governed).
+Exit 0 pass, 1 fail.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+from e2e_util import command_after_dashes, fresh_dir, verdict
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cuxfer", required=True)
+    ap.add_argument("--cupti", required=True)
+    ap.add_argument("--mode", choices=["auto", "on"], required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("app", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    app = command_after_dashes(a.app)
+    out = fresh_dir(a.workdir)
+    env = {**os.environ, "CUXFER_CUPTI_LIB": a.cupti, "CUXFER_PROFILE_DIR": "/nonexistent/cuxfer-test-profiles"}
+    run = subprocess.run([a.cuxfer, "record", f"--cupti={a.mode}", "-o", str(out), "--", *app], env=env,
+                         capture_output=True, text=True, timeout=100)
+    print(run.stdout, run.stderr, sep="\n")
+    fails = []
+    if run.returncode != 0:
+        fails.append(f"exit status {run.returncode}")
+    phases = {m[0]: (int(m[1]), int(m[2])) for m in re.findall(r"phase=(\w+) calls=(\d+) records=(\d+)", run.stdout)}
+    if sorted(phases) != ["async", "storm", "sync"]:
+        fails.append(f"phases printed: {sorted(phases)}")
+        return verdict(fails)
+    traces = sorted(out.glob("*.trace"))
+    if len(traces) != 1:
+        fails.append(f"{len(traces)} traces, want 1")
+        return verdict(fails)
+    r = subprocess.run([a.cuxfer, "report", "--json", str(traces[0])], capture_output=True, text=True)
+    text = subprocess.run([a.cuxfer, "report", str(traces[0])], capture_output=True, text=True).stdout
+    rep = json.loads(r.stdout)
+    p = rep["processes"][0]
+    cupti = p.get("cupti", {})
+    print("cupti:", json.dumps(cupti), "events_without_gpu_record:", p.get("events_without_gpu_record"))
+    calls = sum(c for c, _ in phases.values())
+    records = sum(r for _, r in phases.values())
+    if cupti.get("state") != "active":
+        fails.append(f"CUPTI not active: {cupti}")
+    if a.mode == "on":
+        for name, (c, rec) in phases.items():
+            if rec != c:
+                fails.append(f"--cupti=on, {name}: {rec} of {c} copies recorded, want all")
+        if "copy_records" in cupti:
+            fails.append(f"--cupti=on is not governed, yet the report has copy_records: {cupti['copy_records']}")
+        if "GPU time:" in text:
+            fails.append("--cupti=on: the text report has a governor line")
+        return verdict(fails)
+    sc, sr = phases["sync"]
+    ac, ar = phases["async"]
+    tc, tr = phases["storm"]
+    if not 0 < sr < sc:
+        fails.append(f"sync phase: {sr} of {sc} copies recorded, want some (before the governor acts) but not all")
+    if ar * 2 < ac:
+        fails.append(f"async phase: {ar} of {ac} copies recorded, want at least half (records back on)")
+    if tr * 2 >= tc:
+        fails.append(f"storm: {tr} of {tc} copies recorded, want under half (records cost too much)")
+    g = cupti.get("copy_records")
+    if not g or g.get("governed") is not True:
+        fails.append(f"no governed copy_records in the report: {cupti}")
+        return verdict(fails)
+    missing = p.get("events_without_gpu_record", 0)
+    changes = g.get("changes", 0)
+    if g.get("copies") != calls:
+        fails.append(f"copy_records.copies {g.get('copies')}, the app made {calls}")
+    # A copy whose hook saw the records off while the writer was turning them
+    # on gets a record no flagged call claims: at most one per change.
+    timed = g.get("copies_with_gpu_time", 0)
+    if not records - changes <= timed <= records:
+        fails.append(f"copies_with_gpu_time {timed}, the app saw {records} records made "
+                     f"(want that, less at most one per change: {changes})")
+    accounted = g.get("copies_with_gpu_time", 0) + g.get("sync_copies_records_off", 0) + \
+        g.get("async_copies_records_off", 0) + missing
+    if abs(accounted - calls) > changes:
+        fails.append(f"{accounted} copies accounted for (timed + records off + missing), {calls} made "
+                     f"(a copy racing each of the {changes} changes may fall between)")
+    if missing > changes:
+        fails.append(f"{missing} copies counted as missing a record, more than the {changes} changes can explain")
+    if changes < 3:
+        fails.append(f"{changes} changes, want at least 3 (off, on, off)")
+    if g.get("sync_copies_records_off", 0) == 0:
+        fails.append("no synchronous copy ran with records off")
+    if not 0 < g.get("on_share", 0) < 1:
+        fails.append(f"on_share {g.get('on_share')}, want between 0 and 1")
+    if "GPU time:" not in text or "--cupti=on" not in text:
+        fails.append("the text report does not say which copies have GPU time")
+    return verdict(fails)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

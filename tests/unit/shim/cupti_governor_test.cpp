@@ -1,0 +1,149 @@
+// The CUPTI governor's table of cases (shim/record/cupti_governor.h).
+#include "record/cupti_governor.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace cuxfer::shim {
+namespace {
+
+using trace::GateReason;
+
+constexpr uint64_t kWindow = 50'000'000;  // 50 ms, the writer's period
+
+CopyWindow sync(uint64_t n) { return {kWindow, n, 0}; }
+CopyWindow async(uint64_t n, uint64_t s = 0) { return {kWindow, s, n}; }
+
+// Runs windows from the start state; returns the on/off of each window's outcome.
+std::vector<bool> run(const std::vector<CopyWindow>& ws, GovernorState& s, const GovernorSettings& k = {}) {
+  std::vector<bool> on;
+  for (const auto& w : ws) {
+    GovernorStep st = govern(s, w, k);
+    EXPECT_EQ(st.changed, st.next.on != s.on);
+    s = st.next;
+    on.push_back(s.on);
+  }
+  return on;
+}
+
+TEST(CuptiGovernor, IdleWindowsChangeNothing) {
+  GovernorState s;
+  GovernorStep st = govern(s, {kWindow, 0, 0}, {});
+  EXPECT_FALSE(st.changed);
+  EXPECT_EQ(st.next, s);
+  s.on = false;
+  s.reason = GateReason::SyncOnly;
+  s.off_left = 5;
+  EXPECT_EQ(govern(s, {kWindow, 0, 0}, {}).next, s);
+}
+
+TEST(CuptiGovernor, SynchronousCopiesOnlyTurnRecordsOffAfterTwoWindows) {
+  GovernorState s;
+  EXPECT_EQ(run({sync(10), sync(10)}, s), (std::vector<bool>{true, false}));
+  EXPECT_EQ(s.reason, GateReason::SyncOnly);
+  EXPECT_EQ(s.off_left, 19u);
+}
+
+TEST(CuptiGovernor, AsyncCopiesKeepRecordsOnAndResetTheRun) {
+  GovernorState s;
+  EXPECT_EQ(run({sync(10), async(1, 10), sync(10), async(5), sync(3)}, s),
+            (std::vector<bool>{true, true, true, true, true}));
+  EXPECT_EQ(s.sync_only_run, 1u);
+}
+
+TEST(CuptiGovernor, OffForSyncOnlySamplesOneWindowInTwenty) {
+  GovernorState s;
+  std::vector<CopyWindow> ws(2 + 20 * 3, sync(10));
+  std::vector<bool> on = run(ws, s);
+  // Window 0 on, 1 turns off; from then on, one window in twenty (20, 40, 60).
+  std::vector<size_t> on_at;
+  for (size_t i = 2; i < on.size(); ++i)
+    if (on[i]) on_at.push_back(i);
+  EXPECT_EQ(on_at, (std::vector<size_t>{20, 40, 60}));
+  // A sample window with synchronous copies only turns them off again at once.
+  for (size_t i = 2; i + 1 < on.size(); ++i)
+    if (on[i]) {
+      EXPECT_FALSE(on[i + 1]) << "window " << i;
+    }
+}
+
+TEST(CuptiGovernor, IdleWindowsDoNotCountTowardTheNextSample) {
+  GovernorState s;
+  run({sync(10), sync(10)}, s);
+  const uint32_t left = s.off_left;
+  for (int i = 0; i < 100; ++i) s = govern(s, {kWindow, 0, 0}, {}).next;
+  EXPECT_FALSE(s.on);
+  EXPECT_EQ(s.off_left, left);
+}
+
+TEST(CuptiGovernor, AsyncCopiesTurnSyncOnlyOffBackOnAtOnce) {
+  GovernorState s;
+  run({sync(10), sync(10)}, s);
+  ASSERT_FALSE(s.on);
+  GovernorStep st = govern(s, async(1), {});
+  EXPECT_TRUE(st.changed);
+  EXPECT_TRUE(st.next.on);
+  EXPECT_EQ(st.next.reason, GateReason::AsyncCopies);
+}
+
+TEST(CuptiGovernor, CostCapKeepsTheAverageAtTheShare) {
+  // 4-byte synchronous storm: ~166k copies/s, 8,300 a window: 58.1 % of it in records.
+  GovernorState s;
+  GovernorStep st = govern(s, sync(8300), {});
+  EXPECT_TRUE(st.changed);
+  EXPECT_EQ(st.next.reason, GateReason::CostCap);
+  EXPECT_EQ(st.next.off_left, 58u);  // on one window in ceil(58.1) = 59
+  // Async copies do not end a cost cap early.
+  s = st.next;
+  st = govern(s, async(8300), {});
+  EXPECT_FALSE(st.next.on);
+  EXPECT_EQ(st.next.off_left, 57u);
+}
+
+TEST(CuptiGovernor, CostCapOnDutyMatchesTheShare) {
+  // 4 % when on: one window in four.
+  GovernorSettings k;
+  const uint64_t calls = static_cast<uint64_t>(0.04 * kWindow / k.record_cost_ns);
+  GovernorState s;
+  std::vector<CopyWindow> ws(400, async(calls));
+  std::vector<bool> on = run(ws, s, k);
+  int n = 0;
+  for (bool b : on) n += b;
+  EXPECT_NEAR(n / 400.0, 0.25, 0.01);
+}
+
+TEST(CuptiGovernor, BelowTheShareAsyncCopiesStayOn) {
+  // 1,000 async copies a second: 0.35 % in records.
+  GovernorState s;
+  std::vector<bool> on = run(std::vector<CopyWindow>(50, async(50)), s);
+  for (bool b : on) EXPECT_TRUE(b);
+}
+
+TEST(CuptiGovernor, CostCapNeverLongerThanTheLimit) {
+  GovernorSettings k;
+  k.max_off_windows = 100;
+  GovernorState s;
+  GovernorStep st = govern(s, {1000, 1'000'000, 0}, k);  // absurd rate
+  EXPECT_EQ(st.next.off_left, 100u);
+  // A zero-length window does not divide by zero.
+  st = govern(GovernorState{}, {0, 1, 0}, k);
+  EXPECT_FALSE(st.next.on);
+}
+
+TEST(CuptiGovernor, SampleAfterCostCapWithAsyncCopiesStaysOnWhenCheap) {
+  GovernorState s;
+  s.on = false;
+  s.reason = GateReason::CostCap;
+  s.off_left = 1;
+  GovernorStep st = govern(s, async(10), {});
+  EXPECT_TRUE(st.next.on);
+  EXPECT_EQ(st.next.reason, GateReason::Sample);
+  st = govern(st.next, async(10), {});
+  EXPECT_TRUE(st.next.on);
+  EXPECT_FALSE(st.changed);
+  EXPECT_EQ(st.next.reason, GateReason::AsyncCopies);
+}
+
+}  // namespace
+}  // namespace cuxfer::shim
