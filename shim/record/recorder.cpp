@@ -219,7 +219,7 @@ bool Recorder::attach_driver_slow() {
     cupti_state_ = collector.active() ? 1 : 2;
     cupti_reason_ = reason;
     // Kernel records are asked for overlap, which wants every copy's GPU time.
-    governed_ = collector.active() && c.cupti == CuptiMode::Auto && !c.cupti_kernels;
+    governed_.store(collector.active() && c.cupti == CuptiMode::Auto && !c.cupti_kernels, std::memory_order_relaxed);
     window_start_ns_ = now_ns();
     window_sync_ = window_async_ = 0;
     // The analyzer's overlap analysis needs to know kernels were recorded at all.
@@ -308,6 +308,11 @@ bool Recorder::open_trace() {
   return true;
 }
 
+namespace {
+// The shortest window the governor judges a copy storm on (the writer's tick).
+constexpr uint64_t kGovernorMinWindowNs = 5'000'000;
+}  // namespace
+
 void Recorder::writer_loop() {
   InternalScope internal;  // CUPTI flushes from here must not be recorded
   const uint64_t period_ns = uint64_t{config().flush_ms} * 1000000ull;
@@ -324,7 +329,19 @@ void Recorder::writer_loop() {
     }
     uint64_t t = now_ns();
     bool due = t - last_cycle >= period_ns;
-    if (!due) rings_.for_each([&](EventRing& r) { due = due || r.size() >= early; });
+    size_t queued = 0;
+    if (!due) rings_.for_each([&](EventRing& r) {
+      const size_t n = r.size();
+      queued += n;
+      due = due || n >= early;
+    });
+    // A copy storm with CUPTI's records on: the governor should not wait for
+    // the period to see it (a 4-byte storm pays ~58 % while they are on).
+    // What the rings hold is what arrived since the last cycle.
+    if (!due && queued > 0 && governed_.load(std::memory_order_relaxed) &&
+        copy_records_on_.load(std::memory_order_relaxed) && t - last_cycle >= kGovernorMinWindowNs)
+      due = static_cast<double>(queued) * GovernorSettings{}.record_cost_ns >
+            GovernorSettings{}.max_share * static_cast<double>(t - last_cycle);
     if (!due) continue;
     if (t - last_cupti_flush > 500000000ull) {
       // Completed CUPTI buffers are otherwise delivered only when full.
@@ -381,7 +398,7 @@ void Recorder::write_cycle(bool final) {
     writer_->write_block(trace::BlockType::Events, scratch_events_.data() + i, n * sizeof(trace::Event));
   }
   events_recorded_ += scratch_events_.size();
-  if (governed_ && !final) {
+  if (governed_.load(std::memory_order_relaxed) && !final) {
     for (const trace::Event& e : scratch_events_) {
       const auto kind = static_cast<trace::EventKind>(e.kind);
       if (kind != trace::EventKind::Copy && kind != trace::EventKind::Memset) continue;
@@ -451,7 +468,7 @@ void Recorder::govern_cupti(uint64_t now) {
   }
   auto& collector = CuptiCollector::instance();
   if (!collector.active()) {  // handed over to the app's profiler, or stopped: nothing to govern
-    governed_ = false;
+    governed_.store(false, std::memory_order_relaxed);
     return;
   }
   // Off: the hooks stop expecting records before CUPTI stops making them;
@@ -470,7 +487,7 @@ void Recorder::govern_cupti(uint64_t now) {
   }
   if (!ok) {
     // CUPTI refused: leave the records as they are for the rest of the run.
-    governed_ = false;
+    governed_.store(false, std::memory_order_relaxed);
     if (!st.next.on) copy_records_on_.store(true, std::memory_order_release);
     std::string msg = std::string("cupti: could not turn copy records ") + (st.next.on ? "on" : "off") +
                       "; they stay " + (st.next.on ? "off" : "on") + " from here";
@@ -532,7 +549,7 @@ void Recorder::after_fork_child() {
   writer_thread_.forget();  // that thread does not exist here
   stop_ = false;
   notes_.clear();
-  governed_ = false;
+  governed_.store(false, std::memory_order_relaxed);
   governor_ = GovernorState{};
   gate_changes_.clear();
   copy_records_on_.store(true, std::memory_order_relaxed);

@@ -141,7 +141,7 @@ class Recorder {
   bool handover_pending_ = false;  // handover_ not yet written
   // The CUPTI governor (CUXFER_CUPTI=auto): the copies of the current window,
   // its state, and the changes not yet written (CuptiGate block).
-  bool governed_ = false;
+  std::atomic<bool> governed_{false};  // also read by the writer's tick, outside the lock
   GovernorState governor_;
   uint64_t window_start_ns_ = 0, window_sync_ = 0, window_async_ = 0;
   std::vector<trace::CuptiGateChange> gate_changes_;
