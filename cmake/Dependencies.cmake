@@ -32,14 +32,11 @@ pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 # report names call sites by module+offset and says why.
 pkg_check_modules(LIBDW IMPORTED_TARGET libdw)
 
-# JSON output. Debian's nlohmann-json3-dev when present, else the copy of the
-# same single header kept in third_party/ (MIT licence, unmodified).
-find_package(nlohmann_json 3.10 CONFIG QUIET)
+# JSON: reports, machine profiles, policy files (the shim reads policies too).
+# Debian's nlohmann-json3-dev, header-only; nothing of it is vendored.
+find_package(nlohmann_json 3.10 CONFIG)
 if(NOT nlohmann_json_FOUND)
-  add_library(nlohmann_json INTERFACE)
-  target_include_directories(nlohmann_json SYSTEM INTERFACE ${PROJECT_SOURCE_DIR}/third_party)
-  add_library(nlohmann_json::nlohmann_json ALIAS nlohmann_json)
-  message(STATUS "nlohmann_json: using third_party/nlohmann/json.hpp")
+  message(FATAL_ERROR "nlohmann_json (>= 3.10) not found: install nlohmann-json3-dev (bash scripts/install-deps.sh)")
 endif()
 
 if(CUXFER_BUILD_TESTS)

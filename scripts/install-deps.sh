@@ -6,9 +6,8 @@
 # Idempotent: when every package is already installed (dpkg -s) apt is not
 # touched at all. Works as root or through sudo. On a machine without network
 # (the GPU machine) it does not fail as long as what the build *requires* is
-# already there: libdw, nlohmann-json and libunwind8 are optional (CMake falls
-# back to module+offset call sites and to third_party/nlohmann; the shim to
-# glibc's slower backtrace).
+# already there: libdw and libunwind8 are optional (CMake falls back to
+# module+offset call sites; the shim to glibc's slower backtrace).
 #
 # The CUDA toolkit (headers, cudart, CUPTI) is not installed from here: it is
 # expected at /usr/local/cuda (or wherever CUDAToolkit_ROOT / nvcc points).
@@ -23,7 +22,7 @@ if [[ "${CUXFER_SKIP_DEPS:-0}" == 1 ]]; then
 fi
 
 # Required by the build (cmake/Dependencies.cmake) and the tests.
-REQUIRED=(cmake ninja-build g++ pkg-config libspdlog-dev libfmt-dev libzstd-dev libgtest-dev python3)
+REQUIRED=(cmake ninja-build g++ pkg-config libspdlog-dev libfmt-dev libzstd-dev libgtest-dev nlohmann-json3-dev python3)
 # Optional: the build has a fallback for each.
 # chromium: renders `cuxfer report --html` in the test that checks it (skipped without).
 # libjemalloc2, libtcmalloc-minimal4: another allocator preloaded after the shim
@@ -31,7 +30,7 @@ REQUIRED=(cmake ninja-build g++ pkg-config libspdlog-dev libfmt-dev libzstd-dev 
 # clang + its libFuzzer runtime: scripts/fuzz.sh only (it skips, visibly, without
 # them). The runtime is versioned like clang: libclang_rt.fuzzer-x86_64.a comes
 # from libclang-rt-14-dev on Debian 12 (dpkg -S), libclang-rt-18-dev on Ubuntu 24.04.
-OPTIONAL=(libdw-dev libelf-dev nlohmann-json3-dev libunwind8 chromium libjemalloc2 libtcmalloc-minimal4)
+OPTIONAL=(libdw-dev libelf-dev libunwind8 chromium libjemalloc2 libtcmalloc-minimal4)
 
 log() { echo "install-deps: $*"; }
 
@@ -67,6 +66,8 @@ present_otherwise() {
                   compgen -G '/usr/local/include/fmt/format.h' >/dev/null ;;
     libgtest-dev) compgen -G '/usr/include/gtest/gtest.h' >/dev/null ||
                     compgen -G '/usr/local/include/gtest/gtest.h' >/dev/null ;;
+    nlohmann-json3-dev) compgen -G '/usr/include/nlohmann/json.hpp' >/dev/null ||
+                          compgen -G '/usr/local/include/nlohmann/json.hpp' >/dev/null ;;
     *) return 1 ;;
   esac
 }
@@ -117,7 +118,7 @@ elif ! DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get update -q; then
 fi
 
 if ! apt_install "${want[@]}"; then
-  # One unavailable package (say nlohmann-json3-dev on an older release, or no
+  # One unavailable package (say libdw-dev on an older release, or no
   # network at all) must not stop the rest: retry one by one.
   log "installing them together failed; trying one at a time"
   for p in "${want[@]}"; do
