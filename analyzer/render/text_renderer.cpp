@@ -106,7 +106,9 @@ void header(std::string& out, const Report& r, size_t width) {
     const std::string banner = "SIMULATED CUDA (tests/simcuda) — no GPU was used; timings are not meaningful";
     out += display_width(banner) + 8 <= width ? "\n*** " + banner + " ***\n" : "\n" + banner + "\n";
   }
-  if (r.timing == "cpu") {
+  // Nothing to time (no copies: a managed-memory-only program) is no reason
+  // to say CUPTI was unavailable when it was active.
+  if (r.timing == "cpu" && r.totals.calls + r.totals.failed_calls > 0) {
     std::string reason;
     for (const auto& p : r.processes)
       if (p.cupti_state != "active" && p.copies > 0) {

@@ -148,6 +148,18 @@ TEST_F(Render, TextFitsTheWidth) {
   }
 }
 
+// NVIDIA's UnifiedMemoryStreams: managed memory, no copies, CUPTI active.
+// The header must not say CUPTI was unavailable.
+TEST_F(Render, TextOfARunWithoutCopiesClaimsNoCuptiFailure) {
+  SyntheticTrace t;
+  t.status.cupti = trace::CuptiState::Active;
+  t.add(trace::EventKind::ManagedAlloc, "cudaMallocManaged", Direction::Unknown, MemKind::Managed, MemKind::Managed,
+        MiB, 1000, 0, 0);
+  std::string text = render::render_text(analyses::analyze(load(t)), {100, 10});
+  EXPECT_EQ(text.find("GPU time: n/a"), std::string::npos) << text;
+  EXPECT_NE(text.find("CUPTI active"), std::string::npos) << text;
+}
+
 TEST_F(Render, TextOfACleanRun) {
   SyntheticTrace t;
   t.copy(Direction::HtoD, MemKind::Pinned, MiB, 30'000);
