@@ -2,6 +2,7 @@
 #include "analyzer/analyses/tally.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -98,6 +99,8 @@ Report analyze(const model::Job& job, const Thresholds& thresholds) {
     return ka > kb;
   });
 
+  r.combined_estimate = combine_estimates(r.findings);
+
   r.notes = job.notes;
   uint64_t sites_dropped = 0;
   for (const auto& p : r.processes) sites_dropped += p.callsites_dropped;
@@ -106,6 +109,32 @@ Report analyze(const model::Job& job, const Thresholds& thresholds) {
                                   r.calls_without_site == 1 ? "y" : "ies",
                                   sites_dropped ? " (the shim's call-site table was full)" : ""));
   return r;
+}
+
+std::optional<CombinedEstimate> combine_estimates(const std::vector<Finding>& findings) {
+  struct Site {
+    uint64_t recoverable = 0, time = 0;
+  };
+  std::map<uint64_t, Site> sites;  // call site, or a finding that names none with an estimate
+  CombinedEstimate c;
+  uint64_t own_key = uint64_t{1} << 32;  // past every call-site id
+  for (const Finding& f : findings) {
+    if (!f.estimated_recoverable_ns) continue;
+    ++c.findings;
+    c.sum_ns += *f.estimated_recoverable_ns;
+    bool per_site = false;
+    for (const FindingSite& s : f.sites) {
+      if (!s.estimated_recoverable_ns) continue;
+      per_site = true;
+      Site& x = sites[s.callsite];
+      x.recoverable = std::max(x.recoverable, *s.estimated_recoverable_ns);
+      x.time = std::max(x.time, s.time_ns);
+    }
+    if (!per_site) sites[own_key++] = {*f.estimated_recoverable_ns, std::max(f.time_ns, *f.estimated_recoverable_ns)};
+  }
+  if (c.findings < 2) return std::nullopt;
+  for (const auto& [key, x] : sites) c.recoverable_ns += std::min(x.recoverable, x.time);
+  return c;
 }
 
 }  // namespace cuxfer::analyses

@@ -222,6 +222,18 @@ struct Finding {
   std::string advice;
 };
 
+// The findings' estimates overlap: the same pageable copies are an
+// async_pageable, a large_pageable and a rewrite_candidates finding at once.
+// Combined, each call site counts once: the largest of its findings'
+// estimates, at most the time its copies took. Set when two or more findings
+// have estimates.
+struct CombinedEstimate {
+  uint64_t recoverable_ns = 0;  // each site once
+  uint64_t sum_ns = 0;          // the findings' estimates added up (what the list suggests)
+  uint32_t findings = 0;        // findings with an estimate
+};
+std::optional<CombinedEstimate> combine_estimates(const std::vector<Finding>& findings);
+
 struct Report {
   std::string schema = "cuxfer.report/1";
   bool simulated = false;
@@ -240,6 +252,7 @@ struct Report {
   RewriteTotals rewrite;
   Overlap overlap;
   Managed managed;
+  std::optional<CombinedEstimate> combined_estimate;
   std::vector<DeviceTotals> devices;  // per process and device
   std::vector<PeerPair> peer_pairs;   // per process and (source, destination) device
   std::vector<CallSiteTotals> callsites;  // all, most CPU-blocked time first

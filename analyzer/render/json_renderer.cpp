@@ -271,6 +271,12 @@ json report_to_json(const analyses::Report& r, const JsonOptions& options) {
     });
   }
   j["findings"] = std::move(findings);
+  // The findings' estimates overlap; this counts each call site once (null: fewer than two estimates).
+  j["findings_combined"] = r.combined_estimate
+                               ? json{{"estimated_recoverable_ns", r.combined_estimate->recoverable_ns},
+                                      {"sum_of_estimates_ns", r.combined_estimate->sum_ns},
+                                      {"findings_with_estimates", r.combined_estimate->findings}}
+                               : json(nullptr);
   j["notes"] = r.notes;
   return j;
 }

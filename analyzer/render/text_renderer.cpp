@@ -403,6 +403,12 @@ void findings(std::string& out, const Report& r, size_t width) {
         "no storm of tiny copies\n";
     return;
   }
+  if (const auto& c = r.combined_estimate)
+    wrapped(out,
+            fmt::format("The estimates below overlap (the same copies are listed under several findings): "
+                        "added up they make {}; counting each call site once, {} in all",
+                        format_duration(c->sum_ns), format_duration(c->recoverable_ns)),
+            width, "  ", "  ");
   int n = 0;
   for (const auto& f : r.findings) {
     out += "\n";
