@@ -173,6 +173,8 @@ Managed managed_totals(const model::Job& job) {
   for (auto& [key, s] : acc) {
     s.totals.pid = job.processes[key.first].pid();
     s.totals.callsite = key.second;
+    // Allocation sites are not copy sites: the report's call-site table does not list them.
+    if (key.second > 0 && key.second <= job.sites.size()) s.totals.frame = job.sites[key.second - 1].frame;
     s.totals.on_demand_ns = union_ns(s.on_demand);
     add_into(m.total, s.totals);
     if (moved_anything(s.totals) || s.totals.allocations) m.sites.push_back(s.totals);

@@ -151,6 +151,7 @@ struct Overlap {
 struct ManagedTotals {
   uint32_t pid = 0;
   uint32_t callsite = 0;  // 0: the allocation's site is unknown (or the address is in no recorded allocation)
+  symbolize::Frame frame; // the allocation's call site, as the call-site table names it (callsite != 0)
   uint64_t allocations = 0, allocated_bytes = 0;
   uint64_t htod_bytes = 0, dtoh_bytes = 0, htod_migrations = 0, dtoh_migrations = 0;
   // Of those: migrated because something touched a page that was elsewhere,

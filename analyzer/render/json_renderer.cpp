@@ -175,6 +175,7 @@ json report_to_json(const analyses::Report& r, const JsonOptions& options) {
     auto e = managed_json(s);
     e["pid"] = s.pid;
     e["callsite"] = s.callsite;
+    e["location"] = s.callsite ? json(s.frame.display()) : json(nullptr);
     managed_sites.push_back(std::move(e));
   }
   json pairs = json::array();

@@ -280,7 +280,10 @@ void managed(std::string& out, const Report& r, size_t width) {
       out += fmt::format("  … and {} more allocation sites\n", m.sites.size() - 5);
       break;
     }
-    line(fmt::format("pid {} allocated at {}", s.pid, site_label(r, s.callsite)), s);
+    const std::string where = s.callsite && !s.frame.short_display().empty()
+                                  ? fmt::format("#{} {}", s.callsite, s.frame.short_display())
+                                  : site_label(r, s.callsite);
+    line(fmt::format("pid {} allocated at {}", s.pid, where), s);
   }
 }
 

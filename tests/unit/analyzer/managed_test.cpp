@@ -1,8 +1,10 @@
 // Managed memory (CUPTI unified-memory records): per allocation site totals
 // and the managed_migrations finding, on synthetic traces with known answers.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "analyzer/analyses/report.h"
+#include "analyzer/render/text_renderer.h"
 #include "tests/unit/analyzer/job_fixture.h"
 
 namespace cuxfer {
@@ -77,6 +79,11 @@ TEST_F(Managed, MigrationsAttributedToTheirAllocationSite) {
   // The fault's 1 ms covers the four H2D migrations; the D2H adds 0.5 ms.
   EXPECT_EQ(s.on_demand_ns, 1'500'000u);
   EXPECT_EQ(s.migration_ns, 4 * 150'000u + 500'000u);
+  // Named as the call-site table names sites, though it is no copy site (issue 14: "#5" only).
+  EXPECT_FALSE(s.frame.short_display().empty());
+  const std::string text = render::render_text(r, {200, 10});
+  EXPECT_NE(text.find(fmt::format("allocated at #{} {}", faulty, s.frame.short_display())), std::string::npos)
+      << text;
 
   const analyses::Finding* f = find_finding(r, "managed_migrations");
   ASSERT_TRUE(f);
