@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""The shim when its trace cannot be created (stdlib only).
+
+  run_trace_faults.py --shim B/lib/libcuxfer.so --memhooks B/lib/libcuxfer_memhooks.so
+      --app B/testapps/sim/pageable_loop-simshared --workdir DIR
+
+The shim preloaded by hand with CUXFER_OUTPUT_DIR naming a directory that
+cannot exist (its parent is a regular file), observe and CUXFER_REWRITE=pin:
+the app prints OK and exits 0 (it checks its own copies), the shim says so in
+one line on stderr naming the variable to set, and no trace appears anywhere.
+Exit status: 0 pass, 1 fail.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+from e2e_util import fresh_dir, verdict
+
+fails: list[str] = []
+
+
+def check(ok: bool, what: str) -> None:
+    if not ok:
+        fails.append(what)
+        print("FAIL: " + what, flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    for a in ("--shim", "--memhooks", "--app", "--workdir"):
+        ap.add_argument(a, required=True)
+    args = ap.parse_args()
+    work = fresh_dir(args.workdir)
+    (work / "a-file").write_text("not a directory\n")
+    bad = work / "a-file" / "traces"
+    for rewrite in ("off", "pin"):
+        preload = args.shim + (":" + args.memhooks if rewrite == "pin" else "")
+        env = dict(os.environ, LD_PRELOAD=preload, CUXFER_OUTPUT_DIR=str(bad), CUXFER_REWRITE=rewrite)
+        print(f"+ LD_PRELOAD={preload} CUXFER_OUTPUT_DIR={bad} CUXFER_REWRITE={rewrite} {args.app} 8 2M", flush=True)
+        r = subprocess.run([args.app, "8", "2M"], capture_output=True, text=True, env=env, timeout=120, cwd=work)
+        print(r.stdout + r.stderr)
+        check(r.returncode == 0 and "pageable_loop: OK" in r.stdout,
+              f"rewrite={rewrite}: the app ran as without cuxfer (exit {r.returncode})")
+        said = [l for l in r.stderr.splitlines() if "cuxfer" in l]
+        check(len(said) == 1, f"rewrite={rewrite}: one line from cuxfer on stderr, got {len(said)}: {said}")
+        check(any("not recorded" in l and "CUXFER_OUTPUT_DIR" in l for l in said),
+              f"rewrite={rewrite}: the line says the process is not recorded and what to set: {said}")
+        traces = list(work.rglob("*.trace"))
+        check(not traces, f"rewrite={rewrite}: no trace written, found {traces}")
+    return verdict(fails)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
