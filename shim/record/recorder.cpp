@@ -265,7 +265,10 @@ bool Recorder::open_trace() {
     if (!writer_ && errno != EEXIST) break;
   }
   if (!writer_) {
-    log::error(error + "; this process is not recorded (set CUXFER_OUTPUT_DIR)");
+    // Every hook passes through from here, the rewrite's too: say so where it was asked for.
+    log::error(error + "; this process is not recorded" +
+               (c.rewrite_any() ? std::string(" and its copies are not rewritten") : std::string()) +
+               " (set CUXFER_OUTPUT_DIR)");
     return false;
   }
   trace::ProcessInfo p;

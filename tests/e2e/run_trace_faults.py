@@ -7,7 +7,9 @@
 The shim preloaded by hand with CUXFER_OUTPUT_DIR naming a directory that
 cannot exist (its parent is a regular file), observe and CUXFER_REWRITE=pin:
 the app prints OK and exits 0 (it checks its own copies), the shim says so in
-one line on stderr naming the variable to set, and no trace appears anywhere.
+one line on stderr naming the variable to set (and, with the rewrite asked
+for, that copies are not rewritten either: every hook passes through), and no
+trace appears anywhere.
 Exit status: 0 pass, 1 fail.
 """
 from __future__ import annotations
@@ -48,6 +50,8 @@ def main() -> int:
         check(len(said) == 1, f"rewrite={rewrite}: one line from cuxfer on stderr, got {len(said)}: {said}")
         check(any("not recorded" in l and "CUXFER_OUTPUT_DIR" in l for l in said),
               f"rewrite={rewrite}: the line says the process is not recorded and what to set: {said}")
+        check(any(("not rewritten" in l) == (rewrite == "pin") for l in said),
+              f"rewrite={rewrite}: the line says whether the copies are rewritten: {said}")
         traces = list(work.rglob("*.trace"))
         check(not traces, f"rewrite={rewrite}: no trace written, found {traces}")
     return verdict(fails)
