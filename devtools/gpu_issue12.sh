@@ -68,7 +68,7 @@ for step in $STEPS; do
     done 2>&1 | tee "$OUT/diag.log" | grep -E "size=" | awk '{print $1, $2, $3, $5, $6, $8}' ;;
   storm)  # a 4-byte copy storm per copy case, plain and under the shim per CUPTI mode (bench/run_call_overhead.sh)
     timeout 200 bash bench/run_call_overhead.sh --build-dir "$B" --gpu -n "${STORM_N:-200000}" --rounds "${STORM_ROUNDS:-3}" \
-      --modes "baseline shim_d16 cupti_on cupti_off" > "$OUT/storm.log" 2>&1; echo "storm rc=$?"; tail -18 "$OUT/storm.log" ;;
+      --modes "${STORM_MODES:-baseline shim_d16 cupti_on cupti_off}" > "$OUT/storm.log" 2>&1; echo "storm rc=$?"; tail -18 "$OUT/storm.log" ;;
   torchstep)  # a PyTorch training loop, plain and recorded per CUPTI mode (bench/run_torch_step.sh)
     timeout 240 bash bench/run_torch_step.sh --build-dir "$B" --rounds "${TORCH_ROUNDS:-3}" > "$OUT/torchstep.log" 2>&1
     echo "torchstep rc=$?"; tail -8 "$OUT/torchstep.log" ;;
