@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "analyzer/render/units.h"
+#include "analyzer/text/units.h"
 #include "analyzer/symbolize/symbolizer.h"
 
 namespace cuxfer::analyses {
@@ -226,8 +226,8 @@ void Derivation::call_sites() {
       c.gain_by_finding[finding_kind_name(f.kind)] += fs.estimated_recoverable_ns.value_or(0);
       c.reuses_buffer |= use.reuses[site] != 0;
       c.directions |= use.directions[site];
-      c.reasons.push_back(std::string(finding_kind_name(f.kind)) + ": " + std::to_string(fs.calls) + (fs.calls == 1 ? " copy, " : " copies, ") + render::format_bytes(fs.bytes) +
-                          ", " + render::format_duration(fs.time_ns));
+      c.reasons.push_back(std::string(finding_kind_name(f.kind)) + ": " + std::to_string(fs.calls) + (fs.calls == 1 ? " copy, " : " copies, ") + text::format_bytes(fs.bytes) +
+                          ", " + text::format_duration(fs.time_ns));
     }
   }
   for (auto& [key, c] : candidates) {
@@ -289,7 +289,7 @@ void Derivation::storm_allocations() {
       continue;
     }
     if (a->site == model::kNoSite) {
-      skip("a device allocation of " + render::format_bytes(a->bytes) + " (tiny_storm at " +
+      skip("a device allocation of " + text::format_bytes(a->bytes) + " (tiny_storm at " +
            site_display(job, c.site) + "): its call site was not recorded");
       continue;
     }
@@ -320,8 +320,8 @@ void Derivation::storm_allocations() {
     std::string from;
     for (const auto& s : z.from) from += (from.empty() ? "" : ", ") + s;
     c.reasons.push_back("tiny_storm: " + std::to_string(z.h2d) + " tiny H2D and " + std::to_string(z.d2h) +
-                        " tiny D2H copies (" + render::format_bytes(z.bytes) + ", " +
-                        render::format_duration(z.cpu_ns) + " CPU-blocked) from " + from +
+                        " tiny D2H copies (" + text::format_bytes(z.bytes) + ", " +
+                        text::format_duration(z.cpu_ns) + " CPU-blocked) from " + from +
                         " into this allocation; mapped pinned host memory makes each a host memcpy, estimated at " +
                         std::to_string(kZeroCopyAccessNs) + " ns + bytes at " +
                         fmt::format("{:.1f}", memcpy_gbps) + " GB/s; kernels then read it over the bus");
@@ -375,8 +375,8 @@ void Derivation::whole_uploads() {
     add_copy_sites(job, w.copy_sites, c);
     c.gain_by_finding["whole_uploads"] += w.time_ns;
     c.reasons.push_back("whole_uploads (speculative: measure it with cuxfer tune): all " +
-                        render::format_bytes(w.bytes / w.uploads) + " of this allocation uploaded " +
-                        std::to_string(w.uploads) + " times (" + render::format_duration(w.time_ns) +
+                        text::format_bytes(w.bytes / w.uploads) + " of this allocation uploaded " +
+                        std::to_string(w.uploads) + " times (" + text::format_duration(w.time_ns) +
                         "); mapped host memory removes the uploads, but kernels then read it over the bus: "
                         "a win only if they read it about once");
   }

@@ -15,7 +15,7 @@
 
 #include "analyzer/cli/options.h"
 #include "analyzer/model/machine_profile.h"
-#include "analyzer/render/units.h"
+#include "analyzer/text/units.h"
 
 extern char** environ;
 
@@ -114,7 +114,7 @@ bool make_dirs(const std::string& dir) {
 }
 
 std::string threshold(const std::optional<uint64_t>& b) {
-  return b ? "staging modelled faster from " + render::format_bytes(*b)
+  return b ? "staging modelled faster from " + text::format_bytes(*b)
            : std::string("staging never modelled faster than the driver's pageable path");
 }
 
@@ -207,7 +207,7 @@ int run_calibrate(std::vector<std::string> args) {
     unlink(tmp.c_str());
     return 1;
   }
-  using render::format_bytes;
+  using text::format_bytes;
   std::printf("cuxfer calibrate: %s%s on %s -> %s\n", p.gpu_name.c_str(), p.simulated ? " (SIMULATED CUDA)" : "",
               p.hostname.c_str(), out_path.c_str());
   for (int dir = 0; dir < 2; ++dir) {

@@ -10,7 +10,7 @@
 #include "analyzer/cli/trace_inputs.h"
 #include "analyzer/model/job.h"
 #include "analyzer/render/diff_renderer.h"
-#include "analyzer/render/units.h"
+#include "analyzer/text/units.h"
 #include "analyzer/symbolize/symbolizer.h"
 
 namespace cuxfer::cli {
@@ -103,7 +103,7 @@ int run_diff(std::vector<std::string> args) {
     text = render::render_diff_json(d);
   } else {
     render::DiffTextOptions o;
-    o.width = output.empty() || output == "-" ? render::terminal_width() : 100;
+    o.width = output.empty() || output == "-" ? text::terminal_width() : 100;
     o.top_sites = top;
     text = render::render_diff_text(d, o);
   }

@@ -11,7 +11,7 @@
 #include "analyzer/cli/policy_command.h"
 #include "analyzer/cli/report_command.h"
 #include "analyzer/cli/tune_command.h"
-#include "analyzer/launcher/record_command.h"
+#include "analyzer/cli/record_command.h"
 
 namespace {
 
@@ -61,7 +61,7 @@ Documentation: docs/cli.md, docs/report.md, docs/policy.md, docs/tune.md, docs/t
 
 int help_for(const std::string& command) {
   if (command == "record") {
-    std::fputs(cuxfer::launcher::kRecordHelp, stdout);
+    std::fputs(cuxfer::cli::kRecordHelp, stdout);
   } else if (command == "report") {
     std::fputs(cuxfer::cli::kReportHelp, stdout);
   } else if (command == "export") {
@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
     }
     return help_for(rest[0]);
   }
-  if (command == "record") return cuxfer::launcher::run_record(std::move(rest));
+  if (command == "record") return cuxfer::cli::run_record(std::move(rest));
   if (command == "report") return cuxfer::cli::run_report(std::move(rest));
   if (command == "export") return cuxfer::cli::run_export(std::move(rest));
   if (command == "diff") return cuxfer::cli::run_diff(std::move(rest));

@@ -93,10 +93,4 @@ void ArgReader::reject_unknown() {
   if (error_.empty()) error_ = unknown_option();
 }
 
-bool parse_unsigned(std::string_view s, uint64_t& out) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && p == s.data() + s.size();
-}
-
 }  // namespace cuxfer::cli

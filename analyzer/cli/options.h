@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "analyzer/text/units.h"
+
 namespace cuxfer::cli {
 
 inline constexpr int kExitUsage = 2;
@@ -51,7 +53,6 @@ class ArgReader {
   std::string error_;
 };
 
-// Strict unsigned decimal; false on anything else or overflow.
-bool parse_unsigned(std::string_view s, uint64_t& out);
+using text::parse_unsigned;  // the commands' number parsing (analyzer/text/units.h)
 
 }  // namespace cuxfer::cli

@@ -11,7 +11,7 @@
 #include "analyzer/cli/options.h"
 #include "analyzer/cli/trace_inputs.h"
 #include "analyzer/model/job.h"
-#include "analyzer/render/units.h"
+#include "analyzer/text/units.h"
 #include "policy/policy.h"
 
 namespace cuxfer::cli {
@@ -75,7 +75,7 @@ std::string summary(const analyses::PolicyCandidates& c, const std::string& wher
       std::string findings;
       for (const auto& f : e.findings) findings += (findings.empty() ? "" : ", ") + f;
       out += fmt::format("  {:<11} {:<10} {:>10}  {:<36} {}\n", policy::path_name(e.path),
-                         policy::site_kind_name(e.site.kind), render::format_duration(e.estimated_gain_ns.value_or(0)),
+                         policy::site_kind_name(e.site.kind), text::format_duration(e.estimated_gain_ns.value_or(0)),
                          findings, site_name(e.site));
     }
     out += "  (gains are estimates: docs/policy.md says how each is made)\n";

@@ -13,7 +13,7 @@
 #include "analyzer/render/csv_renderer.h"
 #include "analyzer/render/json_renderer.h"
 #include "analyzer/render/text_renderer.h"
-#include "analyzer/render/units.h"
+#include "analyzer/text/units.h"
 #include "analyzer/symbolize/symbolizer.h"
 
 namespace cuxfer::cli {
@@ -140,7 +140,7 @@ int run_report(std::vector<std::string> args) {
     text = render::render_json(report, {top});
   } else {
     render::TextOptions o;
-    o.width = output.empty() || output == "-" ? render::terminal_width() : 100;
+    o.width = output.empty() || output == "-" ? text::terminal_width() : 100;
     o.top_sites = top.value_or(10);
     o.stacks = stacks;
     text = render::render_text(report, o);

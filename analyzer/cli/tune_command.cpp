@@ -26,7 +26,7 @@
 #include "analyzer/launcher/recorder.h"
 #include "analyzer/model/job.h"
 #include "analyzer/render/diff_renderer.h"
-#include "analyzer/render/units.h"
+#include "analyzer/text/units.h"
 #include "analyzer/symbolize/symbolizer.h"
 #include "analyzer/tune/decision.h"
 #include "policy/policy.h"
@@ -585,16 +585,16 @@ int Tuner::run() {
       for (const Run* r : baseline) b.push_back(static_cast<double>(r->per_candidate[c].*field));
       for (const Run* r : now) w.push_back(static_cast<double>(r->per_candidate[c].*field));
       const double mb = tune::median(b), mw = tune::median(w);
-      return fmt::format("{} -> {} ({} saved)", render::format_bytes(static_cast<uint64_t>(mb)),
-                         render::format_bytes(static_cast<uint64_t>(mw)),
-                         render::format_bytes(mb > mw ? static_cast<uint64_t>(mb - mw) : 0));
+      return fmt::format("{} -> {} ({} saved)", text::format_bytes(static_cast<uint64_t>(mb)),
+                         text::format_bytes(static_cast<uint64_t>(mw)),
+                         text::format_bytes(mb > mw ? static_cast<uint64_t>(mb - mw) : 0));
     };
     t += fmt::format("  {}. {:<6} {} {} (estimated gain {})\n", c + 1, verdict_name(out), policy::path_name(e.path),
-                     site_label(e.site), render::format_duration(e.estimated_gain_ns.value_or(0)));
+                     site_label(e.site), text::format_duration(e.estimated_gain_ns.value_or(0)));
     t += fmt::format("     measured {}: call sites {} -> {} ({} {}, noise {}); whole run {} -> {} ({} {}, noise {})\n",
                      out.measured_in == "alone" ? "alone" : "with all candidates",
-                     render::format_duration(static_cast<uint64_t>(tune::median(s.base_site_ns))),
-                     render::format_duration(static_cast<uint64_t>(tune::median(s.now_site_ns))),
+                     text::format_duration(static_cast<uint64_t>(tune::median(s.base_site_ns))),
+                     text::format_duration(static_cast<uint64_t>(tune::median(s.now_site_ns))),
                      tune::percent(std::abs(out.judgement.site_effect)),
                      out.judgement.site_effect >= 0 ? "faster" : "slower", tune::percent(out.judgement.site_noise),
                      seconds(static_cast<uint64_t>(tune::median(s.base_wall_ns))),

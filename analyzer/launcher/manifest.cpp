@@ -10,7 +10,7 @@
 #include <iterator>
 #include <sstream>
 
-#include "analyzer/cli/options.h"
+#include "analyzer/text/units.h"
 
 namespace cuxfer::launcher {
 
@@ -54,7 +54,7 @@ std::vector<ManifestEntry> parse_manifest(const std::string& text) {
     size_t sp = line.find(' ');
     if (sp == std::string_view::npos || sp + 1 >= line.size()) continue;
     uint64_t pid = 0;
-    if (!cli::parse_unsigned(line.substr(0, sp), pid) || pid == 0 || pid > UINT32_MAX) continue;
+    if (!text::parse_unsigned(line.substr(0, sp), pid) || pid == 0 || pid > UINT32_MAX) continue;
     out.push_back({static_cast<uint32_t>(pid), std::string(line.substr(sp + 1))});
   }
   return out;

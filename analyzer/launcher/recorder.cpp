@@ -19,9 +19,9 @@
 #include <fmt/format.h>
 
 #include "analyzer/launcher/program_check.h"
-#include "analyzer/launcher/record_command.h"
+#include "analyzer/launcher/shim_path.h"
 #include "analyzer/model/machine_profile.h"
-#include "analyzer/render/units.h"
+#include "analyzer/text/units.h"
 #include "policy/policy.h"
 
 extern char** environ;
@@ -90,7 +90,7 @@ void apply_machine_profile(const RecordSettings& o, std::map<std::string, std::s
     const uint64_t bytes = min.value_or(uint64_t{1} << 62);  // never
     set[dir == 0 ? "CUXFER_STAGE_MIN_H2D" : "CUXFER_STAGE_MIN_D2H"] = std::to_string(bytes);
     line += fmt::format("{}{} {}", dir ? ", " : "", dir == 0 ? "H2D" : "D2H",
-                        min ? render::format_bytes(*min) : std::string("never"));
+                        min ? text::format_bytes(*min) : std::string("never"));
   }
   if (!o.quiet)
     std::fprintf(stderr, "%s: staging thresholds from the machine profile %s: %s\n", o.command_name,

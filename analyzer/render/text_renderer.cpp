@@ -5,9 +5,11 @@
 
 #include <fmt/format.h>
 
-#include "analyzer/render/units.h"
+#include "analyzer/text/units.h"
 
 namespace cuxfer::render {
+
+using namespace text;  // number and width formatting (analyzer/text/units.h)
 namespace {
 
 using analyses::Report;

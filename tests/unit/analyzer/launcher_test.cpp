@@ -12,7 +12,8 @@
 #include "analyzer/cli/options.h"
 #include "analyzer/launcher/manifest.h"
 #include "analyzer/launcher/program_check.h"
-#include "analyzer/launcher/record_command.h"
+#include "analyzer/cli/record_command.h"
+#include "analyzer/launcher/shim_path.h"
 
 namespace cuxfer::launcher {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "analyzer/render/json_renderer.h"
 #include "analyzer/render/text_renderer.h"
-#include "analyzer/render/units.h"
+#include "analyzer/text/units.h"
 #include "tests/unit/analyzer/job_fixture.h"
 
 namespace cuxfer {
@@ -142,7 +142,7 @@ TEST_F(Render, TextFitsTheWidth) {
     while (start < text.size()) {
       size_t nl = text.find('\n', start);
       std::string line = text.substr(start, nl - start);
-      EXPECT_LE(render::display_width(line), width) << "width " << width << ": " << line;
+      EXPECT_LE(text::display_width(line), width) << "width " << width << ": " << line;
       start = nl + 1;
     }
   }
@@ -169,21 +169,21 @@ TEST_F(Render, TextOfACleanRun) {
 }
 
 TEST(Units, Formats) {
-  EXPECT_EQ(render::format_bytes(0), "0 B");
-  EXPECT_EQ(render::format_bytes(1023), "1023 B");
-  EXPECT_EQ(render::format_bytes(4096), "4.00 KiB");
-  EXPECT_EQ(render::format_bytes(64ull << 20), "64.0 MiB");
-  EXPECT_EQ(render::format_bytes(300ull << 30), "300 GiB");
-  EXPECT_EQ(render::format_duration(850), "850 ns");
-  EXPECT_EQ(render::format_duration(3'200), "3.20 us");
-  EXPECT_EQ(render::format_duration(12'345'678), "12.3 ms");
-  EXPECT_EQ(render::format_duration(1'240'000'000), "1.24 s");
-  EXPECT_EQ(render::format_count(1234567), "1,234,567");
-  EXPECT_EQ(render::format_count(999), "999");
-  EXPECT_EQ(render::format_gbps(std::nullopt), "n/a");
-  EXPECT_EQ(render::fit("abcdef", 4), "abc…");
-  EXPECT_EQ(render::fit("abc", 4), "abc");
-  EXPECT_EQ(render::wrap("aa bb cc dd", 5), (std::vector<std::string>{"aa bb", "cc dd"}));
+  EXPECT_EQ(text::format_bytes(0), "0 B");
+  EXPECT_EQ(text::format_bytes(1023), "1023 B");
+  EXPECT_EQ(text::format_bytes(4096), "4.00 KiB");
+  EXPECT_EQ(text::format_bytes(64ull << 20), "64.0 MiB");
+  EXPECT_EQ(text::format_bytes(300ull << 30), "300 GiB");
+  EXPECT_EQ(text::format_duration(850), "850 ns");
+  EXPECT_EQ(text::format_duration(3'200), "3.20 us");
+  EXPECT_EQ(text::format_duration(12'345'678), "12.3 ms");
+  EXPECT_EQ(text::format_duration(1'240'000'000), "1.24 s");
+  EXPECT_EQ(text::format_count(1234567), "1,234,567");
+  EXPECT_EQ(text::format_count(999), "999");
+  EXPECT_EQ(text::format_gbps(std::nullopt), "n/a");
+  EXPECT_EQ(text::fit("abcdef", 4), "abc…");
+  EXPECT_EQ(text::fit("abc", 4), "abc");
+  EXPECT_EQ(text::wrap("aa bb cc dd", 5), (std::vector<std::string>{"aa bb", "cc dd"}));
 }
 
 }  // namespace

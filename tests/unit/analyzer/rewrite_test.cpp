@@ -8,7 +8,7 @@
 
 #include "analyzer/render/json_renderer.h"
 #include "analyzer/render/text_renderer.h"
-#include "analyzer/render/units.h"
+#include "analyzer/text/units.h"
 #include "tests/unit/analyzer/job_fixture.h"
 
 namespace cuxfer {
@@ -230,7 +230,7 @@ TEST_F(Rewrite, TextFitsTheWidth) {
     while (start < text.size()) {
       size_t nl = text.find('\n', start);
       std::string line = text.substr(start, nl - start);
-      EXPECT_LE(render::display_width(line), width) << "width " << width << ": " << line;
+      EXPECT_LE(text::display_width(line), width) << "width " << width << ": " << line;
       start = nl + 1;
     }
   }

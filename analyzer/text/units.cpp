@@ -1,13 +1,14 @@
-#include "analyzer/render/units.h"
+#include "analyzer/text/units.h"
 
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdlib>
 
 #include <fmt/format.h>
 
-namespace cuxfer::render {
+namespace cuxfer::text {
 
 std::string format_bytes(uint64_t bytes) {
   static const char* const kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
@@ -120,4 +121,10 @@ size_t terminal_width(size_t fallback) {
   return fallback;
 }
 
-}  // namespace cuxfer::render
+bool parse_unsigned(std::string_view s, uint64_t& out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+}  // namespace cuxfer::text

@@ -1,4 +1,4 @@
-#include "analyzer/launcher/record_command.h"
+#include "analyzer/cli/record_command.h"
 
 #include <limits.h>
 #include <sys/stat.h>
@@ -17,7 +17,9 @@
 #include "analyzer/launcher/program_check.h"
 #include "analyzer/launcher/recorder.h"
 
-namespace cuxfer::launcher {
+namespace cuxfer::cli {
+
+using namespace launcher;  // record is the command in front of the launcher
 
 const char* const kRecordHelp =
     R"(Usage: cuxfer record [options] -- COMMAND [ARGS...]
@@ -69,7 +71,7 @@ constexpr uint64_t kMaxStackDepth = 256;
 
 int usage_error(const std::string& line) {
   std::fprintf(stderr, "cuxfer record: %s\n", line.c_str());
-  return cli::kExitUsage;
+  return kExitUsage;
 }
 
 std::string real_path(const std::string& p) {
@@ -103,7 +105,7 @@ using RecordOptions = RecordSettings;
 
 // Parses; returns -1 to go on, else the exit status.
 int parse(std::vector<std::string> args, RecordOptions& o) {
-  cli::ArgReader in("cuxfer record", std::move(args));
+  ArgReader in("cuxfer record", std::move(args));
   while (!in.done() && !in.failed()) {
     if (in.end_of_options() || !in.at_option()) break;
     std::string v;
@@ -115,7 +117,7 @@ int parse(std::vector<std::string> args, RecordOptions& o) {
     } else if (in.flag("no-stacks")) {
       o.stack_depth = 0;
     } else if (in.option("stack-depth", 0, v)) {
-      if (!cli::parse_unsigned(v, o.stack_depth) || o.stack_depth > kMaxStackDepth)
+      if (!parse_unsigned(v, o.stack_depth) || o.stack_depth > kMaxStackDepth)
         in.fail(fmt::format("--stack-depth needs a number from 0 to {}, got '{}'", kMaxStackDepth, v));
     } else if (in.option("cupti", 0, v)) {
       if (v != "auto" && v != "on" && v != "off") in.fail(fmt::format("--cupti is auto, on or off, got '{}'", v));
@@ -142,7 +144,7 @@ int parse(std::vector<std::string> args, RecordOptions& o) {
   }
   if (in.failed()) {
     std::fprintf(stderr, "%s\n", in.error().c_str());
-    return cli::kExitUsage;
+    return kExitUsage;
   }
   o.command = in.rest();
   if (o.command.empty())
@@ -152,35 +154,6 @@ int parse(std::vector<std::string> args, RecordOptions& o) {
 
 }  // namespace
 
-
-std::string default_shim_path() {
-  std::string self = real_path("/proc/self/exe");
-  size_t slash = self.rfind('/');
-  if (slash == std::string::npos) return {};
-  const std::string bin_dir = self.substr(0, slash);
-  const std::string build_layout = bin_dir + "/../lib/libcuxfer.so";
-#ifdef CUXFER_INSTALL_LIBDIR
-  if (::access(build_layout.c_str(), F_OK) != 0) {
-    std::string installed = bin_dir + "/../" CUXFER_INSTALL_LIBDIR "/libcuxfer.so";
-    if (::access(installed.c_str(), F_OK) == 0) return installed;
-  }
-#endif
-  return build_layout;
-}
-
-std::string prepend_preload(const std::string& shim, const char* existing) {
-  if (!existing || !*existing) return shim;
-  std::string_view rest(existing);
-  // ld.so separates entries with ':' or ' '.
-  size_t pos = 0;
-  while (pos <= rest.size()) {
-    size_t end = rest.find_first_of(": ", pos);
-    if (end == std::string_view::npos) end = rest.size();
-    if (rest.substr(pos, end - pos) == shim) return std::string(existing);
-    pos = end + 1;
-  }
-  return shim + ":" + std::string(existing);
-}
 
 int run_record(std::vector<std::string> args) {
   RecordOptions o;
@@ -233,4 +206,4 @@ int run_record(std::vector<std::string> args) {
   exit_like(child.wait_status);
 }
 
-}  // namespace cuxfer::launcher
+}  // namespace cuxfer::cli

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace cuxfer::render {
+namespace cuxfer::text {
 
 std::string format_bytes(uint64_t bytes);          // "512 B", "4.0 KiB", "1.50 GiB"
 std::string format_duration(uint64_t ns);          // "850 ns", "3.2 us", "12.3 ms", "1.24 s"
@@ -27,4 +27,7 @@ std::vector<std::string> wrap(std::string_view text, size_t width);
 // terminal, else `fallback`.
 size_t terminal_width(size_t fallback = 100);
 
-}  // namespace cuxfer::render
+// Strict unsigned decimal; false on anything else or overflow.
+bool parse_unsigned(std::string_view s, uint64_t& out);
+
+}  // namespace cuxfer::text
