@@ -489,8 +489,10 @@ void Recorder::govern_cupti(uint64_t now) {
     if (ok) copy_records_on_.store(true, std::memory_order_release);
   }
   if (!ok) {
-    // CUPTI refused: leave the records as they are for the rest of the run.
     governed_.store(false, std::memory_order_relaxed);
+    // The app's profiler took CUPTI meanwhile (hand_over): nothing is ours to govern, nothing to say.
+    if (!collector.active()) return;
+    // CUPTI refused: leave the records as they are for the rest of the run.
     if (!st.next.on) copy_records_on_.store(true, std::memory_order_release);
     std::string msg = std::string("cupti: could not turn copy records ") + (st.next.on ? "on" : "off") +
                       "; they stay " + (st.next.on ? "off" : "on") + " from here";
