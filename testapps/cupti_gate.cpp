@@ -4,9 +4,13 @@
 // (pageable host -> device) is followed by simcupti_emit, which makes a
 // record only while the shim has memcpy records on, so the app counts what
 // the governor let through. Three phases of PHASE_MS each:
-//   sync   cudaMemcpy, one a millisecond (cheap, synchronous: records go off)
+//   sync   cudaMemcpy, one a millisecond (0.35 % of the time in records,
+//          synchronous: records go off)
 //   async  cudaMemcpyAsync on the legacy stream, one a millisecond (back on)
-//   storm  cudaMemcpy back to back (the records would cost too much: off)
+//   storm  cudaMemcpy, 50 a millisecond (50,000/s: the records would cost
+//          ~17 % of the time, over the 1 % cap: off). Paced, not flat out, so
+//          that a starved writer thread on a loaded machine cannot let the
+//          per-thread ring (65,536 events) overflow and drop events.
 // Prints "phase=NAME calls=N records=R" for each, then the PASS line.
 #include <chrono>
 #include <cstdio>
@@ -25,19 +29,20 @@ struct Phase {
   long calls = 0, records = 0;
 };
 
+// `per_ms` copies (each followed by its emit) every millisecond for `ms`.
 template <typename Copy>
-Phase run(long ms, bool paced, Copy copy) {
+Phase run(long ms, int per_ms, Copy copy) {
   Phase p;
   const auto end = Clock::now() + std::chrono::milliseconds(ms);
   auto next = Clock::now();
   while (Clock::now() < end) {
-    copy();
-    ++p.calls;
-    p.records += simcupti_emit(4, 0);
-    if (paced) {
-      next += std::chrono::milliseconds(1);
-      std::this_thread::sleep_until(next);
+    for (int i = 0; i < per_ms; ++i) {
+      copy();
+      ++p.calls;
+      p.records += simcupti_emit(4, 0);
     }
+    next += std::chrono::milliseconds(1);
+    std::this_thread::sleep_until(next);
   }
   return p;
 }
@@ -55,9 +60,9 @@ int main(int argc, char** argv) {
     TA_CHECK(cudaMemcpyAsync(d, &value, 4, cudaMemcpyHostToDevice, 0));
     TA_CHECK(cudaStreamSynchronize(0));
   };
-  const Phase a = run(ms, true, sync);
-  const Phase b = run(ms, true, async);
-  const Phase c = run(ms, false, sync);
+  const Phase a = run(ms, 1, sync);
+  const Phase b = run(ms, 1, async);
+  const Phase c = run(ms, 50, sync);
   std::printf("phase=sync calls=%ld records=%ld\n", a.calls, a.records);
   std::printf("phase=async calls=%ld records=%ld\n", b.calls, b.records);
   std::printf("phase=storm calls=%ld records=%ld\n", c.calls, c.records);
