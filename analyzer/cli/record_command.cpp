@@ -74,11 +74,6 @@ int usage_error(const std::string& line) {
   return kExitUsage;
 }
 
-std::string real_path(const std::string& p) {
-  char buf[PATH_MAX];
-  return ::realpath(p.c_str(), buf) ? std::string(buf) : std::string();
-}
-
 std::string current_dir() {
   char buf[PATH_MAX];
   return ::getcwd(buf, sizeof buf) ? std::string(buf) : std::string();
