@@ -27,11 +27,13 @@ constexpr int64_t kMaxLineTableBytes = 1 << 20;
 
 template <ReadMode M>
 bool read_bytes(uint64_t addr, void* dst, size_t n) noexcept {
-  if (addr == 0) return false;
   if constexpr (M == ReadMode::Direct) {
+    // Only addresses the checked walks proved readable get here (a frame,
+    // its code object, the thread state): no test on the hot path.
     std::memcpy(dst, reinterpret_cast<const void*>(addr), n);
     return true;
   } else {
+    if (addr == 0) return false;
     // A bad address fails the call instead of faulting.
     iovec local{dst, n}, remote{reinterpret_cast<void*>(addr), n};
     return syscall(SYS_process_vm_readv, getpid(), &local, 1, &remote, 1, 0) == static_cast<long>(n);
@@ -68,7 +70,7 @@ bool read_unicode(const PyLayout& l, uint64_t unicode_type, uint64_t obj, std::s
   uint64_t type = 0;
   uint32_t state = 0;
   int64_t length = 0;
-  if (!get<M>(obj + l.object_type, type) || type != unicode_type || !get<M>(obj + l.str_state, state) ||
+  if (obj == 0 || !get<M>(obj + l.object_type, type) || type != unicode_type || !get<M>(obj + l.str_state, state) ||
       !get<M>(obj + l.str_length, length))
     return false;
   const uint32_t kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
@@ -97,7 +99,7 @@ template <ReadMode M>
 bool read_pybytes(const PyLayout& l, uint64_t bytes_type, uint64_t obj, std::string& out) {
   uint64_t type = 0;
   int64_t size = 0;
-  if (!get<M>(obj + l.object_type, type) || type != bytes_type || !get<M>(obj + l.bytes_size, size) || size < 0)
+  if (obj == 0 || !get<M>(obj + l.object_type, type) || type != bytes_type || !get<M>(obj + l.bytes_size, size) || size < 0)
     return false;
   if (size > kMaxLineTableBytes) {  // kept out: lines of this code are unknown, not wrong
     out.clear();
@@ -116,13 +118,6 @@ uint32_t parse_version_string(const char* v) {
 
 std::string version_text(uint32_t v) { return std::to_string(v >> 8) + "." + std::to_string(v & 0xff); }
 
-uint64_t mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  return x;
-}
-
 }  // namespace
 
 // --- code table ----------------------------------------------------------------------
@@ -140,9 +135,9 @@ CodeTable::~CodeTable() {
 
 uint32_t CodeTable::intern(const Key& key, Fill fill, void* ctx) noexcept {
   if (!entries_) return 0;
-  // By address alone: a reused address (another code object) lands in the
-  // same chain and is told apart by the rest of the key.
-  const uint64_t h = mix(key.code >> 4);
+  // A reused address (another code object) lands in the same chain and is
+  // told apart by the rest of the key.
+  const uint64_t h = slot_of(key.code);
   for (uint32_t probe = 0; probe < kCapacity; ++probe) {
     const uint32_t i = static_cast<uint32_t>((h + probe) & (kCapacity - 1));
     Entry& e = entries_[i];
@@ -291,14 +286,14 @@ void PythonStacks::resolve_interpreter() {
 }
 
 template <ReadMode M>
-uint32_t PythonStacks::intern_code(uint64_t code) noexcept {
-  const PyLayout& l = layout_;
+uint32_t PythonStacks::intern_code(const PyLayout& l, uint64_t code) noexcept {
   CodeTable::Key k;
   k.code = code;
-  const uint32_t name_field = l.code_qualname != kNoField ? l.code_qualname : l.code_name;
-  if (!get<M>(code + l.code_filename, k.filename) || !get<M>(code + name_field, k.qualname) ||
+  if (!get<M>(code + l.code_filename, k.filename) || !get<M>(code + l.code_qualname, k.qualname) ||
       !get<M>(code + l.code_line_table, k.line_table) || !get<M>(code + l.code_first_line, k.first_line))
     return 0;
+  // A code object met before sits in its first probe slot almost always.
+  if (const uint32_t id = codes_.find_fast(k)) return id;
   struct Ctx {
     const PythonStacks* self;
     const CodeTable::Key* key;
@@ -317,9 +312,25 @@ uint32_t PythonStacks::intern_code(uint64_t code) noexcept {
 
 template <ReadMode M>
 uint32_t PythonStacks::walk(uint64_t tstate, uint64_t* out, uint32_t max, bool& failed) noexcept {
-  const PyLayout& l = layout_;
+  // One instantiation per frame model: the per-frame loop has no model tests.
+  switch (layout_.model) {
+    case FrameModel::Legacy310: return walk_frames<M, FrameModel::Legacy310>(tstate, out, max, failed);
+    case FrameModel::Interp311: return walk_frames<M, FrameModel::Interp311>(tstate, out, max, failed);
+    case FrameModel::Interp312: return walk_frames<M, FrameModel::Interp312>(tstate, out, max, failed);
+    case FrameModel::Interp313: return walk_frames<M, FrameModel::Interp313>(tstate, out, max, failed);
+  }
+  return 0;
+}
+
+template <ReadMode M, FrameModel Model>
+uint32_t PythonStacks::walk_frames(uint64_t tstate, uint64_t* out, uint32_t max, bool& failed) noexcept {
+  // A local copy: the stores to `out` cannot alias it, so its offsets stay
+  // in registers across the loop.
+  PyLayout l = layout_;
+  if (l.code_qualname == kNoField) l.code_qualname = l.code_name;  // 3.10: co_name
+  const uint64_t code_type = api_.code_type;
   uint64_t frame = 0;
-  if (l.model == FrameModel::Interp311 || l.model == FrameModel::Interp312) {
+  if constexpr (Model == FrameModel::Interp311 || Model == FrameModel::Interp312) {
     uint64_t cframe = 0;
     if (!get<M>(tstate + l.ts_cframe, cframe)) return failed = true, 0;
     if (!cframe) return 0;
@@ -330,21 +341,23 @@ uint32_t PythonStacks::walk(uint64_t tstate, uint64_t* out, uint32_t max, bool& 
   uint32_t n = 0;
   for (uint32_t steps = 0; frame && n < max && steps < 1024; ++steps) {
     uint64_t code = 0, previous = 0;
-    uint8_t owner = 0;
-    if (!get<M>(frame + l.frame_code, code) || !get<M>(frame + l.frame_previous, previous) ||
-        (l.frame_owner != kNoField && !get<M>(frame + l.frame_owner, owner)))
+    if (!get<M>(frame + l.frame_code, code) || !get<M>(frame + l.frame_previous, previous))
       return failed = true, n;
-    if (owner == kOwnedByCStack && (l.model == FrameModel::Interp312 || l.model == FrameModel::Interp313)) {
-      // An eval-loop entry: the Python frame just inside it is its outermost.
-      if (n) out[n - 1] |= trace::kPythonEntryBit;
-      frame = previous;
-      continue;
+    if constexpr (Model == FrameModel::Interp312 || Model == FrameModel::Interp313) {
+      uint8_t owner = 0;
+      if (!get<M>(frame + l.frame_owner, owner)) return failed = true, n;
+      if (owner == kOwnedByCStack) {
+        // An eval-loop entry: the Python frame just inside it is its outermost.
+        if (n) out[n - 1] |= trace::kPythonEntryBit;
+        frame = previous;
+        continue;
+      }
     }
     uint64_t type = 0;
-    if (!get<M>(code + l.object_type, type) || type != api_.code_type) return failed = true, n;
+    if (code == 0 || !get<M>(code + l.object_type, type) || type != code_type) return failed = true, n;
     uint32_t offset = 0;
     bool entry = false;
-    if (l.model == FrameModel::Legacy310) {
+    if constexpr (Model == FrameModel::Legacy310) {
       int32_t lasti = 0;
       if (!get<M>(frame + l.frame_instr, lasti)) return failed = true, n;
       offset = lasti > 0 ? static_cast<uint32_t>(lasti) * 2 : 0;
@@ -358,13 +371,13 @@ uint32_t PythonStacks::walk(uint64_t tstate, uint64_t* out, uint32_t max, bool& 
         continue;
       }
       offset = static_cast<uint32_t>(instr - bytecode);
-      if (l.model == FrameModel::Interp311) {
+      if constexpr (Model == FrameModel::Interp311) {
         uint8_t is_entry = 0;
         if (!get<M>(frame + l.frame_is_entry, is_entry)) return failed = true, n;
         entry = is_entry != 0;
       }
     }
-    out[n++] = trace::encode_python_frame(intern_code<M>(code), offset, entry);
+    out[n++] = trace::encode_python_frame(intern_code<M>(l, code), offset, entry);
     frame = previous;
   }
   return n;

@@ -52,6 +52,14 @@ class CodeTable {
   // copies the code object's contents; it is called at most once per new key.
   using Fill = bool (*)(void* ctx, trace::PyCode& out);
   uint32_t intern(const Key& key, Fill fill, void* ctx) noexcept;
+  // The id of `key` if it sits in its first probe slot, copied; else 0 (then
+  // intern() decides). Lock-free, no stores: the walk's hit path.
+  uint32_t find_fast(const Key& key) const noexcept {
+    if (!entries_) return 0;
+    const uint32_t i = slot_of(key.code);
+    const Entry& e = entries_[i];
+    return e.state.load(std::memory_order_acquire) == 2 && e.key == key ? i + 1 : 0;
+  }
   void collect_new(std::vector<trace::PyCode>& out);
   void mark_all_unwritten();
   // The code object of id, once copied; null otherwise. Never blocks.
@@ -64,6 +72,13 @@ class CodeTable {
   CodeTable& operator=(const CodeTable&) = delete;
 
  private:
+  static uint32_t slot_of(uint64_t code) noexcept {
+    uint64_t x = code >> 4;  // by address alone: a reused address lands in the same chain
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return static_cast<uint32_t>(x & (kCapacity - 1));
+  }
   struct Entry {
     std::atomic<uint32_t> state;  // 0 empty, 1 being filled, 2 ready, 3 fill failed
     Key key;
@@ -115,8 +130,10 @@ class PythonStacks {
   void turn_off(const std::string& why) noexcept;
   template <ReadMode M>
   uint32_t walk(uint64_t tstate, uint64_t* out, uint32_t max, bool& failed) noexcept;
+  template <ReadMode M, FrameModel Model>
+  uint32_t walk_frames(uint64_t tstate, uint64_t* out, uint32_t max, bool& failed) noexcept;
   template <ReadMode M>
-  uint32_t intern_code(uint64_t code) noexcept;
+  uint32_t intern_code(const PyLayout& l, uint64_t code) noexcept;
 
   std::atomic<int> state_{kUnresolved};
   std::atomic<uint64_t> next_try_ns_{0};
