@@ -30,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from trial_runner import HERE, report, run_workload, verdict
+from trial_runner import HERE, python_sites, report, run_workload, verdict
 
 PATHS = ("htod_pageable", "dtoh_pageable", "htod_pinned", "dtoh_pinned", "to_gpu", "get")
 
@@ -83,7 +83,7 @@ def main() -> int:
         elif t.get("errors"):
             fails.append(f"{label}: workload checks failed: {t['errors'][:3]}")
 
-    accounting, classes = {}, {}
+    accounting, classes, sites = {}, {}, {}
     reports = {"observe": rep_obs, "rewrite": rep_pin, "rewrite2": rewrite_reports[1], "rewrite3": rewrite_reports[2]}
     for label, rep in reports.items():
         if "error" in rep:
@@ -103,6 +103,12 @@ def main() -> int:
             if have != want:
                 fails.append(f"{label} {d}: report {have} B, the workload moved {want} B (want exactly that)")
         if label == "observe":
+            # Issue 13: PyCUDA's copies are made in py_memcpy_htod/_dtoh (C++,
+            # the GIL held); the site must be the workload's own line.
+            sites = python_sites(rep)
+            if sites["share"] < 0.9:
+                fails.append(f"observe: {sites['at_workload_lines']} of {sites['copies']} copies at the "
+                             f"workload's Python lines ({sites['share']:.0%}); top sites {sites['top']}")
             for k, want in (ref.get("classes") or {}).items():
                 if cls.get(k, 0) != want:
                     fails.append(f"observe {k}: report {cls.get(k, 0)} B, the workload moved {want} B")
@@ -145,7 +151,7 @@ def main() -> int:
     rw = rep_pin.get("rewrite", {})
     summary = {"framework": "pycuda", "pycuda": ref.get("pycuda"), "context": a.context,
                "sha256": ref.get("sha256"), "accounting": accounting, "classes": classes,
-               "transfer_time": speed, "bar_issue12": bar,
+               "transfer_time": speed, "bar_issue12": bar, "python_sites": sites,
                "rewrite": {k: v for k, v in rw.items() if isinstance(v, (int, float))},
                "cupti": {k: [p.get("cupti") for p in r.get("processes", [])] for k, r in reports.items()}}
     print(json.dumps(summary, indent=1))

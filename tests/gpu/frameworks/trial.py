@@ -26,13 +26,13 @@ interleaved pairs); nothing is asserted about it. Exit 0 pass, 1 fail, 77 skip.
 """
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
 from pathlib import Path
 
 from trial_runner import HERE, by_direction, report, run_workload, verdict
+from trial_runner import python_sites as site_share
 
 
 
@@ -109,16 +109,10 @@ def main() -> int:
         elif not all(c.get("state") == "active" for c in cupti if c):
             fails.append(f"{label}: CUPTI not active: {cupti}")
         if label == "observe":
-            sites = rep.get("callsites", [])
-            total = sum(s["calls"] for s in sites)
-            ours = sum(s["calls"] for s in sites
-                       if any(f.get("python") for f in s.get("stack", [])) and os.path.realpath(s.get("file") or "/nonexistent").startswith(str(HERE) + "/"))
-            share = ours / total if total else 0.0
-            python_sites[label] = {"copies": total, "at_workload_lines": ours, "share": round(share, 3),
-                                   "top": [s.get("location") for s in sites[:5]]}
-            if a.framework in ("torch", "cupy") and share < 0.9:
-                fails.append(f"observe: {ours} of {total} copies at the workload's Python lines ({share:.0%}); "
-                             f"top sites {python_sites[label]['top']}")
+            ps = python_sites[label] = site_share(rep)
+            if a.framework in ("torch", "cupy") and ps["share"] < 0.9:
+                fails.append(f"observe: {ps['at_workload_lines']} of {ps['copies']} copies at the workload's "
+                             f"Python lines ({ps['share']:.0%}); top sites {ps['top']}")
         if label == "rewrite":
             rw = rep.get("rewrite", {})
             if not pageable.get("observe"):

@@ -3,6 +3,7 @@ workload (plain or under `cuxfer record`) and read its TRIAL line, read a
 report, and end with the verdict. A workload that skips (77) skips the trial,
 visibly, with its reason."""
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -37,6 +38,19 @@ def by_direction(rep):
     for c in rep.get("classes", []):
         d[c["direction"]] = d.get(c["direction"], 0) + c["bytes"]
     return d
+
+
+def python_sites(rep, top=5):
+    """Issue 13: how many of the report's copies sit at a Python line of the
+    workload's own files (this directory) rather than inside a framework."""
+    sites = rep.get("callsites", [])
+    total = sum(s["calls"] for s in sites)
+    ours = sum(s["calls"] for s in sites
+               if any(f.get("python") for f in s.get("stack", []))
+               and os.path.realpath(s.get("file") or "/nonexistent").startswith(str(HERE) + "/"))
+    share = ours / total if total else 0.0
+    return {"copies": total, "at_workload_lines": ours, "share": round(share, 3),
+            "top": [s.get("location") for s in sites[:top]]}
 
 
 def verdict(work, fails, log, summary, summary_path=None, keep=False) -> int:

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Issue 13's GPU measurements, and the GPU tier, in as few device calls as the
+# 10-minute limit allows. Run from the repository root with $OUT set:
+#   STEPS="tier" bash devtools/gpu_issue13.sh                   # build all, PyCUDA beside it, ctest -L gpu
+#   STEPS="pystacks storm torchloop jax" bash devtools/gpu_issue13.sh
+# Steps:
+#   tier       the whole GPU tier (ctest -L gpu -j3; PyCUDA from .whl/ when carried)
+#   pystacks   bench/python_stacks.py at 10 and 50 Python frames, on the simulated
+#              runtime (the shim's own cost) and on the real one
+#   storm      bench/run_call_overhead.sh: a 4-byte copy storm per copy case,
+#              plain, the shim without stacks, with stacks and CUPTI off, and default
+#   torchloop  bench/run_torch_step.sh: a PyTorch training loop, plain and default
+#              `cuxfer record`, interleaved, pinned to one CPU
+#   jax        the JAX production trial (tests/gpu/frameworks/trial.py)
+set -u
+B=${B:-/tmp/b}
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+STEPS=${STEPS:-tier}
+source devtools/gpu_env.sh
+export PATH=/usr/local/cuda/bin:$PATH
+case " $STEPS " in *" tier "*)
+  if [ -d .whl ] && [ -f .ext/install_pycuda.sh ]; then
+    (timeout 300 bash .ext/install_pycuda.sh > "$OUT/install_pycuda.log" 2>&1; echo "install rc=$?" >> "$OUT/install_pycuda.log") &
+    PYCUDA_PID=$!
+  fi ;;
+esac
+t0=$(date +%s)
+case " $STEPS " in
+  *" tier "*) gpu_configure_build ;;
+  *) gpu_configure_build cuxfer call_overhead simcuda_runtime simcuda_driver ;;
+esac
+echo "== built in $(( $(date +%s) - t0 )) s: $(git log -1 --format=%h 2>/dev/null || echo '?'), $(nvidia-smi -L | head -1)"
+CUX="$B/bin/cuxfer"
+SHIM="$B/lib/libcuxfer.so"
+for step in $STEPS; do
+  case $step in
+  tier)
+    [ -n "${PYCUDA_PID:-}" ] && { wait "$PYCUDA_PID"; tail -2 "$OUT/install_pycuda.log"; }
+    (cd "$B" && PYTHONPATH=/tmp/site timeout "${CTEST_TIMEOUT:-400}" ctest -L gpu --output-on-failure -j3 \
+      > "$OUT/ctest.log" 2>&1; echo "ctest rc=$?")
+    grep -E "tests passed|\*\*\*|Skipped|Total Test" "$OUT/ctest.log" | head -30
+    grep -E "^bar|PyCUDA, median" -A6 "$OUT/ctest.log" | head -20 ;;
+  pystacks)
+    REAL=$(ls /usr/local/cuda/lib64/libcudart.so.13 2>/dev/null | head -1)
+    for rt in "$B/simcuda/lib/libcudart.so" "$REAL"; do
+      for d in 10 50; do
+        echo "== $(basename "$(dirname "$(dirname "$rt")")")/$(basename "$rt") depth=$d"
+        timeout 120 python3 bench/python_stacks.py --shim "$SHIM" --libcudart "$rt" --calls 100000 --depth $d \
+          --rounds 7 --check 2>&1 | tail -1
+      done
+    done 2>&1 | tee "$OUT/pystacks.log" ;;
+  storm)
+    timeout 240 bash bench/run_call_overhead.sh --build-dir "$B" --gpu -n "${STORM_N:-200000}" \
+      --rounds "${STORM_ROUNDS:-3}" --modes "${STORM_MODES:-baseline shim_d0 cupti_off shim_d16}" \
+      > "$OUT/storm.log" 2>&1; echo "storm rc=$?"; tail -16 "$OUT/storm.log" ;;
+  torchloop)
+    timeout 300 taskset -c 3 bash bench/run_torch_step.sh --build-dir "$B" --rounds "${TORCH_ROUNDS:-6}" \
+      --modes "plain auto" -- --steps "${TORCH_STEPS:-2000}" > "$OUT/torchloop.log" 2>&1
+    echo "torchloop rc=$?"; tail -6 "$OUT/torchloop.log" ;;
+  jax)
+    (cd tests/gpu/frameworks && timeout 300 python3 trial.py --cuxfer "$CUX" --framework jax \
+      --summary "$OUT/trial_jax.json" > "$OUT/trial_jax.log" 2>&1; echo "trial jax rc=$?")
+    grep -E "python_sites|share|PASS|FAIL|SKIP" -A2 "$OUT/trial_jax.log" | head -20 ;;
+  esac
+done
