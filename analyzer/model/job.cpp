@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "analyzer/symbolize/frame_filter.h"
+#include "analyzer/symbolize/installed_packages.h"
 #include "analyzer/symbolize/mixed_stack.h"
 #include "trace/prefault.h"
 
@@ -114,13 +115,15 @@ SiteIndex build_sites(uint32_t process_index, const trace::Trace& t, symbolize::
   std::unordered_map<uint64_t, uint32_t> site_of_address;
   std::unordered_map<std::string, uint32_t> site_of_line;
   const symbolize::PyCodeIndex codes = symbolize::index_py_codes(t.py_codes);
+  symbolize::InstalledPackages installed;
+  const symbolize::PythonFileTest installed_file = [&](std::string_view f) { return installed.contains(f); };
   for (const auto& cs : t.callsites) {
     if (cs.frames.empty() || site_of_id.count(cs.id)) continue;
     Site site;
     site.process = process_index;
     site.stack = symbolize::mixed_stack(cs.frames, t.modules, codes, symbolizer);
     if (site.stack.empty()) continue;
-    site.frame = site.stack[symbolize::choose_user_frame(site.stack, python_frames)];
+    site.frame = site.stack[symbolize::choose_user_frame(site.stack, python_frames, installed_file)];
     const uint32_t next = static_cast<uint32_t>(sites.size());
     uint32_t index = next;
     if (site.frame.python)

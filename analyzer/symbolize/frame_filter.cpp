@@ -105,7 +105,7 @@ bool is_python_library_file(std::string_view file) {
   return false;
 }
 
-size_t choose_user_frame(const std::vector<Frame>& stack, PythonFrames mode) {
+size_t choose_user_frame(const std::vector<Frame>& stack, PythonFrames mode, const PythonFileTest& library) {
   // A Python program's site is a line of its own code: the innermost Python
   // frame outside the interpreter's library and the installed frameworks
   // (with PythonFrames::All, the innermost Python frame).
@@ -113,7 +113,8 @@ size_t choose_user_frame(const std::vector<Frame>& stack, PythonFrames mode) {
   for (size_t i = 0; i < stack.size(); ++i) {
     if (!stack[i].python) continue;
     if (first_python == stack.size()) first_python = i;
-    if (mode == PythonFrames::All || !is_python_library_file(stack[i].file)) return i;
+    if (mode == PythonFrames::All) return i;
+    if (!is_python_library_file(stack[i].file) && !(library && library(stack[i].file))) return i;
   }
   if (first_python < stack.size()) return first_python;
   for (size_t i = 0; i < stack.size(); ++i) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -39,7 +40,10 @@ enum class PythonFrames { User, All };
 // Python frames, the innermost Python frame `mode` accepts (else the innermost
 // Python frame); otherwise the innermost native frame that is not cuxfer, CUDA
 // or start code. When every frame is filtered out, the first frame outside
-// the shim; 0 for an empty stack.
-size_t choose_user_frame(const std::vector<Frame>& stack, PythonFrames mode = PythonFrames::User);
+// the shim; 0 for an empty stack. `library`, when given, names further Python
+// library files (installed_packages.h: packages installed outside site-packages).
+using PythonFileTest = std::function<bool(std::string_view file)>;
+size_t choose_user_frame(const std::vector<Frame>& stack, PythonFrames mode = PythonFrames::User,
+                         const PythonFileTest& library = {});
 
 }  // namespace cuxfer::symbolize

@@ -1,12 +1,17 @@
 // Python frames in the analyzer: naming, which frame names the site, and the
 // interleaving of Python and native frames (mixed_stack).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "analyzer/symbolize/frame_filter.h"
+#include "analyzer/symbolize/installed_packages.h"
 #include "analyzer/symbolize/mixed_stack.h"
 #include "trace/python_frame.h"
 
@@ -121,6 +126,58 @@ TEST(PythonFrames, Encoding) {
   EXPECT_EQ(p.code_id, 123456u);
   EXPECT_EQ(p.offset, 0xfffffffeu);
   EXPECT_TRUE(p.entry);
+}
+
+
+// pip install --target DIR (PyCUDA on the GPU machine: /tmp/site/pycuda/...):
+// no site-packages in the path, but DIR/pycuda-2026.1.dist-info beside it.
+TEST(PythonFrames, PackagesInstalledOutsideSitePackages) {
+  int listed = 0;
+  InstalledPackages installed([&](const std::string& dir) {
+    ++listed;
+    if (dir == "/tmp/site") return std::set<std::string>{"pycuda", "yaml", "six"};
+    return std::set<std::string>{};
+  });
+  EXPECT_TRUE(installed.contains("/tmp/site/pycuda/gpuarray.py"));
+  EXPECT_TRUE(installed.contains("/tmp/site/pycuda/compyte/array.py"));
+  EXPECT_TRUE(installed.contains("/tmp/site/six.py"));       // a single-module distribution
+  EXPECT_FALSE(installed.contains("/tmp/site/train.py"));    // the user's script beside them
+  EXPECT_FALSE(installed.contains("/tmp/sitex/pycuda/a.py"));
+  EXPECT_FALSE(installed.contains("/home/me/pycuda_workload.py"));
+  EXPECT_FALSE(installed.contains("<frozen importlib._bootstrap>"));
+  EXPECT_FALSE(installed.contains("relative/pycuda/a.py"));
+  const int after = listed;
+  EXPECT_TRUE(installed.contains("/tmp/site/pycuda/driver.py"));
+  EXPECT_EQ(listed, after);  // each directory listed once
+
+  std::vector<Frame> stack = {native("/tmp/site/pycuda/_driver.so", "py_memcpy_htod"),
+                              py("/tmp/site/pycuda/gpuarray.py", 1573, "_memcpy_discontig"),
+                              py("/home/me/work.py", 12, "upload")};
+  const PythonFileTest test = [&](std::string_view f) { return installed.contains(f); };
+  EXPECT_EQ(choose_user_frame(stack), 1u);  // the path rule alone cannot tell
+  EXPECT_EQ(choose_user_frame(stack, PythonFrames::User, test), 2u);
+  EXPECT_EQ(choose_user_frame(stack, PythonFrames::All, test), 1u);
+}
+
+// The listing rule on a real directory: dist-info and egg-info names
+// (normalised as pip does) and top_level.txt's import names.
+TEST(PythonFrames, InstalledPackagesListing) {
+  char tmpl[] = "/tmp/cuxfer-pkgs-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  ASSERT_EQ(mkdir((dir + "/pycuda-2026.1.dist-info").c_str(), 0700), 0);
+  ASSERT_EQ(mkdir((dir + "/PyYAML-6.0.dist-info").c_str(), 0700), 0);
+  ASSERT_EQ(mkdir((dir + "/Old.Pkg-1.0-py3.11.egg-info").c_str(), 0700), 0);
+  ASSERT_EQ(mkdir((dir + "/pycuda").c_str(), 0700), 0);
+  { std::ofstream(dir + "/PyYAML-6.0.dist-info/top_level.txt") << "_yaml\nyaml\n"; }
+  const std::set<std::string> names = InstalledPackages::list_directory(dir);
+  EXPECT_EQ(names, (std::set<std::string>{"pycuda", "pyyaml", "_yaml", "yaml", "old_pkg"}));
+  InstalledPackages installed;
+  EXPECT_TRUE(installed.contains(dir + "/pycuda/gpuarray.py"));
+  EXPECT_TRUE(installed.contains(dir + "/yaml/__init__.py"));
+  EXPECT_FALSE(installed.contains(dir + "/train.py"));
+  EXPECT_TRUE(InstalledPackages::list_directory(dir + "/missing").empty());
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
