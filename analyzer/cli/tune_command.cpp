@@ -251,6 +251,11 @@ bool Tuner::run_once(RunKind kind, int candidate, uint32_t rep, const std::strin
   launcher::RecordSettings s;
   s.output_dir = r.dir;
   s.rewrite = "off";  // the baseline is observe only; a policy's entries are the only change
+  // Every run pays CUPTI's per-copy cost alike: with --cupti=auto the
+  // governor turns the copy records on and off by the run's copy rate and
+  // by sample windows, which moves the call sites' CPU-blocked times from
+  // run to run (gpu.tune.* saw 12-160 % noise with it, 2026-12-01).
+  s.cupti = "on";
   s.shim = o_.shim;
   s.policy = policy_file;
   s.quiet = true;
