@@ -147,11 +147,7 @@ uint32_t CodeTable::intern(const Key& key, Fill fill, void* ctx) noexcept {
       trace::PyCode* c = new (std::nothrow) trace::PyCode;
       bool ok = c != nullptr;
       if (ok) {
-        try {
-          ok = fill(ctx, *c);
-        } catch (...) {  // std::string out of memory: this code object stays unnamed
-          ok = false;
-        }
+        ok = fill(ctx, *c);
       }
       if (!ok) {
         delete c;
@@ -220,11 +216,8 @@ bool PythonStacks::take_note(std::string& note) {
 
 void PythonStacks::turn_off(const std::string& why) noexcept {
   state_.store(kOff, std::memory_order_release);
-  try {
-    std::lock_guard<std::mutex> lock(note_mutex_);
-    notes_.push_back("no Python frames in call stacks: " + why);
-  } catch (...) {
-  }
+  std::lock_guard<std::mutex> lock(note_mutex_);
+  notes_.push_back("no Python frames in call stacks: " + why);
 }
 
 void PythonStacks::resolve(uint64_t now) noexcept {
@@ -232,11 +225,7 @@ void PythonStacks::resolve(uint64_t now) noexcept {
   int expected = kUnresolved;
   if (!state_.compare_exchange_strong(expected, kResolving, std::memory_order_acq_rel)) return;
   next_try_ns_.store(now + kRetryNs, std::memory_order_relaxed);
-  try {
-    resolve_interpreter();
-  } catch (...) {  // out of memory while naming it: no Python frames, nothing else lost
-    state_.store(kOff, std::memory_order_release);
-  }
+  resolve_interpreter();
 }
 
 void PythonStacks::resolve_interpreter() {
@@ -277,10 +266,9 @@ void PythonStacks::resolve_interpreter() {
   if (!a.this_thread_state || !a.main_interpreter || !a.code_type || !a.unicode_type || !a.bytes_type)
     return turn_off(name + ": a function or type the walk needs is not exported");
   api_ = a;
-  try {
+  {
     std::lock_guard<std::mutex> lock(note_mutex_);
     notes_.push_back("Python frames in call stacks: " + name + " (frame layout " + source + ")");
-  } catch (...) {
   }
   state_.store(kReady, std::memory_order_release);
 }
@@ -411,11 +399,8 @@ uint32_t PythonStacks::capture(uint64_t* out, uint32_t max) noexcept {
   }
   if (failed) {
     state_.store(kOff, std::memory_order_release);
-    try {
-      turn_off("a frame of CPython " + version_text(layout_.version) +
-               " did not read as its layout says (a build this walk does not know)");
-    } catch (...) {
-    }
+    turn_off("a frame of CPython " + version_text(layout_.version) +
+             " did not read as its layout says (a build this walk does not know)");
     return 0;
   }
   return n;

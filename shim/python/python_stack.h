@@ -126,7 +126,7 @@ class PythonStacks {
   };
 
   void resolve(uint64_t now) noexcept;
-  void resolve_interpreter();  // may throw std::bad_alloc (strings); resolve() catches
+  void resolve_interpreter();
   void turn_off(const std::string& why) noexcept;
   template <ReadMode M>
   uint32_t walk(uint64_t tstate, uint64_t* out, uint32_t max, bool& failed) noexcept;
