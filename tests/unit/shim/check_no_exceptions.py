@@ -5,7 +5,10 @@ catching entry points of the C++ ABI nor the unwinder's resume nor the C++
 personality routine, so no try, catch, throw or cleanup landing pad of the
 shim's can run inside the app's process.
 
-  check_no_exceptions.py LIB...
+  check_no_exceptions.py LIB... [--libc-only LIB]
+
+--libc-only: that library must need nothing but libc (libcuxfer_memhooks.so
+runs inside malloc and free, before and after anything else is loaded).
 
 What is left, and printed for the record (not a failure): libstdc++'s own
 std::__throw_* helpers, which its inline container code calls on exhaustion
@@ -20,11 +23,26 @@ FORBIDDEN = ("__cxa_throw", "__cxa_rethrow", "__cxa_allocate_exception", "__cxa_
 
 
 def main() -> int:
-    if len(sys.argv) < 2:
-        print("usage: check_no_exceptions.py LIB...")
+    args = sys.argv[1:]
+    libc_only = []
+    while "--libc-only" in args:
+        i = args.index("--libc-only")
+        if i + 1 >= len(args):
+            print("usage: check_no_exceptions.py LIB... [--libc-only LIB]")
+            return 2
+        libc_only.append(args[i + 1])
+        del args[i:i + 2]
+    if not args and not libc_only:
+        print("usage: check_no_exceptions.py LIB... [--libc-only LIB]")
         return 2
     bad = False
-    for lib in sys.argv[1:]:
+    for lib in libc_only:
+        out = subprocess.run(["readelf", "-d", lib], capture_output=True, text=True, check=True).stdout
+        needed = [l.split("[")[1].rstrip("]") for l in out.splitlines() if "(NEEDED)" in l]
+        extra = [n for n in needed if not n.startswith("libc.so")]
+        print(f"{lib}: needs {' '.join(needed) or 'nothing'}" + (f"; more than libc: {' '.join(extra)}" if extra else ""))
+        bad |= bool(extra)
+    for lib in args + libc_only:
         out = subprocess.run(["nm", "-D", "--undefined-only", lib], capture_output=True, text=True, check=True).stdout
         names = {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()}
         found = sorted(n for n in names if n in FORBIDDEN)
