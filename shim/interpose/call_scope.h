@@ -9,8 +9,8 @@
 #include <cstdint>
 
 #include "core/clock.h"
-#include "interpose/call_desc.h"
-#include "interpose/symbol_table.h"
+#include "record/call_desc.h"
+#include "symbols/symbol_table.h"
 #include "record/recorder.h"
 #include "rewrite/registration_cache.h"
 

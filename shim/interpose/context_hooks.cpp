@@ -5,9 +5,9 @@
 // context still exists), so that no later copy touches freed memory.
 // Nothing is recorded.
 #include "core/export.h"
-#include "interpose/cuda_headers.h"
+#include "symbols/cuda_headers.h"
 #include "interpose/hook_macros.h"
-#include "interpose/symbol_table.h"
+#include "symbols/symbol_table.h"
 #include "rewrite/pinned_rewrite.h"
 
 using namespace cuxfer::shim;

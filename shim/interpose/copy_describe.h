@@ -2,8 +2,8 @@
 // arguments alone. Pure functions, unit-tested in tests/unit/shim.
 #pragma once
 
-#include "interpose/call_desc.h"
-#include "interpose/cuda_headers.h"
+#include "record/call_desc.h"
+#include "symbols/cuda_headers.h"
 
 namespace cuxfer::shim::describe {
 

@@ -8,7 +8,8 @@
 
 #include "core/config.h"
 #include "core/export.h"
-#include "interpose/symbol_table.h"
+#include "interpose/lookup_hooks.h"
+#include "symbols/symbol_table.h"
 #include "record/cupti_collector.h"
 #include "record/recorder.h"
 

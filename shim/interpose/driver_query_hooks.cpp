@@ -5,7 +5,7 @@
 // because of the shim (PyTorch's is_pinned(), for one, asks
 // cuPointerGetAttributes). Nothing is recorded: these are not transfers.
 #include "core/export.h"
-#include "interpose/cuda_headers.h"
+#include "symbols/cuda_headers.h"
 #include "interpose/hook_macros.h"
 #include "rewrite/pinned_rewrite.h"
 

@@ -4,8 +4,8 @@
 
 #include "core/export.h"
 #include "interpose/call_scope.h"
-#include "interpose/cuda_headers.h"
-#include "interpose/symbol_table.h"
+#include "symbols/cuda_headers.h"
+#include "symbols/symbol_table.h"
 #include "rewrite/pinned_rewrite.h"
 #include "rewrite/zero_copy.h"
 

@@ -12,10 +12,11 @@
 #include "core/config.h"
 #include "core/export.h"
 #include "core/log.h"
-#include "interpose/cuda_headers.h"
+#include "symbols/cuda_headers.h"
 #include "interpose/cupti_hooks.h"
-#include "interpose/elf_lookup.h"
-#include "interpose/symbol_table.h"
+#include "symbols/elf_lookup.h"
+#include "interpose/lookup_hooks.h"
+#include "symbols/symbol_table.h"
 
 namespace cuxfer::shim {
 namespace {

@@ -6,7 +6,7 @@
 // (which no other thread can query) turns the shortcut off for good.
 // Nothing here is recorded, and each hook is one call plus a branch.
 #include "core/export.h"
-#include "interpose/cuda_headers.h"
+#include "symbols/cuda_headers.h"
 #include "interpose/hook_macros.h"
 #include "rewrite/zero_copy.h"
 

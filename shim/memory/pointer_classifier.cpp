@@ -4,7 +4,7 @@
 
 #include <atomic>
 
-#include "interpose/symbol_table.h"
+#include "symbols/symbol_table.h"
 
 namespace cuxfer::shim {
 namespace {

@@ -11,7 +11,7 @@
 #include <new>
 
 #include "core/clock.h"
-#include "interpose/symbol_table.h"
+#include "symbols/symbol_table.h"
 #include "trace/python_frame.h"
 #include "trace/python_lines.h"
 

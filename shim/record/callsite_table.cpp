@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "interpose/symbol_table.h"
+#include "symbols/symbol_table.h"
 
 namespace cuxfer::shim {
 namespace {

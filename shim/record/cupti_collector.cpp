@@ -9,7 +9,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/quiet_thread.h"
-#include "interpose/symbol_table.h"
+#include "symbols/symbol_table.h"
 
 namespace cuxfer::shim {
 namespace {

@@ -18,12 +18,11 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
-#include "interpose/symbol_table.h"
+#include "symbols/symbol_table.h"
 #include "memory/pointer_classifier.h"
 #include "python/python_stack.h"
 #include "record/cupti_collector.h"
 #include "memory/host_ranges.h"
-#include "rewrite/pinned_rewrite.h"
 #include "trace/format.h"
 #include "trace/shim_names.h"
 
@@ -509,7 +508,7 @@ void Recorder::shutdown() {
   int expected = kRecording;
   if (!state_.compare_exchange_strong(expected, kOff, std::memory_order_acq_rel)) return;
   InternalScope internal;
-  if (config().rewrite_any()) rewrite::on_shutdown();
+  if (auto before = before_shutdown_.load(std::memory_order_acquire)) before();
   {
     std::lock_guard<std::mutex> lock(wake_mutex_);
     stop_ = true;
@@ -544,8 +543,7 @@ void Recorder::after_fork_child() {
   CuptiCollector::instance().unlock_after_fork();
   host_ranges().unlock_after_fork();
   allocation_table().unlock_after_fork();
-  rewrite::disable_after_fork();
-  rewrite::after_fork_child();
+  if (auto child = in_fork_child_.load(std::memory_order_acquire)) child();
   // The child writes its own trace, lazily, if it uses CUDA; events buffered
   // before the fork belong to the parent's trace.
   bool parent_used_cupti = CuptiCollector::instance().active();

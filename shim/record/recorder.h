@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/quiet_thread.h"
-#include "interpose/call_desc.h"
+#include "record/call_desc.h"
 #include "record/callsite_table.h"
 #include "record/cupti_governor.h"
 #include "record/event_ring.h"
@@ -55,6 +55,19 @@ class InternalScope {
 class Recorder {
  public:
   static Recorder& instance();
+
+  // What the layers above the recorder (the rewrite) do at its shutdown and
+  // in a fork child, at the point of each that they need: the recorder does
+  // not include them (the dependency goes hook -> rewrite -> record). Set once
+  // at load by the shim's constructor (lifecycle.cpp), which knows both.
+  struct Dependents {
+    void (*before_shutdown)() = nullptr;  // before the writer stops: the rewrite's last events are recorded
+    void (*in_fork_child)() = nullptr;    // after the child's locks are released, before its trace state resets
+  };
+  void set_dependents(const Dependents& d) {
+    before_shutdown_.store(d.before_shutdown, std::memory_order_release);
+    in_fork_child_.store(d.in_fork_child, std::memory_order_release);
+  }
 
   // False when the shim is inert (disabled, secure execution) or the trace
   // could not be created; hooks then pass every call straight through.
@@ -116,6 +129,8 @@ class Recorder {
   void write_cycle(bool final);
   void govern_cupti(uint64_t now);  // session_mutex_ held
 
+  std::atomic<void (*)()> before_shutdown_{nullptr};
+  std::atomic<void (*)()> in_fork_child_{nullptr};
   std::atomic<int> state_{kIdle};
   std::atomic<int> driver_state_{0};
   std::atomic<bool> um_requested_{false};  // 0 not attached, 1 attaching, 2 attached

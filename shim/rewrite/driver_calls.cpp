@@ -6,7 +6,7 @@
 #include <type_traits>
 
 #include "core/clock.h"
-#include "interpose/symbol_table.h"
+#include "symbols/symbol_table.h"
 
 namespace cuxfer::shim::rewrite {
 namespace {

@@ -3,7 +3,7 @@
 // rewritten again.
 #pragma once
 
-#include "interpose/cuda_headers.h"
+#include "symbols/cuda_headers.h"
 
 namespace cuxfer::shim::rewrite {
 

@@ -10,7 +10,7 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
-#include "interpose/symbol_table.h"
+#include "symbols/symbol_table.h"
 #include "memory/host_ranges.h"
 #include "memory/pointer_classifier.h"
 #include "record/recorder.h"

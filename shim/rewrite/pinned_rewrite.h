@@ -10,8 +10,8 @@
 #include <atomic>
 #include <cstdint>
 
-#include "interpose/call_desc.h"
-#include "interpose/cuda_headers.h"
+#include "record/call_desc.h"
+#include "symbols/cuda_headers.h"
 #include "rewrite/staging.h"
 
 namespace cuxfer::shim::rewrite {

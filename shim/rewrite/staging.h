@@ -14,8 +14,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "interpose/call_desc.h"
-#include "interpose/cuda_headers.h"
+#include "record/call_desc.h"
+#include "symbols/cuda_headers.h"
 
 namespace cuxfer::shim::rewrite {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/config.h"
-#include "interpose/symbol_table.h"
+#include "symbols/symbol_table.h"
 #include "memory/allocation_table.h"
 #include "memory/pointer_classifier.h"
 #include "record/recorder.h"

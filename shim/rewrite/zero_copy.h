@@ -26,8 +26,8 @@
 
 #include <cstdint>
 
-#include "interpose/call_desc.h"
-#include "interpose/cuda_headers.h"
+#include "record/call_desc.h"
+#include "symbols/cuda_headers.h"
 #include "rewrite/pinned_rewrite.h"
 
 namespace cuxfer::shim::rewrite {

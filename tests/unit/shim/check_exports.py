@@ -3,7 +3,7 @@
 own dependencies (spdlog, fmt, zstd, the C++ runtime's templates): every
 exported symbol an app could bind to by accident changes that app.
 
-  check_exports.py --lib libcuxfer.so --hooks shim/interpose/hook_list.def
+  check_exports.py --lib libcuxfer.so --hooks shim/symbols/hook_list.def
 
 Allowed: the names in hook_list.def, dlsym, the CUPTI calls with which an app
 takes CUPTI (interpose/cupti_hooks.cpp), and the cuxfer_mem_* entry points the

@@ -8,7 +8,7 @@
 
 #include "interpose/call_scope.h"
 #include "interpose/copy_describe.h"
-#include "interpose/symbol_table.h"
+#include "symbols/symbol_table.h"
 #include "memory/pointer_classifier.h"
 
 namespace cuxfer::shim {

@@ -1,9 +1,9 @@
-// elf_lookup (shim/interpose/elf_lookup.h): symbol lookup in loaded objects'
+// elf_lookup (shim/symbols/elf_lookup.h): symbol lookup in loaded objects'
 // own dynamic symbol tables, checked on this very process against glibc's
 // dlsym. This executable links libcuxfer_elftest_a.so then
 // libcuxfer_elftest_b.so (elf_lookup_lib_*.cpp) and exports
 // cuxfer_elftest_in_exe and a dlopen that counts its calls.
-#include "interpose/elf_lookup.h"
+#include "symbols/elf_lookup.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>

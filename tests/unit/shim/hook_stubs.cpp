@@ -5,13 +5,13 @@
 // loads no CUDA library, and the tests never go through a hook.
 //
 // Deliberately no CUDA header here: the names are declared without their
-// prototypes, exactly as shim/interpose/symbol_table.cpp declares them.
+// prototypes, exactly as shim/symbols/symbol_table.cpp declares them.
 extern "C" {
 #define CUXFER_DRIVER(n) \
   void n() {}
 #define CUXFER_RUNTIME(n) \
   void n() {}
-#include "interpose/hook_list.def"
+#include "symbols/hook_list.def"
 #undef CUXFER_DRIVER
 #undef CUXFER_RUNTIME
 }

@@ -13,7 +13,7 @@ enum class HookId : uint16_t {
 // Prefixed: CUDA headers #define some of these names to their versioned forms.
 #define CUXFER_DRIVER(n) h_##n,
 #define CUXFER_RUNTIME(n) h_##n,
-#include "interpose/hook_list.def"
+#include "symbols/hook_list.def"
 #undef CUXFER_DRIVER
 #undef CUXFER_RUNTIME
   kCount
@@ -43,7 +43,7 @@ const HookEntry& hook_entry(HookId id);
 inline constexpr Layer kHookLayer[] = {
 #define CUXFER_DRIVER(n) Layer::Driver,
 #define CUXFER_RUNTIME(n) Layer::Runtime,
-#include "interpose/hook_list.def"
+#include "symbols/hook_list.def"
 #undef CUXFER_DRIVER
 #undef CUXFER_RUNTIME
 };
@@ -56,11 +56,6 @@ bool is_own_hook(const void* fn);
 
 // glibc's dlsym, bypassing our own interposed dlsym.
 void* real_dlsym(void* handle, const char* name);
-// The definition of `name` that a call from `caller` would reach without the
-// shim: first in the caller's own lookup scope, then the first object in load
-// order that defines it; never `self` (our export). Null if none. Slow (it
-// opens handles): for rare calls, not for copies.
-void* find_next_definition(const void* caller, const char* name, const void* self);
 // The process's libcuda, if loaded (never loads it).
 void* libcuda_handle();
 // A driver entry point outside the hook list, by name: found in libcuda once

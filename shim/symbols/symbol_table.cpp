@@ -1,4 +1,4 @@
-#include "interpose/symbol_table.h"
+#include "symbols/symbol_table.h"
 
 #include <dlfcn.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "core/log.h"
-#include "interpose/cuda_headers.h"
+#include "symbols/cuda_headers.h"
 
 // Our hooks are the CUDA entry points themselves: the CUDA headers declare
 // each one, with its own type, under its exact name (the hook files define
@@ -49,7 +49,7 @@ const Names& names() {
     size_t i = 0;
 #define CUXFER_DRIVER(n) t->entries[i++] = HookEntry{#n, nullptr, Layer::Driver, reinterpret_cast<void*>(&::n)};
 #define CUXFER_RUNTIME(n) t->entries[i++] = HookEntry{#n, nullptr, Layer::Runtime, reinterpret_cast<void*>(&::n)};
-#include "interpose/hook_list.def"
+#include "symbols/hook_list.def"
 #undef CUXFER_DRIVER
 #undef CUXFER_RUNTIME
     for (size_t k = 0; k < kHookCount; ++k) {

@@ -1,14 +1,29 @@
 // Process start and end. Nothing CUDA-related happens at load: the trace is
 // opened by the first intercepted data call (record/recorder.cpp), so
 // preloading into processes that never use CUDA costs almost nothing.
+//
+// This file is the shim's composition root: the one place that knows both the
+// recorder and the rewrite above it, and tells the recorder what the rewrite
+// must do at its shutdown and in a fork child.
 #include "core/config.h"
 #include "record/recorder.h"
+#include "rewrite/pinned_rewrite.h"
 
 namespace {
 
+void rewrite_before_shutdown() {
+  if (cuxfer::shim::config().rewrite_any()) cuxfer::shim::rewrite::on_shutdown();
+}
+
+void rewrite_in_fork_child() {
+  cuxfer::shim::rewrite::disable_after_fork();
+  cuxfer::shim::rewrite::after_fork_child();
+}
+
 __attribute__((constructor)) void cuxfer_load() {
   if (!cuxfer::shim::config().enabled) return;
-  cuxfer::shim::Recorder::instance();  // registers the fork handlers before the app can fork
+  // Registers the fork handlers before the app can fork.
+  cuxfer::shim::Recorder::instance().set_dependents({&rewrite_before_shutdown, &rewrite_in_fork_child});
 }
 
 // Backstop for exits that skip atexit ordering (the normal path is the atexit

@@ -3,8 +3,8 @@
 #include <atomic>
 #include <cstdint>
 
-#include "interpose/cuda_headers.h"
-#include "interpose/symbol_table.h"
+#include "symbols/cuda_headers.h"
+#include "symbols/symbol_table.h"
 
 namespace cuxfer::shim {
 

@@ -1,4 +1,4 @@
-#include "interpose/elf_lookup.h"
+#include "symbols/elf_lookup.h"
 
 #include <elf.h>
 #include <link.h>
