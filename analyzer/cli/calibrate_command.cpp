@@ -124,33 +124,23 @@ int run_calibrate(std::vector<std::string> args) {
   ArgReader in("cuxfer calibrate", std::move(args));
   std::string out_path, device = "0", max_size;
   bool quick = false;
-  while (!in.done() && !in.failed()) {
-    std::string value;
-    uint64_t n = 0;
-    if (in.flag("help", 'h')) {
-      std::fputs(kCalibrateHelp, stdout);
-      return 0;
-    } else if (in.option("output", 'o', value)) {
-      out_path = value;
-    } else if (in.option("device", 0, value)) {
-      if (!parse_unsigned(value, n) || n > 1024) in.fail("--device needs a GPU index, not '" + value + "'");
-      device = std::to_string(n);
-    } else if (in.option("max-size", 0, value)) {
-      if (!parse_byte_count(value, n) || n < 4096)
-        in.fail("--max-size needs a byte count of at least 4096 (K/M/G suffixes), not '" + value + "'");
-      max_size = std::to_string(n);
-    } else if (in.flag("quick")) {
-      quick = true;
-    } else if (!in.failed()) {
-      std::fprintf(stderr, "%s\n", in.at_option() ? in.unknown_option().c_str()
-                                                   : ("cuxfer calibrate: unexpected argument '" + in.peek() + "'").c_str());
-      return kExitUsage;
-    }
-  }
-  if (in.failed()) {
-    std::fprintf(stderr, "%s\n", in.error().c_str());
-    return kExitUsage;
-  }
+  OptionTable options(kCalibrateHelp, Positionals::None);
+  options.value("output", 'o', [&](const std::string& v, ArgReader&) { out_path = v; })
+      .value("device", 0,
+             [&](const std::string& v, ArgReader& r) {
+               uint64_t n = 0;
+               if (!parse_unsigned(v, n) || n > 1024) r.fail("--device needs a GPU index, not '" + v + "'");
+               device = std::to_string(n);
+             })
+      .value("max-size", 0,
+             [&](const std::string& v, ArgReader& r) {
+               uint64_t n = 0;
+               if (!parse_byte_count(v, n) || n < 4096)
+                 r.fail("--max-size needs a byte count of at least 4096 (K/M/G suffixes), not '" + v + "'");
+               max_size = std::to_string(n);
+             })
+      .flag("quick", 0, [&] { quick = true; });
+  if (auto status = options.read(in)) return *status;
   std::vector<std::string> argv = {program_path(), "--device", device};
   if (!max_size.empty()) argv.insert(argv.end(), {"--max-size", max_size});
   if (quick) argv.push_back("--quick");

@@ -50,29 +50,17 @@ int run_diff(std::vector<std::string> args) {
   size_t top = 10;
   std::string output;
   std::vector<std::string> paths;
-  while (!in.done() && !in.failed()) {
-    std::string value;
-    if (in.take_positional(paths)) {
-    } else if (symbols.take(in)) {
-    } else if (in.flag("help", 'h')) {
-      std::fputs(kDiffHelp, stdout);
-      return 0;
-    } else if (in.flag("json")) {
-      json = true;
-    } else if (in.option("top", 0, value)) {
-      uint64_t n = 0;
-      if (!parse_unsigned(value, n) || n > 1000000) in.fail(fmt::format("--top needs a count, got '{}'", value));
-      top = static_cast<size_t>(n);
-    } else if (in.option("output", 'o', value)) {
-      output = value;
-    } else {
-      in.reject_unknown();
-    }
-  }
-  if (in.failed()) {
-    std::fprintf(stderr, "%s\n", in.error().c_str());
-    return kExitUsage;
-  }
+  OptionTable options(kDiffHelp, Positionals::Collect);
+  options.group([&](ArgReader& r) { return symbols.take(r); })
+      .flag("json", 0, [&] { json = true; })
+      .value("top", 0,
+             [&](const std::string& v, ArgReader& r) {
+               uint64_t n = 0;
+               if (!parse_unsigned(v, n) || n > 1000000) r.fail(fmt::format("--top needs a count, got '{}'", v));
+               top = static_cast<size_t>(n);
+             })
+      .value("output", 'o', [&](const std::string& v, ArgReader&) { output = v; });
+  if (auto status = options.read(in, &paths)) return *status;
   if (paths.size() != 2) {
     std::fprintf(stderr, "cuxfer diff: needs two runs, BASE and NEW (usage: cuxfer diff [--json] [-o FILE] BASE NEW)\n");
     return kExitUsage;

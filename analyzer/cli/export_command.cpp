@@ -41,24 +41,13 @@ int run_export(std::vector<std::string> args) {
   SymbolOptions symbols;
   std::string output;
   std::vector<std::string> paths;
-  while (!in.done() && !in.failed()) {
-    std::string value;
-    if (in.take_positional(paths)) {
-    } else if (symbols.take(in)) {
-    } else if (in.flag("help", 'h')) {
-      std::fputs(kExportHelp, stdout);
-      return 0;
-    } else if (in.option("perfetto", 0, value)) {
-      output = value;
-      have_output = true;
-    } else {
-      in.reject_unknown();
-    }
-  }
-  if (in.failed()) {
-    std::fprintf(stderr, "%s\n", in.error().c_str());
-    return kExitUsage;
-  }
+  OptionTable options(kExportHelp, Positionals::Collect);
+  options.group([&](ArgReader& r) { return symbols.take(r); })
+      .value("perfetto", 0, [&](const std::string& v, ArgReader&) {
+        output = v;
+        have_output = true;
+      });
+  if (auto status = options.read(in, &paths)) return *status;
   if (!have_output || output.empty()) {
     std::fprintf(stderr, "cuxfer export: no format given (usage: cuxfer export --perfetto FILE TRACE...)\n");
     return kExitUsage;

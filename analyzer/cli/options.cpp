@@ -1,6 +1,7 @@
 #include "analyzer/cli/options.h"
 
 #include <charconv>
+#include <cstdio>
 
 #include <fmt/format.h>
 
@@ -91,6 +92,57 @@ void ArgReader::fail(std::string message) {
 
 void ArgReader::reject_unknown() {
   if (error_.empty()) error_ = unknown_option();
+}
+
+OptionTable& OptionTable::flag(std::string_view name, char short_name, std::function<void()> set) {
+  entries_.push_back({std::string(name), short_name, std::move(set), nullptr});
+  return *this;
+}
+
+OptionTable& OptionTable::value(std::string_view name, char short_name,
+                                std::function<void(const std::string&, ArgReader&)> set) {
+  entries_.push_back({std::string(name), short_name, nullptr, std::move(set)});
+  return *this;
+}
+
+OptionTable& OptionTable::group(std::function<bool(ArgReader&)> take) {
+  groups_.push_back(std::move(take));
+  return *this;
+}
+
+std::optional<int> OptionTable::read(ArgReader& in, std::vector<std::string>* operands) const {
+  while (!in.done() && !in.failed()) {
+    if (positionals_ == Positionals::Command && (in.end_of_options() || !in.at_option())) break;
+    if (positionals_ == Positionals::Collect && operands && in.take_positional(*operands)) continue;
+    if (positionals_ == Positionals::None && !in.at_option()) {
+      in.fail("unexpected argument '" + in.peek() + "'");
+      break;
+    }
+    bool taken = false;
+    for (const auto& take : groups_)
+      if ((taken = take(in))) break;
+    if (taken) continue;
+    if (in.flag("help", 'h')) {
+      std::fputs(help_, stdout);
+      return 0;
+    }
+    for (const auto& e : entries_) {
+      std::string v;
+      if (e.set_flag ? in.flag(e.name, e.short_name) : in.option(e.name, e.short_name, v)) {
+        if (e.set_flag) e.set_flag();
+        else e.set_value(v, in);
+        taken = true;
+        break;
+      }
+      if (in.failed()) break;  // a missing value: said
+    }
+    if (!taken) in.reject_unknown();
+  }
+  if (in.failed()) {
+    std::fprintf(stderr, "%s\n", in.error().c_str());
+    return kExitUsage;
+  }
+  return std::nullopt;
 }
 
 }  // namespace cuxfer::cli

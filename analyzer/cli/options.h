@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -51,6 +52,44 @@ class ArgReader {
   std::vector<std::string> args_;
   size_t pos_ = 0;
   std::string error_;
+};
+
+// One command's options, declared once, and the one loop that reads them.
+// `--help`/`-h` prints the command's help (exit 0); a missing value, a bad
+// value (a setter calls in.fail) and an unknown option end the loop with one
+// line on stderr (exit 2). What the arguments that are not options are:
+enum class Positionals {
+  Collect,  // operands, anywhere among the options, and everything after "--" (report, diff, ...)
+  Command,  // the first one, or "--", ends the options: a command line follows (record, tune)
+  None,     // none accepted: "unexpected argument" (calibrate)
+};
+
+class OptionTable {
+ public:
+  OptionTable(const char* help, Positionals positionals) : help_(help), positionals_(positionals) {}
+
+  OptionTable& flag(std::string_view name, char short_name, std::function<void()> set);
+  // `set` gets the value and the reader, to fail() on a value it refuses.
+  OptionTable& value(std::string_view name, char short_name, std::function<void(const std::string&, ArgReader&)> set);
+  // Options another unit reads itself (SymbolOptions::take): tried first.
+  OptionTable& group(std::function<bool(ArgReader&)> take);
+
+  // Reads the options: nullopt to go on (Collect: the operands in
+  // `operands`; Command: `in` stops at the command), else the exit status,
+  // its message printed.
+  std::optional<int> read(ArgReader& in, std::vector<std::string>* operands = nullptr) const;
+
+ private:
+  struct Entry {
+    std::string name;
+    char short_name;
+    std::function<void()> set_flag;
+    std::function<void(const std::string&, ArgReader&)> set_value;
+  };
+  const char* help_;
+  Positionals positionals_;
+  std::vector<Entry> entries_;
+  std::vector<std::function<bool(ArgReader&)>> groups_;
 };
 
 using text::parse_unsigned;  // the commands' number parsing (analyzer/text/units.h)

@@ -97,32 +97,18 @@ int run_policy(std::vector<std::string> args) {
   std::string output = "cuxfer-policy.json", profile_path;
   bool force = false, no_profile = false, quiet = false;
   std::vector<std::string> paths;
-  while (!in.done() && !in.failed()) {
-    std::string value;
-    if (in.take_positional(paths)) {
-    } else if (symbols.take(in)) {
-    } else if (in.flag("help", 'h')) {
-      std::fputs(kPolicyHelp, stdout);
-      return 0;
-    } else if (in.option("output", 'o', value)) {
-      if (value.empty()) in.fail("--output needs a file name");
-      output = value;
-    } else if (in.flag("force")) {
-      force = true;
-    } else if (in.option("profile", 0, value)) {
-      profile_path = value;
-    } else if (in.flag("no-profile")) {
-      no_profile = true;
-    } else if (in.flag("quiet", 'q')) {
-      quiet = true;
-    } else {
-      in.reject_unknown();
-    }
-  }
-  if (in.failed()) {
-    std::fprintf(stderr, "%s\n", in.error().c_str());
-    return kExitUsage;
-  }
+  OptionTable options(kPolicyHelp, Positionals::Collect);
+  options.group([&](ArgReader& r) { return symbols.take(r); })
+      .value("output", 'o',
+             [&](const std::string& v, ArgReader& r) {
+               if (v.empty()) r.fail("--output needs a file name");
+               output = v;
+             })
+      .flag("force", 0, [&] { force = true; })
+      .value("profile", 0, [&](const std::string& v, ArgReader&) { profile_path = v; })
+      .flag("no-profile", 0, [&] { no_profile = true; })
+      .flag("quiet", 'q', [&] { quiet = true; });
+  if (auto status = options.read(in, &paths)) return *status;
   if (paths.empty()) {
     std::fprintf(stderr, "cuxfer policy: no trace given (usage: cuxfer policy [-o FILE] [--force] TRACE...)\n");
     return kExitUsage;

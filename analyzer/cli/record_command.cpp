@@ -101,46 +101,38 @@ using RecordOptions = RecordSettings;
 // Parses; returns -1 to go on, else the exit status.
 int parse(std::vector<std::string> args, RecordOptions& o) {
   ArgReader in("cuxfer record", std::move(args));
-  while (!in.done() && !in.failed()) {
-    if (in.end_of_options() || !in.at_option()) break;
-    std::string v;
-    if (in.flag("help", 'h')) {
-      std::fputs(kRecordHelp, stdout);
-      return 0;
-    } else if (in.flag("quiet", 'q')) {
-      o.quiet = true;
-    } else if (in.flag("no-stacks")) {
-      o.stack_depth = 0;
-    } else if (in.option("stack-depth", 0, v)) {
-      if (!parse_unsigned(v, o.stack_depth) || o.stack_depth > kMaxStackDepth)
-        in.fail(fmt::format("--stack-depth needs a number from 0 to {}, got '{}'", kMaxStackDepth, v));
-    } else if (in.option("cupti", 0, v)) {
-      if (v != "auto" && v != "on" && v != "off") in.fail(fmt::format("--cupti is auto, on or off, got '{}'", v));
-      o.cupti = v;
-    } else if (in.flag("kernels")) {
-      o.kernels = true;
-    } else if (in.option("rewrite", 0, v)) {
-      if (v != "pin" && v != "off") in.fail(fmt::format("--rewrite is pin or off, got '{}'", v));
-      o.rewrite = v;
-    } else if (in.option("output-dir", 'o', v)) {
-      o.output_dir = v;
-    } else if (in.option("name", 0, v)) {
-      if (v.empty() || v.find('/') != std::string::npos || v == "." || v == "..")
-        in.fail(fmt::format("--name must be a file name without '/', got '{}'", v));
-      o.name = v;
-    } else if (in.option("shim", 0, v)) {
-      o.shim = v;
-    } else if (in.option("policy", 0, v)) {
-      if (v.empty()) in.fail("--policy needs a file name");
-      o.policy = v;
-    } else {
-      in.reject_unknown();
-    }
-  }
-  if (in.failed()) {
-    std::fprintf(stderr, "%s\n", in.error().c_str());
-    return kExitUsage;
-  }
+  OptionTable options(kRecordHelp, Positionals::Command);
+  options.flag("quiet", 'q', [&] { o.quiet = true; })
+      .flag("no-stacks", 0, [&] { o.stack_depth = 0; })
+      .value("stack-depth", 0,
+             [&](const std::string& v, ArgReader& r) {
+               if (!parse_unsigned(v, o.stack_depth) || o.stack_depth > kMaxStackDepth)
+                 r.fail(fmt::format("--stack-depth needs a number from 0 to {}, got '{}'", kMaxStackDepth, v));
+             })
+      .value("cupti", 0,
+             [&](const std::string& v, ArgReader& r) {
+               if (v != "auto" && v != "on" && v != "off") r.fail(fmt::format("--cupti is auto, on or off, got '{}'", v));
+               o.cupti = v;
+             })
+      .flag("kernels", 0, [&] { o.kernels = true; })
+      .value("rewrite", 0,
+             [&](const std::string& v, ArgReader& r) {
+               if (v != "pin" && v != "off") r.fail(fmt::format("--rewrite is pin or off, got '{}'", v));
+               o.rewrite = v;
+             })
+      .value("output-dir", 'o', [&](const std::string& v, ArgReader&) { o.output_dir = v; })
+      .value("name", 0,
+             [&](const std::string& v, ArgReader& r) {
+               if (v.empty() || v.find('/') != std::string::npos || v == "." || v == "..")
+                 r.fail(fmt::format("--name must be a file name without '/', got '{}'", v));
+               o.name = v;
+             })
+      .value("shim", 0, [&](const std::string& v, ArgReader&) { o.shim = v; })
+      .value("policy", 0, [&](const std::string& v, ArgReader& r) {
+        if (v.empty()) r.fail("--policy needs a file name");
+        o.policy = v;
+      });
+  if (auto status = options.read(in)) return *status;
   o.command = in.rest();
   if (o.command.empty())
     return usage_error("no command given (usage: cuxfer record [options] -- COMMAND [ARGS...])");

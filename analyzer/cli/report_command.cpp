@@ -64,41 +64,26 @@ int run_report(std::vector<std::string> args) {
   std::string output, profile_path, html;
   bool no_profile = false, stacks = false;
   std::vector<std::string> paths;
-  while (!in.done() && !in.failed()) {
-    std::string value;
-    if (in.take_positional(paths)) {
-    } else if (symbols.take(in)) {
-    } else if (in.flag("help", 'h')) {
-      std::fputs(kReportHelp, stdout);
-      return 0;
-    } else if (in.flag("json")) {
-      json = true;
-    } else if (in.flag("csv")) {
-      csv = true;
-    } else if (in.option("top", 0, value)) {
-      uint64_t n = 0;
-      if (!parse_unsigned(value, n) || n > 1000000)
-        in.fail(fmt::format("--top needs a count, got '{}'", value));
-      top = static_cast<size_t>(n);
-    } else if (in.option("output", 'o', value)) {
-      output = value;
-    } else if (in.option("html", 0, value)) {
-      if (value.empty() || value == "-") in.fail("--html needs a file name");
-      html = value;
-    } else if (in.option("profile", 0, value)) {
-      profile_path = value;
-    } else if (in.flag("no-profile")) {
-      no_profile = true;
-    } else if (in.flag("stack")) {
-      stacks = true;
-    } else {
-      in.reject_unknown();
-    }
-  }
-  if (in.failed()) {
-    std::fprintf(stderr, "%s\n", in.error().c_str());
-    return kExitUsage;
-  }
+  OptionTable options(kReportHelp, Positionals::Collect);
+  options.group([&](ArgReader& r) { return symbols.take(r); })
+      .flag("json", 0, [&] { json = true; })
+      .flag("csv", 0, [&] { csv = true; })
+      .value("top", 0,
+             [&](const std::string& v, ArgReader& r) {
+               uint64_t n = 0;
+               if (!parse_unsigned(v, n) || n > 1000000) r.fail(fmt::format("--top needs a count, got '{}'", v));
+               top = static_cast<size_t>(n);
+             })
+      .value("output", 'o', [&](const std::string& v, ArgReader&) { output = v; })
+      .value("html", 0,
+             [&](const std::string& v, ArgReader& r) {
+               if (v.empty() || v == "-") r.fail("--html needs a file name");
+               html = v;
+             })
+      .value("profile", 0, [&](const std::string& v, ArgReader&) { profile_path = v; })
+      .flag("no-profile", 0, [&] { no_profile = true; })
+      .flag("stack", 0, [&] { stacks = true; });
+  if (auto status = options.read(in, &paths)) return *status;
   if (json && csv) {
     std::fprintf(stderr, "cuxfer report: --json and --csv exclude each other\n");
     return kExitUsage;

@@ -679,47 +679,39 @@ int Tuner::finish(const policy::Policy& winning, const std::string& report) {
 int run_tune(std::vector<std::string> args) {
   ArgReader in(kCmd, std::move(args));
   TuneOptions o;
-  while (!in.done() && !in.failed()) {
-    if (in.end_of_options()) break;
-    if (!in.at_option()) break;
-    std::string v;
-    if (o.symbols.take(in)) {
-    } else if (in.flag("help", 'h')) {
-      std::fputs(kTuneHelp, stdout);
-      return 0;
-    } else if (in.option("reps", 0, v)) {
-      if (!parse_unsigned(v, o.reps) || o.reps < 2 || o.reps > 50)
-        in.fail(fmt::format("--reps needs a number from 2 to 50, got '{}'", v));
-    } else if (in.option("max-runs", 0, v)) {
-      if (!parse_unsigned(v, o.max_runs) || o.max_runs > 10000)
-        in.fail(fmt::format("--max-runs needs a number of runs, got '{}'", v));
-    } else if (in.option("output", 'o', v)) {
-      if (v.empty() || v == "-") in.fail("--output needs a file name");
-      o.output = v;
-    } else if (in.option("report", 0, v)) {
-      if (v.empty() || v == "-") in.fail("--report needs a file name");
-      o.report = v;
-    } else if (in.flag("force")) {
-      o.force = true;
-    } else if (in.option("keep-traces", 0, v)) {
-      if (v.empty()) in.fail("--keep-traces needs a directory");
-      o.keep_dir = v;
-    } else if (in.option("shim", 0, v)) {
-      o.shim = v;
-    } else if (in.option("profile", 0, v)) {
-      o.profile_path = v;
-    } else if (in.flag("no-profile")) {
-      o.no_profile = true;
-    } else if (in.flag("quiet", 'q')) {
-      o.quiet = true;
-    } else {
-      in.reject_unknown();
-    }
-  }
-  if (in.failed()) {
-    std::fprintf(stderr, "%s\n", in.error().c_str());
-    return kExitUsage;
-  }
+  OptionTable options(kTuneHelp, Positionals::Command);
+  options.group([&](ArgReader& r) { return o.symbols.take(r); })
+      .value("reps", 0,
+             [&](const std::string& v, ArgReader& r) {
+               if (!parse_unsigned(v, o.reps) || o.reps < 2 || o.reps > 50)
+                 r.fail(fmt::format("--reps needs a number from 2 to 50, got '{}'", v));
+             })
+      .value("max-runs", 0,
+             [&](const std::string& v, ArgReader& r) {
+               if (!parse_unsigned(v, o.max_runs) || o.max_runs > 10000)
+                 r.fail(fmt::format("--max-runs needs a number of runs, got '{}'", v));
+             })
+      .value("output", 'o',
+             [&](const std::string& v, ArgReader& r) {
+               if (v.empty() || v == "-") r.fail("--output needs a file name");
+               o.output = v;
+             })
+      .value("report", 0,
+             [&](const std::string& v, ArgReader& r) {
+               if (v.empty() || v == "-") r.fail("--report needs a file name");
+               o.report = v;
+             })
+      .flag("force", 0, [&] { o.force = true; })
+      .value("keep-traces", 0,
+             [&](const std::string& v, ArgReader& r) {
+               if (v.empty()) r.fail("--keep-traces needs a directory");
+               o.keep_dir = v;
+             })
+      .value("shim", 0, [&](const std::string& v, ArgReader&) { o.shim = v; })
+      .value("profile", 0, [&](const std::string& v, ArgReader&) { o.profile_path = v; })
+      .flag("no-profile", 0, [&] { o.no_profile = true; })
+      .flag("quiet", 'q', [&] { o.quiet = true; });
+  if (auto status = options.read(in)) return *status;
   o.command = in.rest();
   if (o.command.empty()) {
     std::fprintf(stderr, "%s: no command given (usage: cuxfer tune [options] -- COMMAND [ARGS...])\n", kCmd);

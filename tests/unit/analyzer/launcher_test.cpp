@@ -159,5 +159,59 @@ TEST(ArgReader, PositionalsAndEverythingAfterDashes) {
   EXPECT_EQ(paths, (std::vector<std::string>{"a.trace", "-", "--not-an-option", "b"}));
 }
 
+// The commands' one option loop (cli::OptionTable): each kind of operand,
+// --help, a refused value, a missing value, an unknown option.
+TEST(OptionTable, OperandsHelpAndErrors) {
+  bool json = false;
+  std::string out;
+  uint64_t top = 0;
+  auto table = [&](cli::Positionals p) {
+    cli::OptionTable t("HELP\n", p);
+    t.flag("json", 0, [&] { json = true; })
+        .value("output", 'o', [&](const std::string& v, cli::ArgReader&) { out = v; })
+        .value("top", 0, [&](const std::string& v, cli::ArgReader& r) {
+          if (!cli::parse_unsigned(v, top)) r.fail("--top needs a count, got '" + v + "'");
+        });
+    return t;
+  };
+  {  // Collect: operands anywhere, everything after "--".
+    cli::ArgReader in("cuxfer x", {"a", "--json", "-oF", "b", "--", "--top"});
+    std::vector<std::string> operands;
+    EXPECT_EQ(table(cli::Positionals::Collect).read(in, &operands), std::nullopt);
+    EXPECT_TRUE(json);
+    EXPECT_EQ(out, "F");
+    EXPECT_EQ(operands, (std::vector<std::string>{"a", "b", "--top"}));
+  }
+  {  // Command: the first operand ends the options; the rest is the command line.
+    cli::ArgReader in("cuxfer x", {"--top=3", "prog", "--json"});
+    EXPECT_EQ(table(cli::Positionals::Command).read(in), std::nullopt);
+    EXPECT_EQ(top, 3u);
+    EXPECT_EQ(in.rest(), (std::vector<std::string>{"prog", "--json"}));
+  }
+  {  // Command after "--".
+    cli::ArgReader in("cuxfer x", {"--", "--json"});
+    EXPECT_EQ(table(cli::Positionals::Command).read(in), std::nullopt);
+    EXPECT_EQ(in.rest(), (std::vector<std::string>{"--json"}));
+  }
+  testing::internal::CaptureStdout();
+  {
+    cli::ArgReader in("cuxfer x", {"--json", "-h", "--unknown"});
+    EXPECT_EQ(table(cli::Positionals::Collect).read(in), 0);
+  }
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), "HELP\n");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> errors = {
+      {{"--top", "x"}, "cuxfer x: --top needs a count, got 'x'"},
+      {{"--top"}, "cuxfer x: option --top needs a value"},
+      {{"--nope", "--json"}, "cuxfer x: unknown option '--nope' (try 'cuxfer x --help')"},
+      {{"--json", "stray"}, "cuxfer x: unexpected argument 'stray'"},
+  };
+  for (const auto& [args, want] : errors) {
+    cli::ArgReader in("cuxfer x", args);
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(table(cli::Positionals::None).read(in), cli::kExitUsage) << want;
+    EXPECT_EQ(testing::internal::GetCapturedStderr(), want + "\n");
+  }
+}
+
 }  // namespace
 }  // namespace cuxfer::launcher
