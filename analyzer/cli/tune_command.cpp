@@ -26,9 +26,11 @@
 #include "analyzer/launcher/recorder.h"
 #include "analyzer/model/job.h"
 #include "analyzer/render/diff_renderer.h"
+#include "analyzer/render/tune_report.h"
 #include "analyzer/text/units.h"
 #include "analyzer/symbolize/symbolizer.h"
 #include "analyzer/tune/decision.h"
+#include "analyzer/tune/plan.h"
 #include "policy/policy.h"
 
 namespace cuxfer::cli {
@@ -167,6 +169,18 @@ class Tuner {
   const Run* median_run(const std::vector<const Run*>& runs) const;
   uint32_t runs_left() const { return static_cast<uint32_t>(o_.max_runs) - static_cast<uint32_t>(runs_.size()); }
   int fail_run(const Run& r, const std::string& why);
+  // What the runs measured, for the report, the summary and the policy.
+  struct Measured {
+    std::vector<Outcome> outcomes;
+    std::vector<const Run*> baseline, combined, winning;  // winning: the runs that measure the kept set
+    std::vector<size_t> kept;
+    std::string comparison_note;
+    std::vector<double> base_wall, combined_wall;
+    double combined_effect = 0, combined_noise = 0;
+  };
+  render::TuneReport report_of(const Measured& m);
+  policy::Policy winning_policy(const Measured& m) const;
+  void print_summary(const Measured& m) const;
   int finish(const policy::Policy& winning, const std::string& report);
   void cleanup();
 
@@ -433,17 +447,16 @@ int Tuner::run() {
     for (const auto& s : sites) ids.insert(policy::site_identity(s));
     candidate_sites_.push_back(std::move(ids));
   }
-  std::string report_text = fmt::format("cuxfer tune report\ncommand: {}\n", command_line_);
-  std::string skipped;
-  for (const auto& line : candidates_.skipped) skipped += "  " + line + "\n";
   if (n == 0) {
     if (!o_.quiet) std::fprintf(stderr, "%s: no candidates: no finding of the observe run supports a policy entry\n", kCmd);
     policy::Policy empty;
     empty.generator = std::string("cuxfer ") + CUXFER_VERSION + " tune";
     empty.comment = "cuxfer tune found no candidates for: " + command_line_;
-    report_text += "\nNo candidates: no finding of the observe run supports a policy entry; the policy is empty.\n";
-    if (!skipped.empty()) report_text += "Skipped:\n" + skipped;
-    return finish(empty, report_text);
+    std::string text = fmt::format("cuxfer tune report\ncommand: {}\n", command_line_);
+    text += "\nNo candidates: no finding of the observe run supports a policy entry; the policy is empty.\n";
+    if (!candidates_.skipped.empty()) text += "Skipped:\n";
+    for (const auto& line : candidates_.skipped) text += "  " + line + "\n";
+    return finish(empty, text);
   }
   const std::string all_file = write_work_policy("candidates.json", candidates_.policy);
   if (all_file.empty()) return 1;
@@ -473,7 +486,6 @@ int Tuner::run() {
 
   // 3. Candidates on their own, within the bound.
   const std::vector<size_t> solo = tune::plan_solo_runs(plan_input, combined_worse, reps, runs_left());
-  std::set<size_t> solo_done;
   for (size_t c : solo) {
     policy::Policy one;
     one.generator = candidates_.policy.generator;
@@ -487,142 +499,139 @@ int Tuner::run() {
     outcomes[c].judgement = tune::judge(samples(c, group(RunKind::Solo, static_cast<int>(c))));
     outcomes[c].measured_in = "alone";
     outcomes[c].group = RunKind::Solo;
-    solo_done.insert(c);
   }
+  std::vector<tune::Standing> standing(n);
+  for (size_t c = 0; c < n; ++c)
+    standing[c] = {outcomes[c].judgement, plan_input[c].zero_copy, outcomes[c].group == RunKind::Solo};
+  tune::settle_unmeasured(standing, combined_effect, combined_noise);
   for (size_t c = 0; c < n; ++c) {
-    Outcome& out = outcomes[c];
-    if (n > 1 && !solo_done.count(c) && out.judgement.keep()) {
-      if (combined_worse) {
-        out.judgement.verdict = tune::Verdict::Slower;
-        out.judgement.reason = fmt::format("all candidates together made the whole run {} slower (noise {}), and "
-                                           "there were not enough runs left (--max-runs) to run it alone",
-                                           tune::percent(-combined_effect), tune::percent(combined_noise));
-      } else if (plan_input[c].zero_copy) {
-        out.judgement.verdict = tune::Verdict::Noise;
-        out.judgement.reason = "its effect on the whole run could not be told apart from the other candidates' "
-                               "(zero_copy is judged on the whole run), and there were not enough runs left "
-                               "(--max-runs) to run it alone";
-      }
-    }
-    out.kept = out.judgement.keep();
+    outcomes[c].judgement = standing[c].judgement;
+    outcomes[c].kept = outcomes[c].judgement.keep();
   }
 
   // 4. The winning set, and the runs that measure it.
   std::vector<size_t> kept;
   for (size_t c = 0; c < n; ++c)
     if (outcomes[c].kept) kept.push_back(c);
-  std::vector<const Run*> winning_runs;
+  std::vector<const Run*> winning_runs = combined;
   std::string comparison_note;
-  if (kept.size() == n) {
-    winning_runs = combined;
-  } else if (kept.size() == 1 && solo_done.count(kept[0])) {
-    winning_runs = group(RunKind::Solo, static_cast<int>(kept[0]));
-  } else if (!kept.empty() && runs_left() >= reps) {
-    policy::Policy w;
-    for (size_t c : kept) w.entries.push_back(candidates_.policy.entries[c]);
-    const std::string file = write_work_policy("kept.json", w);
-    if (file.empty()) return 1;
-    for (uint32_t i = 1; i <= reps; ++i) {
-      Run r;
-      if (!run_once(RunKind::Confirm, -1, i, file, r)) return exit_status_;
-    }
-    winning_runs = group(RunKind::Confirm);
-    std::vector<double> w_wall;
-    for (const Run* r : winning_runs) w_wall.push_back(static_cast<double>(r->wall_ns));
-    const double e = tune::relative_effect(base_wall, w_wall), noise = tune::comparison_noise(base_wall, w_wall);
-    if (e < -noise) {
-      for (size_t c : kept) {
-        outcomes[c].kept = false;
-        outcomes[c].judgement.verdict = tune::Verdict::Slower;
-        outcomes[c].judgement.reason = fmt::format("the kept candidates together made the whole run {} slower "
-                                                   "(noise {}) in the confirming runs",
-                                                   tune::percent(-e), tune::percent(noise));
+  switch (tune::choose_winning_runs(standing, runs_left(), reps)) {
+    case tune::WinningRuns::Combined:
+      break;
+    case tune::WinningRuns::Solo:
+      winning_runs = group(RunKind::Solo, static_cast<int>(kept[0]));
+      break;
+    case tune::WinningRuns::Confirm: {
+      policy::Policy w;
+      for (size_t c : kept) w.entries.push_back(candidates_.policy.entries[c]);
+      const std::string file = write_work_policy("kept.json", w);
+      if (file.empty()) return 1;
+      for (uint32_t i = 1; i <= reps; ++i) {
+        Run r;
+        if (!run_once(RunKind::Confirm, -1, i, file, r)) return exit_status_;
       }
-      kept.clear();
+      winning_runs = group(RunKind::Confirm);
+      std::vector<double> w_wall;
+      for (const Run* r : winning_runs) w_wall.push_back(static_cast<double>(r->wall_ns));
+      const double e = tune::relative_effect(base_wall, w_wall), noise = tune::comparison_noise(base_wall, w_wall);
+      if (tune::confirm_rejects(e, noise)) {
+        for (size_t c : kept) {
+          outcomes[c].kept = false;
+          outcomes[c].judgement.verdict = tune::Verdict::Slower;
+          outcomes[c].judgement.reason = fmt::format("the kept candidates together made the whole run {} slower "
+                                                     "(noise {}) in the confirming runs",
+                                                     tune::percent(-e), tune::percent(noise));
+        }
+        kept.clear();
+      }
+      break;
     }
-  } else if (!kept.empty()) {
-    winning_runs = combined;
-    comparison_note = fmt::format("The kept candidates were not run as a set (--max-runs {} left no room): the "
-                                  "comparison below is with the runs that applied all {} candidates.",
-                                  o_.max_runs, n);
-  } else {
-    winning_runs = combined;
-    comparison_note = n == 1 ? std::string("No candidate was kept: the comparison below is with the runs that applied "
-                                           "the candidate, for what it did.")
-                             : fmt::format("No candidate was kept: the comparison below is with the runs that applied "
-                                           "all {} candidates, for what they did.", n);
+    case tune::WinningRuns::CombinedNoRoom:
+      comparison_note = fmt::format("The kept candidates were not run as a set (--max-runs {} left no room): the "
+                                    "comparison below is with the runs that applied all {} candidates.",
+                                    o_.max_runs, n);
+      break;
+    case tune::WinningRuns::NoneKept:
+      comparison_note = n == 1 ? std::string("No candidate was kept: the comparison below is with the runs that "
+                                             "applied the candidate, for what it did.")
+                               : fmt::format("No candidate was kept: the comparison below is with the runs that "
+                                             "applied all {} candidates, for what they did.", n);
+      break;
   }
 
-  // 5. The report.
-  const double base_noise = tune::relative_noise(base_wall);
-  std::string& t = report_text;
-  size_t observe_n = 0, base_n = 0, comb_n = 0, solo_n = 0, conf_n = 0;
+  Measured m{std::move(outcomes), baseline, combined, winning_runs, kept, comparison_note, base_wall, combined_wall,
+             combined_effect, combined_noise};
+  const std::string report_text = render::render_tune_report(report_of(m));
+  if (!o_.quiet) print_summary(m);
+  return finish(winning_policy(m), report_text);
+}
+
+render::TuneReport Tuner::report_of(const Measured& m) {
+  const double base_noise = tune::relative_noise(m.base_wall);
+  render::TuneReport rep;
+  rep.command_line = command_line_;
+  rep.runs = runs_.size();
+  rep.max_runs = o_.max_runs;
   for (const Run& r : runs_) {
     switch (r.kind) {
-      case RunKind::Observe: ++observe_n; break;
-      case RunKind::Baseline: ++base_n; break;
-      case RunKind::Combined: ++comb_n; break;
-      case RunKind::Solo: ++solo_n; break;
-      case RunKind::Confirm: ++conf_n; break;
+      case RunKind::Observe: ++rep.observe_runs; break;
+      case RunKind::Baseline: ++rep.baseline_runs; break;
+      case RunKind::Combined: ++rep.combined_runs; break;
+      case RunKind::Solo: ++rep.solo_runs; break;
+      case RunKind::Confirm: ++rep.confirm_runs; break;
     }
   }
-  t += fmt::format("runs: {} of at most {} ({} observe, {} baseline, {} with all candidates, {} with one candidate "
-                   "alone, {} confirming the kept set); --reps {}\n",
-                   runs_.size(), o_.max_runs, observe_n, base_n, comb_n, solo_n, conf_n, o_.reps);
-  t += fmt::format("baseline wall time: median {}, run-to-run noise {} (max - min over median, at least {})\n",
-                   seconds(static_cast<uint64_t>(tune::median(base_wall))), tune::percent(base_noise),
-                   tune::percent(tune::kMinNoise));
-  t += fmt::format("all candidates:     median {}, {} {} than the baseline (noise {})\n",
-                   seconds(static_cast<uint64_t>(tune::median(combined_wall))),
-                   tune::percent(std::abs(combined_effect)), combined_effect >= 0 ? "faster" : "slower",
-                   tune::percent(combined_noise));
-  if (report_simulated_) t += "NOTE: recorded on SIMULATED CUDA: the timings mean nothing.\n";
-  t += "\nCandidates (measured: CPU-blocked time of the copy call sites each changes and the whole run's wall\n"
-       "time, medians over the runs named; bytes at those call sites through the driver's pageable path and\n"
-       "by DMA, medians):\n";
+  rep.reps = o_.reps;
+  rep.baseline_wall_ns = tune::median(m.base_wall);
+  rep.baseline_noise = base_noise;
+  rep.min_noise = tune::kMinNoise;
+  rep.combined_wall_ns = tune::median(m.combined_wall);
+  rep.combined_effect = m.combined_effect;
+  rep.combined_noise = m.combined_noise;
+  rep.simulated = report_simulated_;
+  const size_t n = candidates_.policy.entries.size();
   for (size_t c = 0; c < n; ++c) {
     const policy::Entry& e = candidates_.policy.entries[c];
-    const Outcome& out = outcomes[c];
-    const auto now = out.group == RunKind::Solo ? group(RunKind::Solo, static_cast<int>(c)) : combined;
-    const tune::CandidateSamples s = samples(c, now);
-    const auto bytes_line = [&](uint64_t SiteStats::*field) {
-      std::vector<double> b, w;
-      for (const Run* r : baseline) b.push_back(static_cast<double>(r->per_candidate[c].*field));
-      for (const Run* r : now) w.push_back(static_cast<double>(r->per_candidate[c].*field));
-      const double mb = tune::median(b), mw = tune::median(w);
-      return fmt::format("{} -> {} ({} saved)", text::format_bytes(static_cast<uint64_t>(mb)),
-                         text::format_bytes(static_cast<uint64_t>(mw)),
-                         text::format_bytes(mb > mw ? static_cast<uint64_t>(mb - mw) : 0));
+    const Outcome& out = m.outcomes[c];
+    const auto now = out.group == RunKind::Solo ? group(RunKind::Solo, static_cast<int>(c)) : m.combined;
+    const tune::CandidateSamples smp = samples(c, now);
+    const auto median_of = [&](const std::vector<const Run*>& runs, uint64_t SiteStats::*field) {
+      std::vector<double> v;
+      for (const Run* r : runs) v.push_back(static_cast<double>(r->per_candidate[c].*field));
+      return tune::median(v);
     };
-    t += fmt::format("  {}. {:<6} {} {} (estimated gain {})\n", c + 1, verdict_name(out), policy::path_name(e.path),
-                     site_label(e.site), text::format_duration(e.estimated_gain_ns.value_or(0)));
-    t += fmt::format("     measured {}: call sites {} -> {} ({} {}, noise {}); whole run {} -> {} ({} {}, noise {})\n",
-                     out.measured_in == "alone" ? "alone" : "with all candidates",
-                     text::format_duration(static_cast<uint64_t>(tune::median(s.base_site_ns))),
-                     text::format_duration(static_cast<uint64_t>(tune::median(s.now_site_ns))),
-                     tune::percent(std::abs(out.judgement.site_effect)),
-                     out.judgement.site_effect >= 0 ? "faster" : "slower", tune::percent(out.judgement.site_noise),
-                     seconds(static_cast<uint64_t>(tune::median(s.base_wall_ns))),
-                     seconds(static_cast<uint64_t>(tune::median(s.now_wall_ns))),
-                     tune::percent(std::abs(out.judgement.wall_effect)),
-                     out.judgement.wall_effect >= 0 ? "faster" : "slower", tune::percent(out.judgement.wall_noise));
-    t += "     bytes at its call sites: on the pageable path " + bytes_line(&SiteStats::pageable_path_bytes) +
-         "; by DMA " + bytes_line(&SiteStats::dma_bytes) + "\n";
-    t += "     " + out.judgement.reason + "\n";
+    render::TuneCandidateRow row;
+    row.kept = out.kept;
+    row.path = policy::path_name(e.path);
+    row.site = site_label(e.site);
+    row.estimated_gain_ns = e.estimated_gain_ns.value_or(0);
+    row.alone = out.measured_in == "alone";
+    row.base_site_ns = tune::median(smp.base_site_ns);
+    row.now_site_ns = tune::median(smp.now_site_ns);
+    row.site_effect = out.judgement.site_effect;
+    row.site_noise = out.judgement.site_noise;
+    row.base_wall_ns = tune::median(smp.base_wall_ns);
+    row.now_wall_ns = tune::median(smp.now_wall_ns);
+    row.wall_effect = out.judgement.wall_effect;
+    row.wall_noise = out.judgement.wall_noise;
+    row.base_pageable_bytes = median_of(m.baseline, &SiteStats::pageable_path_bytes);
+    row.now_pageable_bytes = median_of(now, &SiteStats::pageable_path_bytes);
+    row.base_dma_bytes = median_of(m.baseline, &SiteStats::dma_bytes);
+    row.now_dma_bytes = median_of(now, &SiteStats::dma_bytes);
+    row.reason = out.judgement.reason;
+    rep.candidates.push_back(std::move(row));
   }
-  if (!skipped.empty()) t += "Skipped by the candidate search:\n" + skipped;
+  rep.skipped = candidates_.skipped;
   std::set<std::string> notes;
   for (const Run& r : runs_)
     if (!r.policy_note.empty()) notes.insert(r.policy_note);
-  for (const auto& note : notes) t += "shim: " + note + "\n";
-
-  const Run* base_median = median_run(baseline);
-  const Run* new_median = median_run(winning_runs);
-  t += fmt::format("\nMeasured per call site: run {} (the median baseline run) against run {} (the median run of {})\n",
-                   base_median->number, new_median->number,
-                   kept.empty() || !comparison_note.empty() ? "all candidates" : "the winning policy");
-  if (!comparison_note.empty()) t += comparison_note + "\n";
-  t += "\n";
+  rep.shim_notes.assign(notes.begin(), notes.end());
+  const Run* base_median = median_run(m.baseline);
+  const Run* new_median = median_run(m.winning);
+  rep.baseline_run = base_median->number;
+  rep.compared_run = new_median->number;
+  rep.compared_with_all = m.kept.empty() || !m.comparison_note.empty();
+  rep.comparison_note = m.comparison_note;
   {
     model::Job b = load_job(base_median->traces), w = load_job(new_median->traces);
     analyses::Diff d = analyses::diff_jobs(b, w);
@@ -631,36 +640,41 @@ int Tuner::run() {
     render::DiffTextOptions opts;
     opts.width = 100;
     opts.top_sites = 20;
-    t += render::render_diff_text(d, opts);
-    if (!t.empty() && t.back() != '\n') t += '\n';
+    rep.diff_text = render::render_diff_text(d, opts);
   }
 
-  // 6. The winning policy.
+  return rep;
+}
+
+policy::Policy Tuner::winning_policy(const Measured& m) const {
   policy::Policy winning;
   winning.generator = std::string("cuxfer ") + CUXFER_VERSION + " tune";
   winning.comment = fmt::format("Kept by cuxfer tune: {} of {} candidates, measured over {} runs of: {}. "
                                 "Each entry's reason ends with what was measured.",
-                                kept.size(), n, runs_.size(), command_line_);
-  for (size_t c : kept) {
+                                m.kept.size(), candidates_.policy.entries.size(), runs_.size(), command_line_);
+  for (size_t c : m.kept) {
     policy::Entry e = candidates_.policy.entries[c];
     e.reason += (e.reason.empty() ? "" : "; ") + std::string("measured by cuxfer tune ") +
-                (outcomes[c].measured_in == "alone" ? "alone" : "with all candidates") + ": " +
-                outcomes[c].judgement.reason;
+                (m.outcomes[c].measured_in == "alone" ? "alone" : "with all candidates") + ": " +
+                m.outcomes[c].judgement.reason;
     winning.entries.push_back(std::move(e));
   }
-  if (!o_.quiet) {
-    std::string summary = fmt::format("{}: kept {} of {} candidate{} ({} runs)\n", kCmd, kept.size(), n,
-                                      n == 1 ? "" : "s", runs_.size());
-    for (size_t c = 0; c < n; ++c)
-      summary += fmt::format("  {:<6} {:<9} {}: {}\n", verdict_name(outcomes[c]),
-                             policy::path_name(candidates_.policy.entries[c].path),
-                             site_label(candidates_.policy.entries[c].site), outcomes[c].judgement.reason);
-    if (base_noise > 0.10)
-      summary += fmt::format("  the baseline runs' wall times vary by {}: is the command repeatable?\n",
-                             tune::percent(base_noise));
-    std::fputs(summary.c_str(), stdout);
-  }
-  return finish(winning, report_text);
+  return winning;
+}
+
+void Tuner::print_summary(const Measured& m) const {
+  const size_t n = candidates_.policy.entries.size();
+  const double base_noise = tune::relative_noise(m.base_wall);
+  std::string summary = fmt::format("{}: kept {} of {} candidate{} ({} runs)\n", kCmd, m.kept.size(), n,
+                                    n == 1 ? "" : "s", runs_.size());
+  for (size_t c = 0; c < n; ++c)
+    summary += fmt::format("  {:<6} {:<9} {}: {}\n", verdict_name(m.outcomes[c]),
+                           policy::path_name(candidates_.policy.entries[c].path),
+                           site_label(candidates_.policy.entries[c].site), m.outcomes[c].judgement.reason);
+  if (base_noise > 0.10)
+    summary += fmt::format("  the baseline runs' wall times vary by {}: is the command repeatable?\n",
+                           tune::percent(base_noise));
+  std::fputs(summary.c_str(), stdout);
 }
 
 int Tuner::finish(const policy::Policy& winning, const std::string& report) {

@@ -1,6 +1,7 @@
 // cuxfer tune's decisions (analyzer/tune/decision.h): the noise rule, the
 // keep/reject rule for call and zero_copy candidates, and the run bound.
 #include "analyzer/tune/decision.h"
+#include "analyzer/tune/plan.h"
 
 #include <gtest/gtest.h>
 
@@ -138,6 +139,49 @@ TEST(TunePlan, NeverExceedsTheBound) {
       const size_t k = plan_solo_runs(o, true, reps, left).size();
       EXPECT_LE(k * reps + (k ? reps : 0), left) << "reps " << reps << ", left " << left;
     }
+}
+
+// After the solo runs (tune/plan.h): a kept candidate without runs of its own.
+TEST(TunePlan, SettlesCandidatesThatDidNotRunAlone) {
+  auto keep = [] { Judgement j; j.verdict = Verdict::Keep; j.reason = "kept"; return j; };
+  auto reject = [] { Judgement j; j.verdict = Verdict::Noise; j.reason = "noise"; return j; };
+  // 0: kept with all, no runs alone; 1: zero_copy, kept with all, no runs alone;
+  // 2: kept alone; 3: rejected with all.
+  const std::vector<Standing> start = {{keep(), false, false}, {keep(), true, false}, {keep(), false, true},
+                                       {reject(), false, false}};
+  std::vector<Standing> fine = start;
+  settle_unmeasured(fine, 0.10, 0.02);  // all together 10 % faster
+  EXPECT_TRUE(fine[0].judgement.keep());
+  EXPECT_EQ(fine[1].judgement.verdict, Verdict::Noise);  // zero_copy cannot be told apart from the others
+  EXPECT_TRUE(fine[2].judgement.keep());
+  EXPECT_EQ(fine[3].judgement.reason, "noise");
+  std::vector<Standing> worse = start;
+  settle_unmeasured(worse, -0.10, 0.02);  // all together 10 % slower
+  EXPECT_EQ(worse[0].judgement.verdict, Verdict::Slower);
+  EXPECT_NE(worse[0].judgement.reason.find("10.0% slower"), std::string::npos) << worse[0].judgement.reason;
+  EXPECT_EQ(worse[1].judgement.verdict, Verdict::Slower);
+  EXPECT_TRUE(worse[2].judgement.keep());  // its own runs decided
+  // One candidate: the all-candidates runs are its own.
+  std::vector<Standing> one = {{keep(), true, false}};
+  settle_unmeasured(one, -0.10, 0.02);
+  EXPECT_TRUE(one[0].judgement.keep());
+}
+
+TEST(TunePlan, WhichRunsMeasureTheWinningSet) {
+  auto st = [](bool kept, bool alone) {
+    Standing s;
+    s.judgement.verdict = kept ? Verdict::Keep : Verdict::Noise;
+    s.ran_alone = alone;
+    return s;
+  };
+  EXPECT_EQ(choose_winning_runs({st(true, false), st(true, true)}, 0, 3), WinningRuns::Combined);
+  EXPECT_EQ(choose_winning_runs({st(false, true), st(true, true)}, 0, 3), WinningRuns::Solo);
+  EXPECT_EQ(choose_winning_runs({st(true, false), st(false, true)}, 3, 3), WinningRuns::Confirm);
+  EXPECT_EQ(choose_winning_runs({st(true, false), st(false, true)}, 2, 3), WinningRuns::CombinedNoRoom);
+  EXPECT_EQ(choose_winning_runs({st(true, true), st(true, true), st(false, true)}, 9, 3), WinningRuns::Confirm);
+  EXPECT_EQ(choose_winning_runs({st(false, true), st(false, false)}, 9, 3), WinningRuns::NoneKept);
+  EXPECT_TRUE(confirm_rejects(-0.05, 0.02));
+  EXPECT_FALSE(confirm_rejects(-0.01, 0.02));
 }
 
 TEST(TuneFormat, Percent) {
