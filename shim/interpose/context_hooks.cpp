@@ -12,31 +12,22 @@
 
 using namespace cuxfer::shim;
 
-namespace {
-
-template <typename Fn>
-Fn real_as(HookId id) {
-  return reinterpret_cast<Fn>(real_function(id));
-}
-
-}  // namespace
-
 extern "C" CUXFER_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
-  auto real = real_as<CUresult (*)(CUdevice)>(HookId::h_cuDevicePrimaryCtxReset_v2);
+  auto real = CUXFER_REAL(cuDevicePrimaryCtxReset_v2);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   rewrite::before_context_teardown(nullptr);
   return real(dev);
 }
 
 extern "C" CUXFER_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev) {
-  auto real = real_as<CUresult (*)(CUdevice)>(HookId::h_cuDevicePrimaryCtxReset);
+  auto real = CUXFER_REAL(cuDevicePrimaryCtxReset);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   rewrite::before_context_teardown(nullptr);
   return real(dev);
 }
 
 extern "C" CUXFER_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
-  auto real = real_as<CUresult (*)(CUcontext)>(HookId::h_cuCtxDestroy_v2);
+  auto real = CUXFER_REAL(cuCtxDestroy_v2);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   rewrite::before_context_teardown(ctx);
   return real(ctx);
@@ -60,7 +51,7 @@ void after_primary_release(CUdevice dev) {
 }  // namespace
 
 extern "C" CUXFER_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
-  auto real = real_as<CUresult (*)(CUdevice)>(HookId::h_cuDevicePrimaryCtxRelease_v2);
+  auto real = CUXFER_REAL(cuDevicePrimaryCtxRelease_v2);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   CUresult r = real(dev);
   if (r == CUDA_SUCCESS) after_primary_release(dev);
@@ -68,7 +59,7 @@ extern "C" CUXFER_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
 }
 
 extern "C" CUXFER_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
-  auto real = real_as<CUresult (*)(CUdevice)>(HookId::h_cuDevicePrimaryCtxRelease);
+  auto real = CUXFER_REAL(cuDevicePrimaryCtxRelease);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   CUresult r = real(dev);
   if (r == CUDA_SUCCESS) after_primary_release(dev);

@@ -10,61 +10,62 @@
 #include "rewrite/zero_copy.h"
 
 // The real function behind hook `name`, with the hook's own type.
-#define CUXFER_REAL(name) reinterpret_cast<decltype(&::name)>(::cuxfer::shim::real_function(::cuxfer::shim::HookId::h_##name))
+#define CUXFER_REAL(name) \
+  ::cuxfer::shim::real_function_as<decltype(&::name)>(::cuxfer::shim::HookId::h_##name)
+
+// Every hook's first lines: the exported definition, and the API's own
+// "not initialised" answer when no real function can be found (as without a
+// driver). The hook's body follows, with `real` in scope.
+#define CUXFER_HOOK_BEGIN(ret, name, params, missing) \
+  extern "C" CUXFER_EXPORT ret name params {           \
+    auto real = CUXFER_REAL(name);                     \
+    if (!real) return missing;
 
 // A driver hook whose whole job is: describe, then intercept.
-#define CUXFER_DRIVER_HOOK(name, params, args, describe)                                  \
-  extern "C" CUXFER_EXPORT CUresult name params {                                        \
-    auto real = CUXFER_REAL(name);                                                       \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                        \
-    return ::cuxfer::shim::intercept<CUresult>(::cuxfer::shim::HookId::h_##name, describe,   \
-                                               __builtin_return_address(0),              \
-                                               [&] { return real args; });               \
+#define CUXFER_DRIVER_HOOK(name, params, args, describe)                                   \
+  CUXFER_HOOK_BEGIN(CUresult, name, params, CUDA_ERROR_NOT_INITIALIZED)                     \
+  return ::cuxfer::shim::intercept<CUresult>(::cuxfer::shim::HookId::h_##name, describe,    \
+                                             __builtin_return_address(0),                  \
+                                             [&] { return real args; });                   \
   }
 
 #define CUXFER_RUNTIME_HOOK(name, params, args, describe)                                  \
-  extern "C" CUXFER_EXPORT cudaError_t name params {                                      \
-    auto real = CUXFER_REAL(name);                                                        \
-    if (!real) return cudaErrorInitializationError;                                       \
-    return ::cuxfer::shim::intercept<cudaError_t>(::cuxfer::shim::HookId::h_##name, describe, \
-                                                  __builtin_return_address(0),            \
-                                                  [&] { return real args; });             \
+  CUXFER_HOOK_BEGIN(cudaError_t, name, params, cudaErrorInitializationError)                \
+  return ::cuxfer::shim::intercept<cudaError_t>(::cuxfer::shim::HookId::h_##name, describe, \
+                                                __builtin_return_address(0),               \
+                                                [&] { return real args; });                \
   }
 
 // A copy the rewrite never takes over, but which must not run asynchronously
 // on memory the rewrite registered (it would lose its pageable semantics):
 // `guard(desc)` drops such registrations first. Costs one relaxed load
 // while the rewrite holds none.
-#define CUXFER_GUARDED_HOOK(name, params, args, describe, guard)                          \
-  extern "C" CUXFER_EXPORT CUresult name params {                                        \
-    auto real = CUXFER_REAL(name);                                                       \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                        \
-    const ::cuxfer::shim::CallDesc desc = describe;                                      \
-    if (::cuxfer::shim::rewrite::registrations_exist()) guard(desc);                     \
-    return ::cuxfer::shim::intercept<CUresult>(::cuxfer::shim::HookId::h_##name, desc,   \
-                                               __builtin_return_address(0),              \
-                                               [&] { return real args; });               \
+#define CUXFER_GUARDED_HOOK(name, params, args, describe, guard)                           \
+  CUXFER_HOOK_BEGIN(CUresult, name, params, CUDA_ERROR_NOT_INITIALIZED)                     \
+  const ::cuxfer::shim::CallDesc desc = describe;                                           \
+  if (::cuxfer::shim::rewrite::registrations_exist()) guard(desc);                          \
+  return ::cuxfer::shim::intercept<CUresult>(::cuxfer::shim::HookId::h_##name, desc,        \
+                                             __builtin_return_address(0),                  \
+                                             [&] { return real args; });                   \
   }
 
 // A copy the pinned rewrite may take over: the description is computed once
 // and offered to the staging path before the original call is made.
-#define CUXFER_STAGEABLE_HOOK(name, params, args, describe)                               \
-  extern "C" CUXFER_EXPORT CUresult name params {                                        \
-    auto real = CUXFER_REAL(name);                                                       \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                        \
-    const ::cuxfer::shim::CallDesc desc = describe;                                      \
-    return ::cuxfer::shim::intercept<CUresult>(                                          \
-        ::cuxfer::shim::HookId::h_##name, desc, __builtin_return_address(0), [&] {       \
-          namespace rw = ::cuxfer::shim::rewrite;                                        \
-          int rewritten = 0;                                                             \
-          rw::Action act = rw::zero_copy_exists() ? rw::try_zero_copy(desc, rewritten)   \
-                                                  : rw::Action::Original;                \
-          if (act == rw::Action::Original && rw::enabled())                              \
-            act = rw::try_rewrite(desc, rewritten);                                      \
-          if (act == rw::Action::Done) return static_cast<CUresult>(rewritten);          \
-          CUresult r = real args;                                                        \
-          if (act == rw::Action::OriginalThenWait && r == CUDA_SUCCESS)                  \
-            r = static_cast<CUresult>(rw::wait_for(desc));                               \
-          return r;                                                                      \
-        });                                                                              \
+#define CUXFER_STAGEABLE_HOOK(name, params, args, describe)                                \
+  CUXFER_HOOK_BEGIN(CUresult, name, params, CUDA_ERROR_NOT_INITIALIZED)                     \
+  const ::cuxfer::shim::CallDesc desc = describe;                                           \
+  return ::cuxfer::shim::intercept<CUresult>(                                               \
+      ::cuxfer::shim::HookId::h_##name, desc, __builtin_return_address(0), [&] {            \
+        namespace rw = ::cuxfer::shim::rewrite;                                             \
+        int rewritten = 0;                                                                  \
+        rw::Action act = rw::zero_copy_exists() ? rw::try_zero_copy(desc, rewritten)        \
+                                                : rw::Action::Original;                     \
+        if (act == rw::Action::Original && rw::enabled())                                   \
+          act = rw::try_rewrite(desc, rewritten);                                           \
+        if (act == rw::Action::Done) return static_cast<CUresult>(rewritten);               \
+        CUresult r = real args;                                                             \
+        if (act == rw::Action::OriginalThenWait && r == CUDA_SUCCESS)                       \
+          r = static_cast<CUresult>(rw::wait_for(desc));                                    \
+        return r;                                                                           \
+      });                                                                                   \
   }

@@ -128,7 +128,7 @@ extern "C" CUXFER_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void**
                                                       int cudaVersion, cuuint64_t flags,
                                                       CUdriverProcAddressQueryResult* status) {
   using Fn = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
-  auto real = reinterpret_cast<Fn>(real_function(HookId::h_cuGetProcAddress_v2));
+  auto real = real_function_as<Fn>(HookId::h_cuGetProcAddress_v2);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   CUresult r = real(symbol, pfn, cudaVersion, flags, status);
   if (r == CUDA_SUCCESS && pfn) *pfn = maybe_substitute(symbol, *pfn);
@@ -138,7 +138,7 @@ extern "C" CUXFER_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void**
 extern "C" CUXFER_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion,
                                                    cuuint64_t flags) {
   using Fn = CUresult (*)(const char*, void**, int, cuuint64_t);
-  auto real = reinterpret_cast<Fn>(real_function(HookId::h_cuGetProcAddress));
+  auto real = real_function_as<Fn>(HookId::h_cuGetProcAddress);
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   CUresult r = real(symbol, pfn, cudaVersion, flags);
   if (r == CUDA_SUCCESS && pfn) *pfn = maybe_substitute(symbol, *pfn);

@@ -19,11 +19,6 @@ void created(CUresult r, CUstream* s, unsigned int flags) {
     rewrite::blocking_stream_created(*s);
 }
 
-template <typename Fn>
-Fn real_as(HookId id) {
-  return reinterpret_cast<Fn>(real_function(id));
-}
-
 }  // namespace
 
 extern "C" CUXFER_EXPORT CUresult cuStreamCreate(CUstream* s, unsigned int flags) {
@@ -53,7 +48,7 @@ extern "C" CUXFER_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
 // are not interposed).
 #define CUXFER_PTSZ_HOOK(name, base, params, args)                                    \
   extern "C" CUXFER_EXPORT CUresult name params {                                    \
-    auto real = real_as<decltype(&::base)>(HookId::h_##name);                        \
+    auto real = real_function_as<decltype(&::base)>(HookId::h_##name);                        \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                    \
     rewrite::per_thread_stream_used();                                               \
     return real args;                                                                \

@@ -19,7 +19,7 @@ bool load(DriverCalls& d) {
     return fn != nullptr;
   };
   auto real = [](auto& fn, HookId id) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(real_function(id));
+    fn = real_function_as<std::remove_reference_t<decltype(fn)>>(id);
     return fn != nullptr;
   };
   bool ok = real(d.memcpy_async, HookId::h_cuMemcpyAsync) && real(d.host_alloc, HookId::h_cuMemHostAlloc) &&

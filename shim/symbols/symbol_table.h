@@ -77,6 +77,13 @@ inline void* real_function(HookId id) {
   void* p = detail::g_real[static_cast<size_t>(id)].load(std::memory_order_acquire);
   return p ? p : detail::resolve_real(id);
 }
+// The same with its type: the one way code reaches a real function
+// (CUXFER_REAL in interpose/hook_macros.h names it by the hook and takes the
+// type from the CUDA headers' declaration).
+template <typename Fn>
+inline Fn real_function_as(HookId id) {
+  return reinterpret_cast<Fn>(real_function(id));
+}
 
 // Records `fn` as the real function of `id` unless one is known already or
 // `fn` is our own hook (which would make the hook call itself).
