@@ -15,8 +15,10 @@
 #   -h, --help       this text
 #
 # Build directories: build-test/ (RelWithDebInfo), build-asan/
-# (CUXFER_SANITIZE=address,undefined) and build-tsan/ (CUXFER_SANITIZE=thread,
-# the shim's unit tests: rings, tables, registration cache under threads),
+# (CUXFER_SANITIZE=address,undefined, the unit tests), build-ubsan/
+# (CUXFER_SANITIZE=undefined, the end-to-end tests) and build-tsan/
+# (CUXFER_SANITIZE=thread, the shim's unit tests: rings, tables, registration
+# cache under threads),
 # build-fuzz/ (clang, the libFuzzer targets of fuzz/: scripts/fuzz.sh).
 # Exits non-zero on any failure.
 set -euo pipefail
@@ -43,6 +45,7 @@ done
 TEST_DIR="${CUXFER_TEST_BUILD_DIR:-$ROOT/build-test}"
 ASAN_DIR="${CUXFER_ASAN_BUILD_DIR:-$ROOT/build-asan}"
 TSAN_DIR="${CUXFER_TSAN_BUILD_DIR:-$ROOT/build-tsan}"
+UBSAN_DIR="${CUXFER_UBSAN_BUILD_DIR:-$ROOT/build-ubsan}"
 T_START=$SECONDS
 declare -a SUMMARY=()
 
@@ -50,7 +53,7 @@ if ((GPU)); then
   have_gpu || die "--gpu: no usable GPU here (nvidia-smi -L must list one, and nvcc must be found)"
 fi
 TIERS="CPU tier (ctest -LE gpu, simulated CUDA)"
-((SANITIZE)) && TIERS+=" + sanitizer passes (ctest -L unit: address+undefined; shim units: thread)"
+((SANITIZE)) && TIERS+=" + sanitizer passes (ctest -L unit: address+undefined; ctest -L e2e: undefined; shim units: thread)"
 ((FUZZ)) && TIERS+=" + fuzzing (scripts/fuzz.sh --time 20)"
 ((GPU)) && TIERS+=" + GPU tier (ctest -L gpu, real GPU)"
 banner "cuxfer tests: $TIERS"
@@ -99,6 +102,20 @@ if ((SANITIZE)); then
     SUMMARY+=("PASS  sanitizer pass (build-asan, address+undefined, ctest -L unit)")
   else
     SUMMARY+=("FAIL  sanitizer pass (build-asan, address+undefined, ctest -L unit)")
+  fi
+  banner "sanitizer pass: build-ubsan (CUXFER_SANITIZE=undefined), ctest -L e2e"
+  # The end-to-end tier with the shim, the libc hooks and the simulated apps
+  # built under UBSan: the shim runs preloaded into the apps, as in production.
+  # (UBSan's runtime comes in as a library the shim needs; ASan's would have to
+  # be preloaded ahead of everything, which the launcher does not do.)
+  if timed configure_build "$UBSAN_DIR" RelWithDebInfo -DCUXFER_SANITIZE=undefined \
+       -DCMAKE_CXX_FLAGS="-fno-sanitize-recover=undefined" -DCMAKE_C_FLAGS="-fno-sanitize-recover=undefined" \
+       -DCUXFER_BUILD_TESTS=ON -DCUXFER_BUILD_BENCH=OFF -DCUXFER_GPU_TESTS=OFF &&
+     UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}" \
+       timed ctest --test-dir "$UBSAN_DIR" --output-on-failure -L e2e -j2 --timeout 300 --no-tests=error; then
+    SUMMARY+=("PASS  sanitizer pass (build-ubsan, undefined, ctest -L e2e)")
+  else
+    SUMMARY+=("FAIL  sanitizer pass (build-ubsan, undefined, ctest -L e2e)")
   fi
   banner "sanitizer pass: build-tsan (CUXFER_SANITIZE=thread), the shim's unit tests"
   # The shim's concurrent pieces (event rings, allocation table, registration
