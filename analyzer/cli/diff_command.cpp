@@ -53,12 +53,7 @@ int run_diff(std::vector<std::string> args) {
   OptionTable options(kDiffHelp, Positionals::Collect);
   options.group([&](ArgReader& r) { return symbols.take(r); })
       .flag("json", 0, [&] { json = true; })
-      .value("top", 0,
-             [&](const std::string& v, ArgReader& r) {
-               uint64_t n = 0;
-               if (!parse_unsigned(v, n) || n > 1000000) r.fail(fmt::format("--top needs a count, got '{}'", v));
-               top = static_cast<size_t>(n);
-             })
+      .value("top", 0, [&](const std::string& v, ArgReader& r) { parse_count("top", v, 1000000, top, r); })
       .value("output", 'o', [&](const std::string& v, ArgReader&) { output = v; });
   if (auto status = options.read(in, &paths)) return *status;
   if (paths.size() != 2) {

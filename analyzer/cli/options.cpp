@@ -110,6 +110,16 @@ OptionTable& OptionTable::group(std::function<bool(ArgReader&)> take) {
   return *this;
 }
 
+bool parse_count(std::string_view name, const std::string& value, uint64_t max, size_t& out, ArgReader& in) {
+  uint64_t n = 0;
+  if (!parse_unsigned(value, n) || n > max) {
+    in.fail(fmt::format("--{} needs a count, got '{}'", name, value));
+    return false;
+  }
+  out = static_cast<size_t>(n);
+  return true;
+}
+
 std::optional<int> OptionTable::read(ArgReader& in, std::vector<std::string>* operands) const {
   while (!in.done() && !in.failed()) {
     if (positionals_ == Positionals::Command && (in.end_of_options() || !in.at_option())) break;

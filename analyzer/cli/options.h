@@ -94,4 +94,8 @@ class OptionTable {
 
 using text::parse_unsigned;  // the commands' number parsing (analyzer/text/units.h)
 
+// A count option's value ("--top 5", up to `max`): false, with "--NAME needs a
+// count, got 'V'" failed on `in`, when it is not one.
+bool parse_count(std::string_view name, const std::string& value, uint64_t max, size_t& out, ArgReader& in);
+
 }  // namespace cuxfer::cli

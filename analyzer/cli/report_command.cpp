@@ -70,9 +70,8 @@ int run_report(std::vector<std::string> args) {
       .flag("csv", 0, [&] { csv = true; })
       .value("top", 0,
              [&](const std::string& v, ArgReader& r) {
-               uint64_t n = 0;
-               if (!parse_unsigned(v, n) || n > 1000000) r.fail(fmt::format("--top needs a count, got '{}'", v));
-               top = static_cast<size_t>(n);
+               size_t n = 0;
+               if (parse_count("top", v, 1000000, n, r)) top = n;
              })
       .value("output", 'o', [&](const std::string& v, ArgReader&) { output = v; })
       .value("html", 0,
