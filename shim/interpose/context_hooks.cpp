@@ -12,23 +12,17 @@
 
 using namespace cuxfer::shim;
 
-extern "C" CUXFER_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
-  auto real = CUXFER_REAL(cuDevicePrimaryCtxReset_v2);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+CUXFER_DRIVER_HOOK_BEGIN(cuDevicePrimaryCtxReset_v2, (CUdevice dev))
   rewrite::before_context_teardown(nullptr);
   return real(dev);
 }
 
-extern "C" CUXFER_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev) {
-  auto real = CUXFER_REAL(cuDevicePrimaryCtxReset);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+CUXFER_DRIVER_HOOK_BEGIN(cuDevicePrimaryCtxReset, (CUdevice dev))
   rewrite::before_context_teardown(nullptr);
   return real(dev);
 }
 
-extern "C" CUXFER_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
-  auto real = CUXFER_REAL(cuCtxDestroy_v2);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+CUXFER_DRIVER_HOOK_BEGIN(cuCtxDestroy_v2, (CUcontext ctx))
   rewrite::before_context_teardown(ctx);
   return real(ctx);
 }
@@ -50,17 +44,13 @@ void after_primary_release(CUdevice dev) {
 }
 }  // namespace
 
-extern "C" CUXFER_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
-  auto real = CUXFER_REAL(cuDevicePrimaryCtxRelease_v2);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+CUXFER_DRIVER_HOOK_BEGIN(cuDevicePrimaryCtxRelease_v2, (CUdevice dev))
   CUresult r = real(dev);
   if (r == CUDA_SUCCESS) after_primary_release(dev);
   return r;
 }
 
-extern "C" CUXFER_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
-  auto real = CUXFER_REAL(cuDevicePrimaryCtxRelease);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+CUXFER_DRIVER_HOOK_BEGIN(cuDevicePrimaryCtxRelease, (CUdevice dev))
   CUresult r = real(dev);
   if (r == CUDA_SUCCESS) after_primary_release(dev);
   return r;

@@ -67,9 +67,7 @@ VmmHandles& vmm() {
 }  // namespace
 
 
-extern "C" CUXFER_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t n) {
-  auto real = CUXFER_REAL(cuMemAlloc_v2);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+CUXFER_DRIVER_HOOK_BEGIN(cuMemAlloc_v2, (CUdeviceptr* p, size_t n))
   return intercept<CUresult>(HookId::h_cuMemAlloc_v2, describe::memory(EventKind::DeviceAlloc, 0, n, MemKind::Device),
                              __builtin_return_address(0),
                              [&] {
@@ -83,10 +81,7 @@ extern "C" CUXFER_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t n) {
                              on_alloc<CUresult>(p, n, MemKind::Device));
 }
 
-extern "C" CUXFER_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* p, size_t* pitch, size_t w, size_t h,
-                                                     unsigned int elem) {
-  auto real = CUXFER_REAL(cuMemAllocPitch_v2);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+CUXFER_DRIVER_HOOK_BEGIN(cuMemAllocPitch_v2, (CUdeviceptr* p, size_t* pitch, size_t w, size_t h, unsigned int elem))
   return intercept<CUresult>(
       HookId::h_cuMemAllocPitch_v2, describe::memory(EventKind::DeviceAlloc, 0, w * h, MemKind::Device),
       __builtin_return_address(0), [&] { return real(p, pitch, w, h, elem); },
@@ -96,9 +91,7 @@ extern "C" CUXFER_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* p, size_t* pit
       });
 }
 
-extern "C" CUXFER_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* p, size_t n, unsigned int flags) {
-  auto real = CUXFER_REAL(cuMemAllocManaged);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+CUXFER_DRIVER_HOOK_BEGIN(cuMemAllocManaged, (CUdeviceptr* p, size_t n, unsigned int flags))
   return intercept<CUresult>(HookId::h_cuMemAllocManaged,
                              describe::memory(EventKind::ManagedAlloc, 0, n, MemKind::Managed),
                              __builtin_return_address(0), [&] { return real(p, n, flags); },
@@ -106,9 +99,7 @@ extern "C" CUXFER_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* p, size_t n, un
 }
 
 #define ALLOC_ASYNC(name)                                                                                   \
-  extern "C" CUXFER_EXPORT CUresult name(CUdeviceptr* p, size_t n, CUstream s) {                            \
-    auto real = CUXFER_REAL(name);                                                                          \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                           \
+  CUXFER_DRIVER_HOOK_BEGIN(name, (CUdeviceptr* p, size_t n, CUstream s))                                    \
     return intercept<CUresult>(HookId::h_##name, describe::memory(EventKind::DeviceAlloc, 0, n, MemKind::Device), \
                                __builtin_return_address(0), [&] { return real(p, n, s); },                  \
                                on_alloc<CUresult>(p, n, MemKind::Device));                                  \
@@ -117,9 +108,7 @@ ALLOC_ASYNC(cuMemAllocAsync)
 ALLOC_ASYNC(cuMemAllocAsync_ptsz)
 
 #define ALLOC_FROM_POOL(name)                                                                               \
-  extern "C" CUXFER_EXPORT CUresult name(CUdeviceptr* p, size_t n, CUmemoryPool pool, CUstream s) {         \
-    auto real = CUXFER_REAL(name);                                                                          \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                           \
+  CUXFER_DRIVER_HOOK_BEGIN(name, (CUdeviceptr* p, size_t n, CUmemoryPool pool, CUstream s))                 \
     return intercept<CUresult>(HookId::h_##name, describe::memory(EventKind::DeviceAlloc, 0, n, MemKind::Device), \
                                __builtin_return_address(0), [&] { return real(p, n, pool, s); },            \
                                on_alloc<CUresult>(p, n, MemKind::Device));                                  \
@@ -129,9 +118,7 @@ ALLOC_FROM_POOL(cuMemAllocFromPoolAsync_ptsz)
 
 // A zero-copy buffer (rewrite/zero_copy.h) is freed by the shim, which made it.
 #define CUXFER_DEVICE_FREE_HOOK(name, params, args)                                                       \
-  extern "C" CUXFER_EXPORT CUresult name params {                                                         \
-    auto real = CUXFER_REAL(name);                                                                        \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                                         \
+  CUXFER_DRIVER_HOOK_BEGIN(name, params)                                                                  \
     return intercept<CUresult>(HookId::h_##name, free_desc(EventKind::DeviceFree, p, MemKind::Device),    \
                                __builtin_return_address(0), [&] {                                         \
                                  if (rewrite::zero_copy_exists() && rewrite::zero_copy_free(p))           \
@@ -143,10 +130,8 @@ CUXFER_DEVICE_FREE_HOOK(cuMemFree_v2, (CUdeviceptr p), (p))
 CUXFER_DEVICE_FREE_HOOK(cuMemFreeAsync, (CUdeviceptr p, CUstream s), (p, s))
 CUXFER_DEVICE_FREE_HOOK(cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstream s), (p, s))
 
-extern "C" CUXFER_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t n,
-                                              const CUmemAllocationProp* prop, unsigned long long flags) {
-  auto real = CUXFER_REAL(cuMemCreate);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+CUXFER_DRIVER_HOOK_BEGIN(cuMemCreate, (CUmemGenericAllocationHandle* handle, size_t n,
+                                       const CUmemAllocationProp* prop, unsigned long long flags))
   bool host = prop && (prop->location.type == CU_MEM_LOCATION_TYPE_HOST ||
                        prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
                        prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT);
@@ -161,9 +146,7 @@ extern "C" CUXFER_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* hand
       });
 }
 
-extern "C" CUXFER_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
-  auto real = CUXFER_REAL(cuMemRelease);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+CUXFER_DRIVER_HOOK_BEGIN(cuMemRelease, (CUmemGenericAllocationHandle handle))
   CUresult r = real(handle);
   if (r == CUDA_SUCCESS) {
     std::lock_guard<std::mutex> lock(vmm().mutex);
@@ -173,10 +156,8 @@ extern "C" CUXFER_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle hand
 }
 
 // Mapping and unmapping only move address ranges; the allocation event was cuMemCreate.
-extern "C" CUXFER_EXPORT CUresult cuMemMap(CUdeviceptr p, size_t n, size_t offset,
-                                           CUmemGenericAllocationHandle handle, unsigned long long flags) {
-  auto real = CUXFER_REAL(cuMemMap);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+CUXFER_DRIVER_HOOK_BEGIN(cuMemMap, (CUdeviceptr p, size_t n, size_t offset, CUmemGenericAllocationHandle handle,
+                                    unsigned long long flags))
   CUresult r = real(p, n, offset, handle, flags);
   if (r == CUDA_SUCCESS) {
     MemKind kind = MemKind::Device;
@@ -190,25 +171,19 @@ extern "C" CUXFER_EXPORT CUresult cuMemMap(CUdeviceptr p, size_t n, size_t offse
   return r;
 }
 
-extern "C" CUXFER_EXPORT CUresult cuMemUnmap(CUdeviceptr p, size_t n) {
-  auto real = CUXFER_REAL(cuMemUnmap);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+CUXFER_DRIVER_HOOK_BEGIN(cuMemUnmap, (CUdeviceptr p, size_t n))
   forget(p);
   return real(p, n);
 }
 
 // Host memory
-extern "C" CUXFER_EXPORT CUresult cuMemHostAlloc(void** p, size_t n, unsigned int flags) {
-  auto real = CUXFER_REAL(cuMemHostAlloc);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+CUXFER_DRIVER_HOOK_BEGIN(cuMemHostAlloc, (void** p, size_t n, unsigned int flags))
   return intercept<CUresult>(HookId::h_cuMemHostAlloc, describe::memory(EventKind::HostAlloc, 0, n, MemKind::Pinned),
                              __builtin_return_address(0), [&] { return real(p, n, flags); },
                              on_alloc<CUresult>(p, n, MemKind::Pinned));
 }
 
-extern "C" CUXFER_EXPORT CUresult cuMemAllocHost_v2(void** p, size_t n) {
-  auto real = CUXFER_REAL(cuMemAllocHost_v2);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+CUXFER_DRIVER_HOOK_BEGIN(cuMemAllocHost_v2, (void** p, size_t n))
   return intercept<CUresult>(HookId::h_cuMemAllocHost_v2, describe::memory(EventKind::HostAlloc, 0, n, MemKind::Pinned),
                              __builtin_return_address(0), [&] { return real(p, n); },
                              on_alloc<CUresult>(p, n, MemKind::Pinned));
@@ -217,9 +192,7 @@ extern "C" CUXFER_EXPORT CUresult cuMemAllocHost_v2(void** p, size_t n) {
 CUXFER_DRIVER_HOOK(cuMemFreeHost, (void* p), (p),
                    free_desc(EventKind::HostFree, describe::ptr(p), MemKind::Pinned))
 
-extern "C" CUXFER_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t n, unsigned int flags) {
-  auto real = CUXFER_REAL(cuMemHostRegister_v2);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+CUXFER_DRIVER_HOOK_BEGIN(cuMemHostRegister_v2, (void* p, size_t n, unsigned int flags))
   uint64_t address = describe::ptr(p);
   // The app pins memory the shim registered: the app's registration wins.
   rewrite::release_range(address, n);
@@ -231,9 +204,7 @@ extern "C" CUXFER_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t n, unsign
       });
 }
 
-extern "C" CUXFER_EXPORT CUresult cuMemHostUnregister(void* p) {
-  auto real = CUXFER_REAL(cuMemHostUnregister);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+CUXFER_DRIVER_HOOK_BEGIN(cuMemHostUnregister, (void* p))
   // Memory the shim registered is pageable to the app: it gets the driver's
   // answer for pageable memory, and the registration stays.
   void* target = rewrite::shim_registered(describe::ptr(p)) ? rewrite::pageable_probe() : p;

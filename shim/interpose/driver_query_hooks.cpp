@@ -27,18 +27,14 @@ CUdeviceptr as_seen_by_app(CUdeviceptr p) {
 
 }  // namespace
 
-extern "C" CUXFER_EXPORT CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
-  auto real = CUXFER_REAL(cuPointerGetAttribute);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+CUXFER_DRIVER_HOOK_BEGIN(cuPointerGetAttribute, (void* data, CUpointer_attribute attribute, CUdeviceptr ptr))
   CUresult r = CUDA_SUCCESS;
   if (rewrite::zero_copy_attribute(attribute, data, ptr, r)) return r;  // as for the device memory asked for
   return real(data, attribute, as_seen_by_app(ptr));
 }
 
-extern "C" CUXFER_EXPORT CUresult cuPointerGetAttributes(unsigned int count, CUpointer_attribute* attributes,
-                                                         void** data, CUdeviceptr ptr) {
-  auto real = CUXFER_REAL(cuPointerGetAttributes);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+CUXFER_DRIVER_HOOK_BEGIN(cuPointerGetAttributes,
+                         (unsigned int count, CUpointer_attribute* attributes, void** data, CUdeviceptr ptr))
   CUresult r = real(count, attributes, data, as_seen_by_app(ptr));
   if (r != CUDA_SUCCESS || !rewrite::zero_copy_exists() || !attributes || !data) return r;
   // A zero-copy buffer: the attributes a device allocation has (this call
@@ -50,14 +46,10 @@ extern "C" CUXFER_EXPORT CUresult cuPointerGetAttributes(unsigned int count, CUp
   return r;
 }
 
-extern "C" CUXFER_EXPORT CUresult cuMemHostGetFlags(unsigned int* flags, void* p) {
-  auto real = CUXFER_REAL(cuMemHostGetFlags);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+CUXFER_DRIVER_HOOK_BEGIN(cuMemHostGetFlags, (unsigned int* flags, void* p))
   return real(flags, as_seen_by_app(p));
 }
 
-extern "C" CUXFER_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* out, void* p, unsigned int flags) {
-  auto real = CUXFER_REAL(cuMemHostGetDevicePointer_v2);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+CUXFER_DRIVER_HOOK_BEGIN(cuMemHostGetDevicePointer_v2, (CUdeviceptr* out, void* p, unsigned int flags))
   return real(out, as_seen_by_app(p), flags);
 }

@@ -16,21 +16,43 @@
 // Every hook's first lines: the exported definition, and the API's own
 // "not initialised" answer when no real function can be found (as without a
 // driver). The hook's body follows, with `real` in scope.
-#define CUXFER_HOOK_BEGIN(ret, name, params, missing) \
-  extern "C" CUXFER_EXPORT ret name params {           \
-    auto real = CUXFER_REAL(name);                     \
+//
+// Every hook is declared by one such line, followed by its body and the
+// closing brace (compiler-rt's `INTERCEPTOR(ret, name, params) { ... }`):
+//   CUXFER_DRIVER_HOOK_BEGIN(cuMemAlloc_v2, (CUdeviceptr* p, size_t n))
+//     ...
+//     return real(p, n);
+//   }
+// `name` must be in symbols/hook_list.def (HookId::h_##name is its table slot,
+// so a hook missing from the list does not compile) and declared by the CUDA
+// headers: the real function has the header's type. Only the lookup hooks
+// (dlsym, cuGetProcAddress) and CUPTI's, which find their next definition
+// another way, are written out.
+#define CUXFER_HOOK_BEGIN(ret, name, params, missing) CUXFER_HOOK_BEGIN_AS(ret, name, name, params, missing)
+
+// The same, for an entry point the headers do not declare under its own name
+// (the _ptsz variants): the real function has `like`'s type.
+#define CUXFER_HOOK_BEGIN_AS(ret, name, like, params, missing)                                                 \
+  extern "C" CUXFER_EXPORT ret name params {                                                                    \
+    auto real = ::cuxfer::shim::real_function_as<decltype(&::like)>(::cuxfer::shim::HookId::h_##name);        \
     if (!real) return missing;
+
+// With the driver's and the runtime's own "not initialised" answers.
+#define CUXFER_DRIVER_HOOK_BEGIN(name, params) \
+  CUXFER_HOOK_BEGIN(CUresult, name, params, CUDA_ERROR_NOT_INITIALIZED)
+#define CUXFER_RUNTIME_HOOK_BEGIN(name, params) \
+  CUXFER_HOOK_BEGIN(cudaError_t, name, params, cudaErrorInitializationError)
 
 // A driver hook whose whole job is: describe, then intercept.
 #define CUXFER_DRIVER_HOOK(name, params, args, describe)                                   \
-  CUXFER_HOOK_BEGIN(CUresult, name, params, CUDA_ERROR_NOT_INITIALIZED)                     \
+  CUXFER_DRIVER_HOOK_BEGIN(name, params)                                                  \
   return ::cuxfer::shim::intercept<CUresult>(::cuxfer::shim::HookId::h_##name, describe,    \
                                              __builtin_return_address(0),                  \
                                              [&] { return real args; });                   \
   }
 
 #define CUXFER_RUNTIME_HOOK(name, params, args, describe)                                  \
-  CUXFER_HOOK_BEGIN(cudaError_t, name, params, cudaErrorInitializationError)                \
+  CUXFER_RUNTIME_HOOK_BEGIN(name, params)                                                 \
   return ::cuxfer::shim::intercept<cudaError_t>(::cuxfer::shim::HookId::h_##name, describe, \
                                                 __builtin_return_address(0),               \
                                                 [&] { return real args; });                \
@@ -41,7 +63,7 @@
 // `guard(desc)` drops such registrations first. Costs one relaxed load
 // while the rewrite holds none.
 #define CUXFER_GUARDED_HOOK(name, params, args, describe, guard)                           \
-  CUXFER_HOOK_BEGIN(CUresult, name, params, CUDA_ERROR_NOT_INITIALIZED)                     \
+  CUXFER_DRIVER_HOOK_BEGIN(name, params)                                                  \
   const ::cuxfer::shim::CallDesc desc = describe;                                           \
   if (::cuxfer::shim::rewrite::registrations_exist()) guard(desc);                          \
   return ::cuxfer::shim::intercept<CUresult>(::cuxfer::shim::HookId::h_##name, desc,        \
@@ -52,7 +74,7 @@
 // A copy the pinned rewrite may take over: the description is computed once
 // and offered to the staging path before the original call is made.
 #define CUXFER_STAGEABLE_HOOK(name, params, args, describe)                                \
-  CUXFER_HOOK_BEGIN(CUresult, name, params, CUDA_ERROR_NOT_INITIALIZED)                     \
+  CUXFER_DRIVER_HOOK_BEGIN(name, params)                                                  \
   const ::cuxfer::shim::CallDesc desc = describe;                                           \
   return ::cuxfer::shim::intercept<CUresult>(                                               \
       ::cuxfer::shim::HookId::h_##name, desc, __builtin_return_address(0), [&] {            \

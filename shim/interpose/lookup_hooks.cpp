@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "symbols/cuda_headers.h"
 #include "interpose/cupti_hooks.h"
+#include "interpose/hook_macros.h"
 #include "symbols/elf_lookup.h"
 #include "interpose/lookup_hooks.h"
 #include "symbols/symbol_table.h"
@@ -124,12 +125,8 @@ extern "C" CUXFER_EXPORT void* dlsym(void* handle, const char* name) {
   return e->hook;
 }
 
-extern "C" CUXFER_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn,
-                                                      int cudaVersion, cuuint64_t flags,
-                                                      CUdriverProcAddressQueryResult* status) {
-  using Fn = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
-  auto real = real_function_as<Fn>(HookId::h_cuGetProcAddress_v2);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+CUXFER_DRIVER_HOOK_BEGIN(cuGetProcAddress_v2, (const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
+                                               CUdriverProcAddressQueryResult* status))
   CUresult r = real(symbol, pfn, cudaVersion, flags, status);
   if (r == CUDA_SUCCESS && pfn) *pfn = maybe_substitute(symbol, *pfn);
   return r;

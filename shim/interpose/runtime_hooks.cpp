@@ -129,9 +129,7 @@ CUXFER_RUNTIME_HOOK(cudaMemset2DAsync, (void* p, size_t pitch, int v, size_t w, 
 
 // Allocation
 #define RT_ALLOC(name, params, args, out, bytes, event_kind, mem_kind)                                  \
-  extern "C" CUXFER_EXPORT cudaError_t name params {                                                   \
-    auto real = CUXFER_REAL(name);                                                                     \
-    if (!real) return cudaErrorInitializationError;                                                    \
+  CUXFER_RUNTIME_HOOK_BEGIN(name, params)                                                              \
     return rt_intercept(HookId::h_##name, d::memory(event_kind, 0, bytes, mem_kind), __builtin_return_address(0), \
                         [&] { return real args; }, rt_alloc_post(out, bytes, mem_kind));               \
   }
@@ -149,9 +147,7 @@ RT_ALLOC(cudaMallocFromPoolAsync, (void** p, size_t n, cudaMemPool_t pool, cudaS
 RT_ALLOC(cudaMallocHost, (void** p, size_t n), (p, n), p, n, EventKind::HostAlloc, MemKind::Pinned)
 RT_ALLOC(cudaHostAlloc, (void** p, size_t n, unsigned int f), (p, n, f), p, n, EventKind::HostAlloc, MemKind::Pinned)
 
-extern "C" CUXFER_EXPORT cudaError_t cudaMallocPitch(void** p, size_t* pitch, size_t w, size_t h) {
-  auto real = CUXFER_REAL(cudaMallocPitch);
-  if (!real) return cudaErrorInitializationError;
+CUXFER_RUNTIME_HOOK_BEGIN(cudaMallocPitch, (void** p, size_t* pitch, size_t w, size_t h))
   return rt_intercept(HookId::h_cudaMallocPitch, d::memory(EventKind::DeviceAlloc, 0, w * h, MemKind::Device),
                       __builtin_return_address(0), [&] { return real(p, pitch, w, h); },
                       [&](cudaError_t r, cuxfer::trace::Event* e) {
@@ -159,9 +155,7 @@ extern "C" CUXFER_EXPORT cudaError_t cudaMallocPitch(void** p, size_t* pitch, si
                       });
 }
 
-extern "C" CUXFER_EXPORT cudaError_t cudaHostRegister(void* p, size_t n, unsigned int f) {
-  auto real = CUXFER_REAL(cudaHostRegister);
-  if (!real) return cudaErrorInitializationError;
+CUXFER_RUNTIME_HOOK_BEGIN(cudaHostRegister, (void* p, size_t n, unsigned int f))
   return rt_intercept(HookId::h_cudaHostRegister, d::memory(EventKind::HostRegister, d::ptr(p), n, MemKind::Registered),
                       __builtin_return_address(0), [&] { return real(p, n, f); },
                       [&](cudaError_t r, cuxfer::trace::Event*) {
@@ -172,9 +166,7 @@ extern "C" CUXFER_EXPORT cudaError_t cudaHostRegister(void* p, size_t n, unsigne
 
 // Frees: drop the range before the real call (see driver_memory_hooks.cpp).
 #define RT_FREE(name, params, args, p, event_kind, mem_kind)                                               \
-  extern "C" CUXFER_EXPORT cudaError_t name params {                                                      \
-    auto real = CUXFER_REAL(name);                                                                        \
-    if (!real) return cudaErrorInitializationError;                                                       \
+  CUXFER_RUNTIME_HOOK_BEGIN(name, params)                                                                 \
     if (!p) return real args; /* cudaFree(0) is the runtime's init idiom, not a free */                   \
     const uint64_t address = d::ptr(p);                                                                    \
     return intercept<cudaError_t>(HookId::h_##name, d::memory(event_kind, address, forget(p), mem_kind),      \

@@ -21,25 +21,19 @@ void created(CUresult r, CUstream* s, unsigned int flags) {
 
 }  // namespace
 
-extern "C" CUXFER_EXPORT CUresult cuStreamCreate(CUstream* s, unsigned int flags) {
-  auto real = CUXFER_REAL(cuStreamCreate);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+CUXFER_DRIVER_HOOK_BEGIN(cuStreamCreate, (CUstream* s, unsigned int flags))
   CUresult r = real(s, flags);
   created(r, s, flags);
   return r;
 }
 
-extern "C" CUXFER_EXPORT CUresult cuStreamCreateWithPriority(CUstream* s, unsigned int flags, int priority) {
-  auto real = CUXFER_REAL(cuStreamCreateWithPriority);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+CUXFER_DRIVER_HOOK_BEGIN(cuStreamCreateWithPriority, (CUstream* s, unsigned int flags, int priority))
   CUresult r = real(s, flags, priority);
   created(r, s, flags);
   return r;
 }
 
-extern "C" CUXFER_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
-  auto real = CUXFER_REAL(cuStreamDestroy_v2);
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+CUXFER_DRIVER_HOOK_BEGIN(cuStreamDestroy_v2, (CUstream s))
   rewrite::stream_destroyed(s);  // before: the handle may be reused at once
   return real(s);
 }
@@ -47,9 +41,7 @@ extern "C" CUXFER_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
 // Per-thread default stream work (the _ptsz variants only; the legacy ones
 // are not interposed).
 #define CUXFER_PTSZ_HOOK(name, base, params, args)                                    \
-  extern "C" CUXFER_EXPORT CUresult name params {                                    \
-    auto real = real_function_as<decltype(&::base)>(HookId::h_##name);                        \
-    if (!real) return CUDA_ERROR_NOT_INITIALIZED;                                    \
+  CUXFER_HOOK_BEGIN_AS(CUresult, name, base, params, CUDA_ERROR_NOT_INITIALIZED)     \
     rewrite::per_thread_stream_used();                                               \
     return real args;                                                                \
   }
