@@ -6,6 +6,7 @@
 // recorder and the rewrite above it, and tells the recorder what the rewrite
 // must do at its shutdown and in a fork child.
 #include "core/config.h"
+#include "core/allocation.h"
 #include "record/recorder.h"
 #include "rewrite/pinned_rewrite.h"
 
@@ -24,6 +25,8 @@ __attribute__((constructor)) void cuxfer_load() {
   if (!cuxfer::shim::config().enabled) return;
   // Registers the fork handlers before the app can fork.
   cuxfer::shim::Recorder::instance().set_dependents({&rewrite_before_shutdown, &rewrite_in_fork_child});
+  // The shim's memory runs out: recording stops, calls pass through (core/allocation.h).
+  cuxfer::shim::allocation::set_out_of_memory_handler([] { cuxfer::shim::Recorder::instance().stop_for_memory(); });
 }
 
 // Backstop for exits that skip atexit ordering (the normal path is the atexit

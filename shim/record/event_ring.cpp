@@ -1,6 +1,7 @@
 #include "record/event_ring.h"
 
 #include <cstdlib>
+#include <new>
 
 namespace cuxfer::shim {
 
@@ -33,7 +34,11 @@ EventRing* RingRegistry::acquire() {
     if (r->state.compare_exchange_strong(expected, EventRing::kOwned, std::memory_order_acq_rel))
       return r;
   }
-  auto* r = new EventRing(capacity_);
+  auto* r = new (std::nothrow) EventRing(capacity_);
+  if (r && !r->usable()) {  // its slots could not be allocated: this thread records nothing
+    delete r;
+    r = nullptr;
+  }
   if (!r) return nullptr;
   r->next = head_.load(std::memory_order_relaxed);
   while (!head_.compare_exchange_weak(r->next, r, std::memory_order_release,

@@ -19,6 +19,8 @@ class EventRing {
 
   explicit EventRing(uint32_t capacity_pow2);
   ~EventRing();
+  // False when its slots could not be allocated (out of memory).
+  bool usable() const { return slots_ != nullptr; }
   EventRing(const EventRing&) = delete;
   EventRing& operator=(const EventRing&) = delete;
 

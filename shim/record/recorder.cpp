@@ -12,9 +12,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
+#include "core/allocation.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -58,11 +57,23 @@ std::string read_link(const char* path) {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
 }
 
+// With read(2), not a stream: libstdc++'s streams allocate inside libstdc++,
+// past the shim's own operator new (core/allocation.h).
 std::vector<std::string> read_cmdline() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
   std::vector<std::string> argv;
-  std::string arg;
-  while (std::getline(in, arg, '\0')) argv.push_back(arg);
+  int fd = ::open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return argv;
+  std::string all;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR);)
+    if (n > 0) all.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  for (size_t start = 0; start < all.size();) {
+    size_t end = all.find('\0', start);
+    if (end == std::string::npos) end = all.size();
+    argv.emplace_back(all, start, end - start);
+    start = end + 1;
+  }
   return argv;
 }
 
@@ -183,8 +194,21 @@ bool Recorder::start_slow() {
     state_.store(kOff, std::memory_order_release);
     return false;
   }
+  // Memory ran out while starting: the trace is open and the writer runs, so
+  // the trace ends with its note; nothing more is recorded.
+  if (allocation::exhausted()) {
+    state_.store(kStopped, std::memory_order_release);
+    return false;
+  }
   state_.store(kRecording, std::memory_order_release);
   return true;
+}
+
+void Recorder::stop_for_memory() {
+  int expected = kRecording;
+  state_.compare_exchange_strong(expected, kStopped, std::memory_order_acq_rel);
+  // The writer sees allocation::exhausted() at its next tick and stops
+  // cycling; shutdown writes the note and the End.
 }
 
 bool Recorder::attach_driver_slow() {
@@ -329,6 +353,7 @@ void Recorder::writer_loop() {
       std::unique_lock<std::mutex> lock(wake_mutex_);
       if (wake_.wait_for(lock, tick, [this] { return stop_; })) return;
     }
+    if (allocation::exhausted()) continue;  // out of memory: nothing more to write until the end
     uint64_t t = now_ns();
     bool due = t - last_cycle >= period_ns;
     size_t queued = 0;
@@ -359,6 +384,14 @@ void Recorder::write_cycle(bool final) {
   std::lock_guard<std::mutex> lock(session_mutex_);
   if (!writer_ || writer_->failed()) return;
   std::string payload;
+  // Out of memory: only the notes, the status and the End are written (each
+  // a few hundred bytes from the reserve); what the rings still hold is
+  // counted as dropped, not drained into memory the process does not have.
+  if (allocation::exhausted()) {
+    rings_.for_each([&](EventRing& r) { events_dropped_ += r.size(); });
+    write_tail(final, payload);
+    return;
+  }
   auto modules = modules_.poll();
   if (!modules.empty()) {
     trace::encode(modules, payload);
@@ -428,6 +461,11 @@ void Recorder::write_cycle(bool final) {
     writer_->write_block(trace::BlockType::CuptiHandover, payload);
     handover_pending_ = false;
   }
+  write_tail(final, payload);
+}
+
+// The notes, the status now and then, and at the end the End: session_mutex_ held.
+void Recorder::write_tail(bool final, std::string& payload) {
   if (!notes_.empty()) {
     payload.clear();
     trace::encode_strings(notes_, payload);
@@ -506,8 +544,17 @@ void Recorder::govern_cupti(uint64_t now) {
 
 void Recorder::shutdown() {
   int expected = kRecording;
-  if (!state_.compare_exchange_strong(expected, kOff, std::memory_order_acq_rel)) return;
+  if (!state_.compare_exchange_strong(expected, kOff, std::memory_order_acq_rel)) {
+    expected = kStopped;
+    if (!state_.compare_exchange_strong(expected, kOff, std::memory_order_acq_rel)) return;
+  }
   InternalScope internal;
+  if (allocation::exhausted()) {
+    std::lock_guard<std::mutex> lock(session_mutex_);
+    notes_.push_back(
+        "out of memory inside the shim: recording stopped there, and the process's later CUDA calls ran as "
+        "without cuxfer (this trace ends early)");
+  }
   if (auto before = before_shutdown_.load(std::memory_order_acquire)) before();
   {
     std::lock_guard<std::mutex> lock(wake_mutex_);

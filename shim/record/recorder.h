@@ -112,13 +112,20 @@ class Recorder {
   // true): the trace says when, and GPU records end there.
   void cupti_handed_over(const std::string& reason);
 
+  // The shim's memory ran out (core/allocation.h): recording stops, every
+  // later call passes through, and the trace is finished at exit with what it
+  // had and a note saying why it ends early. No allocation, no lock: it runs
+  // inside the allocation that failed.
+  void stop_for_memory();
+
   void shutdown();          // at exit: final flush, End block
   void prepare_fork();
   void after_fork_parent();
   void after_fork_child();
 
  private:
-  enum : int { kIdle = 0, kStarting = 1, kRecording = 2, kOff = 3 };
+  // kStopped: was recording, stopped by stop_for_memory(); the trace is still open.
+  enum : int { kIdle = 0, kStarting = 1, kRecording = 2, kOff = 3, kStopped = 4 };
   Recorder();
   bool start_slow();
   bool attach_driver_slow();
@@ -127,6 +134,7 @@ class Recorder {
   bool open_trace();
   void writer_loop();
   void write_cycle(bool final);
+  void write_tail(bool final, std::string& payload);
   void govern_cupti(uint64_t now);  // session_mutex_ held
 
   std::atomic<void (*)()> before_shutdown_{nullptr};

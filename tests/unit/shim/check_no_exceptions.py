@@ -10,9 +10,10 @@ shim's can run inside the app's process.
 --libc-only: that library must need nothing but libc (libcuxfer_memhooks.so
 runs inside malloc and free, before and after anything else is loaded).
 
-What is left, and printed for the record (not a failure): libstdc++'s own
-std::__throw_* helpers, which its inline container code calls on exhaustion
-(bad_alloc, length_error); those raise inside libstdc++. Exit 0 pass, 1 fail.
+Nor does it import libstdc++'s std::__throw_* helpers (its inline code's way
+to throw: the shim defines its own, which abort on a bug, core/no_throw.cpp)
+or the global operator new and delete (the shim's own never throw and stop
+recording when memory runs out, core/allocation.cpp). Exit 0 pass, 1 fail.
 """
 import subprocess
 import sys
@@ -47,9 +48,11 @@ def main() -> int:
         names = {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()}
         found = sorted(n for n in names if n in FORBIDDEN)
         helpers = sorted(n for n in names if n.startswith("_ZSt") and "__throw_" in n)
+        allocators = sorted(n for n in names if n.startswith(("_Znw", "_Zna", "_Zdl", "_Zda")))
         print(f"{lib}: {len(names)} imports; exception machinery: {' '.join(found) or 'none'}; "
-              f"libstdc++ throw helpers still called: {len(helpers)}")
-        bad |= bool(found)
+              f"libstdc++ throw helpers: {' '.join(helpers) or 'none'}; "
+              f"global operator new/delete: {' '.join(allocators) or 'none'}")
+        bad |= bool(found) or bool(helpers) or bool(allocators)
     return 1 if bad else 0
 
 
