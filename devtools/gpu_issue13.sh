@@ -4,8 +4,8 @@
 #   STEPS="tier" bash devtools/gpu_issue13.sh                   # build all, PyCUDA beside it, ctest -L gpu
 #   STEPS="pystacks storm torchloop jax" bash devtools/gpu_issue13.sh
 # Steps:
-#   tier       the GPU tier (ctest -L gpu -j$TIER_JOBS, default 3; TIER_TESTS: a -R regex;
-#              PyCUDA from .whl/ when carried)
+#   tier       the GPU tier (ctest -L gpu -j$TIER_JOBS, default 3; TIER_TESTS: a -R regex,
+#              TIER_EXCLUDE: a -E regex; PyCUDA from .whl/ when carried)
 #   pystacks   bench/python_stacks.py at 10 and 50 Python frames, on the simulated
 #              runtime (the shim's own cost) and on the real one
 #   storm      bench/run_call_overhead.sh: a 4-byte copy storm per copy case,
@@ -37,7 +37,7 @@ for step in $STEPS; do
   case $step in
   tier)
     [ -n "${PYCUDA_PID:-}" ] && { wait "$PYCUDA_PID"; tail -2 "$OUT/install_pycuda.log"; }
-    (cd "$B" && PYTHONPATH=/tmp/site timeout "${CTEST_TIMEOUT:-400}" ctest -L gpu ${TIER_TESTS:+-R "$TIER_TESTS"} \
+    (cd "$B" && PYTHONPATH=/tmp/site timeout "${CTEST_TIMEOUT:-400}" ctest -L gpu ${TIER_TESTS:+-R "$TIER_TESTS"} ${TIER_EXCLUDE:+-E "$TIER_EXCLUDE"} \
       --output-on-failure -j"${TIER_JOBS:-3}" \
       > "$OUT/ctest.log" 2>&1; echo "ctest rc=$?")
     grep -E "tests passed|\*\*\*|Skipped|Total Test" "$OUT/ctest.log" | head -30
