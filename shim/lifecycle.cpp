@@ -7,6 +7,7 @@
 // must do at its shutdown and in a fork child.
 #include "core/config.h"
 #include "core/allocation.h"
+#include "interpose/lookup_hooks.h"
 #include "record/recorder.h"
 #include "rewrite/pinned_rewrite.h"
 
@@ -22,6 +23,9 @@ void rewrite_in_fork_child() {
 }
 
 __attribute__((constructor)) void cuxfer_load() {
+#if defined(CUXFER_DLSYM_ENTRY_ASM)
+  cuxfer::shim::mark_dlsym_ready();  // a ThreadSanitizer build's dlsym reaches the hook from here on
+#endif
   if (!cuxfer::shim::config().enabled) return;
   // Registers the fork handlers before the app can fork.
   cuxfer::shim::Recorder::instance().set_dependents({&rewrite_before_shutdown, &rewrite_in_fork_child});

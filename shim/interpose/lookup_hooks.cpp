@@ -112,7 +112,13 @@ void* find_next_definition(const void* caller, const char* name, const void* sel
 
 using namespace cuxfer::shim;
 
+#if defined(CUXFER_DLSYM_ENTRY_ASM)
+// A ThreadSanitizer build's exported dlsym is dlsym_entry_tsan.cpp's, which
+// comes here once the shim's constructor has run.
+extern "C" __attribute__((visibility("hidden"))) void* cuxfer_dlsym_hook(void* handle, const char* name) {
+#else
 extern "C" CUXFER_EXPORT void* dlsym(void* handle, const char* name) {
+#endif
   void* fn = handle == RTLD_NEXT ? dlsym_next_after(__builtin_return_address(0), name)
                                  : real_dlsym(handle, name);
   // A cheap first filter before the exact-name lookup; this is not prefix hooking.

@@ -10,4 +10,10 @@ namespace cuxfer::shim {
 // opens handles): for rare calls, not for copies.
 void* find_next_definition(const void* caller, const char* name, const void* self);
 
+#if defined(CUXFER_DLSYM_ENTRY_ASM)
+// ThreadSanitizer builds (dlsym_entry_tsan.cpp): from now on the exported
+// dlsym goes to the hook. Called first by the shim's constructor.
+void mark_dlsym_ready();
+#endif
+
 }  // namespace cuxfer::shim

@@ -94,15 +94,33 @@ void init_own_text_range() {
       nullptr);
 }
 
+namespace {
+
+// libunwind's unw_backtrace, or null with the reason in `why`.
+void* libunwind_backtrace(std::string& why) {
+#if defined(__SANITIZE_THREAD__)
+  // A ThreadSanitizer build: libunwind's per-thread cache is torn down by a
+  // TSD destructor that locks a mutex after TSan has finished the thread,
+  // which crashes the thread's exit. glibc's unwinder keeps no such state.
+  why = "a ThreadSanitizer build does not use libunwind";
+  return nullptr;
+#else
+  void* h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+  void* fn = h ? real_dlsym(h, "unw_backtrace") : nullptr;
+  if (!fn) why = "libunwind.so.8 not found; install libunwind8 for cheaper stacks";
+  return fn;
+#endif
+}
+
+}  // namespace
+
 std::string init_stack_capture() {
   init_own_text_range();
-  std::string how = "glibc backtrace (libunwind.so.8 not found; install libunwind8 for cheaper stacks)";
-  if (void* h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL)) {
-    if (void* fn = real_dlsym(h, "unw_backtrace")) {
-      g_backtrace = reinterpret_cast<BacktraceFn>(fn);
-      how = "libunwind unw_backtrace";
-    }
-  }
+  std::string why, how = "libunwind unw_backtrace";
+  if (void* fn = libunwind_backtrace(why))
+    g_backtrace = reinterpret_cast<BacktraceFn>(fn);
+  else
+    how = "glibc backtrace (" + why + ")";
   void* prime[4];
   g_backtrace(prime, 4);  // loads and initialises the unwinder now, not inside a hook
   return how;
