@@ -62,14 +62,20 @@ void set_out_of_memory_handler(OutOfMemoryHandler handler) {
   if (handler && g_exhausted.load(std::memory_order_acquire)) handler();
 }
 
+void* try_allocate(std::size_t n) { return std::malloc(n ? n : 1); }
+
+void* try_allocate_aligned(std::size_t n, std::size_t align) {
+  void* p = nullptr;
+  return ::posix_memalign(&p, align < sizeof(void*) ? sizeof(void*) : align, n ? n : 1) == 0 ? p : nullptr;
+}
+
 void* allocate(std::size_t n) {
-  if (void* p = std::malloc(n ? n : 1)) return p;
+  if (void* p = try_allocate(n)) return p;
   return from_reserve(n, alignof(std::max_align_t));
 }
 
 void* allocate_aligned(std::size_t n, std::size_t align) {
-  void* p = nullptr;
-  if (::posix_memalign(&p, align < sizeof(void*) ? sizeof(void*) : align, n ? n : 1) == 0) return p;
+  if (void* p = try_allocate_aligned(n, align)) return p;
   return from_reserve(n, align);
 }
 

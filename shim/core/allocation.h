@@ -24,6 +24,9 @@ void set_out_of_memory_handler(OutOfMemoryHandler handler);
 // True once an allocation of the shim had to be served from the reserve.
 bool exhausted();
 
+// malloc (posix_memalign) alone: null when it fails (the nothrow forms).
+void* try_allocate(std::size_t n);
+void* try_allocate_aligned(std::size_t n, std::size_t align);
 // malloc, else the reserve (which never fails: it aborts when spent).
 void* allocate(std::size_t n);
 void* allocate_aligned(std::size_t n, std::size_t align);

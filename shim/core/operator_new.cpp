@@ -5,7 +5,6 @@
 // _GLIBCXX_ASSERTIONS, which compiles std::string's members into the shim
 // instead of calling them in libstdc++, so that they allocate here too (and
 // free what they allocated, never what the app's operator new made).
-#include <cstdlib>
 #include <new>
 
 #include "core/allocation.h"
@@ -20,15 +19,13 @@ void* operator new[](std::size_t n, std::align_val_t a) {
   return al::allocate_aligned(n, static_cast<std::size_t>(a));
 }
 // The nothrow forms: the caller handles null, so the reserve stays for those that cannot.
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return std::malloc(n ? n : 1); }
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return std::malloc(n ? n : 1); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return al::try_allocate(n); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return al::try_allocate(n); }
 void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
-  void* p = nullptr;
-  std::size_t align = static_cast<std::size_t>(a);
-  return ::posix_memalign(&p, align < sizeof(void*) ? sizeof(void*) : align, n ? n : 1) == 0 ? p : nullptr;
+  return al::try_allocate_aligned(n, static_cast<std::size_t>(a));
 }
-void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t& t) noexcept {
-  return operator new(n, a, t);
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return al::try_allocate_aligned(n, static_cast<std::size_t>(a));
 }
 
 void operator delete(void* p) noexcept { al::release(p); }

@@ -16,7 +16,9 @@ extern "C" {
 
 __attribute__((visibility("hidden"))) volatile unsigned char cuxfer_dlsym_ready = 0;
 
-// glibc's dlsym (dlvsym is interposed by neither the shim nor TSan).
+// glibc's dlsym (dlvsym is interposed by neither the shim nor TSan). Not
+// symbol_table's glibc_dlsym(): that one is instrumented and guards a static
+// local, and __cxa_guard_acquire is TSan's interceptor, not yet set up here.
 __attribute__((visibility("hidden"), used)) void* cuxfer_glibc_dlsym() {
   static void* volatile fn = nullptr;
   void* p = fn;
