@@ -7,8 +7,9 @@
  *
  *   FAIL_SHIM_MALLOC=N      the shim's first N allocations succeed, every
  *                           later one fails (0: all fail)
- *   FAIL_SHIM_MALLOC=count  none fails; at exit, prints
- *                           "fail_shim_malloc: N shim allocations"
+ *   FAIL_SHIM_MALLOC=count  none fails
+ * At exit (this library's destructor: the shim may still allocate after it)
+ * it prints "fail_shim_malloc: N shim allocations, F failed".
  *
  * The shim's code is found in /proc/self/maps (read with system calls only:
  * this runs inside malloc). */
@@ -29,7 +30,7 @@ extern void* __libc_realloc(void*, size_t);
 extern void* __libc_memalign(size_t, size_t);
 
 static atomic_uintptr_t g_lo, g_hi;  /* libcuxfer.so's executable mapping */
-static atomic_long g_seen;
+static atomic_long g_seen, g_failed;
 static long g_after = -2;            /* -2 unread, -1 off / counting */
 static int g_counting;
 
@@ -65,13 +66,16 @@ static int should_fail(void* caller) {
   uintptr_t a = (uintptr_t)caller;
   if (!(a >= atomic_load(&g_lo) && a < atomic_load(&g_hi))) return 0;
   long seen = atomic_fetch_add(&g_seen, 1);
-  return !g_counting && seen >= g_after;
+  if (g_counting || seen < g_after) return 0;
+  atomic_fetch_add(&g_failed, 1);
+  return 1;
 }
 
 __attribute__((destructor)) static void report(void) {
-  if (g_counting) {
-    char line[64];
-    int n = snprintf(line, sizeof line, "fail_shim_malloc: %ld shim allocations\n", atomic_load(&g_seen));
+  if (g_counting || g_after >= 0) {
+    char line[96];
+    int n = snprintf(line, sizeof line, "fail_shim_malloc: %ld shim allocations, %ld failed\n", atomic_load(&g_seen),
+                     atomic_load(&g_failed));
     ssize_t ignored = write(STDERR_FILENO, line, (size_t)n);
     (void)ignored;
   }
