@@ -21,7 +21,9 @@
 #   --gpu            insist on the real driver
 #   --modes "M ..."  modes to run (default "baseline shim_d0 shim_d16"); also
 #                    cupti_on / cupti_off: shim_d16 with CUXFER_CUPTI=on / off
-#                    (the default shim modes run CUXFER_CUPTI=auto, the governor)
+#                    (the default shim modes run CUXFER_CUPTI=auto, the governor);
+#                    libunwind / libunwind_cupti_off: shim_d16 / cupti_off with
+#                    CUXFER_UNWINDER=libunwind (stacks as before the .eh_frame walk)
 #   --check          exit non-zero unless every run printed every case (bench_smoke)
 set -euo pipefail
 
@@ -80,6 +82,9 @@ run_mode() {
     shim_d16) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_OUTPUT_DIR="$TMP/traces") ;;
     cupti_on) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_CUPTI=on CUXFER_OUTPUT_DIR="$TMP/traces") ;;
     cupti_off) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_CUPTI=off CUXFER_OUTPUT_DIR="$TMP/traces") ;;
+    libunwind) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_UNWINDER=libunwind CUXFER_OUTPUT_DIR="$TMP/traces") ;;
+    libunwind_cupti_off) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_UNWINDER=libunwind CUXFER_CUPTI=off
+                               CUXFER_OUTPUT_DIR="$TMP/traces") ;;
     *) echo "run_call_overhead: unknown mode '$mode'" >&2; return 2 ;;
   esac
   mkdir -p "$TMP/traces"

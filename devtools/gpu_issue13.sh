@@ -13,6 +13,9 @@
 #   torchloop  bench/run_torch_step.sh: a PyTorch training loop, plain and default
 #              `cuxfer record`, interleaved, pinned to one CPU
 #   jax        the JAX production trial (tests/gpu/frameworks/trial.py)
+#   unwindverify  real programs under CUXFER_UNWINDER=verify (every stack taken by the
+#              .eh_frame walk and by libunwind, differences counted): the PyTorch,
+#              CuPy and JAX workloads, and NVIDIA's samples when .ext/ is carried
 set -u
 B=${B:-/tmp/b}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -52,13 +55,27 @@ for step in $STEPS; do
       done
     done 2>&1 | tee "$OUT/pystacks.log" ;;
   storm)
-    timeout 240 bash bench/run_call_overhead.sh --build-dir "$B" --gpu -n "${STORM_N:-200000}" \
+    timeout "${STORM_TIMEOUT:-240}" ${STORM_CPU:+taskset -c "$STORM_CPU"} bash bench/run_call_overhead.sh --build-dir "$B" --gpu -n "${STORM_N:-200000}" \
       --rounds "${STORM_ROUNDS:-3}" --modes "${STORM_MODES:-baseline shim_d0 cupti_off shim_d16}" \
       > "$OUT/storm.log" 2>&1; echo "storm rc=$?"; tail -16 "$OUT/storm.log" ;;
   torchloop)
     timeout 300 taskset -c 3 bash bench/run_torch_step.sh --build-dir "$B" --rounds "${TORCH_ROUNDS:-6}" \
       --modes "plain auto" -- --steps "${TORCH_STEPS:-2000}" > "$OUT/torchloop.log" 2>&1
     echo "torchloop rc=$?"; tail -6 "$OUT/torchloop.log" ;;
+  unwindverify)
+    if [ -f .ext/build_samples.sh ]; then timeout 200 bash .ext/build_samples.sh > "$OUT/samples_build.log" 2>&1; fi
+    runs=("torch_train.py --epochs 1 --batches 12" "torch_transfer.py" "cupy_transfer.py" "jax_transfer.py")
+    i=0
+    for r in "${runs[@]}" .ext/bin/bandwidthTest .ext/bin/bandwidthTest-shared .ext/bin/simpleStreams; do
+      i=$((i + 1)); d="$OUT/uv$i"
+      case $r in
+        .ext/*) [ -x "$r" ] || continue; cmd=("$r") ;;
+        *) read -r -a cmd <<<"python3 tests/gpu/frameworks/$r" ;;
+      esac
+      CUXFER_UNWINDER=verify timeout 120 "$CUX" record -q -o "$d" -- "${cmd[@]}" > "$d.log" 2>&1
+      echo "== ${cmd[*]}: rc=$? $(grep -h 'unwinder verify' "$d.log" | head -1)"
+      "$CUX" report --json "$d" 2>/dev/null | python3 -c "import json,sys; [print('  ', n) for p in json.load(sys.stdin)['processes'] for n in p.get('notes', []) if 'call stacks' in n]"
+    done 2>&1 | tee "$OUT/unwindverify.log" ;;
   jax)
     (cd tests/gpu/frameworks && timeout 300 python3 trial.py --cuxfer "$CUX" --framework jax \
       --summary "$OUT/trial_jax.json" > "$OUT/trial_jax.log" 2>&1; echo "trial jax rc=$?")

@@ -67,6 +67,11 @@ Config parse_config(char** env, bool secure_execution) {
       bool b = true;
       if (parse_bool(val, b)) c.python_stacks = b;
       else bad("0 or 1");
+    } else if (key == "CUXFER_UNWINDER") {
+      if (val == "fast") c.unwinder = Unwinder::Fast;
+      else if (val == "libunwind") c.unwinder = Unwinder::Libunwind;
+      else if (val == "verify") c.unwinder = Unwinder::Verify;
+      else bad("fast, libunwind or verify");
     } else if (key == "CUXFER_CUPTI") {
       if (val == "auto") c.cupti = CuptiMode::Auto;
       else if (val == "on") c.cupti = CuptiMode::On;

@@ -12,6 +12,11 @@ namespace cuxfer::shim {
 // Auto: CUPTI's copy records governed by cost (record/cupti_governor.h); On: always on; Off: no CUPTI.
 enum class CuptiMode { Auto, On, Off };
 
+// Fast: the .eh_frame rule walk (unwind/fast_unwind.h), libunwind where it
+// cannot vouch for a stack; Libunwind: libunwind (or glibc) only; Verify: both
+// on every capture, the differences counted in the trace's notes (tests).
+enum class Unwinder { Fast, Libunwind, Verify };
+
 struct Config {
   bool enabled = true;            // CUXFER_DISABLE=1, or AT_SECURE, makes the shim inert
   std::string output_dir = ".";   // CUXFER_OUTPUT_DIR
@@ -20,6 +25,7 @@ struct Config {
   // CUXFER_PYTHON_STACKS=0: no Python frames in call stacks (shim/python/).
   // They are read only while stacks are captured (CUXFER_STACK_DEPTH > 0).
   bool python_stacks = true;
+  Unwinder unwinder = Unwinder::Fast;  // CUXFER_UNWINDER=fast|libunwind|verify
   CuptiMode cupti = CuptiMode::Auto;  // CUXFER_CUPTI=auto|on|off
   std::string cupti_library;      // CUXFER_CUPTI_LIB: explicit libcupti path
   // CUXFER_CUPTI_KERNELS=1: also record kernels (CUPTI concurrent-kernel

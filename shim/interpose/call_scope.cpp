@@ -1,6 +1,7 @@
 #include "interpose/call_scope.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/config.h"
 #include "memory/pointer_classifier.h"
@@ -149,7 +150,22 @@ uint32_t capture_callsite(Recorder& rec, void* return_address) {
   uint64_t frames[CallSiteTable::kMaxDepth];
   uint32_t n = capture_stack(frames, std::min(rec.stack_depth(), CallSiteTable::kMaxNativeDepth), return_address);
   if (config().python_stacks) n += python::PythonStacks::instance().capture(frames + n, CallSiteTable::kMaxDepth - n);
-  return rec.callsites().intern(frames, n);
+  // A loop copies from the same stack again and again: the thread's last
+  // stack compared whole is cheaper than the table's hash and probe. The id
+  // of an interned stack never changes (ids are never reused).
+  struct LastStack {
+    uint32_t depth = 0, id = 0;
+    uint64_t frames[CallSiteTable::kMaxDepth];
+  };
+  static thread_local LastStack last __attribute__((tls_model("initial-exec")));
+  if (last.id != 0 && last.depth == n && std::memcmp(last.frames, frames, n * sizeof(uint64_t)) == 0) return last.id;
+  const uint32_t id = rec.callsites().intern(frames, n);
+  if (id != 0) {
+    last.depth = n;
+    std::memcpy(last.frames, frames, n * sizeof(uint64_t));
+    last.id = id;
+  }
+  return id;
 }
 
 }  // namespace cuxfer::shim

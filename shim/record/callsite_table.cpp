@@ -4,10 +4,14 @@
 #include <execinfo.h>
 #include <link.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include "core/config.h"
+#include "core/log.h"
 #include "symbols/symbol_table.h"
+#include "unwind/fast_unwind.h"
 
 namespace cuxfer::shim {
 namespace {
@@ -16,6 +20,11 @@ uint64_t g_own_low = 0, g_own_high = 0;
 
 using BacktraceFn = int (*)(void**, int);
 BacktraceFn g_backtrace = backtrace;
+Unwinder g_unwinder = Unwinder::Libunwind;
+
+// Captures the fast walk could not vouch for, and (verify) those it got
+// differently from libunwind: the trace's notes say both at the end.
+std::atomic<uint64_t> g_fallbacks{0}, g_compared{0}, g_differed{0};
 
 uint64_t hash_frames(const uint64_t* f, uint32_t n) {
   uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
@@ -123,19 +132,78 @@ std::string init_stack_capture() {
     how = "glibc backtrace (" + why + ")";
   void* prime[4];
   g_backtrace(prime, 4);  // loads and initialises the unwinder now, not inside a hook
+  g_unwinder = config().unwinder;
+  if (g_unwinder != Unwinder::Libunwind && !unwind::init()) {
+    g_unwinder = Unwinder::Libunwind;
+    how += " (no memory for the .eh_frame walk's table)";
+  }
+  if (g_unwinder != Unwinder::Libunwind) {
+    uint64_t first[4];
+    uint32_t n = 0;
+    unwind::walk(first, 4, 0, 0, &n);  // the thread's stack bounds and first rules, now and not inside a hook
+    how = (g_unwinder == Unwinder::Verify ? "the .eh_frame walk checked against " : "the .eh_frame walk, falling back to ") + how;
+  }
   return how;
+}
+
+namespace {
+
+// The fallback unwinder's stack, the shim's own frames left out.
+uint32_t library_stack(uint64_t* frames, uint32_t max_depth) {
+  // A few extra slots for the shim's own frames, which are skipped.
+  void* raw[CallSiteTable::kMaxDepth + 8];
+  int got = g_backtrace(raw, static_cast<int>(max_depth + 8));
+  uint32_t n = 0;
+  for (int i = 0; i < got && n < max_depth; ++i) {
+    auto a = reinterpret_cast<uint64_t>(raw[i]);
+    if (a >= g_own_low && a < g_own_high) continue;  // our own hook frames
+    frames[n++] = a;
+  }
+  return n;
+}
+
+void compare_with_library(const uint64_t* fast, uint32_t n, uint32_t max_depth) {
+  uint64_t lib[CallSiteTable::kMaxDepth];
+  const uint32_t m = library_stack(lib, max_depth);
+  g_compared.fetch_add(1, std::memory_order_relaxed);
+  if (m == n && std::memcmp(lib, fast, n * sizeof(uint64_t)) == 0) return;
+  g_differed.fetch_add(1, std::memory_order_relaxed);
+  static std::atomic<bool> said{false};
+  if (said.exchange(true, std::memory_order_relaxed)) return;
+  uint32_t at = 0;
+  while (at < n && at < m && fast[at] == lib[at]) ++at;
+  char line[200];
+  std::snprintf(line, sizeof line, "unwinder verify: the .eh_frame walk found %u frames, libunwind %u; first difference at frame %u (%#llx vs %#llx)",
+                n, m, at, static_cast<unsigned long long>(at < n ? fast[at] : 0),
+                static_cast<unsigned long long>(at < m ? lib[at] : 0));
+  log::warn(line);
+}
+
+}  // namespace
+
+std::string unwinder_summary() {
+  if (g_unwinder == Unwinder::Libunwind) return {};
+  const unwind::CacheStats c = unwind::cache_stats();
+  // Nothing to say when the walk took every stack itself.
+  if (g_unwinder == Unwinder::Fast && c.full == 0 && g_fallbacks.load(std::memory_order_relaxed) == 0) return {};
+  std::string s = "call stacks: the .eh_frame walk (" + std::to_string(c.rules) + " return addresses, " +
+                  std::to_string(c.lookups) + " rule lookups";
+  if (c.full) s += ", " + std::to_string(c.full) + " found its table full";
+  s += "); " + std::to_string(g_fallbacks.load(std::memory_order_relaxed)) + " stacks taken from the fallback unwinder";
+  if (g_unwinder == Unwinder::Verify)
+    s += "; verify: " + std::to_string(g_compared.load(std::memory_order_relaxed)) + " stacks compared with it, " +
+         std::to_string(g_differed.load(std::memory_order_relaxed)) + " differed";
+  return s;
 }
 
 uint32_t capture_stack(uint64_t* frames, uint32_t max_depth, void* fallback) {
   uint32_t n = 0;
   if (max_depth > 0) {
-    // A few extra slots for the shim's own frames, which are skipped.
-    void* raw[CallSiteTable::kMaxDepth + 4];
-    int got = g_backtrace(raw, static_cast<int>(max_depth + 4));
-    for (int i = 0; i < got && n < max_depth; ++i) {
-      auto a = reinterpret_cast<uint64_t>(raw[i]);
-      if (a >= g_own_low && a < g_own_high) continue;  // our own hook frames
-      frames[n++] = a;
+    if (g_unwinder == Unwinder::Libunwind || !unwind::walk(frames, max_depth, g_own_low, g_own_high, &n)) {
+      if (g_unwinder != Unwinder::Libunwind) g_fallbacks.fetch_add(1, std::memory_order_relaxed);
+      n = library_stack(frames, max_depth);
+    } else if (g_unwinder == Unwinder::Verify) {
+      compare_with_library(frames, n, max_depth);
     }
   }
   if (n == 0 && fallback) frames[n++] = reinterpret_cast<uint64_t>(fallback);

@@ -56,11 +56,17 @@ uint32_t capture_stack(uint64_t* frames, uint32_t max_depth, void* fallback);
 // The address range of libcuxfer itself, so captured stacks skip our frames.
 void init_own_text_range();
 
-// Chooses the unwinder: libunwind's unw_backtrace when libunwind.so.8 can be
-// loaded (about 8 ns a frame), else glibc's backtrace (about 100-300 ns a
-// frame). libunwind is loaded RTLD_LOCAL so that its _Unwind_* definitions
-// never replace the process's own exception unwinder. Returns a line saying
-// which one is used. Call once, before the first capture_stack.
+// Chooses the unwinders: the .eh_frame walk (unwind/fast_unwind.h, a few
+// instructions a frame) unless CUXFER_UNWINDER=libunwind, and for the stacks
+// it cannot vouch for libunwind's unw_backtrace when libunwind.so.8 can be
+// loaded (about 50 instructions a frame), else glibc's backtrace (about
+// 100-300 ns a frame). libunwind is loaded RTLD_LOCAL so that its _Unwind_*
+// definitions never replace the process's own exception unwinder. Returns a
+// line saying which are used. Call once, before the first capture_stack.
 std::string init_stack_capture();
+
+// A line for the trace's notes: how many stacks each unwinder took (and, for
+// CUXFER_UNWINDER=verify, how many differed); empty under libunwind alone.
+std::string unwinder_summary();
 
 }  // namespace cuxfer::shim

@@ -169,7 +169,7 @@ bool Recorder::start_slow() {
                        (c.register_in_place ? "from " + std::to_string(c.register_min) + " bytes are registered in place"
                                             : std::string("are not registered (CUXFER_REGISTER=off)")) +
                        "; at most " + std::to_string(pinned_budget_bytes(c)) + " bytes of pinned memory");
-    if (unwinder.rfind("glibc", 0) == 0) notes_.push_back("call stacks: " + unwinder);
+    if (unwinder.find("glibc") != std::string::npos) notes_.push_back("call stacks: " + unwinder);
     if (!open_trace()) {
       state_.store(kOff, std::memory_order_release);
       return false;
@@ -563,6 +563,11 @@ void Recorder::shutdown() {
   wake_.notify_all();
   writer_thread_.join();
   CuptiCollector::instance().stop();
+  if (stack_depth_ > 0) {
+    std::string line = unwinder_summary();
+    std::lock_guard<std::mutex> lock(session_mutex_);
+    if (!line.empty()) notes_.push_back(std::move(line));
+  }
   write_cycle(true);
   std::lock_guard<std::mutex> lock(session_mutex_);
   if (writer_ && !config().launched)

@@ -38,16 +38,14 @@ test says so).
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from e2e_util import fresh_dir, verdict
+from e2e_util import find_python, fresh_dir, verdict
 
 SKIP = 77
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,20 +59,6 @@ def check(ok: bool, what: str) -> None:
     if not ok:
         fails.append(what)
         print("FAIL: " + what, flush=True)
-
-
-def find_python(version: str) -> str | None:
-    candidates = [shutil.which("python" + version)]
-    home = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
-    candidates += sorted(glob.glob(f"{home}/versions/{version}.*/bin/python{version}"))
-    candidates += [f"/usr/bin/python{version}", f"/usr/local/bin/python{version}"]
-    for c in candidates:
-        if c and os.access(c, os.X_OK):
-            out = subprocess.run([c, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                                 capture_output=True, text=True)
-            if out.returncode == 0 and out.stdout.strip() == version:
-                return c
-    return None
 
 
 def markers(path: Path) -> dict[str, int]:

@@ -34,6 +34,7 @@ void expect_defaults(const Config& c) {
   EXPECT_EQ(c.trace_name, "");
   EXPECT_EQ(c.stack_depth, 16u);
   EXPECT_EQ(c.cupti, CuptiMode::Auto);
+  EXPECT_EQ(c.unwinder, Unwinder::Fast);
   EXPECT_EQ(c.cupti_library, "");
   EXPECT_EQ(c.manifest, "");
   EXPECT_EQ(c.buffer_events, 65536u);
@@ -119,6 +120,16 @@ TEST(ParseConfig, Cupti) {
   EXPECT_EQ(parse({"CUXFER_CUPTI=on"}).cupti, CuptiMode::On);
   EXPECT_TRUE(parse({"CUXFER_CUPTI=off"}).problems.empty());
   for (const char* bad : {"always", "OFF", "0", ""}) expect_rejected(std::string("CUXFER_CUPTI=") + bad);
+}
+
+TEST(ParseConfig, Unwinder) {
+  EXPECT_EQ(parse({"CUXFER_UNWINDER=fast"}).unwinder, Unwinder::Fast);
+  EXPECT_EQ(parse({"CUXFER_UNWINDER=libunwind"}).unwinder, Unwinder::Libunwind);
+  EXPECT_EQ(parse({"CUXFER_UNWINDER=verify"}).unwinder, Unwinder::Verify);
+  Config bad = parse({"CUXFER_UNWINDER=orc"});
+  EXPECT_EQ(bad.unwinder, Unwinder::Fast);
+  ASSERT_EQ(bad.problems.size(), 1u);
+  EXPECT_EQ(bad.problems[0], "CUXFER_UNWINDER=orc is invalid (expected fast, libunwind or verify); using the default");
 }
 
 TEST(ParseConfig, CuptiLibAndManifestTakeAnyValue) {

@@ -1,0 +1,17 @@
+// dlclose: passed through, then the fast unwinder's rules are retired if an
+// object was unmapped, since another one may be loaded at its addresses
+// (unwind/fast_unwind.h). The shim's own dlclose calls come here too.
+#include <dlfcn.h>
+
+#include "core/export.h"
+#include "symbols/symbol_table.h"
+#include "unwind/fast_unwind.h"
+
+extern "C" CUXFER_EXPORT int dlclose(void* handle) {
+  using Fn = int (*)(void*);
+  static const Fn real = reinterpret_cast<Fn>(cuxfer::shim::real_dlsym(RTLD_NEXT, "dlclose"));
+  if (!real) return -1;  // no libc dlclose to forward to: nothing was closed
+  const int r = real(handle);
+  cuxfer::shim::unwind::after_dlclose();
+  return r;
+}

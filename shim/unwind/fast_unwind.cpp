@@ -1,0 +1,265 @@
+#include "unwind/fast_unwind.h"
+
+#include <link.h>
+#include <pthread.h>
+
+#include <cstddef>
+
+#include <atomic>
+#include <cstdlib>
+
+#include "unwind/eh_frame.h"
+
+namespace cuxfer::shim::unwind {
+namespace {
+
+// A rule packed in one word, so that a reader sees all of it or none:
+//   bits  0..27 cfa offset (signed), 28..39 rbp offset (signed, from the CFA),
+//   40..42 kind, 43 rbp saved, 44 present, 45..63 epoch.
+// A rule whose offsets do not fit is stored as Unsupported (the walk then
+// falls back: correct, only slower).
+constexpr int kCfaBits = 28, kRbpBits = 12;
+constexpr uint64_t kPresent = uint64_t{1} << 44;
+constexpr int kEpochShift = 45;
+constexpr uint64_t kEpochMask = (uint64_t{1} << (64 - kEpochShift)) - 1;
+
+bool fits(int64_t v, int bits) { return v >= -(int64_t{1} << (bits - 1)) && v < (int64_t{1} << (bits - 1)); }
+
+uint64_t pack(const FrameRule& r, uint64_t epoch) {
+  FrameRule k = r;
+  if (!fits(k.cfa_offset, kCfaBits) || !fits(k.rbp_offset, kRbpBits)) k = FrameRule{};
+  return (static_cast<uint64_t>(k.cfa_offset) & ((uint64_t{1} << kCfaBits) - 1)) |
+         ((static_cast<uint64_t>(k.rbp_offset) & ((uint64_t{1} << kRbpBits) - 1)) << kCfaBits) |
+         (static_cast<uint64_t>(k.kind) << 40) | (uint64_t{k.rbp_saved} << 43) | kPresent |
+         ((epoch & kEpochMask) << kEpochShift);
+}
+
+struct Unpacked {
+  FrameRule::Kind kind;
+  bool rbp_saved;
+  int64_t cfa_offset, rbp_offset;
+};
+
+Unpacked unpack(uint64_t v) {
+  const auto sext = [](uint64_t x, int bits) {
+    return static_cast<int64_t>(x << (64 - bits)) >> (64 - bits);
+  };
+  return {static_cast<FrameRule::Kind>((v >> 40) & 7), ((v >> 43) & 1) != 0, sext(v, kCfaBits),
+          sext(v >> kCfaBits, kRbpBits)};
+}
+
+// Open addressing on the return address; entries are never removed, only
+// retired by the epoch and overwritten. 32768 x 16 bytes of zeroed pages,
+// touched as they are used.
+constexpr uint32_t kSlots = 1u << 15;
+constexpr uint32_t kProbes = 16;
+struct Slot {
+  std::atomic<uint64_t> key;    // the lookup pc, 0 when empty
+  std::atomic<uint64_t> value;  // pack(), 0 until written
+};
+// Allocated by init() before the first walk; null until then (walks fall back).
+std::atomic<Slot*> g_table{nullptr};
+Slot* table() { return g_table.load(std::memory_order_acquire); }
+
+std::atomic<uint64_t> g_epoch{1};
+std::atomic<uint64_t> g_rules{0}, g_lookups{0}, g_full{0};
+
+uint32_t slot_of(uint64_t pc) {
+  uint64_t h = pc * 0x9E3779B97F4A7C15ull;
+  return static_cast<uint32_t>(h >> 49);  // top 15 bits
+}
+
+// The packed rule for `pc`, looked up in the tables on a miss; 0 when the
+// table has no room for it (the caller falls back).
+uint64_t rule_for(uint64_t pc, uint64_t epoch) {
+  Slot* t = table();
+  if (!t) return 0;
+  uint32_t i = slot_of(pc);
+  for (uint32_t probe = 0; probe < kProbes; ++probe, i = (i + 1) & (kSlots - 1)) {
+    Slot& s = t[i];
+    uint64_t k = s.key.load(std::memory_order_acquire);
+    if (k == 0) {
+      uint64_t expected = 0;
+      if (!s.key.compare_exchange_strong(expected, pc, std::memory_order_acq_rel)) {
+        if (expected != pc) continue;  // another pc took it: probe on
+      } else {
+        g_rules.fetch_add(1, std::memory_order_relaxed);
+      }
+      k = pc;
+    }
+    if (k != pc) continue;
+    uint64_t v = s.value.load(std::memory_order_acquire);
+    if (v != 0 && (v >> kEpochShift) == (epoch & kEpochMask)) return v;
+    // New, being written by another thread, or retired: look it up here.
+    g_lookups.fetch_add(1, std::memory_order_relaxed);
+    v = pack(lookup_rule(pc), epoch);
+    s.value.store(v, std::memory_order_release);
+    return v;
+  }
+  g_full.fetch_add(1, std::memory_order_relaxed);
+  return 0;
+}
+
+// The calling thread's stack top, from pthread_getattr_np once per thread
+// (0 when it cannot be had: the walk then always falls back).
+struct StackTop {
+  uint64_t top = 0;
+  bool known = false;
+};
+thread_local StackTop t_stack __attribute__((tls_model("initial-exec")));
+
+uint64_t stack_top() {
+  if (!t_stack.known) {
+    t_stack.known = true;
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      void* addr = nullptr;
+      size_t size = 0;
+      if (pthread_attr_getstack(&attr, &addr, &size) == 0)
+        t_stack.top = reinterpret_cast<uint64_t>(addr) + size;
+      pthread_attr_destroy(&attr);
+    }
+  }
+  return t_stack.top;
+}
+
+// The rules of the thread's last walk, by frame index: a copy storm walks the
+// same stack again and again, and a return address equal to the last walk's
+// at that depth takes its rule from here instead of the shared table. Only
+// rules are reused, never frames: each step still reads the stack.
+struct Rule {
+  uint64_t pc = 0;  // the return address (0: none)
+  int32_t cfa_offset = 0;
+  int16_t rbp_offset = 0;
+  FrameRule::Kind kind = FrameRule::Kind::Unsupported;
+  bool rbp_saved = false;
+};
+constexpr uint32_t kMemoFrames = 48;
+struct ThreadMemo {
+  uint64_t epoch = 0;
+  bool busy = false;  // a walk is running on this thread (a signal handler's walk must not use the memo)
+  Rule rules[kMemoFrames];
+};
+thread_local ThreadMemo t_memo __attribute__((tls_model("initial-exec")));
+
+Rule rule_of(uint64_t v, uint64_t pc) {
+  const Unpacked u = unpack(v);
+  Rule r;
+  r.pc = pc;
+  r.kind = u.kind;
+  r.rbp_saved = u.rbp_saved;
+  r.cfa_offset = static_cast<int32_t>(u.cfa_offset);
+  r.rbp_offset = static_cast<int16_t>(u.rbp_offset);  // 12 bits in the packed word
+  return r;
+}
+
+// Releases the memo however the walk ends.
+struct MemoUse {
+  ThreadMemo* memo;
+  ~MemoUse() {
+    if (!memo) return;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    memo->busy = false;
+  }
+};
+
+}  // namespace
+
+// Reads other frames' saved registers: not an access the sanitizers should
+// judge (ASan's fake stacks, TSan's shadow know nothing of them).
+__attribute__((noinline, no_sanitize("address", "thread"))) bool walk(uint64_t* frames, uint32_t max, uint64_t skip_low, uint64_t skip_high,
+                                    uint32_t* count) {
+  *count = 0;
+  const uint64_t top = stack_top();
+  uint64_t pc, sp, bp;
+  // This frame's registers; `pc` is the address after the lea, whose rule
+  // (looked up at pc - 1, like every other frame's) is that of the movs.
+  asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(pc), "=r"(sp), "=r"(bp));
+  const uint64_t low = sp;
+  if (top == 0 || sp >= top) return false;  // not on the thread's own stack
+  const uint64_t epoch = g_epoch.load(std::memory_order_acquire);
+
+  // A signal handler's walk that interrupts this thread's walk finds the memo
+  // busy and does without it, so neither sees the other's half-written rules.
+  ThreadMemo* memo = nullptr;
+  if (!t_memo.busy) {
+    t_memo.busy = true;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    memo = &t_memo;
+    if (memo->epoch != epoch) {  // a library was unloaded since: forget every rule
+      for (Rule& r : memo->rules) r.pc = 0;
+      memo->epoch = epoch;
+    }
+  }
+  MemoUse release{memo};
+
+  uint32_t n = 0;
+  // Frames are counted against `max` only once they are the app's; a bound on
+  // all of them keeps a corrupt chain that stays inside the stack finite.
+  for (uint32_t steps = 0; n < max; ++steps) {
+    if (steps > max + 64) return false;
+    Rule r;
+    if (memo && steps < kMemoFrames && memo->rules[steps].pc == pc) {
+      r = memo->rules[steps];
+    } else {
+      const uint64_t v = rule_for(pc - 1, epoch);
+      if (v == 0) return false;
+      r = rule_of(v, pc);
+      if (memo && steps < kMemoFrames) memo->rules[steps] = r;
+    }
+    if (r.kind == FrameRule::Kind::Outermost) break;
+    if (r.kind == FrameRule::Kind::Unsupported) return false;
+    const uint64_t cfa = (r.kind == FrameRule::Kind::RspBased ? sp : bp) + static_cast<uint64_t>(int64_t{r.cfa_offset});
+    // The return address at CFA-8 and the saved rbp must be in this thread's
+    // stack, above where the walk started (sp >= low), and each frame above
+    // the last.
+    if (cfa < sp + 8 || cfa > top) return false;
+    const uint64_t ra = *reinterpret_cast<const uint64_t*>(cfa - 8);
+    if (r.rbp_saved) {
+      const uint64_t at = cfa + static_cast<uint64_t>(int64_t{r.rbp_offset});
+      if (at < low || at + 8 > top) return false;
+      bp = *reinterpret_cast<const uint64_t*>(at);
+    }
+    sp = cfa;
+    pc = ra;
+    if (pc == 0) break;  // the outermost frame on some libcs' thread entry
+    if (pc >= skip_low && pc < skip_high) continue;
+    frames[n++] = pc;
+  }
+  *count = n;
+  return true;
+}
+
+bool init() {
+  if (!table()) {
+    Slot* t = static_cast<Slot*>(std::calloc(kSlots, sizeof(Slot)));
+    Slot* expected = nullptr;
+    if (t && !g_table.compare_exchange_strong(expected, t, std::memory_order_acq_rel)) std::free(t);
+  }
+  return table() != nullptr;
+}
+
+void after_dlclose() {
+  // dlclose often only drops a reference: the loader's count of unloaded
+  // objects says whether anything left, and only then are the rules retired.
+  static std::atomic<unsigned long long> seen{0};
+  unsigned long long subs = 0;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t size, void* out) -> int {
+        if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+          *static_cast<unsigned long long*>(out) = info->dlpi_subs;
+        else
+          *static_cast<unsigned long long*>(out) = ~0ull;  // no count: assume something left
+        return 1;
+      },
+      &subs);
+  if (subs == ~0ull || seen.exchange(subs, std::memory_order_acq_rel) != subs)
+    g_epoch.fetch_add(1, std::memory_order_acq_rel);
+}
+
+CacheStats cache_stats() {
+  return {g_rules.load(std::memory_order_relaxed), g_lookups.load(std::memory_order_relaxed),
+          g_full.load(std::memory_order_relaxed)};
+}
+
+}  // namespace cuxfer::shim::unwind

@@ -1,0 +1,203 @@
+// walk() against glibc's backtrace (libgcc's unwinder, exact) on stacks of
+// every shape the compiler gives: frame-pointer and frameless functions,
+// alloca, deep recursion, libc frames (a qsort comparator), std::function,
+// another thread, the same stack twice (the per-thread memo) and after a
+// dlclose. A signal handler's stack, on the thread's stack or an alternate
+// one, is refused or right, never wrong.
+#include <gtest/gtest.h>
+
+#include <alloca.h>
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <signal.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "unwind/fast_unwind.h"
+
+namespace cuxfer::shim::unwind {
+namespace {
+
+struct Both {
+  bool walked = false;
+  std::vector<uint64_t> fast, glibc;
+};
+
+// Both stacks from here: each one's first frame is its return address into
+// capture() (two call sites), and every frame after it is the same.
+__attribute__((noinline)) Both capture() {
+  Both b;
+  init();
+  uint64_t frames[64];
+  uint32_t n = 0;
+  b.walked = walk(frames, 64, 0, 0, &n);
+  b.fast.assign(frames, frames + n);
+  void* raw[70];
+  const int got = backtrace(raw, 70);
+  for (int i = 0; i < got; ++i) b.glibc.push_back(reinterpret_cast<uint64_t>(raw[i]));
+  asm volatile("" ::: "memory");  // keep capture a real frame (no tail call)
+  return b;
+}
+
+// The walk's frames are glibc's out to the thread's start (glibc may end one
+// frame later, at a null return address).
+void expect_same(const Both& b, const char* what) {
+  ASSERT_TRUE(b.walked) << what;
+  ASSERT_GE(b.fast.size(), 3u) << what;
+  ASSERT_GE(b.glibc.size(), b.fast.size()) << what;
+  for (size_t i = 1; i < b.fast.size(); ++i) EXPECT_EQ(b.fast[i], b.glibc[i]) << what << ": frame " << i;
+  EXPECT_LE(b.glibc.size(), b.fast.size() + 1) << what;
+}
+
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) Both with_frame_pointer(int depth) {
+  volatile int pad[8] = {depth};
+  Both b = depth > 0 ? with_frame_pointer(depth - 1) : capture();
+  asm volatile("" ::"r"(pad) : "memory");
+  return b;
+}
+
+__attribute__((noinline, optimize("omit-frame-pointer"))) Both frameless(int depth) {
+  volatile char pad[40] = {static_cast<char>(depth)};
+  Both b = depth > 0 ? frameless(depth - 1) : capture();
+  asm volatile("" ::"r"(pad) : "memory");
+  return b;
+}
+
+__attribute__((noinline)) Both with_alloca(size_t n) {
+  // A variable-sized frame: the compiler's CFA is rbp-based here.
+  char* p = static_cast<char*>(alloca(n));
+  std::memset(p, 1, n);
+  Both b = capture();
+  asm volatile("" ::"r"(p) : "memory");
+  return b;
+}
+
+__attribute__((noinline)) Both mixed(int depth) {
+  if (depth % 3 == 0 && depth > 0) return with_frame_pointer(1);
+  if (depth % 3 == 1) return frameless(2);
+  return with_alloca(64 + depth * 16);
+}
+
+TEST(FastUnwind, FramePointerFunctions) { expect_same(with_frame_pointer(6), "frame pointers"); }
+TEST(FastUnwind, FramelessFunctions) { expect_same(frameless(6), "frameless"); }
+TEST(FastUnwind, AllocaMakesAnRbpBasedCfa) { expect_same(with_alloca(1000), "alloca"); }
+TEST(FastUnwind, DeepRecursionMixed) {
+  for (int d = 0; d < 9; ++d) expect_same(mixed(d), "mixed");
+  expect_same(frameless(40), "40 frames");
+}
+
+Both g_from_qsort;
+int compare_and_capture(const void* a, const void* b) {
+  if (g_from_qsort.fast.empty()) g_from_qsort = capture();
+  return *static_cast<const int*>(a) - *static_cast<const int*>(b);
+}
+
+TEST(FastUnwind, ThroughLibcFrames) {
+  int v[] = {3, 1, 2};
+  g_from_qsort = {};
+  qsort(v, 3, sizeof v[0], compare_and_capture);
+  expect_same(g_from_qsort, "qsort comparator");
+}
+
+TEST(FastUnwind, ThroughStdFunction) {
+  std::function<Both()> f = [] { return frameless(2); };
+  expect_same(f(), "std::function");
+}
+
+TEST(FastUnwind, OnAnotherThread) {
+  Both b;
+  std::thread([&] { b = with_alloca(300); }).join();
+  expect_same(b, "thread");
+  // The thread's walk ends at its start, as glibc's does.
+  EXPECT_LT(b.fast.size(), 20u);
+}
+
+TEST(FastUnwind, TheSameStackTwiceAndAnotherInBetween) {
+  // The second walk takes its rules from the thread's memo: still exact, and a
+  // stack that differs below the same frames is followed, not reused.
+  std::vector<Both> runs;
+  volatile int rounds = 2;
+  for (int i = 0; i < rounds; ++i) {  // one call site for both (not unrolled): the same stack
+    runs.push_back(frameless(3));
+    expect_same(with_alloca(100), "between");
+  }
+  const Both &a = runs[0], &c = runs[1];
+  expect_same(a, "first");
+  expect_same(c, "again");
+  ASSERT_EQ(a.fast.size(), c.fast.size());
+  for (size_t i = 1; i < a.fast.size(); ++i) EXPECT_EQ(a.fast[i], c.fast[i]);
+}
+
+__attribute__((noinline)) bool walk_here(uint64_t* frames, uint32_t max, uint64_t lo, uint64_t hi, uint32_t* n) {
+  const bool ok = walk(frames, max, lo, hi, n);
+  asm volatile("" ::: "memory");
+  return ok;
+}
+
+TEST(FastUnwind, SkipsTheGivenRange) {
+  init();
+  uint64_t all[64], skipped[64];
+  uint32_t n = 0, m = 0;
+  ASSERT_TRUE(walk_here(all, 64, 0, 0, &n));
+  ASSERT_GE(n, 2u);
+  // Leave out the innermost frame (the return address into walk_here).
+  ASSERT_TRUE(walk_here(skipped, 64, all[0], all[0] + 1, &m));
+  EXPECT_EQ(m + 1, n);
+  // (Frame 1 is the return address into this test from two call sites.)
+  for (uint32_t i = 1; i < m; ++i) EXPECT_EQ(skipped[i], all[i + 1]) << i;
+  // At most `max` of the app's frames.
+  ASSERT_TRUE(walk_here(all, 2, 0, 0, &n));
+  EXPECT_EQ(n, 2u);
+}
+
+TEST(FastUnwind, AfterDlcloseTheRulesAreFoundAgain) {
+  const CacheStats before = cache_stats();
+  void* h = dlopen("libm.so.6", RTLD_NOW);
+  ASSERT_NE(h, nullptr);
+  dlclose(h);   // libm stays (the process links it, or not): either way the walk stays exact
+  after_dlclose();
+  expect_same(frameless(2), "after dlclose");
+  EXPECT_GE(cache_stats().lookups, before.lookups);
+}
+
+Both g_in_handler;
+void handler(int) { g_in_handler = capture(); }
+
+void expect_refused_or_same(const Both& b, const char* what) {
+  if (!b.walked) return;  // refused: the caller takes libunwind's stack
+  expect_same(b, what);
+}
+
+TEST(FastUnwind, InASignalHandlerRefusedOrRight) {
+  struct sigaction sa {}, old{};
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+  g_in_handler = {};
+  raise(SIGUSR1);
+  expect_refused_or_same(g_in_handler, "signal handler");
+  // The frame under the handler is the kernel's signal frame: the walk cannot
+  // step through it and must say so.
+  EXPECT_FALSE(g_in_handler.walked);
+
+  // On an alternate stack: outside the thread's stack, refused at once.
+  stack_t ss{}, old_ss{};
+  std::vector<char> alt(1 << 16);
+  ss.ss_sp = alt.data();
+  ss.ss_size = alt.size();
+  ASSERT_EQ(sigaltstack(&ss, &old_ss), 0);
+  sa.sa_flags = SA_ONSTACK;
+  ASSERT_EQ(sigaction(SIGUSR1, &sa, nullptr), 0);
+  g_in_handler = {};
+  raise(SIGUSR1);
+  EXPECT_FALSE(g_in_handler.walked);
+  sigaltstack(&old_ss, nullptr);
+  sigaction(SIGUSR1, &old, nullptr);
+}
+
+}  // namespace
+}  // namespace cuxfer::shim::unwind
