@@ -105,6 +105,8 @@ void init_own_text_range() {
 
 namespace {
 
+void init_unwinder_range();  // below, with library_stack
+
 // libunwind's unw_backtrace, or null with the reason in `why`.
 void* libunwind_backtrace(std::string& why) {
 #if defined(__SANITIZE_THREAD__)
@@ -132,6 +134,7 @@ std::string init_stack_capture() {
     how = "glibc backtrace (" + why + ")";
   void* prime[4];
   g_backtrace(prime, 4);  // loads and initialises the unwinder now, not inside a hook
+  init_unwinder_range();
   g_unwinder = config().unwinder;
   if (g_unwinder != Unwinder::Libunwind && !unwind::init()) {
     g_unwinder = Unwinder::Libunwind;
@@ -148,13 +151,45 @@ std::string init_stack_capture() {
 
 namespace {
 
-// The fallback unwinder's stack, the shim's own frames left out.
+// The loaded segment holding the fallback unwinder's code: under ASan or TSan
+// `backtrace` is the sanitizer's interceptor, whose own frames come first in
+// what it returns (glibc's and libunwind's never list themselves).
+uint64_t g_unwinder_low = 0, g_unwinder_high = 0;
+
+void init_unwinder_range() {
+  struct Find {
+    uint64_t pc, lo = 0, hi = 0;
+  } f{reinterpret_cast<uint64_t>(g_backtrace)};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        auto* f = static_cast<Find*>(data);
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+          const uint64_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+          if (f->pc >= lo && f->pc < hi) {
+            f->lo = lo;
+            f->hi = hi;
+            return 1;
+          }
+        }
+        return 0;
+      },
+      &f);
+  g_unwinder_low = f.lo;
+  g_unwinder_high = f.hi;
+}
+
+// The fallback unwinder's stack, the shim's own frames and the unwinder's
+// leading ones left out.
 uint32_t library_stack(uint64_t* frames, uint32_t max_depth) {
-  // A few extra slots for the shim's own frames, which are skipped.
+  // A few extra slots for the frames that are skipped.
   void* raw[CallSiteTable::kMaxDepth + 8];
   int got = g_backtrace(raw, static_cast<int>(max_depth + 8));
   uint32_t n = 0;
-  for (int i = 0; i < got && n < max_depth; ++i) {
+  int i = 0;
+  while (i < got && reinterpret_cast<uint64_t>(raw[i]) - g_unwinder_low < g_unwinder_high - g_unwinder_low) ++i;
+  for (; i < got && n < max_depth; ++i) {
     auto a = reinterpret_cast<uint64_t>(raw[i]);
     if (a >= g_own_low && a < g_own_high) continue;  // our own hook frames
     frames[n++] = a;

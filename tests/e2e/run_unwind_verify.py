@@ -3,6 +3,7 @@
 
   run_unwind_verify.py --cuxfer B/bin/cuxfer --shim B/lib/libcuxfer.so
       --sim B/testapps/sim --libcudart B/simcuda/lib/libcudart.so --workdir DIR
+      [--only apps|python]
 
 Runs simulated apps (threads, streams, fork, the static runtime, a driver
 unloaded and loaded again with dlclose) and testapps/python/python_copies.py
@@ -60,13 +61,15 @@ def main() -> int:
     ap.add_argument("--sim", required=True)
     ap.add_argument("--libcudart", required=True)
     ap.add_argument("--workdir", required=True)
+    ap.add_argument("--only", choices=["apps", "python"],
+                    help="just the simulated apps (a ThreadSanitizer pass cannot run Python) or just Python")
     a = ap.parse_args()
     work = fresh_dir(a.workdir)
     fails: list[str] = []
     env = dict(os.environ, CUXFER_UNWINDER="verify", SIMCUDA_DEVICE_COUNT="2")
-    runs = [(name, [str(Path(a.sim) / name)] + args) for name, args in APPS]
-    pys = pythons()
-    if not pys:
+    runs = [(name, [str(Path(a.sim) / name)] + args) for name, args in APPS] if a.only != "python" else []
+    pys = pythons() if a.only != "apps" else []
+    if not pys and a.only != "apps":
         fails.append("no CPython 3.10-3.13 found: the Python frames' native stacks were not checked")
     for py in pys:
         runs.append((f"python-{py.replace('/', '_').strip('_')}", [py, str(PY_APP), a.libcudart, "2", "10"]))

@@ -17,14 +17,18 @@ namespace {
 using Kind = FrameRule::Kind;
 
 // Builds one CIE and one FDE in a buffer, with pc-relative FDE addresses
-// (encoding 0x1b, as GCC and Clang write them) pointing at `code`.
+// (encoding 0x1b, as GCC and Clang write them) for a stand-in function 1 MiB
+// past the buffer (rule_from_fde never reads the code; a real address could
+// be more than the 2 GiB a 4-byte pc-relative field reaches from the heap).
 class EhFrame {
  public:
   // `aug` is the augmentation string ("zR", "zRS", ...); `cie_ops` the CIE's
   // initial instructions.
-  EhFrame(uintptr_t code, uint32_t code_size, std::vector<uint8_t> fde_ops, std::string aug = "zR",
+  EhFrame(uint32_t code_size, std::vector<uint8_t> fde_ops, std::string aug = "zR",
           std::vector<uint8_t> cie_ops = {0x0c, 0x07, 0x08, 0x90, 0x01}) {
     buf_.reserve(4096);  // pointers into it are taken below: no reallocation
+    code_ = reinterpret_cast<uintptr_t>(buf_.data()) + (1u << 20);
+    const uintptr_t code = code_;
     // CIE
     const size_t cie = buf_.size();
     put32(0);  // length, patched
@@ -55,9 +59,11 @@ class EhFrame {
     patch32(fde_, static_cast<uint32_t>(buf_.size() - fde_ - 4));
   }
 
-  FrameRule at(uintptr_t pc) const {
-    return rule_from_fde(buf_.data() + fde_, buf_.data(), buf_.data() + buf_.size(), pc);
+  // The rule `offset` bytes into the stand-in function (negative: before it).
+  FrameRule at(int64_t offset) const {
+    return rule_from_fde(buf_.data() + fde_, buf_.data(), buf_.data() + buf_.size(), code_ + offset);
   }
+  uintptr_t code() const { return code_; }
   std::vector<uint8_t>& bytes() { return buf_; }
   size_t fde_offset() const { return fde_; }
 
@@ -70,10 +76,8 @@ class EhFrame {
   void patch32(size_t at, uint32_t v) { std::memcpy(buf_.data() + at, &v, 4); }
   std::vector<uint8_t> buf_;
   size_t fde_ = 0;
+  uintptr_t code_ = 0;
 };
-
-// A stand-in code address: rule_from_fde never reads the code.
-const uintptr_t kCode = reinterpret_cast<uintptr_t>(&rule_from_fde);
 
 FrameRule rsp(int32_t off) { return {Kind::RspBased, false, off, 0}; }
 FrameRule rsp_saved(int32_t off, int32_t rbp) { return {Kind::RspBased, true, off, rbp}; }
@@ -91,82 +95,83 @@ const std::vector<uint8_t> kFramePointerFunction = {
 };
 
 TEST(EhFrame, FramePointerFunctionRowByRow) {
-  EhFrame f(kCode, 64, kFramePointerFunction);
-  EXPECT_EQ(f.at(kCode), rsp(8));
-  EXPECT_EQ(f.at(kCode + 1), rsp_saved(16, -16));
-  EXPECT_EQ(f.at(kCode + 3), rsp_saved(16, -16));
-  EXPECT_EQ(f.at(kCode + 4), rbp_based(16, -16));
-  EXPECT_EQ(f.at(kCode + 35), rbp_based(16, -16));
+  EhFrame f(64, kFramePointerFunction);
+  EXPECT_EQ(f.at(0), rsp(8));
+  EXPECT_EQ(f.at(1), rsp_saved(16, -16));
+  EXPECT_EQ(f.at(3), rsp_saved(16, -16));
+  EXPECT_EQ(f.at(4), rbp_based(16, -16));
+  EXPECT_EQ(f.at(35), rbp_based(16, -16));
   // After leave the CFA is rsp+8 again; rbp's rule (its slot) stands.
-  EXPECT_EQ(f.at(kCode + 36), rsp_saved(8, -16));
-  EXPECT_EQ(f.at(kCode + 63), rsp_saved(8, -16));
+  EXPECT_EQ(f.at(36), rsp_saved(8, -16));
+  EXPECT_EQ(f.at(63), rsp_saved(8, -16));
 }
 
 TEST(EhFrame, PcOutsideTheFdeIsRefused) {
-  EhFrame f(kCode, 64, kFramePointerFunction);
-  EXPECT_EQ(f.at(kCode - 1).kind, Kind::Unsupported);
-  EXPECT_EQ(f.at(kCode + 64).kind, Kind::Unsupported);
+  EhFrame f(64, kFramePointerFunction);
+  EXPECT_EQ(f.at(-1).kind, Kind::Unsupported);
+  EXPECT_EQ(f.at(64).kind, Kind::Unsupported);
 }
 
 TEST(EhFrame, RememberAndRestoreStateIncludeTheCfa) {
   // sub $24,%rsp; ...; remember; add $24; ret (cfa 8); restore (cfa 32 again)
-  EhFrame f(kCode, 64,
+  EhFrame f(64,
             {0x44, 0x0e, 0x20,  // advance 4, cfa rsp+32
              0x4a, 0x0a,        // advance 10, remember_state
              0x0e, 0x08,        // cfa rsp+8
              0x41, 0x0b});      // advance 1, restore_state
-  EXPECT_EQ(f.at(kCode + 4), rsp(32));
-  EXPECT_EQ(f.at(kCode + 14), rsp(8));
-  EXPECT_EQ(f.at(kCode + 15), rsp(32));
+  EXPECT_EQ(f.at(4), rsp(32));
+  EXPECT_EQ(f.at(14), rsp(8));
+  EXPECT_EQ(f.at(15), rsp(32));
 }
 
 TEST(EhFrame, RestoreReturnsTheCieRule) {
-  EhFrame f(kCode, 32, {0x41, 0x0e, 0x10, 0x86, 0x02, 0x41, 0xc6});  // ..., restore rbp
-  EXPECT_EQ(f.at(kCode + 1), rsp_saved(16, -16));
-  EXPECT_EQ(f.at(kCode + 2), rsp(16));
+  EhFrame f(32, {0x41, 0x0e, 0x10, 0x86, 0x02, 0x41, 0xc6});  // ..., restore rbp
+  EXPECT_EQ(f.at(1), rsp_saved(16, -16));
+  EXPECT_EQ(f.at(2), rsp(16));
 }
 
 TEST(EhFrame, LargeAdvancesAndSignedForms) {
-  EhFrame f(kCode, 0x30000,
+  EhFrame f(0x30000,
             {0x03, 0x00, 0x01,        // advance2 256
              0x13, 0x7e,              // def_cfa_offset_sf -2 * -8 = 16
              0x04, 0x00, 0x00, 0x02, 0x00,  // advance4 0x20000
              0x12, 0x06, 0x7e,        // def_cfa_sf rbp, 16
              0x11, 0x06, 0x7e});      // offset_extended_sf rbp, 16 (above the CFA)
-  EXPECT_EQ(f.at(kCode + 255), rsp(8));
-  EXPECT_EQ(f.at(kCode + 256), rsp(16));
-  EXPECT_EQ(f.at(kCode + 0x20100), rbp_based(16, 16));
+  EXPECT_EQ(f.at(255), rsp(8));
+  EXPECT_EQ(f.at(256), rsp(16));
+  EXPECT_EQ(f.at(0x20100), rbp_based(16, 16));
 }
 
 TEST(EhFrame, UndefinedReturnAddressIsTheOutermostFrame) {
-  EhFrame f(kCode, 16, {0x07, 0x10});  // undefined rip (_start, clone's child)
-  EXPECT_EQ(f.at(kCode + 2).kind, Kind::Outermost);
+  EhFrame f(16, {0x07, 0x10});  // undefined rip (_start, clone's child)
+  EXPECT_EQ(f.at(2).kind, Kind::Outermost);
 }
 
 TEST(EhFrame, WhatTheWalkDoesNotFollowIsUnsupported) {
   // A CFA expression (PLT entries, stack realignment).
-  EXPECT_EQ(EhFrame(kCode, 16, {0x0f, 0x02, 0x77, 0x08}).at(kCode).kind, Kind::Unsupported);
+  EXPECT_EQ(EhFrame(16, {0x0f, 0x02, 0x77, 0x08}).at(0).kind, Kind::Unsupported);
   // The CFA in another register (r10, as in a realigning prologue).
-  EXPECT_EQ(EhFrame(kCode, 16, {0x0c, 0x0a, 0x00}).at(kCode).kind, Kind::Unsupported);
+  EXPECT_EQ(EhFrame(16, {0x0c, 0x0a, 0x00}).at(0).kind, Kind::Unsupported);
   // rbp kept in another register, or computed.
-  EXPECT_EQ(EhFrame(kCode, 16, {0x09, 0x06, 0x03}).at(kCode).kind, Kind::Unsupported);
-  EXPECT_EQ(EhFrame(kCode, 16, {0x16, 0x06, 0x01, 0x9c}).at(kCode).kind, Kind::Unsupported);
+  EXPECT_EQ(EhFrame(16, {0x09, 0x06, 0x03}).at(0).kind, Kind::Unsupported);
+  EXPECT_EQ(EhFrame(16, {0x16, 0x06, 0x01, 0x9c}).at(0).kind, Kind::Unsupported);
   // The return address elsewhere than CFA-8.
-  EXPECT_EQ(EhFrame(kCode, 16, {0x90, 0x02}).at(kCode).kind, Kind::Unsupported);
+  EXPECT_EQ(EhFrame(16, {0x90, 0x02}).at(0).kind, Kind::Unsupported);
   // A signal frame.
-  EXPECT_EQ(EhFrame(kCode, 16, {}, "zRS").at(kCode).kind, Kind::Unsupported);
+  EXPECT_EQ(EhFrame(16, {}, "zRS").at(0).kind, Kind::Unsupported);
   // An unknown augmentation, and an unknown opcode.
-  EXPECT_EQ(EhFrame(kCode, 16, {}, "zRX").at(kCode).kind, Kind::Unsupported);
-  EXPECT_EQ(EhFrame(kCode, 16, {0x3c}).at(kCode).kind, Kind::Unsupported);
+  EXPECT_EQ(EhFrame(16, {}, "zRX").at(0).kind, Kind::Unsupported);
+  EXPECT_EQ(EhFrame(16, {0x3c}).at(0).kind, Kind::Unsupported);
   // rbp's rule in the rows past pc does not matter.
-  EXPECT_EQ(EhFrame(kCode, 16, {0x48, 0x09, 0x06, 0x03}).at(kCode + 7), rsp(8));
+  EXPECT_EQ(EhFrame(16, {0x48, 0x09, 0x06, 0x03}).at(7), rsp(8));
 }
 
 TEST(EhFrame, CorruptEntriesAreRefusedWithoutReadingPastTheBuffer) {
-  EhFrame f(kCode, 64, kFramePointerFunction);
+  EhFrame f(64, kFramePointerFunction);
   auto& b = f.bytes();
   const size_t fde = f.fde_offset();
-  const auto rule = [&] { return rule_from_fde(b.data() + fde, b.data(), b.data() + b.size(), kCode + 4); };
+  const uintptr_t pc = f.code() + 4;
+  const auto rule = [&] { return rule_from_fde(b.data() + fde, b.data(), b.data() + b.size(), pc); };
   ASSERT_EQ(rule().kind, Kind::RbpBased);
   const std::vector<uint8_t> good = b;
   // An FDE length past the end.
@@ -188,7 +193,7 @@ TEST(EhFrame, CorruptEntriesAreRefusedWithoutReadingPastTheBuffer) {
   b = good;
   // Every truncation of the buffer: refused or right, never a read past it.
   for (size_t cut = 0; cut < good.size(); ++cut) {
-    const FrameRule r = rule_from_fde(b.data() + fde, b.data(), b.data() + cut, kCode + 4);
+    const FrameRule r = rule_from_fde(b.data() + fde, b.data(), b.data() + cut, pc);
     EXPECT_TRUE(r.kind == Kind::Unsupported || r == rbp_based(16, -16)) << "cut at " << cut;
   }
 }
