@@ -13,6 +13,8 @@
 #   torchloop  bench/run_torch_step.sh: a PyTorch training loop, plain and default
 #              `cuxfer record`, interleaved, pinned to one CPU
 #   jax        the JAX production trial (tests/gpu/frameworks/trial.py)
+#   cuptiprobe devtools/probe_cupti_cost.cpp: a 4-byte copy without CUPTI, with memcpy records,
+#              with them disabled after use, and with CUPTI finalized (PROBE_ROUNDS, interleaved)
 #   unwindverify  real programs under CUXFER_UNWINDER=verify (every stack taken by the
 #              .eh_frame walk and by libunwind, differences counted): the PyTorch,
 #              CuPy and JAX workloads, and NVIDIA's samples when .ext/ is carried
@@ -62,6 +64,26 @@ for step in $STEPS; do
     timeout 300 taskset -c 3 bash bench/run_torch_step.sh --build-dir "$B" --rounds "${TORCH_ROUNDS:-6}" \
       --modes "plain auto" -- --steps "${TORCH_STEPS:-2000}" > "$OUT/torchloop.log" 2>&1
     echo "torchloop rc=$?"; tail -6 "$OUT/torchloop.log" ;;
+  cuptiprobe)
+    g++ -O2 -std=c++17 -I/usr/local/cuda/include -I/usr/local/cuda/extras/CUPTI/include devtools/probe_cupti_cost.cpp \
+      -L/usr/local/cuda/lib64 -L/usr/local/cuda/extras/CUPTI/lib64 -Wl,-rpath,/usr/local/cuda/extras/CUPTI/lib64 \
+      -lcudart -lcupti -o "$B/probe_cupti_cost" || echo "probe build failed"
+    for r in $(seq "${PROBE_ROUNDS:-5}"); do
+      for m in none memcpy disabled finalized; do
+        timeout 60 "$B/probe_cupti_cost" "$m" "${PROBE_ITERS:-400}" | grep -E " 4 |records|FAIL"
+      done
+    done > "$OUT/cuptiprobe.log" 2>&1
+    python3 - "$OUT/cuptiprobe.log" <<'PY'
+import collections, statistics, sys
+v = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) == 5 and f[3] == "4":
+        v[(f[1], f[2], f[0])].append(float(f[4]))
+for k in sorted(v):
+    print(*k, "median of %d rounds: %.2f us" % (len(v[k]), statistics.median(v[k])), "all:", v[k])
+PY
+    ;;
   unwindverify)
     if [ -f .ext/build_samples.sh ]; then timeout 200 bash .ext/build_samples.sh > "$OUT/samples_build.log" 2>&1; fi
     runs=("torch_train.py --epochs 1 --batches 12" "torch_transfer.py" "cupy_transfer.py" "jax_transfer.py")

@@ -8,7 +8,10 @@
 // MODE: none | memcpy | memcpy_memset | memcpy_ts (+ a timestamp callback, as
 // the shim registers) | memcpy_hostbuf (records written to pinned host memory,
 // not device memory) | memcpy_sharedbuf (one activity buffer, not per thread)
-// | memcpy_flushperiod (periodic flush, 10 ms)
+// | memcpy_flushperiod (periodic flush, 10 ms) | disabled (memcpy records on
+// for a few copies, then cuptiActivityDisable: what CUPTI costs while the
+// governor has them off) | finalized (the same, then cuptiFinalize: CUPTI
+// detached)
 // Prints one line per cell: "MODE kind dir size median_us".
 #include <cuda_runtime_api.h>
 #include <cupti.h>
@@ -74,6 +77,17 @@ int main(int argc, char** argv) {
     if (mode == "memcpy_memset") CP(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
     if (mode == "memcpy_flushperiod") CP(cuptiActivityFlushPeriod(10));
   }
+  if (mode == "disabled" || mode == "finalized") {
+    void *dh = nullptr, *hh = nullptr;
+    CK(cudaMalloc(&dh, 64));
+    CK(cudaMallocHost(&hh, 64));
+    for (int i = 0; i < 100; ++i) CK(cudaMemcpy(dh, hh, 4, cudaMemcpyHostToDevice));
+    CP(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY));
+    CP(cuptiActivityFlushAll(1));
+    if (mode == "finalized") CP(cuptiFinalize());
+    CK(cudaFree(dh));
+    CK(cudaFreeHost(hh));
+  }
   const size_t sizes[] = {4, 64u << 10, 1u << 20, 4u << 20, 32u << 20};
   const size_t kMax = 32u << 20;
   void* pinned = nullptr;
@@ -99,7 +113,7 @@ int main(int argc, char** argv) {
         std::printf("%s %s %s %zu %.2f\n", mode.c_str(), kind ? "registered" : "pinned", dir ? "D2H" : "H2D", size,
                     t[t.size() / 2]);
       }
-  if (mode != "none") {
+  if (mode != "none" && mode != "finalized") {
     CP(cuptiActivityFlushAll(1));
     std::printf("%s records %zu\n", mode.c_str(), g_records);
   }
