@@ -100,27 +100,32 @@ uint64_t rule_for(uint64_t pc, uint64_t epoch) {
   return 0;
 }
 
-// The calling thread's stack top, from pthread_getattr_np once per thread
-// (0 when it cannot be had: the walk then always falls back).
-struct StackTop {
-  uint64_t top = 0;
+// The calling thread's own stack, from pthread_getattr_np once per thread
+// (top 0 when it cannot be had: the walk then always falls back). A walk
+// starts only from inside it: a fiber's or a signal's alternate stack may lie
+// anywhere below, and reading up from there to the top would cross unmapped
+// memory.
+struct ThreadStack {
+  uint64_t bottom = 0, top = 0;
   bool known = false;
 };
-thread_local StackTop t_stack __attribute__((tls_model("initial-exec")));
+thread_local ThreadStack t_stack __attribute__((tls_model("initial-exec")));
 
-uint64_t stack_top() {
+const ThreadStack& thread_stack() {
   if (!t_stack.known) {
     t_stack.known = true;
     pthread_attr_t attr;
     if (pthread_getattr_np(pthread_self(), &attr) == 0) {
       void* addr = nullptr;
       size_t size = 0;
-      if (pthread_attr_getstack(&attr, &addr, &size) == 0)
-        t_stack.top = reinterpret_cast<uint64_t>(addr) + size;
+      if (pthread_attr_getstack(&attr, &addr, &size) == 0 && size > 0) {
+        t_stack.bottom = reinterpret_cast<uint64_t>(addr);
+        t_stack.top = t_stack.bottom + size;
+      }
       pthread_attr_destroy(&attr);
     }
   }
-  return t_stack.top;
+  return t_stack;
 }
 
 // The rules of the thread's last walk, by frame index: a copy storm walks the
@@ -170,13 +175,14 @@ struct MemoUse {
 __attribute__((noinline, no_sanitize("address", "thread"))) bool walk(uint64_t* frames, uint32_t max, uint64_t skip_low, uint64_t skip_high,
                                     uint32_t* count) {
   *count = 0;
-  const uint64_t top = stack_top();
+  const ThreadStack& stack = thread_stack();
+  const uint64_t top = stack.top;
   uint64_t pc, sp, bp;
   // This frame's registers; `pc` is the address after the lea, whose rule
   // (looked up at pc - 1, like every other frame's) is that of the movs.
   asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(pc), "=r"(sp), "=r"(bp));
   const uint64_t low = sp;
-  if (top == 0 || sp >= top) return false;  // not on the thread's own stack
+  if (top == 0 || sp < stack.bottom || sp >= top) return false;  // not on the thread's own stack
   const uint64_t epoch = g_epoch.load(std::memory_order_acquire);
 
   // A signal handler's walk that interrupts this thread's walk finds the memo

@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <signal.h>
+#include <ucontext.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -217,6 +218,25 @@ TEST(FastUnwind, InASignalHandlerRefusedOrRight) {
   EXPECT_FALSE(g_in_handler.walked);
   sigaltstack(&old_ss, nullptr);
   sigaction(SIGUSR1, &old, nullptr);
+}
+
+Raw g_in_fiber;
+ucontext_t g_main_ctx, g_fiber_ctx;
+void fiber_body() { capture_raw(g_in_fiber); }
+
+TEST(FastUnwind, OnAFibersStackItDeclines) {
+  // A stack of the program's own making (as boost.context's or a coroutine
+  // library's): outside the thread's stack, so the walk never starts there.
+  std::vector<char> stack(1 << 16);
+  ASSERT_EQ(getcontext(&g_fiber_ctx), 0);
+  g_fiber_ctx.uc_stack.ss_sp = stack.data();
+  g_fiber_ctx.uc_stack.ss_size = stack.size();
+  g_fiber_ctx.uc_link = &g_main_ctx;
+  makecontext(&g_fiber_ctx, fiber_body, 0);
+  g_in_fiber = {};
+  ASSERT_EQ(swapcontext(&g_main_ctx, &g_fiber_ctx), 0);
+  EXPECT_FALSE(g_in_fiber.walked);
+  EXPECT_GT(g_in_fiber.got, 0);  // glibc's unwinder, the fallback, still gives a stack there
 }
 
 }  // namespace
