@@ -21,6 +21,10 @@ uint64_t g_own_low = 0, g_own_high = 0;
 using BacktraceFn = int (*)(void**, int);
 BacktraceFn g_backtrace = backtrace;
 Unwinder g_unwinder = Unwinder::Libunwind;
+// The code of the fallback unwinder: under ASan or TSan `backtrace` is the
+// sanitizer's interceptor, whose own frames come first in what it returns
+// (glibc's and libunwind's never list themselves); they are left out.
+uint64_t g_unwinder_low = 0, g_unwinder_high = 0;
 
 // Captures the fast walk could not vouch for, and (verify) those it got
 // differently from libunwind: the trace's notes say both at the end.
@@ -84,28 +88,44 @@ void CallSiteTable::mark_all_unwritten() {
   for (uint32_t i = 0; i < kCapacity; ++i) entries_[i].written = false;
 }
 
-void init_own_text_range() {
+namespace {
+
+// The executable loaded segment that holds `pc`, or [0, 0).
+struct TextRange {
+  uint64_t low = 0, high = 0;
+};
+TextRange text_range_of(uint64_t pc) {
+  struct Find {
+    uint64_t pc;
+    TextRange found;
+  } f{pc, {}};
   dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void*) -> int {
-        auto self = reinterpret_cast<uint64_t>(&init_own_text_range);
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        auto* f = static_cast<Find*>(data);
         for (int i = 0; i < info->dlpi_phnum; ++i) {
           const auto& ph = info->dlpi_phdr[i];
           if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
-          uint64_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
-          if (self >= lo && self < hi) {
-            g_own_low = lo;
-            g_own_high = hi;
+          const uint64_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+          if (f->pc >= lo && f->pc < hi) {
+            f->found = {lo, hi};
             return 1;
           }
         }
         return 0;
       },
-      nullptr);
+      &f);
+  return f.found;
+}
+
+}  // namespace
+
+void init_own_text_range() {
+  const TextRange own = text_range_of(reinterpret_cast<uint64_t>(&init_own_text_range));
+  g_own_low = own.low;
+  g_own_high = own.high;
 }
 
 namespace {
-
-void init_unwinder_range();  // below, with library_stack
 
 // libunwind's unw_backtrace, or null with the reason in `why`.
 void* libunwind_backtrace(std::string& why) {
@@ -134,7 +154,9 @@ std::string init_stack_capture() {
     how = "glibc backtrace (" + why + ")";
   void* prime[4];
   g_backtrace(prime, 4);  // loads and initialises the unwinder now, not inside a hook
-  init_unwinder_range();
+  const TextRange unwinder = text_range_of(reinterpret_cast<uint64_t>(g_backtrace));
+  g_unwinder_low = unwinder.low;
+  g_unwinder_high = unwinder.high;
   g_unwinder = config().unwinder;
   if (g_unwinder != Unwinder::Libunwind && !unwind::init()) {
     g_unwinder = Unwinder::Libunwind;
@@ -150,35 +172,6 @@ std::string init_stack_capture() {
 }
 
 namespace {
-
-// The loaded segment holding the fallback unwinder's code: under ASan or TSan
-// `backtrace` is the sanitizer's interceptor, whose own frames come first in
-// what it returns (glibc's and libunwind's never list themselves).
-uint64_t g_unwinder_low = 0, g_unwinder_high = 0;
-
-void init_unwinder_range() {
-  struct Find {
-    uint64_t pc, lo = 0, hi = 0;
-  } f{reinterpret_cast<uint64_t>(g_backtrace)};
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) -> int {
-        auto* f = static_cast<Find*>(data);
-        for (int i = 0; i < info->dlpi_phnum; ++i) {
-          const auto& ph = info->dlpi_phdr[i];
-          if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
-          const uint64_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
-          if (f->pc >= lo && f->pc < hi) {
-            f->lo = lo;
-            f->hi = hi;
-            return 1;
-          }
-        }
-        return 0;
-      },
-      &f);
-  g_unwinder_low = f.lo;
-  g_unwinder_high = f.hi;
-}
 
 // The fallback unwinder's stack, the shim's own frames and the unwinder's
 // leading ones left out.

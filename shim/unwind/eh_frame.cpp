@@ -282,7 +282,8 @@ bool run_instructions(Reader& r, const Cie& cie, uint64_t loc, uint64_t pc, RowS
         r.skip(r.uleb());
         row.cfa_expression = true;
         break;
-      case 0x10: {  // expression
+      case 0x10:    // expression
+      case 0x16: {  // val_expression
         const uint64_t reg = r.uleb();
         r.skip(r.uleb());
         if (!set_reg(reg, RegRule::Other, 0)) return false;
@@ -303,12 +304,6 @@ bool run_instructions(Reader& r, const Cie& cie, uint64_t loc, uint64_t pc, RowS
       case 0x15: {                                                   // val_offset_sf
         const uint64_t reg = r.uleb();
         if (op == 0x14) r.uleb(); else r.sleb();
-        if (!set_reg(reg, RegRule::Other, 0)) return false;
-        break;
-      }
-      case 0x16: {  // val_expression
-        const uint64_t reg = r.uleb();
-        r.skip(r.uleb());
         if (!set_reg(reg, RegRule::Other, 0)) return false;
         break;
       }
