@@ -22,6 +22,8 @@
 #   --modes "M ..."  modes to run (default "baseline shim_d0 shim_d16"); also
 #                    cupti_on / cupti_off: shim_d16 with CUXFER_CUPTI=on / off
 #                    (the default shim modes run CUXFER_CUPTI=auto, the governor);
+#                    no_detach: shim_d16 with CUXFER_CUPTI_DETACH=0 (CUPTI kept
+#                    attached while the governor has its records off);
 #                    libunwind / libunwind_cupti_off: shim_d16 / cupti_off with
 #                    CUXFER_UNWINDER=libunwind (stacks as before the .eh_frame walk)
 #   --check          exit non-zero unless every run printed every case (bench_smoke)
@@ -82,6 +84,7 @@ run_mode() {
     shim_d16) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_OUTPUT_DIR="$TMP/traces") ;;
     cupti_on) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_CUPTI=on CUXFER_OUTPUT_DIR="$TMP/traces") ;;
     cupti_off) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_CUPTI=off CUXFER_OUTPUT_DIR="$TMP/traces") ;;
+    no_detach) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_CUPTI_DETACH=0 CUXFER_OUTPUT_DIR="$TMP/traces") ;;
     libunwind) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_UNWINDER=libunwind CUXFER_OUTPUT_DIR="$TMP/traces") ;;
     libunwind_cupti_off) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_UNWINDER=libunwind CUXFER_CUPTI=off
                                CUXFER_OUTPUT_DIR="$TMP/traces") ;;

@@ -13,6 +13,8 @@
 #   torchloop  bench/run_torch_step.sh: a PyTorch training loop, plain and default
 #              `cuxfer record`, interleaved, pinned to one CPU
 #   jax        the JAX production trial (tests/gpu/frameworks/trial.py)
+#   detachnote a default recording of the storm: how often CUPTI was detached and attached
+#              again, and what that cost the writer thread (the trace's note)
 #   cuptiprobe devtools/probe_cupti_cost.cpp: a 4-byte copy without CUPTI, with memcpy records,
 #              with them disabled after use, and with CUPTI finalized (PROBE_ROUNDS, interleaved)
 #   unwindverify  real programs under CUXFER_UNWINDER=verify (every stack taken by the
@@ -98,6 +100,12 @@ PY
       echo "== ${cmd[*]}: rc=$? $(grep -h 'unwinder verify' "$d.log" | head -1)"
       "$CUX" report --json "$d" 2>/dev/null | python3 -c "import json,sys; [print('  ', n) for p in json.load(sys.stdin)['processes'] for n in p.get('notes', []) if 'call stacks' in n]"
     done 2>&1 | tee "$OUT/unwindverify.log" ;;
+  detachnote)
+    # What detaching and attaching CUPTI cost the writer thread, from the notes of
+    # a default recording of the storm (and of the training loop when torch is here).
+    "$CUX" record -q -o "$OUT/detach_storm" -- "$B/bench/call_overhead" -n "${STORM_N:-200000}" > "$OUT/detach_storm.log" 2>&1
+    "$CUX" report --json "$OUT/detach_storm" | python3 -c "import json,sys; p=json.load(sys.stdin)['processes'][0]; print('storm:', [n for n in p.get('notes', []) if 'cupti' in n], json.dumps(p.get('cupti', {}).get('copy_records')))"
+    rm -rf "$OUT/detach_storm" ;;
   jax)
     (cd tests/gpu/frameworks && timeout 300 python3 trial.py --cuxfer "$CUX" --framework jax \
       --summary "$OUT/trial_jax.json" > "$OUT/trial_jax.log" 2>&1; echo "trial jax rc=$?")

@@ -36,6 +36,10 @@ struct Config {
   // and page faults of managed memory). They are enabled only once the app
   // allocates managed memory, so programs without it pay nothing.
   bool cupti_unified_memory = true;
+  // CUXFER_CUPTI_DETACH=0 keeps CUPTI attached while the governor has its copy
+  // records off (record/cupti_governor.h: attached and idle it still costs
+  // each copy call about 0.5 us; detached, nothing).
+  bool cupti_detach = true;
   // CUXFER_FINGERPRINT=0 turns off the sampled content fingerprints of host
   // <-> device copies of at least CUXFER_FINGERPRINT_MIN bytes (duplicate and
   // round-trip findings). A fingerprint reads 33 words of the host buffer.

@@ -27,6 +27,7 @@ struct CuptiApi {
   decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
   decltype(&cuptiGetResultString) result_string = nullptr;
   decltype(&cuptiActivityConfigureUnifiedMemoryCounter) configure_um = nullptr;
+  decltype(&cuptiFinalize) finalize = nullptr;
 };
 CuptiApi g_api;
 
@@ -137,6 +138,7 @@ bool CuptiCollector::start(const std::string& library_override, std::string& rea
   load(lib, "cuptiSubscribe_v2", g_api.subscribe_v2);
   load(lib, "cuptiActivityRegisterTimestampCallback", g_api.register_timestamp);
   load(lib, "cuptiActivityConfigureUnifiedMemoryCounter", g_api.configure_um);
+  load(lib, "cuptiFinalize", g_api.finalize);
   if (!ok) {
     reason = "libcupti lacks the activity API cuxfer needs (too old?)";
     return false;
@@ -168,19 +170,10 @@ bool CuptiCollector::start(const std::string& library_override, std::string& rea
   }
   g_api.unsubscribe(probe);
 
-  if (g_api.register_timestamp) g_api.register_timestamp(timestamp_now);
-  r = g_api.register_callbacks(buffer_requested, buffer_completed);
-  if (r != CUPTI_SUCCESS) {
-    reason = "cuptiActivityRegisterCallbacks failed: " + result_text(r);
+  enabled_kinds_ = {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
+  if (!attach(reason)) {
+    enabled_kinds_.clear();
     return false;
-  }
-  for (auto kind : {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET}) {
-    r = g_api.activity_enable(kind);
-    if (r != CUPTI_SUCCESS) {
-      reason = "cuptiActivityEnable failed: " + result_text(r);
-      return false;
-    }
-    enabled_kinds_.push_back(kind);
   }
   // Kernels (CUXFER_CUPTI_KERNELS=1): concurrent-kernel records keep kernel
   // concurrency (CUPTI_ACTIVITY_KIND_KERNEL would serialize kernels).
@@ -198,12 +191,32 @@ bool CuptiCollector::start(const std::string& library_override, std::string& rea
   return true;
 }
 
+bool CuptiCollector::attach(std::string& reason) {
+  if (g_api.register_timestamp) g_api.register_timestamp(timestamp_now);
+  CUptiResult r = g_api.register_callbacks(buffer_requested, buffer_completed);
+  if (r != CUPTI_SUCCESS) {
+    reason = "cuptiActivityRegisterCallbacks failed: " + result_text(r);
+    return false;
+  }
+  for (int kind : enabled_kinds_) {
+    r = g_api.activity_enable(static_cast<CUpti_ActivityKind>(kind));
+    if (r != CUPTI_SUCCESS) {
+      reason = "cuptiActivityEnable failed: " + result_text(r);
+      return false;
+    }
+  }
+  return true;
+}
+
 bool CuptiCollector::enable_unified_memory(std::string& reason) {
   std::lock_guard<std::mutex> handover(handover_mutex_);
   if (!active()) {
     reason = "CUPTI is not active";
     return false;
   }
+  // Unified-memory records need CUPTI attached for the rest of the run.
+  if (detached() && !attach(reason)) return false;
+  detached_.store(false, std::memory_order_release);
   if (!g_api.configure_um) {
     reason = "libcupti lacks cuptiActivityConfigureUnifiedMemoryCounter";
     return false;
@@ -237,10 +250,30 @@ bool CuptiCollector::enable_unified_memory(std::string& reason) {
 bool CuptiCollector::set_copy_records(bool on) {
   std::lock_guard<std::mutex> handover(handover_mutex_);
   if (!active() || !g_api.activity_enable || !g_api.activity_disable) return false;
+  if (detached()) {
+    if (!on) return true;  // off already: detached
+    std::string reason;
+    if (!attach(reason)) return false;  // the kinds are the ones detach() found: memcpy and memset
+    detached_.store(false, std::memory_order_release);
+    return true;
+  }
   bool ok = true;
   for (auto kind : {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET})
     ok = (on ? g_api.activity_enable(kind) : g_api.activity_disable(kind)) == CUPTI_SUCCESS && ok;
   return ok;
+}
+
+bool CuptiCollector::detach() {
+  std::lock_guard<std::mutex> handover(handover_mutex_);
+  if (!active() || detached() || !g_api.finalize) return false;
+  for (int kind : enabled_kinds_)
+    if (kind != CUPTI_ACTIVITY_KIND_MEMCPY && kind != CUPTI_ACTIVITY_KIND_MEMSET) return false;
+  // The records are off; what CUPTI still holds comes back first, partly
+  // filled buffers too, so nothing recorded before is lost.
+  g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (g_api.finalize() != CUPTI_SUCCESS) return false;
+  detached_.store(true, std::memory_order_release);
+  return true;
 }
 
 void* CuptiCollector::own_symbol(const char* name) const {
@@ -255,6 +288,12 @@ bool CuptiCollector::hand_over(const char* call, const void* real) {
     return false;
   }
   if (!active() || real != own_symbol(call)) return false;  // another libcupti: ours is untouched
+  if (detached()) {
+    // Detached, everything already flushed: a CUPTI call now would attach it
+    // again for us. The app's call attaches it for the app.
+    active_.store(false, std::memory_order_release);
+    return true;
+  }
   // Disable first so nothing new lands in our buffers, then have every buffer
   // CUPTI holds (partly filled ones too) completed into our callback.
   for (int kind : enabled_kinds_) g_api.activity_disable(static_cast<CUpti_ActivityKind>(kind));
@@ -264,7 +303,9 @@ bool CuptiCollector::hand_over(const char* call, const void* real) {
 }
 
 void CuptiCollector::flush(bool forced) {
-  if (active()) g_api.flush_all(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+  // Under the lock: a flush must not race a detach (or an attach) of CUPTI.
+  std::lock_guard<std::mutex> handover(handover_mutex_);
+  if (active() && !detached()) g_api.flush_all(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 }
 
 void CuptiCollector::consume_buffer(uint8_t* buffer, size_t valid) {
@@ -347,8 +388,9 @@ void CuptiCollector::take(std::vector<trace::GpuRecord>& out, uint64_t& dropped)
 }
 
 void CuptiCollector::stop() {
+  std::lock_guard<std::mutex> handover(handover_mutex_);
   if (!active()) return;
-  g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (!detached()) g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   active_.store(false, std::memory_order_release);
 }
 

@@ -27,8 +27,22 @@ class CuptiCollector {
 
   // Turns CUPTI's memcpy and memset records on or off (the governor,
   // cupti_governor.h). False when the collector is not active (never
-  // started, handed over) or CUPTI refused: nothing changed then.
+  // started, handed over) or CUPTI refused: nothing changed then. Turning
+  // them on while detached attaches CUPTI again first.
   bool set_copy_records(bool on);
+
+  // Detaches CUPTI from the process (cuptiFinalize) while the copy records
+  // are off: attached and idle, CUPTI still costs every copy call about
+  // 0.5 us. Only when the memcpy and memset records are all the collector
+  // asked for (kernel and unified-memory records need CUPTI attached), and
+  // only from the writer thread, after the records went off at least one
+  // window earlier (the governor's may_detach): CUPTI wants the work done and
+  // its buffers flushed before it is finalized, and every CUPTI call the
+  // collector makes is serialized under one lock, so none races the
+  // finalize (PyTorch's Kineto crashed in cuptiActivityFlushAll that way).
+  // Returns true when CUPTI was detached by this call.
+  bool detach();
+  bool detached() const { return detached_.load(std::memory_order_acquire); }
 
   // Ask CUPTI to hand over completed buffers (forced: also the partial ones).
   void flush(bool forced);
@@ -36,9 +50,16 @@ class CuptiCollector {
   void take(std::vector<trace::GpuRecord>& out, uint64_t& dropped);
   // Final flush and disable (at exit).
   void stop();
-  // Held across fork() (CUPTI's thread may be delivering a buffer).
-  void lock_for_fork() { mutex_.lock(); }
-  void unlock_after_fork() { mutex_.unlock(); }
+  // Held across fork() (CUPTI's thread may be delivering a buffer; the
+  // writer may be detaching or attaching CUPTI). In the order they nest.
+  void lock_for_fork() {
+    handover_mutex_.lock();
+    mutex_.lock();
+  }
+  void unlock_after_fork() {
+    mutex_.unlock();
+    handover_mutex_.unlock();
+  }
   // The app is about to take CUPTI for its own profiler (`call` is the CUPTI
   // function it called, `real` the function it will reach). When `real` is
   // in the libcupti the collector uses, the collector stops its activity
@@ -63,7 +84,12 @@ class CuptiCollector {
   void consume_buffer(uint8_t* buffer, size_t valid_bytes);
 
  private:
+  // Registers the callbacks and enables the kinds in `enabled_kinds_` (the
+  // start, and every re-attach after detach()). Caller holds handover_mutex_.
+  bool attach(std::string& reason);
+
   std::atomic<bool> active_{false};
+  std::atomic<bool> detached_{false};  // ours, but cuptiFinalize'd until the records are wanted again
   void* lib_ = nullptr;                 // our dlopen handle of libcupti
   std::mutex handover_mutex_;           // start() and hand_over() do not interleave
   std::string app_owner_;               // non-empty: the app took CUPTI before we started

@@ -23,7 +23,11 @@ GovernorStep turn(const GovernorState& s, bool on, GateReason why, uint32_t off_
 
 GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorSettings& k) {
   const uint64_t calls = w.sync_calls + w.async_calls;
-  if (calls == 0) return {s, false};  // nothing ran: nothing learnt, no window counted
+  if (calls == 0) {  // nothing ran: nothing learnt, no window counted
+    GovernorStep st{s, false};
+    st.may_detach = !s.on;
+    return st;
+  }
   if (s.on) {
     // What the records cost in this window, as a share of it.
     const double share = static_cast<double>(calls) * static_cast<double>(k.record_cost_ns) /
@@ -57,6 +61,7 @@ GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorS
   if (s.off_left > 1) {
     GovernorStep st{s, false};
     --st.next.off_left;
+    st.may_detach = w.async_calls == 0;
     return st;
   }
   return turn(s, true, GateReason::Sample, 0);

@@ -17,6 +17,16 @@
 // the analyzer can tell a copy without GPU time because the records were off
 // from one whose record went missing.
 //
+// Records off is not free: once CUPTI's activity API is in use, a 4-byte copy
+// costs about 0.5 us more even with its memcpy records disabled, and nothing
+// but cuptiFinalize takes that away (devtools/probe_cupti_cost.cpp, H200:
+// 6.02 -> 6.51 us disabled, 6.00 finalized). So while the records are off the
+// step also says when CUPTI may be detached: a window after they went off, in
+// a window that issued no asynchronous copy, so that no copy made while the
+// records were on can still be in flight (the CUPTI header asks for the work
+// to be done and the buffers flushed before cuptiFinalize). Turning the
+// records on again attaches CUPTI again.
+//
 // Pure: the same state and window give the same step.
 #pragma once
 
@@ -52,6 +62,7 @@ struct GovernorState {
 struct GovernorStep {
   GovernorState next;
   bool changed = false;  // next.on differs from the state's: the records are to be turned on or off
+  bool may_detach = false;  // records off since an earlier window, none of this window's copies asynchronous
 };
 
 GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorSettings& k);

@@ -502,11 +502,18 @@ void Recorder::govern_cupti(uint64_t now) {
   window_start_ns_ = now;
   window_sync_ = window_async_ = 0;
   const GovernorStep st = govern(governor_, w, GovernorSettings{});
+  auto& collector = CuptiCollector::instance();
   if (!st.changed) {
     governor_ = st.next;
+    if (st.may_detach && !collector.detached() && config().cupti_detach) {
+      const uint64_t t0 = now_ns();
+      if (collector.detach()) {
+        ++cupti_detaches_;
+        cupti_detach_ns_ += now_ns() - t0;
+      }
+    }
     return;
   }
-  auto& collector = CuptiCollector::instance();
   if (!collector.active()) {  // handed over to the app's profiler, or stopped: nothing to govern
     governed_.store(false, std::memory_order_relaxed);
     return;
@@ -521,8 +528,14 @@ void Recorder::govern_cupti(uint64_t now) {
     t = now_ns();
     ok = collector.set_copy_records(false);
   } else {
+    const bool was_detached = collector.detached();
+    const uint64_t t0 = now_ns();
     ok = collector.set_copy_records(true);
     t = now_ns();
+    if (ok && was_detached) {
+      ++cupti_attaches_;
+      cupti_attach_ns_ += t - t0;
+    }
     if (ok) copy_records_on_.store(true, std::memory_order_release);
   }
   if (!ok) {
@@ -540,6 +553,13 @@ void Recorder::govern_cupti(uint64_t now) {
   }
   governor_ = st.next;
   gate_changes_.push_back({t, st.next.on, st.next.reason});
+}
+
+std::string Recorder::cupti_detach_summary() const {
+  auto ms = [](uint64_t ns) { return std::to_string(ns / 1000000) + "." + std::to_string(ns / 100000 % 10) + " ms"; };
+  return "cupti: detached " + std::to_string(cupti_detaches_) + " times while its copy records were off (" +
+         ms(cupti_detach_ns_) + "), attached again " + std::to_string(cupti_attaches_) + " times (" +
+         ms(cupti_attach_ns_) + "), on the writer thread";
 }
 
 void Recorder::shutdown() {
@@ -563,6 +583,10 @@ void Recorder::shutdown() {
   wake_.notify_all();
   writer_thread_.join();
   CuptiCollector::instance().stop();
+  if (cupti_detaches_ > 0) {
+    std::lock_guard<std::mutex> lock(session_mutex_);
+    notes_.push_back(cupti_detach_summary());
+  }
   if (stack_depth_ > 0) {
     std::string line = unwinder_summary();
     std::lock_guard<std::mutex> lock(session_mutex_);
@@ -606,6 +630,8 @@ void Recorder::after_fork_child() {
   notes_.clear();
   governed_.store(false, std::memory_order_relaxed);
   governor_ = GovernorState{};
+  cupti_detaches_ = cupti_attaches_ = 0;
+  cupti_detach_ns_ = cupti_attach_ns_ = 0;
   gate_changes_.clear();
   copy_records_on_.store(true, std::memory_order_relaxed);
   EventRing* mine = t_state.ring;

@@ -166,6 +166,10 @@ class Recorder {
   // its state, and the changes not yet written (CuptiGate block).
   std::atomic<bool> governed_{false};  // also read by the writer's tick, outside the lock
   GovernorState governor_;
+  // CUPTI detached while the records were off, and attached again (writer thread).
+  uint32_t cupti_detaches_ = 0, cupti_attaches_ = 0;
+  uint64_t cupti_detach_ns_ = 0, cupti_attach_ns_ = 0;
+  std::string cupti_detach_summary() const;
   uint64_t window_start_ns_ = 0, window_sync_ = 0, window_async_ = 0;
   std::vector<trace::CuptiGateChange> gate_changes_;
   uint64_t last_status_ns_ = 0;

@@ -110,6 +110,16 @@ def main() -> int:
         fails.append(f"on_share {g.get('on_share')}, want between 0 and 1")
     if "GPU time:" not in text or "--cupti=on" not in text:
         fails.append("the text report does not say which copies have GPU time")
+    # While the records are off CUPTI is detached (idle, it still costs every
+    # copy call): in the sync phase and in the storm, attached again for the
+    # async phase (whose records above show that the re-attach worked).
+    notes = [n for n in p.get("notes", []) if n.startswith("cupti: detached")]
+    m = re.match(r"cupti: detached (\d+) times .* attached again (\d+) times", notes[0]) if notes else None
+    if not m:
+        fails.append(f"no note of CUPTI detached while its records were off: {p.get('notes')}")
+    elif int(m[1]) < 2 or int(m[2]) < 1:
+        fails.append(f"CUPTI detached {m[1]} times and attached again {m[2]} times; want at least 2 and 1 "
+                     "(sync phase, storm; async phase)")
     return verdict(fails)
 
 

@@ -145,5 +145,55 @@ TEST(CuptiGovernor, SampleAfterCostCapWithAsyncCopiesStaysOnWhenCheap) {
   EXPECT_EQ(st.next.reason, GateReason::AsyncCopies);
 }
 
+// CUPTI may be detached only a window after the records went off, and only
+// in a window without asynchronous copies (one of them could still be in
+// flight with a record to come).
+TEST(CuptiGovernor, DetachOnlyAWindowAfterTheRecordsWentOff) {
+  GovernorState s;
+  GovernorStep st = govern(s, sync(10), {});
+  EXPECT_FALSE(st.may_detach);  // on
+  st = govern(st.next, sync(10), {});
+  ASSERT_FALSE(st.next.on);
+  EXPECT_FALSE(st.may_detach);  // the window that turned them off
+  st = govern(st.next, sync(10), {});
+  EXPECT_FALSE(st.next.on);
+  EXPECT_TRUE(st.may_detach);
+  // Idle windows while off: nothing can be in flight that was not before.
+  EXPECT_TRUE(govern(st.next, {kWindow, 0, 0}, {}).may_detach);
+  // Records on and idle: nothing to detach.
+  EXPECT_FALSE(govern(GovernorState{}, {kWindow, 0, 0}, {}).may_detach);
+}
+
+TEST(CuptiGovernor, NoDetachInAWindowWithAsyncCopies) {
+  // A storm of asynchronous copies puts the records off by cost...
+  GovernorState s;
+  GovernorStep st = govern(s, {kWindow, 0, 100'000}, {});
+  ASSERT_FALSE(st.next.on);
+  ASSERT_EQ(st.next.reason, GateReason::CostCap);
+  EXPECT_FALSE(st.may_detach);
+  // ...and while they keep coming, CUPTI stays attached.
+  st = govern(st.next, {kWindow, 0, 100'000}, {});
+  EXPECT_FALSE(st.next.on);
+  EXPECT_FALSE(st.may_detach);
+  // A window of synchronous copies only: now it may go.
+  st = govern(st.next, {kWindow, 100'000, 0}, {});
+  EXPECT_FALSE(st.next.on);
+  EXPECT_TRUE(st.may_detach);
+}
+
+TEST(CuptiGovernor, NoDetachInTheWindowThatTurnsTheRecordsOn) {
+  GovernorState s;
+  s.on = false;
+  s.reason = GateReason::SyncOnly;
+  s.off_left = 1;
+  GovernorStep st = govern(s, sync(10), {});
+  EXPECT_TRUE(st.next.on);
+  EXPECT_FALSE(st.may_detach);
+  s.off_left = 5;
+  st = govern(s, async(1), {});  // async copies want them back at once
+  EXPECT_TRUE(st.next.on);
+  EXPECT_FALSE(st.may_detach);
+}
+
 }  // namespace
 }  // namespace cuxfer::shim
