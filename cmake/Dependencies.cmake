@@ -32,6 +32,13 @@ pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 # report names call sites by module+offset and says why.
 pkg_check_modules(LIBDW IMPORTED_TARGET libdw)
 
+# `cuxfer export --sqlite` (analyzer/render/sqlite_writer): Debian's
+# libsqlite3-dev, found with CMake's own FindSQLite3 (SQLite::SQLite3).
+find_package(SQLite3)
+if(NOT SQLite3_FOUND)
+  message(FATAL_ERROR "SQLite3 not found: install libsqlite3-dev (bash scripts/install-deps.sh)")
+endif()
+
 # JSON: reports, machine profiles, policy files (the shim reads policies too).
 # Debian's nlohmann-json3-dev, header-only; nothing of it is vendored.
 find_package(nlohmann_json 3.10 CONFIG)

@@ -54,11 +54,11 @@ find_program(CUXFER_DPKG_SHLIBDEPS dpkg-shlibdeps)
 mark_as_advanced(CUXFER_DPKG_SHLIBDEPS)
 if(CUXFER_DPKG_SHLIBDEPS)
   # Depends from the ELF files' NEEDED entries (libc6, libstdc++6, libzstd1,
-  # libfmt9, libdw1 on Debian 12).
+  # libfmt9, libsqlite3-0, libdw1 on Debian 12).
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 else()
   # What the binaries link on Debian 12 (ldd); names differ on other releases.
-  set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6, libstdc++6, libgcc-s1, libzstd1, libfmt9")
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6, libstdc++6, libgcc-s1, libzstd1, libfmt9, libsqlite3-0")
   if(TARGET PkgConfig::LIBDW)
     string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", libdw1")
   endif()

@@ -8,6 +8,12 @@ if ls .debs/*.deb >/dev/null 2>&1; then
   sed -i 's|/usr|/opt/dw/usr|g' /opt/dw/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc
   export PKG_CONFIG_PATH=/opt/dw/usr/lib/x86_64-linux-gnu/pkgconfig
 fi
+# SQLite's headers (cuxfer export --sqlite), when the image lacks libsqlite3-dev:
+# Debian's, unpacked beside the system, found through CMAKE_PREFIX_PATH.
+if [ ! -f /usr/include/sqlite3.h ] && ls .debs/libsqlite3-dev_*.deb >/dev/null 2>&1; then
+  mkdir -p /opt/sq && for f in .debs/libsqlite3-dev_*.deb .debs/libsqlite3-0_*.deb; do dpkg -x "$f" /opt/sq; done
+  export CMAKE_PREFIX_PATH=/opt/sq/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+fi
 
 # Configures and builds the GPU tree in $B (default /tmp/b), logs in $OUT;
 # optional arguments: the only targets to build.

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "policy/policy.h"
+#include "policy/site_json.h"
 
 namespace cuxfer::policy {
 namespace {
@@ -225,32 +226,6 @@ bool parse_entry(Checker& c, const json& j, const std::string& where, Entry& e) 
 
 std::string describe(const Site& s) { return std::string(site_kind_name(s.kind)) + " site " + site_identity(s); }
 
-// Keys and values from the file are quoted in error messages, and a JSON
-// string may hold any control character ("\n" is two bytes of valid JSON):
-// escape them so that the error stays the one line the contract promises
-// (found by fuzz/fuzz_policy_parser: a key "\ntries" split the message).
-std::string one_line(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u != 0x7f) {
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else {
-      char esc[8];
-      std::snprintf(esc, sizeof esc, "\\x%02x", u);
-      out += esc;
-    }
-  }
-  return out;
-}
-
 bool parse_document(std::string_view text, Policy& out, std::string& error) {
   StructureCheck structure;
   if (!json::sax_parse(text, &structure, json::input_format_t::json, true, false)) {
@@ -298,6 +273,50 @@ bool parse_document(std::string_view text, Policy& out, std::string& error) {
 }
 
 }  // namespace
+
+// Keys and values from the file are quoted in error messages, and a JSON
+// string may hold any control character ("\n" is two bytes of valid JSON):
+// escape them so that the error stays the one line the contract promises
+// (found by fuzz/fuzz_policy_parser: a key "\ntries" split the message).
+std::string one_line(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7f) {
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else {
+      char esc[8];
+      std::snprintf(esc, sizeof esc, "\\x%02x", u);
+      out += esc;
+    }
+  }
+  return out;
+}
+
+bool check_json_structure(std::string_view text, std::string& error) {
+  StructureCheck structure;
+  if (json::sax_parse(text, &structure, json::input_format_t::json, true, false)) return true;
+  error = one_line(structure.error.empty() ? "not valid JSON" : structure.error);
+  return false;
+}
+
+bool parse_site_object(const json& j, const std::string& where, Site& out, std::string& error) {
+  Checker c{error};
+  Site site;
+  if (!parse_site(c, j, where, site)) {
+    error = one_line(error);
+    return false;
+  }
+  out = std::move(site);
+  return true;
+}
 
 bool parse_policy(std::string_view text, Policy& out, std::string& error) {
   if (parse_document(text, out, error)) return true;

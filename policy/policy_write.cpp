@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "policy/policy.h"
+#include "policy/site_json.h"
 
 namespace cuxfer::policy {
 
@@ -19,6 +20,25 @@ std::string hex(uint64_t v) {
 
 }  // namespace
 
+nlohmann::ordered_json site_object(const Site& s) {
+  nlohmann::ordered_json site;
+  site["kind"] = site_kind_name(s.kind);
+  if (s.python()) {
+    nlohmann::ordered_json py;
+    py["file"] = s.python_file;
+    if (!s.python_function.empty()) py["function"] = s.python_function;
+    if (s.python_line) py["line"] = s.python_line;
+    site["python"] = std::move(py);
+  } else {
+    site["build_id"] = s.build_id;
+    site["offset"] = hex(s.offset);
+  }
+  if (!s.module.empty()) site["module"] = s.module;
+  if (!s.symbol.empty()) site["symbol"] = s.symbol;
+  if (!s.source.empty()) site["source"] = s.source;
+  return site;
+}
+
 std::string write_policy(const Policy& policy) {
   nlohmann::ordered_json doc;
   doc["schema"] = std::string(kSchema);
@@ -26,23 +46,8 @@ std::string write_policy(const Policy& policy) {
   if (!policy.comment.empty()) doc["comment"] = policy.comment;
   nlohmann::ordered_json entries = nlohmann::ordered_json::array();
   for (const Entry& e : policy.entries) {
-    nlohmann::ordered_json site;
-    site["kind"] = site_kind_name(e.site.kind);
-    if (e.site.python()) {
-      nlohmann::ordered_json py;
-      py["file"] = e.site.python_file;
-      if (!e.site.python_function.empty()) py["function"] = e.site.python_function;
-      if (e.site.python_line) py["line"] = e.site.python_line;
-      site["python"] = std::move(py);
-    } else {
-      site["build_id"] = e.site.build_id;
-      site["offset"] = hex(e.site.offset);
-    }
-    if (!e.site.module.empty()) site["module"] = e.site.module;
-    if (!e.site.symbol.empty()) site["symbol"] = e.site.symbol;
-    if (!e.site.source.empty()) site["source"] = e.site.source;
     nlohmann::ordered_json j;
-    j["site"] = std::move(site);
+    j["site"] = site_object(e.site);
     j["path"] = path_name(e.path);
     if (e.min_bytes) j["min_bytes"] = e.min_bytes;
     if (e.estimated_gain_ns) j["estimated_gain_ns"] = *e.estimated_gain_ns;

@@ -43,19 +43,21 @@ bool python_file_matches(std::string_view entry_file, std::string_view path) {
   return path.ends_with(entry_file) && (entry_file.front() == '/' || path[path.size() - entry_file.size() - 1] == '/');
 }
 
+int python_entry_distance(std::string_view entry_file, std::string_view entry_function, int entry_line,
+                          const PythonFrameName& f) noexcept {
+  if (!python_file_matches(entry_file, f.file)) return -1;
+  if (entry_function.empty()) return entry_line == f.line ? 0 : -1;
+  if (entry_function != f.function) return -1;
+  return entry_line && f.line ? (entry_line > f.line ? entry_line - f.line : f.line - entry_line) : 0;
+}
+
 bool SiteMatcher::match_python(SiteKind kind, const PythonFrameName& f, uint64_t bytes, Decision& out) const noexcept {
   const PythonSlot* best = nullptr;
   int best_distance = 0;
   for (const PythonSlot& s : python_) {
-    if (s.kind != kind || bytes < s.min_bytes || !python_file_matches(s.file, f.file)) continue;
-    int distance;
-    if (s.function.empty()) {
-      if (s.line != f.line) continue;
-      distance = 0;
-    } else {
-      if (s.function != f.function) continue;
-      distance = s.line && f.line ? (s.line > f.line ? s.line - f.line : f.line - s.line) : 0;
-    }
+    if (s.kind != kind || bytes < s.min_bytes) continue;
+    const int distance = python_entry_distance(s.file, s.function, s.line, f);
+    if (distance < 0) continue;
     if (!best || distance < best_distance) best = &s, best_distance = distance;
   }
   if (!best) return false;

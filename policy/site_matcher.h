@@ -52,6 +52,14 @@ class PythonNames {
 // tail of it that starts after a '/'.
 bool python_file_matches(std::string_view entry_file, std::string_view path);
 
+// How well a Python entry (file, function, line) fits a frame: -1 not at all;
+// else the distance between the lines (0: the exact line, or a line missing on
+// either side), the smallest of which wins among the function's entries. An
+// entry without a function fits only its exact line. The shim's matcher and
+// `cuxfer check` (budget sites) both decide by it.
+int python_entry_distance(std::string_view entry_file, std::string_view entry_function, int entry_line,
+                          const PythonFrameName& frame) noexcept;
+
 struct Decision {
   bool matched = false;
   Path path = Path::Passthrough;

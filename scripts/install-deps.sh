@@ -22,7 +22,7 @@ if [[ "${CUXFER_SKIP_DEPS:-0}" == 1 ]]; then
 fi
 
 # Required by the build (cmake/Dependencies.cmake) and the tests.
-REQUIRED=(cmake ninja-build g++ pkg-config libspdlog-dev libfmt-dev libzstd-dev libgtest-dev nlohmann-json3-dev python3)
+REQUIRED=(cmake ninja-build g++ pkg-config libspdlog-dev libfmt-dev libzstd-dev libsqlite3-dev libgtest-dev nlohmann-json3-dev python3)
 # Optional: the build has a fallback for each.
 # chromium: renders `cuxfer report --html` in the test that checks it (skipped without).
 # libjemalloc2, libtcmalloc-minimal4: another allocator preloaded after the shim

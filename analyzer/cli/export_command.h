@@ -1,4 +1,4 @@
-// `cuxfer export --perfetto FILE [--no-symbols] [--sysroot DIR] TRACE...`
+// `cuxfer export --perfetto FILE | --sqlite FILE [--force] [--no-symbols] [--sysroot DIR] TRACE...`
 #pragma once
 
 #include <string>
@@ -6,7 +6,8 @@
 
 namespace cuxfer::cli {
 
-// Exit status: 0 written, 1 no trace usable (or output not writable), 2 usage error.
+// Exit status: 0 written, 1 no trace usable (or output not writable), 2 usage
+// error or an existing --sqlite FILE without --force.
 int run_export(std::vector<std::string> args);
 extern const char* const kExportHelp;
 

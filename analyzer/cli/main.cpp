@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "analyzer/cli/calibrate_command.h"
+#include "analyzer/cli/check_command.h"
 #include "analyzer/cli/diff_command.h"
 #include "analyzer/cli/export_command.h"
 #include "analyzer/cli/options.h"
@@ -42,6 +43,10 @@ Commands:
                  run COMMAND under observe, derive policy candidates, measure
                  them in repeated runs and write the policy of those that made
                  it faster, with a measured report (docs/tune.md)
+  check --budget FILE [--junit FILE] TRACE...
+                 check the traces' memory movement against a budget file
+                 (docs/check.md): exit 0 kept, 1 not, one line per violation;
+                 --write-budget FILE writes one from a known-good run
   calibrate [-o FILE] [--device N]
                  measure this machine's transfer curves (pinned, pageable,
                  registration, host memcpy) into a machine profile that
@@ -56,7 +61,7 @@ Example:
   cuxfer record -- python train.py
   cuxfer report cuxfer-python-*.trace
 
-Documentation: docs/cli.md, docs/report.md, docs/policy.md, docs/tune.md, docs/trace-format.md.
+Documentation: docs/cli.md, docs/report.md, docs/check.md, docs/policy.md, docs/tune.md, docs/trace-format.md.
 )";
 
 int help_for(const std::string& command) {
@@ -72,10 +77,12 @@ int help_for(const std::string& command) {
     std::fputs(cuxfer::cli::kCalibrateHelp, stdout);
   } else if (command == "policy") {
     std::fputs(cuxfer::cli::kPolicyHelp, stdout);
+  } else if (command == "check") {
+    std::fputs(cuxfer::cli::kCheckHelp, stdout);
   } else if (command == "tune") {
     std::fputs(cuxfer::cli::kTuneHelp, stdout);
   } else {
-    std::fprintf(stderr, "cuxfer: no command '%s' (commands: record, report, diff, export, calibrate, policy, tune)\n", command.c_str());
+    std::fprintf(stderr, "cuxfer: no command '%s' (commands: record, report, diff, export, check, calibrate, policy, tune)\n", command.c_str());
     return cuxfer::cli::kExitUsage;
   }
   return 0;
@@ -113,11 +120,12 @@ int main(int argc, char** argv) {
   if (command == "calibrate") return cuxfer::cli::run_calibrate(std::move(rest));
   if (command == "policy") return cuxfer::cli::run_policy(std::move(rest));
   if (command == "tune") return cuxfer::cli::run_tune(std::move(rest));
+  if (command == "check") return cuxfer::cli::run_check(std::move(rest));
   if (command.size() > 1 && command[0] == '-') {
     std::fprintf(stderr, "cuxfer: unknown option '%s' (try 'cuxfer --help')\n", command.c_str());
     return cuxfer::cli::kExitUsage;
   }
-  std::fprintf(stderr, "cuxfer: unknown command '%s' (commands: record, report, diff, export, calibrate, policy, tune; try 'cuxfer --help')\n",
+  std::fprintf(stderr, "cuxfer: unknown command '%s' (commands: record, report, diff, export, check, calibrate, policy, tune; try 'cuxfer --help')\n",
                command.c_str());
   return cuxfer::cli::kExitUsage;
 }

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "analyzer/cli/check_command.h"
 #include "analyzer/cli/options.h"
 #include "analyzer/launcher/child_process.h"
 #include "analyzer/launcher/manifest.h"
@@ -58,6 +59,12 @@ Options:
                         register entries need libcuxfer_memhooks.so too
   --shim PATH           the shim library (default: ../lib/libcuxfer.so next
                         to this program, or $CUXFER_SHIM)
+  --check FILE          after COMMAND, check its traces against a budget file
+                        (cuxfer check --budget FILE; docs/check.md): exit 0
+                        when they keep it, 1 when not. The budget is read
+                        before COMMAND starts (a bad one: exit 2). When
+                        COMMAND fails, its exit status (or signal) stays
+                        cuxfer's and the budget is not checked
   -q, --quiet           print nothing but errors, and that a rewrite runs
                         without registration in place (CUXFER_REGISTER=off)
   -h, --help            show this help
@@ -96,7 +103,9 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-using RecordOptions = RecordSettings;
+struct RecordOptions : RecordSettings {
+  std::string check;  // --check FILE: a budget to check the traces against
+};
 
 // Parses; returns -1 to go on, else the exit status.
 int parse(std::vector<std::string> args, RecordOptions& o) {
@@ -128,6 +137,11 @@ int parse(std::vector<std::string> args, RecordOptions& o) {
                o.name = v;
              })
       .value("shim", 0, [&](const std::string& v, ArgReader&) { o.shim = v; })
+      .value("check", 0,
+             [&](const std::string& v, ArgReader& r) {
+               if (v.empty()) r.fail("--check needs a budget file name");
+               o.check = v;
+             })
       .value("policy", 0, [&](const std::string& v, ArgReader& r) {
         if (v.empty()) r.fail("--policy needs a file name");
         o.policy = v;
@@ -145,6 +159,9 @@ int parse(std::vector<std::string> args, RecordOptions& o) {
 int run_record(std::vector<std::string> args) {
   RecordOptions o;
   if (int rc = parse(std::move(args), o); rc >= 0) return rc;
+  // A bad budget is said before the command runs, as a bad policy is.
+  check::Budget budget;
+  if (!o.check.empty() && !load_budget(o.check, "cuxfer record", "--check", budget)) return kExitUsage;
 
   PreparedRecording prepared;
   if (PrepareResult pr = prepare_recording(o, prepared); !pr.ok) {
@@ -189,6 +206,22 @@ int run_record(std::vector<std::string> args) {
                      describe_wait_status(child.wait_status).c_str());
       std::fprintf(stderr, "cuxfer: see the report with: %s\n", report.c_str());
     }
+  }
+  if (!o.check.empty()) {
+    // The app's own failure is the result: a check of a failed run would
+    // hide it behind 0/1.
+    if (!WIFEXITED(child.wait_status) || WEXITSTATUS(child.wait_status) != 0) {
+      std::fprintf(stderr, "cuxfer record: %s %s: the budget %s was not checked\n", o.command[0].c_str(),
+                   describe_wait_status(child.wait_status).c_str(), o.check.c_str());
+      exit_like(child.wait_status);
+    }
+    if (traces.empty()) {
+      std::fprintf(stderr, "cuxfer record: --check %s: no trace to check\n", o.check.c_str());
+      return kExitUsage;
+    }
+    std::vector<std::string> paths;
+    for (const auto& t : traces) paths.push_back(t.trace_path);
+    return check_traces(budget, o.check, paths, CheckSettings{}, "cuxfer record");
   }
   exit_like(child.wait_status);
 }

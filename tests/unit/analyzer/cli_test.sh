@@ -20,6 +20,10 @@ case $case_name in
     run "$cuxfer" report --help; expect_rc 0; expect_in out "Usage: cuxfer report"
     run "$cuxfer" record --help; expect_rc 0; expect_in out "Usage: cuxfer record"; expect_in out "--rewrite=pin|off"
     run "$cuxfer" help report; expect_rc 0; expect_in out "--json"
+    run "$cuxfer" check --help; expect_rc 0; expect_in out "Usage: cuxfer check --budget FILE"
+    run "$cuxfer" help check; expect_rc 0; expect_in out "--write-budget FILE"
+    run "$cuxfer" help; expect_rc 0; expect_in out "  check --budget FILE"
+    run "$cuxfer" record --help; expect_rc 0; expect_in out "--check FILE"
     run "$cuxfer" --version; expect_rc 0; expect_in out "cuxfer "
     run "$cuxfer"; expect_rc 2; expect_in err "Usage: cuxfer" ;;
   unknown-option)
@@ -31,7 +35,15 @@ case $case_name in
     run "$cuxfer" report --top many x; expect_rc 2; expect_lines err 1
     run "$cuxfer" report; expect_rc 2; expect_lines err 1
     run "$cuxfer" record --cupti=maybe -- true; expect_rc 2; expect_lines err 1
-    run "$cuxfer" record --stack-depth=-3 -- true; expect_rc 2; expect_lines err 1 ;;
+    run "$cuxfer" record --stack-depth=-3 -- true; expect_rc 2; expect_lines err 1
+    run "$cuxfer" check --bogus x.trace; expect_rc 2; expect_lines err 1; expect_in err "unknown option '--bogus'"
+    run "$cuxfer" check x.trace; expect_rc 2; expect_lines err 1; expect_in err "either --budget FILE"
+    run "$cuxfer" check --budget b.json --write-budget c.json x.trace; expect_rc 2; expect_lines err 1
+    run "$cuxfer" check --budget b.json --margin 5 x.trace; expect_rc 2; expect_lines err 1
+    run "$cuxfer" check --write-budget c.json --margin lots x.trace; expect_rc 2; expect_lines err 1; expect_in err "--margin needs a percentage"
+    run "$cuxfer" check --budget missing.json x.trace; expect_rc 2; expect_lines err 1; expect_in err "missing.json: cannot open"
+    run "$cuxfer" check --budget; expect_rc 2; expect_lines err 1
+    run "$cuxfer" record --check missing.json -- true; expect_rc 2; expect_lines err 1; expect_in err "--check missing.json: cannot open" ;;
   report-unusable)
     : >empty.trace
     echo "hello" >foreign.trace

@@ -1,0 +1,194 @@
+#include "analyzer/cli/check_command.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "analyzer/analyses/policy_candidates.h"
+#include "analyzer/analyses/report.h"
+#include "analyzer/check/verdicts.h"
+#include "analyzer/cli/options.h"
+#include "analyzer/cli/trace_inputs.h"
+#include "analyzer/model/job.h"
+#include "analyzer/render/check_renderer.h"
+
+namespace cuxfer::cli {
+
+const char* const kCheckHelp =
+    R"(Usage: cuxfer check --budget FILE [options] TRACE...
+       cuxfer check --write-budget FILE [--margin PCT] [--time-tolerance PCT] [--force] TRACE...
+
+Checks a run's host<->device memory movement against a budget file
+(docs/check.md): bytes and copies per direction and host memory kind, total
+pageable bytes, per call site (native or Python), CPU-blocked time, and
+findings that must not appear. Prints one line per violation (what, where,
+measured, limit). A directory stands for the cuxfer-*.trace files in it.
+
+Byte and copy limits are exact; time limits are a baseline and a tolerance,
+because timings are noisy.
+
+Options:
+  --budget FILE        the budget to check the traces against
+  --junit FILE         also write the verdicts as JUnit XML (one test case per
+                       budget entry) for CI
+  --any-program        apply a budget written for another program (by default
+                       refused, exit 2)
+  --write-budget FILE  write a budget that the traces keep, instead of checking
+  --margin PCT         with --write-budget: added to the measured bytes and
+                       copies (default 0: exact, a deterministic program moves
+                       the same bytes every run)
+  --time-tolerance PCT with --write-budget: how far above the measured time
+                       the time limits pass (default 100: twice the baseline)
+  --force              with --write-budget: replace FILE if it exists
+  --no-symbols, --sysroot DIR, --python-frames user|all
+                       as for cuxfer report (how call sites are named)
+  -h, --help           show this help
+
+Exit status: 0 the run keeps the budget (or the budget was written); 1 it does
+not; 2 usage error, a malformed budget, unreadable traces, or a budget for
+another program.
+)";
+
+namespace {
+
+int usage(const char* command, const std::string& line) {
+  std::fprintf(stderr, "%s: %s\n", command, line.c_str());
+  return kExitUsage;
+}
+
+bool parse_percent(std::string_view option, const std::string& v, double& out, ArgReader& in) {
+  char* end = nullptr;
+  const double d = std::strtod(v.c_str(), &end);
+  if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(d) || d < 0 || d > 100000) {
+    in.fail(fmt::format("--{} needs a percentage from 0 to 100000, got '{}'", option, v));
+    return false;
+  }
+  out = d;
+  return true;
+}
+
+// The traces read and analyzed, each call site named as a budget names it.
+struct AnalyzedRun {
+  analyses::Report report;
+  check::CheckedRun run;
+};
+
+bool analyze_traces(const std::vector<std::string>& paths, const SymbolOptions& symbols, const char* command,
+                    AnalyzedRun& out) {
+  std::vector<std::string> errors;
+  auto traces = load_traces(paths, command, errors);
+  if (traces.empty()) return false;  // each path already has its one line
+  auto symbolizer = symbols.make();
+  model::Job job = model::build_job(std::move(traces), *symbolizer, symbols.python_frames);
+  // No machine profile: the check reads measured numbers only, never estimates.
+  out.report = analyses::analyze(job, analyses::Thresholds{});
+  out.run.report = &out.report;
+  for (const analyses::CallSiteTotals& cs : out.report.callsites) {
+    policy::Site site;
+    std::string why;
+    if (cs.id != 0 && analyses::identify_site(job, cs.id - 1, policy::SiteKind::Call, site, why))
+      out.run.site_names.emplace_back(std::move(site));
+    else
+      out.run.site_names.emplace_back(std::nullopt);
+  }
+  return true;
+}
+
+int write_budget_file(const std::string& path, const std::vector<std::string>& traces, const SymbolOptions& symbols,
+                      const check::BudgetMargins& margins, bool force) {
+  const char* command = "cuxfer check";
+  AnalyzedRun a;
+  if (!analyze_traces(traces, symbols, command, a)) return kExitUsage;
+  const check::Budget budget =
+      check::budget_from_run(a.run, margins, fmt::format("cuxfer {} check --write-budget", CUXFER_VERSION));
+  if (!write_new_file(path, check::write_budget(budget), force, command)) return kExitUsage;
+  std::fprintf(stderr, "cuxfer check: wrote %s: %zu entries for program '%s' (margin %g %%, time tolerance %g %%)\n",
+               path.c_str(), budget.entries.size(), budget.program.c_str(), margins.bytes_percent,
+               margins.time_tolerance_percent);
+  return 0;
+}
+
+}  // namespace
+
+bool load_budget(const std::string& path, const char* command, const char* option, check::Budget& out) {
+  std::string error;
+  if (check::read_budget_file(path, out, error)) return true;
+  std::fprintf(stderr, "%s: %s %s\n", command, option, error.c_str());
+  return false;
+}
+
+int check_traces(const check::Budget& budget, const std::string& budget_path, const std::vector<std::string>& traces,
+                 const CheckSettings& outputs, const char* command) {
+  AnalyzedRun a;
+  if (!analyze_traces(traces, outputs.symbols, command, a)) return kExitUsage;
+  if (std::string mismatch = check::program_mismatch(budget, a.report); !mismatch.empty()) {
+    if (!outputs.any_program) {
+      std::fprintf(stderr, "%s: %s: %s (--any-program applies it anyway)\n", command, budget_path.c_str(),
+                   mismatch.c_str());
+      return kExitUsage;
+    }
+    std::fprintf(stderr, "%s: %s: %s: applied anyway (--any-program)\n", command, budget_path.c_str(),
+                 mismatch.c_str());
+  }
+  const check::CheckResult result = check::check_budget(budget, a.run);
+  std::fputs(render::render_check_text(budget, result, budget_path).c_str(), stdout);
+  std::fflush(stdout);
+  if (!outputs.junit.empty() &&
+      !write_output(outputs.junit, render::render_junit(budget, result, budget_path), command))
+    return kExitUsage;
+  return result.violations() == 0 ? 0 : 1;
+}
+
+int run_check(std::vector<std::string> args) {
+  const char* command = "cuxfer check";
+  ArgReader in(command, std::move(args));
+  std::string budget_path, write_path;
+  CheckSettings outputs;
+  check::BudgetMargins margins;
+  bool margin_given = false, tolerance_given = false, force = false;
+  SymbolOptions& symbols = outputs.symbols;
+  std::vector<std::string> paths;
+  OptionTable options(kCheckHelp, Positionals::Collect);
+  options.group([&](ArgReader& r) { return symbols.take(r); })
+      .value("budget", 0,
+             [&](const std::string& v, ArgReader& r) {
+               if (v.empty()) r.fail("--budget needs a file name");
+               budget_path = v;
+             })
+      .value("write-budget", 0,
+             [&](const std::string& v, ArgReader& r) {
+               if (v.empty() || v == "-") r.fail("--write-budget needs a file name");
+               write_path = v;
+             })
+      .value("junit", 0,
+             [&](const std::string& v, ArgReader& r) {
+               if (v.empty()) r.fail("--junit needs a file name");
+               outputs.junit = v;
+             })
+      .value("margin", 0,
+             [&](const std::string& v, ArgReader& r) {
+               margin_given = parse_percent("margin", v, margins.bytes_percent, r);
+             })
+      .value("time-tolerance", 0,
+             [&](const std::string& v, ArgReader& r) {
+               tolerance_given = parse_percent("time-tolerance", v, margins.time_tolerance_percent, r);
+             })
+      .flag("force", 0, [&] { force = true; })
+      .flag("any-program", 0, [&] { outputs.any_program = true; });
+  if (auto status = options.read(in, &paths)) return *status;
+  if (budget_path.empty() == write_path.empty())
+    return usage(command, "give either --budget FILE (check) or --write-budget FILE (write one)");
+  if (!write_path.empty() && (!outputs.junit.empty() || outputs.any_program))
+    return usage(command, "--junit and --any-program go with --budget, not --write-budget");
+  if (!budget_path.empty() && (margin_given || tolerance_given || force))
+    return usage(command, "--margin, --time-tolerance and --force go with --write-budget, not --budget");
+  if (paths.empty()) return usage(command, "no trace given (usage: cuxfer check --budget FILE TRACE...)");
+  if (!write_path.empty()) return write_budget_file(write_path, paths, symbols, margins, force);
+
+  check::Budget budget;
+  if (!load_budget(budget_path, command, "--budget", budget)) return kExitUsage;
+  return check_traces(budget, budget_path, paths, outputs, command);
+}
+
+}  // namespace cuxfer::cli
