@@ -40,6 +40,7 @@ const char* to_string(EventKind k) {
     case EventKind::HostRegister: return "host_register";
     case EventKind::HostUnregister: return "host_unregister";
     case EventKind::Fingerprint: return "fingerprint";
+    case EventKind::NvtxRanges: return "nvtx_ranges";
   }
   return "unknown";
 }

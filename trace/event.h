@@ -26,6 +26,14 @@ enum class EventKind : uint8_t {
   // device-side pointer, bytes and direction as the copy's; t_enter/t_exit
   // bracket the hashing (its cost). Never user data, only the hash.
   Fingerprint = 10,
+  // The calling thread's NVTX range stack changed since its last event (api
+  // "cuxfer:nvtx"): written just before the thread's next event, which runs
+  // inside that stack, as do the thread's later events until the next one.
+  // callsite_id = the stack's id in the NvtxStacks blocks (0: no range open),
+  // bytes = the stack's depth (it may exceed the ids kept: 64), t_enter_ns =
+  // t_exit_ns = the next event's t_enter_ns. A thread's events are in its
+  // order in the trace, so the analyzer replays them per thread.
+  NvtxRanges = 11,
 };
 
 // Where the bytes go. HtoH and DtoD need both sides classified.

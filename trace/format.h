@@ -39,6 +39,8 @@ enum class BlockType : uint16_t {
   PyCodes = 11,   // Python code objects named by the call sites' Python frames (trace/python_frame.h)
   RunModes = 12,  // how the shim ran: rewrite, policy, registration, Python frames
   CuptiGate = 13, // when the shim turned CUPTI's copy records on and off, and why (CuptiGateChange[])
+  NvtxNames = 14, // NVTX range names (NvtxName[]), each sent once
+  NvtxStacks = 15, // NVTX range stacks, outermost first, by name id (CallSite encoding), each sent once
 };
 
 enum class Codec : uint16_t { Raw = 0, Zstd = 1 };

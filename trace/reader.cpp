@@ -86,6 +86,10 @@ bool apply_block(BlockType type, std::string_view payload, Trace& t) {
       return t.has_modes;
     case BlockType::CuptiGate:
       return decode(payload, t.cupti_gate);
+    case BlockType::NvtxNames:
+      return decode(payload, t.nvtx_names);
+    case BlockType::NvtxStacks:
+      return decode(payload, t.nvtx_stacks);
     case BlockType::End:
       t.complete = true;
       return true;

@@ -30,6 +30,8 @@ struct Trace {
   bool has_cupti_handover = false;  // GPU records end at cupti_handover.t_ns
   CuptiHandover cupti_handover;
   std::vector<CuptiGateChange> cupti_gate;  // CUPTI copy records on/off, in time order (none: always on)
+  std::vector<NvtxName> nvtx_names;    // NVTX range names by id
+  std::vector<CallSite> nvtx_stacks;   // NVTX range stacks: id -> name ids, outermost first
   bool complete = false;    // the End block was seen: the process shut down cleanly
   std::string cut_reason;   // non-empty when reading stopped before the end of the file
   uint64_t blocks_read = 0;

@@ -208,6 +208,30 @@ bool decode(std::string_view in, std::vector<CuptiGateChange>& g) {
   return true;
 }
 
+void encode(const std::vector<NvtxName>& v, std::string& out) {
+  put<uint32_t>(out, static_cast<uint32_t>(v.size()));
+  for (const auto& n : v) {
+    put(out, n.id);
+    put_str(out, n.domain);
+    put_str(out, n.message);
+  }
+}
+
+bool decode(std::string_view in, std::vector<NvtxName>& v) {
+  Cursor c(in);
+  uint32_t n = 0;
+  if (!c.get_count(n, 12)) return false;
+  std::vector<NvtxName> got;
+  for (uint32_t i = 0; i < n; ++i) {
+    NvtxName x;
+    if (!c.get(x.id) || !c.get_str(x.domain) || !c.get_str(x.message)) return false;
+    got.push_back(std::move(x));
+  }
+  if (!c.done()) return false;
+  v.insert(v.end(), got.begin(), got.end());
+  return true;
+}
+
 void encode(const Status& s, std::string& out) {
   put<uint8_t>(out, s.simulated ? 1 : 0);
   put<uint8_t>(out, static_cast<uint8_t>(s.cupti));

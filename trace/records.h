@@ -106,6 +106,16 @@ struct CuptiGateChange {
   bool operator==(const CuptiGateChange&) const = default;
 };
 
+// An NVTX range's name, sent once (NvtxNames block): `domain` is empty for
+// NVTX's default domain. Both are the bytes the app gave (A variants) or their
+// UTF-8 encoding (W variants); they need not be valid UTF-8.
+struct NvtxName {
+  uint32_t id = 0;
+  std::string domain;
+  std::string message;
+  bool operator==(const NvtxName&) const = default;
+};
+
 // Encoders append to `out`.
 void encode(const ProcessInfo& p, std::string& out);
 void encode(const std::vector<ModuleInfo>& m, std::string& out);
@@ -115,6 +125,7 @@ void encode(const CuptiHandover& h, std::string& out);
 void encode(const std::vector<PyCode>& c, std::string& out);
 void encode(const RunModes& m, std::string& out);
 void encode(const std::vector<CuptiGateChange>& g, std::string& out);
+void encode(const std::vector<NvtxName>& n, std::string& out);
 void encode_strings(const std::vector<std::string>& v, std::string& out);
 
 bool decode(std::string_view in, ProcessInfo& p);
@@ -125,6 +136,7 @@ bool decode(std::string_view in, CuptiHandover& h);
 bool decode(std::string_view in, std::vector<PyCode>& c);      // appends
 bool decode(std::string_view in, RunModes& m);
 bool decode(std::string_view in, std::vector<CuptiGateChange>& g);  // appends
+bool decode(std::string_view in, std::vector<NvtxName>& n);  // appends
 bool decode_strings(std::string_view in, std::vector<std::string>& v);  // appends
 
 }  // namespace cuxfer::trace

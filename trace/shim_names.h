@@ -15,5 +15,7 @@ inline constexpr const char* kStagingPoolApiName = "cuxfer:staging_pool";
 inline constexpr const char* kRegisterApiName = "cuxfer:register";
 // Content fingerprints (EventKind::Fingerprint).
 inline constexpr const char* kFingerprintApiName = "cuxfer:fingerprint";
+// NVTX range-stack changes (EventKind::NvtxRanges).
+inline constexpr const char* kNvtxApiName = "cuxfer:nvtx";
 
 }  // namespace cuxfer::trace

@@ -100,6 +100,8 @@ Report analyze(const model::Job& job, const Thresholds& thresholds) {
   });
 
   r.combined_estimate = combine_estimates(r.findings);
+  r.ranks = rank_totals(job, r.findings);
+  r.ranges = range_totals(job, r.findings, thresholds);
 
   r.notes = job.notes;
   uint64_t sites_dropped = 0;

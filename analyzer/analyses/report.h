@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analyzer/analyses/ranks.h"
 #include "analyzer/model/job.h"
 #include "analyzer/model/machine_profile.h"
 
@@ -235,6 +236,31 @@ struct CombinedEstimate {
 };
 std::optional<CombinedEstimate> combine_estimates(const std::vector<Finding>& findings);
 
+// Copies per NVTX range (ranges.cpp): each range the app pushed, with what
+// the copies made inside it moved, how long they held their threads and the
+// GPU, and which findings their call sites raised. A range's totals include
+// its nested ranges' ("train" holds "train / forward").
+struct RangeClass {
+  std::string cls;  // "H2D pageable"
+  uint64_t calls = 0, bytes = 0;
+};
+
+struct RangeFinding {
+  std::string kind;    // finding_kind_name
+  uint64_t calls = 0;  // the range's copies made at the finding's call sites
+};
+
+struct RangeTotals {
+  std::string path;  // "train / forward"
+  std::string name;  // its innermost range: "forward"
+  uint32_t depth = 0;  // 1: outermost
+  uint64_t calls = 0, bytes = 0, pageable_bytes = 0, cpu_blocked_ns = 0, failed_calls = 0;
+  std::optional<uint64_t> gpu_ns;  // set when one of its copies had GPU time
+  uint64_t gpu_calls = 0;
+  std::vector<RangeClass> classes;      // most bytes first
+  std::vector<RangeFinding> findings;   // most calls first
+};
+
 struct Report {
   std::string schema = "cuxfer.report/1";
   bool simulated = false;
@@ -259,6 +285,8 @@ struct Report {
   std::vector<CallSiteTotals> callsites;  // all, most CPU-blocked time first
   uint64_t calls_without_site = 0;        // copies with no captured call site
   std::vector<Finding> findings;
+  std::vector<RangeTotals> ranges;  // NVTX ranges that held copies; empty without NVTX
+  Ranks ranks;  // per rank and the spread across ranks; empty unless two ranks or more (ranks.h)
   std::vector<std::string> notes;  // symbolization and other caveats, each once
 };
 
@@ -285,6 +313,10 @@ Managed managed_totals(const model::Job& job);
 std::vector<Finding> find_managed_migrations(const model::Job& job, const Managed& m, const Thresholds& t);
 std::vector<DeviceTotals> device_totals(const model::Job& job);
 std::vector<ProcessSummary> process_summaries(const model::Job& job);
+// Every range path that held a copy, in path order (a range before its nested
+// ones); empty when the job recorded no NVTX range. `findings`: the report's.
+std::vector<RangeTotals> range_totals(const model::Job& job, const std::vector<Finding>& findings,
+                                      const Thresholds& thresholds = {});
 
 // "gpu" when every process that made copies had CUPTI active, else "cpu".
 std::string job_timing(const model::Job& job);

@@ -109,14 +109,9 @@ bool parse_entry(Fields& f, const json& j, const std::string& where, BudgetEntry
                    {"name", "class", "site", "nvtx_range", "max_bytes", "max_copies", "max_pageable_bytes",
                     "cpu_blocked", "forbid_findings", "comment"}))
     return false;
-  // Reserved: NVTX ranges are not recorded yet. Refused, never ignored: a
-  // limit that is silently not checked would pass every run.
-  if (j.contains("nvtx_range"))
-    return f.fail(where + ".nvtx_range",
-                  "per-NVTX-range limits are reserved: this cuxfer does not record NVTX ranges yet, so it cannot "
-                  "check them");
-  if (j.contains("class") && j.contains("site"))
-    return f.fail(where, "an entry limits the run, one class or one site: not both 'class' and 'site'");
+  if (int(j.contains("class")) + int(j.contains("site")) + int(j.contains("nvtx_range")) > 1)
+    return f.fail(where, "an entry limits the run, one class, one site or one NVTX range: give at most one of "
+                         "'class', 'site' and 'nvtx_range'");
   if (!f.opt_string(j, "name", where, e.name)) return false;
   std::string comment;
   if (!f.opt_string(j, "comment", where, comment)) return false;
@@ -129,6 +124,11 @@ bool parse_entry(Fields& f, const json& j, const std::string& where, BudgetEntry
                                           "' (a direction H2D, D2H, D2D, H2H or peer, a space and a memory kind "
                                           "pageable, pinned, registered, managed, device, array or mapped, as the "
                                           "report names them: \"H2D pageable\")");
+  } else if (j.contains("nvtx_range")) {
+    e.scope = Scope::Range;
+    if (!f.opt_string(j, "nvtx_range", where, e.range)) return false;
+    if (e.range.empty())
+      return f.fail(where + ".nvtx_range", "must name a range as the report does (\"train / forward\"), got \"\"");
   } else if (auto s = j.find("site"); s != j.end()) {
     e.scope = Scope::Site;
     if (!policy::parse_site_object(*s, where + ".site", e.site, f.error)) return false;
@@ -138,8 +138,8 @@ bool parse_entry(Fields& f, const json& j, const std::string& where, BudgetEntry
   if (!f.opt_unsigned(j, "max_bytes", where, e.max_bytes) || !f.opt_unsigned(j, "max_copies", where, e.max_copies) ||
       !f.opt_unsigned(j, "max_pageable_bytes", where, e.max_pageable_bytes))
     return false;
-  if (e.max_pageable_bytes && e.scope != Scope::Run)
-    return f.fail(where + ".max_pageable_bytes", "applies to the whole run only (an entry without class or site)");
+  if (e.max_pageable_bytes && e.scope != Scope::Run && e.scope != Scope::Range)
+    return f.fail(where + ".max_pageable_bytes", "applies to the whole run or an NVTX range (not a class or site)");
   if (auto t = j.find("cpu_blocked"); t != j.end()) {
     TimeLimit limit;
     if (!parse_time_limit(f, *t, where + ".cpu_blocked", limit)) return false;
@@ -281,6 +281,7 @@ std::string write_budget(const Budget& b) {
     if (!e.name.empty()) j["name"] = e.name;
     if (e.scope == Scope::Class) j["class"] = e.class_name;
     if (e.scope == Scope::Site) j["site"] = policy::site_object(e.site);
+    if (e.scope == Scope::Range) j["nvtx_range"] = e.range;
     if (e.max_bytes) j["max_bytes"] = *e.max_bytes;
     if (e.max_copies) j["max_copies"] = *e.max_copies;
     if (e.max_pageable_bytes) j["max_pageable_bytes"] = *e.max_pageable_bytes;
@@ -317,6 +318,7 @@ std::string scope_label(const BudgetEntry& e) {
     case Scope::Run: return "run";
     case Scope::Class: return e.class_name;
     case Scope::Site: return "site " + site_label(e.site);
+    case Scope::Range: return "NVTX range " + e.range;
   }
   return "?";
 }

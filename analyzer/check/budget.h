@@ -27,6 +27,7 @@ enum class Scope : uint8_t {
   Run,    // the whole job (all its processes)
   Class,  // one direction x host memory kind, as the report names it ("H2D pageable")
   Site,   // one call site (native: build id + offset; Python: file, function, line)
+  Range,  // one NVTX range path as the report names it ("train / forward"), nested ranges included
 };
 
 // A time limit: at most baseline_ns x (1 + tolerance_percent / 100).
@@ -41,10 +42,11 @@ struct BudgetEntry {
   std::string name;        // optional label (the JUnit test case's name when set)
   std::string class_name;  // Scope::Class
   policy::Site site;       // Scope::Site (kind call)
+  std::string range;       // Scope::Range
   std::optional<uint64_t> max_bytes, max_copies;
-  std::optional<uint64_t> max_pageable_bytes;  // Scope::Run only
+  std::optional<uint64_t> max_pageable_bytes;  // Scope::Run and Scope::Range
   std::optional<TimeLimit> cpu_blocked;
-  std::vector<analyses::FindingKind> forbid_findings;  // Scope::Run and Scope::Site
+  std::vector<analyses::FindingKind> forbid_findings;  // Scope::Run, Scope::Site and Scope::Range
 };
 
 struct Budget {

@@ -16,6 +16,8 @@ using analyses::FindingKind;
 struct Measured {
   uint64_t copies = 0, bytes = 0, cpu_blocked_ns = 0;
   std::vector<uint32_t> site_ids;  // report call-site ids (Scope::Site)
+  uint64_t pageable_bytes = 0;     // Scope::Range
+  std::vector<std::pair<FindingKind, uint64_t>> range_findings;  // Scope::Range: copies per finding
 };
 
 // Which site entry each report call site belongs to, by the policy's rule
@@ -108,6 +110,22 @@ CheckResult check_budget(const Budget& budget, const CheckedRun& run) {
           m.bytes += c.bytes;
           m.cpu_blocked_ns += c.cpu_blocked_ns;
         }
+    } else if (entry.scope == Scope::Range) {
+      const analyses::RangeTotals* range = nullptr;
+      for (const analyses::RangeTotals& r : report.ranges)
+        if (r.path == entry.range) range = &r;
+      if (range) {
+        m.copies = range->calls;
+        m.bytes = range->bytes;
+        m.cpu_blocked_ns = range->cpu_blocked_ns;
+        m.pageable_bytes = range->pageable_bytes;
+        for (const analyses::RangeFinding& f : range->findings) {
+          FindingKind k;
+          if (analyses::parse_finding_kind(f.kind, k)) m.range_findings.emplace_back(k, f.calls);
+        }
+      } else {
+        out.unmatched_site_entries.push_back(e);
+      }
     } else if (m.site_ids.empty()) {
       out.unmatched_site_entries.push_back(e);
     }
@@ -122,13 +140,22 @@ CheckResult check_budget(const Budget& budget, const CheckedRun& run) {
     };
     if (entry.max_bytes) add(Measure::Bytes, m.bytes, *entry.max_bytes);
     if (entry.max_copies) add(Measure::Copies, m.copies, *entry.max_copies);
-    if (entry.max_pageable_bytes) add(Measure::PageableBytes, report.pageable_share.pageable_bytes, *entry.max_pageable_bytes);
+    if (entry.max_pageable_bytes)
+      add(Measure::PageableBytes, entry.scope == Scope::Range ? m.pageable_bytes : report.pageable_share.pageable_bytes,
+          *entry.max_pageable_bytes);
     if (entry.cpu_blocked) {
       add(Measure::CpuBlocked, m.cpu_blocked_ns, entry.cpu_blocked->limit_ns());
       out.verdicts.back().time = entry.cpu_blocked;
     }
     for (FindingKind k : entry.forbid_findings) {
-      add(Measure::Finding, finding_copies(report, k, entry.scope == Scope::Run ? nullptr : &m.site_ids), 0);
+      uint64_t n = 0;
+      if (entry.scope == Scope::Range) {
+        for (const auto& [kind, calls] : m.range_findings)
+          if (kind == k) n += calls;
+      } else {
+        n = finding_copies(report, k, entry.scope == Scope::Run ? nullptr : &m.site_ids);
+      }
+      add(Measure::Finding, n, 0);
       Verdict& v = out.verdicts.back();
       v.finding = k;
     }
@@ -189,6 +216,18 @@ Budget budget_from_run(const CheckedRun& run, const BudgetMargins& margins, cons
     e.max_bytes = with_margin(bytes, margins.bytes_percent);
     e.max_copies = with_margin(copies, margins.bytes_percent);
     e.cpu_blocked = time_limit(ns);
+    b.entries.push_back(std::move(e));
+  }
+
+  // NVTX ranges, in the report's path order (a range before its nested ones).
+  for (const analyses::RangeTotals& r : report.ranges) {
+    BudgetEntry e;
+    e.scope = Scope::Range;
+    e.range = r.path;
+    e.max_bytes = with_margin(r.bytes, margins.bytes_percent);
+    e.max_copies = with_margin(r.calls, margins.bytes_percent);
+    e.max_pageable_bytes = with_margin(r.pageable_bytes, margins.bytes_percent);
+    e.cpu_blocked = time_limit(r.cpu_blocked_ns);
     b.entries.push_back(std::move(e));
   }
 

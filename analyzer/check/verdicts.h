@@ -43,6 +43,7 @@ struct CheckResult {
   // Site entries that matched no call site of the run (their limits were
   // checked against zero): a budget for another build of a native module, or
   // a script that changed, passes them silently otherwise.
+  // NVTX range entries whose range held no copy of the run are listed too.
   std::vector<uint32_t> unmatched_site_entries;
   size_t violations() const;
 };
@@ -66,7 +67,7 @@ struct BudgetMargins {
 
 // A budget the run keeps: the program, then one entry for the run (bytes,
 // copies, pageable bytes, CPU-blocked time, and every finding the run does not
-// raise forbidden), one per class the run has, one per call site that can be
+// raise forbidden), one per class the run has, one per NVTX range, one per call site that can be
 // named (most CPU-blocked time first). Time limits only where the baseline is
 // not zero.
 Budget budget_from_run(const CheckedRun& run, const BudgetMargins& margins, const std::string& generator);

@@ -38,9 +38,12 @@ Options:
                   which Python frame names a Python program's call site: the
                   innermost line of its own files (user, the default) or the
                   innermost Python frame, a framework's included (all)
+  --range NAME    compare only the calls made inside the NVTX range NAME (a
+                  message, domain::message or "outer / inner" path) in both runs
   -h, --help      show this help
 
-Exit status: 0 comparison written; 1 a run has no readable trace; 2 usage error.
+Exit status: 0 comparison written; 1 a run has no readable trace, or no call
+inside the --range; 2 usage error.
 )";
 
 int run_diff(std::vector<std::string> args) {
@@ -49,12 +52,17 @@ int run_diff(std::vector<std::string> args) {
   SymbolOptions symbols;
   size_t top = 10;
   std::string output;
+  std::optional<std::string> range;
   std::vector<std::string> paths;
   OptionTable options(kDiffHelp, Positionals::Collect);
   options.group([&](ArgReader& r) { return symbols.take(r); })
       .flag("json", 0, [&] { json = true; })
       .value("top", 0, [&](const std::string& v, ArgReader& r) { parse_count("top", v, 1000000, top, r); })
-      .value("output", 'o', [&](const std::string& v, ArgReader&) { output = v; });
+      .value("output", 'o', [&](const std::string& v, ArgReader&) { output = v; })
+      .value("range", 0, [&](const std::string& v, ArgReader& r) {
+        if (v.empty()) r.fail("--range needs a range name");
+        range = v;
+      });
   if (auto status = options.read(in, &paths)) return *status;
   if (paths.size() != 2) {
     std::fprintf(stderr, "cuxfer diff: needs two runs, BASE and NEW (usage: cuxfer diff [--json] [-o FILE] BASE NEW)\n");
@@ -75,6 +83,7 @@ int run_diff(std::vector<std::string> args) {
     }
     for (const auto& t : traces) used[i].push_back(t.path);
     jobs.push_back(model::build_job(std::move(traces), *symbolizer, symbols.python_frames));
+    if (range && !keep_only_range(jobs.back(), *range, i == 0 ? "cuxfer diff (base)" : "cuxfer diff (new)")) return 1;
   }
   analyses::Diff d = analyses::diff_jobs(jobs[0], jobs[1]);
   d.base.traces = used[0];

@@ -69,9 +69,8 @@ bool export_sqlite(const model::Job& job, const std::string& path) {
   }
   ::close(fd);
   ::chmod(temp.c_str(), 0644);
-  analyses::Report report = analyses::analyze(job);
   std::string error;
-  if (!render::write_sqlite(job, report, temp, error)) {
+  if (!render::write_sqlite(job, temp, error)) {
     ::unlink(temp.c_str());
     std::fprintf(stderr, "cuxfer export: cannot write %s: %s\n", path.c_str(), error.c_str());
     return false;

@@ -51,9 +51,14 @@ Options:
                   directory, if there is one
   --no-profile    estimate from the run's own pinned transfers (or nominal
                   figures) even when a profile exists
+  --range NAME    only the calls made inside the NVTX range NAME (its
+                  message, domain::message, or an "outer / inner" path), at
+                  any depth; the report says how many that kept
   -h, --help      show this help
 
-Exit status: 0 report written; 1 no trace could be read; 2 usage error.
+Exit status: 0 report written; 1 no trace could be read, or no call ran
+inside the --range; 2 usage error, or
+the traces of two different runs (docs/report.md, "Multi-rank jobs").
 )";
 
 int run_report(std::vector<std::string> args) {
@@ -63,6 +68,7 @@ int run_report(std::vector<std::string> args) {
   std::optional<size_t> top;
   std::string output, profile_path, html;
   bool no_profile = false, stacks = false;
+  std::optional<std::string> range;
   std::vector<std::string> paths;
   OptionTable options(kReportHelp, Positionals::Collect);
   options.group([&](ArgReader& r) { return symbols.take(r); })
@@ -81,7 +87,11 @@ int run_report(std::vector<std::string> args) {
              })
       .value("profile", 0, [&](const std::string& v, ArgReader&) { profile_path = v; })
       .flag("no-profile", 0, [&] { no_profile = true; })
-      .flag("stack", 0, [&] { stacks = true; });
+      .flag("stack", 0, [&] { stacks = true; })
+      .value("range", 0, [&](const std::string& v, ArgReader& r) {
+        if (v.empty()) r.fail("--range needs a range name");
+        range = v;
+      });
   if (auto status = options.read(in, &paths)) return *status;
   if (json && csv) {
     std::fprintf(stderr, "cuxfer report: --json and --csv exclude each other\n");
@@ -98,6 +108,11 @@ int run_report(std::vector<std::string> args) {
   if (traces.empty()) return 1;  // each path already has its one line
   auto symbolizer = symbols.make();
   model::Job job = model::build_job(std::move(traces), *symbolizer, symbols.python_frames);
+  if (auto mixed = analyses::mixed_runs(job)) {  // ranks of two runs in one directory
+    std::fprintf(stderr, "cuxfer report: %s\n", mixed->c_str());
+    return kExitUsage;
+  }
+  if (range && !keep_only_range(job, *range, "cuxfer report")) return 1;
   std::optional<model::MachineProfile> profile;
   std::string profile_note;
   if (!choose_profile(job, profile_path, no_profile, "cuxfer report", profile, profile_note)) return 1;

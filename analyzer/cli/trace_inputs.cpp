@@ -146,4 +146,25 @@ std::vector<std::string> expand_directories(const std::vector<std::string>& path
   return out;
 }
 
+bool keep_only_range(model::Job& job, const std::string& name, const char* command) {
+  const size_t before = job.calls.size();
+  if (job.ranges.empty()) {
+    std::fprintf(stderr, "%s: --range %s: the traces recorded no NVTX range (record with cuxfer record; "
+                 "preloading by hand needs NVTX_INJECTION64_PATH set to the shim)\n", command, name.c_str());
+    return false;
+  }
+  const size_t kept = model::keep_range(job, name);
+  if (kept == 0) {
+    std::string known;
+    for (size_t i = 0; i < job.ranges.size() && i < 8; ++i) known += (i ? ", '" : "'") + job.ranges[i].path() + "'";
+    if (job.ranges.size() > 8) known += ", ...";
+    std::fprintf(stderr, "%s: --range %s: no call ran inside a range of that name (ranges: %s)\n", command,
+                 name.c_str(), known.c_str());
+    return false;
+  }
+  job.notes.push_back(fmt::format("--range {}: {} of {} calls ran inside it; the report covers those only", name, kept,
+                                  before));
+  return true;
+}
+
 }  // namespace cuxfer::cli

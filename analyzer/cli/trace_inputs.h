@@ -46,6 +46,11 @@ std::vector<std::string> expand_directories(const std::vector<std::string>& path
 std::vector<trace::Trace> load_traces(const std::vector<std::string>& paths, const char* command,
                                       std::vector<std::string>& errors);
 
+// --range NAME: keeps only the calls made inside that NVTX range
+// (model::keep_range) and adds a note saying how many; false (after one line
+// "<command>: --range ...", naming the ranges there are) when none ran there.
+bool keep_only_range(model::Job& job, const std::string& name, const char* command);
+
 // Writes `text` to `path` ("" or "-": standard output); on failure prints one
 // line "<command>: cannot write ..." and returns false.
 bool write_output(const std::string& path, const std::string& text, const char* command);

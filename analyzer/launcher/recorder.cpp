@@ -195,6 +195,13 @@ PrepareResult prepare_recording(const RecordSettings& o, PreparedRecording& out)
       {"CUXFER_CUPTI", o.cupti},
       {"CUXFER_LAUNCHER", "1"},
   };
+  // NVTX ranges (shim/record/nvtx_ranges.h): the shim is NVTX's injection
+  // library. A tool already named there (nsys, another tracer) is chained:
+  // the shim loads it and passes every NVTX call on.
+  if (const char* nvtx = std::getenv("NVTX_INJECTION64_PATH"); nvtx && *nvtx && std::string_view(nvtx) != out.shim) {
+    if (const char* chained = std::getenv("CUXFER_NVTX_NEXT"); !chained || !*chained) out.set["CUXFER_NVTX_NEXT"] = nvtx;
+  }
+  out.set["NVTX_INJECTION64_PATH"] = out.shim;
   if (!o.rewrite.empty()) out.set["CUXFER_REWRITE"] = o.rewrite;
   if (!out.policy.empty()) out.set["CUXFER_POLICY"] = out.policy;
   if (o.kernels) out.set.emplace("CUXFER_CUPTI_KERNELS", "1");  // a new key: constructed, not assigned

@@ -1,6 +1,7 @@
 #include "analyzer/model/job.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -13,6 +14,61 @@
 
 namespace cuxfer::model {
 namespace {
+
+// `s` with every byte that is not part of a well-formed UTF-8 sequence
+// replaced by U+FFFD: NVTX names are whatever bytes the app passed, and the
+// reports (JSON above all) promise UTF-8.
+std::string valid_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = n > 0 && i + n <= s.size();
+    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 0x2;
+    if (ok && n > 1) {  // no overlong forms, surrogates or values past U+10FFFF
+      uint32_t cp = c & (0x7F >> n);
+      for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+      ok = cp >= (n == 2 ? 0x80u : n == 3 ? 0x800u : 0x10000u) && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+    }
+    if (ok) {
+      out.append(s.substr(i, n));
+      i += n;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
+// One process's NVTX range stacks mapped to the job's (interned by path).
+class RangeIndex {
+ public:
+  RangeIndex(const trace::Trace& t, std::vector<RangeStack>& ranges,
+             std::unordered_map<std::string, uint32_t>& by_path) {
+    std::unordered_map<uint32_t, std::string> names;
+    for (const auto& n : t.nvtx_names)
+      names[n.id] = valid_utf8(n.domain.empty() ? n.message : n.domain + "::" + n.message);
+    for (const auto& s : t.nvtx_stacks) {
+      RangeStack r;
+      for (uint64_t id : s.frames) {
+        auto it = names.find(static_cast<uint32_t>(id));
+        r.names.push_back(it != names.end() ? it->second : "?");
+      }
+      auto [at, fresh] = by_path.try_emplace(r.path(), static_cast<uint32_t>(ranges.size()));
+      if (fresh) ranges.push_back(std::move(r));
+      of_id_[s.id] = at->second;
+    }
+  }
+  uint32_t find(uint32_t stack_id) const {
+    auto it = of_id_.find(stack_id);
+    return it != of_id_.end() ? it->second : kNoRange;
+  }
+
+ private:
+  std::unordered_map<uint32_t, uint32_t> of_id_;
+};
 
 struct GpuSum {
   uint64_t ns = 0;
@@ -243,6 +299,7 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
   // Nearly every event becomes a call: fault the whole array in at once.
   trace::prefault_for_write(job.calls.data(), job.calls.capacity() * sizeof(Call));
 
+  std::unordered_map<std::string, uint32_t> range_of_path;
   for (uint32_t pi = 0; pi < job.processes.size(); ++pi) {
     Process& p = job.processes[pi];
     auto site_of_id = build_sites(pi, p.trace, symbolizer, python_frames, job.sites);
@@ -253,6 +310,13 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
     std::vector<bool> shim_api(p.trace.api_names.size(), false);
     for (size_t i = 0; i < p.trace.api_names.size(); ++i)
       shim_api[i] = p.trace.api_names[i].rfind(kShimApiPrefix, 0) == 0;
+    // NVTX: each thread's current range stack, replayed in trace order (a
+    // thread's events are in its own order there).
+    const bool nvtx = !p.trace.nvtx_names.empty();
+    std::optional<RangeIndex> ranges;
+    std::unordered_map<uint32_t, uint32_t> range_of_thread;
+    std::vector<uint32_t> process_ranges;
+    if (nvtx) ranges.emplace(p.trace, job.ranges, range_of_path);
     for (const auto& e : p.trace.events) {
       // Built where it stays, not on the stack and copied: this loop runs once
       // per event and was bound by that copy (docs/benchmarks.md).
@@ -261,6 +325,14 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
       c.event = &e;
       c.process = pi;
       c.cls = classify(e);
+      if (nvtx) {
+        if (shim && e.kind == static_cast<uint8_t>(trace::EventKind::NvtxRanges))
+          range_of_thread[e.thread_id] = e.callsite_id == 0 ? kNoRange : ranges->find(e.callsite_id);
+        else if (!shim) {
+          auto it = range_of_thread.find(e.thread_id);
+          process_ranges.push_back(it != range_of_thread.end() ? it->second : kNoRange);
+        }
+      }
       if (shim) continue;
       if (e.callsite_id != 0) c.site = site_of_id.find(e.callsite_id);
       if (!gpu.empty() && e.correlation_id != 0) {
@@ -274,6 +346,10 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
           call_of_correlation[e.correlation_id] = static_cast<uint32_t>(job.calls.size() - 1);
         }
       }
+    }
+    if (nvtx) {
+      job.call_ranges.resize(first_call, kNoRange);
+      job.call_ranges.insert(job.call_ranges.end(), process_ranges.begin(), process_ranges.end());
     }
     for (size_t ri = 0; ri < p.trace.gpu_records.size() && !call_of_correlation.empty(); ++ri) {
       const trace::GpuRecord& r = p.trace.gpu_records[ri];
@@ -324,6 +400,7 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
     for (const auto& [id, s] : gpu)
       if (!s.claimed) p.gpu_records_unmatched += s.records;
   }
+  if (!job.call_ranges.empty()) job.call_ranges.resize(job.calls.size(), kNoRange);
   auto symbol_notes = symbolizer.notes();
   job.notes.insert(job.notes.begin(), symbol_notes.begin(), symbol_notes.end());
   return job;
@@ -342,6 +419,45 @@ std::vector<trace::Trace> read_traces(const std::vector<std::string>& paths,
     traces.push_back(std::move(t));
   }
   return traces;
+}
+
+std::string RangeStack::path() const {
+  std::string p;
+  for (const auto& n : names) {
+    if (!p.empty()) p += " / ";
+    p += n;
+  }
+  return p;
+}
+
+size_t keep_range(Job& job, const std::string& name) {
+  // The stacks that hold the range, by index.
+  std::vector<bool> inside(job.ranges.size(), false);
+  for (size_t i = 0; i < job.ranges.size(); ++i) {
+    const RangeStack& r = job.ranges[i];
+    inside[i] = r.path() == name || std::find(r.names.begin(), r.names.end(), name) != r.names.end();
+    // A path prefix names the outer ranges of deeper stacks: "a / b" holds "a / b / c".
+    const std::string path = r.path();
+    if (!inside[i] && path.size() > name.size() && path.compare(0, name.size(), name) == 0 &&
+        path.compare(name.size(), 3, " / ") == 0)
+      inside[i] = true;
+  }
+  std::vector<uint32_t> new_index(job.calls.size(), kNoCall);
+  std::vector<Call> kept;
+  std::vector<uint32_t> kept_ranges;
+  for (size_t i = 0; i < job.calls.size(); ++i) {
+    const uint32_t r = job.range_of(i);
+    if (r == kNoRange || !inside[r]) continue;
+    new_index[i] = static_cast<uint32_t>(kept.size());
+    kept.push_back(job.calls[i]);
+    kept_ranges.push_back(r);
+  }
+  for (auto& p : job.processes)
+    for (auto& rc : p.gpu_record_call)
+      if (rc != kNoCall) rc = new_index[rc];
+  job.calls = std::move(kept);
+  job.call_ranges = std::move(kept_ranges);
+  return job.calls.size();
 }
 
 }  // namespace cuxfer::model

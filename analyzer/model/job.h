@@ -79,6 +79,15 @@ struct Site {
   std::vector<symbolize::Frame> stack;  // the whole captured stack, innermost first
 };
 
+// An NVTX range stack a call ran in (trace/event.h EventKind::NvtxRanges),
+// outermost first. A name is the range's message, "domain::message" outside
+// NVTX's default domain, made valid UTF-8 (other bytes become U+FFFD).
+inline constexpr uint32_t kNoRange = std::numeric_limits<uint32_t>::max();
+struct RangeStack {
+  std::vector<std::string> names;
+  std::string path() const;  // "outer / inner"
+};
+
 // API names the shim gives its own work (trace/shim_names.h): events under
 // them are not the app's calls.
 inline constexpr const char* kShimApiPrefix = trace::kShimApiPrefix;
@@ -100,6 +109,13 @@ class Job {
   std::vector<Call> shim_calls;
   std::vector<Site> sites;
   std::vector<std::string> notes;  // symbolization notes, each once
+  // NVTX ranges: the stacks met, and per call (parallel to `calls`) the stack
+  // it ran in or kNoRange. Empty when no process recorded a range.
+  std::vector<RangeStack> ranges;
+  std::vector<uint32_t> call_ranges;
+  uint32_t range_of(size_t call_index) const {
+    return call_index < call_ranges.size() ? call_ranges[call_index] : kNoRange;
+  }
 
   Job() = default;
   Job(const Job&) = delete;  // calls point into processes
@@ -112,6 +128,12 @@ class Job {
 // `python_frames`: which Python frame names a Python call site (frame_filter.h).
 Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolizer,
               symbolize::PythonFrames python_frames = symbolize::PythonFrames::User);
+
+// Keeps only the calls that ran inside an NVTX range named `name` (a
+// message, "domain::message", or a whole "outer / inner" path) at any depth;
+// GPU records of the others no longer point at a call. Returns how many
+// calls were kept.
+size_t keep_range(Job& job, const std::string& name);
 
 // Reads each path; a trace that cannot be used (missing, empty, foreign,
 // unsupported) adds one line to `errors` and is skipped.

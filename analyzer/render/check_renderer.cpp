@@ -74,7 +74,10 @@ std::string render_check_text(const check::Budget& budget, const check::CheckRes
   for (const check::Verdict& v : result.verdicts)
     if (!v.kept) out += "over budget: " + verdict_line(budget, v) + "\n";
   for (uint32_t e : result.unmatched_site_entries)
-    out += "note: " + entry_label(budget, e) + ": matched no call site of the run (checked against 0)\n";
+    out += "note: " + entry_label(budget, e) +
+           (budget.entries[e].scope == check::Scope::Range ? ": no copy of the run ran inside this range"
+                                                            : ": matched no call site of the run") +
+           " (checked against 0)\n";
   const size_t violations = result.violations();
   if (violations == 0)
     out += fmt::format("cuxfer check: {} keeps the budget: {} limits in {} entries\n", budget_path,

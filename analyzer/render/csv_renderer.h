@@ -11,7 +11,8 @@
 namespace cuxfer::render {
 
 // Header: pid,site_id,function,file,line,module,offset,class,calls,bytes,
-// cpu_blocked_ns,gpu_ns,staged_bytes. One row per report call site, in the
+// cpu_blocked_ns,gpu_ns,staged_bytes[,rank] (rank: only for a job of two ranks
+// or more, docs/report.md "Multi-rank jobs"). One row per report call site, in the
 // report's order. staged_bytes comes from the job (copies the rewrite staged).
 std::string render_callsites_csv(const analyses::Report& report, const model::Job& job);
 

@@ -375,6 +375,32 @@ void callsites(std::string& out, const analyses::Report& r) {
                        r.callsites.size() - 20);
 }
 
+// Per rank and the spread; only for a job of two ranks or more.
+void ranks(std::string& out, const analyses::Report& r) {
+  const analyses::Ranks& k = r.ranks;
+  if (k.ranks.empty() || !k.spread) return;
+  const analyses::RankSpread& s = *k.spread;
+  auto ratio = [](const std::optional<double>& v) { return v ? fmt::format("{:.2f}", *v) : std::string("n/a"); };
+  out += fmt::format("<h2>Ranks ({})</h2>\n<p class='sub'>most bytes: rank {} ({}); most through pageable memory: "
+                     "rank {} ({}, max/median {}); slowest (most CPU-blocked time in copies): rank {} ({}, "
+                     "max/median {})</p>\n",
+                     k.ranks.size(), s.most_bytes_rank, esc(format_bytes(s.most_bytes)), s.most_pageable_rank,
+                     esc(format_bytes(s.most_pageable_bytes)), ratio(s.pageable_imbalance), s.slowest_rank,
+                     esc(format_duration(s.slowest_cpu_blocked_ns)), ratio(s.cpu_blocked_imbalance));
+  out += "<table><tr><th>rank</th><th>host</th><th class='n'>copies</th><th class='n'>bytes</th>"
+         "<th class='n'>pageable</th><th class='n'>CPU-blocked</th><th class='n'>GPU</th><th>findings</th></tr>\n";
+  for (const auto& x : k.ranks) {
+    std::string f;
+    for (const auto& fi : x.findings) f += (f.empty() ? "" : ", ") + esc(fi.kind);
+    out += fmt::format("<tr><td>{}</td><td>{}</td><td class='n'>{}</td><td class='n'>{}</td><td class='n'>{}</td>"
+                       "<td class='n'>{}</td><td class='n'>{}</td><td>{}</td></tr>\n",
+                       x.rank, esc(x.host), format_count(x.copies), esc(format_bytes(x.bytes)),
+                       esc(format_bytes(x.pageable_bytes)), esc(format_duration(x.cpu_blocked_ns)),
+                       x.gpu_ns ? esc(format_duration(*x.gpu_ns)) : "", f);
+  }
+  out += "</table>\n";
+}
+
 }  // namespace
 
 std::string render_html(const analyses::Report& r, const model::Job& job, const model::MachineProfile* profile) {
@@ -409,6 +435,7 @@ std::string render_html(const analyses::Report& r, const model::Job& job, const 
 
   out += "<h2>Findings</h2>\n";
   findings(out, r);
+  ranks(out, r);
   out += "<h2>Achieved bandwidth against transfer size</h2>\n";
   analyses::Thresholds nominal;
   bandwidth_plot(out, job, profile, nominal);

@@ -39,6 +39,40 @@ json cupti_json(const analyses::ProcessSummary& p) {
   return j;
 }
 
+// Per rank and the spread (null unless the job has two ranks or more).
+json ranks_json(const analyses::Ranks& r) {
+  if (r.ranks.empty()) return nullptr;
+  json ranks = json::array();
+  for (const auto& k : r.ranks) {
+    json classes = json::array(), findings = json::array();
+    for (const auto& c : k.classes) classes.push_back({{"class", c.cls}, {"calls", c.calls}, {"bytes", c.bytes}});
+    for (const auto& f : k.findings)
+      findings.push_back({{"kind", f.kind}, {"calls", f.calls}, {"bytes", f.bytes}, {"time_ns", f.time_ns}});
+    ranks.push_back({{"rank", k.rank},
+                     {"host", k.host},
+                     {"pids", k.pids},
+                     {"launcher", k.launcher},
+                     {"copies", k.copies},
+                     {"bytes", k.bytes},
+                     {"pageable_bytes", k.pageable_bytes},
+                     {"cpu_blocked_ns", k.cpu_blocked_ns},
+                     {"gpu_ns", opt(k.gpu_ns)},
+                     {"failed_calls", k.failed_calls},
+                     {"classes", std::move(classes)},
+                     {"findings", std::move(findings)}});
+  }
+  const analyses::RankSpread& s = *r.spread;
+  return {{"ranks", std::move(ranks)},
+          {"unranked_processes", r.unranked_processes},
+          {"spread",
+           {{"most_bytes", {{"rank", s.most_bytes_rank}, {"bytes", s.most_bytes}}},
+            {"most_pageable", {{"rank", s.most_pageable_rank}, {"bytes", s.most_pageable_bytes}}},
+            {"slowest", {{"rank", s.slowest_rank}, {"cpu_blocked_ns", s.slowest_cpu_blocked_ns}}},
+            {"bytes_imbalance", opt(s.bytes_imbalance)},
+            {"pageable_imbalance", opt(s.pageable_imbalance)},
+            {"cpu_blocked_imbalance", opt(s.cpu_blocked_imbalance)}}}};
+}
+
 }  // namespace
 
 json report_to_json(const analyses::Report& r, const JsonOptions& options) {
@@ -278,6 +312,28 @@ json report_to_json(const analyses::Report& r, const JsonOptions& options) {
                                       {"sum_of_estimates_ns", r.combined_estimate->sum_ns},
                                       {"findings_with_estimates", r.combined_estimate->findings}}
                                : json(nullptr);
+  j["ranks"] = ranks_json(r.ranks);
+  // NVTX ranges, inclusive of their nested ranges (docs/report.md).
+  json ranges = json::array();
+  for (const auto& g : r.ranges) {
+    json classes = json::array();
+    for (const auto& k : g.classes) classes.push_back({{"class", k.cls}, {"calls", k.calls}, {"bytes", k.bytes}});
+    json found = json::object();
+    for (const auto& f : g.findings) found[f.kind] = f.calls;
+    ranges.push_back({{"path", g.path},
+                      {"name", g.name},
+                      {"depth", g.depth},
+                      {"calls", g.calls},
+                      {"bytes", g.bytes},
+                      {"pageable_bytes", g.pageable_bytes},
+                      {"cpu_blocked_ns", g.cpu_blocked_ns},
+                      {"gpu_ns", g.gpu_ns ? json(*g.gpu_ns) : json(nullptr)},
+                      {"gpu_calls", g.gpu_calls},
+                      {"failed_calls", g.failed_calls},
+                      {"classes", std::move(classes)},
+                      {"findings", std::move(found)}});
+  }
+  j["ranges"] = std::move(ranges);
   j["notes"] = r.notes;
   return j;
 }

@@ -25,6 +25,7 @@ const char* category(trace::EventKind k) {
     case trace::EventKind::HostRegister:
     case trace::EventKind::HostUnregister: return "register";
     case trace::EventKind::Fingerprint: return "fingerprint";
+    case trace::EventKind::NvtxRanges: return "nvtx";
   }
   return "other";
 }
@@ -139,6 +140,55 @@ json call_event(const model::Job& job, const model::Call& c, uint32_t pid, uint6
           {"args", std::move(args)}};
 }
 
+// NVTX ranges of process `pi` as slices, one track per thread that pushed
+// any: a range spans its copies, from the first one's start to the last one's
+// end (the shim learns of a stack when the thread next calls CUDA, not at the
+// push or pop themselves).
+void nvtx_tracks(const model::Job& job, uint32_t pi, uint32_t pid, uint64_t base, json& events,
+                 std::vector<json>& timed) {
+  if (job.call_ranges.empty()) return;
+  struct Open {
+    std::string name;
+    uint64_t begin = 0, end = 0;
+  };
+  std::map<uint32_t, std::vector<Open>> open_of_thread;
+  auto close_to = [&](uint32_t tid, std::vector<Open>& open, size_t keep) {
+    while (open.size() > keep) {
+      const Open& o = open.back();
+      timed.push_back({{"ph", "X"}, {"name", o.name}, {"cat", "nvtx"}, {"pid", pid},
+                       {"tid", kNvtxTrackTidBase + tid}, {"ts", us(o.begin, base)}, {"dur", dur_us(o.begin, o.end)},
+                       {"args", {{"depth", open.size()}}}});
+      open.pop_back();
+    }
+  };
+  for (size_t i = 0; i < job.calls.size(); ++i) {
+    const model::Call& c = job.calls[i];
+    if (c.process != pi) continue;
+    const uint32_t tid = c.event->thread_id;
+    auto [it, fresh] = open_of_thread.try_emplace(tid);
+    std::vector<Open>& open = it->second;
+    const uint32_t r = job.range_of(i);
+    const std::vector<std::string> none;
+    const auto& names = r == model::kNoRange ? none : job.ranges[r].names;
+    size_t common = 0;
+    while (common < open.size() && common < names.size() && open[common].name == names[common]) ++common;
+    close_to(tid, open, common);
+    for (size_t d = common; d < names.size(); ++d) open.push_back({names[d], c.event->t_enter_ns, c.event->t_exit_ns});
+    for (auto& o : open) o.end = std::max(o.end, c.event->t_exit_ns);
+  }
+  std::map<uint32_t, bool> named;  // threads with a range
+  for (auto& [tid, open] : open_of_thread) {
+    if (!open.empty()) named[tid] = true;
+    close_to(tid, open, 0);
+  }
+  for (const auto& e : timed)
+    if (e.contains("cat") && e["cat"] == "nvtx" && e["pid"] == pid)
+      named[e["tid"].get<uint32_t>() - kNvtxTrackTidBase] = true;
+  for (const auto& [tid, _] : named)
+    events.push_back(
+        metadata("thread_name", pid, kNvtxTrackTidBase + tid, {{"name", fmt::format("NVTX ranges, thread {}", tid)}}));
+}
+
 }  // namespace
 
 std::string render_perfetto(const model::Job& job) {
@@ -226,7 +276,9 @@ std::string render_perfetto(const model::Job& job) {
     for (const auto& c : job.calls)
       if (c.process == pi) timed.push_back(call_event(job, c, pid, base, false, stack_shown));
     for (const auto& c : job.shim_calls)
-      if (c.process == pi) timed.push_back(call_event(job, c, pid, base, true, stack_shown));
+      if (c.process == pi && c.kind() != trace::EventKind::NvtxRanges)
+        timed.push_back(call_event(job, c, pid, base, true, stack_shown));
+    nvtx_tracks(job, pi, pid, base, events, timed);
   }
   std::stable_sort(timed.begin(), timed.end(), [](const json& a, const json& b) {
     return a["ts"].get<double>() < b["ts"].get<double>();

@@ -14,6 +14,8 @@ namespace cuxfer::render {
 
 // Synthetic thread ids of GPU tracks start here (above any Linux tid).
 inline constexpr uint32_t kGpuTrackTidBase = 0x40000000;
+// NVTX range tracks: this plus the thread's tid (kernel tids stay below 2^22).
+inline constexpr uint32_t kNvtxTrackTidBase = 0x20000000;
 
 // Timestamps are microseconds (with nanosecond fractions) since the earliest
 // call or GPU record of the job: all traces of a job share CLOCK_MONOTONIC.

@@ -2,7 +2,11 @@
 
 #include <sqlite3.h>
 
+#include <functional>
+#include <future>
 #include <optional>
+#include <unordered_map>
+#include <vector>
 #include <type_traits>
 #include <ctime>
 #include <string_view>
@@ -15,9 +19,10 @@ namespace cuxfer::render {
 
 namespace {
 
-// docs/sqlite.md explains every column. calls.class (the report's class name,
-// analyses::class_name: "H2D pageable") and calls.cpu_blocked_ns are computed
-// columns (not stored): 5 M calls write in under 10 s (docs/benchmarks.md). Times are CLOCK_MONOTONIC nanoseconds
+// docs/sqlite.md explains every column. The calls table (calls_schema()) is
+// written apart: most of its columns are computed (virtual generated columns)
+// from two stored integers, codes and flags, so that a row is 17 bound values,
+// not 31 (docs/benchmarks.md: 5 M calls). Times are CLOCK_MONOTONIC nanoseconds
 // of the recording host (processes of one host share the clock); bytes are
 // bytes. Ids are row numbers of this file, not values from the trace.
 constexpr const char* kSchema = R"(
@@ -35,19 +40,6 @@ CREATE TABLE call_site_frames (
   call_site INTEGER NOT NULL REFERENCES call_sites(id), depth INTEGER NOT NULL, kind TEXT NOT NULL,
   module TEXT, symbol TEXT, file TEXT, line INTEGER, offset INTEGER, address INTEGER NOT NULL,
   PRIMARY KEY (call_site, depth)) WITHOUT ROWID;
-CREATE TABLE calls (
-  id INTEGER PRIMARY KEY, process INTEGER NOT NULL REFERENCES processes(id), thread INTEGER NOT NULL,
-  api TEXT NOT NULL, kind TEXT NOT NULL, direction TEXT NOT NULL, memory TEXT NOT NULL,
-  src_kind TEXT NOT NULL, dst_kind TEXT NOT NULL, bytes INTEGER NOT NULL,
-  start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
-  gpu_ns INTEGER, gpu_records INTEGER NOT NULL, gpu_start_ns INTEGER, gpu_end_ns INTEGER,
-  stream INTEGER NOT NULL, device INTEGER, rewrite_path TEXT,
-  call_site INTEGER REFERENCES call_sites(id), correlation_id INTEGER NOT NULL,
-  async INTEGER NOT NULL, failed INTEGER NOT NULL, per_thread_stream INTEGER NOT NULL,
-  runtime_only INTEGER NOT NULL, gpu_expected INTEGER NOT NULL, kind_from_driver INTEGER NOT NULL,
-  staged INTEGER NOT NULL, registered INTEGER NOT NULL, shim INTEGER NOT NULL, error INTEGER NOT NULL,
-  class TEXT GENERATED ALWAYS AS (direction || ' ' || memory) VIRTUAL,
-  cpu_blocked_ns INTEGER GENERATED ALWAYS AS (max(end_ns - start_ns, 0)) VIRTUAL);
 CREATE TABLE gpu_records (
   id INTEGER PRIMARY KEY, process INTEGER NOT NULL REFERENCES processes(id), kind TEXT NOT NULL,
   start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, bytes INTEGER NOT NULL, copy_kind INTEGER NOT NULL,
@@ -62,10 +54,98 @@ CREATE TABLE findings (
   finding_estimated_recoverable_ns INTEGER);
 )";
 
+// Created before the rows go in: calls arrive in start_ns order (an append
+// to the index). Building them afterwards sorts every key in SQLite's
+// sorter, whose merge chases pointers through the whole key set: superlinear
+// (5 M calls: 14 s). No index on calls(process, call_site): maintained row by
+// row it cost 6.5 s of CPU at 5 M calls (a B-tree descent to one of a few
+// hundred insertion points per row), as much as everything else; queries
+// grouped by site scan the table anyway, and docs/sqlite.md gives the one
+// line that adds it for point lookups.
 constexpr const char* kIndices = R"(
-CREATE INDEX calls_process_site ON calls(process, call_site);
 CREATE INDEX calls_start ON calls(start_ns);
+CREATE INDEX gpu_records_call ON gpu_records(call);
 )";
+
+// calls.codes, bit by bit: the text columns' values, decoded by the generated
+// columns' CASE expressions below (written from the same to_string()s).
+constexpr int kKindShift = 0, kDirectionShift = 8, kMemoryShift = 16, kSrcShift = 24, kDstShift = 32,
+              kRewriteShift = 40, kShimShift = 42, kApiShift = 43;
+
+std::string quote(std::string_view v) {
+  std::string out = "'";
+  for (char ch : v) {
+    if (ch == '\'') out += '\'';
+    out += ch;
+  }
+  return out + "'";
+}
+
+// CASE (codes >> shift) & 255 WHEN n THEN 'name' ... ELSE 'unknown' END over
+// every byte value `name_of` names (the rest are "unknown" as to_string says).
+template <typename F>
+std::string byte_case(int shift, F name_of) {
+  std::string out = fmt::format("CASE (codes >> {}) & 255", shift);
+  for (int v = 0; v < 256; ++v) {
+    std::string_view name = name_of(static_cast<uint8_t>(v));
+    if (name != "unknown") out += fmt::format(" WHEN {} THEN {}", v, quote(name));
+  }
+  return out + " ELSE 'unknown' END";
+}
+
+// The calls table. api is the job's API names, interned: codes >> 43 indexes `apis`.
+std::string calls_schema(const std::vector<std::string>& apis) {
+  std::string api = fmt::format("CASE codes >> {}", kApiShift);
+  for (size_t i = 0; i < apis.size(); ++i) api += fmt::format(" WHEN {} THEN {}", i, quote(apis[i]));
+  api += " END";
+  if (apis.empty()) api = "CAST(NULL AS TEXT)";
+  auto flag = [](int bit) { return fmt::format("(flags >> {}) & 1", bit); };
+  auto bit = [](uint8_t mask) {
+    int b = 0;
+    while (!(mask & (1u << b))) ++b;
+    return b;
+  };
+  auto mem = [](uint8_t v) { return std::string_view(trace::to_string(static_cast<trace::MemKind>(v))); };
+  return fmt::format(R"(
+CREATE TABLE calls (
+  id INTEGER PRIMARY KEY, process INTEGER NOT NULL REFERENCES processes(id), thread INTEGER NOT NULL,
+  api TEXT GENERATED ALWAYS AS ({api}) VIRTUAL,
+  kind TEXT GENERATED ALWAYS AS ({kind}) VIRTUAL,
+  direction TEXT GENERATED ALWAYS AS ({direction}) VIRTUAL,
+  memory TEXT GENERATED ALWAYS AS ({memory}) VIRTUAL,
+  src_kind TEXT GENERATED ALWAYS AS ({src}) VIRTUAL,
+  dst_kind TEXT GENERATED ALWAYS AS ({dst}) VIRTUAL,
+  bytes INTEGER NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
+  gpu_ns INTEGER, gpu_records INTEGER NOT NULL, gpu_start_ns INTEGER, gpu_end_ns INTEGER,
+  stream INTEGER NOT NULL, device INTEGER,
+  rewrite_path TEXT GENERATED ALWAYS AS (CASE (codes >> {rw}) & 3 WHEN 1 THEN 'staged' WHEN 2 THEN 'registered' WHEN 3 THEN 'zero_copy' END) VIRTUAL,
+  call_site INTEGER REFERENCES call_sites(id), correlation_id INTEGER NOT NULL,
+  async INTEGER GENERATED ALWAYS AS ({async_}) VIRTUAL,
+  failed INTEGER GENERATED ALWAYS AS ({failed}) VIRTUAL,
+  per_thread_stream INTEGER GENERATED ALWAYS AS ({ptds}) VIRTUAL,
+  runtime_only INTEGER GENERATED ALWAYS AS ({runtime_only}) VIRTUAL,
+  gpu_expected INTEGER GENERATED ALWAYS AS ({gpu_expected}) VIRTUAL,
+  kind_from_driver INTEGER GENERATED ALWAYS AS ({kind_from_driver}) VIRTUAL,
+  staged INTEGER GENERATED ALWAYS AS ({staged}) VIRTUAL,
+  registered INTEGER GENERATED ALWAYS AS ({registered}) VIRTUAL,
+  shim INTEGER GENERATED ALWAYS AS ((codes >> {shim}) & 1) VIRTUAL,
+  error INTEGER NOT NULL,
+  class TEXT GENERATED ALWAYS AS (direction || ' ' || memory) VIRTUAL,
+  cpu_blocked_ns INTEGER GENERATED ALWAYS AS (max(end_ns - start_ns, 0)) VIRTUAL,
+  flags INTEGER NOT NULL, codes INTEGER NOT NULL);
+)",
+      fmt::arg("api", api),
+      fmt::arg("kind", byte_case(kKindShift, [](uint8_t v) { return std::string_view(trace::to_string(static_cast<trace::EventKind>(v))); })),
+      fmt::arg("direction", byte_case(kDirectionShift, [](uint8_t v) { return std::string_view(trace::to_string(static_cast<trace::Direction>(v))); })),
+      fmt::arg("memory", byte_case(kMemoryShift, mem)), fmt::arg("src", byte_case(kSrcShift, mem)),
+      fmt::arg("dst", byte_case(kDstShift, mem)), fmt::arg("rw", kRewriteShift), fmt::arg("shim", kShimShift),
+      fmt::arg("async_", flag(bit(trace::kFlagAsync))), fmt::arg("failed", flag(bit(trace::kFlagFailed))),
+      fmt::arg("ptds", flag(bit(trace::kFlagPerThreadStream))),
+      fmt::arg("runtime_only", flag(bit(trace::kFlagRuntimeOnly))),
+      fmt::arg("gpu_expected", flag(bit(trace::kFlagGpuExpected))),
+      fmt::arg("kind_from_driver", flag(bit(trace::kFlagKindFromDriver))),
+      fmt::arg("staged", flag(bit(trace::kFlagStaged))), fmt::arg("registered", flag(bit(trace::kFlagRegistered))));
+}
 
 // A prepared statement bound by position, reset after each row.
 class Statement {
@@ -159,14 +239,6 @@ const char* gpu_kind_name(uint8_t kind) {
   return "unknown";
 }
 
-// The rewrite's path for the call, as the report counts it; NULL: the app's call as made.
-const char* rewrite_path(const model::Call& c) {
-  if (c.staged()) return "staged";
-  if (c.registered()) return "registered";
-  if (c.cls.memory == trace::MemKind::Mapped) return "zero_copy";
-  return nullptr;
-}
-
 void bind_frame(Statement& s, const symbolize::Frame& f) {
   s.text(f.python ? "python" : "native").text_or_null(f.module).text_or_null(f.function).text_or_null(f.file);
   if (f.line > 0) s.i64(f.line);
@@ -175,12 +247,17 @@ void bind_frame(Statement& s, const symbolize::Frame& f) {
 
 class Writer {
  public:
-  Writer(sqlite3* db, const model::Job& job, const analyses::Report& report, std::string& error)
-      : db_(db), job_(job), report_(report), error_(error) {}
+  // `report` is asked for only after the calls and GPU records are written:
+  // the report may still be being computed on the other core meanwhile.
+  Writer(sqlite3* db, const model::Job& job, std::function<const analyses::Report&()> report, std::string& error)
+      : db_(db), job_(job), get_report_(std::move(report)), error_(error) {}
 
   bool run() {
-    return exec(db_, kSchema, error_) && meta() && processes() && sites() && calls() && gpu_records() &&
-           findings() && exec(db_, kIndices, error_);
+    if (!(exec(db_, kSchema, error_) && exec(db_, calls_schema(intern_apis()).c_str(), error_) &&
+          exec(db_, kIndices, error_) && calls() && gpu_records() && sites()))
+      return false;
+    report_ = &get_report_();
+    return meta() && processes() && findings();
   }
 
  private:
@@ -191,7 +268,7 @@ class Writer {
     return s.text("schema").text(kSqliteSchemaVersion).step(db_, error_) &&
            s.text("cuxfer_version").text(CUXFER_VERSION).step(db_, error_) &&
            s.text("created").text(created).step(db_, error_) &&
-           s.text("timing").text(report_.timing).step(db_, error_);
+           s.text("timing").text(report_->timing).step(db_, error_);
   }
 
   bool processes() {
@@ -199,7 +276,7 @@ class Writer {
     if (!s.ok()) return false;
     for (size_t i = 0; i < job_.processes.size(); ++i) {
       const auto& t = job_.processes[i].trace;
-      const analyses::ProcessSummary* sum = i < report_.processes.size() ? &report_.processes[i] : nullptr;
+      const analyses::ProcessSummary* sum = i < report_->processes.size() ? &report_->processes[i] : nullptr;
       std::string command = join_argv(t.process.argv);
       s.u64(i).u64(t.process.pid).u64(t.process.ppid).text(t.process.exe).text(command)
           .text_or_null(t.process.hostname).text(t.path).i64(t.status.simulated ? 1 : 0)
@@ -234,42 +311,76 @@ class Writer {
     return true;
   }
 
+  // The job's API names, each once; api_code_[process][trace api id] indexes them.
+  std::vector<std::string> intern_apis() {
+    std::vector<std::string> names;
+    std::unordered_map<std::string, uint64_t> index;
+    api_code_.resize(job_.processes.size());
+    for (size_t p = 0; p < job_.processes.size(); ++p) {
+      const trace::Trace& t = job_.processes[p].trace;
+      // Every id an event may carry: api_name() answers "?" past the table.
+      for (size_t id = 0; id <= t.api_names.size(); ++id) {
+        std::string name = t.api_name(static_cast<uint16_t>(id));
+        auto [it, added] = index.emplace(name, names.size());
+        if (added) names.push_back(name);
+        api_code_[p].push_back(it->second);
+      }
+    }
+    return names;
+  }
+
+  uint64_t api_code(uint32_t process, uint16_t api) const {
+    const auto& codes = api_code_[process];
+    return codes[api < codes.size() ? api : codes.size() - 1];
+  }
+
+  // One call's 17 stored values (calls_schema(): the rest are computed).
+  void bind_call(Statement& s, uint64_t id, const model::Call& c, bool shim) {
+    const trace::Event& e = *c.event;
+    uint64_t rewrite = c.staged() ? 1 : c.registered() ? 2 : c.cls.memory == trace::MemKind::Mapped ? 3 : 0;
+    uint64_t codes = uint64_t{e.kind} << kKindShift |
+                     uint64_t{static_cast<uint8_t>(c.cls.direction)} << kDirectionShift |
+                     uint64_t{static_cast<uint8_t>(c.cls.memory)} << kMemoryShift |
+                     uint64_t{static_cast<uint8_t>(e.src_kind)} << kSrcShift |
+                     uint64_t{static_cast<uint8_t>(e.dst_kind)} << kDstShift | rewrite << kRewriteShift |
+                     uint64_t{shim ? 1u : 0u} << kShimShift | api_code(c.process, e.api) << kApiShift;
+    s.u64(id).u64(c.process).u64(e.thread_id).u64(e.bytes).u64(e.t_enter_ns).u64(e.t_exit_ns);
+    if (c.has_gpu_time()) s.u64(c.gpu_ns).u64(c.gpu_records).u64(c.gpu_begin_ns).u64(c.gpu_end_ns);
+    else s.null().i64(0).null().null();
+    s.u64(e.stream);
+    if (e.device >= 0) s.i64(e.device);
+    else s.null();
+    if (c.site != model::kNoSite) s.u64(c.site + 1);
+    else s.null();
+    s.u64(e.correlation_id).i64(e.result).u64(e.flags).u64(codes);
+  }
+
   bool calls() {
-    Statement s(db_, "INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                error_);
-    if (!s.ok()) return false;
+    // kBatch rows per statement: SQLite's per-statement work (step, reset)
+    // paid once per batch; the remainder one row at a time.
+    constexpr int kBatch = 64;
+    const std::string row = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    const std::string head = "INSERT INTO calls (id, process, thread, bytes, start_ns, end_ns, gpu_ns, gpu_records,"
+                             " gpu_start_ns, gpu_end_ns, stream, device, call_site, correlation_id, error, flags,"
+                             " codes) VALUES ";
+    std::string many = head + row;
+    for (int i = 1; i < kBatch; ++i) many += "," + row;
+    Statement one(db_, (head + row).c_str(), error_);
+    if (!one.ok()) return false;
+    Statement batch(db_, many.c_str(), error_);
+    if (!batch.ok()) return false;
     uint64_t id = 0;
     for (const auto* list : {&job_.calls, &job_.shim_calls}) {
       bool shim = list == &job_.shim_calls;
-      for (const model::Call& c : *list) {
-        const trace::Event& e = *c.event;
-        const trace::Trace& t = job_.processes[c.process].trace;
-        s.u64(id++).u64(c.process).u64(e.thread_id).text(t.api_name(e.api)).text(trace::to_string(c.kind()))
-            .text(trace::to_string(c.cls.direction)).text(trace::to_string(c.cls.memory))
-            .text(trace::to_string(static_cast<trace::MemKind>(e.src_kind)))
-            .text(trace::to_string(static_cast<trace::MemKind>(e.dst_kind))).u64(e.bytes).u64(e.t_enter_ns)
-            .u64(e.t_exit_ns);
-        if (c.has_gpu_time()) s.u64(c.gpu_ns).u64(c.gpu_records).u64(c.gpu_begin_ns).u64(c.gpu_end_ns);
-        else s.null().i64(0).null().null();
-        s.u64(e.stream);
-        if (e.device >= 0) s.i64(e.device);
-        else s.null();
-        if (const char* path = rewrite_path(c)) s.text(path);
-        else s.null();
-        if (c.site != model::kNoSite) s.u64(c.site + 1);
-        else s.null();
-        s.u64(e.correlation_id)
-            .i64((e.flags & trace::kFlagAsync) ? 1 : 0)
-            .i64((e.flags & trace::kFlagFailed) ? 1 : 0)
-            .i64((e.flags & trace::kFlagPerThreadStream) ? 1 : 0)
-            .i64((e.flags & trace::kFlagRuntimeOnly) ? 1 : 0)
-            .i64((e.flags & trace::kFlagGpuExpected) ? 1 : 0)
-            .i64((e.flags & trace::kFlagKindFromDriver) ? 1 : 0)
-            .i64((e.flags & trace::kFlagStaged) ? 1 : 0)
-            .i64((e.flags & trace::kFlagRegistered) ? 1 : 0)
-            .i64(shim ? 1 : 0)
-            .i64(e.result);
-        if (!s.step(db_, error_)) return false;
+      const size_t n = list->size();
+      size_t i = 0;
+      for (; i + kBatch <= n; i += kBatch) {
+        for (int k = 0; k < kBatch; ++k) bind_call(batch, id++, (*list)[i + k], shim);
+        if (!batch.step(db_, error_)) return false;
+      }
+      for (; i < n; ++i) {
+        bind_call(one, id++, (*list)[i], shim);
+        if (!one.step(db_, error_)) return false;
       }
     }
     return true;
@@ -301,8 +412,8 @@ class Writer {
     Statement s(db_, "INSERT INTO findings VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", error_);
     if (!s.ok()) return false;
     uint64_t id = 0;
-    for (size_t f = 0; f < report_.findings.size(); ++f) {
-      const analyses::Finding& fd = report_.findings[f];
+    for (size_t f = 0; f < report_->findings.size(); ++f) {
+      const analyses::Finding& fd = report_->findings[f];
       auto row = [&](const analyses::FindingSite* site) {
         s.u64(id++).u64(f);
         uint32_t site_index = site && site->callsite > 0 ? site->callsite - 1 : model::kNoSite;
@@ -331,18 +442,22 @@ class Writer {
     return true;
   }
 
+  std::vector<std::vector<uint64_t>> api_code_;
   sqlite3* db_;
   const model::Job& job_;
-  const analyses::Report& report_;
+  std::function<const analyses::Report&()> get_report_;
+  const analyses::Report* report_ = nullptr;
   std::string& error_;
 };
 
 }  // namespace
 
-const char* sqlite_schema() { return kSchema; }
+std::string sqlite_schema() { return kSchema + calls_schema({"cudaMemcpy"}) + kIndices; }
 
-bool write_sqlite(const model::Job& job, const analyses::Report& report, const std::string& path,
-                  std::string& error) {
+namespace {
+
+bool write(const model::Job& job, std::function<const analyses::Report&()> report, const std::string& path,
+           std::string& error) {
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
@@ -354,12 +469,30 @@ bool write_sqlite(const model::Job& job, const analyses::Report& report, const s
   // caller renames it only when it is complete), so no journal and no fsync.
   bool ok = exec(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA page_size=65536;"
                      " PRAGMA cache_size=-262144; PRAGMA temp_store=MEMORY; PRAGMA locking_mode=EXCLUSIVE; BEGIN;", error) &&
-            Writer(db, job, report, error).run() && exec(db, "COMMIT;", error);
+            Writer(db, job, std::move(report), error).run() && exec(db, "COMMIT;", error);
   if (sqlite3_close(db) != SQLITE_OK && ok) {
     error = "closing the database failed";
     ok = false;
   }
   return ok;
+}
+
+}  // namespace
+
+bool write_sqlite(const model::Job& job, const analyses::Report& report, const std::string& path,
+                  std::string& error) {
+  return write(job, [&]() -> const analyses::Report& { return report; }, path, error);
+}
+
+bool write_sqlite(const model::Job& job, const std::string& path, std::string& error) {
+  // analyze() reads the job as the writer does (both only read it): it runs
+  // on the other core while the calls go in.
+  std::future<analyses::Report> pending = std::async(std::launch::async, [&job] { return analyses::analyze(job); });
+  std::optional<analyses::Report> report;
+  return write(job, [&]() -> const analyses::Report& {
+    if (!report) report = pending.get();
+    return *report;
+  }, path, error);
 }
 
 }  // namespace cuxfer::render

@@ -14,8 +14,9 @@ namespace cuxfer::render {
 
 inline constexpr const char* kSqliteSchemaVersion = "cuxfer.sqlite/1";
 
-// The CREATE TABLE statements (indices are created after the rows go in).
-const char* sqlite_schema();
+// The CREATE TABLE and CREATE INDEX statements (indices are created before the
+// rows go in). calls.api's CASE lists the job's API names; this text lists one.
+std::string sqlite_schema();
 
 // Writes `job` (and `report`, analyze() of the same job: its call-site ids,
 // process summaries and findings) into a new database at `path`, which must
@@ -24,5 +25,9 @@ const char* sqlite_schema();
 // the caller removes the file then.
 bool write_sqlite(const model::Job& job, const analyses::Report& report, const std::string& path,
                   std::string& error);
+
+// The same, computing analyze(job) itself, on a second thread while the calls
+// are written (what `cuxfer export --sqlite` uses).
+bool write_sqlite(const model::Job& job, const std::string& path, std::string& error);
 
 }  // namespace cuxfer::render

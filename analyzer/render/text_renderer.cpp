@@ -455,6 +455,75 @@ void findings(std::string& out, const Report& r, size_t width) {
   }
 }
 
+// Copies per NVTX range, nested ranges indented under their outer ones.
+void nvtx_ranges(std::string& out, const Report& r, size_t width) {
+  if (r.ranges.empty()) return;
+  out += "\nNVTX ranges (a range's copies include its nested ranges')\n";
+  out += fit(fmt::format("  {:<34} {:>8} {:>10} {:>10} {:>12} {:>10}", "range", "copies", "bytes", "pageable",
+                         "CPU-blocked", "GPU time"),
+             width) +
+         "\n";
+  for (const auto& g : r.ranges) {
+    const std::string label = std::string(2 * (g.depth - 1), ' ') + g.name;
+    out += fit(fmt::format("  {:<34} {:>8} {:>10} {:>10} {:>12} {:>10}", label, format_count(g.calls),
+                           format_bytes(g.bytes), format_bytes(g.pageable_bytes), format_duration(g.cpu_blocked_ns),
+                           g.gpu_ns ? format_duration(*g.gpu_ns) : std::string("-")),
+               width) +
+           "\n";
+    std::string detail;
+    for (const auto& k : g.classes)
+      detail += fmt::format("{}{} {} ({})", detail.empty() ? "" : "; ", k.cls, format_bytes(k.bytes), format_count(k.calls));
+    if (g.classes.size() > 1) wrapped(out, detail, width, std::string(4 + 2 * (g.depth - 1), ' '), std::string(6 + 2 * (g.depth - 1), ' '));
+    std::string found;
+    for (const auto& f : g.findings)
+      found += fmt::format("{}{} ({} cop{})", found.empty() ? "" : ", ", f.kind, format_count(f.calls), f.calls == 1 ? "y" : "ies");
+    if (!found.empty())
+      wrapped(out, "findings: " + found, width, std::string(4 + 2 * (g.depth - 1), ' '), std::string(6 + 2 * (g.depth - 1), ' '));
+  }
+}
+
+// Per rank and the spread across ranks; only for a job of two ranks or more.
+void ranks(std::string& out, const Report& r, size_t width) {
+  const analyses::Ranks& k = r.ranks;
+  if (k.ranks.empty() || !k.spread) return;
+  out += fmt::format("\nRanks ({})\n", k.ranks.size());
+  Table t({"rank", "host", "copies", "bytes", "pageable", "CPU-blocked", "GPU time"},
+          {false, true, false, false, false, false, true});
+  for (const auto& x : k.ranks)
+    t.add({std::to_string(x.rank), x.host, format_count(x.copies), format_bytes(x.bytes),
+           format_bytes(x.pageable_bytes), format_duration(x.cpu_blocked_ns),
+           x.gpu_ns ? format_duration(*x.gpu_ns) : "n/a"});
+  t.render(out, width);
+  const analyses::RankSpread& s = *k.spread;
+  auto ratio = [](const std::optional<double>& v) {
+    return v ? fmt::format("{:.2f}x the median", *v) : std::string("median 0");
+  };
+  wrapped(out, fmt::format("most bytes: rank {} ({}, {})", s.most_bytes_rank, format_bytes(s.most_bytes),
+                           ratio(s.bytes_imbalance)),
+          width, "  ", "    ");
+  wrapped(out, fmt::format("most through pageable memory: rank {} ({}, {})", s.most_pageable_rank,
+                           format_bytes(s.most_pageable_bytes), ratio(s.pageable_imbalance)),
+          width, "  ", "    ");
+  wrapped(out, fmt::format("slowest (most CPU-blocked time in copies): rank {} ({}, {})", s.slowest_rank,
+                           format_duration(s.slowest_cpu_blocked_ns), ratio(s.cpu_blocked_imbalance)),
+          width, "  ", "    ");
+  for (const auto& x : k.ranks) {
+    std::string line;
+    for (const auto& c : x.classes)
+      line += fmt::format("{}{} {} cop{} {}", line.empty() ? "" : "; ", c.cls, format_count(c.calls),
+                          c.calls == 1 ? "y" : "ies", format_bytes(c.bytes));
+    std::string f;
+    for (const auto& fi : x.findings)
+      f += fmt::format("{}{} ({} cop{}, {})", f.empty() ? "" : ", ", fi.kind, format_count(fi.calls),
+                       fi.calls == 1 ? "y" : "ies", format_duration(fi.time_ns));
+    if (!f.empty()) line += "; findings: " + f;
+    wrapped(out, line.empty() ? "no copies" : line, width, fmt::format("  rank {}: ", x.rank), "    ");
+  }
+  if (k.unranked_processes)
+    out += fmt::format("  {} process{} without a rank (not counted above)\n", k.unranked_processes,
+                       k.unranked_processes == 1 ? "" : "es");
+}
+
 void processes(std::string& out, const Report& r, size_t width) {
   out += "\nProcesses\n";
   for (const auto& p : r.processes) {
@@ -502,6 +571,8 @@ std::string render_text(const Report& r, const TextOptions& o) {
   callsites(out, r, width, o.top_sites);
   if (o.stacks) callsite_stacks(out, r, o.top_sites);
   findings(out, r, width);
+  nvtx_ranges(out, r, width);
+  ranks(out, r, width);
   processes(out, r, width);
   if (!r.notes.empty()) {
     out += "\nNotes\n";

@@ -85,6 +85,12 @@ Config parse_config(char** env, bool secure_execution) {
       bool b = true;
       if (parse_bool(val, b)) c.cupti_unified_memory = b;
       else bad("0 or 1");
+    } else if (key == "CUXFER_NVTX") {
+      bool b = true;
+      if (parse_bool(val, b)) c.nvtx = b;
+      else bad("0 or 1");
+    } else if (key == "CUXFER_NVTX_NEXT") {
+      c.nvtx_next = val;
     } else if (key == "CUXFER_CUPTI_DETACH") {
       bool b = true;
       if (parse_bool(val, b)) c.cupti_detach = b;

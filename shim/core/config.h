@@ -40,6 +40,13 @@ struct Config {
   // records off (record/cupti_governor.h: attached and idle it still costs
   // each copy call about 0.5 us; detached, nothing).
   bool cupti_detach = true;
+  // CUXFER_NVTX=0: NVTX range pushes and pops are not recorded (the shim still
+  // answers NVTX's injection call, and passes everything to a chained tool).
+  bool nvtx = true;
+  // CUXFER_NVTX_NEXT: another NVTX tool's injection library, which the shim
+  // loads and passes every NVTX call on to (`cuxfer record` moves an
+  // NVTX_INJECTION64_PATH it finds here).
+  std::string nvtx_next;
   // CUXFER_FINGERPRINT=0 turns off the sampled content fingerprints of host
   // <-> device copies of at least CUXFER_FINGERPRINT_MIN bytes (duplicate and
   // round-trip findings). A fingerprint reads 33 words of the host buffer.

@@ -17,10 +17,12 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/rank.h"
 #include "symbols/symbol_table.h"
 #include "memory/pointer_classifier.h"
 #include "python/python_stack.h"
 #include "record/cupti_collector.h"
+#include "record/nvtx_ranges.h"
 #include "memory/host_ranges.h"
 #include "trace/format.h"
 #include "trace/shim_names.h"
@@ -114,6 +116,9 @@ Recorder& Recorder::instance() {
 }
 
 Recorder::Recorder() : rings_(config().buffer_events) {
+  // Made now, not at its first use: the fork handlers lock it, and making it
+  // there would allocate with the libc hooks' locks held (a deadlock).
+  NvtxRanges::instance();
   pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
 }
 
@@ -275,7 +280,10 @@ bool Recorder::open_trace() {
   const Config& c = config();
   std::string exe = read_link("/proc/self/exe");
   std::string name = sanitize(c.trace_name.empty() ? basename_of(exe) : c.trace_name);
-  std::string base = c.output_dir + "/cuxfer-" + name + "-" + std::to_string(getpid());
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  const RankResult rank = rank_from_environment(environ, host);  // core/rank.h: mpirun, srun, torchrun
+  std::string base = c.output_dir + "/cuxfer-" + name + rank_file_tag(rank.rank) + "-" + std::to_string(getpid());
   std::string error;
   for (int attempt = 0; attempt < 100 && !writer_; ++attempt) {
     trace_path_ = base;
@@ -301,8 +309,6 @@ bool Recorder::open_trace() {
   p.start_monotonic_ns = now_ns();
   p.exe = exe;
   p.argv = read_cmdline();
-  char host[256] = {0};
-  gethostname(host, sizeof host - 1);
   p.hostname = host;
   p.trace_name = name;
   p.cuxfer_version = CUXFER_VERSION;
@@ -315,6 +321,7 @@ bool Recorder::open_trace() {
   api_names.emplace_back(trace::kStagingPoolApiName);
   api_names.emplace_back(trace::kRegisterApiName);
   api_names.emplace_back(trace::kFingerprintApiName);
+  api_names.emplace_back(trace::kNvtxApiName);
   payload.clear();
   trace::encode_strings(api_names, payload);
   writer_->write_block(trace::BlockType::ApiNames, payload);
@@ -327,6 +334,11 @@ bool Recorder::open_trace() {
   payload.clear();
   trace::encode(modes, payload);
   writer_->write_block(trace::BlockType::RunModes, payload);
+  if (!rank.problem.empty()) {
+    log::warn(rank.problem);
+    notes_.push_back(rank.problem);
+  }
+  if (rank.rank) notes_.push_back(rank_note(rank.rank));  // the analyzer's rank (docs/trace-format.md)
   append_manifest(c.manifest, trace_path_);
   if (!c.launched) log::info("recording to " + trace_path_);
   events_recorded_ = events_dropped_ = gpu_recorded_ = gpu_dropped_ = 0;
@@ -417,6 +429,21 @@ void Recorder::write_cycle(bool final) {
     trace::encode(sites, payload);
     writer_->write_block(trace::BlockType::CallSites, payload);
   }
+  if (NvtxRanges::instance().used()) {
+    std::vector<trace::NvtxName> names;
+    std::vector<trace::CallSite> stacks;
+    NvtxRanges::instance().collect_new(names, stacks);
+    if (!names.empty()) {
+      payload.clear();
+      trace::encode(names, payload);
+      writer_->write_block(trace::BlockType::NvtxNames, payload);
+    }
+    if (!stacks.empty()) {
+      payload.clear();
+      trace::encode(stacks, payload);
+      writer_->write_block(trace::BlockType::NvtxStacks, payload);
+    }
+  }
   scratch_events_.clear();
   rings_.for_each([&](EventRing& r) {
     int state = r.state.load(std::memory_order_acquire);
@@ -497,6 +524,19 @@ void Recorder::write_tail(bool final, std::string& payload) {
   }
 }
 
+void Recorder::emit_nvtx_ranges(ThreadState& ts, const trace::Event& next) {
+  ts.nvtx_changed = false;
+  trace::Event r{};
+  r.t_enter_ns = r.t_exit_ns = next.t_enter_ns;
+  r.thread_id = ts.tid;
+  r.callsite_id = NvtxRanges::instance().stack_id(ts);
+  r.bytes = ts.nvtx_depth;
+  r.api = kNvtxApi;
+  r.kind = static_cast<uint8_t>(trace::EventKind::NvtxRanges);
+  r.device = -1;
+  ts.ring->push(r);
+}
+
 void Recorder::govern_cupti(uint64_t now) {
   const CopyWindow w{now - window_start_ns_, window_sync_, window_async_};
   window_start_ns_ = now;
@@ -555,6 +595,19 @@ void Recorder::govern_cupti(uint64_t now) {
   gate_changes_.push_back({t, st.next.on, st.next.reason});
 }
 
+// What the analyzer must know about the NVTX ranges it will replay: pops
+// without a push were ignored, and stacks deeper than the shim keeps are cut.
+std::string Recorder::nvtx_summary() const {
+  const NvtxRanges& n = NvtxRanges::instance();
+  std::string line;
+  if (n.unbalanced_pops() > 0)
+    line += std::to_string(n.unbalanced_pops()) + " NVTX range pops without an open range were ignored";
+  if (n.deepest() > ThreadState::kNvtxMaxDepth)
+    line += std::string(line.empty() ? "" : "; ") + "NVTX ranges nested " + std::to_string(n.deepest()) +
+            " deep: copies are attributed to the outermost " + std::to_string(ThreadState::kNvtxMaxDepth);
+  return line.empty() ? line : "nvtx: " + line;
+}
+
 std::string Recorder::cupti_detach_summary() const {
   auto ms = [](uint64_t ns) { return std::to_string(ns / 1000000) + "." + std::to_string(ns / 100000 % 10) + " ms"; };
   return "cupti: detached " + std::to_string(cupti_detaches_) + " times while its copy records were off (" +
@@ -587,6 +640,11 @@ void Recorder::shutdown() {
     std::lock_guard<std::mutex> lock(session_mutex_);
     notes_.push_back(cupti_detach_summary());
   }
+  if (NvtxRanges::instance().used()) {
+    std::string line = nvtx_summary();
+    std::lock_guard<std::mutex> lock(session_mutex_);
+    if (!line.empty()) notes_.push_back(std::move(line));
+  }
   if (stack_depth_ > 0) {
     std::string line = unwinder_summary();
     std::lock_guard<std::mutex> lock(session_mutex_);
@@ -606,9 +664,11 @@ void Recorder::prepare_fork() {
   allocation_table().lock_for_fork();
   host_ranges().lock_for_fork();
   CuptiCollector::instance().lock_for_fork();
+  NvtxRanges::instance().lock_for_fork();
 }
 
 void Recorder::after_fork_parent() {
+  NvtxRanges::instance().unlock_after_fork();
   CuptiCollector::instance().unlock_after_fork();
   host_ranges().unlock_after_fork();
   allocation_table().unlock_after_fork();
@@ -616,6 +676,7 @@ void Recorder::after_fork_parent() {
 }
 
 void Recorder::after_fork_child() {
+  NvtxRanges::instance().unlock_after_fork();
   CuptiCollector::instance().unlock_after_fork();
   host_ranges().unlock_after_fork();
   allocation_table().unlock_after_fork();
@@ -640,6 +701,10 @@ void Recorder::after_fork_child() {
     r.state.store(&r == mine ? EventRing::kOwned : EventRing::kFree, std::memory_order_relaxed);
   });
   callsites_.mark_all_unwritten();
+  NvtxRanges::instance().mark_all_unwritten();
+  // The child's trace starts without the ranges the forking thread has open:
+  // its first event says them again.
+  t_state.nvtx_changed = t_state.nvtx_changed || t_state.nvtx_depth > 0;
   python::PythonStacks::instance().mark_all_unwritten();
   modules_.forget_written();
   t_state.tid = static_cast<uint32_t>(gettid());

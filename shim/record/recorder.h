@@ -38,6 +38,13 @@ struct ThreadState {
   trace::Event pending{};       // the event being built for the current user call (the rewrite's
                                 // executor adds the path that ran to its flags)
   EventRing* ring = nullptr;
+  // NVTX ranges open on this thread, outermost first (record/nvtx_ranges.h);
+  // deeper ones are counted in nvtx_depth, not kept. nvtx_changed: the stack
+  // changed since the trace last heard of it.
+  static constexpr uint32_t kNvtxMaxDepth = 64;
+  uint32_t nvtx_depth = 0;
+  bool nvtx_changed = false;
+  uint32_t nvtx_names[kNvtxMaxDepth];
 };
 
 ThreadState& thread_state();
@@ -95,6 +102,7 @@ class Recorder {
 
   void emit(ThreadState& ts, const trace::Event& e) {
     if (!ts.ring && !attach_ring(ts)) return;
+    if (ts.nvtx_changed) [[unlikely]] emit_nvtx_ranges(ts, e);
     ts.ring->push(e);
   }
 
@@ -128,6 +136,8 @@ class Recorder {
   enum : int { kIdle = 0, kStarting = 1, kRecording = 2, kOff = 3, kStopped = 4 };
   Recorder();
   bool start_slow();
+  // Before `next`: the thread's NVTX range stack (EventKind::NvtxRanges).
+  void emit_nvtx_ranges(ThreadState& ts, const trace::Event& next);
   bool attach_driver_slow();
   bool attach_ring(ThreadState& ts);
   void enable_unified_memory_records();
@@ -170,6 +180,7 @@ class Recorder {
   uint32_t cupti_detaches_ = 0, cupti_attaches_ = 0;
   uint64_t cupti_detach_ns_ = 0, cupti_attach_ns_ = 0;
   std::string cupti_detach_summary() const;
+  std::string nvtx_summary() const;
   uint64_t window_start_ns_ = 0, window_sync_ = 0, window_async_ = 0;
   std::vector<trace::CuptiGateChange> gate_changes_;
   uint64_t last_status_ns_ = 0;

@@ -27,6 +27,8 @@ inline constexpr uint16_t kStagingPoolApi = static_cast<uint16_t>(kHookCount);
 inline constexpr uint16_t kRegisterApi = static_cast<uint16_t>(kHookCount + 1);
 // Event::api of content fingerprints (EventKind::Fingerprint).
 inline constexpr uint16_t kFingerprintApi = static_cast<uint16_t>(kHookCount + 2);
+// Event::api of NVTX range-stack changes (EventKind::NvtxRanges).
+inline constexpr uint16_t kNvtxApi = static_cast<uint16_t>(kHookCount + 3);
 
 enum class Layer : uint8_t { Driver, Runtime };
 

@@ -123,7 +123,7 @@ TEST(BudgetParse, EveryMalformedFieldIsOneLineNamingIt) {
       {with_entries(R"({"class": "D2H pinned", "max_bytes": 1}, {"class": "D2H pinned", "max_copies": 1})"),
        "entries[1]: a second entry for D2H pinned (entries[0])"},
       {with_entries(R"({"class": "H2D pageable", "max_pageable_bytes": 1})"),
-       "entries[0].max_pageable_bytes: applies to the whole run only (an entry without class or site)"},
+       "entries[0].max_pageable_bytes: applies to the whole run or an NVTX range (not a class or site)"},
       {with_entries(R"({"class": "H2D pageable", "forbid_findings": ["tiny_storm"]})"),
        "entries[0].forbid_findings: findings are forbidden for the run or a site, not a class"},
       {with_entries(R"({"forbid_findings": ["async_pagable"]})"),
@@ -144,11 +144,15 @@ TEST(BudgetParse, EveryMalformedFieldIsOneLineNamingIt) {
        "entries[0].cpu_blocked.tolerance_percent: must be a number from 0 to 100000, got -1"},
       {with_entries(R"({"cpu_blocked": {"baseline_ns": 5, "tolerance_percent": 1, "max_ns": 3}})"),
        "entries[0].cpu_blocked: unknown field 'max_ns' (fields: baseline_ns, tolerance_percent)"},
-      {with_entries(R"({"nvtx_range": "epoch", "max_bytes": 1})"),
-       "entries[0].nvtx_range: per-NVTX-range limits are reserved: this cuxfer does not record NVTX ranges yet, so "
-       "it cannot check them"},
+      {with_entries(R"({"nvtx_range": "", "max_bytes": 1})"),
+       "entries[0].nvtx_range: must name a range as the report does (\"train / forward\"), got \"\""},
+      {with_entries(R"({"nvtx_range": 3, "max_bytes": 1})"), "entries[0].nvtx_range: must be a string, got 3"},
       {with_entries(R"({"class": "H2D pageable", "site": {}, "max_bytes": 1})"),
-       "entries[0]: an entry limits the run, one class or one site: not both 'class' and 'site'"},
+       "entries[0]: an entry limits the run, one class, one site or one NVTX range: give at most one of 'class', "
+       "'site' and 'nvtx_range'"},
+      {with_entries(R"({"class": "H2D pageable", "nvtx_range": "epoch", "max_bytes": 1})"),
+       "entries[0]: an entry limits the run, one class, one site or one NVTX range: give at most one of 'class', "
+       "'site' and 'nvtx_range'"},
       // Sites are read by the policy file's own reader (policy/site_json.h).
       {with_entries(R"({"site": {"kind": "call", "build_id": "xyz", "offset": 1}, "max_bytes": 1})"),
        "entries[0].site.build_id: not a build id: 'xyz' (an even number of hex digits, 2-128)"},
@@ -308,6 +312,36 @@ TEST(CheckVerdicts, NativeSitesMatchByBuildIdAndOffset) {
   const check::CheckResult r = check::check_budget(b, f.run);
   EXPECT_EQ(r.violations(), 0u);
   EXPECT_EQ(r.unmatched_site_entries, (std::vector<uint32_t>{0, 1}));
+}
+
+TEST(CheckVerdicts, NvtxRangeEntriesUseTheReportsRangeTotals) {
+  RunFixture f;
+  analyses::RangeTotals load;
+  load.path = "load", load.name = "load", load.depth = 1;
+  load.calls = 3, load.bytes = 3 * MiB, load.pageable_bytes = 3 * MiB, load.cpu_blocked_ns = 6000;
+  load.findings = {{"async_pageable", 3}};
+  analyses::RangeTotals decode = load;
+  decode.path = "load / decode", decode.name = "decode", decode.depth = 2;
+  decode.calls = 1, decode.bytes = MiB, decode.pageable_bytes = MiB, decode.findings = {};
+  f.report.ranges = {load, decode};
+  const Budget b = parsed(with_entries(R"(
+      {"nvtx_range": "load", "max_bytes": 3145728, "max_pageable_bytes": 1048576, "forbid_findings": ["async_pageable"]},
+      {"nvtx_range": "load / decode", "max_copies": 0, "forbid_findings": ["async_pageable"]},
+      {"nvtx_range": "decode", "max_copies": 0})"));
+  const check::CheckResult r = check::check_budget(b, f.run);
+  EXPECT_EQ(violation_lines(b, r),
+            (std::vector<std::string>{
+                "entries[0] NVTX range load: pageable bytes: measured 3145728 (3.00 MiB), limit 1048576 (1.00 MiB)",
+                "entries[0] NVTX range load: finding async_pageable: raised (3 copies), must not appear",
+                "entries[1] NVTX range load / decode: copies: measured 1, limit 0",
+            }));
+  // A range is named by its whole path: "decode" alone is no range of the run.
+  EXPECT_EQ(r.unmatched_site_entries, (std::vector<uint32_t>{2}));
+  EXPECT_NE(render::render_check_text(b, r, "b.json")
+                .find("note: entries[2] NVTX range decode: no copy of the run ran inside this range (checked against 0)\n"),
+            std::string::npos);
+  // Written back and read again: the same entries.
+  EXPECT_EQ(check::write_budget(parsed(check::write_budget(b))), check::write_budget(b));
 }
 
 TEST(CheckVerdicts, ProgramMismatchIsSaid) {

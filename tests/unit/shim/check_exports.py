@@ -6,7 +6,7 @@ exported symbol an app could bind to by accident changes that app.
   check_exports.py --lib libcuxfer.so --hooks shim/symbols/hook_list.def
 
 Allowed: the names in hook_list.def, dlsym, dlclose (the unwinder's rules), the CUPTI calls with which an app
-takes CUPTI (interpose/cupti_hooks.cpp), and the cuxfer_mem_* entry points the
+takes CUPTI (interpose/cupti_hooks.cpp), NVTX's injection entry point (interpose/nvtx_injection.cpp), and the cuxfer_mem_* entry points the
 libc-hook library calls. Every hook must also be exported. Exit 0 pass, 1 fail.
 """
 import argparse
@@ -14,7 +14,7 @@ import re
 import subprocess
 import sys
 
-EXTRA = {"dlsym", "dlclose", "cuptiActivityRegisterCallbacks", "cuptiActivityRegisterTimestampCallback", "cuptiFinalize"}
+EXTRA = {"dlsym", "dlclose", "InitializeInjectionNvtx2", "cuptiActivityRegisterCallbacks", "cuptiActivityRegisterTimestampCallback", "cuptiFinalize"}
 
 
 def main() -> int:

@@ -243,6 +243,10 @@ TEST(ParseConfig, FingerprintSettings) {
   EXPECT_TRUE(d.cupti_unified_memory);
   EXPECT_FALSE(parse({"CUXFER_CUPTI_UM=0"}).cupti_unified_memory);
   EXPECT_EQ(parse({"CUXFER_CUPTI_UM=maybe"}).problems.size(), 1u);
+  EXPECT_TRUE(d.nvtx);
+  EXPECT_EQ(parse({"CUXFER_NVTX_NEXT=/opt/tool/libinject.so"}).nvtx_next, "/opt/tool/libinject.so");
+  EXPECT_FALSE(parse({"CUXFER_NVTX=0"}).nvtx);
+  EXPECT_EQ(parse({"CUXFER_NVTX=yes please"}).problems.size(), 1u);
   EXPECT_TRUE(d.cupti_detach);
   EXPECT_FALSE(parse({"CUXFER_CUPTI_DETACH=0"}).cupti_detach);
   EXPECT_EQ(parse({"CUXFER_CUPTI_DETACH=later"}).problems.size(), 1u);

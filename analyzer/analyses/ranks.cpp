@@ -1,0 +1,224 @@
+#include "analyzer/analyses/ranks.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "analyzer/analyses/report.h"
+#include "analyzer/analyses/tally.h"
+
+namespace cuxfer::analyses {
+namespace {
+
+std::optional<uint32_t> number(std::string_view s) {
+  uint32_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<double> max_over_median(std::vector<uint64_t> v) {
+  if (v.empty()) return std::nullopt;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  const double median = n % 2 ? static_cast<double>(v[n / 2])
+                              : (static_cast<double>(v[n / 2 - 1]) + static_cast<double>(v[n / 2])) / 2;
+  if (median <= 0) return std::nullopt;
+  return static_cast<double>(v.back()) / median;
+}
+
+// The rank with the largest value; the lowest rank on a tie.
+template <typename Get>
+std::pair<uint32_t, uint64_t> largest(const std::vector<RankTotals>& ranks, Get get) {
+  const RankTotals* best = &ranks.front();
+  for (const auto& r : ranks)
+    if (get(r) > get(*best)) best = &r;
+  return {best->rank, get(*best)};
+}
+
+}  // namespace
+
+std::optional<RankIdentity> parse_rank_note(std::string_view note) {
+  constexpr std::string_view kPrefix = "rank: ";
+  if (!note.starts_with(kPrefix)) return std::nullopt;
+  note.remove_prefix(kPrefix.size());
+  RankIdentity id;
+  bool first = true;
+  while (!note.empty()) {
+    const size_t end = std::min(note.find(' '), note.size());
+    const std::string_view word = note.substr(0, end);
+    note.remove_prefix(std::min(end + 1, note.size()));
+    if (first) {
+      auto r = number(word);
+      if (!r) return std::nullopt;
+      id.rank = *r;
+      first = false;
+      continue;
+    }
+    const size_t eq = word.find('=');
+    if (eq == std::string_view::npos) continue;
+    const std::string_view key = word.substr(0, eq), value = word.substr(eq + 1);
+    if (key == "launcher")
+      id.launcher = value;
+    else if (key == "variable")
+      id.variable = value;
+    else if (key == "launch_id")
+      id.launch_id = value;
+    else if (key == "local_rank")
+      id.local_rank = number(value);
+    else if (key == "world_size")
+      id.world_size = number(value);
+  }
+  if (first) return std::nullopt;
+  return id;
+}
+
+std::optional<RankIdentity> rank_of(const trace::Trace& t) {
+  for (const auto& n : t.notes)
+    if (auto id = parse_rank_note(n)) return id;
+  return std::nullopt;
+}
+
+RankSpread rank_spread(const std::vector<RankTotals>& ranks) {
+  RankSpread s;
+  std::tie(s.most_bytes_rank, s.most_bytes) = largest(ranks, [](const RankTotals& r) { return r.bytes; });
+  std::tie(s.most_pageable_rank, s.most_pageable_bytes) =
+      largest(ranks, [](const RankTotals& r) { return r.pageable_bytes; });
+  std::tie(s.slowest_rank, s.slowest_cpu_blocked_ns) =
+      largest(ranks, [](const RankTotals& r) { return r.cpu_blocked_ns; });
+  std::vector<uint64_t> bytes, pageable, blocked;
+  for (const auto& r : ranks) {
+    bytes.push_back(r.bytes);
+    pageable.push_back(r.pageable_bytes);
+    blocked.push_back(r.cpu_blocked_ns);
+  }
+  s.bytes_imbalance = max_over_median(bytes);
+  s.pageable_imbalance = max_over_median(pageable);
+  s.cpu_blocked_imbalance = max_over_median(blocked);
+  return s;
+}
+
+Ranks rank_totals(const model::Job& job, const std::vector<Finding>& findings) {
+  Ranks out;
+  std::map<uint32_t, size_t> slot;  // rank -> index into out.ranks
+  std::vector<int64_t> rank_of_process(job.processes.size(), -1);
+  for (size_t i = 0; i < job.processes.size(); ++i) {
+    const auto id = rank_of(job.processes[i].trace);
+    if (!id) continue;
+    auto [it, added] = slot.try_emplace(id->rank, slot.size());
+    if (added) {
+      RankTotals r;
+      r.rank = id->rank;
+      r.host = job.processes[i].trace.process.hostname;
+      r.launcher = id->launcher;
+      out.ranks.push_back(std::move(r));
+    }
+    out.ranks[it->second].pids.push_back(job.processes[i].pid());
+    rank_of_process[i] = static_cast<int64_t>(it->second);
+  }
+  if (out.ranks.size() < 2) return {};
+  for (int64_t r : rank_of_process) out.unranked_processes += r < 0;
+
+  std::vector<std::array<RankClass, kClasses>> classes(out.ranks.size());
+  for (const model::Call& c : job.calls) {
+    if (c.kind() != trace::EventKind::Copy) continue;
+    const int64_t ri = rank_of_process[c.process];
+    if (ri < 0) continue;
+    RankTotals& r = out.ranks[static_cast<size_t>(ri)];
+    if (c.failed()) {
+      ++r.failed_calls;
+      continue;
+    }
+    ++r.copies;
+    r.bytes += c.bytes();
+    r.cpu_blocked_ns += c.cpu_ns();
+    if (model::crosses_host_link(c.cls.direction) && model::is_pageable(c.cls)) r.pageable_bytes += c.bytes();
+    if (c.has_gpu_time()) r.gpu_ns = r.gpu_ns.value_or(0) + c.gpu_ns;
+    RankClass& k = classes[static_cast<size_t>(ri)][class_index(c.cls)];
+    ++k.calls;
+    k.bytes += c.bytes();
+  }
+  for (size_t i = 0; i < out.ranks.size(); ++i)
+    for (unsigned k = 0; k < kClasses; ++k)
+      if (classes[i][k].calls) {
+        RankClass rc = classes[i][k];
+        rc.cls = class_name(class_of_index(k));
+        out.ranks[i].classes.push_back(std::move(rc));
+      }
+
+  // Each finding's call sites belong to one process each, so to one rank.
+  for (const Finding& f : findings) {
+    std::vector<RankFinding> per_rank(out.ranks.size());
+    for (const FindingSite& s : f.sites) {
+      if (s.callsite == 0 || s.callsite > job.sites.size()) continue;
+      const int64_t ri = rank_of_process[job.sites[s.callsite - 1].process];
+      if (ri < 0) continue;
+      RankFinding& rf = per_rank[static_cast<size_t>(ri)];
+      rf.calls += s.calls;
+      rf.bytes += s.bytes;
+      rf.time_ns += s.time_ns;
+    }
+    for (size_t i = 0; i < out.ranks.size(); ++i)
+      if (per_rank[i].calls) {
+        per_rank[i].kind = finding_kind_name(f.kind);
+        out.ranks[i].findings.push_back(std::move(per_rank[i]));
+      }
+  }
+  for (auto& r : out.ranks)
+    std::stable_sort(r.findings.begin(), r.findings.end(),
+                     [](const RankFinding& a, const RankFinding& b) { return a.time_ns > b.time_ns; });
+  std::sort(out.ranks.begin(), out.ranks.end(),
+            [](const RankTotals& a, const RankTotals& b) { return a.rank < b.rank; });
+  out.spread = rank_spread(out.ranks);
+  return out;
+}
+
+std::optional<std::string> mixed_runs(const model::Job& job) {
+  struct Ranked {
+    const trace::Trace* t;
+    RankIdentity id;
+  };
+  std::vector<Ranked> ranked;
+  std::map<std::pair<std::string, uint32_t>, const trace::Trace*> by_pid;  // (host, pid)
+  for (const auto& p : job.processes) {
+    if (!p.trace.has_process) continue;
+    by_pid[{p.trace.process.hostname, p.trace.process.pid}] = &p.trace;
+    if (auto id = rank_of(p.trace)) ranked.push_back({&p.trace, std::move(*id)});
+  }
+  // a is b or an ancestor of b among the job's traces (the same host).
+  auto descends = [&](const trace::Trace* a, const trace::Trace* b) {
+    for (size_t steps = 0; b && steps <= by_pid.size(); ++steps) {
+      if (b == a) return true;
+      auto it = by_pid.find({b->process.hostname, b->process.ppid});
+      b = it == by_pid.end() ? nullptr : it->second;
+    }
+    return false;
+  };
+  constexpr uint64_t kApartNs = 60'000'000'000ull;
+  for (size_t i = 0; i < ranked.size(); ++i)
+    for (size_t j = i + 1; j < ranked.size(); ++j) {
+      const Ranked &a = ranked[i], &b = ranked[j];
+      const trace::ProcessInfo &pa = a.t->process, &pb = b.t->process;
+      std::string why;
+      if (!a.id.launch_id.empty() && !b.id.launch_id.empty() && a.id.launch_id != b.id.launch_id)
+        why = fmt::format("launch ids {} and {}", a.id.launch_id, b.id.launch_id);
+      else if (a.id.rank == b.id.rank && !descends(a.t, b.t) && !descends(b.t, a.t))
+        why = fmt::format("both are rank {}", a.id.rank);
+      else if (pa.exe != pb.exe && std::max(pa.start_realtime_ns, pb.start_realtime_ns) -
+                                           std::min(pa.start_realtime_ns, pb.start_realtime_ns) >
+                                       kApartNs)
+        why = fmt::format("programs {} and {} started {} s apart", pa.exe, pb.exe,
+                          (std::max(pa.start_realtime_ns, pb.start_realtime_ns) -
+                           std::min(pa.start_realtime_ns, pb.start_realtime_ns)) /
+                              1'000'000'000ull);
+      if (!why.empty())
+        return fmt::format("{} and {} are from different runs ({}); report each run on its own", a.t->path,
+                           b.t->path, why);
+    }
+  return std::nullopt;
+}
+
+}  // namespace cuxfer::analyses
