@@ -29,6 +29,8 @@ Options:
   --json          write the report as JSON (schema cuxfer.report/1, docs/report.md)
   --csv           write the call-site table as CSV (one row per call site,
                   exact integers; columns in docs/cli.md)
+  --ranges-csv    write the NVTX range table as CSV instead (one row per
+                  range path, nested ranges included; columns in docs/cli.md)
   --html FILE     also write the report as one self-contained HTML file with
                   plots (bandwidth against size with the pinned ceiling, bytes
                   and time per class, a timeline, findings); no network needed
@@ -63,7 +65,7 @@ the traces of two different runs (docs/report.md, "Multi-rank jobs").
 
 int run_report(std::vector<std::string> args) {
   ArgReader in("cuxfer report", std::move(args));
-  bool json = false, csv = false;
+  bool json = false, csv = false, ranges_csv = false;
   SymbolOptions symbols;
   std::optional<size_t> top;
   std::string output, profile_path, html;
@@ -74,6 +76,7 @@ int run_report(std::vector<std::string> args) {
   options.group([&](ArgReader& r) { return symbols.take(r); })
       .flag("json", 0, [&] { json = true; })
       .flag("csv", 0, [&] { csv = true; })
+      .flag("ranges-csv", 0, [&] { ranges_csv = true; })
       .value("top", 0,
              [&](const std::string& v, ArgReader& r) {
                size_t n = 0;
@@ -93,8 +96,8 @@ int run_report(std::vector<std::string> args) {
         range = v;
       });
   if (auto status = options.read(in, &paths)) return *status;
-  if (json && csv) {
-    std::fprintf(stderr, "cuxfer report: --json and --csv exclude each other\n");
+  if (int(json) + int(csv) + int(ranges_csv) > 1) {
+    std::fprintf(stderr, "cuxfer report: --json, --csv and --ranges-csv exclude each other\n");
     return kExitUsage;
   }
   if (paths.empty()) {
@@ -128,13 +131,15 @@ int run_report(std::vector<std::string> args) {
     // `cuxfer report --html r.html run.trace` shows both.
     if (!write_output(html, render::render_html(report, job, profile ? &*profile : nullptr), "cuxfer report"))
       return 1;
-    if (!json && !csv && output.empty()) {
+    if (!json && !csv && !ranges_csv && output.empty()) {
       std::fprintf(stderr, "cuxfer report: HTML report written to %s\n", html.c_str());
       return 0;
     }
   }
   if (csv) {
     text = render::render_callsites_csv(report, job);
+  } else if (ranges_csv) {
+    text = render::render_ranges_csv(report);
   } else if (json) {
     text = render::render_json(report, {top});
   } else {

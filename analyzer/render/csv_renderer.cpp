@@ -57,4 +57,13 @@ std::string render_callsites_csv(const analyses::Report& report, const model::Jo
   return out;
 }
 
+std::string render_ranges_csv(const analyses::Report& report) {
+  std::string out = "path,name,depth,calls,bytes,pageable_bytes,cpu_blocked_ns,gpu_ns,failed_calls\n";
+  for (const auto& g : report.ranges)
+    out += fmt::format("{},{},{},{},{},{},{},{},{}\n", csv_field(g.path), csv_field(g.name), g.depth, g.calls, g.bytes,
+                       g.pageable_bytes, g.cpu_blocked_ns, g.gpu_ns ? std::to_string(*g.gpu_ns) : std::string(),
+                       g.failed_calls);
+  return out;
+}
+
 }  // namespace cuxfer::render

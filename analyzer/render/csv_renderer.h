@@ -16,6 +16,12 @@ namespace cuxfer::render {
 // report's order. staged_bytes comes from the job (copies the rewrite staged).
 std::string render_callsites_csv(const analyses::Report& report, const model::Job& job);
 
+// The NVTX range table (report --ranges-csv). Header:
+// path,name,depth,calls,bytes,pageable_bytes,cpu_blocked_ns,gpu_ns,failed_calls
+// One row per range path, in the report's order; a range includes its nested
+// ranges. Only the header when nothing was recorded in a range.
+std::string render_ranges_csv(const analyses::Report& report);
+
 // One field, quoted when it must be.
 std::string csv_field(const std::string& s);
 

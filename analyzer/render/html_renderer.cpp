@@ -401,6 +401,24 @@ void ranks(std::string& out, const analyses::Report& r) {
   out += "</table>\n";
 }
 
+// Copies per NVTX range, nested ranges indented under their outer ones.
+void nvtx_ranges(std::string& out, const analyses::Report& r) {
+  if (r.ranges.empty()) return;
+  out += "<h2>NVTX ranges</h2>\n<p class='sub'>a range's copies include its nested ranges'</p>\n";
+  out += "<table><tr><th>range</th><th class='n'>copies</th><th class='n'>bytes</th><th class='n'>pageable</th>"
+         "<th class='n'>CPU-blocked</th><th class='n'>GPU</th><th>findings</th></tr>\n";
+  for (const auto& g : r.ranges) {
+    std::string f;
+    for (const auto& fi : g.findings) f += fmt::format("{}{} ({})", f.empty() ? "" : ", ", esc(fi.kind), fi.calls);
+    out += fmt::format("<tr><td style='padding-left:{}em' title='{}'>{}</td><td class='n'>{}</td><td class='n'>{}</td>"
+                       "<td class='n'>{}</td><td class='n'>{}</td><td class='n'>{}</td><td>{}</td></tr>\n",
+                       0.3 + 1.2 * (g.depth - 1), esc(g.path), esc(g.name), format_count(g.calls),
+                       esc(format_bytes(g.bytes)), esc(format_bytes(g.pageable_bytes)),
+                       esc(format_duration(g.cpu_blocked_ns)), g.gpu_ns ? esc(format_duration(*g.gpu_ns)) : "", f);
+  }
+  out += "</table>\n";
+}
+
 }  // namespace
 
 std::string render_html(const analyses::Report& r, const model::Job& job, const model::MachineProfile* profile) {
@@ -436,6 +454,7 @@ std::string render_html(const analyses::Report& r, const model::Job& job, const 
   out += "<h2>Findings</h2>\n";
   findings(out, r);
   ranks(out, r);
+  nvtx_ranges(out, r);
   out += "<h2>Achieved bandwidth against transfer size</h2>\n";
   analyses::Thresholds nominal;
   bandwidth_plot(out, job, profile, nominal);

@@ -9,11 +9,12 @@ UTF-8, one pop too many) and checks: the report's per-range totals exactly
 (copies, bytes, pageable bytes, classes), the note about the extra pop,
 `report --range` for a name, a nested path and a domain range (exact totals)
 and for a name no range has (exit 1, one line), the Perfetto export's range
-tracks, `cuxfer check` entries per range, CUXFER_NVTX=0 (no ranges), and an NVTX tool already named in
+tracks, the range CSV and HTML table, `cuxfer check` entries per range, CUXFER_NVTX=0 (no ranges), and an NVTX tool already named in
 NVTX_INJECTION64_PATH (libnvtx_counter.so) chained: it still sees every push
 and pop, and the ranges are still exact. Exit 0 pass, 1 fail.
 """
 import argparse
+import csv as csvmod
 import json
 import os
 import re
@@ -92,6 +93,17 @@ def main() -> int:
     text = subprocess.run([a.cuxfer, "report", str(out)], capture_output=True, text=True).stdout
     if "NVTX ranges" not in text or "    decode" not in text:
         fails.append("the text report has no NVTX range section with decode nested under load")
+    csv_rows = subprocess.run([a.cuxfer, "report", "--ranges-csv", str(out)], capture_output=True,
+                              text=True).stdout.splitlines()
+    rows = list(csvmod.DictReader(csv_rows))
+    got_csv = {r["path"]: (int(r["calls"]), int(r["bytes"]), int(r["pageable_bytes"])) for r in rows}
+    if got_csv != EXPECTED or [r["depth"] for r in rows if r["path"] == "load / decode"] != ["2"]:
+        fails.append(f"--ranges-csv: {got_csv}")
+    html = work / "report.html"
+    subprocess.run([a.cuxfer, "report", "--html", str(html), str(out)], capture_output=True, check=True)
+    page = html.read_text()
+    if "<h2>NVTX ranges</h2>" not in page or "title='load / decode'" not in page:
+        fails.append("the HTML report has no NVTX range table with load / decode")
 
     for name, (calls, nbytes, _) in (("load", EXPECTED["load"]), ("load / decode", EXPECTED["load / decode"]),
                                      ("decode", EXPECTED["load / decode"]),
