@@ -81,6 +81,7 @@ bool analyze_traces(const std::vector<std::string>& paths, const SymbolOptions& 
   if (traces.empty()) return false;  // each path already has its one line
   auto symbolizer = symbols.make();
   model::Job job = model::build_job(std::move(traces), *symbolizer, symbols.python_frames);
+  if (refuse_mixed_runs(job, command)) return false;
   // No machine profile: the check reads measured numbers only, never estimates.
   out.report = analyses::analyze(job, analyses::Thresholds{});
   out.run.report = &out.report;

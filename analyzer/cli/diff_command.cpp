@@ -83,6 +83,7 @@ int run_diff(std::vector<std::string> args) {
     }
     for (const auto& t : traces) used[i].push_back(t.path);
     jobs.push_back(model::build_job(std::move(traces), *symbolizer, symbols.python_frames));
+    if (refuse_mixed_runs(jobs.back(), i == 0 ? "cuxfer diff (base)" : "cuxfer diff (new)")) return kExitUsage;
     if (range && !keep_only_range(jobs.back(), *range, i == 0 ? "cuxfer diff (base)" : "cuxfer diff (new)")) return 1;
   }
   analyses::Diff d = analyses::diff_jobs(jobs[0], jobs[1]);

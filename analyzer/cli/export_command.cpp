@@ -123,6 +123,7 @@ int run_export(std::vector<std::string> args) {
   if (traces.empty()) return 1;
   auto symbolizer = symbols.make();
   model::Job job = model::build_job(std::move(traces), *symbolizer, symbols.python_frames);
+  if (refuse_mixed_runs(job, "cuxfer export")) return kExitUsage;
   if (have_output && !output.empty() && !write_output(output, render::render_perfetto(job), "cuxfer export"))
     return 1;
   if (!sqlite.empty() && !export_sqlite(job, sqlite)) return 1;

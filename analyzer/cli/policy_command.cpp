@@ -123,6 +123,7 @@ int run_policy(std::vector<std::string> args) {
   if (traces.empty()) return 1;
   auto symbolizer = symbols.make();
   model::Job job = model::build_job(std::move(traces), *symbolizer, symbols.python_frames);
+  if (refuse_mixed_runs(job, "cuxfer policy")) return kExitUsage;
   std::optional<model::MachineProfile> profile;
   std::string profile_note;
   if (!choose_profile(job, profile_path, no_profile, "cuxfer policy", profile, profile_note)) return 1;

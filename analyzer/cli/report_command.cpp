@@ -111,10 +111,7 @@ int run_report(std::vector<std::string> args) {
   if (traces.empty()) return 1;  // each path already has its one line
   auto symbolizer = symbols.make();
   model::Job job = model::build_job(std::move(traces), *symbolizer, symbols.python_frames);
-  if (auto mixed = analyses::mixed_runs(job)) {  // ranks of two runs in one directory
-    std::fprintf(stderr, "cuxfer report: %s\n", mixed->c_str());
-    return kExitUsage;
-  }
+  if (refuse_mixed_runs(job, "cuxfer report")) return kExitUsage;  // ranks of two runs in one directory
   if (range && !keep_only_range(job, *range, "cuxfer report")) return 1;
   std::optional<model::MachineProfile> profile;
   std::string profile_note;

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "analyzer/analyses/ranks.h"
 #include "analyzer/model/job.h"
 
 namespace cuxfer::cli {
@@ -165,6 +166,12 @@ bool keep_only_range(model::Job& job, const std::string& name, const char* comma
   job.notes.push_back(fmt::format("--range {}: {} of {} calls ran inside it; the report covers those only", name, kept,
                                   before));
   return true;
+}
+
+bool refuse_mixed_runs(const model::Job& job, const char* command) {
+  const auto mixed = analyses::mixed_runs(job);
+  if (mixed) std::fprintf(stderr, "%s: %s\n", command, mixed->c_str());
+  return mixed.has_value();
 }
 
 }  // namespace cuxfer::cli

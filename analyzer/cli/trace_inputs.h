@@ -46,6 +46,11 @@ std::vector<std::string> expand_directories(const std::vector<std::string>& path
 std::vector<trace::Trace> load_traces(const std::vector<std::string>& paths, const char* command,
                                       std::vector<std::string>& errors);
 
+// The traces are ranks of two different runs (analyses::mixed_runs): one line
+// "<command>: ..." naming both, and true (the caller exits 2). A directory
+// that collected two runs would otherwise be reported as one job.
+bool refuse_mixed_runs(const model::Job& job, const char* command);
+
 // --range NAME: keeps only the calls made inside that NVTX range
 // (model::keep_range) and adds a note saying how many; false (after one line
 // "<command>: --range ...", naming the ranges there are) when none ran there.

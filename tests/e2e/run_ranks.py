@@ -205,6 +205,19 @@ def main() -> int:
     err = rep.stderr.strip().splitlines()
     if rep.returncode != 2 or len(err) != 1 or "launch ids 1001 and 1002" not in err[0] or rep.stdout:
         fails.append(f"two launch ids: exit {rep.returncode}, stderr {err}")
+    # Every command that reads a job refuses it the same way, and writes nothing.
+    budget = work / "mixed-budget.json"
+    for name, args in (("export", ["export", "--perfetto", str(work / "mixed.json"), str(mixed)]),
+                       ("policy", ["policy", "-o", str(work / "mixed-policy.json"), str(mixed)]),
+                       ("check", ["check", "--write-budget", str(budget), str(mixed)]),
+                       ("diff", ["diff", str(mixed), str(mixed)])):
+        r = subprocess.run([a.cuxfer, *args], capture_output=True, text=True)
+        err = r.stderr.strip().splitlines()
+        if r.returncode != 2 or len(err) != 1 or "launch ids 1001 and 1002" not in err[0]:
+            fails.append(f"{name} of two launches: exit {r.returncode}, stderr {err}")
+    for written in (work / "mixed.json", work / "mixed-policy.json", budget):
+        if written.exists():
+            fails.append(f"{written.name} written from two launches")
     return verdict(fails)
 
 
