@@ -45,6 +45,11 @@ CREATE TABLE gpu_records (
   start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, bytes INTEGER NOT NULL, copy_kind INTEGER NOT NULL,
   src_kind TEXT NOT NULL, dst_kind TEXT NOT NULL, stream INTEGER NOT NULL, device INTEGER NOT NULL,
   correlation_id INTEGER NOT NULL, call INTEGER REFERENCES calls(id));
+CREATE TABLE nvtx_ranges (
+  id INTEGER PRIMARY KEY, path TEXT NOT NULL, name TEXT NOT NULL, depth INTEGER NOT NULL);
+CREATE TABLE nvtx_range_names (
+  nvtx_range INTEGER NOT NULL REFERENCES nvtx_ranges(id), depth INTEGER NOT NULL, name TEXT NOT NULL,
+  PRIMARY KEY (nvtx_range, depth)) WITHOUT ROWID;
 CREATE TABLE findings (
   id INTEGER PRIMARY KEY, finding INTEGER NOT NULL, process INTEGER REFERENCES processes(id),
   kind TEXT NOT NULL, severity TEXT, call_site INTEGER REFERENCES call_sites(id), title TEXT NOT NULL,
@@ -132,7 +137,7 @@ CREATE TABLE calls (
   error INTEGER NOT NULL,
   class TEXT GENERATED ALWAYS AS (direction || ' ' || memory) VIRTUAL,
   cpu_blocked_ns INTEGER GENERATED ALWAYS AS (max(end_ns - start_ns, 0)) VIRTUAL,
-  flags INTEGER NOT NULL, codes INTEGER NOT NULL);
+  flags INTEGER NOT NULL, codes INTEGER NOT NULL, nvtx_range INTEGER REFERENCES nvtx_ranges(id));
 )",
       fmt::arg("api", api),
       fmt::arg("kind", byte_case(kKindShift, [](uint8_t v) { return std::string_view(trace::to_string(static_cast<trace::EventKind>(v))); })),
@@ -254,7 +259,7 @@ class Writer {
 
   bool run() {
     if (!(exec(db_, kSchema, error_) && exec(db_, calls_schema(intern_apis()).c_str(), error_) &&
-          exec(db_, kIndices, error_) && calls() && gpu_records() && sites()))
+          exec(db_, kIndices, error_) && nvtx_ranges() && calls() && gpu_records() && sites()))
       return false;
     report_ = &get_report_();
     return meta() && processes() && findings();
@@ -334,8 +339,9 @@ class Writer {
     return codes[api < codes.size() ? api : codes.size() - 1];
   }
 
-  // One call's 17 stored values (calls_schema(): the rest are computed).
-  void bind_call(Statement& s, uint64_t id, const model::Call& c, bool shim) {
+  // One call's 18 stored values (calls_schema(): the rest are computed).
+  // `range`: its NVTX range stack (Job::call_ranges), kNoRange for none.
+  void bind_call(Statement& s, uint64_t id, const model::Call& c, bool shim, uint32_t range) {
     const trace::Event& e = *c.event;
     uint64_t rewrite = c.staged() ? 1 : c.registered() ? 2 : c.cls.memory == trace::MemKind::Mapped ? 3 : 0;
     uint64_t codes = uint64_t{e.kind} << kKindShift |
@@ -353,16 +359,18 @@ class Writer {
     if (c.site != model::kNoSite) s.u64(c.site + 1);
     else s.null();
     s.u64(e.correlation_id).i64(e.result).u64(e.flags).u64(codes);
+    if (range != model::kNoRange) s.u64(range);
+    else s.null();
   }
 
   bool calls() {
     // kBatch rows per statement: SQLite's per-statement work (step, reset)
     // paid once per batch; the remainder one row at a time.
     constexpr int kBatch = 64;
-    const std::string row = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    const std::string row = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
     const std::string head = "INSERT INTO calls (id, process, thread, bytes, start_ns, end_ns, gpu_ns, gpu_records,"
                              " gpu_start_ns, gpu_end_ns, stream, device, call_site, correlation_id, error, flags,"
-                             " codes) VALUES ";
+                             " codes, nvtx_range) VALUES ";
     std::string many = head + row;
     for (int i = 1; i < kBatch; ++i) many += "," + row;
     Statement one(db_, (head + row).c_str(), error_);
@@ -374,12 +382,14 @@ class Writer {
       bool shim = list == &job_.shim_calls;
       const size_t n = list->size();
       size_t i = 0;
+      // The shim's own events run in no range of the app's.
+      auto range = [&](size_t k) { return shim ? model::kNoRange : job_.range_of(k); };
       for (; i + kBatch <= n; i += kBatch) {
-        for (int k = 0; k < kBatch; ++k) bind_call(batch, id++, (*list)[i + k], shim);
+        for (int k = 0; k < kBatch; ++k) bind_call(batch, id++, (*list)[i + k], shim, range(i + k));
         if (!batch.step(db_, error_)) return false;
       }
       for (; i < n; ++i) {
-        bind_call(one, id++, (*list)[i], shim);
+        bind_call(one, id++, (*list)[i], shim, range(i));
         if (!one.step(db_, error_)) return false;
       }
     }
@@ -404,6 +414,22 @@ class Writer {
         else s.null();
         if (!s.step(db_, error_)) return false;
       }
+    }
+    return true;
+  }
+
+  // NVTX range stacks (Job::ranges): one row each, and its names by depth.
+  bool nvtx_ranges() {
+    Statement r(db_, "INSERT INTO nvtx_ranges VALUES (?,?,?,?)", error_);
+    Statement n(db_, "INSERT INTO nvtx_range_names VALUES (?,?,?)", error_);
+    if (!r.ok() || !n.ok()) return false;
+    for (size_t i = 0; i < job_.ranges.size(); ++i) {
+      const auto& names = job_.ranges[i].names;
+      if (!r.u64(i).text(job_.ranges[i].path()).text(names.empty() ? std::string() : names.back())
+               .u64(names.size()).step(db_, error_))
+        return false;
+      for (size_t d = 0; d < names.size(); ++d)
+        if (!n.u64(i).u64(d + 1).text(names[d]).step(db_, error_)) return false;
     }
     return true;
   }

@@ -18,8 +18,10 @@ import csv as csvmod
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 from e2e_util import command_after_dashes, fresh_dir, verdict
 
@@ -64,6 +66,7 @@ def main() -> int:
     ap.add_argument("--cuxfer", required=True)
     ap.add_argument("--counter", required=True)
     ap.add_argument("--workdir", required=True)
+    ap.add_argument("--docs", help="docs/sqlite.md: its bytes_by_nvtx_range query is run on the export")
     ap.add_argument("app", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     app = command_after_dashes(a.app)
@@ -130,6 +133,25 @@ def main() -> int:
             "cuxfer check: 1 limit(s) of 5 exceeded (budget " + str(budget) + ")\n")
     if c.returncode != 1 or c.stdout != want:
         fails.append(f"check with range entries: exit {c.returncode}, {c.stdout!r}, want exit 1, {want!r}")
+
+    # The SQLite export: each call's range stack, and docs/sqlite.md's per-range query.
+    db = work / "ranges.db"
+    subprocess.run([a.cuxfer, "export", "--sqlite", str(db), str(out)], check=True, capture_output=True)
+    con = sqlite3.connect(db)
+    by_path = dict(((p, (n, b)) for p, n, b in con.execute(
+        "SELECT r.path, count(*), sum(c.bytes) FROM calls c JOIN nvtx_ranges r ON r.id = c.nvtx_range "
+        "WHERE c.kind = 'copy' GROUP BY r.path")))
+    own = {p: (v[0], v[1]) for p, v in EXPECTED.items()}
+    own["load"] = (own["load"][0] - own["load / decode"][0], own["load"][1] - own["load / decode"][1])
+    if by_path != own:
+        fails.append(f"SQLite calls per range stack {by_path}, want {own}")
+    if a.docs:
+        query = re.search(r"<!-- query: bytes_by_nvtx_range -->\s*```sql\n(.*?)```", Path(a.docs).read_text(), re.S)
+        got = {r[0]: (r[1], r[2]) for r in con.execute(query.group(1))} if query else None
+        want_names = {p.split(" / ")[-1]: (v[0], v[1]) for p, v in EXPECTED.items()}
+        if got != want_names:
+            fails.append(f"docs/sqlite.md's bytes_by_nvtx_range: {got}, want {want_names}")
+    con.close()
 
     perfetto = work / "trace.json"
     subprocess.run([a.cuxfer, "export", "--perfetto", str(perfetto), str(out)], check=True, capture_output=True)
