@@ -150,8 +150,8 @@ std::vector<std::string> expand_directories(const std::vector<std::string>& path
 bool keep_only_range(model::Job& job, const std::string& name, const char* command) {
   const size_t before = job.calls.size();
   if (job.ranges.empty()) {
-    std::fprintf(stderr, "%s: --range %s: the traces recorded no NVTX range (record with cuxfer record; "
-                 "preloading by hand needs NVTX_INJECTION64_PATH set to the shim)\n", command, name.c_str());
+    std::fprintf(stderr, "%s: --range %s: the traces hold no NVTX range (the program pushed none, or the shim "
+                 "was preloaded by hand without NVTX_INJECTION64_PATH naming it)\n", command, name.c_str());
     return false;
   }
   const size_t kept = model::keep_range(job, name);
