@@ -19,10 +19,10 @@ namespace cuxfer::render {
 
 namespace {
 
-// docs/sqlite.md explains every column. The calls table (calls_schema()) is
-// written apart: most of its columns are computed (virtual generated columns)
-// from two stored integers, codes and flags, so that a row is 17 bound values,
-// not 31 (docs/benchmarks.md: 5 M calls). Times are CLOCK_MONOTONIC nanoseconds
+// docs/sqlite.md explains every column. The calls (calls_schema()) are
+// written apart: most of their columns are decoded by a view from two stored
+// integers, codes and flags, so that a row is 18 bound values, not 32
+// (docs/benchmarks.md: 5 M calls). Times are CLOCK_MONOTONIC nanoseconds
 // of the recording host (processes of one host share the clock); bytes are
 // bytes. Ids are row numbers of this file, not values from the trace.
 constexpr const char* kSchema = R"(
@@ -44,7 +44,7 @@ CREATE TABLE gpu_records (
   id INTEGER PRIMARY KEY, process INTEGER NOT NULL REFERENCES processes(id), kind TEXT NOT NULL,
   start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, bytes INTEGER NOT NULL, copy_kind INTEGER NOT NULL,
   src_kind TEXT NOT NULL, dst_kind TEXT NOT NULL, stream INTEGER NOT NULL, device INTEGER NOT NULL,
-  correlation_id INTEGER NOT NULL, call INTEGER REFERENCES calls(id));
+  correlation_id INTEGER NOT NULL, call INTEGER REFERENCES call_rows(id));
 CREATE TABLE nvtx_ranges (
   id INTEGER PRIMARY KEY, path TEXT NOT NULL, name TEXT NOT NULL, depth INTEGER NOT NULL);
 CREATE TABLE nvtx_range_names (
@@ -62,18 +62,18 @@ CREATE TABLE findings (
 // Created before the rows go in: calls arrive in start_ns order (an append
 // to the index). Building them afterwards sorts every key in SQLite's
 // sorter, whose merge chases pointers through the whole key set: superlinear
-// (5 M calls: 14 s). No index on calls(process, call_site): maintained row by
+// (5 M calls: 14 s). No index on call_rows(process, call_site): maintained row by
 // row it cost 6.5 s of CPU at 5 M calls (a B-tree descent to one of a few
 // hundred insertion points per row), as much as everything else; queries
 // grouped by site scan the table anyway, and docs/sqlite.md gives the one
 // line that adds it for point lookups.
 constexpr const char* kIndices = R"(
-CREATE INDEX calls_start ON calls(start_ns);
+CREATE INDEX call_rows_start ON call_rows(start_ns);
 CREATE INDEX gpu_records_call ON gpu_records(call);
 )";
 
-// calls.codes, bit by bit: the text columns' values, decoded by the generated
-// columns' CASE expressions below (written from the same to_string()s).
+// call_rows.codes, bit by bit: the text columns' values, decoded by the view's
+// CASE expressions below (written from the same to_string()s).
 constexpr int kKindShift = 0, kDirectionShift = 8, kMemoryShift = 16, kSrcShift = 24, kDstShift = 32,
               kRewriteShift = 40, kShimShift = 42, kApiShift = 43;
 
@@ -98,7 +98,12 @@ std::string byte_case(int shift, F name_of) {
   return out + " ELSE 'unknown' END";
 }
 
-// The calls table. api is the job's API names, interned: codes >> 43 indexes `apis`.
+// The calls: a table of the stored values (call_rows) and the view `calls`
+// that decodes them. The view, not generated columns: SQLite computes every
+// generated column, virtual ones too, on each INSERT (+0.8 s per million rows,
+// a third of the 5 M export, docs/benchmarks.md); a view costs nothing to
+// write and reads the same. api is the job's API names, interned: codes >> 43
+// indexes `apis`.
 std::string calls_schema(const std::vector<std::string>& apis) {
   std::string api = fmt::format("CASE codes >> {}", kApiShift);
   for (size_t i = 0; i < apis.size(); ++i) api += fmt::format(" WHEN {} THEN {}", i, quote(apis[i]));
@@ -111,38 +116,47 @@ std::string calls_schema(const std::vector<std::string>& apis) {
     return b;
   };
   auto mem = [](uint8_t v) { return std::string_view(trace::to_string(static_cast<trace::MemKind>(v))); };
+  const std::string direction = byte_case(kDirectionShift, [](uint8_t v) {
+    return std::string_view(trace::to_string(static_cast<trace::Direction>(v)));
+  });
+  const std::string memory = byte_case(kMemoryShift, mem);
   return fmt::format(R"(
-CREATE TABLE calls (
+CREATE TABLE call_rows (
   id INTEGER PRIMARY KEY, process INTEGER NOT NULL REFERENCES processes(id), thread INTEGER NOT NULL,
-  api TEXT GENERATED ALWAYS AS ({api}) VIRTUAL,
-  kind TEXT GENERATED ALWAYS AS ({kind}) VIRTUAL,
-  direction TEXT GENERATED ALWAYS AS ({direction}) VIRTUAL,
-  memory TEXT GENERATED ALWAYS AS ({memory}) VIRTUAL,
-  src_kind TEXT GENERATED ALWAYS AS ({src}) VIRTUAL,
-  dst_kind TEXT GENERATED ALWAYS AS ({dst}) VIRTUAL,
   bytes INTEGER NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
   gpu_ns INTEGER, gpu_records INTEGER NOT NULL, gpu_start_ns INTEGER, gpu_end_ns INTEGER,
-  stream INTEGER NOT NULL, device INTEGER,
-  rewrite_path TEXT GENERATED ALWAYS AS (CASE (codes >> {rw}) & 3 WHEN 1 THEN 'staged' WHEN 2 THEN 'registered' WHEN 3 THEN 'zero_copy' END) VIRTUAL,
-  call_site INTEGER REFERENCES call_sites(id), correlation_id INTEGER NOT NULL,
-  async INTEGER GENERATED ALWAYS AS ({async_}) VIRTUAL,
-  failed INTEGER GENERATED ALWAYS AS ({failed}) VIRTUAL,
-  per_thread_stream INTEGER GENERATED ALWAYS AS ({ptds}) VIRTUAL,
-  runtime_only INTEGER GENERATED ALWAYS AS ({runtime_only}) VIRTUAL,
-  gpu_expected INTEGER GENERATED ALWAYS AS ({gpu_expected}) VIRTUAL,
-  kind_from_driver INTEGER GENERATED ALWAYS AS ({kind_from_driver}) VIRTUAL,
-  staged INTEGER GENERATED ALWAYS AS ({staged}) VIRTUAL,
-  registered INTEGER GENERATED ALWAYS AS ({registered}) VIRTUAL,
-  shim INTEGER GENERATED ALWAYS AS ((codes >> {shim}) & 1) VIRTUAL,
-  error INTEGER NOT NULL,
-  class TEXT GENERATED ALWAYS AS (direction || ' ' || memory) VIRTUAL,
-  cpu_blocked_ns INTEGER GENERATED ALWAYS AS (max(end_ns - start_ns, 0)) VIRTUAL,
-  flags INTEGER NOT NULL, codes INTEGER NOT NULL, nvtx_range INTEGER REFERENCES nvtx_ranges(id));
+  stream INTEGER NOT NULL, device INTEGER, call_site INTEGER REFERENCES call_sites(id),
+  correlation_id INTEGER NOT NULL, error INTEGER NOT NULL, flags INTEGER NOT NULL, codes INTEGER NOT NULL,
+  nvtx_range INTEGER REFERENCES nvtx_ranges(id));
+CREATE VIEW calls AS SELECT
+  id, process, thread,
+  {api} AS api,
+  {kind} AS kind,
+  {direction} AS direction,
+  {memory} AS memory,
+  {src} AS src_kind,
+  {dst} AS dst_kind,
+  bytes, start_ns, end_ns, gpu_ns, gpu_records, gpu_start_ns, gpu_end_ns, stream, device,
+  CASE (codes >> {rw}) & 3 WHEN 1 THEN 'staged' WHEN 2 THEN 'registered' WHEN 3 THEN 'zero_copy' END AS rewrite_path,
+  call_site, correlation_id,
+  {async_} AS async,
+  {failed} AS failed,
+  {ptds} AS per_thread_stream,
+  {runtime_only} AS runtime_only,
+  {gpu_expected} AS gpu_expected,
+  {kind_from_driver} AS kind_from_driver,
+  {staged} AS staged,
+  {registered} AS registered,
+  (codes >> {shim}) & 1 AS shim,
+  error,
+  ({direction}) || ' ' || ({memory}) AS class,
+  max(end_ns - start_ns, 0) AS cpu_blocked_ns,
+  flags, codes, nvtx_range
+FROM call_rows;
 )",
       fmt::arg("api", api),
       fmt::arg("kind", byte_case(kKindShift, [](uint8_t v) { return std::string_view(trace::to_string(static_cast<trace::EventKind>(v))); })),
-      fmt::arg("direction", byte_case(kDirectionShift, [](uint8_t v) { return std::string_view(trace::to_string(static_cast<trace::Direction>(v))); })),
-      fmt::arg("memory", byte_case(kMemoryShift, mem)), fmt::arg("src", byte_case(kSrcShift, mem)),
+      fmt::arg("direction", direction), fmt::arg("memory", memory), fmt::arg("src", byte_case(kSrcShift, mem)),
       fmt::arg("dst", byte_case(kDstShift, mem)), fmt::arg("rw", kRewriteShift), fmt::arg("shim", kShimShift),
       fmt::arg("async_", flag(bit(trace::kFlagAsync))), fmt::arg("failed", flag(bit(trace::kFlagFailed))),
       fmt::arg("ptds", flag(bit(trace::kFlagPerThreadStream))),
@@ -368,7 +382,7 @@ class Writer {
     // paid once per batch; the remainder one row at a time.
     constexpr int kBatch = 64;
     const std::string row = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
-    const std::string head = "INSERT INTO calls (id, process, thread, bytes, start_ns, end_ns, gpu_ns, gpu_records,"
+    const std::string head = "INSERT INTO call_rows (id, process, thread, bytes, start_ns, end_ns, gpu_ns, gpu_records,"
                              " gpu_start_ns, gpu_end_ns, stream, device, call_site, correlation_id, error, flags,"
                              " codes, nvtx_range) VALUES ";
     std::string many = head + row;
