@@ -92,58 +92,6 @@ class StructureCheck final : public nlohmann::json_sax<json> {
   }
 };
 
-// A wrong value as the error quotes it. Containers are named, not dumped:
-// dump() recurses once per nesting level, and an offset of 200000 nested '['
-// overflowed the stack of the process reading the policy, which for the shim
-// is the app (found with fuzz/fuzz_policy_parser).
-std::string shown(const json& v) {
-  if (v.is_array()) return "an array";
-  if (v.is_object()) return "an object";
-  return v.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-// Field checks. Each returns false after setting the one error line.
-struct Checker {
-  std::string& error;
-
-  bool fail(const std::string& where, const std::string& what) {
-    error = where + ": " + what;
-    return false;
-  }
-  bool only_keys(const json& obj, const std::string& where, std::initializer_list<const char*> allowed) {
-    for (auto it = obj.begin(); it != obj.end(); ++it) {
-      bool known = false;
-      for (const char* a : allowed) known |= it.key() == a;
-      if (!known) {
-        std::string list;
-        for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-        return fail(where, "unknown field '" + it.key() + "' (fields: " + list + ")");
-      }
-    }
-    return true;
-  }
-  // Optional string: absent leaves `out` as it is.
-  bool opt_string(const json& obj, const char* key, const std::string& where, std::string& out) {
-    auto it = obj.find(key);
-    if (it == obj.end()) return true;
-    if (!it->is_string()) return fail(where + "." + key, "must be a string");
-    out = it->get<std::string>();
-    return true;
-  }
-  bool req_string(const json& obj, const char* key, const std::string& where, std::string& out) {
-    if (!obj.contains(key)) return fail(where, std::string("missing field '") + key + "'");
-    return opt_string(obj, key, where, out);
-  }
-  bool opt_unsigned(const json& obj, const char* key, const std::string& where, std::optional<uint64_t>& out) {
-    auto it = obj.find(key);
-    if (it == obj.end()) return true;
-    if (!it->is_number_unsigned())
-      return fail(where + "." + key, "must be a non-negative integer, got " + shown(*it));
-    out = it->get<uint64_t>();
-    return true;
-  }
-};
-
 bool parse_offset(const json& v, uint64_t& out) {
   if (v.is_number_unsigned()) {
     out = v.get<uint64_t>();
@@ -156,7 +104,7 @@ bool parse_offset(const json& v, uint64_t& out) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
-bool parse_site(Checker& c, const json& j, const std::string& where, Site& site) {
+bool parse_site(FieldChecker& c, const json& j, const std::string& where, Site& site) {
   if (!j.is_object()) return c.fail(where, "must be an object");
   if (!c.only_keys(j, where, {"kind", "build_id", "offset", "python", "module", "symbol", "source"})) return false;
   std::string kind, build_id;
@@ -193,7 +141,7 @@ bool parse_site(Checker& c, const json& j, const std::string& where, Site& site)
          c.opt_string(j, "source", where, site.source);
 }
 
-bool parse_entry(Checker& c, const json& j, const std::string& where, Entry& e) {
+bool parse_entry(FieldChecker& c, const json& j, const std::string& where, Entry& e) {
   if (!j.is_object()) return c.fail(where, "must be an object");
   if (!c.only_keys(j, where, {"site", "path", "min_bytes", "estimated_gain_ns", "findings", "reason", "comment"}))
     return false;
@@ -212,14 +160,7 @@ bool parse_entry(Checker& c, const json& j, const std::string& where, Entry& e) 
   if (!c.opt_unsigned(j, "min_bytes", where, min_bytes)) return false;
   e.min_bytes = min_bytes.value_or(0);
   if (!c.opt_unsigned(j, "estimated_gain_ns", where, e.estimated_gain_ns)) return false;
-  if (auto f = j.find("findings"); f != j.end()) {
-    if (!f->is_array()) return c.fail(where + ".findings", "must be an array of strings");
-    for (size_t i = 0; i < f->size(); ++i) {
-      if (!(*f)[i].is_string())
-        return c.fail(where + ".findings[" + std::to_string(i) + "]", "must be a string");
-      e.findings.push_back((*f)[i].get<std::string>());
-    }
-  }
+  if (auto f = j.find("findings"); f != j.end() && !c.strings(*f, where + ".findings", e.findings)) return false;
   std::string comment;
   return c.opt_string(j, "reason", where, e.reason) && c.opt_string(j, "comment", where, comment);
 }
@@ -237,7 +178,7 @@ bool parse_document(std::string_view text, Policy& out, std::string& error) {
     error = "not valid JSON";
     return false;
   }
-  Checker c{error};
+  FieldChecker c{error};
   if (!doc.is_object()) return c.fail("top level", "a policy is a JSON object with \"schema\" and \"entries\"");
   if (!c.only_keys(doc, "top level", {"schema", "generator", "comment", "entries"})) return false;
   std::string schema;
@@ -278,6 +219,65 @@ bool parse_document(std::string_view text, Policy& out, std::string& error) {
 // string may hold any control character ("\n" is two bytes of valid JSON):
 // escape them so that the error stays the one line the contract promises
 // (found by fuzz/fuzz_policy_parser: a key "\ntries" split the message).
+// A wrong value as the error quotes it. Containers are named, not dumped:
+// dump() recurses once per nesting level, and an offset of 200000 nested '['
+// overflowed the stack of the process reading the policy, which for the shim
+// is the app (found with fuzz/fuzz_policy_parser).
+std::string shown(const json& v) {
+  if (v.is_array()) return "an array";
+  if (v.is_object()) return "an object";
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+bool FieldChecker::fail(const std::string& where, const std::string& what) {
+  error = where + ": " + what;
+  return false;
+}
+
+bool FieldChecker::only_keys(const json& obj, const std::string& where, std::initializer_list<const char*> allowed) {
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    bool known = false;
+    for (const char* a : allowed) known |= it.key() == a;
+    if (!known) {
+      std::string list;
+      for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+      return fail(where, "unknown field '" + it.key() + "' (fields: " + list + ")");
+    }
+  }
+  return true;
+}
+
+bool FieldChecker::opt_string(const json& obj, const char* key, const std::string& where, std::string& out) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return true;
+  if (!it->is_string()) return fail(where + "." + key, "must be a string, got " + shown(*it));
+  out = it->get<std::string>();
+  return true;
+}
+
+bool FieldChecker::req_string(const json& obj, const char* key, const std::string& where, std::string& out) {
+  if (!obj.contains(key)) return fail(where, std::string("missing field '") + key + "'");
+  return opt_string(obj, key, where, out);
+}
+
+bool FieldChecker::opt_unsigned(const json& obj, const char* key, const std::string& where,
+                                std::optional<uint64_t>& out) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return true;
+  if (!it->is_number_unsigned()) return fail(where + "." + key, "must be a non-negative integer, got " + shown(*it));
+  out = it->get<uint64_t>();
+  return true;
+}
+
+bool FieldChecker::strings(const json& v, const std::string& where, std::vector<std::string>& out) {
+  if (!v.is_array()) return fail(where, "must be an array of strings, got " + shown(v));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is_string()) return fail(where + "[" + std::to_string(i) + "]", "must be a string, got " + shown(v[i]));
+    out.push_back(v[i].get<std::string>());
+  }
+  return true;
+}
+
 std::string one_line(const std::string& s) {
   std::string out;
   out.reserve(s.size());
@@ -308,7 +308,7 @@ bool check_json_structure(std::string_view text, std::string& error) {
 }
 
 bool parse_site_object(const json& j, const std::string& where, Site& out, std::string& error) {
-  Checker c{error};
+  FieldChecker c{error};
   Site site;
   if (!parse_site(c, j, where, site)) {
     error = one_line(error);

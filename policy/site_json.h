@@ -8,8 +8,12 @@
 // analyzer, which builds with it; the shim uses policy.h only.
 #pragma once
 
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +25,28 @@ namespace cuxfer::policy {
 // field path: "entries[2].site: duplicate key 'kind'"), which a DOM would
 // silently collapse. False with the one error.
 bool check_json_structure(std::string_view text, std::string& error);
+
+// A value as an error line quotes it: scalars as JSON, containers by kind
+// ("an array"), never dumped (a deep nesting would exhaust the stack).
+std::string shown(const nlohmann::json& v);
+
+// Field checks of the policy and budget readers, so that both files refuse a
+// wrong field in the same words. Each check returns false after setting the
+// one error line "<where>[.key]: what is wrong"; an absent optional field
+// leaves `out` as it was.
+struct FieldChecker {
+  std::string& error;
+
+  bool fail(const std::string& where, const std::string& what);
+  // Any key of `obj` not in `allowed` ("unknown field 'x' (fields: a, b)").
+  bool only_keys(const nlohmann::json& obj, const std::string& where, std::initializer_list<const char*> allowed);
+  bool opt_string(const nlohmann::json& obj, const char* key, const std::string& where, std::string& out);
+  bool req_string(const nlohmann::json& obj, const char* key, const std::string& where, std::string& out);
+  bool opt_unsigned(const nlohmann::json& obj, const char* key, const std::string& where,
+                    std::optional<uint64_t>& out);
+  // An array of strings, appended to `out`.
+  bool strings(const nlohmann::json& v, const std::string& where, std::vector<std::string>& out);
+};
 
 // A "site" object at `where` (the field path used in errors). False with
 // "<where>[.field]: what is wrong".

@@ -22,14 +22,9 @@ namespace cuxfer::check {
 namespace {
 
 using nlohmann::json;
+using policy::shown;
 
 constexpr double kMaxTolerancePercent = 100000;  // 1000x the baseline: beyond that a time limit means nothing
-
-std::string shown(const json& v) {
-  if (v.is_array()) return "an array";
-  if (v.is_object()) return "an object";
-  return v.dump(-1, ' ', false, json::error_handler_t::replace);
-}
 
 std::string joined(const std::vector<std::string>& items) {
   std::string out;
@@ -37,57 +32,13 @@ std::string joined(const std::vector<std::string>& items) {
   return out;
 }
 
-// Field checks. Each returns false after setting the one error line.
-struct Fields {
-  std::string& error;
-
-  bool fail(const std::string& where, const std::string& what) {
-    error = where + ": " + what;
-    return false;
-  }
-  bool only_keys(const json& obj, const std::string& where, std::initializer_list<const char*> allowed) {
-    for (auto it = obj.begin(); it != obj.end(); ++it) {
-      bool known = false;
-      for (const char* a : allowed) known |= it.key() == a;
-      if (!known) {
-        std::vector<std::string> list(allowed.begin(), allowed.end());
-        return fail(where, "unknown field '" + it.key() + "' (fields: " + joined(list) + ")");
-      }
-    }
-    return true;
-  }
-  bool opt_string(const json& obj, const char* key, const std::string& where, std::string& out) {
-    auto it = obj.find(key);
-    if (it == obj.end()) return true;
-    if (!it->is_string()) return fail(where + "." + key, "must be a string, got " + shown(*it));
-    out = it->get<std::string>();
-    return true;
-  }
-  bool opt_unsigned(const json& obj, const char* key, const std::string& where, std::optional<uint64_t>& out) {
-    auto it = obj.find(key);
-    if (it == obj.end()) return true;
-    if (!it->is_number_unsigned())
-      return fail(where + "." + key, "must be a non-negative integer, got " + shown(*it));
-    out = it->get<uint64_t>();
-    return true;
-  }
-  bool strings(const json& v, const std::string& where, std::vector<std::string>& out) {
-    if (!v.is_array()) return fail(where, "must be an array of strings, got " + shown(v));
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (!v[i].is_string()) return fail(where + "[" + std::to_string(i) + "]", "must be a string, got " + shown(v[i]));
-      out.push_back(v[i].get<std::string>());
-    }
-    return true;
-  }
-};
-
 std::vector<std::string> finding_names() {
   std::vector<std::string> out;
   for (analyses::FindingKind k : analyses::kAllFindingKinds) out.push_back(analyses::finding_kind_name(k));
   return out;
 }
 
-bool parse_time_limit(Fields& f, const json& j, const std::string& where, TimeLimit& out) {
+bool parse_time_limit(policy::FieldChecker& f, const json& j, const std::string& where, TimeLimit& out) {
   if (!j.is_object()) return f.fail(where, "must be an object {baseline_ns, tolerance_percent}, got " + shown(j));
   if (!f.only_keys(j, where, {"baseline_ns", "tolerance_percent"})) return false;
   std::optional<uint64_t> baseline;
@@ -103,7 +54,7 @@ bool parse_time_limit(Fields& f, const json& j, const std::string& where, TimeLi
   return true;
 }
 
-bool parse_entry(Fields& f, const json& j, const std::string& where, BudgetEntry& e) {
+bool parse_entry(policy::FieldChecker& f, const json& j, const std::string& where, BudgetEntry& e) {
   if (!j.is_object()) return f.fail(where, "must be an object, got " + shown(j));
   if (!f.only_keys(j, where,
                    {"name", "class", "site", "nvtx_range", "max_bytes", "max_copies", "max_pageable_bytes",
@@ -172,7 +123,7 @@ bool parse_document(std::string_view text, Budget& out, std::string& error) {
     error = "not valid JSON";
     return false;
   }
-  Fields f{error};
+  policy::FieldChecker f{error};
   if (!doc.is_object()) return f.fail("top level", "a budget is a JSON object with \"schema\" and \"entries\"");
   if (!f.only_keys(doc, "top level", {"schema", "generator", "comment", "program", "command", "entries"}))
     return false;
