@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "analyzer/render/markup.h"
 #include "analyzer/text/units.h"
 
 namespace cuxfer::render {
@@ -16,27 +17,6 @@ std::string entry_label(const check::Budget& budget, uint32_t entry) {
 }
 
 std::string bytes_value(uint64_t b) { return fmt::format("{} ({})", b, text::format_bytes(b)); }
-
-std::string xml_escaped(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        // XML 1.0 has no other control characters than tab and newlines.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r')
-          out += '?';
-        else
-          out += c;
-    }
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -99,21 +79,21 @@ std::string render_junit(const check::Budget& budget, const check::CheckResult& 
   }
   size_t failed = 0;
   for (size_t n : violations) failed += n > 0;
-  const std::string suite = xml_escaped(budget_path);
+  const std::string suite = markup_escaped(budget_path);
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += fmt::format("<testsuites name=\"cuxfer check\" tests=\"{}\" failures=\"{}\" errors=\"0\">\n",
                      budget.entries.size(), failed);
   out += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"0\">\n", suite,
                      budget.entries.size(), failed);
   for (uint32_t e = 0; e < budget.entries.size(); ++e) {
-    const std::string name = xml_escaped(entry_label(budget, e));
+    const std::string name = markup_escaped(entry_label(budget, e));
     if (violations[e] == 0) {
       out += fmt::format("    <testcase classname=\"{}\" name=\"{}\"/>\n", suite, name);
       continue;
     }
     out += fmt::format("    <testcase classname=\"{}\" name=\"{}\">\n", suite, name);
     out += fmt::format("      <failure type=\"budget\" message=\"{} limit(s) exceeded\">{}</failure>\n", violations[e],
-                       xml_escaped(failures[e]));
+                       markup_escaped(failures[e]));
     out += "    </testcase>\n";
   }
   out += "  </testsuite>\n</testsuites>\n";

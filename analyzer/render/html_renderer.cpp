@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "analyzer/render/markup.h"
 #include "analyzer/text/units.h"
 
 namespace cuxfer::render {
@@ -17,21 +18,7 @@ namespace {
 using trace::Direction;
 using trace::MemKind;
 
-std::string esc(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+std::string esc(std::string_view s) { return markup_escaped(s); }
 
 std::string class_name(const model::TransferClass& c) {
   return std::string(trace::to_string(c.direction)) + " " + trace::to_string(c.memory);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "analyzer/render/json_renderer.h"
+#include "analyzer/render/markup.h"
 #include "analyzer/render/text_renderer.h"
 #include "analyzer/text/units.h"
 #include "tests/unit/analyzer/job_fixture.h"
@@ -188,3 +189,14 @@ TEST(Units, Formats) {
 
 }  // namespace
 }  // namespace cuxfer
+
+// One escaping for the HTML report and the JUnit XML: every markup character,
+// and control bytes (from a trace's names) that XML 1.0 cannot hold at all.
+TEST(Markup, EscapesMarkupAndControlCharacters) {
+  using cuxfer::render::markup_escaped;
+  EXPECT_EQ(markup_escaped(R"(<a href="x">Tom & 'Jerry'</a>)"),
+            "&lt;a href=&quot;x&quot;&gt;Tom &amp; &#39;Jerry&#39;&lt;/a&gt;");
+  EXPECT_EQ(markup_escaped(std::string("a\tb\nc\r\x01\x1f" "d", 9)), "a\tb\nc\r??d");
+  EXPECT_EQ(markup_escaped("caf\xc3\xa9 \xff"), "caf\xc3\xa9 \xff");  // bytes >= 0x80 untouched
+  EXPECT_EQ(markup_escaped(""), "");
+}
