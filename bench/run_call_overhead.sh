@@ -8,6 +8,8 @@
 #   baseline   no shim
 #   shim_d0    LD_PRELOAD=libcuxfer.so CUXFER_STACK_DEPTH=0  (immediate call site only)
 #   shim_d16   LD_PRELOAD=libcuxfer.so CUXFER_STACK_DEPTH=16 (the default)
+#   baseline_again  no shim, a second time: an A/A control whose paired ratio
+#              shows what the host's noise alone makes of "slower"
 # and prints, per copy case, the median over rounds of each mode's per-call
 # median and p99, and the shim's added ns (shim - baseline).
 #
@@ -79,7 +81,7 @@ run_mode() {
   local mode="$1"
   local env=("${ENV_BASE[@]}")
   case "$mode" in
-    baseline) ;;
+    baseline | baseline_again) ;;
     shim_d0) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=0 CUXFER_OUTPUT_DIR="$TMP/traces") ;;
     shim_d16) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_OUTPUT_DIR="$TMP/traces") ;;
     cupti_on) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_CUPTI=on CUXFER_OUTPUT_DIR="$TMP/traces") ;;
@@ -154,4 +156,20 @@ if "baseline" in modes:
     for c in cases:
         b = med(runs[("baseline", c)]["mean"])
         print(f"{c:<22}" + "".join(f"{m}={med(runs[(m, c)]['mean']) / b:.3f}  " for m in shim))
+    # Each run against the baseline run of its own round: drift between
+    # rounds cancels. baseline_again (no shim either) is the resolution.
+    def quartiles(v):
+        v = sorted(v)
+        return (v[0], v[-1]) if len(v) < 4 else (statistics.quantiles(v, n=4)[0], statistics.quantiles(v, n=4)[2])
+    print()
+    print("paired: mean per call / the same round's baseline, median over rounds [interquartile range]")
+    for c in cases:
+        b = runs[("baseline", c)]["mean"]
+        cells = []
+        for m in shim:
+            v = [x / y for x, y in zip(runs[(m, c)]["mean"], b)]
+            if v:
+                lo, hi = quartiles(v)
+                cells.append(f"{m}={med(v):.3f} [{lo:.3f}-{hi:.3f}]  ")
+        print(f"{c:<22}" + "".join(cells))
 EOF

@@ -5,6 +5,13 @@
 # spread of the plain runs as the noise (docs/benchmarks.md).
 #
 #   bash bench/run_torch_step.sh [--build-dir DIR] [--rounds R] [--modes "plain auto on off"] [-- ARGS]
+#
+# Modes: plain (no cuxfer), plain_again (no cuxfer either: an A/A control),
+# auto/on/off (`cuxfer record --cupti=MODE`). Besides each mode's median it
+# prints the median over rounds of the paired ratio mode/plain of the same
+# round (drift between rounds cancels) with its interquartile range; the
+# plain_again row is the resolution: an effect smaller than its spread
+# cannot be told from noise.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="$ROOT/build"
@@ -28,7 +35,7 @@ trap 'rm -rf "$TMP"' EXIT
 for ((r = 1; r <= ROUNDS; r++)); do
   for m in $MODES; do
     rc=0
-    if [[ $m == plain ]]; then
+    if [[ $m == plain || $m == plain_again ]]; then
       line=$("$PY" "$ROOT/bench/torch_step.py" "$@" 2>&1 | tail -1) || rc=$?
     else
       line=$("$CUX" record -q --cupti="$m" -o "$TMP/t" -- "$PY" "$ROOT/bench/torch_step.py" "$@" 2>&1 | tail -1) || rc=$?
@@ -43,20 +50,35 @@ python3 - "$TMP/results" "$MODES" <<'PYEOF'
 import re, statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
-    m = re.search(r"mode=(\w+) .*ms_per_step=([\d.]+)", line)
+    m = re.search(r"round=(\d+) mode=(\w+) .*ms_per_step=([\d.]+)", line)
     if m:
-        runs.setdefault(m[1], []).append(float(m[2]))
+        runs.setdefault(m[2], {})[int(m[1])] = float(m[3])
 modes = sys.argv[2].split()
-base = statistics.median(runs["plain"]) if "plain" in runs else None
-print(f"\n{'mode':<8}{'median ms/step':>16}{'min':>10}{'max':>10}{'vs plain':>10}")
+plain = runs.get("plain", {})
+base = statistics.median(plain.values()) if plain else None
+
+
+def quartiles(v):
+    v = sorted(v)
+    if len(v) < 4:
+        return v[0], v[-1]
+    q = statistics.quantiles(v, n=4)
+    return q[0], q[2]
+
+
+print(f"\n{'mode':<12}{'median ms/step':>16}{'min':>10}{'max':>10}{'vs plain':>10}"
+      f"{'paired ratio':>14}{'IQR':>18}")
 for m in modes:
-    v = runs.get(m, [])
+    v = runs.get(m, {})
     if not v:
         continue
-    med = statistics.median(v)
+    med = statistics.median(v.values())
     ratio = f"{med / base:.4f}" if base else ""
-    print(f"{m:<8}{med:>16.4f}{min(v):>10.4f}{max(v):>10.4f}{ratio:>10}")
-if base and len(runs["plain"]) > 1:
-    p = runs["plain"]
+    paired = [v[r] / plain[r] for r in v if r in plain] if m != "plain" else []
+    pr = f"{statistics.median(paired):.4f}" if paired else ""
+    iqr = "{:.4f}-{:.4f}".format(*quartiles(paired)) if paired else ""
+    print(f"{m:<12}{med:>16.4f}{min(v.values()):>10.4f}{max(v.values()):>10.4f}{ratio:>10}{pr:>14}{iqr:>18}")
+if base and len(plain) > 1:
+    p = list(plain.values())
     print(f"noise: plain runs spread {100 * (max(p) - min(p)) / base:.1f} % of their median")
 PYEOF

@@ -10,8 +10,8 @@
 #              runtime (the shim's own cost) and on the real one
 #   storm      bench/run_call_overhead.sh: a 4-byte copy storm per copy case,
 #              plain, the shim without stacks, with stacks and CUPTI off, and default
-#   torchloop  bench/run_torch_step.sh: a PyTorch training loop, plain and default
-#              `cuxfer record`, interleaved, pinned to one CPU
+#   torchloop  bench/run_torch_step.sh: a PyTorch training loop, plain (twice: an A/A
+#              control) and default `cuxfer record`, interleaved, on TORCH_CPUS (2-9)
 #   jax        the JAX production trial (tests/gpu/frameworks/trial.py)
 #   detachnote a default recording of the storm: how often CUPTI was detached and attached
 #              again, and what that cost the writer thread (the trace's note)
@@ -63,9 +63,12 @@ for step in $STEPS; do
       --rounds "${STORM_ROUNDS:-3}" --modes "${STORM_MODES:-baseline shim_d0 cupti_off shim_d16}" \
       > "$OUT/storm.log" 2>&1; echo "storm rc=$?"; tail -16 "$OUT/storm.log" ;;
   torchloop)
-    timeout 300 taskset -c 3 bash bench/run_torch_step.sh --build-dir "$B" --rounds "${TORCH_ROUNDS:-6}" \
-      --modes "plain auto" -- --steps "${TORCH_STEPS:-2000}" > "$OUT/torchloop.log" 2>&1
-    echo "torchloop rc=$?"; tail -6 "$OUT/torchloop.log" ;;
+    # Several cores (TORCH_CPUS): on one, the shim's writer thread would
+    # take its time from the training thread's.
+    timeout "${TORCH_TIMEOUT:-300}" taskset -c "${TORCH_CPUS:-2-9}" bash bench/run_torch_step.sh --build-dir "$B" \
+      --rounds "${TORCH_ROUNDS:-6}" --modes "${TORCH_MODES:-plain plain_again auto}" -- --steps "${TORCH_STEPS:-2000}" \
+      > "$OUT/torchloop.log" 2>&1
+    echo "torchloop rc=$?"; tail -7 "$OUT/torchloop.log" ;;
   cuptiprobe)
     g++ -O2 -std=c++17 -I/usr/local/cuda/include -I/usr/local/cuda/extras/CUPTI/include devtools/probe_cupti_cost.cpp \
       -L/usr/local/cuda/lib64 -L/usr/local/cuda/extras/CUPTI/lib64 -Wl,-rpath,/usr/local/cuda/extras/CUPTI/lib64 \
