@@ -39,6 +39,23 @@ class EventRing {
     return true;
   }
 
+  // What the shim's own work in the hooks cost this ring's threads (owning
+  // thread writes, anyone reads): every call counted, one in kHookTimeEvery
+  // timed. count_hook_call() says whether this call is one to time.
+  static constexpr uint32_t kHookTimeEvery = 64;
+  bool count_hook_call() {
+    const uint64_t n = hook_calls_.load(std::memory_order_relaxed) + 1;
+    hook_calls_.store(n, std::memory_order_relaxed);
+    return n % kHookTimeEvery == 0;
+  }
+  void add_hook_time(uint64_t ns) {
+    hook_timed_.store(hook_timed_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    hook_ns_.store(hook_ns_.load(std::memory_order_relaxed) + ns, std::memory_order_relaxed);
+  }
+  uint64_t hook_calls() const { return hook_calls_.load(std::memory_order_relaxed); }
+  uint64_t hook_timed() const { return hook_timed_.load(std::memory_order_relaxed); }
+  uint64_t hook_ns() const { return hook_ns_.load(std::memory_order_relaxed); }
+
   // Consumer side (writer thread only). Appends what is there, returns count.
   size_t drain(std::vector<trace::Event>& out);
   uint64_t take_dropped() { return dropped_.exchange(0, std::memory_order_relaxed); }
@@ -61,6 +78,8 @@ class EventRing {
   trace::Event* slots_;
   alignas(64) std::atomic<uint64_t> head_{0};
   uint64_t tail_cache_ = 0;  // producer's view of tail
+  // Producer-side counters, on the producer's cache line (read at shutdown only).
+  std::atomic<uint64_t> hook_calls_{0}, hook_timed_{0}, hook_ns_{0};
   alignas(64) std::atomic<uint64_t> tail_{0};
   std::atomic<uint64_t> dropped_{0};
 };

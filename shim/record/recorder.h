@@ -100,6 +100,9 @@ class Recorder {
   bool cupti_forbidden_ = false;  // forked from a process whose CUPTI state cannot be reused
   CallSiteTable& callsites() { return callsites_; }
 
+  // The calling thread's ring, attached at its first use (null: none to be had).
+  EventRing* ring_of(ThreadState& ts) { return ts.ring || attach_ring(ts) ? ts.ring : nullptr; }
+
   void emit(ThreadState& ts, const trace::Event& e) {
     if (!ts.ring && !attach_ring(ts)) return;
     if (ts.nvtx_changed) [[unlikely]] emit_nvtx_ranges(ts, e);
@@ -180,8 +183,10 @@ class Recorder {
   uint32_t cupti_detaches_ = 0, cupti_attaches_ = 0;
   uint64_t cupti_detach_ns_ = 0, cupti_attach_ns_ = 0;
   std::string cupti_detach_summary() const;
+  std::string hook_time_summary();
   std::string nvtx_summary() const;
   uint64_t window_start_ns_ = 0, window_sync_ = 0, window_async_ = 0;
+  uint64_t start_ns_ = 0;  // when this trace began (hook_time_summary)
   std::vector<trace::CuptiGateChange> gate_changes_;
   uint64_t last_status_ns_ = 0;
 

@@ -243,5 +243,27 @@ TEST(RingRegistry, ConcurrentAcquireGivesDistinctRingsAndReusesFreeOnes) {
   free_rings(reg);
 }
 
+// The shim's own time (Recorder::hook_time_summary): every call counted, one
+// in kHookTimeEvery timed, the sums kept until a fork child's reset.
+TEST(EventRing, CountsHookCallsAndTimesOneInSixtyFour) {
+  EventRing ring(16);
+  int timed = 0;
+  for (uint32_t i = 1; i <= 3 * EventRing::kHookTimeEvery + 5; ++i) {
+    if (ring.count_hook_call()) {
+      EXPECT_EQ(i % EventRing::kHookTimeEvery, 0u) << "call " << i;
+      ring.add_hook_time(100 + i);
+      ++timed;
+    }
+  }
+  EXPECT_EQ(timed, 3);
+  EXPECT_EQ(ring.hook_calls(), 3 * EventRing::kHookTimeEvery + 5);
+  EXPECT_EQ(ring.hook_timed(), 3u);
+  EXPECT_EQ(ring.hook_ns(), 300u + 6 * EventRing::kHookTimeEvery);  // 100+64, 100+128, 100+192
+  ring.reset();
+  EXPECT_EQ(ring.hook_calls(), 0u);
+  EXPECT_EQ(ring.hook_timed(), 0u);
+  EXPECT_EQ(ring.hook_ns(), 0u);
+}
+
 }  // namespace
 }  // namespace cuxfer::shim

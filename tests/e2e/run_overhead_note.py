@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""The trace says what cuxfer's own work cost the program it recorded.
+
+  run_overhead_note.py --cuxfer B/bin/cuxfer --sim B/testapps/sim --workdir DIR
+
+The shim times one intercepted call in 64 whole and subtracts the real call's
+own time; at shutdown the trace's notes carry the count, the mean and the
+share of the time recorded (Recorder::hook_time_summary). Checks, on the
+simulated CUDA:
+
+  - four threads of copies: one overhead note per process, its call count
+    equal to the report's event count (every event here is a call), a number
+    of timed calls between 1 and calls / 64, a positive mean;
+  - a program with fewer than 64 calls: no overhead note (nothing was timed,
+    so nothing is said, rather than a guess);
+  - CUXFER_CUPTI=off and on (no difference on the simulated CUDA: it has no
+    CUPTI) both carry it.
+
+Exit status: 0 pass, 1 fail.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+from e2e_util import fresh_dir, verdict
+
+NOTE = re.compile(r"^overhead: cuxfer's own work in (\d+) intercepted calls took ~(\d+) ns a call "
+                  r"\((\d+) of them timed whole\), ~([\d.]+) ms in all, ([\d.]+) % of the ([\d.]+) s recorded")
+
+
+def record(cuxfer: str, workdir, name: str, app: list[str], env: dict) -> list[dict]:
+    out = workdir / name
+    r = subprocess.run([cuxfer, "record", "-q", "-o", str(out), "--", *app], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    if r.returncode != 0:
+        raise RuntimeError(f"{name}: record exited {r.returncode}: {r.stdout[-500:]}")
+    rep = subprocess.run([cuxfer, "report", "--json", str(out)], stdout=subprocess.PIPE, text=True, timeout=120)
+    return json.loads(rep.stdout)["processes"]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cuxfer", required=True)
+    ap.add_argument("--sim", required=True)
+    ap.add_argument("--workdir", required=True)
+    a = ap.parse_args()
+    workdir = fresh_dir(a.workdir)
+    fails: list[str] = []
+    for cupti in ("off", "auto"):
+        env = dict(os.environ, CUXFER_CUPTI=cupti)
+        procs = record(a.cuxfer, workdir, f"threads.{cupti}", [f"{a.sim}/threads-simshared", "4", "200", "4K"], env)
+        for p in procs:
+            notes = [n for n in p.get("notes", []) if n.startswith("overhead:")]
+            if len(notes) != 1:
+                fails.append(f"threads ({cupti}), pid {p['pid']}: {len(notes)} overhead notes, expected 1: {notes}")
+                continue
+            m = NOTE.match(notes[0])
+            if not m:
+                fails.append(f"threads ({cupti}): note not in the documented form: {notes[0]!r}")
+                continue
+            calls, mean, timed = int(m[1]), int(m[2]), int(m[3])
+            total_ms, share = float(m[4]), float(m[5])
+            print(f"threads ({cupti}): {calls} calls, {timed} timed, ~{mean} ns a call, {total_ms} ms, {share} %")
+            if calls != p["events"]:
+                fails.append(f"threads ({cupti}): the note counts {calls} calls, the report {p['events']} events")
+            if not 1 <= timed <= calls // 64:
+                fails.append(f"threads ({cupti}): {timed} calls timed of {calls}: expected 1..{calls // 64}")
+            if mean <= 0 or total_ms <= 0 or share <= 0:
+                fails.append(f"threads ({cupti}): a cost of zero is not a measurement: {notes[0]!r}")
+    procs = record(a.cuxfer, workdir, "few", [f"{a.sim}/pinned_loop-simshared"], dict(os.environ))
+    for p in procs:
+        if p["events"] >= 64:
+            fails.append(f"pinned_loop made {p['events']} calls: the few-calls case needs fewer than 64")
+        notes = [n for n in p.get("notes", []) if n.startswith("overhead:")]
+        if notes:
+            fails.append(f"pinned_loop ({p['events']} calls, none timed): an overhead note anyway: {notes}")
+    return verdict(fails)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
