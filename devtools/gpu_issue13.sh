@@ -12,6 +12,8 @@
 #              plain, the shim without stacks, with stacks and CUPTI off, and default
 #   torchloop  bench/run_torch_step.sh: a PyTorch training loop, plain (twice: an A/A
 #              control) and default `cuxfer record`, interleaved, on TORCH_CPUS (2-9)
+#   overheadnote  the shim's own account of its cost (the trace's "overhead:" note) on the
+#              storm and on the training loop
 #   jax        the JAX production trial (tests/gpu/frameworks/trial.py)
 #   detachnote a default recording of the storm: how often CUPTI was detached and attached
 #              again, and what that cost the writer thread (the trace's note)
@@ -109,6 +111,15 @@ PY
     "$CUX" record -q -o "$OUT/detach_storm" -- "$B/bench/call_overhead" -n "${STORM_N:-200000}" > "$OUT/detach_storm.log" 2>&1
     "$CUX" report --json "$OUT/detach_storm" | python3 -c "import json,sys; p=json.load(sys.stdin)['processes'][0]; print('storm:', [n for n in p.get('notes', []) if 'cupti' in n], json.dumps(p.get('cupti', {}).get('copy_records')))"
     rm -rf "$OUT/detach_storm" ;;
+  overheadnote)
+    # What the shim says its own work cost (the trace's "overhead:" note), on
+    # the storm and on the training loop, default `cuxfer record`.
+    "$CUX" record -q -o "$OUT/on_storm" -- "$B/bench/call_overhead" -n "${STORM_N:-100000}" > "$OUT/on_storm.log" 2>&1
+    "$CUX" report --json "$OUT/on_storm" | python3 -c "import json,sys; [print('storm:', n) for p in json.load(sys.stdin)['processes'] for n in p.get('notes', []) if n.startswith(('overhead', 'cupti'))]"
+    "$CUX" record -q -o "$OUT/on_torch" -- python3 bench/torch_step.py --steps "${TORCH_STEPS:-1500}" > "$OUT/on_torch.log" 2>&1
+    tail -1 "$OUT/on_torch.log"
+    "$CUX" report --json "$OUT/on_torch" | python3 -c "import json,sys; [print('torch:', n) for p in json.load(sys.stdin)['processes'] for n in p.get('notes', []) if n.startswith(('overhead', 'cupti'))]"
+    rm -rf "$OUT/on_storm" "$OUT/on_torch" ;;
   jax)
     (cd tests/gpu/frameworks && timeout 300 python3 trial.py --cuxfer "$CUX" --framework jax \
       --summary "$OUT/trial_jax.json" > "$OUT/trial_jax.log" 2>&1; echo "trial jax rc=$?")
