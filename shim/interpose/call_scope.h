@@ -3,7 +3,7 @@
 // what it knows (one event per user call, whichever layers it passes).
 //
 // Hot path: one TLS access, a few relaxed atomics, two vDSO clock reads (four
-// in one call of 64, timed whole), a table lookup per pointer, a ring push.
+// in about one call of 64, timed whole), a table lookup per pointer, a ring push.
 // No lock, allocation or system call.
 #pragma once
 
@@ -82,7 +82,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   }
 
   ts.in_call = true;
-  // One call in EventRing::kHookTimeEvery is timed whole: its time outside
+  // About one call in EventRing::kHookTimeEvery is timed whole: its time outside
   // the real call is what the shim's own work cost the app (the shutdown
   // note, Recorder::hook_time_summary).
   EventRing* const ring = rec.ring_of(ts);

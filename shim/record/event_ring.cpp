@@ -9,7 +9,11 @@ EventRing::EventRing(uint32_t capacity_pow2)
     : capacity_(capacity_pow2),
       mask_(capacity_pow2 - 1),
       // Untouched pages cost no resident memory until events fill them.
-      slots_(static_cast<trace::Event*>(std::malloc(sizeof(trace::Event) * capacity_pow2))) {}
+      slots_(static_cast<trace::Event*>(std::malloc(sizeof(trace::Event) * capacity_pow2))) {
+  // Each ring its own sequence of timed calls (never 0: xorshift would stay there).
+  hook_rng_ ^= reinterpret_cast<uintptr_t>(this);
+  if (hook_rng_ == 0) hook_rng_ = 1;
+}
 
 EventRing::~EventRing() { std::free(slots_); }
 
@@ -29,6 +33,8 @@ void EventRing::reset() {
   hook_calls_.store(0, std::memory_order_relaxed);
   hook_timed_.store(0, std::memory_order_relaxed);
   hook_ns_.store(0, std::memory_order_relaxed);
+  hook_max_ns_.store(0, std::memory_order_relaxed);
+  for (auto& b : hook_hist_) b.store(0, std::memory_order_relaxed);
 }
 
 EventRing* RingRegistry::acquire() {

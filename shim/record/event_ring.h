@@ -40,18 +40,34 @@ class EventRing {
   }
 
   // What the shim's own work in the hooks cost this ring's threads (owning
-  // thread writes, anyone reads): every call counted, one in kHookTimeEvery
-  // timed. count_hook_call() says whether this call is one to time.
+  // thread writes, anyone reads): every call counted, about one in
+  // kHookTimeEvery timed. count_hook_call() says whether this call is one to
+  // time. The gaps between timed calls are random (1 to 2 * kHookTimeEvery - 1,
+  // mean kHookTimeEvery): a fixed stride would alias with anything periodic
+  // in the calls, such as this ring's slots reaching a new page every 64
+  // events, and time only the calls that pay for it.
   static constexpr uint32_t kHookTimeEvery = 64;
   bool count_hook_call() {
-    const uint64_t n = hook_calls_.load(std::memory_order_relaxed) + 1;
-    hook_calls_.store(n, std::memory_order_relaxed);
-    return n % kHookTimeEvery == 0;
+    hook_calls_.store(hook_calls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (--hook_countdown_ != 0) return false;
+    hook_rng_ ^= hook_rng_ << 13;  // xorshift64
+    hook_rng_ ^= hook_rng_ >> 7;
+    hook_rng_ ^= hook_rng_ << 17;
+    hook_countdown_ = static_cast<uint32_t>((hook_rng_ >> 33) % (2 * kHookTimeEvery - 1)) + 1;
+    return true;
   }
+  // Bucket b of the histogram holds the timed calls of [2^b, 2^(b+1)) ns (b 0: 0-1 ns).
+  static constexpr uint32_t kHookHistBuckets = 40;
   void add_hook_time(uint64_t ns) {
     hook_timed_.store(hook_timed_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     hook_ns_.store(hook_ns_.load(std::memory_order_relaxed) + ns, std::memory_order_relaxed);
+    if (ns > hook_max_ns_.load(std::memory_order_relaxed)) hook_max_ns_.store(ns, std::memory_order_relaxed);
+    uint32_t b = ns ? 63 - static_cast<uint32_t>(__builtin_clzll(ns)) : 0;
+    if (b >= kHookHistBuckets) b = kHookHistBuckets - 1;
+    hook_hist_[b].store(hook_hist_[b].load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
+  uint64_t hook_max_ns() const { return hook_max_ns_.load(std::memory_order_relaxed); }
+  uint64_t hook_hist(uint32_t bucket) const { return hook_hist_[bucket].load(std::memory_order_relaxed); }
   uint64_t hook_calls() const { return hook_calls_.load(std::memory_order_relaxed); }
   uint64_t hook_timed() const { return hook_timed_.load(std::memory_order_relaxed); }
   uint64_t hook_ns() const { return hook_ns_.load(std::memory_order_relaxed); }
@@ -79,7 +95,10 @@ class EventRing {
   alignas(64) std::atomic<uint64_t> head_{0};
   uint64_t tail_cache_ = 0;  // producer's view of tail
   // Producer-side counters, on the producer's cache line (read at shutdown only).
-  std::atomic<uint64_t> hook_calls_{0}, hook_timed_{0}, hook_ns_{0};
+  std::atomic<uint64_t> hook_calls_{0}, hook_timed_{0}, hook_ns_{0}, hook_max_ns_{0};
+  std::atomic<uint64_t> hook_hist_[kHookHistBuckets] = {};
+  uint32_t hook_countdown_ = kHookTimeEvery;  // calls to the next timed one
+  uint64_t hook_rng_ = 0x9E3779B97F4A7C15ull;
   alignas(64) std::atomic<uint64_t> tail_{0};
   std::atomic<uint64_t> dropped_{0};
 };

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -23,6 +22,7 @@
 #include "memory/pointer_classifier.h"
 #include "python/python_stack.h"
 #include "record/cupti_collector.h"
+#include "record/hook_time.h"
 #include "record/nvtx_ranges.h"
 #include "memory/host_ranges.h"
 #include "trace/format.h"
@@ -617,29 +617,11 @@ std::string Recorder::cupti_detach_summary() const {
          ms(cupti_attach_ns_) + "), on the writer thread";
 }
 
-// What the shim's own work in the hooks cost, from the calls timed whole
-// (EventRing::count_hook_call), as a share of the time recorded. CUPTI's
-// own cost is inside the calls (their CPU time), not in this.
+// What the shim's own work in the hooks cost (record/hook_time.h).
 std::string Recorder::hook_time_summary() {
-  uint64_t calls = 0, timed = 0, ns = 0;
-  rings_.for_each([&](EventRing& r) {
-    calls += r.hook_calls();
-    timed += r.hook_timed();
-    ns += r.hook_ns();
-  });
-  if (timed == 0) return {};
-  const double per_call = static_cast<double>(ns) / static_cast<double>(timed);
-  const double total_ns = per_call * static_cast<double>(calls);
-  const uint64_t elapsed = now_ns() - start_ns_;
-  char line[320];
-  std::snprintf(line, sizeof line,
-                "overhead: cuxfer's own work in %llu intercepted calls took ~%.0f ns a call (%llu of them timed "
-                "whole), ~%.3f ms in all, %.2f %% of the %.3f s recorded (summed over threads); CUPTI's cost, "
-                "when on, is inside the calls' own times",
-                static_cast<unsigned long long>(calls), per_call, static_cast<unsigned long long>(timed),
-                total_ns / 1e6, elapsed ? 100.0 * total_ns / static_cast<double>(elapsed) : 0.0,
-                static_cast<double>(elapsed) / 1e9);
-  return line;
+  HookTime t;
+  rings_.for_each([&](EventRing& r) { t.add(r); });
+  return hook_time_note(t, now_ns() - start_ns_);
 }
 
 void Recorder::shutdown() {

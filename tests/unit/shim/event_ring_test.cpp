@@ -243,26 +243,36 @@ TEST(RingRegistry, ConcurrentAcquireGivesDistinctRingsAndReusesFreeOnes) {
   free_rings(reg);
 }
 
-// The shim's own time (Recorder::hook_time_summary): every call counted, one
-// in kHookTimeEvery timed, the sums kept until a fork child's reset.
-TEST(EventRing, CountsHookCallsAndTimesOneInSixtyFour) {
+// The shim's own time (record/hook_time.h): every call counted, about one in
+// kHookTimeEvery timed, at random gaps (a fixed stride aliased with the ring's
+// pages: every timed call was the one that faulted a new page in), the sums
+// kept until a fork child's reset.
+TEST(EventRing, CountsHookCallsAndTimesAboutOneInSixtyFourAtRandomGaps) {
   EventRing ring(16);
-  int timed = 0;
-  for (uint32_t i = 1; i <= 3 * EventRing::kHookTimeEvery + 5; ++i) {
-    if (ring.count_hook_call()) {
-      EXPECT_EQ(i % EventRing::kHookTimeEvery, 0u) << "call " << i;
-      ring.add_hook_time(100 + i);
-      ++timed;
-    }
+  constexpr uint32_t kCalls = 1000 * EventRing::kHookTimeEvery;
+  uint32_t timed = 0, last = 0, max_gap = 0, stride_hits = 0;
+  for (uint32_t i = 1; i <= kCalls; ++i) {
+    if (!ring.count_hook_call()) continue;
+    if (timed == 0) EXPECT_EQ(i, EventRing::kHookTimeEvery) << "the first gap is the mean";
+    max_gap = std::max(max_gap, i - last);
+    stride_hits += i % EventRing::kHookTimeEvery == 0;
+    last = i;
+    ring.add_hook_time(100);
+    ++timed;
   }
-  EXPECT_EQ(timed, 3);
-  EXPECT_EQ(ring.hook_calls(), 3 * EventRing::kHookTimeEvery + 5);
-  EXPECT_EQ(ring.hook_timed(), 3u);
-  EXPECT_EQ(ring.hook_ns(), 300u + 6 * EventRing::kHookTimeEvery);  // 100+64, 100+128, 100+192
+  EXPECT_EQ(ring.hook_calls(), kCalls);
+  EXPECT_EQ(ring.hook_timed(), timed);
+  EXPECT_EQ(ring.hook_ns(), 100ull * timed);
+  EXPECT_GT(timed, 900u);
+  EXPECT_LT(timed, 1100u);
+  EXPECT_LE(max_gap, 2 * EventRing::kHookTimeEvery - 1);
+  EXPECT_LT(stride_hits, timed / 8) << "timed calls must not fall on a fixed stride";
   ring.reset();
   EXPECT_EQ(ring.hook_calls(), 0u);
   EXPECT_EQ(ring.hook_timed(), 0u);
   EXPECT_EQ(ring.hook_ns(), 0u);
+  EXPECT_EQ(ring.hook_max_ns(), 0u);
+  EXPECT_EQ(ring.hook_hist(6), 0u);
 }
 
 }  // namespace

@@ -1,0 +1,57 @@
+#include "record/hook_time.h"
+
+#include <cstdio>
+
+namespace cuxfer::shim {
+
+namespace {
+
+std::string duration(double ns) {
+  char buf[32];
+  if (ns < 1e3) std::snprintf(buf, sizeof buf, "%.0f ns", ns);
+  else if (ns < 1e6) std::snprintf(buf, sizeof buf, "%.3g us", ns / 1e3);
+  else if (ns < 1e9) std::snprintf(buf, sizeof buf, "%.3g ms", ns / 1e6);
+  else std::snprintf(buf, sizeof buf, "%.3g s", ns / 1e9);
+  return buf;
+}
+
+// The histogram bucket holding quantile q, as "lo-hi".
+std::string quantile(const HookTime& t, double q) {
+  const double want = q * static_cast<double>(t.timed);
+  uint64_t seen = 0;
+  for (uint32_t b = 0; b < t.hist.size(); ++b) {
+    seen += t.hist[b];
+    if (static_cast<double>(seen) >= want && t.hist[b] > 0) {
+      const double lo = b == 0 ? 0.0 : static_cast<double>(1ull << b);
+      return duration(lo) + "-" + duration(static_cast<double>(2ull << b));
+    }
+  }
+  return "?";
+}
+
+}  // namespace
+
+void HookTime::add(const EventRing& r) {
+  calls += r.hook_calls();
+  timed += r.hook_timed();
+  ns += r.hook_ns();
+  if (r.hook_max_ns() > max_ns) max_ns = r.hook_max_ns();
+  for (uint32_t b = 0; b < hist.size(); ++b) hist[b] += r.hook_hist(b);
+}
+
+std::string hook_time_note(const HookTime& t, uint64_t elapsed_ns) {
+  if (t.timed == 0) return {};
+  const double mean = static_cast<double>(t.ns) / static_cast<double>(t.timed);
+  const double total = mean * static_cast<double>(t.calls);
+  char share[64] = "";
+  if (elapsed_ns > 0)
+    std::snprintf(share, sizeof share, ", %.2f %% of the %.3f s recorded", 100.0 * total / static_cast<double>(elapsed_ns),
+                  static_cast<double>(elapsed_ns) / 1e9);
+  return "overhead: cuxfer's own work in " + std::to_string(t.calls) + " intercepted calls took " + duration(mean) +
+         " a call on average (median " + quantile(t, 0.5) + ", 99th percentile " + quantile(t, 0.99) + ", longest " +
+         duration(static_cast<double>(t.max_ns)) + "; " + std::to_string(t.timed) + " calls timed whole), " +
+         duration(total) + " in all" + share +
+         " (summed over threads); CUPTI's cost, when on, is inside the calls' own times";
+}
+
+}  // namespace cuxfer::shim

@@ -1,0 +1,31 @@
+// What the shim's own work in the hooks cost the program: the sums the
+// rings keep (EventRing::count_hook_call, add_hook_time) and the trace note
+// made of them at shutdown. One call in EventRing::kHookTimeEvery is timed
+// whole, minus the real call's own time, so the note is an estimate from a
+// sample; its distribution (a power-of-two histogram) shows whether a few
+// long calls or every call make the mean.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "record/event_ring.h"
+
+namespace cuxfer::shim {
+
+struct HookTime {
+  uint64_t calls = 0;   // intercepted calls that owned their event
+  uint64_t timed = 0;   // of them, timed whole
+  uint64_t ns = 0;      // their own-work time, summed
+  uint64_t max_ns = 0;  // the longest
+  std::array<uint64_t, EventRing::kHookHistBuckets> hist{};
+
+  void add(const EventRing& r);
+};
+
+// "overhead: ..." (docs/trace-format.md, Notes), or "" when no call was timed.
+// `elapsed_ns`: the time recorded, for the share.
+std::string hook_time_note(const HookTime& t, uint64_t elapsed_ns);
+
+}  // namespace cuxfer::shim
