@@ -150,20 +150,35 @@ uint32_t capture_callsite(Recorder& rec, void* return_address) {
   uint64_t frames[CallSiteTable::kMaxDepth];
   uint32_t n = capture_stack(frames, std::min(rec.stack_depth(), CallSiteTable::kMaxNativeDepth), return_address);
   if (config().python_stacks) n += python::PythonStacks::instance().capture(frames + n, CallSiteTable::kMaxDepth - n);
-  // A loop copies from the same stack again and again: the thread's last
-  // stack compared whole is cheaper than the table's hash and probe. The id
-  // of an interned stack never changes (ids are never reused).
-  struct LastStack {
+  // A loop copies from the same few stacks again and again (a training step:
+  // upload inputs, upload labels, read the loss back): the thread's last
+  // kRecentStacks stacks, each compared whole, are cheaper than the table's
+  // hash and probe. The id of an interned stack never changes (ids are
+  // never reused). Replaced round-robin.
+  struct RecentStack {
     uint32_t depth = 0, id = 0;
     uint64_t frames[CallSiteTable::kMaxDepth];
   };
-  static thread_local LastStack last __attribute__((tls_model("initial-exec")));
-  if (last.id != 0 && last.depth == n && std::memcmp(last.frames, frames, n * sizeof(uint64_t)) == 0) return last.id;
+  constexpr unsigned kRecentStacks = 4;
+  static thread_local RecentStack recent[kRecentStacks] __attribute__((tls_model("initial-exec")));
+  static thread_local unsigned next_slot __attribute__((tls_model("initial-exec"))) = 0;
+  static thread_local unsigned last_hit __attribute__((tls_model("initial-exec"))) = 0;
+  for (unsigned k = 0; k < kRecentStacks; ++k) {  // the last one hit first: one site's loop
+    const unsigned i = (last_hit + k) % kRecentStacks;
+    const RecentStack& r = recent[i];
+    if (r.id != 0 && r.depth == n && std::memcmp(r.frames, frames, n * sizeof(uint64_t)) == 0) {
+      last_hit = i;
+      return r.id;
+    }
+  }
   const uint32_t id = rec.callsites().intern(frames, n);
   if (id != 0) {
-    last.depth = n;
-    std::memcpy(last.frames, frames, n * sizeof(uint64_t));
-    last.id = id;
+    RecentStack& r = recent[next_slot];
+    last_hit = next_slot;
+    next_slot = (next_slot + 1) % kRecentStacks;
+    r.depth = n;
+    std::memcpy(r.frames, frames, n * sizeof(uint64_t));
+    r.id = id;
   }
   return id;
 }
