@@ -30,7 +30,9 @@ REQUIRED=(cmake ninja-build g++ pkg-config libspdlog-dev libfmt-dev libzstd-dev 
 # clang + its libFuzzer runtime: scripts/fuzz.sh only (it skips, visibly, without
 # them). The runtime is versioned like clang: libclang_rt.fuzzer-x86_64.a comes
 # from libclang-rt-14-dev on Debian 12 (dpkg -S), libclang-rt-18-dev on Ubuntu 24.04.
-OPTIONAL=(libdw-dev libelf-dev libunwind8 chromium libjemalloc2 libtcmalloc-minimal4)
+# libxml2-utils: xmllint validates check's JUnit XML against tests/e2e/junit.xsd
+# (e2e.check.*: that part said skipped without it).
+OPTIONAL=(libdw-dev libelf-dev libunwind8 chromium libjemalloc2 libtcmalloc-minimal4 libxml2-utils)
 
 log() { echo "install-deps: $*"; }
 

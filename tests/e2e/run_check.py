@@ -7,7 +7,8 @@ whose traffic is exactly known:
     without --force; `check` of the same traces passes (exit 0), and so does
     `record --check` of a fresh run (bytes and copies are exact across runs);
   - a tightened budget (H2D pageable 3 MiB / 3 copies, async_pageable
-    forbidden) fails with exactly its violation lines and exit 1; --junit is
+    forbidden) fails with exactly its violation lines and exit 1; --junit
+    validates against tests/e2e/junit.xsd (xmllint; said when it is missing) and is
     well-formed JUnit (testsuites/testsuite/testcase, tests and failures
     attributes that agree with the elements);
   - `record --check` of an app that exits 3 exits 3, unchecked, and says so;
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -172,6 +174,22 @@ def main() -> int:
         text = failed[1].find("failure").text or ""
         check(text.splitlines() == [expected[1][len("over budget: "):], expected[2][len("over budget: "):]],
               f"failure text {text!r}")
+
+    # JUnit against its schema (tests/e2e/junit.xsd), with xmllint; a copy
+    # with a testcase's classname removed must fail, so that a validation
+    # that validates nothing cannot pass.
+    xsd = Path(__file__).with_name("junit.xsd")
+    if shutil.which("xmllint") is None:
+        print(f"SKIP (schema only): xmllint not found, {junit} not validated against {xsd} "
+              "(Debian: libxml2-utils); its structure was checked above")
+    else:
+        v = subprocess.run(["xmllint", "--noout", "--schema", str(xsd), str(junit)], capture_output=True, text=True)
+        check(v.returncode == 0, f"--junit output does not validate against {xsd.name}: {v.stderr.strip()}")
+        broken = out / "check-broken.xml"
+        broken.write_text(junit.read_text().replace("<testcase classname=", "<testcase cls=", 1))
+        v = subprocess.run(["xmllint", "--noout", "--schema", str(xsd), str(broken)], capture_output=True, text=True)
+        check(v.returncode != 0, f"{xsd.name} accepted a testcase without classname: the validation checks nothing")
+        print(f"JUnit validated against {xsd.name} (xmllint); a broken copy was refused")
 
     # The app's own failure stays its own.
     exit_app = str(Path(a.sim) / "exit_app-simshared")
