@@ -87,9 +87,20 @@ uint64_t fingerprint_min_bytes() {
 
 void prefetch_samples(const CallDesc& d) {
   using trace::Direction;
-  if (d.direction != Direction::DtoH && d.src_preset == trace::MemKind::Unknown)
+  using trace::MemKind;
+  // The classification is the one describe_event() makes after the call
+  // (cached per thread: the second lookup is a few compares). Pageable
+  // memory too where the rewrite may register it in place for the copy
+  // (then read by DMA: bandwidthTest's pageable copies after a memset paid
+  // 10-20 us for the samples without the prefetch, docs/benchmarks.md).
+  static const bool rewriting = config().rewrite_any();
+  auto dma_host = [](uint64_t p) {
+    const MemKind k = classify_pointer(p).kind;
+    return k == MemKind::Pinned || k == MemKind::Registered || (rewriting && k == MemKind::Pageable);
+  };
+  if (d.direction != Direction::DtoH && d.src_preset == MemKind::Unknown && d.src && dma_host(d.src))
     prefetch_fingerprint_samples(reinterpret_cast<const void*>(d.src), d.bytes);
-  if (d.direction != Direction::HtoD && d.dst_preset == trace::MemKind::Unknown)
+  if (d.direction != Direction::HtoD && d.dst_preset == MemKind::Unknown && d.dst && dma_host(d.dst))
     prefetch_fingerprint_samples(reinterpret_cast<const void*>(d.dst), d.bytes);
 }
 
