@@ -1,5 +1,7 @@
 #include "memory/allocation_table.h"
 
+#include "core/spin.h"
+
 namespace cuxfer::shim {
 
 namespace {
@@ -69,7 +71,8 @@ std::optional<Allocation> AllocationTable::erase(uint64_t begin) {
 }
 
 std::optional<Allocation> AllocationTable::find(uint64_t ptr) const {
-  for (;;) {
+  unsigned spins = 0;
+  for (;; spin_relax(spins)) {
     uint64_t s1 = seq_.load(std::memory_order_acquire);
     if (s1 & 1) continue;  // a writer is mid-update
     uint32_t n = count_.load(kRelaxed);

@@ -30,6 +30,9 @@ void EventRing::reset() {
   tail_.store(0, std::memory_order_relaxed);
   tail_cache_ = 0;
   dropped_.store(0, std::memory_order_relaxed);
+}
+
+void EventRing::forget_hook_time() {
   hook_calls_.store(0, std::memory_order_relaxed);
   hook_timed_.store(0, std::memory_order_relaxed);
   hook_ns_.store(0, std::memory_order_relaxed);

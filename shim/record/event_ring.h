@@ -82,8 +82,12 @@ class EventRing {
   bool empty() const {
     return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_relaxed);
   }
-  // Forget everything (fork child: the parent's events are the parent's to write).
+  // Forget the events (a ring recycled for a new thread; the fork child: the
+  // parent's events are the parent's to write). The hook-time sums stay: they
+  // add up every thread the ring served, the exited ones too.
   void reset();
+  // Forget the hook-time sums (the fork child: the parent's calls are not its own).
+  void forget_hook_time();
 
   std::atomic<int> state{kOwned};
   EventRing* next = nullptr;  // registry list, immutable once published

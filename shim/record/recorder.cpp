@@ -711,6 +711,7 @@ void Recorder::after_fork_child() {
   EventRing* mine = t_state.ring;
   rings_.for_each([&](EventRing& r) {
     r.reset();
+    r.forget_hook_time();
     r.state.store(&r == mine ? EventRing::kOwned : EventRing::kFree, std::memory_order_relaxed);
   });
   callsites_.mark_all_unwritten();

@@ -1,9 +1,9 @@
 #include "rewrite/registration_cache.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <new>
+
+#include "core/spin.h"
 
 namespace cuxfer::shim::rewrite {
 
@@ -20,16 +20,6 @@ constexpr auto kAcqRel = std::memory_order_acq_rel;
 constexpr uint64_t kGenMask = (1ull << 40) - 1;
 
 std::atomic<RegistrationCache*> g_process_cache{nullptr};
-
-inline void relax(unsigned& spins) {
-  if (++spins < 64) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-  } else {
-    sched_yield();
-  }
-}
 
 }  // namespace
 
@@ -61,7 +51,7 @@ void RegistrationCache::lock() const {
   unsigned spins = 0;
   for (;;) {
     if (!writer_.exchange(true, kAcquire)) return;
-    while (writer_.load(kRelaxed)) relax(spins);
+    while (writer_.load(kRelaxed)) spin_relax(spins);
   }
 }
 
@@ -118,7 +108,7 @@ RegistrationCache::Found RegistrationCache::find(uint64_t p, uint64_t end) const
   for (;;) {
     const uint64_t s1 = seq_.load(kAcquire);
     if (s1 & 1) {  // a writer is moving entries (a few stores, never a driver call)
-      relax(spins);
+      spin_relax(spins);
       continue;
     }
     const uint32_t n = index_count_.load(kRelaxed);

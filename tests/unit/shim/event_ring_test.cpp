@@ -246,7 +246,7 @@ TEST(RingRegistry, ConcurrentAcquireGivesDistinctRingsAndReusesFreeOnes) {
 // The shim's own time (record/hook_time.h): every call counted, about one in
 // kHookTimeEvery timed, at random gaps (a fixed stride aliased with the ring's
 // pages: every timed call was the one that faulted a new page in), the sums
-// kept until a fork child's reset.
+// kept across a recycling reset() until a fork child's forget_hook_time().
 TEST(EventRing, CountsHookCallsAndTimesAboutOneInSixtyFourAtRandomGaps) {
   EventRing ring(16);
   constexpr uint32_t kCalls = 1000 * EventRing::kHookTimeEvery;
@@ -267,7 +267,12 @@ TEST(EventRing, CountsHookCallsAndTimesAboutOneInSixtyFourAtRandomGaps) {
   EXPECT_LT(timed, 1100u);
   EXPECT_LE(max_gap, 2 * EventRing::kHookTimeEvery - 1);
   EXPECT_LT(stride_hits, timed / 8) << "timed calls must not fall on a fixed stride";
+  // Recycled for another thread: the sums stay (the exited thread's calls
+  // were made); only a fork child forgets them.
   ring.reset();
+  EXPECT_EQ(ring.hook_calls(), kCalls);
+  EXPECT_EQ(ring.hook_timed(), timed);
+  ring.forget_hook_time();
   EXPECT_EQ(ring.hook_calls(), 0u);
   EXPECT_EQ(ring.hook_timed(), 0u);
   EXPECT_EQ(ring.hook_ns(), 0u);
