@@ -19,6 +19,10 @@
 #              again, and what that cost the writer thread (the trace's note)
 #   cuptiprobe devtools/probe_cupti_cost.cpp: a 4-byte copy without CUPTI, with memcpy records,
 #              with them disabled after use, and with CUPTI finalized (PROBE_ROUNDS, interleaved)
+#   external   NVIDIA's cuda-samples from the ignored .ext/ (devtools/gpu_external.sh): every
+#              sample plain, observed and rewritten, and bandwidthTest pageable vs pinned under
+#              --rewrite=pin (EXT_ROUNDS, default 2; EXT_DEADLINE, default 300 s)
+#   sweep      bench/run_pattern_sweep.sh, one round (SWEEP_ROUND, SWEEP_MODES, SWEEP_ARGS)
 #   unwindverify  real programs under CUXFER_UNWINDER=verify (every stack taken by the
 #              .eh_frame walk and by libunwind, differences counted): the PyTorch,
 #              CuPy and JAX workloads, and NVIDIA's samples when .ext/ is carried
@@ -37,7 +41,7 @@ esac
 t0=$(date +%s)
 case " $STEPS " in
   *" tier "*) gpu_configure_build ;;
-  *) gpu_configure_build cuxfer call_overhead simcuda_runtime simcuda_driver ;;
+  *) gpu_configure_build cuxfer call_overhead pattern_sweep simcuda_runtime simcuda_driver ;;
 esac
 echo "== built in $(( $(date +%s) - t0 )) s: $(git log -1 --format=%h 2>/dev/null || echo '?'), $(nvidia-smi -L | head -1)"
 CUX="$B/bin/cuxfer"
@@ -120,6 +124,13 @@ PY
     tail -1 "$OUT/on_torch.log"
     "$CUX" report --json "$OUT/on_torch" | python3 -c "import json,sys; [print('torch:', n) for p in json.load(sys.stdin)['processes'] for n in p.get('notes', []) if n.startswith(('overhead', 'cupti'))]"
     rm -rf "$OUT/on_storm" "$OUT/on_torch" ;;
+  external)
+    CUXFER="$CUX" ROUNDS=${EXT_ROUNDS:-2} DEADLINE=${EXT_DEADLINE:-300} timeout 420 bash devtools/gpu_external.sh /tmp/ext \
+      --tar "$OUT/external.tgz"; echo "external rc=$?"; tail -45 /tmp/ext/summary.txt 2>/dev/null ;;
+  sweep)
+    timeout "${SWEEP_TIMEOUT:-400}" bash bench/run_pattern_sweep.sh --build-dir "$B" --gpu --rounds 1 --first-round "${SWEEP_ROUND:-1}" \
+      --modes "${SWEEP_MODES:-baseline,observe,rewrite}" ${SWEEP_ARGS:-} --raw "$OUT/sweep-r${SWEEP_ROUND:-1}.txt" \
+      > "$OUT/sweep.log" 2>&1; echo "sweep rc=$?"; tail -40 "$OUT/sweep.log" ;;
   jax)
     (cd tests/gpu/frameworks && timeout 300 python3 trial.py --cuxfer "$CUX" --framework jax \
       --summary "$OUT/trial_jax.json" > "$OUT/trial_jax.log" 2>&1; echo "trial jax rc=$?")
