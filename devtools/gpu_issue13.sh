@@ -14,6 +14,11 @@
 #              control) and default `cuxfer record`, interleaved, on TORCH_CPUS (2-9)
 #   overheadnote  the shim's own account of its cost (the trace's "overhead:" note) on the
 #              storm and on the training loop
+#   overheadparts  the same note on the training loop with one part of the recording off at a
+#              time (fingerprints, Python stacks, all stacks, the .eh_frame walk, CUPTI), and the
+#              trace's call-stack note (how many stacks the fallback unwinder took)
+#   declinewhere  where the .eh_frame walk declines on the training loop: the FDE and code
+#              at the first declined return address the trace's note names
 #   jax        the JAX production trial (tests/gpu/frameworks/trial.py)
 #   detachnote a default recording of the storm: how often CUPTI was detached and attached
 #              again, and what that cost the writer thread (the trace's note)
@@ -131,6 +136,40 @@ PY
     timeout "${SWEEP_TIMEOUT:-400}" bash bench/run_pattern_sweep.sh --build-dir "$B" --gpu --rounds 1 --first-round "${SWEEP_ROUND:-1}" \
       --modes "${SWEEP_MODES:-baseline,observe,rewrite}" ${SWEEP_ARGS:-} --raw "$OUT/sweep-r${SWEEP_ROUND:-1}.txt" \
       > "$OUT/sweep.log" 2>&1; echo "sweep rc=$?"; tail -40 "$OUT/sweep.log" ;;
+  overheadparts)
+    # `cuxfer record` sets CUXFER_STACK_DEPTH and CUXFER_CUPTI itself: those two by its options.
+    for v in "default" "env CUXFER_FINGERPRINT=0" "env CUXFER_PYTHON_STACKS=0" "opt --stack-depth=0" \
+             "env CUXFER_UNWINDER=libunwind" "opt --cupti=off" "opt --stack-depth=0 --cupti=off" "default"; do
+      envs=(); opts=()
+      case $v in env\ *) envs=(${v#env }) ;; opt\ *) read -r -a opts <<<"${v#opt }" ;; esac
+      env "${envs[@]}" "$CUX" record -q "${opts[@]}" -o "$OUT/parts" -- python3 bench/torch_step.py --steps "${TORCH_STEPS:-3000}" > "$OUT/parts.log" 2>&1
+      echo "== $v: $(tail -1 "$OUT/parts.log")"
+      "$CUX" report --json "$OUT/parts" | python3 -c "import json,sys; [print('  ', n) for p in json.load(sys.stdin)['processes'] for n in p.get('notes', []) if n.startswith(('overhead', 'call stacks'))]"
+      rm -rf "$OUT/parts"
+    done 2>&1 | tee "$OUT/overheadparts.log" ;;
+  declinewhere)
+    # Where the .eh_frame walk declines on the training loop: the note's first
+    # declined return address, its FDE (readelf) and the code around it (objdump).
+    "$CUX" record -q -o "$OUT/dw" -- python3 bench/torch_step.py --steps 200 > "$OUT/dw.log" 2>&1
+    note=$("$CUX" report --json "$OUT/dw" | python3 -c "import json,sys; [print(n) for p in json.load(sys.stdin)['processes'] for n in p.get('notes', []) if n.startswith('call stacks')]")
+    echo "$note"
+    where=$(echo "$note" | grep -o 'the first at [^ ]*+0x[0-9a-f]*' | head -1 | sed 's/the first at //')
+    if [ -n "$where" ]; then
+      lib=${where%+0x*}; off=$((16#${where##*+0x}))
+      echo "== $lib at $(printf '%#x' $off)"
+      timeout 200 readelf --debug-dump=frames-interp "$lib" 2>/dev/null | python3 -c "
+import re, sys
+off = int(sys.argv[1]); block = []; keep = False
+for line in sys.stdin:
+    m = re.match(r'^[0-9a-f]+ [0-9a-f]+ [0-9a-f]+ FDE cie=[0-9a-f]+ pc=([0-9a-f]+)\.\.([0-9a-f]+)', line)
+    if m:
+        if keep: break
+        keep = int(m.group(1), 16) <= off - 1 < int(m.group(2), 16); block = []
+    if keep: block.append(line.rstrip())
+print('\n'.join(block[:60]) or 'no FDE found')" "$off"
+      timeout 60 objdump -d --no-show-raw-insn --start-address=$((off - 96)) --stop-address=$((off + 16)) "$lib" | tail -40
+    fi
+    rm -rf "$OUT/dw" ;;
   jax)
     (cd tests/gpu/frameworks && timeout 300 python3 trial.py --cuxfer "$CUX" --framework jax \
       --summary "$OUT/trial_jax.json" > "$OUT/trial_jax.log" 2>&1; echo "trial jax rc=$?")

@@ -4,6 +4,8 @@
 #include <execinfo.h>
 #include <link.h>
 
+#include <cxxabi.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -207,7 +209,52 @@ void compare_with_library(const uint64_t* fast, uint32_t n, uint32_t max_depth) 
   log::warn(line);
 }
 
+// "/path/libfoo.so+0x1234 (in function)" for a return address, for the note.
+std::string describe_code_address(uint64_t pc) {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(pc), &info) == 0 || !info.dli_fname) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%#llx", static_cast<unsigned long long>(pc));
+    return buf;
+  }
+  char off[32];
+  std::snprintf(off, sizeof off, "+%#llx",
+                static_cast<unsigned long long>(pc - reinterpret_cast<uint64_t>(info.dli_fbase)));
+  std::string s = std::string(info.dli_fname[0] ? info.dli_fname : "the executable") + off;
+  if (info.dli_sname) {
+    int status = -1;
+    char* demangled = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status);
+    std::string name = status == 0 && demangled ? demangled : info.dli_sname;
+    std::free(demangled);
+    if (name.size() > 120) name = name.substr(0, 117) + "...";
+    s += " in " + name;
+  }
+  return s;
+}
+
 }  // namespace
+
+std::string decline_summary(const unwind::CacheStats& c) {
+  // Why, most frequent first (three at most), and where the first one
+  // stopped: what to look at when a program's stacks fall back (an
+  // unsupported rule is named with the code that has it).
+  std::string why;
+  uint64_t left[unwind::kDeclineKinds];
+  std::memcpy(left, c.declines, sizeof left);
+  for (int shown = 0; shown < 3; ++shown) {
+    unsigned best = 0;
+    for (unsigned i = 1; i < unwind::kDeclineKinds; ++i)
+      if (left[i] > left[best]) best = i;
+    if (best == 0) break;
+    why += (why.empty() ? "" : ", ") + std::to_string(left[best]) + " at " +
+           unwind::decline_name(static_cast<unwind::Decline>(best));
+    left[best] = 0;
+  }
+  if (why.empty()) return {};
+  if (c.first_decline_pc > 1)
+    why += "; the first at " + describe_code_address(c.first_decline_pc) + ": " + unwind::decline_name(c.first_decline_why);
+  return " (" + why + ")";
+}
 
 std::string unwinder_summary() {
   if (g_unwinder == Unwinder::Libunwind) return {};
@@ -218,6 +265,7 @@ std::string unwinder_summary() {
                   std::to_string(c.lookups) + " rule lookups";
   if (c.full) s += ", " + std::to_string(c.full) + " found its table full";
   s += "); " + std::to_string(g_fallbacks.load(std::memory_order_relaxed)) + " stacks taken from the fallback unwinder";
+  s += decline_summary(c);
   if (g_unwinder == Unwinder::Verify)
     s += "; verify: " + std::to_string(g_compared.load(std::memory_order_relaxed)) + " stacks compared with it, " +
          std::to_string(g_differed.load(std::memory_order_relaxed)) + " differed";

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "trace/records.h"
+#include "unwind/fast_unwind.h"
 
 namespace cuxfer::shim {
 
@@ -68,5 +69,10 @@ std::string init_stack_capture();
 // A line for the trace's notes: how many stacks each unwinder took (and, for
 // CUXFER_UNWINDER=verify, how many differed); empty under libunwind alone.
 std::string unwinder_summary();
+
+// The part of that line that says why the walk declined: " (N at <reason>,
+// ...; the first at <object>+<offset> in <function>: <reason>)", the three
+// most frequent reasons; empty when it never declined.
+std::string decline_summary(const unwind::CacheStats& c);
 
 }  // namespace cuxfer::shim

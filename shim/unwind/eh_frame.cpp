@@ -127,7 +127,8 @@ bool entry_bounds(Reader& r, const uint8_t** body_end) {
   return true;
 }
 
-bool parse_cie(const uint8_t* at, const uint8_t* end, Cie& cie) {
+// False when the CIE is not one the walk reads; *signal set for an 'S' CIE.
+bool parse_cie(const uint8_t* at, const uint8_t* end, Cie& cie, bool* signal) {
   Reader r{at, end};
   const uint8_t* body_end = nullptr;
   if (!entry_bounds(r, &body_end)) return false;
@@ -165,7 +166,7 @@ bool parse_cie(const uint8_t* at, const uint8_t* end, Cie& cie) {
           break;
         }
         case 'L': r.fixed<uint8_t>(); break;
-        case 'S': return false;  // a signal frame: its registers are in a ucontext
+        case 'S': *signal = true; return false;  // a signal frame: its registers are in a ucontext
         case 'B': case 'G': break;  // AArch64 pointer keys, MTE tagging: no data
         default: return false;      // unknown: its data's meaning is unknown
       }
@@ -182,9 +183,9 @@ bool parse_cie(const uint8_t* at, const uint8_t* end, Cie& cie) {
 
 // Runs CFA instructions from `r` up to the row that covers `pc` (stops once
 // the location passes it). `initial` is the CIE's row, for DW_CFA_restore.
-// False for anything outside what the fast walk follows.
+// False for anything outside what the fast walk follows, *why saying what.
 bool run_instructions(Reader& r, const Cie& cie, uint64_t loc, uint64_t pc, RowState& row,
-                      const RowState& initial) {
+                      const RowState& initial, Decline* why) {
   RowState stack[8];
   int depth = 0;
   auto set_reg = [&](uint64_t reg, RegRule rule, int64_t offset) {
@@ -196,7 +197,8 @@ bool run_instructions(Reader& r, const Cie& cie, uint64_t loc, uint64_t pc, RowS
       row.ra_offset = offset;
       row.ra_undefined = false;
     } else if (reg == kRsp && rule != RegRule::Same) {
-      return false;  // rsp restored from memory: not the CFA
+      *why = Decline::CfaRegister;  // rsp restored from memory: not the CFA
+      return false;
     }
     return true;
   };
@@ -264,11 +266,17 @@ bool run_instructions(Reader& r, const Cie& cie, uint64_t loc, uint64_t pc, RowS
         break;
       }
       case 0x0a:  // remember_state
-        if (depth == 8) return false;
+        if (depth == 8) {
+          *why = Decline::Opcode;
+          return false;
+        }
         stack[depth++] = row;
         break;
       case 0x0b:  // restore_state (the CFA rule is part of the state, as in libgcc)
-        if (depth == 0) return false;
+        if (depth == 0) {
+          *why = Decline::BadEntry;
+          return false;
+        }
         row = stack[--depth];
         break;
       case 0x0c:  // def_cfa
@@ -313,10 +321,17 @@ bool run_instructions(Reader& r, const Cie& cie, uint64_t loc, uint64_t pc, RowS
         if (!set_reg(reg, RegRule::Offset, -static_cast<int64_t>(r.uleb()) * cie.data_align)) return false;
         break;
       }
-      default: return false;  // vendor or newer opcodes
+      default: *why = Decline::Opcode; return false;  // vendor or newer opcodes
     }
   }
+  if (r.bad) *why = Decline::BadEntry;
   return !r.bad;
+}
+
+FrameRule declined(Decline why) {
+  FrameRule rule;
+  rule.why = why;
+  return rule;
 }
 
 FrameRule to_rule(const RowState& row) {
@@ -325,13 +340,14 @@ FrameRule to_rule(const RowState& row) {
     rule.kind = FrameRule::Kind::Outermost;
     return rule;
   }
-  if (row.cfa_expression || row.ra != RegRule::Offset || row.ra_offset != -8) return rule;
-  if (row.rbp == RegRule::Other) return rule;
-  if (row.cfa_offset < INT32_MIN || row.cfa_offset > INT32_MAX) return rule;
-  if (row.rbp_offset < INT32_MIN || row.rbp_offset > INT32_MAX) return rule;
+  if (row.cfa_expression) return declined(Decline::CfaExpression);
+  if (row.ra != RegRule::Offset || row.ra_offset != -8) return declined(Decline::ReturnAddress);
+  if (row.rbp == RegRule::Other) return declined(Decline::RbpElsewhere);
+  if (row.cfa_offset < INT32_MIN || row.cfa_offset > INT32_MAX) return declined(Decline::Offsets);
+  if (row.rbp_offset < INT32_MIN || row.rbp_offset > INT32_MAX) return declined(Decline::Offsets);
   if (row.cfa_reg == kRsp) rule.kind = FrameRule::Kind::RspBased;
   else if (row.cfa_reg == kRbp) rule.kind = FrameRule::Kind::RbpBased;
-  else return rule;
+  else return declined(Decline::CfaRegister);
   rule.cfa_offset = static_cast<int32_t>(row.cfa_offset);
   rule.rbp_saved = row.rbp == RegRule::Offset;
   rule.rbp_offset = rule.rbp_saved ? static_cast<int32_t>(row.rbp_offset) : 0;
@@ -341,30 +357,34 @@ FrameRule to_rule(const RowState& row) {
 }  // namespace
 
 FrameRule rule_from_fde(const uint8_t* fde, const uint8_t* begin_bound, const uint8_t* end, uintptr_t pc) {
-  if (fde < begin_bound || fde >= end) return {};
+  const FrameRule bad = declined(Decline::BadEntry);
+  if (fde < begin_bound || fde >= end) return bad;
   Reader r{fde, end};
   const uint8_t* body_end = nullptr;
-  if (!entry_bounds(r, &body_end)) return {};
+  if (!entry_bounds(r, &body_end)) return bad;
   r.end = body_end;
   const uint8_t* id_at = r.p;
   const uint32_t cie_delta = r.fixed<uint32_t>();
-  if (r.bad || cie_delta == 0 || cie_delta > static_cast<uint64_t>(id_at - begin_bound)) return {};
+  if (r.bad || cie_delta == 0 || cie_delta > static_cast<uint64_t>(id_at - begin_bound)) return bad;
   // The CIE pointer counts back from its own field; the CIE precedes the FDE.
   const uint8_t* cie_at = id_at - cie_delta;
   Cie cie;
-  if (!parse_cie(cie_at, end, cie)) return {};
+  bool signal = false;
+  if (!parse_cie(cie_at, end, cie, &signal)) return signal ? declined(Decline::SignalFrame) : bad;
   const uint64_t begin = r.pointer(cie.fde_encoding);
   const uint64_t range = r.pointer(cie.fde_encoding & 0x0f);
-  if (r.bad || pc < begin || pc - begin >= range) return {};
+  if (r.bad) return bad;
+  if (pc < begin || pc - begin >= range) return declined(Decline::NoFde);
   if (cie.augmented) r.skip(r.uleb());
-  if (r.bad) return {};
+  if (r.bad) return bad;
 
   RowState row;
   Reader ci{cie.instructions, cie.end};
+  Decline why = Decline::None;
   // The CIE's instructions describe the state at the function's first byte.
-  if (!run_instructions(ci, cie, 0, UINT64_MAX, row, row)) return {};
+  if (!run_instructions(ci, cie, 0, UINT64_MAX, row, row, &why)) return declined(why);
   const RowState initial = row;
-  if (!run_instructions(r, cie, begin, pc, row, initial)) return {};
+  if (!run_instructions(r, cie, begin, pc, row, initial, &why)) return declined(why);
   return to_rule(row);
 }
 
@@ -403,6 +423,7 @@ int find_in_object(dl_phdr_info* info, size_t, void* data) {
     }
   }
   if (!holds) return 0;
+  req->found.why = Decline::NoTable;
   if (!eh) return 1;  // the object holds pc but has no table: not found
   const auto* hdr = reinterpret_cast<const uint8_t*>(info->dlpi_addr + eh->p_vaddr);
   const uint8_t* hdr_end = hdr + eh->p_memsz;
@@ -429,11 +450,13 @@ int find_in_object(dl_phdr_info* info, size_t, void* data) {
   int32_t start, fde;
   std::memcpy(&start, table + 2 * lo, sizeof start);
   std::memcpy(&fde, table + 2 * lo + 1, sizeof fde);
+  req->found.why = Decline::NoFde;
   if (static_cast<uintptr_t>(base + start) > req->pc) return 1;
   const auto* at = reinterpret_cast<const uint8_t*>(base + fde);
   FdeLocation loc;
   if (segment_of(info, reinterpret_cast<uintptr_t>(at), loc)) {
     loc.fde = at;
+    loc.why = Decline::None;
     req->found = loc;
   }
   return 1;
@@ -449,7 +472,30 @@ FdeLocation find_fde(uintptr_t pc) {
 
 FrameRule lookup_rule(uintptr_t pc) {
   const FdeLocation at = find_fde(pc);
-  return at.fde ? rule_from_fde(at.fde, at.begin, at.end, pc) : FrameRule{};
+  return at.fde ? rule_from_fde(at.fde, at.begin, at.end, pc) : declined(at.why);
+}
+
+const char* decline_name(Decline d) {
+  switch (d) {
+    case Decline::None: return "no reason";
+    case Decline::NoObject: return "code in no loaded object";
+    case Decline::NoTable: return "an object without an .eh_frame search table";
+    case Decline::NoFde: return "code without an .eh_frame entry";
+    case Decline::BadEntry: return "an .eh_frame entry it could not read";
+    case Decline::SignalFrame: return "a signal frame";
+    case Decline::CfaExpression: return "a CFA expression";
+    case Decline::CfaRegister: return "a CFA in another register";
+    case Decline::ReturnAddress: return "a return address not at CFA-8";
+    case Decline::RbpElsewhere: return "rbp kept in another register";
+    case Decline::Opcode: return "a CFA instruction it does not follow";
+    case Decline::Offsets: return "offsets too large";
+    case Decline::TableFull: return "a full rule table";
+    case Decline::OffStack: return "a frame outside the thread's stack";
+    case Decline::ForeignStack: return "a walk from outside the thread's stack";
+    case Decline::TooDeep: return "too many frames";
+    case Decline::Count_: break;
+  }
+  return "?";
 }
 
 }  // namespace cuxfer::shim::unwind

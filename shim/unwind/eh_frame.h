@@ -16,6 +16,32 @@
 
 namespace cuxfer::shim::unwind {
 
+// Why a frame could not be stepped: the rule's (from the table) or the
+// walk's own. Counted per stack the walk declines, and said in the trace's
+// call-stack note, so that a program whose stacks fall back says why.
+enum class Decline : uint8_t {
+  None = 0,
+  NoObject,       // no loaded object holds the pc (JIT code, a corrupt chain)
+  NoTable,        // the object has no PT_GNU_EH_FRAME search table the walk reads
+  NoFde,          // the table has no entry covering the pc
+  BadEntry,       // a CIE or FDE the reader refused (corrupt, unknown augmentation)
+  SignalFrame,    // an 'S' CIE: the registers are in a ucontext
+  CfaExpression,  // DW_CFA_def_cfa_expression (realigned stacks, PLT entries)
+  CfaRegister,    // the CFA from a register other than rsp or rbp
+  ReturnAddress,  // the return address not at CFA-8
+  RbpElsewhere,   // the caller's rbp in another register or given by an expression
+  Opcode,         // a CFA instruction the walk does not follow
+  Offsets,        // offsets too large for the packed rule
+  TableFull,      // the rule table had no room for the pc
+  OffStack,       // a read that would leave the thread's stack, or a frame below the last
+  ForeignStack,   // the walk started outside the thread's own stack (a fiber, a signal stack)
+  TooDeep,        // more frames than the bound on a walk
+  Count_
+};
+constexpr unsigned kDeclineKinds = static_cast<unsigned>(Decline::Count_);
+// A few words for the note ("a CFA expression").
+const char* decline_name(Decline d);
+
 struct FrameRule {
   enum class Kind : uint8_t {
     Unsupported = 0,  // not a rule the fast walk follows
@@ -27,6 +53,7 @@ struct FrameRule {
   bool rbp_saved = false;  // else the caller's rbp is this frame's
   int32_t cfa_offset = 0;
   int32_t rbp_offset = 0;  // from the CFA, when rbp_saved
+  Decline why = Decline::None;  // when Unsupported
 
   bool operator==(const FrameRule&) const = default;
 };
@@ -39,9 +66,10 @@ struct FrameRule {
 FrameRule rule_from_fde(const uint8_t* fde, const uint8_t* begin, const uint8_t* end, uintptr_t pc);
 
 struct FdeLocation {
-  const uint8_t* fde = nullptr;  // null: not found
+  const uint8_t* fde = nullptr;  // null: not found (why says why)
   const uint8_t* begin = nullptr;
   const uint8_t* end = nullptr;
+  Decline why = Decline::NoObject;
 };
 
 // The FDE that covers `pc`, found through the PT_GNU_EH_FRAME table of the

@@ -17,7 +17,8 @@ namespace {
 //   bits  0..27 cfa offset (signed), 28..39 rbp offset (signed, from the CFA),
 //   40..42 kind, 43 rbp saved, 44 present, 45..63 epoch.
 // A rule whose offsets do not fit is stored as Unsupported (the walk then
-// falls back: correct, only slower).
+// falls back: correct, only slower). An Unsupported rule keeps its reason
+// (Decline) in the cfa offset's bits.
 constexpr int kCfaBits = 28, kRbpBits = 12;
 constexpr uint64_t kPresent = uint64_t{1} << 44;
 constexpr int kEpochShift = 45;
@@ -27,7 +28,11 @@ bool fits(int64_t v, int bits) { return v >= -(int64_t{1} << (bits - 1)) && v < 
 
 uint64_t pack(const FrameRule& r, uint64_t epoch) {
   FrameRule k = r;
-  if (!fits(k.cfa_offset, kCfaBits) || !fits(k.rbp_offset, kRbpBits)) k = FrameRule{};
+  if (!fits(k.cfa_offset, kCfaBits) || !fits(k.rbp_offset, kRbpBits)) {
+    k = FrameRule{};
+    k.why = Decline::Offsets;
+  }
+  if (k.kind == FrameRule::Kind::Unsupported) k.cfa_offset = static_cast<int32_t>(k.why);
   return (static_cast<uint64_t>(k.cfa_offset) & ((uint64_t{1} << kCfaBits) - 1)) |
          ((static_cast<uint64_t>(k.rbp_offset) & ((uint64_t{1} << kRbpBits) - 1)) << kCfaBits) |
          (static_cast<uint64_t>(k.kind) << 40) | (uint64_t{k.rbp_saved} << 43) | kPresent |
@@ -63,6 +68,20 @@ Slot* table() { return g_table.load(std::memory_order_acquire); }
 
 std::atomic<uint64_t> g_epoch{1};
 std::atomic<uint64_t> g_rules{0}, g_lookups{0}, g_full{0};
+// Declined walks by reason, and the return address of the first one (where
+// to look first); counted only when a walk declines.
+std::atomic<uint64_t> g_declines[kDeclineKinds];
+std::atomic<uint64_t> g_first_pc{0};
+std::atomic<uint8_t> g_first_why{0};
+
+bool decline(Decline why, uint64_t pc) {
+  g_declines[static_cast<unsigned>(why)].fetch_add(1, std::memory_order_relaxed);
+  uint64_t none = 0;
+  if (g_first_pc.load(std::memory_order_relaxed) == 0 &&
+      g_first_pc.compare_exchange_strong(none, pc ? pc : 1, std::memory_order_relaxed))
+    g_first_why.store(static_cast<uint8_t>(why), std::memory_order_relaxed);
+  return false;
+}
 
 uint32_t slot_of(uint64_t pc) {
   uint64_t h = pc * 0x9E3779B97F4A7C15ull;
@@ -182,7 +201,7 @@ __attribute__((noinline, no_sanitize("address", "thread"))) bool walk(uint64_t* 
   // (looked up at pc - 1, like every other frame's) is that of the movs.
   asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(pc), "=r"(sp), "=r"(bp));
   const uint64_t low = sp;
-  if (top == 0 || sp < stack.bottom || sp >= top) return false;  // not on the thread's own stack
+  if (top == 0 || sp < stack.bottom || sp >= top) return decline(Decline::ForeignStack, pc);  // not on the thread's own stack
   const uint64_t epoch = g_epoch.load(std::memory_order_acquire);
 
   // A signal handler's walk that interrupts this thread's walk finds the memo
@@ -203,27 +222,30 @@ __attribute__((noinline, no_sanitize("address", "thread"))) bool walk(uint64_t* 
   // Frames are counted against `max` only once they are the app's; a bound on
   // all of them keeps a corrupt chain that stays inside the stack finite.
   for (uint32_t steps = 0; n < max; ++steps) {
-    if (steps > max + 64) return false;
+    if (steps > max + 64) return decline(Decline::TooDeep, pc);
     Rule r;
     if (memo && steps < kMemoFrames && memo->rules[steps].pc == pc) {
       r = memo->rules[steps];
     } else {
       const uint64_t v = rule_for(pc - 1, epoch);
-      if (v == 0) return false;
+      if (v == 0) return decline(Decline::TableFull, pc);
       r = rule_of(v, pc);
       if (memo && steps < kMemoFrames) memo->rules[steps] = r;
     }
     if (r.kind == FrameRule::Kind::Outermost) break;
-    if (r.kind == FrameRule::Kind::Unsupported) return false;
+    if (r.kind == FrameRule::Kind::Unsupported) {
+      const auto why = static_cast<unsigned>(r.cfa_offset);
+      return decline(why > 0 && why < kDeclineKinds ? static_cast<Decline>(why) : Decline::BadEntry, pc);
+    }
     const uint64_t cfa = (r.kind == FrameRule::Kind::RspBased ? sp : bp) + static_cast<uint64_t>(int64_t{r.cfa_offset});
     // The return address at CFA-8 and the saved rbp must be in this thread's
     // stack, above where the walk started (sp >= low), and each frame above
     // the last.
-    if (cfa < sp + 8 || cfa > top) return false;
+    if (cfa < sp + 8 || cfa > top) return decline(Decline::OffStack, pc);
     const uint64_t ra = *reinterpret_cast<const uint64_t*>(cfa - 8);
     if (r.rbp_saved) {
       const uint64_t at = cfa + static_cast<uint64_t>(int64_t{r.rbp_offset});
-      if (at < low || at + 8 > top) return false;
+      if (at < low || at + 8 > top) return decline(Decline::OffStack, pc);
       bp = *reinterpret_cast<const uint64_t*>(at);
     }
     sp = cfa;
@@ -264,8 +286,14 @@ void after_dlclose() {
 }
 
 CacheStats cache_stats() {
-  return {g_rules.load(std::memory_order_relaxed), g_lookups.load(std::memory_order_relaxed),
-          g_full.load(std::memory_order_relaxed)};
+  CacheStats c;
+  c.rules = g_rules.load(std::memory_order_relaxed);
+  c.lookups = g_lookups.load(std::memory_order_relaxed);
+  c.full = g_full.load(std::memory_order_relaxed);
+  for (unsigned i = 0; i < kDeclineKinds; ++i) c.declines[i] = g_declines[i].load(std::memory_order_relaxed);
+  c.first_decline_pc = g_first_pc.load(std::memory_order_relaxed);
+  c.first_decline_why = static_cast<Decline>(g_first_why.load(std::memory_order_relaxed));
+  return c;
 }
 
 }  // namespace cuxfer::shim::unwind

@@ -20,6 +20,8 @@
 
 #include <cstdint>
 
+#include "unwind/eh_frame.h"
+
 namespace cuxfer::shim::unwind {
 
 // The return addresses of the calling thread's stack, innermost first, leaving
@@ -37,6 +39,9 @@ struct CacheStats {
   uint64_t rules = 0;      // return addresses with a rule
   uint64_t lookups = 0;    // rules looked up in the loaded objects' tables
   uint64_t full = 0;       // rules that found the table full
+  uint64_t declines[kDeclineKinds] = {};  // walks declined, by reason
+  uint64_t first_decline_pc = 0;          // the return address where the first one stopped
+  Decline first_decline_why = Decline::None;
 };
 CacheStats cache_stats();
 

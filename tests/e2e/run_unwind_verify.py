@@ -33,7 +33,7 @@ from e2e_util import find_python, fresh_dir, verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 PY_APP = ROOT / "testapps" / "python" / "python_copies.py"
-NOTE = re.compile(r"(\d+) stacks taken from the fallback unwinder; verify: (\d+) stacks compared with it, (\d+) differed")
+NOTE = re.compile(r"(\d+) stacks taken from the fallback unwinder(?: \(.*\))?; verify: (\d+) stacks compared with it, (\d+) differed")
 
 APPS = [
     ("threads-simshared", ["4", "20", "64K"]),

@@ -244,5 +244,29 @@ TEST(CaptureStack, RespectsMaxDepth) {
   EXPECT_LE(capture_stack(frames, CallSiteTable::kMaxDepth, nullptr), CallSiteTable::kMaxDepth);
 }
 
+__attribute__((noinline)) int some_function_of_this_test(int x) { return x + 1; }
+
+TEST(DeclineSummary, SaysTheCommonestReasonsAndWhereTheFirstStopped) {
+  unwind::CacheStats c;
+  EXPECT_EQ(decline_summary(c), "");  // never declined: nothing to say
+  using unwind::Decline;
+  c.declines[static_cast<unsigned>(Decline::CfaExpression)] = 3050;
+  c.declines[static_cast<unsigned>(Decline::OffStack)] = 2;
+  c.declines[static_cast<unsigned>(Decline::NoFde)] = 7;
+  c.declines[static_cast<unsigned>(Decline::TooDeep)] = 1;  // the fourth: left out
+  c.first_decline_pc = reinterpret_cast<uint64_t>(&some_function_of_this_test) + 4;
+  c.first_decline_why = Decline::CfaExpression;
+  const std::string s = decline_summary(c);
+  EXPECT_EQ(s.rfind(" (3050 at a CFA expression, 7 at code without an .eh_frame entry, 2 at a frame outside the "
+                    "thread's stack; the first at ", 0), 0u) << s;
+  EXPECT_EQ(s.find("too many frames"), std::string::npos) << s;
+  // The object that holds the code, the offset and (when exported) the function.
+  EXPECT_NE(s.find("+0x"), std::string::npos) << s;
+  EXPECT_NE(s.find(": a CFA expression)"), std::string::npos) << s;
+  // Code in no object: the address alone.
+  c.first_decline_pc = 0x10;
+  EXPECT_NE(decline_summary(c).find("the first at 0x10: a CFA expression)"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace cuxfer::shim

@@ -147,23 +147,37 @@ TEST(EhFrame, UndefinedReturnAddressIsTheOutermostFrame) {
   EXPECT_EQ(f.at(2).kind, Kind::Outermost);
 }
 
+// Unsupported, and why (the reason the trace's note gives).
+::testing::AssertionResult declined_for(const FrameRule& r, Decline why) {
+  if (r.kind != Kind::Unsupported) return ::testing::AssertionFailure() << "not Unsupported";
+  if (r.why != why)
+    return ::testing::AssertionFailure() << "declined for " << decline_name(r.why) << ", not " << decline_name(why);
+  return ::testing::AssertionSuccess();
+}
+
 TEST(EhFrame, WhatTheWalkDoesNotFollowIsUnsupported) {
   // A CFA expression (PLT entries, stack realignment).
-  EXPECT_EQ(EhFrame(16, {0x0f, 0x02, 0x77, 0x08}).at(0).kind, Kind::Unsupported);
+  EXPECT_TRUE(declined_for(EhFrame(16, {0x0f, 0x02, 0x77, 0x08}).at(0), Decline::CfaExpression));
   // The CFA in another register (r10, as in a realigning prologue).
-  EXPECT_EQ(EhFrame(16, {0x0c, 0x0a, 0x00}).at(0).kind, Kind::Unsupported);
+  EXPECT_TRUE(declined_for(EhFrame(16, {0x0c, 0x0a, 0x00}).at(0), Decline::CfaRegister));
   // rbp kept in another register, or computed.
-  EXPECT_EQ(EhFrame(16, {0x09, 0x06, 0x03}).at(0).kind, Kind::Unsupported);
-  EXPECT_EQ(EhFrame(16, {0x16, 0x06, 0x01, 0x9c}).at(0).kind, Kind::Unsupported);
+  EXPECT_TRUE(declined_for(EhFrame(16, {0x09, 0x06, 0x03}).at(0), Decline::RbpElsewhere));
+  EXPECT_TRUE(declined_for(EhFrame(16, {0x16, 0x06, 0x01, 0x9c}).at(0), Decline::RbpElsewhere));
   // The return address elsewhere than CFA-8.
-  EXPECT_EQ(EhFrame(16, {0x90, 0x02}).at(0).kind, Kind::Unsupported);
+  EXPECT_TRUE(declined_for(EhFrame(16, {0x90, 0x02}).at(0), Decline::ReturnAddress));
   // A signal frame.
-  EXPECT_EQ(EhFrame(16, {}, "zRS").at(0).kind, Kind::Unsupported);
+  EXPECT_TRUE(declined_for(EhFrame(16, {}, "zRS").at(0), Decline::SignalFrame));
   // An unknown augmentation, and an unknown opcode.
-  EXPECT_EQ(EhFrame(16, {}, "zRX").at(0).kind, Kind::Unsupported);
-  EXPECT_EQ(EhFrame(16, {0x3c}).at(0).kind, Kind::Unsupported);
+  EXPECT_TRUE(declined_for(EhFrame(16, {}, "zRX").at(0), Decline::BadEntry));
+  EXPECT_TRUE(declined_for(EhFrame(16, {0x3c}).at(0), Decline::Opcode));
+  // rsp restored from memory.
+  EXPECT_TRUE(declined_for(EhFrame(16, {0x87, 0x01}).at(0), Decline::CfaRegister));
+  // A pc outside the FDE.
+  EXPECT_TRUE(declined_for(EhFrame(16, {}).at(-1), Decline::NoFde));
   // rbp's rule in the rows past pc does not matter.
   EXPECT_EQ(EhFrame(16, {0x48, 0x09, 0x06, 0x03}).at(7), rsp(8));
+  // Every reason has words for the note.
+  for (unsigned i = 0; i < kDeclineKinds; ++i) EXPECT_STRNE(decline_name(static_cast<Decline>(i)), "?");
 }
 
 TEST(EhFrame, CorruptEntriesAreRefusedWithoutReadingPastTheBuffer) {
@@ -177,7 +191,7 @@ TEST(EhFrame, CorruptEntriesAreRefusedWithoutReadingPastTheBuffer) {
   // An FDE length past the end.
   uint32_t big = 0x7fffffff;
   std::memcpy(b.data() + fde, &big, 4);
-  EXPECT_EQ(rule().kind, Kind::Unsupported);
+  EXPECT_TRUE(declined_for(rule(), Decline::BadEntry));
   b = good;
   // A CIE pointer before the buffer.
   std::memcpy(b.data() + fde + 4, &big, 4);
@@ -214,7 +228,7 @@ TEST(EhFrame, LookupRuleFindsThisBinarysFunctions) {
   // No object holds a heap address.
   std::vector<int> heap(4);
   EXPECT_EQ(find_fde(reinterpret_cast<uintptr_t>(heap.data())).fde, nullptr);
-  EXPECT_EQ(lookup_rule(reinterpret_cast<uintptr_t>(heap.data())).kind, Kind::Unsupported);
+  EXPECT_TRUE(declined_for(lookup_rule(reinterpret_cast<uintptr_t>(heap.data())), Decline::NoObject));
 }
 
 }  // namespace

@@ -234,8 +234,14 @@ TEST(FastUnwind, OnAFibersStackItDeclines) {
   g_fiber_ctx.uc_link = &g_main_ctx;
   makecontext(&g_fiber_ctx, fiber_body, 0);
   g_in_fiber = {};
+  const uint64_t before = cache_stats().declines[static_cast<unsigned>(Decline::ForeignStack)];
   ASSERT_EQ(swapcontext(&g_main_ctx, &g_fiber_ctx), 0);
   EXPECT_FALSE(g_in_fiber.walked);
+  // Counted, with its reason, for the trace's note.
+  const CacheStats after = cache_stats();
+  EXPECT_EQ(after.declines[static_cast<unsigned>(Decline::ForeignStack)], before + 1);
+  EXPECT_NE(after.first_decline_pc, 0u);
+  EXPECT_NE(after.first_decline_why, Decline::None);
   EXPECT_GT(g_in_fiber.got, 0);  // glibc's unwinder, the fallback, still gives a stack there
 }
 
