@@ -43,13 +43,21 @@ PointerInfo ask_driver(uint64_t ptr) {
   return info;
 }
 
-// A few pages per thread: copy loops hit the same buffers again and again.
+// The driver's answers for memory the allocation table does not hold, a few
+// pages per thread: copy loops hit the same buffers again and again (a
+// training step cycles through a ring of pageable batches). Each entry also
+// keeps the exact pointer it was asked for: while the table's generation
+// stands, that pointer is not in the table either, so it is answered before
+// the table's search (a page may hold both table memory and other memory,
+// so the page alone is only trusted after the search).
 struct CacheEntry {
   uint64_t page = ~0ull;
   uint64_t generation = ~0ull;
+  uint64_t ptr = 0;
   PointerInfo info;
 };
-constexpr unsigned kCacheEntries = 16;
+constexpr unsigned kCacheEntries = 64;
+constexpr unsigned kCacheShift = 58;  // 64 - log2(kCacheEntries)
 thread_local CacheEntry t_cache[kCacheEntries] __attribute__((tls_model("initial-exec")));
 
 // The allocations this thread's last lookups found, most recent first: a
@@ -79,18 +87,23 @@ PointerInfo classify_pointer(uint64_t ptr) {
     const RecentHit& h = t_recent[i];
     if (h.generation == generation && ptr - h.begin < h.end - h.begin) return h.info;
   }
+  const uint64_t page = ptr >> 12;
+  CacheEntry& e = t_cache[(page * 0x9E3779B97F4A7C15ull) >> kCacheShift];
+  if (e.ptr == ptr && e.generation == generation) return e.info;
   if (auto a = table.find(ptr)) {
     const PointerInfo info{a->kind, a->device, false};
     for (unsigned i = kRecentHits - 1; i > 0; --i) t_recent[i] = t_recent[i - 1];
     t_recent[0] = RecentHit{generation, a->begin, a->end, info};
     return info;
   }
-  uint64_t page = ptr >> 12;
-  CacheEntry& e = t_cache[(page * 0x9E3779B97F4A7C15ull) >> 60];
-  if (e.page == page && e.generation == generation) return e.info;
+  if (e.page == page && e.generation == generation) {
+    e.ptr = ptr;
+    return e.info;
+  }
   PointerInfo info = ask_driver(ptr);
   e.page = page;
   e.generation = generation;
+  e.ptr = ptr;
   e.info = info;
   return info;
 }

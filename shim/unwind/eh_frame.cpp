@@ -93,13 +93,29 @@ struct Reader {
   }
 };
 
-// Where a register's caller value is, as far as the fast walk cares.
-enum class RegRule : uint8_t { Same, Offset, Other };
+// Where a register's caller value is, as far as the fast walk cares:
+// unchanged, saved at CFA + offset, saved at rbp + offset (the DW_OP_breg6
+// expression of a realigning prologue), or anywhere else.
+enum class RegRule : uint8_t { Same, Offset, AtRbp, Other };
+
+// A DWARF expression that is exactly `DW_OP_breg6 k` (then `DW_OP_deref`
+// when `deref`): what GCC and Clang write for a function that realigns its
+// stack through a DRAP register (force_align_arg_pointer, AVX-512 locals):
+// the CFA is the value saved at rbp + k, and rbp's caller value is saved at
+// rbp + 0. Anything else is not followed.
+bool rbp_expression(Reader r, bool deref, int64_t* k) {
+  constexpr uint8_t kOpBreg6 = 0x76, kOpDeref = 0x06;
+  if (r.fixed<uint8_t>() != kOpBreg6) return false;
+  *k = r.sleb();
+  if (deref && r.fixed<uint8_t>() != kOpDeref) return false;
+  return !r.bad && r.p == r.end;
+}
 
 struct RowState {
   uint64_t cfa_reg = kRsp;
   int64_t cfa_offset = 8;
-  bool cfa_expression = false;
+  bool cfa_expression = false;  // an expression the walk does not follow
+  bool cfa_rbp_deref = false;   // CFA = *(rbp + cfa_offset)
   RegRule rbp = RegRule::Same;
   int64_t rbp_offset = 0;
   RegRule ra = RegRule::Other;  // must become Offset(-8)
@@ -282,19 +298,40 @@ bool run_instructions(Reader& r, const Cie& cie, uint64_t loc, uint64_t pc, RowS
       case 0x0c:  // def_cfa
         row.cfa_reg = r.uleb();
         row.cfa_offset = static_cast<int64_t>(r.uleb());
-        row.cfa_expression = false;
+        row.cfa_expression = row.cfa_rbp_deref = false;
         break;
-      case 0x0d: row.cfa_reg = r.uleb(); row.cfa_expression = false; break;  // def_cfa_register
-      case 0x0e: row.cfa_offset = static_cast<int64_t>(r.uleb()); break;     // def_cfa_offset
-      case 0x0f:                                                           // def_cfa_expression
-        r.skip(r.uleb());
-        row.cfa_expression = true;
+      case 0x0d:  // def_cfa_register
+        row.cfa_reg = r.uleb();
+        row.cfa_expression = row.cfa_rbp_deref = false;
         break;
-      case 0x10:    // expression
-      case 0x16: {  // val_expression
+      case 0x0e:  // def_cfa_offset (only meaningful for a register CFA)
+        row.cfa_offset = static_cast<int64_t>(r.uleb());
+        if (row.cfa_rbp_deref) row.cfa_expression = true;
+        break;
+      case 0x0f: {  // def_cfa_expression
+        const uint64_t len = r.uleb();
+        const uint8_t* at = r.p;
+        r.skip(len);
+        if (r.bad) break;
+        int64_t k = 0;
+        row.cfa_rbp_deref = rbp_expression(Reader{at, at + len}, true, &k);
+        row.cfa_expression = !row.cfa_rbp_deref;
+        row.cfa_offset = k;
+        break;
+      }
+      case 0x10:    // expression: the caller's value is saved at the address it computes
+      case 0x16: {  // val_expression: it is the value computed
         const uint64_t reg = r.uleb();
-        r.skip(r.uleb());
-        if (!set_reg(reg, RegRule::Other, 0)) return false;
+        const uint64_t len = r.uleb();
+        const uint8_t* at = r.p;
+        r.skip(len);
+        if (r.bad) break;
+        int64_t k = 0;
+        if (op == 0x10 && reg == kRbp && rbp_expression(Reader{at, at + len}, false, &k)) {
+          if (!set_reg(reg, RegRule::AtRbp, k)) return false;
+        } else if (!set_reg(reg, RegRule::Other, 0)) {
+          return false;
+        }
         break;
       }
       case 0x11: {  // offset_extended_sf
@@ -305,9 +342,12 @@ bool run_instructions(Reader& r, const Cie& cie, uint64_t loc, uint64_t pc, RowS
       case 0x12:  // def_cfa_sf
         row.cfa_reg = r.uleb();
         row.cfa_offset = r.sleb() * cie.data_align;
-        row.cfa_expression = false;
+        row.cfa_expression = row.cfa_rbp_deref = false;
         break;
-      case 0x13: row.cfa_offset = r.sleb() * cie.data_align; break;  // def_cfa_offset_sf
+      case 0x13:  // def_cfa_offset_sf
+        row.cfa_offset = r.sleb() * cie.data_align;
+        if (row.cfa_rbp_deref) row.cfa_expression = true;
+        break;
       case 0x14:                                                     // val_offset
       case 0x15: {                                                   // val_offset_sf
         const uint64_t reg = r.uleb();
@@ -343,13 +383,18 @@ FrameRule to_rule(const RowState& row) {
   if (row.cfa_expression) return declined(Decline::CfaExpression);
   if (row.ra != RegRule::Offset || row.ra_offset != -8) return declined(Decline::ReturnAddress);
   if (row.rbp == RegRule::Other) return declined(Decline::RbpElsewhere);
+  // rbp saved relative to itself only with the CFA read through rbp (a DRAP
+  // frame), and relative to the CFA only without: one base per rule kind.
+  if ((row.rbp == RegRule::AtRbp) != (row.cfa_rbp_deref && row.rbp != RegRule::Same))
+    return declined(Decline::RbpElsewhere);
   if (row.cfa_offset < INT32_MIN || row.cfa_offset > INT32_MAX) return declined(Decline::Offsets);
   if (row.rbp_offset < INT32_MIN || row.rbp_offset > INT32_MAX) return declined(Decline::Offsets);
-  if (row.cfa_reg == kRsp) rule.kind = FrameRule::Kind::RspBased;
+  if (row.cfa_rbp_deref) rule.kind = FrameRule::Kind::RbpDeref;
+  else if (row.cfa_reg == kRsp) rule.kind = FrameRule::Kind::RspBased;
   else if (row.cfa_reg == kRbp) rule.kind = FrameRule::Kind::RbpBased;
   else return declined(Decline::CfaRegister);
   rule.cfa_offset = static_cast<int32_t>(row.cfa_offset);
-  rule.rbp_saved = row.rbp == RegRule::Offset;
+  rule.rbp_saved = row.rbp == RegRule::Offset || row.rbp == RegRule::AtRbp;
   rule.rbp_offset = rule.rbp_saved ? static_cast<int32_t>(row.rbp_offset) : 0;
   return rule;
 }

@@ -3,10 +3,13 @@
 //
 // The fast unwinder (fast_unwind.h) needs only what compilers emit for
 // ordinary code: the CFA is rsp or rbp plus a constant, the return address is
-// at CFA-8, and rbp is unchanged or saved at CFA plus a constant. Anything
-// else (a CFA expression, a signal frame, rbp kept in another register, code
-// without unwind tables) is `Unsupported`, and the caller falls back to
-// libunwind for the whole stack: never a guess.
+// at CFA-8, and rbp is unchanged or saved at CFA plus a constant; and, for a
+// function that realigns its stack through a DRAP register (cuBLAS's
+// kernels-selection code, anything with over-aligned locals), the CFA saved at
+// rbp plus a constant and rbp saved at rbp. Anything else (another CFA
+// expression, a signal frame, rbp kept in another register, code without
+// unwind tables) is `Unsupported`, and the caller falls back to libunwind for
+// the whole stack: never a guess.
 //
 // Pure except for find_fde, which asks the loader which object holds a pc.
 #pragma once
@@ -48,11 +51,12 @@ struct FrameRule {
     RspBased,         // CFA = rsp + cfa_offset
     RbpBased,         // CFA = rbp + cfa_offset
     Outermost,        // the return address is undefined: the stack ends here
+    RbpDeref,         // CFA = *(rbp + cfa_offset): a frame realigned through a DRAP register
   };
   Kind kind = Kind::Unsupported;
   bool rbp_saved = false;  // else the caller's rbp is this frame's
   int32_t cfa_offset = 0;
-  int32_t rbp_offset = 0;  // from the CFA, when rbp_saved
+  int32_t rbp_offset = 0;  // when rbp_saved: from the CFA, or from rbp itself under RbpDeref
   Decline why = Decline::None;  // when Unsupported
 
   bool operator==(const FrameRule&) const = default;

@@ -237,14 +237,23 @@ __attribute__((noinline, no_sanitize("address", "thread"))) bool walk(uint64_t* 
       const auto why = static_cast<unsigned>(r.cfa_offset);
       return decline(why > 0 && why < kDeclineKinds ? static_cast<Decline>(why) : Decline::BadEntry, pc);
     }
-    const uint64_t cfa = (r.kind == FrameRule::Kind::RspBased ? sp : bp) + static_cast<uint64_t>(int64_t{r.cfa_offset});
+    uint64_t cfa;
+    if (r.kind == FrameRule::Kind::RbpDeref) {
+      // A realigned frame: the CFA was saved in the frame, at rbp + offset.
+      const uint64_t at = bp + static_cast<uint64_t>(int64_t{r.cfa_offset});
+      if (at < low || at + 8 > top) return decline(Decline::OffStack, pc);
+      cfa = *reinterpret_cast<const uint64_t*>(at);
+    } else {
+      cfa = (r.kind == FrameRule::Kind::RspBased ? sp : bp) + static_cast<uint64_t>(int64_t{r.cfa_offset});
+    }
     // The return address at CFA-8 and the saved rbp must be in this thread's
     // stack, above where the walk started (sp >= low), and each frame above
     // the last.
     if (cfa < sp + 8 || cfa > top) return decline(Decline::OffStack, pc);
     const uint64_t ra = *reinterpret_cast<const uint64_t*>(cfa - 8);
     if (r.rbp_saved) {
-      const uint64_t at = cfa + static_cast<uint64_t>(int64_t{r.rbp_offset});
+      const uint64_t base = r.kind == FrameRule::Kind::RbpDeref ? bp : cfa;
+      const uint64_t at = base + static_cast<uint64_t>(int64_t{r.rbp_offset});
       if (at < low || at + 8 > top) return decline(Decline::OffStack, pc);
       bp = *reinterpret_cast<const uint64_t*>(at);
     }

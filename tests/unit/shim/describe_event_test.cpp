@@ -107,6 +107,26 @@ TEST_F(DescribeEvent, ClassificationFollowsTableChanges) {
   EXPECT_EQ(classify_pointer(p + 100).kind, MemKind::Pageable);
 }
 
+TEST_F(DescribeEvent, APageSharedByTableMemoryAndOtherMemory) {
+  // A registered range in the middle of a page (cudaHostRegister of a malloc'd
+  // buffer): a pointer beside it is pageable, and that answer, cached for the
+  // thread, must not be given for the range that shares its page.
+  const uint64_t p = ptr(pageable2_);
+  ASSERT_TRUE(allocation_table().insert(p + 2048, 512, MemKind::Registered, -1));
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_EQ(classify_pointer(p).kind, MemKind::Pageable) << round;
+    EXPECT_EQ(classify_pointer(p + 2048).kind, MemKind::Registered) << round;
+    EXPECT_EQ(classify_pointer(p + 2100).kind, MemKind::Registered) << round;
+    EXPECT_EQ(classify_pointer(p + 2560).kind, MemKind::Pageable) << round;  // one past its end
+  }
+  // Many pages in turn (a ring of batches), then the first ones again: the same answers.
+  for (int round = 0; round < 2; ++round)
+    for (uint64_t i = 0; i < 256; ++i) EXPECT_EQ(classify_pointer(0x7f0000000000ull + i * 8192).kind, MemKind::Pageable);
+  EXPECT_EQ(classify_pointer(p + 2048).kind, MemKind::Registered);
+  ASSERT_TRUE(allocation_table().erase(p + 2048));
+  EXPECT_EQ(classify_pointer(p + 2048).kind, MemKind::Pageable);
+}
+
 TEST_F(DescribeEvent, UnifiedPageableToDevice) {
   trace::Event e = unified(ptr(pageable_), kDev0 + 64, 4096);
   EXPECT_EQ(e.kind, static_cast<uint8_t>(EventKind::Copy));

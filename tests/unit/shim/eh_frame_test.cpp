@@ -155,8 +155,37 @@ TEST(EhFrame, UndefinedReturnAddressIsTheOutermostFrame) {
   return ::testing::AssertionSuccess();
 }
 
+TEST(EhFrame, AFrameRealignedThroughADrapRegister) {
+  // GCC's prologue for over-aligned locals: CFA = r10 while realigning, then
+  // DW_CFA_expression r6: breg6 0, DW_CFA_def_cfa_expression: breg6 -24; deref.
+  const std::vector<uint8_t> drap = {0x45, 0x0c, 0x0a, 0x00,            // +5: CFA = r10 + 0
+                                     0x44, 0x10, 0x06, 0x02, 0x76, 0x00,  // +4: rbp saved at rbp + 0
+                                     0x44, 0x0f, 0x03, 0x76, 0x68, 0x06,  // +4: CFA = *(rbp - 24)
+                                     0x48, 0x0c, 0x07, 0x08};             // +8: CFA = rsp + 8 (epilogue)
+  EhFrame f(32, drap);
+  EXPECT_TRUE(declined_for(f.at(6), Decline::CfaRegister));  // realigning: not a return address
+  EXPECT_TRUE(declined_for(f.at(10), Decline::RbpElsewhere));
+  FrameRule r = f.at(14);
+  EXPECT_EQ(r.kind, Kind::RbpDeref);
+  EXPECT_EQ(r.cfa_offset, -24);
+  EXPECT_TRUE(r.rbp_saved);
+  EXPECT_EQ(r.rbp_offset, 0);
+  // At the final ret rbp's rule is still the expression: declined, and never a return address.
+  EXPECT_TRUE(declined_for(f.at(22), Decline::RbpElsewhere));
+  // Other expressions are still declined: a CFA not dereferenced, another
+  // base register, trailing operations; rbp saved at rbp with a CFA-based CFA.
+  EXPECT_TRUE(declined_for(EhFrame(16, {0x0f, 0x02, 0x76, 0x68}).at(0), Decline::CfaExpression));
+  EXPECT_TRUE(declined_for(EhFrame(16, {0x0f, 0x03, 0x77, 0x68, 0x06}).at(0), Decline::CfaExpression));
+  EXPECT_TRUE(declined_for(EhFrame(16, {0x0f, 0x04, 0x76, 0x68, 0x06, 0x06}).at(0), Decline::CfaExpression));
+  EXPECT_TRUE(declined_for(EhFrame(16, {0x10, 0x06, 0x02, 0x76, 0x00}).at(0), Decline::RbpElsewhere));
+  // A CFA read through rbp with rbp saved relative to the CFA: not one rule kind.
+  EXPECT_TRUE(declined_for(EhFrame(16, {0x0f, 0x03, 0x76, 0x68, 0x06, 0x86, 0x02}).at(0), Decline::RbpElsewhere));
+  // def_cfa_offset after an expression is malformed.
+  EXPECT_TRUE(declined_for(EhFrame(16, {0x0f, 0x03, 0x76, 0x68, 0x06, 0x0e, 0x10}).at(0), Decline::CfaExpression));
+}
+
 TEST(EhFrame, WhatTheWalkDoesNotFollowIsUnsupported) {
-  // A CFA expression (PLT entries, stack realignment).
+  // A CFA expression (PLT entries: rsp + 8 + ((rip & 15) >= 11) * 8, abridged).
   EXPECT_TRUE(declined_for(EhFrame(16, {0x0f, 0x02, 0x77, 0x08}).at(0), Decline::CfaExpression));
   // The CFA in another register (r10, as in a realigning prologue).
   EXPECT_TRUE(declined_for(EhFrame(16, {0x0c, 0x0a, 0x00}).at(0), Decline::CfaRegister));

@@ -97,6 +97,18 @@ __attribute__((noinline)) Both with_alloca(size_t n) {
   return b;
 }
 
+// Over-aligned locals and a variable-sized frame: the compiler realigns the
+// stack through a DRAP register, and the CFA is an expression (the value saved
+// at rbp - k), as in cuBLAS's code on a PyTorch copy's stack.
+__attribute__((noinline)) Both realigned(size_t n) {
+  alignas(64) volatile char over_aligned[64] = {1};
+  char* p = static_cast<char*>(alloca(n));
+  std::memset(p, 2, n);
+  Both b = capture();
+  asm volatile("" ::"r"(p), "r"(over_aligned) : "memory");
+  return b;
+}
+
 __attribute__((noinline)) Both mixed(int depth) {
   if (depth % 3 == 0 && depth > 0) return with_frame_pointer(1);
   if (depth % 3 == 1) return frameless(2);
@@ -106,6 +118,15 @@ __attribute__((noinline)) Both mixed(int depth) {
 TEST(FastUnwind, FramePointerFunctions) { expect_same(with_frame_pointer(6), "frame pointers"); }
 TEST(FastUnwind, FramelessFunctions) { expect_same(frameless(6), "frameless"); }
 TEST(FastUnwind, AllocaMakesAnRbpBasedCfa) { expect_same(with_alloca(1000), "alloca"); }
+TEST(FastUnwind, ThroughAFrameRealignedWithADrapRegister) {
+  const Both b = realigned(200);
+  expect_same(b, "realigned");
+  // The stack holds a frame whose rule is the DRAP one (else this tested nothing).
+  bool drap = false;
+  for (const uint64_t pc : b.fast) drap = drap || lookup_rule(pc - 1).kind == FrameRule::Kind::RbpDeref;
+  EXPECT_TRUE(drap) << "no frame of realigned() has a CFA read through rbp: the compiler did not realign";
+}
+
 TEST(FastUnwind, DeepRecursionMixed) {
   for (int d = 0; d < 9; ++d) expect_same(mixed(d), "mixed");
   expect_same(frameless(40), "40 frames");
