@@ -3,7 +3,7 @@
 them, read from the trace's own account (the `overhead:` note).
 
   python_step_pattern.py --cuxfer B/bin/cuxfer --libcudart CUDART
-      [--steps N] [--depth D] [--bytes B] [--sites 1|3] [--rounds R] [--env K=V ...]
+      [--steps N] [--depth D] [--bytes B] [--sites 1|3] [--thrash MIB] [--rounds R] [--env K=V ...]
 
 A child interpreter (stdlib and ctypes only) runs N steps from D nested
 Python frames; each step uploads two host buffers from a ring of eight (the
@@ -14,6 +14,11 @@ for the shim's per-thread stack cache). --bytes: the upload size (4 or 1M:
 1 MiB copies are fingerprinted, CUXFER_FINGERPRINT_MIN). Each round records
 the child with `cuxfer record` (CUPTI off: the shim's CPU work only) and
 prints the note's mean and median; then the median of the rounds' means.
+--thrash: the child writes MIB mebibytes of other memory between steps, as a
+real step's kernels launches, autograd and optimizer do between its copies:
+the shim's tables, rings and the stack's rule cache are then cold at each
+copy, which a tight loop never shows (on the H200 a PyTorch copy cost the
+shim ~10x what it costs here without it).
 CUDART: the simulated runtime measures the shim alone.
 """
 from __future__ import annotations
@@ -32,7 +37,8 @@ CHILD = r"""
 import ctypes, sys
 rt = ctypes.CDLL(sys.argv[1])
 rt.cudaMemcpy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-steps, depth, size, sites = (int(a) for a in sys.argv[2:6])
+steps, depth, size, sites, thrash = (int(a) for a in sys.argv[2:7])
+other = ctypes.create_string_buffer(max(thrash, 1))
 dev = ctypes.c_void_p()
 assert rt.cudaMalloc(ctypes.byref(dev), ctypes.c_size_t(2 * size + 64)) == 0
 batches = [(ctypes.create_string_buffer(size), ctypes.create_string_buffer(size)) for _ in range(8)]
@@ -54,6 +60,8 @@ step = step3 if sites == 3 else step1
 def loop():
     for i in range(steps):
         step(i)
+        if thrash:
+            ctypes.memset(other, i & 0xff, thrash)
 nest(depth, loop)
 """
 
@@ -76,6 +84,8 @@ def main() -> int:
     ap.add_argument("--depth", type=int, default=20)
     ap.add_argument("--bytes", type=size_arg, default=4)
     ap.add_argument("--sites", type=int, choices=(1, 3), default=3)
+    ap.add_argument("--thrash", type=int, default=0, metavar="MIB",
+                    help="MiB of other memory written between steps (cold caches at each copy)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--env", action="append", default=[], help="K=V for the recorded child (repeatable)")
     a = ap.parse_args()
@@ -92,7 +102,7 @@ def main() -> int:
         for r in range(1, a.rounds + 1):
             out = Path(tmp) / f"r{r}"
             cmd = [a.cuxfer, "record", "-q", "-o", str(out), "--", sys.executable, str(child), a.libcudart,
-                   str(a.steps), str(a.depth), str(a.bytes), str(a.sites)]
+                   str(a.steps), str(a.depth), str(a.bytes), str(a.sites), str(a.thrash << 20)]
             rec = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             if rec.returncode != 0:
                 print(f"python_step_pattern: the child failed ({rec.returncode}): {rec.stdout[-400:]}", file=sys.stderr)
@@ -106,7 +116,7 @@ def main() -> int:
                 return 1
             means.append(float(m[1]) * UNIT[m[2]])
             print(f"round {r}: {means[-1]:.0f} ns a call on average, median {m[3]}")
-    print(f"steps={a.steps} depth={a.depth} bytes={a.bytes} sites={a.sites} env={a.env}: "
+    print(f"steps={a.steps} depth={a.depth} bytes={a.bytes} sites={a.sites} thrash={a.thrash}MiB env={a.env}: "
           f"median of {a.rounds} rounds' means {statistics.median(means):.0f} ns a call")
     return 0
 
