@@ -138,13 +138,17 @@ PY
       > "$OUT/sweep.log" 2>&1; echo "sweep rc=$?"; tail -40 "$OUT/sweep.log" ;;
   overheadparts)
     # `cuxfer record` sets CUXFER_STACK_DEPTH and CUXFER_CUPTI itself: those two by its options.
-    for v in "default" "env CUXFER_FINGERPRINT=0" "env CUXFER_PYTHON_STACKS=0" "opt --stack-depth=0" \
-             "env CUXFER_UNWINDER=libunwind" "opt --cupti=off" "opt --stack-depth=0 --cupti=off" "default"; do
+    # PARTS: the variants, ';'-separated (default: all of them).
+    IFS=';' read -r -a parts <<<"${PARTS:-default;env CUXFER_FINGERPRINT=0;env CUXFER_PYTHON_STACKS=0;opt --stack-depth=0;env CUXFER_UNWINDER=libunwind;opt --cupti=off;opt --stack-depth=0 --cupti=off;default}"
+    first=1
+    for v in "${parts[@]}"; do
       envs=(); opts=()
       case $v in env\ *) envs=(${v#env }) ;; opt\ *) read -r -a opts <<<"${v#opt }" ;; esac
       env "${envs[@]}" "$CUX" record -q "${opts[@]}" -o "$OUT/parts" -- python3 bench/torch_step.py --steps "${TORCH_STEPS:-3000}" > "$OUT/parts.log" 2>&1
       echo "== $v: $(tail -1 "$OUT/parts.log")"
       "$CUX" report --json "$OUT/parts" | python3 -c "import json,sys; [print('  ', n) for p in json.load(sys.stdin)['processes'] for n in p.get('notes', []) if n.startswith(('overhead', 'call stacks'))]"
+      ((first)) && "$CUX" report "$OUT/parts" > "$OUT/parts_report.txt" 2>&1
+      first=0
       rm -rf "$OUT/parts"
     done 2>&1 | tee "$OUT/overheadparts.log" ;;
   declinewhere)
