@@ -147,10 +147,15 @@ const ThreadStack& thread_stack() {
   return t_stack;
 }
 
-// The rules of the thread's last walk, by frame index: a copy storm walks the
-// same stack again and again, and a return address equal to the last walk's
-// at that depth takes its rule from here instead of the shared table. Only
-// rules are reused, never frames: each step still reads the stack.
+// The rules of the thread's recent frames, by return address, direct-mapped
+// in 4 KiB: a copy loop walks the same few stacks again and again (a storm
+// one, a training step's copies three to five), and their rules come from
+// here instead of the shared table. Why one small table a thread and not the
+// shared one alone: between a training step's copies the kernels launched,
+// autograd and the optimizer evict the caches and the TLB, and the shared
+// table (512 KiB) would then cost a cold page walk for every frame (in a VM,
+// microseconds each); these rules sit in one or two pages. Only rules are
+// reused, never frames: each step still reads the stack.
 struct Rule {
   uint64_t pc = 0;  // the return address (0: none)
   int32_t cfa_offset = 0;
@@ -158,11 +163,14 @@ struct Rule {
   FrameRule::Kind kind = FrameRule::Kind::Unsupported;
   bool rbp_saved = false;
 };
-constexpr uint32_t kMemoFrames = 48;
+static_assert(sizeof(Rule) == 16);
+constexpr uint32_t kMemoRules = 256;
+constexpr int kMemoShift = 56;  // 64 - log2(kMemoRules)
+uint32_t memo_slot(uint64_t pc) { return static_cast<uint32_t>((pc * 0x9E3779B97F4A7C15ull) >> kMemoShift); }
 struct ThreadMemo {
   uint64_t epoch = 0;
   bool busy = false;  // a walk is running on this thread (a signal handler's walk must not use the memo)
-  Rule rules[kMemoFrames];
+  alignas(64) Rule rules[kMemoRules];
 };
 thread_local ThreadMemo t_memo __attribute__((tls_model("initial-exec")));
 
@@ -224,13 +232,14 @@ __attribute__((noinline, no_sanitize("address", "thread"))) bool walk(uint64_t* 
   for (uint32_t steps = 0; n < max; ++steps) {
     if (steps > max + 64) return decline(Decline::TooDeep, pc);
     Rule r;
-    if (memo && steps < kMemoFrames && memo->rules[steps].pc == pc) {
-      r = memo->rules[steps];
+    Rule* const mine = memo ? &memo->rules[memo_slot(pc)] : nullptr;
+    if (mine && mine->pc == pc) {
+      r = *mine;
     } else {
       const uint64_t v = rule_for(pc - 1, epoch);
       if (v == 0) return decline(Decline::TableFull, pc);
       r = rule_of(v, pc);
-      if (memo && steps < kMemoFrames) memo->rules[steps] = r;
+      if (mine) *mine = r;
     }
     if (r.kind == FrameRule::Kind::Outermost) break;
     if (r.kind == FrameRule::Kind::Unsupported) {
