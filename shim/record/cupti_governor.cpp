@@ -21,6 +21,11 @@ GovernorStep turn(const GovernorState& s, bool on, GateReason why, uint32_t off_
 
 }  // namespace
 
+double record_budget(const CopyWindow& w, const GovernorSettings& k) {
+  const double shim = static_cast<double>(w.shim_ns) / static_cast<double>(std::max<uint64_t>(w.ns, 1));
+  return std::max(k.min_record_share, k.max_share - shim);
+}
+
 GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorSettings& k) {
   const uint64_t calls = w.sync_calls + w.async_calls;
   if (calls == 0) {  // nothing ran: nothing learnt, no window counted
@@ -29,13 +34,15 @@ GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorS
     return st;
   }
   if (s.on) {
-    // What the records cost in this window, as a share of it.
+    // What the records cost in this window, as a share of it, against what
+    // the shim's own work leaves of the recording's share.
     const double share = static_cast<double>(calls) * static_cast<double>(k.record_cost_ns) /
                          static_cast<double>(std::max<uint64_t>(w.ns, 1));
-    if (share > k.max_share) {
-      // Off for as many windows as keep the average at max_share: on one
-      // window in ceil(share / max_share).
-      const double windows = share / k.max_share;
+    const double budget = record_budget(w, k);
+    if (share > budget) {
+      // Off for as many windows as keep the average at the budget: on one
+      // window in ceil(share / budget).
+      const double windows = share / budget;
       const uint32_t off = windows >= k.max_off_windows ? k.max_off_windows
                                                         : std::max<uint32_t>(1, static_cast<uint32_t>(windows + 0.999) - 1);
       return turn(s, false, GateReason::CostCap, off);

@@ -8,7 +8,11 @@
 //   - for a synchronous copy, its DMA time, which the call's own CPU time
 //     already bounds from above.
 // So the records stay on while the app makes asynchronous copies, unless
-// their rate would make them cost more than `max_share` of the time; they go
+// their rate would make them cost more than what is left of `max_share` once
+// the shim's own work (measured in the hooks, record/hook_time.h) has taken
+// its part: the share is the whole recording's, not CUPTI's alone (a PyTorch
+// training loop: the shim ~0.8 % of a step, so the records get ~0.2 %, at
+// least `min_record_share`, sampled accordingly); they go
 // off after a few windows of synchronous copies only, and come back for one
 // window in `sample_every` so that a report still has GPU times to compare
 // with the calls' own. The writer thread runs govern() once per write cycle
@@ -38,7 +42,8 @@ namespace cuxfer::shim {
 
 struct GovernorSettings {
   uint64_t record_cost_ns = 3500;  // what one record adds to its call (warm caches; see above)
-  double max_share = 0.01;         // records may cost at most this share of a window
+  double max_share = 0.01;         // the shim's work and the records together: at most this share of a window
+  double min_record_share = 0.002; // the records' share never below this (some GPU times, however busy the shim)
   uint32_t sync_only_windows = 2;  // windows with copies, none asynchronous, before the records go off
   uint32_t sample_every = 20;      // off for synchronous copies: on again for one window in this many
   uint32_t max_off_windows = 1200; // the cost cap never keeps them off longer (~60 s at 50 ms windows)
@@ -48,7 +53,11 @@ struct CopyWindow {
   uint64_t ns = 0;           // how long the window lasted
   uint64_t sync_calls = 0;   // synchronous copies and memsets issued in it
   uint64_t async_calls = 0;  // asynchronous ones
+  uint64_t shim_ns = 0;      // the shim's own work in the window's calls (an estimate from the timed ones)
 };
+
+// What the records may cost in a window: max_share less the shim's own share, at least min_record_share.
+double record_budget(const CopyWindow& w, const GovernorSettings& k);
 
 struct GovernorState {
   bool on = true;

@@ -39,6 +39,16 @@ void HookTime::add(const EventRing& r) {
   for (uint32_t b = 0; b < hist.size(); ++b) hist[b] += r.hook_hist(b);
 }
 
+uint64_t estimate_hook_ns(const HookSums& now, const HookSums& last) {
+  const bool back = now.calls < last.calls || now.timed < last.timed || now.ns < last.ns;
+  const HookSums base = back ? HookSums{} : last;
+  const uint64_t calls = now.calls - base.calls, timed = now.timed - base.timed, ns = now.ns - base.ns;
+  constexpr uint64_t kEnough = 4;
+  if (timed >= kEnough) return static_cast<uint64_t>(static_cast<double>(ns) * static_cast<double>(calls) / static_cast<double>(timed));
+  if (now.timed == 0) return 0;
+  return static_cast<uint64_t>(static_cast<double>(now.ns) / static_cast<double>(now.timed) * static_cast<double>(calls));
+}
+
 std::string hook_time_note(const HookTime& t, uint64_t elapsed_ns) {
   if (t.timed == 0) return {};
   const double mean = static_cast<double>(t.ns) / static_cast<double>(t.timed);

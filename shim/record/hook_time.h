@@ -24,6 +24,24 @@ struct HookTime {
   void add(const EventRing& r);
 };
 
+// The rings' running sums at one moment (the CUPTI governor's windows).
+struct HookSums {
+  uint64_t calls = 0, timed = 0, ns = 0;
+  static HookSums of(const EventRing& r) { return {r.hook_calls(), r.hook_timed(), r.hook_ns()}; }
+  HookSums& operator+=(const HookSums& o) {
+    calls += o.calls;
+    timed += o.timed;
+    ns += o.ns;
+    return *this;
+  }
+};
+
+// The shim's own work in the calls made between `last` and `now`: the timed
+// calls' mean times the calls; while fewer than a few were timed in between,
+// the mean of all timed so far. 0 when nothing was timed yet; sums that went
+// back (a fork child forgot its parent's) count from zero.
+uint64_t estimate_hook_ns(const HookSums& now, const HookSums& last);
+
 // "overhead: ..." (docs/trace-format.md, Notes), or "" when no call was timed.
 // `elapsed_ns`: the time recorded, for the share.
 std::string hook_time_note(const HookTime& t, uint64_t elapsed_ns);

@@ -251,6 +251,8 @@ bool Recorder::attach_driver_slow() {
     governed_.store(collector.active() && c.cupti == CuptiMode::Auto && !c.cupti_kernels, std::memory_order_relaxed);
     window_start_ns_ = now_ns();
     window_sync_ = window_async_ = 0;
+    window_hook_sums_ = {};
+    rings_.for_each([&](EventRing& r) { window_hook_sums_ += HookSums::of(r); });
     // The analyzer's overlap analysis needs to know kernels were recorded at all.
     if (collector.active() && c.cupti_kernels && reason.rfind("kernel records unavailable", 0) != 0)
       notes_.push_back("cupti: kernel records on");
@@ -540,7 +542,11 @@ void Recorder::emit_nvtx_ranges(ThreadState& ts, const trace::Event& next) {
 }
 
 void Recorder::govern_cupti(uint64_t now) {
-  const CopyWindow w{now - window_start_ns_, window_sync_, window_async_};
+  // The shim's own work in the window: the records get what it leaves of the share.
+  HookSums sums;
+  rings_.for_each([&](EventRing& r) { sums += HookSums::of(r); });
+  const CopyWindow w{now - window_start_ns_, window_sync_, window_async_, estimate_hook_ns(sums, window_hook_sums_)};
+  window_hook_sums_ = sums;
   window_start_ns_ = now;
   window_sync_ = window_async_ = 0;
   const GovernorStep st = govern(governor_, w, GovernorSettings{});

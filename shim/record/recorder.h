@@ -17,6 +17,7 @@
 #include "record/call_desc.h"
 #include "record/callsite_table.h"
 #include "record/cupti_governor.h"
+#include "record/hook_time.h"
 #include "record/event_ring.h"
 #include "record/module_snapshot.h"
 #include "trace/event.h"
@@ -186,6 +187,7 @@ class Recorder {
   std::string hook_time_summary();
   std::string nvtx_summary() const;
   uint64_t window_start_ns_ = 0, window_sync_ = 0, window_async_ = 0;
+  HookSums window_hook_sums_;  // the rings' hook-time sums when the window began
   uint64_t start_ns_ = 0;  // when this trace began (hook_time_summary)
   std::vector<trace::CuptiGateChange> gate_changes_;
   uint64_t last_status_ns_ = 0;

@@ -113,6 +113,32 @@ TEST(CuptiGovernor, CostCapOnDutyMatchesTheShare) {
   EXPECT_NEAR(n / 400.0, 0.25, 0.01);
 }
 
+TEST(CuptiGovernor, TheShimsOwnWorkLeavesTheRecordsTheRest) {
+  // A PyTorch training loop: ~3,100 copies and memsets a second (156 a
+  // window, 1.09 % in records), the shim's own work 0.8 % of the window.
+  GovernorSettings k;
+  CopyWindow w = async(156);
+  EXPECT_NEAR(record_budget(w, k), 0.01, 1e-12);  // nothing measured: the whole share
+  w.shim_ns = kWindow * 8 / 1000;
+  EXPECT_NEAR(record_budget(w, k), 0.002, 1e-9);
+  GovernorState s;
+  GovernorStep st = govern(s, w, k);
+  EXPECT_FALSE(st.next.on);
+  EXPECT_EQ(st.next.reason, GateReason::CostCap);
+  EXPECT_EQ(st.next.off_left, 5u);  // on one window in ceil(1.09 / 0.2) = 6
+  // Without the shim's share the same window keeps them on one window in two.
+  w.shim_ns = 0;
+  EXPECT_EQ(govern(s, w, k).next.off_left, 1u);
+  // A shim that takes the whole share and more: the records keep their floor.
+  w.shim_ns = kWindow / 20;
+  EXPECT_NEAR(record_budget(w, k), k.min_record_share, 1e-12);
+  EXPECT_EQ(govern(s, w, k).next.off_left, 5u);  // 1.09 / 0.2
+  // Cheap records stay on whatever the shim costs, within the budget.
+  w = async(10);  // 0.07 %
+  w.shim_ns = kWindow / 200;  // 0.5 %
+  EXPECT_TRUE(govern(s, w, k).next.on);
+}
+
 TEST(CuptiGovernor, BelowTheShareAsyncCopiesStayOn) {
   // 1,000 async copies a second: 0.35 % in records.
   GovernorState s;

@@ -54,5 +54,19 @@ TEST(HookTimeNote, ZeroAndHugeSamplesStayInTheHistogram) {
   EXPECT_EQ(r.hook_hist(EventRing::kHookHistBuckets - 1), 1u);
 }
 
+TEST(HookTime, AWindowsShareFromTheTimedCalls) {
+  // 640 calls, 10 of them timed at 2 us each: 1.28 ms of the shim's work.
+  const HookSums last{1000, 20, 30000}, now{1640, 30, 50000};
+  EXPECT_EQ(estimate_hook_ns(now, last), 1'280'000u);
+  // Too few timed in the window: the mean of all so far (50 us / 30 a call).
+  const HookSums few{1100, 22, 34000};
+  EXPECT_EQ(estimate_hook_ns(few, last), static_cast<uint64_t>(34000.0 / 22 * 100));
+  // Nothing timed yet, and no calls.
+  EXPECT_EQ(estimate_hook_ns(HookSums{5, 0, 0}, HookSums{}), 0u);
+  EXPECT_EQ(estimate_hook_ns(last, last), 0u);
+  // A fork child's sums start again below its parent's: counted from zero.
+  EXPECT_EQ(estimate_hook_ns(HookSums{64, 8, 8000}, last), 64'000u);
+}
+
 }  // namespace
 }  // namespace cuxfer::shim
