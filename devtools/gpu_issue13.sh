@@ -146,7 +146,11 @@ PY
       case $v in env\ *) envs=(${v#env }) ;; opt\ *) read -r -a opts <<<"${v#opt }" ;; esac
       env "${envs[@]}" "$CUX" record -q "${opts[@]}" -o "$OUT/parts" -- python3 bench/torch_step.py --steps "${TORCH_STEPS:-3000}" > "$OUT/parts.log" 2>&1
       echo "== $v: $(tail -1 "$OUT/parts.log")"
-      "$CUX" report --json "$OUT/parts" | python3 -c "import json,sys; [print('  ', n) for p in json.load(sys.stdin)['processes'] for n in p.get('notes', []) if n.startswith(('overhead', 'call stacks'))]"
+      "$CUX" report --json "$OUT/parts" | python3 -c "
+import json, sys
+for p in json.load(sys.stdin)['processes']:
+    [print('  ', n) for n in p.get('notes', []) if n.startswith(('overhead', 'call stacks', 'cupti'))]
+    print('   copy_records:', json.dumps(p.get('cupti', {}).get('copy_records')))"
       ((first)) && "$CUX" report "$OUT/parts" > "$OUT/parts_report.txt" 2>&1
       first=0
       rm -rf "$OUT/parts"
