@@ -33,8 +33,8 @@ status, or the same signal.
 Options:
   -o, --output-dir DIR  where traces go (default: the current directory)
   --name NAME           trace name (default: each process's executable name)
-  --stack-depth N       frames captured per call site (default 16; 0 = only
-                        the immediate call site)
+  --stack-depth N       frames captured per call site (default: CUXFER_STACK_DEPTH
+                        if set, else 16; 0 = only the immediate call site)
   --no-stacks           same as --stack-depth 0
   --cupti=auto|on|off   GPU timing through CUPTI when available. auto (the
                         default): CUPTI's copy records are on while they are
@@ -42,7 +42,9 @@ Options:
                         most ~1 % of the run; synchronous copies are timed
                         by their calls, with GPU times sampled (the report
                         says which copies have GPU time). on: records for
-                        every copy, whatever they cost. off: no CUPTI
+                        every copy, whatever they cost. off: no CUPTI.
+                        Without the option the command inherits CUXFER_CUPTI
+                        (unset = auto)
   --kernels             also record kernels through CUPTI, for the copy/compute
                         overlap analysis (adds CUPTI work to every launch)
   --rewrite=pin|off     pin: run pageable host<->device copies through pinned
@@ -112,11 +114,12 @@ int parse(std::vector<std::string> args, RecordOptions& o) {
   ArgReader in("cuxfer record", std::move(args));
   OptionTable options(kRecordHelp, Positionals::Command);
   options.flag("quiet", 'q', [&] { o.quiet = true; })
-      .flag("no-stacks", 0, [&] { o.stack_depth = 0; })
+      .flag("no-stacks", 0, [&] { o.stack_depth = 0; o.stack_depth_given = true; })
       .value("stack-depth", 0,
              [&](const std::string& v, ArgReader& r) {
                if (!parse_unsigned(v, o.stack_depth) || o.stack_depth > kMaxStackDepth)
                  r.fail(fmt::format("--stack-depth needs a number from 0 to {}, got '{}'", kMaxStackDepth, v));
+               o.stack_depth_given = true;
              })
       .value("cupti", 0,
              [&](const std::string& v, ArgReader& r) {

@@ -191,10 +191,19 @@ PrepareResult prepare_recording(const RecordSettings& o, PreparedRecording& out)
   out.set = {
       {"LD_PRELOAD", preload},
       {"CUXFER_OUTPUT_DIR", out.output_dir},
-      {"CUXFER_STACK_DEPTH", std::to_string(o.stack_depth)},
-      {"CUXFER_CUPTI", o.cupti},
       {"CUXFER_LAUNCHER", "1"},
   };
+  // The options when given; else what the environment says passes through
+  // (`CUXFER_CUPTI=off cuxfer record ...` means what it says), else the
+  // defaults. The shim checks an inherited value and says so once if bad.
+  const auto inherited = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v;
+  };
+  if (o.stack_depth_given || !inherited("CUXFER_STACK_DEPTH"))
+    out.set["CUXFER_STACK_DEPTH"] = std::to_string(o.stack_depth);
+  if (!o.cupti.empty() || !inherited("CUXFER_CUPTI"))
+    out.set["CUXFER_CUPTI"] = o.cupti.empty() ? std::string("auto") : o.cupti;
   // NVTX ranges (shim/record/nvtx_ranges.h): the shim is NVTX's injection
   // library. A tool already named there (nsys, another tracer) is chained:
   // the shim loads it and passes every NVTX call on.

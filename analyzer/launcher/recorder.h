@@ -17,8 +17,11 @@ namespace cuxfer::launcher {
 struct RecordSettings {
   std::string output_dir = ".";
   std::string name;
+  // Not given: the command inherits CUXFER_STACK_DEPTH / CUXFER_CUPTI, as it
+  // does CUXFER_REWRITE (unset: 16 frames, auto).
   uint64_t stack_depth = 16;
-  std::string cupti = "auto";
+  bool stack_depth_given = false;
+  std::string cupti;  // "auto" | "on" | "off" | "" (not given)
   bool kernels = false;
   std::string rewrite;  // "pin" | "off" | "" (not set: CUXFER_REWRITE passes through)
   std::string shim;     // "" = $CUXFER_SHIM, else default_shim_path()

@@ -115,7 +115,7 @@ PY
     expect_in err "killed by SIGTERM" ;;
   record-env)
     mkdir traces
-    LD_PRELOAD= CUXFER_TRACE_NAME=stale run "$cuxfer" record -q --shim "$fake_shim" -o traces -- true
+    LD_PRELOAD= CUXFER_TRACE_NAME=stale run env -u CUXFER_STACK_DEPTH -u CUXFER_CUPTI "$cuxfer" record -q --shim "$fake_shim" -o traces -- true
     expect_rc 0
     f=$(ls traces/cuxfer-true-*.trace) || fail "default name should be the executable's"
     grep -qx 'CUXFER_STACK_DEPTH=16' "$f" && grep -qx 'CUXFER_CUPTI=auto' "$f" && grep -qx 'CUXFER_LAUNCHER=1' "$f" \
@@ -129,6 +129,16 @@ PY
       && grep -qx "LD_PRELOAD=$shim_real:/nonexistent/other.so" "$f" || { cat "$f"; fail "option environment"; }
     manifest=$(sed -n 's/^CUXFER_MANIFEST=//p' "$f")
     [ ! -e "$manifest" ] && [ ! -e "$(dirname "$manifest")" ] || fail "manifest not removed"
+    # --stack-depth / --cupti: not given, CUXFER_STACK_DEPTH / CUXFER_CUPTI pass through; given, they win.
+    mkdir env-inherit env-given
+    CUXFER_STACK_DEPTH=4 CUXFER_CUPTI=off run "$cuxfer" record -q --shim "$fake_shim" -o env-inherit -- true
+    expect_rc 0
+    f=$(ls env-inherit/cuxfer-true-*.trace) || fail "no trace (inherited environment)"
+    grep -qx 'CUXFER_STACK_DEPTH=4' "$f" && grep -qx 'CUXFER_CUPTI=off' "$f" || { cat "$f"; fail "inherited CUXFER_STACK_DEPTH/CUXFER_CUPTI not passed through"; }
+    CUXFER_STACK_DEPTH=4 CUXFER_CUPTI=off run "$cuxfer" record -q --shim "$fake_shim" --stack-depth 12 --cupti=on -o env-given -- true
+    expect_rc 0
+    f=$(ls env-given/cuxfer-true-*.trace) || fail "no trace (options over the environment)"
+    grep -qx 'CUXFER_STACK_DEPTH=12' "$f" && grep -qx 'CUXFER_CUPTI=on' "$f" || { cat "$f"; fail "--stack-depth/--cupti did not win over the environment"; }
     # --rewrite: not given, CUXFER_REWRITE passes through (or stays unset); given, it wins.
     mkdir rw-unset rw-inherit rw-pin
     env -u CUXFER_REWRITE "$cuxfer" record -q --shim "$fake_shim" -o rw-unset -- true || fail "record (no rewrite)"
