@@ -157,6 +157,7 @@ uint32_t CodeTable::intern(const Key& key, Fill fill, void* ctx) noexcept {
       c->id = i + 1;
       e.code = c;
       e.state.store(2, std::memory_order_release);
+      ready_.publish(i + 1);
       return i + 1;
     }
     // st is what the slot holds now: ready or failed entries can be compared.
@@ -174,18 +175,10 @@ const trace::PyCode* CodeTable::find(uint32_t id) const noexcept {
 
 void CodeTable::collect_new(std::vector<trace::PyCode>& out) {
   if (!entries_) return;
-  for (uint32_t i = 0; i < kCapacity; ++i) {
-    Entry& e = entries_[i];
-    if (e.written || e.state.load(std::memory_order_acquire) != 2) continue;
-    out.push_back(*e.code);
-    e.written = true;
-  }
+  ready_.drain([&](uint32_t id) { out.push_back(*entries_[id - 1].code); });
 }
 
-void CodeTable::mark_all_unwritten() {
-  if (!entries_) return;
-  for (uint32_t i = 0; i < kCapacity; ++i) entries_[i].written = false;
-}
+void CodeTable::mark_all_unwritten() { ready_.rewind(); }
 
 // --- the interpreter -----------------------------------------------------------------
 

@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/publish_order.h"
 #include "python/layout.h"
 #include "trace/records.h"
 
@@ -83,9 +84,9 @@ class CodeTable {
     std::atomic<uint32_t> state;  // 0 empty, 1 being filled, 2 ready, 3 fill failed
     Key key;
     trace::PyCode* code;
-    bool written;  // writer thread only
   };
   Entry* entries_;
+  PublishOrder ready_{kCapacity};  // ids in the order their code objects were copied
   std::atomic<uint64_t> dropped_{0};
 };
 

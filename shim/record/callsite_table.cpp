@@ -62,6 +62,7 @@ uint32_t CallSiteTable::intern(const uint64_t* frames, uint32_t depth) {
         e.hash = h;
         std::memcpy(e.frames, frames, depth * sizeof(uint64_t));
         e.state.store(2, std::memory_order_release);
+        ready_.publish(i + 1);
         return i + 1;
       }
       s = expected;
@@ -77,18 +78,13 @@ uint32_t CallSiteTable::intern(const uint64_t* frames, uint32_t depth) {
 
 void CallSiteTable::collect_new(std::vector<trace::CallSite>& out) {
   if (!entries_) return;
-  for (uint32_t i = 0; i < kCapacity; ++i) {
-    Entry& e = entries_[i];
-    if (e.written || e.state.load(std::memory_order_acquire) != 2) continue;
-    out.push_back(trace::CallSite{i + 1, std::vector<uint64_t>(e.frames, e.frames + e.depth)});
-    e.written = true;
-  }
+  ready_.drain([&](uint32_t id) {
+    const Entry& e = entries_[id - 1];
+    out.push_back(trace::CallSite{id, std::vector<uint64_t>(e.frames, e.frames + e.depth)});
+  });
 }
 
-void CallSiteTable::mark_all_unwritten() {
-  if (!entries_) return;
-  for (uint32_t i = 0; i < kCapacity; ++i) entries_[i].written = false;
-}
+void CallSiteTable::mark_all_unwritten() { ready_.rewind(); }
 
 namespace {
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/publish_order.h"
 #include "trace/records.h"
 #include "unwind/fast_unwind.h"
 
@@ -42,10 +43,10 @@ class CallSiteTable {
     std::atomic<uint32_t> state;  // 0 empty, 1 being filled, 2 ready
     uint32_t depth;
     uint64_t hash;
-    bool written;  // writer thread only
     uint64_t frames[kMaxDepth];
   };
   Entry* entries_;  // zeroed pages, touched only when used
+  PublishOrder ready_{kCapacity};  // ids in the order their stacks became ready
   std::atomic<uint64_t> dropped_{0};
 };
 

@@ -35,7 +35,9 @@
 namespace cuxfer::shim {
 namespace {
 
-thread_local ThreadState t_state __attribute__((tls_model("initial-exec")));
+// constinit: no per-access guard (the file's t_releaser has a destructor, so
+// its thread-locals share a lazily run init function the compiler checks).
+constinit thread_local ThreadState t_state __attribute__((tls_model("initial-exec")));
 
 // Hands the ring back when its thread exits; the writer drains and recycles it.
 struct RingReleaser {

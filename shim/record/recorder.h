@@ -45,7 +45,7 @@ struct ThreadState {
   static constexpr uint32_t kNvtxMaxDepth = 64;
   uint32_t nvtx_depth = 0;
   bool nvtx_changed = false;
-  uint32_t nvtx_names[kNvtxMaxDepth];
+  uint32_t nvtx_names[kNvtxMaxDepth] = {};
 };
 
 ThreadState& thread_state();
