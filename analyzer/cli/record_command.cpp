@@ -33,13 +33,15 @@ status, or the same signal.
 Options:
   -o, --output-dir DIR  where traces go (default: the current directory)
   --name NAME           trace name (default: each process's executable name)
-  --stack-depth N       frames captured per call site (default: CUXFER_STACK_DEPTH
-                        if set, else 16; 0 = only the immediate call site)
+  --stack-depth N       native frames captured per call site, 0-32 (default:
+                        CUXFER_STACK_DEPTH if set, else 16; 0 = only the
+                        immediate call site)
   --no-stacks           same as --stack-depth 0
   --cupti=auto|on|off   GPU timing through CUPTI when available. auto (the
                         default): CUPTI's copy records are on while they are
-                        worth their cost: for asynchronous copies, and at
-                        most ~1 % of the run; synchronous copies are timed
+                        worth their cost: for asynchronous copies, within
+                        what cuxfer's own work leaves of ~1 % of the run
+                        (at least 0.2 %); synchronous copies are timed
                         by their calls, with GPU times sampled (the report
                         says which copies have GPU time). on: records for
                         every copy, whatever they cost. off: no CUPTI.
@@ -76,7 +78,9 @@ Then: cuxfer report TRACE...
 
 namespace {
 
-constexpr uint64_t kMaxStackDepth = 256;
+// The shim's own bound (shim/core/config.h, CallSiteTable::kMaxNativeDepth):
+// a larger depth would reach it as a bad CUXFER_STACK_DEPTH and become 16.
+constexpr uint64_t kMaxStackDepth = 32;
 
 int usage_error(const std::string& line) {
   std::fprintf(stderr, "cuxfer record: %s\n", line.c_str());

@@ -36,6 +36,7 @@ case $case_name in
     run "$cuxfer" report; expect_rc 2; expect_lines err 1
     run "$cuxfer" record --cupti=maybe -- true; expect_rc 2; expect_lines err 1
     run "$cuxfer" record --stack-depth=-3 -- true; expect_rc 2; expect_lines err 1
+    run "$cuxfer" record --stack-depth=33 -- true; expect_rc 2; expect_lines err 1; expect_in err "from 0 to 32"
     run "$cuxfer" check --bogus x.trace; expect_rc 2; expect_lines err 1; expect_in err "unknown option '--bogus'"
     run "$cuxfer" check x.trace; expect_rc 2; expect_lines err 1; expect_in err "either --budget FILE"
     run "$cuxfer" check --budget b.json --write-budget c.json x.trace; expect_rc 2; expect_lines err 1
