@@ -253,8 +253,7 @@ bool Recorder::attach_driver_slow() {
     governed_.store(collector.active() && c.cupti == CuptiMode::Auto && !c.cupti_kernels, std::memory_order_relaxed);
     window_start_ns_ = now_ns();
     window_sync_ = window_async_ = 0;
-    window_hook_sums_ = {};
-    rings_.for_each([&](EventRing& r) { window_hook_sums_ += HookSums::of(r); });
+    window_hook_sums_ = hook_sums();
     // The analyzer's overlap analysis needs to know kernels were recorded at all.
     if (collector.active() && c.cupti_kernels && reason.rfind("kernel records unavailable", 0) != 0)
       notes_.push_back("cupti: kernel records on");
@@ -545,8 +544,7 @@ void Recorder::emit_nvtx_ranges(ThreadState& ts, const trace::Event& next) {
 
 void Recorder::govern_cupti(uint64_t now) {
   // The shim's own work in the window: the records get what it leaves of the share.
-  HookSums sums;
-  rings_.for_each([&](EventRing& r) { sums += HookSums::of(r); });
+  const HookSums sums = hook_sums();
   const CopyWindow w{now - window_start_ns_, window_sync_, window_async_, estimate_hook_ns(sums, window_hook_sums_)};
   window_hook_sums_ = sums;
   window_start_ns_ = now;
@@ -623,6 +621,13 @@ std::string Recorder::cupti_detach_summary() const {
   return "cupti: detached " + std::to_string(cupti_detaches_) + " times while its copy records were off (" +
          ms(cupti_detach_ns_) + "), attached again " + std::to_string(cupti_attaches_) + " times (" +
          ms(cupti_attach_ns_) + "), on the writer thread";
+}
+
+// Every ring's hook-time sums together (the governor's windows).
+HookSums Recorder::hook_sums() {
+  HookSums sums;
+  rings_.for_each([&](EventRing& r) { sums += HookSums::of(r); });
+  return sums;
 }
 
 // What the shim's own work in the hooks cost (record/hook_time.h).

@@ -185,6 +185,7 @@ class Recorder {
   uint64_t cupti_detach_ns_ = 0, cupti_attach_ns_ = 0;
   std::string cupti_detach_summary() const;
   std::string hook_time_summary();
+  HookSums hook_sums();
   std::string nvtx_summary() const;
   uint64_t window_start_ns_ = 0, window_sync_ = 0, window_async_ = 0;
   HookSums window_hook_sums_;  // the rings' hook-time sums when the window began
