@@ -28,6 +28,11 @@
 #              sample plain, observed and rewritten, and bandwidthTest pageable vs pinned under
 #              --rewrite=pin (EXT_ROUNDS, default 2; EXT_DEADLINE, default 300 s)
 #   sweep      bench/run_pattern_sweep.sh, one round (SWEEP_ROUND, SWEEP_MODES, SWEEP_ARGS)
+#   smallparts a warm 4-byte copy (pattern_sweep, size=4, reused and pinned host buffers,
+#              cudaMemcpy and cudaMemcpyAsync+sync) with no shim, the shim loaded but disabled,
+#              observe (CUPTI off) with one part off at a time, and the default; SMALL_ROUNDS
+#              interleaved rounds (default 3), the median call per variant, and the trace's
+#              overhead note of the last round
 #   unwindverify  real programs under CUXFER_UNWINDER=verify (every stack taken by the
 #              .eh_frame walk and by libunwind, differences counted): the PyTorch,
 #              CuPy and JAX workloads, and NVIDIA's samples when .ext/ is carried
@@ -136,6 +141,42 @@ PY
     timeout "${SWEEP_TIMEOUT:-400}" bash bench/run_pattern_sweep.sh --build-dir "$B" --gpu --rounds 1 --first-round "${SWEEP_ROUND:-1}" \
       --modes "${SWEEP_MODES:-baseline,observe,rewrite}" ${SWEEP_ARGS:-} --raw "$OUT/sweep-r${SWEEP_ROUND:-1}.txt" \
       > "$OUT/sweep.log" 2>&1; echo "sweep rc=$?"; tail -40 "$OUT/sweep.log" ;;
+  smallparts)
+    IFS=';' read -r -a variants <<<"${SMALL_VARIANTS:-none;CUXFER_DISABLE=1;CUXFER_CUPTI=off;CUXFER_CUPTI=off CUXFER_STACK_DEPTH=0;CUXFER_CUPTI=off CUXFER_FINGERPRINT=0;CUXFER_CUPTI=off CUXFER_STACK_DEPTH=0 CUXFER_FINGERPRINT=0 CUXFER_NVTX=0;default}"
+    sel=(--only size=4 --only host=reused,pinned --only sync=legacy,idle --only stream=legacy,idle --reps "${SMALL_REPS:-400}")
+    for r in $(seq 1 "${SMALL_ROUNDS:-3}"); do
+      i=0
+      for v in "${variants[@]}"; do
+        i=$((i + 1)); envs=()
+        case $v in none) ;; default) envs=(LD_PRELOAD="$SHIM") ;; *) envs=(LD_PRELOAD="$SHIM" $v) ;; esac
+        rm -rf "$OUT/sp$i"
+        env "${envs[@]}" CUXFER_OUTPUT_DIR="$OUT/sp$i" "$B/bench/pattern_sweep" "${sel[@]}" 2>"$OUT/sp.err" \
+          | sed "s/^/variant=$i round=$r /" >> "$OUT/smallparts.raw"
+      done
+    done
+    python3 - "$OUT/smallparts.raw" "${variants[@]}" <<'PY' | tee "$OUT/smallparts.txt"
+import re, statistics, sys
+raw, names = sys.argv[1], sys.argv[2:]
+cells = {}
+for line in open(raw):
+    kv = dict(re.findall(r'(\w+)=(\S+)', line))
+    if 'call_us' not in kv: continue
+    key = ' '.join(kv.get(k, '?') for k in ('sync', 'dir', 'host', 'stream'))
+    cells.setdefault(key, {}).setdefault(int(kv['variant']), []).append(float(kv['done_us']))
+print('done_us, median over rounds of each run\'s median; columns:', ' | '.join(f'{i+1}={n}' for i, n in enumerate(names)))
+for key in sorted(cells):
+    row = cells[key]
+    base = statistics.median(row.get(1, [float('nan')]))
+    vals = [statistics.median(row[i]) if i in row else float('nan') for i in range(1, len(names) + 1)]
+    print(f'{key:34s}', ' '.join(f'{v:7.2f}' for v in vals), ' ratio:', ' '.join(f'{v / base:5.2f}' for v in vals[1:]))
+PY
+    for i in $(seq 2 ${#variants[@]}); do
+      [ -d "$OUT/sp$i" ] && echo "== variant $i: $("$CUX" report --json "$OUT/sp$i" 2>/dev/null | python3 -c "
+import json, sys
+for p in json.load(sys.stdin)['processes']:
+    [print(n) for n in p.get('notes', []) if n.startswith(('overhead', 'call stacks', 'cupti'))]" | tr '\n' ' ')"
+      rm -rf "$OUT/sp$i"
+    done ;;
   overheadparts)
     # `cuxfer record` sets CUXFER_STACK_DEPTH and CUXFER_CUPTI itself: those two by its options.
     # PARTS: the variants, ';'-separated (default: all of them).
