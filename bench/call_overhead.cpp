@@ -10,6 +10,15 @@
 // Each case times N back-to-back 4-byte copies (one clock_gettime pair per
 // call) and prints one line:
 //   case=<name> n=<N> median_ns=<x> p99_ns=<y> mean_ns=<z>
+//
+// --evict MIB writes an unrelated MIB-MiB buffer before every timed call
+// (untimed), so that each call starts with its data, code and page-table
+// entries evicted from the caches and TLBs, as a call does after a training
+// step's or bandwidthTest's memset: the cost a warm storm never shows.
+// --mark stores 2i and 2i+1 into a global marker right before and after the
+// i-th timed call and prints the marker's address first (`mark=0x...`), so a
+// memory tracer can cut its trace into calls (devtools/pages_touched.py), and
+// copies /proc/self/maps to stderr at the end so that it can name the objects.
 // Exit status: 0 measured; 77 no CUDA driver or device; 1 a CUDA call failed.
 #include <cuda.h>
 #include <dlfcn.h>
@@ -90,13 +99,23 @@ void usage() {
                "  -n N          timed calls per case (default 20000)\n"
                "  -w WARMUP     untimed calls before each case (default N/10)\n"
                "  --size BYTES  bytes per copy (default 4)\n"
-               "  --label TEXT  added to every output line as mode=TEXT\n");
+               "  --label TEXT  added to every output line as mode=TEXT\n"
+               "  --evict MIB   write an unrelated MIB-MiB buffer before every timed call (untimed)\n"
+               "  --mark        store 2i / 2i+1 into a global marker around the i-th timed call\n"
+               "                and print its address first, /proc/self/maps to stderr at the end\n"
+               "                (for devtools/pages_touched.py)\n");
 }
+
+// The marker --mark writes around each timed call: volatile so that every
+// store happens, in program order, where the tracer can see it.
+volatile uint64_t g_mark = 0;
 
 }  // namespace
 
 int main(int argc, char** argv) {
   size_t n = 20000, warmup = SIZE_MAX, size = 4;
+  size_t evict_mib = 0;
+  bool mark = false;
   std::string label;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -111,6 +130,8 @@ int main(int argc, char** argv) {
     else if (a == "-w") warmup = std::strtoull(next(), nullptr, 10);
     else if (a == "--size") size = std::strtoull(next(), nullptr, 10);
     else if (a == "--label") label = next();
+    else if (a == "--evict") evict_mib = std::strtoull(next(), nullptr, 10);
+    else if (a == "--mark") mark = true;
     else {
       usage();
       return a == "-h" || a == "--help" ? 0 : 2;
@@ -121,6 +142,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (warmup == SIZE_MAX) warmup = n / 10;
+  if (mark) {
+    std::printf("mark=%p\n", static_cast<void*>(const_cast<uint64_t*>(&g_mark)));
+    std::fflush(stdout);
+  }
+  std::vector<unsigned char> evict(evict_mib << 20);
+  unsigned char evict_byte = 0;
 
   g_lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
   if (!g_lib) {
@@ -169,9 +196,12 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < warmup; ++i) CHECK(call());
     CHECK(cuStreamSynchronize(stream));
     for (size_t i = 0; i < n; ++i) {
+      if (!evict.empty()) std::memset(evict.data(), ++evict_byte, evict.size());
+      if (mark) g_mark = 2 * i;
       uint64_t t0 = now_ns();
       CUresult r = call();
       uint64_t t1 = now_ns();
+      if (mark) g_mark = 2 * i + 1;
       if (r != CUDA_SUCCESS) {
         std::fprintf(stderr, "call_overhead: %s failed: CUresult %d\n", name, (int)r);
         std::exit(1);
@@ -182,8 +212,11 @@ int main(int argc, char** argv) {
     }
     CHECK(cuStreamSynchronize(stream));
     Stats s = summarize(t);
-    std::printf("case=%s n=%zu median_ns=%.0f p99_ns=%.0f mean_ns=%.1f%s%s\n", name, n, s.median,
-                s.p99, s.mean, label.empty() ? "" : " mode=", label.c_str());
+    std::string extra;
+    if (!evict.empty()) extra += " evict_mib=" + std::to_string(evict_mib);
+    if (!label.empty()) extra += " mode=" + label;
+    std::printf("case=%s n=%zu median_ns=%.0f p99_ns=%.0f mean_ns=%.1f%s\n", name, n, s.median, s.p99,
+                s.mean, extra.c_str());
     std::fflush(stdout);
   };
 
@@ -199,5 +232,12 @@ int main(int argc, char** argv) {
   CHECK(cuMemFreeHost(pinned));
   CHECK(cuMemFree(d));
   CHECK(cuDevicePrimaryCtxRelease(dev));
+  if (mark) {
+    if (FILE* maps = std::fopen("/proc/self/maps", "r")) {
+      char line[4096];
+      while (std::fgets(line, sizeof line, maps)) std::fputs(line, stderr);
+      std::fclose(maps);
+    }
+  }
   return 0;
 }

@@ -18,6 +18,9 @@
 #   -n N             timed calls per case per run (default 20000)
 #   --rounds R       rounds (default 5)
 #   --size BYTES     bytes per copy (default 4)
+#   --evict MIB      write an unrelated MIB-MiB buffer before every timed call
+#                    (call_overhead --evict): each call then starts with cold
+#                    caches and TLBs; use a small -n (e.g. 300 at 256 MiB)
 #   --sim            use the simulated driver (build/simcuda/lib); the default
 #                    when no GPU is found. Numbers then say nothing about CUDA.
 #   --gpu            insist on the real driver
@@ -28,6 +31,8 @@
 #                    attached while the governor has its records off);
 #                    libunwind / libunwind_cupti_off: shim_d16 / cupti_off with
 #                    CUXFER_UNWINDER=libunwind (stacks as before the .eh_frame walk)
+#   --shim-b PATH    a second libcuxfer.so (another build) for A/B runs in one
+#                    session: mode b_<mode> is <mode> with PATH preloaded instead
 #   --check          exit non-zero unless every run printed every case (bench_smoke)
 set -euo pipefail
 
@@ -36,6 +41,8 @@ BUILD="$ROOT/build"
 N=20000
 ROUNDS=5
 SIZE=4
+EVICT=0
+SHIM_B=""
 MODE=auto
 CHECK=0
 MODES="baseline shim_d0 shim_d16"
@@ -45,6 +52,8 @@ while (($#)); do
     -n) N="$2"; shift ;;
     --rounds) ROUNDS="$2"; shift ;;
     --size) SIZE="$2"; shift ;;
+    --evict) EVICT="$2"; shift ;;
+    --shim-b) SHIM_B="$2"; shift ;;
     --sim) MODE=sim ;;
     --gpu) MODE=gpu ;;
     --check) CHECK=1 ;;
@@ -57,6 +66,7 @@ done
 
 BIN="$BUILD/bench/call_overhead"
 SHIM="$BUILD/lib/libcuxfer.so"
+[[ $EVICT =~ ^[0-9]+$ ]] || { echo "run_call_overhead: bad --evict '$EVICT' (MiB)" >&2; exit 2; }
 [[ -x "$BIN" ]] || { echo "run_call_overhead: $BIN not built (cmake --build $BUILD --target call_overhead)" >&2; exit 1; }
 [[ -f "$SHIM" ]] || { echo "run_call_overhead: $SHIM not built" >&2; exit 1; }
 
@@ -80,7 +90,12 @@ RESULTS="$TMP/results.txt"
 run_mode() {
   local mode="$1"
   local env=("${ENV_BASE[@]}")
-  case "$mode" in
+  local SHIM="$SHIM"
+  if [[ $mode == b_* ]]; then
+    [[ -f "$SHIM_B" ]] || { echo "run_call_overhead: mode $mode needs --shim-b PATH" >&2; return 2; }
+    SHIM="$SHIM_B"
+  fi
+  case "${mode#b_}" in
     baseline | baseline_again) ;;
     shim_d0) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=0 CUXFER_OUTPUT_DIR="$TMP/traces") ;;
     shim_d16) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_OUTPUT_DIR="$TMP/traces") ;;
@@ -94,7 +109,7 @@ run_mode() {
   esac
   mkdir -p "$TMP/traces"
   local rc=0
-  env "${env[@]}" "$BIN" -n "$N" --size "$SIZE" --label "$mode" >>"$RESULTS" 2>"$TMP/stderr" || rc=$?
+  env "${env[@]}" "$BIN" -n "$N" --size "$SIZE" --evict "$EVICT" --label "$mode" >>"$RESULTS" 2>"$TMP/stderr" || rc=$?
   if ((rc != 0)); then
     echo "run_call_overhead: $mode exited $rc" >&2
     cat "$TMP/stderr" >&2
@@ -103,7 +118,7 @@ run_mode() {
   rm -rf "$TMP/traces"
 }
 
-echo "call_overhead: N=$N calls/case, $SIZE-byte copies, $ROUNDS rounds, modes ${MODES// //} interleaved"
+echo "call_overhead: N=$N calls/case, $SIZE-byte copies$( ((EVICT)) && echo ", $EVICT MiB written before each")), $ROUNDS rounds, modes ${MODES// //} interleaved"
 for ((r = 1; r <= ROUNDS; r++)); do
   for mode in $MODES; do
     run_mode "$mode"

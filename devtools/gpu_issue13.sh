@@ -28,11 +28,19 @@
 #              sample plain, observed and rewritten, and bandwidthTest pageable vs pinned under
 #              --rewrite=pin (EXT_ROUNDS, default 2; EXT_DEADLINE, default 300 s)
 #   sweep      bench/run_pattern_sweep.sh, one round (SWEEP_ROUND, SWEEP_MODES, SWEEP_ARGS)
-#   smallparts a warm 4-byte copy (pattern_sweep, size=4, reused and pinned host buffers,
-#              cudaMemcpy and cudaMemcpyAsync+sync) with no shim, the shim loaded but disabled,
+#   smallparts a 4-byte copy (pattern_sweep, size=4, reused, pinned and reused_memset host buffers,
+#              cudaMemcpy and cudaMemcpyAsync+sync on the legacy and an idle stream) with no shim, the shim loaded but disabled,
 #              observe (CUPTI off) with one part off at a time, and the default; SMALL_ROUNDS
 #              interleaved rounds (default 3), the median call per variant, and the trace's
 #              overhead note of the last round
+#   coldcall   bench/run_call_overhead.sh --evict: a 4-byte copy storm where every call
+#              follows a write of an unrelated COLD_MIB (256) MiB buffer (caches and TLBs
+#              cold), no shim vs the shim's modes (COLD_MODES), COLD_N calls, COLD_ROUNDS rounds
+#   coldab     coldcall with the session's start commit's shim beside this tree's (A/B in
+#              one process order: modes b_*; the base is built from `git archive HEAD` of the
+#              remote .git, which is the session's start commit) and a warm storm the same way
+#   torchab    bench/torch_step.py under `cuxfer record`, this tree's shim and the base's
+#              (--shim), TORCHAB_ROUNDS interleaved rounds: the trace's overhead note each
 #   unwindverify  real programs under CUXFER_UNWINDER=verify (every stack taken by the
 #              .eh_frame walk and by libunwind, differences counted): the PyTorch,
 #              CuPy and JAX workloads, and NVIDIA's samples when .ext/ is carried
@@ -56,6 +64,14 @@ esac
 echo "== built in $(( $(date +%s) - t0 )) s: $(git log -1 --format=%h 2>/dev/null || echo '?'), $(nvidia-smi -L | head -1)"
 CUX="$B/bin/cuxfer"
 SHIM="$B/lib/libcuxfer.so"
+BASE_SHIM=/tmp/base/build/lib/libcuxfer.so
+case " $STEPS " in *" coldab "* | *" torchab "*)
+  t1=$(date +%s)
+  rm -rf /tmp/base && mkdir -p /tmp/base && git archive HEAD | tar x -C /tmp/base &&
+    (cd /tmp/base && cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUXFER_BUILD_TESTS=OFF \
+       -DCUXFER_BUILD_BENCH=OFF > "$OUT/base_configure.log" 2>&1 && ninja -C build cuxfer_shim cuxfer_memhooks > "$OUT/base_build.log" 2>&1)
+  echo "== base shim ($(git log -1 --format=%h HEAD)) built in $(( $(date +%s) - t1 )) s: $(ls -l $BASE_SHIM 2>&1 | awk '{print $5}') bytes" ;;
+esac
 for step in $STEPS; do
   case $step in
   tier)
@@ -141,9 +157,34 @@ PY
     timeout "${SWEEP_TIMEOUT:-400}" bash bench/run_pattern_sweep.sh --build-dir "$B" --gpu --rounds 1 --first-round "${SWEEP_ROUND:-1}" \
       --modes "${SWEEP_MODES:-baseline,observe,rewrite}" ${SWEEP_ARGS:-} --raw "$OUT/sweep-r${SWEEP_ROUND:-1}.txt" \
       > "$OUT/sweep.log" 2>&1; echo "sweep rc=$?"; tail -40 "$OUT/sweep.log" ;;
+  coldcall)
+    timeout "${COLD_TIMEOUT:-300}" bash bench/run_call_overhead.sh --build-dir "$B" --gpu -n "${COLD_N:-50}" \
+      --rounds "${COLD_ROUNDS:-3}" --evict "${COLD_MIB:-256}" --modes "${COLD_MODES:-baseline shim_d0 cupti_off shim_d16}" \
+      2>&1 | tee "$OUT/coldcall.log" | tail -30 ;;
+  coldab)
+    timeout "${COLD_TIMEOUT:-300}" bash bench/run_call_overhead.sh --build-dir "$B" --gpu -n "${COLD_N:-40}" \
+      --rounds "${COLD_ROUNDS:-3}" --evict "${COLD_MIB:-256}" --shim-b "$BASE_SHIM" \
+      --modes "${COLD_MODES:-baseline cupti_off b_cupti_off shim_d16 b_shim_d16 baseline_again}" \
+      2>&1 | tee "$OUT/coldab.log" | tail -32
+    timeout 200 bash bench/run_call_overhead.sh --build-dir "$B" --gpu -n 20000 --rounds "${COLD_ROUNDS:-3}" \
+      --shim-b "$BASE_SHIM" --modes "baseline cupti_off b_cupti_off shim_d16 b_shim_d16" \
+      2>&1 | tee "$OUT/warmab.log" | tail -24 ;;
+  torchab)
+    for r in $(seq 1 "${TORCHAB_ROUNDS:-2}"); do
+      for v in new base; do
+        sh=$SHIM; [ $v = base ] && sh=$BASE_SHIM
+        "$CUX" record -q --shim "$sh" -o "$OUT/tab" -- python3 bench/torch_step.py --steps "${TORCH_STEPS:-3000}" > "$OUT/tab.log" 2>&1
+        echo "== round $r $v: $(tail -1 "$OUT/tab.log")"
+        "$CUX" report --json "$OUT/tab" | python3 -c "
+import json, sys
+for p in json.load(sys.stdin)['processes']:
+    [print('  ', n) for n in p.get('notes', []) if n.startswith(('overhead', 'call stacks'))]"
+        rm -rf "$OUT/tab"
+      done
+    done 2>&1 | tee "$OUT/torchab.log" ;;
   smallparts)
     IFS=';' read -r -a variants <<<"${SMALL_VARIANTS:-none;CUXFER_DISABLE=1;CUXFER_CUPTI=off;CUXFER_CUPTI=off CUXFER_STACK_DEPTH=0;CUXFER_CUPTI=off CUXFER_FINGERPRINT=0;CUXFER_CUPTI=off CUXFER_STACK_DEPTH=0 CUXFER_FINGERPRINT=0 CUXFER_NVTX=0;default}"
-    sel=(--only size=4 --only host=reused,pinned --only sync=legacy,idle --only stream=legacy,idle --reps "${SMALL_REPS:-400}")
+    sel=(--only size=4 --only sync=sync --only host=reused,pinned,reused_memset --only stream=legacy,idle --reps "${SMALL_REPS:-400}")
     for r in $(seq 1 "${SMALL_ROUNDS:-3}"); do
       i=0
       for v in "${variants[@]}"; do

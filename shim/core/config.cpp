@@ -1,4 +1,5 @@
 #include "core/config.h"
+#include "core/export.h"
 
 #include <sys/auxv.h>
 
@@ -166,7 +167,7 @@ uint64_t pinned_budget_bytes(const Config& c) {
   return std::clamp<uint64_t>(physical / 8, 128ull << 20, 4ull << 30);
 }
 
-const Config& config() {
+CUXFER_HOT const Config& config() {
   static const Config c = parse_config(environ, getauxval(AT_SECURE) != 0);
   return c;
 }

@@ -3,3 +3,9 @@
 #define CUXFER_EXPORT __attribute__((visibility("default")))
 #define CUXFER_LIKELY(x) __builtin_expect(!!(x), 1)
 #define CUXFER_UNLIKELY(x) __builtin_expect(!!(x), 0)
+// The code every intercepted copy runs, gathered in one place (.text.hot,
+// which the linker keeps together): a copy made after the app has walked
+// through a lot of memory finds the shim's code cold, and pays a TLB miss per
+// page of it and a cache miss per line. Spread over the library's .text, the
+// path touched 15 pages for 90 lines (devtools/pages_touched.py).
+#define CUXFER_HOT __attribute__((hot))

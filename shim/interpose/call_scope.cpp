@@ -1,4 +1,5 @@
 #include "interpose/call_scope.h"
+#include "core/export.h"
 
 #include <algorithm>
 #include <cstring>
@@ -11,18 +12,18 @@
 namespace cuxfer::shim {
 namespace {
 
-bool device_side(trace::MemKind k) {
+CUXFER_HOT bool device_side(trace::MemKind k) {
   return k == trace::MemKind::Device || k == trace::MemKind::Array || k == trace::MemKind::Mapped;
 }
 
-PointerInfo side_info(uint64_t ptr, trace::MemKind preset) {
+CUXFER_HOT PointerInfo side_info(uint64_t ptr, trace::MemKind preset) {
   if (preset != trace::MemKind::Unknown) return PointerInfo{preset, -1, false};
   return classify_pointer(ptr);
 }
 
 }  // namespace
 
-void describe_event(const CallDesc& d, trace::Event& e) {
+CUXFER_HOT void describe_event(const CallDesc& d, trace::Event& e) {
   e.kind = static_cast<uint8_t>(d.kind);
   e.stream = d.stream;
   e.flags |= d.flags;
@@ -80,12 +81,12 @@ void describe_event(const CallDesc& d, trace::Event& e) {
   }
 }
 
-uint64_t fingerprint_min_bytes() {
+CUXFER_HOT uint64_t fingerprint_min_bytes() {
   static const uint64_t min = config().fingerprint ? config().fingerprint_min : UINT64_MAX;
   return min;
 }
 
-void prefetch_samples(const CallDesc& d) {
+CUXFER_HOT void prefetch_samples(const CallDesc& d) {
   using trace::Direction;
   using trace::MemKind;
   // The classification is the one describe_event() makes after the call
@@ -104,7 +105,7 @@ void prefetch_samples(const CallDesc& d) {
     prefetch_fingerprint_samples(reinterpret_cast<const void*>(d.dst), d.bytes);
 }
 
-void fingerprint_copy(Recorder& rec, ThreadState& ts, const trace::Event& e) {
+CUXFER_HOT void fingerprint_copy(Recorder& rec, ThreadState& ts, const trace::Event& e) {
   using trace::Direction;
   using trace::MemKind;
   if (e.flags & trace::kFlagFailed) return;
@@ -145,7 +146,7 @@ void fingerprint_copy(Recorder& rec, ThreadState& ts, const trace::Event& e) {
   rec.emit(ts, f);
 }
 
-uint32_t capture_callsite(Recorder& rec, void* return_address) {
+CUXFER_HOT uint32_t capture_callsite(Recorder& rec, void* return_address) {
   if (rec.stack_depth() == 0) {
     // Without stacks a call site is its return address alone: a loop calls
     // from the same place again and again, so remember the last one.

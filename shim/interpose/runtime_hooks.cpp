@@ -23,7 +23,7 @@ D direction_of(cudaMemcpyKind kind) {
   }
 }
 
-CallDesc rt_copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t s, bool async,
+CUXFER_HOT CallDesc rt_copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t s, bool async,
                  bool per_thread) {
   return d::copy(direction_of(kind), d::ptr(src), d::ptr(dst), bytes, reinterpret_cast<CUstream>(s), async,
                  per_thread);

@@ -1,4 +1,5 @@
 #include "memory/allocation_table.h"
+#include "core/export.h"
 
 #include "core/spin.h"
 
@@ -23,7 +24,7 @@ void AllocationTable::copy_slot(uint32_t to, uint32_t from) {
   slots_[to].meta.store(slots_[from].meta.load(kRelaxed), kRelaxed);
 }
 
-uint32_t AllocationTable::lower_bound(uint64_t key, uint32_t n) const {
+CUXFER_HOT uint32_t AllocationTable::lower_bound(uint64_t key, uint32_t n) const {
   uint32_t lo = 0, hi = n;
   while (lo < hi) {
     uint32_t mid = (lo + hi) / 2;
@@ -70,7 +71,7 @@ std::optional<Allocation> AllocationTable::erase(uint64_t begin) {
   return a;
 }
 
-std::optional<Allocation> AllocationTable::find(uint64_t ptr) const {
+CUXFER_HOT std::optional<Allocation> AllocationTable::find(uint64_t ptr) const {
   unsigned spins = 0;
   for (;; spin_relax(spins)) {
     uint64_t s1 = seq_.load(std::memory_order_acquire);

@@ -1,4 +1,5 @@
 #include "memory/pointer_classifier.h"
+#include "core/export.h"
 
 #include <cuda.h>
 
@@ -74,12 +75,12 @@ thread_local RecentHit t_recent[kRecentHits] __attribute__((tls_model("initial-e
 
 }  // namespace
 
-AllocationTable& allocation_table() {
+CUXFER_HOT AllocationTable& allocation_table() {
   static AllocationTable* table = new AllocationTable;  // never destroyed: used until the last hook
   return *table;
 }
 
-PointerInfo classify_pointer(uint64_t ptr) {
+CUXFER_HOT PointerInfo classify_pointer(uint64_t ptr) {
   if (ptr == 0) return {};
   AllocationTable& table = allocation_table();
   uint64_t generation = table.generation();

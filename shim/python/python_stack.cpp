@@ -1,4 +1,5 @@
 #include "python/python_stack.h"
+#include "core/export.h"
 
 #include <dlfcn.h>
 #include <sys/syscall.h>
@@ -26,7 +27,7 @@ constexpr int64_t kMaxLineTableBytes = 1 << 20;
 // --- reading the interpreter's memory ------------------------------------------------
 
 template <ReadMode M>
-bool read_bytes(uint64_t addr, void* dst, size_t n) noexcept {
+CUXFER_HOT bool read_bytes(uint64_t addr, void* dst, size_t n) noexcept {
   if constexpr (M == ReadMode::Direct) {
     // Only addresses the checked walks proved readable get here (a frame,
     // its code object, the thread state): no test on the hot path.
@@ -133,7 +134,7 @@ CodeTable::~CodeTable() {
   std::free(entries_);
 }
 
-uint32_t CodeTable::intern(const Key& key, Fill fill, void* ctx) noexcept {
+CUXFER_HOT uint32_t CodeTable::intern(const Key& key, Fill fill, void* ctx) noexcept {
   if (!entries_) return 0;
   // A reused address (another code object) lands in the same chain and is
   // told apart by the rest of the key.
@@ -182,7 +183,7 @@ void CodeTable::mark_all_unwritten() { ready_.rewind(); }
 
 // --- the interpreter -----------------------------------------------------------------
 
-PythonStacks& PythonStacks::instance() {
+CUXFER_HOT PythonStacks& PythonStacks::instance() {
   static PythonStacks* s = new PythonStacks;  // never destroyed: copies may come from atexit handlers
   return *s;
 }
@@ -213,7 +214,7 @@ void PythonStacks::turn_off(const std::string& why) noexcept {
   notes_.push_back("no Python frames in call stacks: " + why);
 }
 
-void PythonStacks::resolve(uint64_t now) noexcept {
+CUXFER_HOT void PythonStacks::resolve(uint64_t now) noexcept {
   if (now < next_try_ns_.load(std::memory_order_relaxed)) return;
   int expected = kUnresolved;
   if (!state_.compare_exchange_strong(expected, kResolving, std::memory_order_acq_rel)) return;
@@ -267,7 +268,7 @@ void PythonStacks::resolve_interpreter() {
 }
 
 template <ReadMode M>
-uint32_t PythonStacks::intern_code(const PyLayout& l, uint64_t code) noexcept {
+CUXFER_HOT uint32_t PythonStacks::intern_code(const PyLayout& l, uint64_t code) noexcept {
   CodeTable::Key k;
   k.code = code;
   if (!get<M>(code + l.code_filename, k.filename) || !get<M>(code + l.code_qualname, k.qualname) ||
@@ -292,7 +293,7 @@ uint32_t PythonStacks::intern_code(const PyLayout& l, uint64_t code) noexcept {
 }
 
 template <ReadMode M>
-uint32_t PythonStacks::walk(uint64_t tstate, uint64_t* out, uint32_t max, bool& failed) noexcept {
+CUXFER_HOT uint32_t PythonStacks::walk(uint64_t tstate, uint64_t* out, uint32_t max, bool& failed) noexcept {
   // One instantiation per frame model: the per-frame loop has no model tests.
   switch (layout_.model) {
     case FrameModel::Legacy310: return walk_frames<M, FrameModel::Legacy310>(tstate, out, max, failed);
@@ -304,7 +305,7 @@ uint32_t PythonStacks::walk(uint64_t tstate, uint64_t* out, uint32_t max, bool& 
 }
 
 template <ReadMode M, FrameModel Model>
-uint32_t PythonStacks::walk_frames(uint64_t tstate, uint64_t* out, uint32_t max, bool& failed) noexcept {
+CUXFER_HOT uint32_t PythonStacks::walk_frames(uint64_t tstate, uint64_t* out, uint32_t max, bool& failed) noexcept {
   // A local copy: the stores to `out` cannot alias it, so its offsets stay
   // in registers across the loop.
   PyLayout l = layout_;
@@ -364,7 +365,7 @@ uint32_t PythonStacks::walk_frames(uint64_t tstate, uint64_t* out, uint32_t max,
   return n;
 }
 
-uint32_t PythonStacks::capture(uint64_t* out, uint32_t max) noexcept {
+CUXFER_HOT uint32_t PythonStacks::capture(uint64_t* out, uint32_t max) noexcept {
   if (max == 0) return 0;
   if (state_.load(std::memory_order_acquire) != kReady) {
     if (state_.load(std::memory_order_acquire) != kUnresolved) return 0;

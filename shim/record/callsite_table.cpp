@@ -1,4 +1,5 @@
 #include "record/callsite_table.h"
+#include "core/export.h"
 
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -32,7 +33,7 @@ uint64_t g_unwinder_low = 0, g_unwinder_high = 0;
 // differently from libunwind: the trace's notes say both at the end.
 std::atomic<uint64_t> g_fallbacks{0}, g_compared{0}, g_differed{0};
 
-uint64_t hash_frames(const uint64_t* f, uint32_t n) {
+CUXFER_HOT uint64_t hash_frames(const uint64_t* f, uint32_t n) {
   uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
   for (uint32_t i = 0; i < n; ++i) {
     h ^= f[i];
@@ -47,7 +48,7 @@ uint64_t hash_frames(const uint64_t* f, uint32_t n) {
 CallSiteTable::CallSiteTable()
     : entries_(static_cast<Entry*>(std::calloc(kCapacity, sizeof(Entry)))) {}
 
-uint32_t CallSiteTable::intern(const uint64_t* frames, uint32_t depth) {
+CUXFER_HOT uint32_t CallSiteTable::intern(const uint64_t* frames, uint32_t depth) {
   if (!entries_ || depth == 0) return 0;
   if (depth > kMaxDepth) depth = kMaxDepth;
   uint64_t h = hash_frames(frames, depth);
@@ -268,7 +269,7 @@ std::string unwinder_summary() {
   return s;
 }
 
-uint32_t capture_stack(uint64_t* frames, uint32_t max_depth, void* fallback) {
+CUXFER_HOT uint32_t capture_stack(uint64_t* frames, uint32_t max_depth, void* fallback) {
   uint32_t n = 0;
   if (max_depth > 0) {
     if (g_unwinder == Unwinder::Libunwind || !unwind::walk(frames, max_depth, g_own_low, g_own_high, &n)) {

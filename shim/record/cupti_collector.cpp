@@ -1,4 +1,5 @@
 #include "record/cupti_collector.h"
+#include "core/export.h"
 
 #include <cupti.h>
 #include <dlfcn.h>
@@ -106,7 +107,7 @@ void* open_libcupti(const std::string& override_path, std::string& tried) {
 
 }  // namespace
 
-CuptiCollector& CuptiCollector::instance() {
+CUXFER_HOT CuptiCollector& CuptiCollector::instance() {
   static CuptiCollector* c = new CuptiCollector;  // outlives every static destructor
   return *c;
 }

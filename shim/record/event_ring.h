@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "trace/event.h"
+#include "core/export.h"
 
 namespace cuxfer::shim {
 
@@ -47,7 +48,7 @@ class EventRing {
   // in the calls, such as this ring's slots reaching a new page every 64
   // events, and time only the calls that pay for it.
   static constexpr uint32_t kHookTimeEvery = 64;
-  bool count_hook_call() {
+  CUXFER_HOT bool count_hook_call() {
     hook_calls_.store(hook_calls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     if (--hook_countdown_ != 0) return false;
     hook_rng_ ^= hook_rng_ << 13;  // xorshift64
@@ -58,7 +59,7 @@ class EventRing {
   }
   // Bucket b of the histogram holds the timed calls of [2^b, 2^(b+1)) ns (b 0: 0-1 ns).
   static constexpr uint32_t kHookHistBuckets = 40;
-  void add_hook_time(uint64_t ns) {
+  CUXFER_HOT void add_hook_time(uint64_t ns) {
     hook_timed_.store(hook_timed_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     hook_ns_.store(hook_ns_.load(std::memory_order_relaxed) + ns, std::memory_order_relaxed);
     if (ns > hook_max_ns_.load(std::memory_order_relaxed)) hook_max_ns_.store(ns, std::memory_order_relaxed);

@@ -1,4 +1,5 @@
 #include "record/fingerprint.h"
+#include "core/export.h"
 
 #include <cstring>
 
@@ -21,7 +22,7 @@ inline uint64_t load(const unsigned char* p) {
 
 }  // namespace
 
-uint64_t sampled_fingerprint(const void* data, size_t bytes) {
+CUXFER_HOT uint64_t sampled_fingerprint(const void* data, size_t bytes) {
   const auto* p = static_cast<const unsigned char*>(data);
   uint64_t h = mix(0x243F6A8885A308D3ull, bytes);
   if (bytes < (kSamples + 1) * 8) {  // small: every byte
@@ -35,7 +36,7 @@ uint64_t sampled_fingerprint(const void* data, size_t bytes) {
   return mix(h, load(p + bytes - 8));
 }
 
-void prefetch_fingerprint_samples(const void* data, size_t bytes) {
+CUXFER_HOT void prefetch_fingerprint_samples(const void* data, size_t bytes) {
   const auto* p = static_cast<const unsigned char*>(data);
   if (!p || bytes < (kSamples + 1) * 8) return;
   const size_t stride = (bytes - 8) / kSamples;

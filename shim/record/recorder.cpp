@@ -1,4 +1,5 @@
 #include "record/recorder.h"
+#include "core/export.h"
 
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -107,13 +108,13 @@ void on_fork_child() { Recorder::instance().after_fork_child(); }
 
 }  // namespace
 
-ThreadState& thread_state() {
+CUXFER_HOT ThreadState& thread_state() {
   ThreadState& t = t_state;
   if (t.tid == 0) t.tid = static_cast<uint32_t>(gettid());
   return t;
 }
 
-Recorder& Recorder::instance() {
+CUXFER_HOT Recorder& Recorder::instance() {
   static Recorder* r = new Recorder;  // never destroyed: hooks may run during static destruction
   return *r;
 }
@@ -125,7 +126,7 @@ Recorder::Recorder() : rings_(config().buffer_events) {
   pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
 }
 
-bool Recorder::cupti_active() const { return CuptiCollector::instance().active(); }
+CUXFER_HOT bool Recorder::cupti_active() const { return CuptiCollector::instance().active(); }
 
 bool Recorder::attach_ring(ThreadState& ts) {
   ts.ring = rings_.acquire();

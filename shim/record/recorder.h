@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/quiet_thread.h"
+#include "core/export.h"
 #include "record/call_desc.h"
 #include "record/callsite_table.h"
 #include "record/cupti_governor.h"
@@ -104,7 +105,7 @@ class Recorder {
   // The calling thread's ring, attached at its first use (null: none to be had).
   EventRing* ring_of(ThreadState& ts) { return ts.ring || attach_ring(ts) ? ts.ring : nullptr; }
 
-  void emit(ThreadState& ts, const trace::Event& e) {
+  CUXFER_HOT void emit(ThreadState& ts, const trace::Event& e) {
     if (!ts.ring && !attach_ring(ts)) return;
     if (ts.nvtx_changed) [[unlikely]] emit_nvtx_ranges(ts, e);
     ts.ring->push(e);

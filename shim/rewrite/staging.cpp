@@ -1,4 +1,5 @@
 #include "rewrite/staging.h"
+#include "core/export.h"
 
 #include <sched.h>
 #include <sys/mman.h>
@@ -418,7 +419,7 @@ bool run_dtoh(State& s, bool per_thread, CUdeviceptr dev, char* host, size_t byt
 
 }  // namespace
 
-bool enabled() {
+CUXFER_HOT bool enabled() {
   static const bool on = config().enabled && config().rewrite_any();  // CUXFER_DISABLE wins
   return on && !state().disabled.load(std::memory_order_relaxed);
 }

@@ -1,4 +1,5 @@
 #include "rewrite/zero_copy.h"
+#include "core/export.h"
 
 #include <atomic>
 #include <cstring>
@@ -126,7 +127,7 @@ void stream_destroyed(CUstream st) {
     }
 }
 
-void per_thread_stream_used() {
+CUXFER_HOT void per_thread_stream_used() {
   if (!g_per_thread_used.load(std::memory_order_relaxed)) g_per_thread_used.store(true, std::memory_order_relaxed);
 }
 

@@ -1,4 +1,5 @@
 #include "unwind/fast_unwind.h"
+#include "core/export.h"
 
 #include <link.h>
 #include <pthread.h>
@@ -64,7 +65,7 @@ struct Slot {
 };
 // Allocated by init() before the first walk; null until then (walks fall back).
 std::atomic<Slot*> g_table{nullptr};
-Slot* table() { return g_table.load(std::memory_order_acquire); }
+CUXFER_HOT Slot* table() { return g_table.load(std::memory_order_acquire); }
 
 std::atomic<uint64_t> g_epoch{1};
 std::atomic<uint64_t> g_rules{0}, g_lookups{0}, g_full{0};
@@ -74,7 +75,7 @@ std::atomic<uint64_t> g_declines[kDeclineKinds];
 std::atomic<uint64_t> g_first_pc{0};
 std::atomic<uint8_t> g_first_why{0};
 
-bool decline(Decline why, uint64_t pc) {
+CUXFER_HOT bool decline(Decline why, uint64_t pc) {
   g_declines[static_cast<unsigned>(why)].fetch_add(1, std::memory_order_relaxed);
   uint64_t none = 0;
   if (g_first_pc.load(std::memory_order_relaxed) == 0 &&
@@ -83,14 +84,14 @@ bool decline(Decline why, uint64_t pc) {
   return false;
 }
 
-uint32_t slot_of(uint64_t pc) {
+CUXFER_HOT uint32_t slot_of(uint64_t pc) {
   uint64_t h = pc * 0x9E3779B97F4A7C15ull;
   return static_cast<uint32_t>(h >> 49);  // top 15 bits
 }
 
 // The packed rule for `pc`, looked up in the tables on a miss; 0 when the
 // table has no room for it (the caller falls back).
-uint64_t rule_for(uint64_t pc, uint64_t epoch) {
+CUXFER_HOT uint64_t rule_for(uint64_t pc, uint64_t epoch) {
   Slot* t = table();
   if (!t) return 0;
   uint32_t i = slot_of(pc);
@@ -130,7 +131,7 @@ struct ThreadStack {
 };
 thread_local ThreadStack t_stack __attribute__((tls_model("initial-exec")));
 
-const ThreadStack& thread_stack() {
+CUXFER_HOT const ThreadStack& thread_stack() {
   if (!t_stack.known) {
     t_stack.known = true;
     pthread_attr_t attr;
@@ -166,7 +167,7 @@ struct Rule {
 static_assert(sizeof(Rule) == 16);
 constexpr uint32_t kMemoRules = 256;
 constexpr int kMemoShift = 56;  // 64 - log2(kMemoRules)
-uint32_t memo_slot(uint64_t pc) { return static_cast<uint32_t>((pc * 0x9E3779B97F4A7C15ull) >> kMemoShift); }
+CUXFER_HOT uint32_t memo_slot(uint64_t pc) { return static_cast<uint32_t>((pc * 0x9E3779B97F4A7C15ull) >> kMemoShift); }
 struct ThreadMemo {
   uint64_t epoch = 0;
   bool busy = false;  // a walk is running on this thread (a signal handler's walk must not use the memo)
@@ -174,7 +175,7 @@ struct ThreadMemo {
 };
 thread_local ThreadMemo t_memo __attribute__((tls_model("initial-exec")));
 
-Rule rule_of(uint64_t v, uint64_t pc) {
+CUXFER_HOT Rule rule_of(uint64_t v, uint64_t pc) {
   const Unpacked u = unpack(v);
   Rule r;
   r.pc = pc;
@@ -199,7 +200,7 @@ struct MemoUse {
 
 // Reads other frames' saved registers: not an access the sanitizers should
 // judge (ASan's fake stacks, TSan's shadow know nothing of them).
-__attribute__((noinline, no_sanitize("address", "thread"))) bool walk(uint64_t* frames, uint32_t max, uint64_t skip_low, uint64_t skip_high,
+CUXFER_HOT __attribute__((noinline, no_sanitize("address", "thread"))) bool walk(uint64_t* frames, uint32_t max, uint64_t skip_low, uint64_t skip_high,
                                     uint32_t* count) {
   *count = 0;
   const ThreadStack& stack = thread_stack();
