@@ -190,7 +190,7 @@ for p in json.load(sys.stdin)['processes']:
       for v in "${variants[@]}"; do
         i=$((i + 1)); envs=()
         case $v in none) ;; default) envs=(LD_PRELOAD="$SHIM") ;; *) envs=(LD_PRELOAD="$SHIM" $v) ;; esac
-        rm -rf "$OUT/sp$i"
+        rm -rf "$OUT/sp$i"; mkdir -p "$OUT/sp$i"  # the shim records only into a folder that exists
         env "${envs[@]}" CUXFER_OUTPUT_DIR="$OUT/sp$i" "$B/bench/pattern_sweep" "${sel[@]}" 2>"$OUT/sp.err" \
           | sed "s/^/variant=$i round=$r /" >> "$OUT/smallparts.raw"
       done

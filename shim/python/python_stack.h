@@ -92,6 +92,19 @@ class CodeTable {
 
 enum class ReadMode : uint8_t { Checked, Direct };
 
+// Whether a copy should search the process for an interpreter now (its
+// retry interval has passed). The search (dlsym(RTLD_DEFAULT) of
+// Py_IsInitialized) walks every loaded object's symbol table: 10-30 us on a
+// copy that follows a memset of a large buffer, which a C++ program paid
+// every 200 ms for as long as it ran. Without an interpreter symbol nothing
+// can change until the loader maps another object, so the search waits for
+// the loader's count of loads (`adds`, dl_iterate_phdr's dlpi_adds) to move;
+// once the symbol was seen (the interpreter not yet initialised), every retry
+// searches. adds == 0: the count is unknown, search.
+constexpr bool search_for_interpreter(bool symbol_seen, uint64_t adds, uint64_t adds_at_last_search) {
+  return symbol_seen || adds == 0 || adds != adds_at_last_search;
+}
+
 class PythonStacks {
  public:
   static PythonStacks& instance();
@@ -138,6 +151,9 @@ class PythonStacks {
 
   std::atomic<int> state_{kUnresolved};
   std::atomic<uint64_t> next_try_ns_{0};
+  // Read and written only by the thread that holds state_ at kResolving.
+  bool symbol_seen_ = false;       // Py_IsInitialized was found (not yet initialised)
+  uint64_t adds_at_search_ = 0;    // the loader's count of loads at the last search
   std::atomic<uint32_t> checked_walks_{0};
   Api api_;
   PyLayout layout_{};

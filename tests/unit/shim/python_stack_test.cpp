@@ -154,5 +154,19 @@ TEST(PythonStacks, NoInterpreterNoFramesNoNote) {
   EXPECT_FALSE(PythonStacks::instance().take_note(note));
 }
 
+TEST(PythonStacks, SearchesAgainOnlyWhenSomethingCanHaveChanged) {
+  // No interpreter symbol, nothing loaded since the last search: no search
+  // (a C++ program's copies never pay for the symbol-table walk again).
+  EXPECT_FALSE(search_for_interpreter(false, 41, 41));
+  // An object was loaded (perhaps libpython, or something that embeds it).
+  EXPECT_TRUE(search_for_interpreter(false, 42, 41));
+  // The first search, and a loader that does not count: search.
+  EXPECT_TRUE(search_for_interpreter(false, 41, 0));
+  EXPECT_TRUE(search_for_interpreter(false, 0, 0));
+  // The symbol is there but the interpreter was not yet initialised: the
+  // next retry must look again whatever the loader did.
+  EXPECT_TRUE(search_for_interpreter(true, 41, 41));
+}
+
 }  // namespace
 }  // namespace cuxfer::shim::python
