@@ -64,6 +64,9 @@ Config parse_config(char** env, bool secure_execution) {
     } else if (key == "CUXFER_STACK_DEPTH") {
       if (parse_uint(val, 0, kMaxStackDepth, n)) c.stack_depth = static_cast<uint32_t>(n);
       else bad("0..32");
+    } else if (key == "CUXFER_PYTHON_NATIVE_DEPTH") {
+      if (parse_uint(val, 1, kMaxStackDepth, n)) c.python_native_depth = static_cast<uint32_t>(n);
+      else bad("1..32");
     } else if (key == "CUXFER_PYTHON_STACKS") {
       bool b = true;
       if (parse_bool(val, b)) c.python_stacks = b;

@@ -25,6 +25,11 @@ struct Config {
   // CUXFER_PYTHON_STACKS=0: no Python frames in call stacks (shim/python/).
   // They are read only while stacks are captured (CUXFER_STACK_DEPTH > 0).
   bool python_stacks = true;
+  // CUXFER_PYTHON_NATIVE_DEPTH: native frames kept below a thread's Python
+  // frames (at most stack_depth). The Python line names the site; the native
+  // frames under it are the framework's (libtorch's dispatch, CuPy's
+  // bindings), and with the caches cold each frame walked costs a few lines.
+  uint32_t python_native_depth = 8;
   Unwinder unwinder = Unwinder::Fast;  // CUXFER_UNWINDER=fast|libunwind|verify
   CuptiMode cupti = CuptiMode::Auto;  // CUXFER_CUPTI=auto|on|off
   std::string cupti_library;      // CUXFER_CUPTI_LIB: explicit libcupti path

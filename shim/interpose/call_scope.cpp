@@ -159,9 +159,20 @@ CUXFER_HOT uint32_t capture_callsite(Recorder& rec, void* return_address) {
     return last_id;
   }
   // Native frames, then the thread's Python frames (trace/python_frame.h).
+  // The Python frames are read first, into their place after at most
+  // `python_native_depth` native frames: a thread that has them gets that many
+  // native frames (the walk's cost is per frame), one without gets them all.
   uint64_t frames[CallSiteTable::kMaxDepth];
-  uint32_t n = capture_stack(frames, std::min(rec.stack_depth(), CallSiteTable::kMaxNativeDepth), return_address);
-  if (config().python_stacks) n += python::PythonStacks::instance().capture(frames + n, CallSiteTable::kMaxDepth - n);
+  const uint32_t native_max = std::min(rec.stack_depth(), CallSiteTable::kMaxNativeDepth);
+  const uint32_t under_python = std::min(native_max, config().python_native_depth);
+  const uint32_t py = config().python_stacks ? python::PythonStacks::instance().capture(
+                                                   frames + under_python, CallSiteTable::kMaxDepth - under_python)
+                                             : 0;
+  uint32_t n = capture_stack(frames, py ? under_python : native_max, return_address);
+  if (py) {
+    if (n < under_python) std::memmove(frames + n, frames + under_python, py * sizeof(uint64_t));
+    n += py;
+  }
   // A loop copies from the same few stacks again and again (a training step:
   // upload inputs, upload labels, read the loss back): the thread's last
   // kRecentStacks stacks, each compared whole, are cheaper than the table's

@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <new>
 
 #include "core/clock.h"
+#include "core/config.h"
 #include "symbols/symbol_table.h"
 #include "trace/python_frame.h"
 #include "trace/python_lines.h"
@@ -287,7 +289,9 @@ void PythonStacks::resolve_interpreter() {
   api_ = a;
   {
     std::lock_guard<std::mutex> lock(note_mutex_);
-    notes_.push_back("Python frames in call stacks: " + name + " (frame layout " + source + ")");
+    notes_.push_back("Python frames in call stacks: " + name + " (frame layout " + source + "), under at most " +
+                     std::to_string(std::min(config().python_native_depth, config().stack_depth)) +
+                     " native frames (CUXFER_PYTHON_NATIVE_DEPTH)");
   }
   state_.store(kReady, std::memory_order_release);
 }

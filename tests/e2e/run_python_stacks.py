@@ -145,7 +145,12 @@ def main() -> int:
         return verdict(fails)
     check(any(f"Python frames in call stacks: CPython {args.python}" in n for n in notes),
           f"a note naming CPython {args.python}; notes: {notes}")
+    check(any("under at most 8 native frames (CUXFER_PYTHON_NATIVE_DEPTH)" in n for n in notes),
+          f"the note says how many native frames a Python stack keeps; notes: {notes}")
     sites = python_sites(rep)
+    for s in sites.values():
+        native = [f for f in s["stack"] if not f.get("python")]
+        check(1 <= len(native) <= 8, f"{s['location']}: 1 to 8 native frames under the Python ones, got {len(native)}")
     for name, calls in expected.items():
         s = sites.get((app, app_lines[name]))
         check(s is not None, f"a call site at python_copies.py:{app_lines[name]} ({name}); sites: "
@@ -198,6 +203,18 @@ def main() -> int:
         rw = report(args, pol_trace).get("rewrite", {})
         check(rw.get("staged_calls") == THREADS * COPIES and rw.get("passthrough_pageable_calls") == total - THREADS * COPIES,
               f"--policy on worker(): {THREADS * COPIES} staged, {total - THREADS * COPIES} passed through; got {rw}")
+
+    # Fewer native frames under the Python ones: the same sites, the same counts.
+    shallow = record(args, python, work / "shallow", {"CUXFER_PYTHON_NATIVE_DEPTH": "2"})
+    if shallow:
+        sh_sites = python_sites(report(args, shallow))
+        for name, calls in expected.items():
+            s = sh_sites.get((app, app_lines[name]))
+            check(s is not None and s["calls"] == calls,
+                  f"CUXFER_PYTHON_NATIVE_DEPTH=2: {name} still {calls} calls at its line, got {s and s['calls']}")
+            if s:
+                native = [f for f in s["stack"] if not f.get("python")]
+                check(1 <= len(native) <= 2, f"CUXFER_PYTHON_NATIVE_DEPTH=2: {name} has {len(native)} native frames")
 
     off = record(args, python, work / "off", {"CUXFER_PYTHON_STACKS": "0"})
     if off:

@@ -114,6 +114,16 @@ TEST(ParseConfig, StackDepth) {
     expect_rejected(std::string("CUXFER_STACK_DEPTH=") + bad);
 }
 
+TEST(ParseConfig, PythonNativeDepth) {
+  EXPECT_EQ(Config{}.python_native_depth, 8u);
+  EXPECT_EQ(parse({"CUXFER_PYTHON_NATIVE_DEPTH=1"}).python_native_depth, 1u);
+  EXPECT_EQ(parse({"CUXFER_PYTHON_NATIVE_DEPTH=32"}).python_native_depth, 32u);
+  EXPECT_TRUE(parse({"CUXFER_PYTHON_NATIVE_DEPTH=16"}).problems.empty());
+  // 0 would drop the copy's own native frame: the immediate call site is always kept.
+  for (const char* bad : {"0", "33", "-1", "x", ""})
+    expect_rejected(std::string("CUXFER_PYTHON_NATIVE_DEPTH=") + bad);
+}
+
 TEST(ParseConfig, Cupti) {
   EXPECT_EQ(parse({"CUXFER_CUPTI=off"}).cupti, CuptiMode::Off);
   EXPECT_EQ(parse({"CUXFER_CUPTI=auto"}).cupti, CuptiMode::Auto);
