@@ -2,7 +2,6 @@
 #include "core/export.h"
 
 #include <dlfcn.h>
-#include <link.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -16,6 +15,7 @@
 
 #include "core/clock.h"
 #include "core/config.h"
+#include "symbols/elf_lookup.h"
 #include "symbols/symbol_table.h"
 #include "trace/python_frame.h"
 #include "trace/python_lines.h"
@@ -218,33 +218,17 @@ void PythonStacks::turn_off(const std::string& why) noexcept {
   notes_.push_back("no Python frames in call stacks: " + why);
 }
 
-namespace {
-// The loader's count of objects loaded so far (0 when unknown): one callback
-// of dl_iterate_phdr, which stops at the first object.
-uint64_t loader_adds() noexcept {
-  uint64_t adds = 0;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t size, void* out) {
-        if (size >= offsetof(dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds)
-          *static_cast<uint64_t*>(out) = info->dlpi_adds;
-        return 1;
-      },
-      &adds);
-  return adds;
-}
-}  // namespace
-
 CUXFER_HOT void PythonStacks::resolve(uint64_t now) noexcept {
   if (now < next_try_ns_.load(std::memory_order_relaxed)) return;
   int expected = kUnresolved;
   if (!state_.compare_exchange_strong(expected, kResolving, std::memory_order_acq_rel)) return;
   next_try_ns_.store(now + kRetryNs, std::memory_order_relaxed);
-  const uint64_t adds = loader_adds();
-  if (!search_for_interpreter(symbol_seen_, adds, adds_at_search_)) {
+  const uint64_t generation = loader_generation();
+  if (!search_for_interpreter(symbol_seen_, generation, generation_at_search_)) {
     state_.store(kUnresolved, std::memory_order_release);
     return;
   }
-  adds_at_search_ = adds;
+  generation_at_search_ = generation;
   resolve_interpreter();
 }
 

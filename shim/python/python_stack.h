@@ -97,12 +97,12 @@ enum class ReadMode : uint8_t { Checked, Direct };
 // Py_IsInitialized) walks every loaded object's symbol table: 10-30 us on a
 // copy that follows a memset of a large buffer, which a C++ program paid
 // every 200 ms for as long as it ran. Without an interpreter symbol nothing
-// can change until the loader maps another object, so the search waits for
-// the loader's count of loads (`adds`, dl_iterate_phdr's dlpi_adds) to move;
-// once the symbol was seen (the interpreter not yet initialised), every retry
-// searches. adds == 0: the count is unknown, search.
-constexpr bool search_for_interpreter(bool symbol_seen, uint64_t adds, uint64_t adds_at_last_search) {
-  return symbol_seen || adds == 0 || adds != adds_at_last_search;
+// can change until the loader maps or unmaps an object, so the search waits
+// for the loader's generation (symbols/elf_lookup.h) to move; once the symbol
+// was seen (the interpreter not yet initialised), every retry searches.
+// generation == 0: the loader does not count, search.
+constexpr bool search_for_interpreter(bool symbol_seen, uint64_t generation, uint64_t generation_at_last_search) {
+  return symbol_seen || generation == 0 || generation != generation_at_last_search;
 }
 
 class PythonStacks {
@@ -153,7 +153,7 @@ class PythonStacks {
   std::atomic<uint64_t> next_try_ns_{0};
   // Read and written only by the thread that holds state_ at kResolving.
   bool symbol_seen_ = false;       // Py_IsInitialized was found (not yet initialised)
-  uint64_t adds_at_search_ = 0;    // the loader's count of loads at the last search
+  uint64_t generation_at_search_ = 0;  // loader_generation() at the last search
   std::atomic<uint32_t> checked_walks_{0};
   Api api_;
   PyLayout layout_{};

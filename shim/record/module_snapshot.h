@@ -16,17 +16,15 @@ namespace cuxfer::shim {
 // Every loaded object now; `generation` (optional) changes whenever an object
 // is loaded or unloaded.
 std::vector<trace::ModuleInfo> loaded_modules(uint64_t* generation = nullptr);
-uint64_t module_generation();
 
 class ModuleTracker {
  public:
   // Modules loaded since the last call (all of them the first time).
   std::vector<trace::ModuleInfo> poll();
-  void forget_written() { written_.clear(); last_adds_ = ~0ull; }
+  void forget_written() { written_.clear(); last_generation_ = ~0ull; }
 
  private:
-  uint64_t last_adds_ = ~0ull;
-  uint64_t last_subs_ = ~0ull;
+  uint64_t last_generation_ = ~0ull;  // loader_generation() at the last read
   std::set<std::pair<std::string, uint64_t>> written_;
 };
 

@@ -10,6 +10,7 @@
 #include "python/python_stack.h"
 #include "record/callsite_table.h"
 #include "record/module_snapshot.h"
+#include "symbols/elf_lookup.h"
 #include "record/recorder.h"
 
 namespace cuxfer::shim::rewrite {
@@ -97,7 +98,7 @@ SiteDecision site_decision(policy::SiteKind kind, uint64_t bytes) {
     if (!frames) return {};
     std::lock_guard<std::mutex> lock(l->bind_mutex);
     // A stack never seen before may come from a library loaded since the last bind.
-    if (l->matcher.unbound_entries() && module_generation() != l->generation) bind(*l);
+    if (l->matcher.unbound_entries() && loader_generation() != l->generation) bind(*l);
     // Decided without the size limit; min_bytes is applied per call below.
     static const CodeTableNames names;
     policy::Decision m = l->matcher.decide(kind, frames, depth, UINT64_MAX, &names);

@@ -236,4 +236,16 @@ void* elf_lookup_after(const link_map* after, const char* name) {
   return a.found;
 }
 
+uint64_t loader_generation() {
+  uint64_t g = 0;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t size, void* data) -> int {
+        if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+          *static_cast<uint64_t*>(data) = info->dlpi_adds + info->dlpi_subs;
+        return 1;  // the counters are the same in every entry: the first is enough
+      },
+      &g);
+  return g;
+}
+
 }  // namespace cuxfer::shim

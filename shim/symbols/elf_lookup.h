@@ -7,6 +7,8 @@
 
 #include <link.h>
 
+#include <cstdint>
+
 namespace cuxfer::shim {
 
 // The definition of `name` in object `m` itself, as dlsym would return it
@@ -22,5 +24,12 @@ void* elf_lookup_in(const link_map* m, const char* name);
 // order (what dlsym(RTLD_NEXT, name) called from `after` finds for objects
 // loaded at startup), or null.
 void* elf_lookup_after(const link_map* after, const char* name);
+
+// The loader's count of objects loaded and unloaded so far (glibc's
+// dlpi_adds + dlpi_subs, read from dl_iterate_phdr's first callback); it
+// changes whenever an object is loaded or unloaded. 0 when the loader does
+// not count. One callback under the loader's list lock: a few dozen
+// instructions, where reading the whole list costs a few per object.
+uint64_t loader_generation();
 
 }  // namespace cuxfer::shim
