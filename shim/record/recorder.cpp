@@ -101,6 +101,18 @@ void append_manifest(const std::string& manifest, const std::string& trace_path)
   ::close(fd);
 }
 
+// mkdir -p: every missing component of `dir`, with the mode the umask
+// leaves of 0777, as `mkdir -p` and `cuxfer record -o` make them. Another
+// process (a rank) creating one at the same time is not a failure.
+bool make_directories(const std::string& dir) {
+  for (size_t at = 1; at <= dir.size(); ++at) {
+    if (at < dir.size() && dir[at] != '/') continue;
+    const std::string part = dir.substr(0, at);
+    if (::mkdir(part.c_str(), 0777) != 0 && errno != EEXIST) return false;
+  }
+  return true;
+}
+
 void on_exit_handler() { Recorder::instance().shutdown(); }
 void on_fork_prepare() { Recorder::instance().prepare_fork(); }
 void on_fork_parent() { Recorder::instance().after_fork_parent(); }
@@ -298,6 +310,12 @@ bool Recorder::open_trace() {
     }
     trace_path_ += ".trace";
     writer_ = trace::TraceWriter::create(trace_path_, 0600, &error);
+    // CUXFER_OUTPUT_DIR names a folder that does not exist yet (the shim
+    // preloaded by hand or by a job launcher): make it, as `record -o` does.
+    if (!writer_ && errno == ENOENT && attempt == 0 && make_directories(c.output_dir)) {
+      log::info("created CUXFER_OUTPUT_DIR " + c.output_dir);
+      writer_ = trace::TraceWriter::create(trace_path_, 0600, &error);
+    }
     if (!writer_ && errno != EEXIST) break;
   }
   if (!writer_) {

@@ -9,7 +9,8 @@ cannot exist (its parent is a regular file), observe and CUXFER_REWRITE=pin:
 the app prints OK and exits 0 (it checks its own copies), the shim says so in
 one line on stderr naming the variable to set (and, with the rewrite asked
 for, that copies are not rewritten either: every hook passes through), and no
-trace appears anywhere.
+trace appears anywhere. And with CUXFER_OUTPUT_DIR naming folders that do
+not exist yet, the shim makes them (as `cuxfer record -o` does) and records.
 Exit status: 0 pass, 1 fail.
 """
 from __future__ import annotations
@@ -54,6 +55,17 @@ def main() -> int:
               f"rewrite={rewrite}: the line says whether the copies are rewritten: {said}")
         traces = list(work.rglob("*.trace"))
         check(not traces, f"rewrite={rewrite}: no trace written, found {traces}")
+    # A folder that does not exist yet, two levels deep: made, and the process recorded.
+    fresh = work / "new" / "nested"
+    env = dict(os.environ, LD_PRELOAD=args.shim, CUXFER_OUTPUT_DIR=str(fresh))
+    print(f"+ LD_PRELOAD={args.shim} CUXFER_OUTPUT_DIR={fresh} {args.app} 8 2M", flush=True)
+    r = subprocess.run([args.app, "8", "2M"], capture_output=True, text=True, env=env, timeout=120, cwd=work)
+    print(r.stdout + r.stderr)
+    check(r.returncode == 0 and "pageable_loop: OK" in r.stdout, f"missing folder: the app ran (exit {r.returncode})")
+    made = list(fresh.glob("cuxfer-*.trace")) if fresh.is_dir() else []
+    check(len(made) == 1 and made[0].stat().st_size > 0, f"missing folder: made, and one trace in it: {made}")
+    check(not [l for l in r.stderr.splitlines() if "error" in l and "cuxfer" in l],
+          f"missing folder: no error from cuxfer: {r.stderr[-400:]}")
     return verdict(fails)
 
 
