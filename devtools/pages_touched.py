@@ -22,7 +22,11 @@ left out) of the distinct code and data pages, and per object the pages of the
 median call. The simulated driver's own pages stand for the real driver's only
 in that both modes have them; the difference between the modes is the shim's.
 
-Needs valgrind. Exit: 0 measured; 1 a run failed; 2 bad arguments; 77 no valgrind.
+--check (the ctest smoke): exit 1 unless every case was cut into its calls and
+the shim's code shows in every shim call and in no baseline call.
+
+Needs valgrind. Exit: 0 measured; 1 a run failed (or --check failed); 2 bad
+arguments; 77 no valgrind.
 """
 import argparse
 import os
@@ -208,6 +212,7 @@ def main():
     ap.add_argument("--cases", default="", help="comma list of cases to print (default: all)")
     ap.add_argument("--functions", type=int, default=0, metavar="N",
                     help="also name the N symbols of libcuxfer.so with the most lines touched")
+    ap.add_argument("--check", action="store_true", help="exit 1 unless the shim's code shows where it should")
     ap.add_argument("--keep", metavar="DIR", help="keep the lackey logs in DIR")
     args = ap.parse_args()
     modes = [m for m in args.modes.split(",") if m]
@@ -247,6 +252,16 @@ def main():
         if args.functions and "shim" in results:
             top = results["shim"][case]["shim_lines"].most_common(args.functions)
             print("  libcuxfer.so lines by symbol: " + ", ".join(f"{n} {c}" for n, c in top))
+    if args.check:
+        bad = []
+        for case in CASES:
+            for m in modes:
+                shim_code = results[m][case]["objects"].get("libcuxfer.so", [0, 0, 0, 0])[1]
+                if (m == "shim") != (shim_code > 0):
+                    bad.append(f"{m} {case}: {shim_code} code lines of libcuxfer.so")
+        for b in bad:
+            print("pages_touched: check failed:", b)
+        return 1 if bad else 0
     return 0
 
 
