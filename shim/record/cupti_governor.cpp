@@ -45,6 +45,13 @@ GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorS
       const double windows = share / budget;
       const uint32_t off = windows >= k.max_off_windows ? k.max_off_windows
                                                         : std::max<uint32_t>(1, static_cast<uint32_t>(windows + 0.999) - 1);
+      // Synchronous copies only: they need no records at all (their CPU time
+      // bounds their DMA), so they stay off at least as long as the sync-only
+      // rule keeps them off. Otherwise a slow shim (little budget left) and a
+      // modest copy rate put them on every other window: toggled each time,
+      // and never off long enough for CUPTI to be detached.
+      const uint32_t sync_off = std::max<uint32_t>(1, k.sample_every) - 1;
+      if (w.async_calls == 0 && sync_off > off) return turn(s, false, GateReason::SyncOnly, sync_off);
       return turn(s, false, GateReason::CostCap, off);
     }
     if (w.async_calls > 0) {

@@ -139,6 +139,31 @@ TEST(CuptiGovernor, TheShimsOwnWorkLeavesTheRecordsTheRest) {
   EXPECT_TRUE(govern(s, w, k).next.on);
 }
 
+TEST(CuptiGovernor, SyncCopiesOverTheBudgetStayOffAsLongAsSyncOnly) {
+  // 1,000 synchronous copies a second (0.35 % in records) with a slow shim
+  // (5 %: the records keep their 0.2 % floor): over the budget by less than
+  // 2x. Off as long as the sync-only rule keeps them, not one window in two,
+  // so that CUPTI can be detached from the next window on.
+  GovernorSettings k;
+  CopyWindow w = sync(50);
+  w.shim_ns = kWindow / 20;
+  GovernorStep st = govern(GovernorState{}, w, k);
+  ASSERT_FALSE(st.next.on);
+  EXPECT_EQ(st.next.reason, GateReason::SyncOnly);
+  EXPECT_EQ(st.next.off_left, k.sample_every - 1);
+  st = govern(st.next, w, k);
+  EXPECT_FALSE(st.next.on);
+  EXPECT_TRUE(st.may_detach);
+  // Async copies then want their records back at once (not a cost cap).
+  EXPECT_TRUE(govern(st.next, async(1), k).next.on);
+  // The same rate of async copies is a cost cap: one window in two.
+  CopyWindow a = async(50);
+  a.shim_ns = kWindow / 20;
+  st = govern(GovernorState{}, a, k);
+  EXPECT_EQ(st.next.reason, GateReason::CostCap);
+  EXPECT_EQ(st.next.off_left, 1u);
+}
+
 TEST(CuptiGovernor, BelowTheShareAsyncCopiesStayOn) {
   // 1,000 async copies a second: 0.35 % in records.
   GovernorState s;
