@@ -29,6 +29,7 @@ Needs valgrind. Exit: 0 measured; 1 a run failed (or --check failed); 2 bad
 arguments; 77 no valgrind.
 """
 import argparse
+import bisect
 import os
 import re
 import shutil
@@ -72,30 +73,19 @@ def symbols_of(path, base):
     return syms
 
 
+def range_of(ranges, addr):
+    """The name of the (start, end, name) range, sorted by start, that holds addr; None if none."""
+    i = bisect.bisect_right(ranges, addr, key=lambda r: r[0]) - 1
+    return ranges[i][2] if i >= 0 and addr < ranges[i][1] else None
+
+
 def name_in(syms, addr):
-    lo, hi = 0, len(syms)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if syms[mid][0] <= addr:
-            lo = mid + 1
-        else:
-            hi = mid
-    if lo and syms[lo - 1][0] <= addr < syms[lo - 1][1]:
-        return syms[lo - 1][2][:70]
-    return "?"
+    name = range_of(syms, addr)
+    return name[:70] if name else "?"
 
 
 def object_of(maps, addr):
-    lo, hi = 0, len(maps)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if maps[mid][1] <= addr:
-            lo = mid + 1
-        else:
-            hi = mid
-    if lo < len(maps) and maps[lo][0] <= addr < maps[lo][1]:
-        return maps[lo][2]
-    return "[unmapped]"
+    return range_of(maps, addr) or "[unmapped]"
 
 
 def calls_of(log_path, mark):
