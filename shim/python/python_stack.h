@@ -61,6 +61,10 @@ class CodeTable {
     const Entry& e = entries_[i];
     return e.state.load(std::memory_order_acquire) == 2 && e.key == key ? i + 1 : 0;
   }
+  // The slot find_fast() would read first for `code` (a prefetch hint).
+  uint64_t slot_address(uint64_t code) const noexcept {
+    return entries_ ? reinterpret_cast<uint64_t>(&entries_[slot_of(code)]) : 0;
+  }
   void collect_new(std::vector<trace::PyCode>& out);
   void mark_all_unwritten();
   // The code object of id, once copied; null otherwise. Never blocks.

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdlib>
 
+#include "core/prefetch_trail.h"
 #include "unwind/eh_frame.h"
 
 namespace cuxfer::shim::unwind {
@@ -226,6 +227,7 @@ CUXFER_HOT __attribute__((noinline, no_sanitize("address", "thread"))) bool walk
     }
   }
   MemoUse release{memo};
+  PrefetchTrail& trail = prefetch_trail();
 
   uint32_t n = 0;
   // Frames are counted against `max` only once they are the app's; a bound on
@@ -234,6 +236,9 @@ CUXFER_HOT __attribute__((noinline, no_sanitize("address", "thread"))) bool walk
     if (steps > max + 64) return decline(Decline::TooDeep, pc);
     Rule r;
     Rule* const mine = memo ? &memo->rules[memo_slot(pc)] : nullptr;
+    // The next walk's prefetches (core/prefetch_trail.h): this frame's rule
+    // and, below, its return address. Not from a signal handler's walk (no memo).
+    if (mine) trail.note(PrefetchTrail::kNative, reinterpret_cast<uint64_t>(mine));
     if (mine && mine->pc == pc) {
       r = *mine;
     } else {
@@ -260,6 +265,7 @@ CUXFER_HOT __attribute__((noinline, no_sanitize("address", "thread"))) bool walk
     // stack, above where the walk started (sp >= low), and each frame above
     // the last.
     if (cfa < sp + 8 || cfa > top) return decline(Decline::OffStack, pc);
+    if (mine) trail.note(PrefetchTrail::kNative, cfa - 8);
     const uint64_t ra = *reinterpret_cast<const uint64_t*>(cfa - 8);
     if (r.rbp_saved) {
       const uint64_t base = r.kind == FrameRule::Kind::RbpDeref ? bp : cfa;

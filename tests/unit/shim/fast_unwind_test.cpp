@@ -12,12 +12,14 @@
 #include <signal.h>
 #include <ucontext.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <thread>
 #include <vector>
 
+#include "core/prefetch_trail.h"
 #include "unwind/fast_unwind.h"
 
 namespace cuxfer::shim::unwind {
@@ -194,6 +196,30 @@ TEST(FastUnwind, SkipsTheGivenRange) {
   // At most `max` of the app's frames.
   ASSERT_TRUE(walk_here(all, 2, 0, 0, &n));
   EXPECT_EQ(n, 2u);
+}
+
+TEST(FastUnwind, NotesWhatItReadForTheNextWalksPrefetches) {
+  // Per step, the rule's slot and then the return address's slot. The slots
+  // of frames 2 and up are in frames still live (this test's and its
+  // callers'): they still hold exactly the frames the walk returned.
+  init();
+  PrefetchTrail& trail = prefetch_trail();
+  trail.replay();
+  EXPECT_EQ(trail.size(PrefetchTrail::kNative), 0u);
+  uint64_t frames[64];
+  uint32_t n = 0;
+  ASSERT_TRUE(walk_here(frames, 4, 0, 0, &n));
+  ASSERT_EQ(n, 4u);
+  ASSERT_EQ(trail.size(PrefetchTrail::kNative), 2 * n);
+  for (uint32_t i = 2; i < n; ++i)
+    EXPECT_EQ(*reinterpret_cast<const uint64_t*>(trail.at(PrefetchTrail::kNative, 2 * i + 1)), frames[i]) << i;
+  // Bounded: a deep walk notes at most kPerPart addresses.
+  trail.replay();
+  ASSERT_TRUE(walk_here(frames, 64, 0, 0, &n));
+  // (The outermost frame's step notes its rule only.)
+  EXPECT_EQ(trail.size(PrefetchTrail::kNative), std::min<uint32_t>(2 * n + 1, PrefetchTrail::kPerPart));
+  trail.replay();
+  EXPECT_EQ(trail.size(PrefetchTrail::kNative), 0u);
 }
 
 TEST(FastUnwind, AfterDlcloseTheRulesAreFoundAgain) {
