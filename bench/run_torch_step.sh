@@ -11,7 +11,9 @@
 # prints the median over rounds of the paired ratio mode/plain of the same
 # round (drift between rounds cancels) with its interquartile range; the
 # plain_again row is the resolution: an effect smaller than its spread
-# cannot be told from noise.
+# cannot be told from noise. Two tables: the loop's mean (ms_per_step) and
+# its median block of --block steps (block_median_ms: a run's pauses move the
+# mean, hardly the block median).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="$ROOT/build"
@@ -48,14 +50,16 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 python3 - "$TMP/results" "$MODES" <<'PYEOF'
 import re, statistics, sys
-runs = {}
-for line in open(sys.argv[1]):
-    m = re.search(r"round=(\d+) mode=(\w+) .*ms_per_step=([\d.]+)", line)
-    if m:
-        runs.setdefault(m[2], {})[int(m[1])] = float(m[3])
 modes = sys.argv[2].split()
-plain = runs.get("plain", {})
-base = statistics.median(plain.values()) if plain else None
+
+
+def table(metric):
+    runs = {}
+    for line in open(sys.argv[1]):
+        m = re.search(r"round=(\d+) mode=(\w+) .*\b" + metric + r"=([\d.]+)", line)
+        if m:
+            runs.setdefault(m[2], {})[int(m[1])] = float(m[3])
+    return runs
 
 
 def quartiles(v):
@@ -66,19 +70,24 @@ def quartiles(v):
     return q[0], q[2]
 
 
-print(f"\n{'mode':<12}{'median ms/step':>16}{'min':>10}{'max':>10}{'vs plain':>10}"
-      f"{'paired ratio':>14}{'IQR':>18}")
-for m in modes:
-    v = runs.get(m, {})
-    if not v:
+for metric in ("ms_per_step", "block_median_ms"):
+    runs = table(metric)
+    plain = runs.get("plain", {})
+    if not plain:
         continue
-    med = statistics.median(v.values())
-    ratio = f"{med / base:.4f}" if base else ""
-    paired = [v[r] / plain[r] for r in v if r in plain] if m != "plain" else []
-    pr = f"{statistics.median(paired):.4f}" if paired else ""
-    iqr = "{:.4f}-{:.4f}".format(*quartiles(paired)) if paired else ""
-    print(f"{m:<12}{med:>16.4f}{min(v.values()):>10.4f}{max(v.values()):>10.4f}{ratio:>10}{pr:>14}{iqr:>18}")
-if base and len(plain) > 1:
-    p = list(plain.values())
-    print(f"noise: plain runs spread {100 * (max(p) - min(p)) / base:.1f} % of their median")
+    base = statistics.median(plain.values())
+    print(f"\n{metric}:\n{'mode':<12}{'median ms/step':>16}{'min':>10}{'max':>10}{'vs plain':>10}"
+          f"{'paired ratio':>14}{'IQR':>18}")
+    for m in modes:
+        v = runs.get(m, {})
+        if not v:
+            continue
+        med = statistics.median(v.values())
+        paired = [v[r] / plain[r] for r in v if r in plain] if m != "plain" else []
+        pr = f"{statistics.median(paired):.4f}" if paired else ""
+        iqr = "{:.4f}-{:.4f}".format(*quartiles(paired)) if paired else ""
+        print(f"{m:<12}{med:>16.4f}{min(v.values()):>10.4f}{max(v.values()):>10.4f}{med / base:>10.4f}{pr:>14}{iqr:>18}")
+    if len(plain) > 1:
+        p = list(plain.values())
+        print(f"noise: plain runs spread {100 * (max(p) - min(p)) / base:.1f} % of their median")
 PYEOF

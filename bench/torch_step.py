@@ -5,12 +5,17 @@ cost of recording on a real training loop (issue 13's <= 1 % bar). An MLP
 .cuda() (synchronous H2D from pageable memory), labels too, loss.item() each
 step (a 4-byte synchronous D2H), Adam. Prints one line:
 
-  steps=N ms_per_step=X total_s=Y h2d_copies=N
+  steps=N ms_per_step=X total_s=Y h2d_copies=N block_median_ms=B block_min_ms=M
 
 after --warmup untimed steps, timed with the caller's clock around the loop
-(torch.cuda.synchronize() at both ends). Exit 77 without torch or a GPU.
+(torch.cuda.synchronize() at both ends). block_median_ms / block_min_ms: the
+loop timed in blocks of --block steps (each step ends in loss.item(), which
+waits for the step's GPU work, so a block boundary needs no extra sync), the
+median and the fastest block's ms a step: a run's pauses (another tenant of
+the host, a page-cache flush) move its mean but hardly its block median.
+Exit 77 without torch or a GPU.
 
-  torch_step.py [--steps 400] [--warmup 50] [--batch 256]
+  torch_step.py [--steps 400] [--warmup 50] [--batch 256] [--block 50]
 """
 import argparse
 import sys
@@ -29,6 +34,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--steps", type=int, default=400)
 ap.add_argument("--warmup", type=int, default=50)
 ap.add_argument("--batch", type=int, default=256)
+ap.add_argument("--block", type=int, default=50)
 a = ap.parse_args()
 
 torch.manual_seed(0)
@@ -51,9 +57,16 @@ def step(i):
 for i in range(a.warmup):
     step(i)
 torch.cuda.synchronize()
-t0 = time.perf_counter()
+blocks = []
+t0 = tb = time.perf_counter()
 for i in range(a.steps):
     step(i)
+    if (i + 1) % a.block == 0:
+        now = time.perf_counter()
+        blocks.append(1e3 * (now - tb) / a.block)
+        tb = now
 torch.cuda.synchronize()
 t = time.perf_counter() - t0
-print(f"steps={a.steps} ms_per_step={1e3 * t / a.steps:.4f} total_s={t:.3f} h2d_copies={2 * a.steps}")
+blocks = sorted(blocks) or [1e3 * t / a.steps]
+print(f"steps={a.steps} ms_per_step={1e3 * t / a.steps:.4f} total_s={t:.3f} h2d_copies={2 * a.steps} "
+      f"block_median_ms={blocks[len(blocks) // 2]:.4f} block_min_ms={blocks[0]:.4f}")
