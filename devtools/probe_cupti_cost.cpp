@@ -12,7 +12,13 @@
 // for a few copies, then cuptiActivityDisable: what CUPTI costs while the
 // governor has them off) | finalized (the same, then cuptiFinalize: CUPTI
 // detached)
-// Prints one line per cell: "MODE kind dir size median_us".
+// Then what CUPTI adds to the asynchronous calls a training step is made of
+// (issued, not waited for; the stream is synchronized every 32 calls, outside
+// the timing): an empty kernel's launch (cuLaunchKernel, the kernel JIT-built
+// from PTX, no nvcc), a 4-byte cudaMemsetAsync and a 4-byte pinned
+// cudaMemcpyAsync H2D, each on its own stream.
+// Prints one line per cell: "MODE kind dir size median_us" (the launch's size: 0).
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <time.h>
@@ -113,6 +119,42 @@ int main(int argc, char** argv) {
         std::printf("%s %s %s %zu %.2f\n", mode.c_str(), kind ? "registered" : "pinned", dir ? "D2H" : "H2D", size,
                     t[t.size() / 2]);
       }
+  // The asynchronous calls.
+  {
+    static const char kPtx[] =
+        ".version 7.0\n.target sm_50\n.address_size 64\n.visible .entry cuxfer_probe_empty()\n{\n ret;\n}\n";
+    CUmodule module = nullptr;
+    CUfunction empty = nullptr;
+    const bool have_kernel = cuModuleLoadData(&module, kPtx) == CUDA_SUCCESS &&
+                             cuModuleGetFunction(&empty, module, "cuxfer_probe_empty") == CUDA_SUCCESS;
+    if (!have_kernel) std::printf("%s kernel launch 0 FAIL (PTX not loaded)\n", mode.c_str());
+    cudaStream_t stream = nullptr;
+    CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    auto timed = [&](const char* kind, const char* dir, int size, auto&& call) {
+      std::vector<double> t(iters);
+      for (int i = 0; i < iters; ++i) {
+        if (i % 32 == 0) CK(cudaStreamSynchronize(stream));
+        const double t0 = now_us();
+        call();
+        t[i] = now_us() - t0;
+      }
+      CK(cudaStreamSynchronize(stream));
+      std::sort(t.begin(), t.end());
+      std::printf("%s %s %s %d %.2f\n", mode.c_str(), kind, dir, size, t[t.size() / 2]);
+    };
+    if (have_kernel)
+      timed("kernel", "launch", 0, [&] {
+        if (cuLaunchKernel(empty, 1, 1, 1, 1, 1, 1, 0, reinterpret_cast<CUstream>(stream), nullptr, nullptr) !=
+            CUDA_SUCCESS) {
+          std::printf("FAIL cuLaunchKernel\n");
+          std::exit(1);
+        }
+      });
+    timed("memset", "async", 4, [&] { CK(cudaMemsetAsync(d, 0, 4, stream)); });
+    timed("pinned", "H2Dasync", 4, [&] { CK(cudaMemcpyAsync(d, pinned, 4, cudaMemcpyHostToDevice, stream)); });
+    CK(cudaStreamDestroy(stream));
+    if (module) cuModuleUnload(module);
+  }
   if (mode != "none" && mode != "finalized") {
     CP(cuptiActivityFlushAll(1));
     std::printf("%s records %zu\n", mode.c_str(), g_records);
