@@ -159,9 +159,9 @@ CUXFER_HOT uint32_t capture_callsite(Recorder& rec, void* return_address) {
     last_address = address;
     return last_id;
   }
-  // The last capture's reads, issued together before this one's chains of
-  // dependent loads start (core/prefetch_trail.h).
-  prefetch_trail().replay();
+  // A cold capture: the last cold capture's reads from this site, issued
+  // together before this one's chains of dependent loads start (core/prefetch_trail.h).
+  prefetch_trail().begin(reinterpret_cast<uint64_t>(return_address));
   // Native frames, then the thread's Python frames (trace/python_frame.h).
   // The Python frames are read first, into their place after at most
   // `python_native_depth` native frames: a thread that has them gets that many

@@ -325,30 +325,34 @@ CUXFER_HOT uint32_t PythonStacks::walk_frames(uint64_t tstate, uint64_t* out, ui
   PyLayout l = layout_;
   if (l.code_qualname == kNoField) l.code_qualname = l.code_name;  // 3.10: co_name
   const uint64_t code_type = api_.code_type;
-  // What this walk reads first of each object, for the next one's
-  // prefetches (core/prefetch_trail.h): the walk is a chain of dependent loads.
-  PrefetchTrail& trail = prefetch_trail();
+  // A cold capture notes what it reads first of each object (the thread
+  // state, the innermost kNoteFrames frames) for the next one's prefetches
+  // (core/prefetch_trail.h): the walk is a chain of dependent loads.
+  constexpr uint32_t kNoteFrames = 8;
+  PrefetchTrail::Writer trail(prefetch_trail(), PrefetchTrail::kPython);
+  const bool noting = trail.on();
   uint64_t frame = 0;
   if constexpr (Model == FrameModel::Interp311 || Model == FrameModel::Interp312) {
     uint64_t cframe = 0;
-    trail.note(PrefetchTrail::kPython, tstate + l.ts_cframe);
+    trail.note(tstate + l.ts_cframe);
     if (!get<M>(tstate + l.ts_cframe, cframe)) return failed = true, 0;
     if (!cframe) return 0;
-    trail.note(PrefetchTrail::kPython, cframe + l.cframe_current_frame);
+    trail.note(cframe + l.cframe_current_frame);
     if (!get<M>(cframe + l.cframe_current_frame, frame)) return failed = true, 0;
   } else {
-    trail.note(PrefetchTrail::kPython, tstate + l.ts_frame);
+    trail.note(tstate + l.ts_frame);
     if (!get<M>(tstate + l.ts_frame, frame)) return failed = true, 0;
   }
   uint32_t n = 0;
   for (uint32_t steps = 0; frame && n < max && steps < 1024; ++steps) {
     uint64_t code = 0, previous = 0;
-    trail.note(PrefetchTrail::kPython, frame + l.frame_code);
     if (!get<M>(frame + l.frame_code, code) || !get<M>(frame + l.frame_previous, previous))
       return failed = true, n;
-    trail.note(PrefetchTrail::kPython, code + l.object_type);
-    trail.note(PrefetchTrail::kPython, code + l.code_filename);
-    trail.note(PrefetchTrail::kPython, codes_.slot_address(code));
+    if (noting && n < kNoteFrames) {
+      trail.note(frame + l.frame_code);
+      trail.note(code + l.object_type);
+      trail.note(codes_.slot_address(code));
+    }
     if constexpr (Model == FrameModel::Interp312 || Model == FrameModel::Interp313) {
       uint8_t owner = 0;
       if (!get<M>(frame + l.frame_owner, owner)) return failed = true, n;

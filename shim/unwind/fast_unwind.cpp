@@ -227,7 +227,9 @@ CUXFER_HOT __attribute__((noinline, no_sanitize("address", "thread"))) bool walk
     }
   }
   MemoUse release{memo};
-  PrefetchTrail& trail = prefetch_trail();
+  // Not from a signal handler's walk (no memo): its notes would mix with the one it interrupted.
+  PrefetchTrail::Writer trail(prefetch_trail(), PrefetchTrail::kNative);
+  const bool noting = memo && trail.on();
 
   uint32_t n = 0;
   // Frames are counted against `max` only once they are the app's; a bound on
@@ -236,9 +238,9 @@ CUXFER_HOT __attribute__((noinline, no_sanitize("address", "thread"))) bool walk
     if (steps > max + 64) return decline(Decline::TooDeep, pc);
     Rule r;
     Rule* const mine = memo ? &memo->rules[memo_slot(pc)] : nullptr;
-    // The next walk's prefetches (core/prefetch_trail.h): this frame's rule
-    // and, below, its return address. Not from a signal handler's walk (no memo).
-    if (mine) trail.note(PrefetchTrail::kNative, reinterpret_cast<uint64_t>(mine));
+    // A cold capture notes, for the next one's prefetches (core/prefetch_trail.h),
+    // this frame's rule and, below, its return address.
+    if (noting) trail.note(reinterpret_cast<uint64_t>(mine));
     if (mine && mine->pc == pc) {
       r = *mine;
     } else {
@@ -265,7 +267,7 @@ CUXFER_HOT __attribute__((noinline, no_sanitize("address", "thread"))) bool walk
     // stack, above where the walk started (sp >= low), and each frame above
     // the last.
     if (cfa < sp + 8 || cfa > top) return decline(Decline::OffStack, pc);
-    if (mine) trail.note(PrefetchTrail::kNative, cfa - 8);
+    if (noting) trail.note(cfa - 8);
     const uint64_t ra = *reinterpret_cast<const uint64_t*>(cfa - 8);
     if (r.rbp_saved) {
       const uint64_t base = r.kind == FrameRule::Kind::RbpDeref ? bp : cfa;

@@ -198,13 +198,15 @@ TEST(FastUnwind, SkipsTheGivenRange) {
   EXPECT_EQ(n, 2u);
 }
 
-TEST(FastUnwind, NotesWhatItReadForTheNextWalksPrefetches) {
+TEST(FastUnwind, AColdCaptureNotesWhatItReadForTheNextOnesPrefetches) {
   // Per step, the rule's slot and then the return address's slot. The slots
   // of frames 2 and up are in frames still live (this test's and its
   // callers'): they still hold exactly the frames the walk returned.
   init();
   PrefetchTrail& trail = prefetch_trail();
-  trail.replay();
+  uint64_t tsc = 1'000'000'000;
+  trail.begin(0x1234, tsc);
+  ASSERT_TRUE(trail.noting());
   EXPECT_EQ(trail.size(PrefetchTrail::kNative), 0u);
   uint64_t frames[64];
   uint32_t n = 0;
@@ -213,12 +215,19 @@ TEST(FastUnwind, NotesWhatItReadForTheNextWalksPrefetches) {
   ASSERT_EQ(trail.size(PrefetchTrail::kNative), 2 * n);
   for (uint32_t i = 2; i < n; ++i)
     EXPECT_EQ(*reinterpret_cast<const uint64_t*>(trail.at(PrefetchTrail::kNative, 2 * i + 1)), frames[i]) << i;
-  // Bounded: a deep walk notes at most kPerPart addresses.
-  trail.replay();
+  // Bounded: a deep walk notes at most kPerPart addresses (the outermost
+  // frame's step notes its rule only).
+  tsc += 2 * PrefetchTrail::kColdCycles;
+  trail.begin(0x1234, tsc);
+  ASSERT_TRUE(trail.noting());
+  EXPECT_EQ(trail.size(PrefetchTrail::kNative), 0u);
   ASSERT_TRUE(walk_here(frames, 64, 0, 0, &n));
-  // (The outermost frame's step notes its rule only.)
   EXPECT_EQ(trail.size(PrefetchTrail::kNative), std::min<uint32_t>(2 * n + 1, PrefetchTrail::kPerPart));
-  trail.replay();
+  // A capture right after another (warm) notes nothing.
+  tsc += PrefetchTrail::kColdCycles / 2;
+  trail.begin(0x1234, tsc);
+  EXPECT_FALSE(trail.noting());
+  ASSERT_TRUE(walk_here(frames, 4, 0, 0, &n));
   EXPECT_EQ(trail.size(PrefetchTrail::kNative), 0u);
 }
 
