@@ -29,6 +29,8 @@
 #                    (the default shim modes run CUXFER_CUPTI=auto, the governor);
 #                    no_detach: shim_d16 with CUXFER_CUPTI_DETACH=0 (CUPTI kept
 #                    attached while the governor has its records off);
+#                    no_prefetch: shim_d16 with CUXFER_PREFETCH_TRAIL=0 (cold
+#                    captures do not prefetch the last one's reads);
 #                    libunwind / libunwind_cupti_off: shim_d16 / cupti_off with
 #                    CUXFER_UNWINDER=libunwind (stacks as before the .eh_frame walk)
 #   --shim-b PATH    a second libcuxfer.so (another build) for A/B runs in one
@@ -102,6 +104,7 @@ run_mode() {
     cupti_on) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_CUPTI=on CUXFER_OUTPUT_DIR="$TMP/traces") ;;
     cupti_off) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_CUPTI=off CUXFER_OUTPUT_DIR="$TMP/traces") ;;
     no_detach) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_CUPTI_DETACH=0 CUXFER_OUTPUT_DIR="$TMP/traces") ;;
+    no_prefetch) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_PREFETCH_TRAIL=0 CUXFER_OUTPUT_DIR="$TMP/traces") ;;
     libunwind) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_UNWINDER=libunwind CUXFER_OUTPUT_DIR="$TMP/traces") ;;
     libunwind_cupti_off) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_UNWINDER=libunwind CUXFER_CUPTI=off
                                CUXFER_OUTPUT_DIR="$TMP/traces") ;;

@@ -99,6 +99,10 @@ Config parse_config(char** env, bool secure_execution) {
       bool b = true;
       if (parse_bool(val, b)) c.cupti_detach = b;
       else bad("0 or 1");
+    } else if (key == "CUXFER_PREFETCH_TRAIL") {
+      bool b = true;
+      if (parse_bool(val, b)) c.prefetch_trail = b;
+      else bad("0 or 1");
     } else if (key == "CUXFER_FINGERPRINT") {
       bool b = true;
       if (parse_bool(val, b)) c.fingerprint = b;

@@ -30,6 +30,9 @@ struct Config {
   // frames under it are the framework's (libtorch's dispatch, CuPy's
   // bindings), and with the caches cold each frame walked costs a few lines.
   uint32_t python_native_depth = 8;
+  // CUXFER_PREFETCH_TRAIL=0: a cold stack capture does not prefetch what the
+  // last cold capture from the same call site read (core/prefetch_trail.h).
+  bool prefetch_trail = true;
   Unwinder unwinder = Unwinder::Fast;  // CUXFER_UNWINDER=fast|libunwind|verify
   CuptiMode cupti = CuptiMode::Auto;  // CUXFER_CUPTI=auto|on|off
   std::string cupti_library;      // CUXFER_CUPTI_LIB: explicit libcupti path

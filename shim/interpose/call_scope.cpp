@@ -161,7 +161,8 @@ CUXFER_HOT uint32_t capture_callsite(Recorder& rec, void* return_address) {
   }
   // A cold capture: the last cold capture's reads from this site, issued
   // together before this one's chains of dependent loads start (core/prefetch_trail.h).
-  prefetch_trail().begin(reinterpret_cast<uint64_t>(return_address));
+  static const bool prefetching = config().prefetch_trail;
+  if (prefetching) prefetch_trail().begin(reinterpret_cast<uint64_t>(return_address));
   // Native frames, then the thread's Python frames (trace/python_frame.h).
   // The Python frames are read first, into their place after at most
   // `python_native_depth` native frames: a thread that has them gets that many

@@ -124,6 +124,13 @@ TEST(ParseConfig, PythonNativeDepth) {
     expect_rejected(std::string("CUXFER_PYTHON_NATIVE_DEPTH=") + bad);
 }
 
+TEST(ParseConfig, PrefetchTrail) {
+  EXPECT_TRUE(Config{}.prefetch_trail);
+  EXPECT_FALSE(parse({"CUXFER_PREFETCH_TRAIL=0"}).prefetch_trail);
+  EXPECT_TRUE(parse({"CUXFER_PREFETCH_TRAIL=1"}).prefetch_trail);
+  for (const char* bad : {"2", "yes please"}) expect_rejected(std::string("CUXFER_PREFETCH_TRAIL=") + bad);
+}
+
 TEST(ParseConfig, Cupti) {
   EXPECT_EQ(parse({"CUXFER_CUPTI=off"}).cupti, CuptiMode::Off);
   EXPECT_EQ(parse({"CUXFER_CUPTI=auto"}).cupti, CuptiMode::Auto);
