@@ -177,6 +177,14 @@ def run_mode(args, mode, tmp):
             objs[object_of(maps, pg * PAGE)][2] += 1
         for ln in mid[1]:
             objs[object_of(maps, ln * LINE)][3] += 1
+        data_pages = []  # (address, lines, mapping, its size, offset in it, libcuxfer.so symbols)
+        for pg in sorted(pages(mid[1])):
+            a = pg * PAGE
+            reg = next(((st, en, nm) for st, en, nm in maps if st <= a < en), None)
+            lines = [ln for ln in mid[1] if ln * LINE // PAGE == pg]
+            names = sorted({n for n in (name_in(syms, ln * LINE) for ln in lines) if n != "?"})
+            data_pages.append((a, len(lines), reg[2] if reg else "[unmapped]", (reg[1] - reg[0]) if reg else 0,
+                               (a - reg[0]) if reg else 0, names))
         shim_lines = Counter()
         for ln in mid[0] | mid[1]:
             if object_of(maps, ln * LINE) == "libcuxfer.so":
@@ -188,6 +196,7 @@ def run_mode(args, mode, tmp):
             "data_lines": statistics.median(len(d) for _, d in mine),
             "objects": dict(objs),
             "shim_lines": shim_lines,
+            "data_page_list": data_pages,
         }
     return per_case
 
@@ -202,6 +211,9 @@ def main():
     ap.add_argument("--cases", default="", help="comma list of cases to print (default: all)")
     ap.add_argument("--functions", type=int, default=0, metavar="N",
                     help="also name the N symbols of libcuxfer.so with the most lines touched")
+    ap.add_argument("--data-pages", action="store_true",
+                    help="list each data page the shim mode's median call touches: its mapping (anonymous ones by "
+                         "size), the offset in it, the lines, and the libcuxfer.so variables there")
     ap.add_argument("--check", action="store_true", help="exit 1 unless the shim's code shows where it should")
     ap.add_argument("--keep", metavar="DIR", help="keep the lackey logs in DIR")
     args = ap.parse_args()
@@ -242,6 +254,12 @@ def main():
         if args.functions and "shim" in results:
             top = results["shim"][case]["shim_lines"].most_common(args.functions)
             print("  libcuxfer.so lines by symbol: " + ", ".join(f"{n} {c}" for n, c in top))
+    if args.data_pages and "shim" in results:
+        for case in shown:
+            print(f"{case}: data pages of the shim mode's median call")
+            for a, nl, name, size, off, names in results["shim"][case]["data_page_list"]:
+                print(f"  {a:#014x} {nl:3d} lines  {name} ({size // 1024} KiB) +{off // 1024} KiB"
+                      + (f"  {', '.join(names)}" if names else ""))
     if args.check:
         bad = []
         for case in CASES:
