@@ -1,6 +1,7 @@
 // The shim's allocations and their reserve (allocation.h); the operators
 // that use them are in operator_new.cpp.
 #include "core/allocation.h"
+#include "core/export.h"
 
 #include <unistd.h>
 
@@ -13,7 +14,7 @@ namespace cuxfer::shim::allocation {
 namespace {
 
 // Zero pages in .bss: costs no memory until the day it is needed.
-alignas(4096) unsigned char g_reserve[kReserveBytes];
+alignas(4096) CUXFER_LARGE_BSS unsigned char g_reserve[kReserveBytes];
 std::atomic<std::size_t> g_reserve_used{0};
 std::atomic<bool> g_exhausted{false};
 std::atomic<OutOfMemoryHandler> g_handler{nullptr};

@@ -86,8 +86,8 @@ class HandleMap {
   std::atomic<uintptr_t> keys_[N] = {};
   std::atomic<uint32_t> ids_[N] = {};
 };
-HandleMap<256> g_domains;
-HandleMap<8192> g_strings;
+CUXFER_LARGE_BSS HandleMap<256> g_domains;
+CUXFER_LARGE_BSS HandleMap<8192> g_strings;
 std::atomic<uintptr_t> g_own_handles{0};  // our handles when no tool is chained: small fake addresses
 
 const void* own_handle() { return reinterpret_cast<const void*>((g_own_handles.fetch_add(1) + 1) << 4); }

@@ -1,4 +1,5 @@
 #include "memory/host_ranges.h"
+#include "core/export.h"
 
 #include <algorithm>
 #include <cstring>
@@ -107,7 +108,7 @@ void enable_host_tracking(uint64_t min_bytes) { detail::g_track_min.store(min_by
 HostRanges& host_ranges() {
   // Placement in static storage: usable from the first malloc, before any
   // constructor has run, and never destroyed (free() may run after exit handlers).
-  alignas(HostRanges) static unsigned char storage[sizeof(HostRanges)];
+  alignas(HostRanges) CUXFER_LARGE_BSS static unsigned char storage[sizeof(HostRanges)];
   static HostRanges* table = new (storage) HostRanges;
   return *table;
 }
