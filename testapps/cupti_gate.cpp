@@ -3,7 +3,7 @@
 // libcupti (tests/simcuda/cupti.cpp), simulation only. Each 4-byte copy
 // (pageable host -> device) is followed by simcupti_emit, which makes a
 // record only while the shim has memcpy records on, so the app counts what
-// the governor let through. Three phases of PHASE_MS each:
+// the governor let through. Four phases of PHASE_MS each:
 //   sync   cudaMemcpy, one a millisecond (0.35 % of the time in records,
 //          synchronous: records go off)
 //   async  cudaMemcpyAsync on the legacy stream, one every 4 ms (back on: 0.09 %
@@ -13,7 +13,13 @@
 //          ~17 % of the time, over the 1 % cap: off). Paced, not flat out, so
 //          that a starved writer thread on a loaded machine cannot let the
 //          per-thread ring (65,536 events) overflow and drop events.
-// Prints "phase=NAME calls=N records=R" for each, then the PASS line.
+//   astorm cudaMemcpyAsync, 50 a millisecond: over the cap too. The records
+//          come back on for the async copies, then go off by cost, and CUPTI
+//          is detached two windows later although async copies keep coming
+//          (attached and idle it would cost every call).
+// In that order: sync, async, astorm, storm. Prints "phase=NAME calls=N
+// records=R" for each, "astorm_end_attached=0|1" (whether CUPTI was attached
+// when the async storm ended), then the PASS line.
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -22,6 +28,7 @@
 #include "common.h"
 
 extern "C" int simcupti_emit(uint64_t bytes, uint32_t correlation_id);
+extern "C" int simcupti_attached();
 
 namespace {
 
@@ -64,10 +71,15 @@ int main(int argc, char** argv) {
   };
   const Phase a = run(ms, 1, 1, sync);
   const Phase b = run(ms, 1, 4, async);
+  const Phase e = run(ms, 50, 1, [&] { TA_CHECK(cudaMemcpyAsync(d, &value, 4, cudaMemcpyHostToDevice, 0)); });
+  const int astorm_end_attached = simcupti_attached();
+  TA_CHECK(cudaStreamSynchronize(0));
   const Phase c = run(ms, 50, 1, sync);
+  std::printf("astorm_end_attached=%d\n", astorm_end_attached);
   std::printf("phase=sync calls=%ld records=%ld\n", a.calls, a.records);
   std::printf("phase=async calls=%ld records=%ld\n", b.calls, b.records);
   std::printf("phase=storm calls=%ld records=%ld\n", c.calls, c.records);
+  std::printf("phase=astorm calls=%ld records=%ld\n", e.calls, e.records);
   TA_CHECK(cudaFree(d));
   testapp::done("cupti_gate");
   return 0;

@@ -374,6 +374,13 @@ void CuptiCollector::consume_buffer(uint8_t* buffer, size_t valid) {
       default:
         continue;
     }
+    // A forced flush (before a detach, at exit) hands over the records of
+    // work still in flight with zero timestamps: no time to report.
+    if (g.kind != static_cast<uint8_t>(trace::GpuRecordKind::UnifiedMemory) &&
+        (g.start_ns == 0 || g.end_ns < g.start_ns)) {
+      incomplete_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
     got.push_back(g);
   }
   std::lock_guard<std::mutex> lock(mutex_);

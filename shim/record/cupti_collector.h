@@ -50,6 +50,10 @@ class CuptiCollector {
   void take(std::vector<trace::GpuRecord>& out, uint64_t& dropped);
   // Final flush and disable (at exit).
   void stop();
+  // Records left out because their work had not finished when a forced flush
+  // handed them over (their timestamps are zero): the copy counts as one
+  // whose record went missing, never as a time.
+  uint64_t incomplete_records() const { return incomplete_.load(std::memory_order_relaxed); }
   // Held across fork() (CUPTI's thread may be delivering a buffer; the
   // writer may be detaching or attaching CUPTI). In the order they nest.
   void lock_for_fork() {
@@ -89,6 +93,7 @@ class CuptiCollector {
   bool attach(std::string& reason);
 
   std::atomic<bool> active_{false};
+  std::atomic<uint64_t> incomplete_{0};
   std::atomic<bool> detached_{false};  // ours, but cuptiFinalize'd until the records are wanted again
   void* lib_ = nullptr;                 // our dlopen handle of libcupti
   std::mutex handover_mutex_;           // start() and hand_over() do not interleave

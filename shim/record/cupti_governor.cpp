@@ -15,6 +15,7 @@ GovernorStep turn(const GovernorState& s, bool on, GateReason why, uint32_t off_
   st.next.reason = why;
   st.next.sync_only_run = 0;
   st.next.off_left = on ? 0 : off_left;
+  st.next.off_run = 0;
   st.changed = on != s.on;
   return st;
 }
@@ -43,8 +44,8 @@ GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorS
       // Off for as many windows as keep the average at the budget: on one
       // window in ceil(share / budget).
       const double windows = share / budget;
-      const uint32_t off = windows >= k.max_off_windows ? k.max_off_windows
-                                                        : std::max<uint32_t>(1, static_cast<uint32_t>(windows + 0.999) - 1);
+      uint32_t off = windows >= k.max_off_windows ? k.max_off_windows
+                                                  : std::max<uint32_t>(1, static_cast<uint32_t>(windows + 0.999) - 1);
       // Synchronous copies only: they need no records at all (their CPU time
       // bounds their DMA), so they stay off at least as long as the sync-only
       // rule keeps them off. Otherwise a slow shim (little budget left) and a
@@ -52,6 +53,9 @@ GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorS
       // and never off long enough for CUPTI to be detached.
       const uint32_t sync_off = std::max<uint32_t>(1, k.sample_every) - 1;
       if (w.async_calls == 0 && sync_off > off) return turn(s, false, GateReason::SyncOnly, sync_off);
+      // Asynchronous copies: off long enough for CUPTI to be detached in
+      // between and attached again at most once in sample_every windows.
+      if (w.async_calls > 0 && k.async_detach_after > 0) off = std::max(off, sync_off);
       return turn(s, false, GateReason::CostCap, off);
     }
     if (w.async_calls > 0) {
@@ -75,7 +79,9 @@ GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorS
   if (s.off_left > 1) {
     GovernorStep st{s, false};
     --st.next.off_left;
-    st.may_detach = w.async_calls == 0;
+    if (st.next.off_run < UINT32_MAX) ++st.next.off_run;
+    st.may_detach = w.async_calls == 0 || (k.async_detach_after > 0 && s.reason == GateReason::CostCap &&
+                                           st.next.off_run >= k.async_detach_after);
     return st;
   }
   return turn(s, true, GateReason::Sample, 0);

@@ -21,15 +21,24 @@
 // the analyzer can tell a copy without GPU time because the records were off
 // from one whose record went missing.
 //
-// Records off is not free: once CUPTI's activity API is in use, a 4-byte copy
-// costs about 0.5 us more even with its memcpy records disabled, and nothing
-// but cuptiFinalize takes that away (devtools/probe_cupti_cost.cpp, H200:
-// 6.02 -> 6.51 us disabled, 6.00 finalized). So while the records are off the
-// step also says when CUPTI may be detached: a window after they went off, in
-// a window that issued no asynchronous copy, so that no copy made while the
-// records were on can still be in flight (the CUPTI header asks for the work
-// to be done and the buffers flushed before cuptiFinalize). Turning the
-// records on again attaches CUPTI again.
+// Records off is not free: once CUPTI's activity API is in use, every call
+// into the driver pays for it even with the memcpy records disabled, and
+// nothing but cuptiFinalize takes that away (devtools/probe_cupti_cost.cpp,
+// H200, 2026-12-02: an empty kernel's launch 3.62 -> 4.89 us, a 4-byte
+// cudaMemcpyAsync 1.54 -> 2.65 us, a synchronous copy ~0.5-1.5 us; finalized:
+// as without CUPTI). A training loop launches tens of kernels a step, so that
+// is more than the shim's own work. So while the records are off the step
+// also says when CUPTI may be detached: a window after they went off, in a
+// window that issued no asynchronous copy (no copy made while the records
+// were on can still be in flight; the CUPTI header asks for the work to be
+// done and the buffers flushed before cuptiFinalize); or, where asynchronous
+// copies keep coming and their records cost more than the budget,
+// `async_detach_after` windows after they went off (a copy issued that long
+// ago is done in any program that waits for its work now and then; one still
+// in flight loses its record, which the report counts as missing, never as a
+// time). The records are then off for at least `sample_every` - 1 windows, so
+// that an attach (~12 ms on the writer thread) comes at most once in
+// `sample_every` windows. Turning the records on again attaches CUPTI again.
 //
 // Pure: the same state and window give the same step.
 #pragma once
@@ -47,6 +56,11 @@ struct GovernorSettings {
   uint32_t sync_only_windows = 2;  // windows with copies, none asynchronous, before the records go off
   uint32_t sample_every = 20;      // off for synchronous copies: on again for one window in this many
   uint32_t max_off_windows = 1200; // the cost cap never keeps them off longer (~60 s at 50 ms windows)
+  // Asynchronous copies over the budget: CUPTI may be detached this many
+  // windows after the records went off, and they stay off at least
+  // sample_every - 1 windows. 0: never detached while asynchronous copies
+  // come (CUXFER_CUPTI_DETACH=0 too), the records cycling at the budget's duty.
+  uint32_t async_detach_after = 2;
 };
 
 struct CopyWindow {
@@ -64,6 +78,7 @@ struct GovernorState {
   trace::GateReason reason = trace::GateReason::Start;
   uint32_t sync_only_run = 0;  // consecutive windows with copies and no asynchronous one
   uint32_t off_left = 0;       // off: windows with copies still to pass before the next sample
+  uint32_t off_run = 0;        // off: windows with copies passed since they went off
 
   bool operator==(const GovernorState&) const = default;
 };
@@ -71,7 +86,9 @@ struct GovernorState {
 struct GovernorStep {
   GovernorState next;
   bool changed = false;  // next.on differs from the state's: the records are to be turned on or off
-  bool may_detach = false;  // records off since an earlier window, none of this window's copies asynchronous
+  // Records off since an earlier window and none of this window's copies
+  // asynchronous, or off for async_detach_after windows of a cost cap.
+  bool may_detach = false;
 };
 
 GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorSettings& k);

@@ -568,7 +568,9 @@ void Recorder::govern_cupti(uint64_t now) {
   window_hook_sums_ = sums;
   window_start_ns_ = now;
   window_sync_ = window_async_ = 0;
-  const GovernorStep st = govern(governor_, w, GovernorSettings{});
+  GovernorSettings settings;
+  if (!config().cupti_detach) settings.async_detach_after = 0;
+  const GovernorStep st = govern(governor_, w, settings);
   auto& collector = CuptiCollector::instance();
   if (!st.changed) {
     governor_ = st.next;
@@ -680,6 +682,13 @@ void Recorder::shutdown() {
   if (cupti_detaches_ > 0) {
     std::lock_guard<std::mutex> lock(session_mutex_);
     notes_.push_back(cupti_detach_summary());
+  }
+  if (const uint64_t n = CuptiCollector::instance().incomplete_records()) {
+    std::lock_guard<std::mutex> lock(session_mutex_);
+    notes_.push_back("cupti: " + std::to_string(n) +
+                     " GPU records came back unfinished from a forced flush (work still in flight when CUPTI "
+                     "was detached or the process ended) and were left out: their copies count as without a "
+                     "GPU record");
   }
   if (std::string line = hook_time_summary(); !line.empty()) {
     std::lock_guard<std::mutex> lock(session_mutex_);

@@ -39,6 +39,13 @@ uint64_t timestamp() { return g_timestamp ? g_timestamp() : (g_fake_clock += 100
 
 extern "C" {
 
+// Test hook: whether a subscriber's buffer callbacks are registered (CUPTI
+// attached: cuptiFinalize forgets them).
+__attribute__((visibility("default"))) int simcupti_attached() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_requested != nullptr;
+}
+
 // Test hook: one memcpy record of `bytes` with `correlation_id`, if memcpy
 // records are enabled and someone registered callbacks. Returns 1 if recorded.
 __attribute__((visibility("default"))) int simcupti_emit(uint64_t bytes, uint32_t correlation_id) {

@@ -102,8 +102,10 @@ TEST(CuptiGovernor, CostCapKeepsTheAverageAtTheShare) {
 }
 
 TEST(CuptiGovernor, CostCapOnDutyMatchesTheShare) {
-  // 4 % when on: one window in four.
+  // 4 % when on: one window in four (CUPTI never detached while asynchronous
+  // copies come: the duty is the budget's).
   GovernorSettings k;
+  k.async_detach_after = 0;
   const uint64_t calls = static_cast<uint64_t>(0.04 * kWindow / k.record_cost_ns);
   GovernorState s;
   std::vector<CopyWindow> ws(400, async(calls));
@@ -116,7 +118,10 @@ TEST(CuptiGovernor, CostCapOnDutyMatchesTheShare) {
 TEST(CuptiGovernor, TheShimsOwnWorkLeavesTheRecordsTheRest) {
   // A PyTorch training loop: ~3,100 copies and memsets a second (156 a
   // window, 1.09 % in records), the shim's own work 0.8 % of the window.
+  // The budget's duty, as without the detach (with it, below, the records
+  // stay off longer so that CUPTI can be detached in between).
   GovernorSettings k;
+  k.async_detach_after = 0;
   CopyWindow w = async(156);
   EXPECT_NEAR(record_budget(w, k), 0.01, 1e-12);  // nothing measured: the whole share
   w.shim_ns = kWindow * 8 / 1000;
@@ -137,6 +142,10 @@ TEST(CuptiGovernor, TheShimsOwnWorkLeavesTheRecordsTheRest) {
   w = async(10);  // 0.07 %
   w.shim_ns = kWindow / 200;  // 0.5 %
   EXPECT_TRUE(govern(s, w, k).next.on);
+  // With the detach (the default): off for sample_every - 1 windows.
+  w = async(156);
+  w.shim_ns = kWindow * 8 / 1000;
+  EXPECT_EQ(govern(s, w, GovernorSettings{}).next.off_left, GovernorSettings{}.sample_every - 1);
 }
 
 TEST(CuptiGovernor, SyncCopiesOverTheBudgetStayOffAsLongAsSyncOnly) {
@@ -156,12 +165,18 @@ TEST(CuptiGovernor, SyncCopiesOverTheBudgetStayOffAsLongAsSyncOnly) {
   EXPECT_TRUE(st.may_detach);
   // Async copies then want their records back at once (not a cost cap).
   EXPECT_TRUE(govern(st.next, async(1), k).next.on);
-  // The same rate of async copies is a cost cap: one window in two.
+  // The same rate of async copies is a cost cap: one window in two without
+  // the detach, one in sample_every with it.
   CopyWindow a = async(50);
   a.shim_ns = kWindow / 20;
-  st = govern(GovernorState{}, a, k);
+  GovernorSettings no_detach;
+  no_detach.async_detach_after = 0;
+  st = govern(GovernorState{}, a, no_detach);
   EXPECT_EQ(st.next.reason, GateReason::CostCap);
   EXPECT_EQ(st.next.off_left, 1u);
+  st = govern(GovernorState{}, a, k);
+  EXPECT_EQ(st.next.reason, GateReason::CostCap);
+  EXPECT_EQ(st.next.off_left, k.sample_every - 1);
 }
 
 TEST(CuptiGovernor, BelowTheShareAsyncCopiesStayOn) {
@@ -196,9 +211,52 @@ TEST(CuptiGovernor, SampleAfterCostCapWithAsyncCopiesStaysOnWhenCheap) {
   EXPECT_EQ(st.next.reason, GateReason::AsyncCopies);
 }
 
-// CUPTI may be detached only a window after the records went off, and only
-// in a window without asynchronous copies (one of them could still be in
-// flight with a record to come).
+TEST(CuptiGovernor, AsyncCopiesOverTheBudgetAreSampledOneWindowInTwenty) {
+  // The same 4 %: off long enough for CUPTI to be detached in between (idle,
+  // attached, it costs every launch and copy), sampled one window in twenty.
+  GovernorSettings k;
+  const uint64_t calls = static_cast<uint64_t>(0.04 * kWindow / k.record_cost_ns);
+  GovernorState s;
+  GovernorStep st = govern(s, async(calls), k);
+  ASSERT_FALSE(st.next.on);
+  EXPECT_EQ(st.next.reason, GateReason::CostCap);
+  EXPECT_EQ(st.next.off_left, k.sample_every - 1);
+  std::vector<bool> on = run(std::vector<CopyWindow>(400, async(calls)), s, k);
+  int n = 0;
+  for (bool b : on) n += b;
+  EXPECT_NEAR(n / 400.0, 1.0 / k.sample_every, 0.01);
+}
+
+TEST(CuptiGovernor, AsyncCopiesOverTheBudgetLetCuptiGoAfterTwoWindows) {
+  GovernorSettings k;
+  GovernorState s;
+  GovernorStep st = govern(s, {kWindow, 0, 100'000}, k);
+  ASSERT_FALSE(st.next.on);
+  EXPECT_FALSE(st.may_detach);  // the window that turned them off
+  st = govern(st.next, {kWindow, 0, 100'000}, k);
+  EXPECT_FALSE(st.may_detach);  // one window: a copy issued with records on could still be in flight
+  st = govern(st.next, {kWindow, 0, 100'000}, k);
+  EXPECT_TRUE(st.may_detach);  // two
+  EXPECT_EQ(st.next.off_run, 2u);
+  // The sample window turns them on (CUPTI attached again) and starts over.
+  s = st.next;
+  s.off_left = 1;
+  st = govern(s, {kWindow, 0, 100'000}, k);
+  EXPECT_TRUE(st.next.on);
+  EXPECT_FALSE(st.may_detach);
+  EXPECT_EQ(st.next.off_run, 0u);
+  // With the detach off (CUXFER_CUPTI_DETACH=0): never while async copies come.
+  k.async_detach_after = 0;
+  st = govern(GovernorState{}, {kWindow, 0, 100'000}, k);
+  for (int i = 0; i < 10; ++i) {
+    st = govern(st.next, {kWindow, 0, 100'000}, k);
+    EXPECT_FALSE(st.may_detach) << i;
+  }
+}
+
+// A window without asynchronous copies lets CUPTI go a window after the
+// records went off; one with them only after async_detach_after windows of a
+// cost cap (a copy issued with the records on could still be in flight).
 TEST(CuptiGovernor, DetachOnlyAWindowAfterTheRecordsWentOff) {
   GovernorState s;
   GovernorStep st = govern(s, sync(10), {});
@@ -222,7 +280,7 @@ TEST(CuptiGovernor, NoDetachInAWindowWithAsyncCopies) {
   ASSERT_FALSE(st.next.on);
   ASSERT_EQ(st.next.reason, GateReason::CostCap);
   EXPECT_FALSE(st.may_detach);
-  // ...and while they keep coming, CUPTI stays attached.
+  // ...and in the next window with them, CUPTI stays attached.
   st = govern(st.next, {kWindow, 0, 100'000}, {});
   EXPECT_FALSE(st.next.on);
   EXPECT_FALSE(st.may_detach);
