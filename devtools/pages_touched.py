@@ -73,10 +73,16 @@ def symbols_of(path, base):
     return syms
 
 
-def range_of(ranges, addr):
-    """The name of the (start, end, name) range, sorted by start, that holds addr; None if none."""
+def range_at(ranges, addr):
+    """The (start, end, name) range, of ranges sorted by start, that holds addr; None if none."""
     i = bisect.bisect_right(ranges, addr, key=lambda r: r[0]) - 1
-    return ranges[i][2] if i >= 0 and addr < ranges[i][1] else None
+    return ranges[i] if i >= 0 and addr < ranges[i][1] else None
+
+
+def range_of(ranges, addr):
+    """The name of the range that holds addr; None if none."""
+    r = range_at(ranges, addr)
+    return r[2] if r else None
 
 
 def name_in(syms, addr):
@@ -180,7 +186,7 @@ def run_mode(args, mode, tmp):
         data_pages = []  # (address, lines, mapping, its size, offset in it, libcuxfer.so symbols)
         for pg in sorted(pages(mid[1])):
             a = pg * PAGE
-            reg = next(((st, en, nm) for st, en, nm in maps if st <= a < en), None)
+            reg = range_at(maps, a)
             lines = [ln for ln in mid[1] if ln * LINE // PAGE == pg]
             names = sorted({n for n in (name_in(syms, ln * LINE) for ln in lines) if n != "?"})
             data_pages.append((a, len(lines), reg[2] if reg else "[unmapped]", (reg[1] - reg[0]) if reg else 0,
