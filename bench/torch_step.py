@@ -15,9 +15,24 @@ median and the fastest block's ms a step: a run's pauses (another tenant of
 the host, a page-cache flush) move its mean but hardly its block median.
 Exit 77 without torch or a GPU.
 
-  torch_step.py [--steps 400] [--warmup 50] [--batch 256] [--block 50]
+--toggle: the in-process A/B. Blocks of --block steps alternate between
+torch.cuda.profiler.start() ("on") and torch.cuda.profiler.stop() ("off")
+in ABBA order (off on on off, ...: a linear drift cancels within each
+four), and the line adds each kind's median block, and the median over
+adjacent on/off pairs of on/off with its interquartile range:
+
+  ... toggle_pairs=P on_median_ms=A off_median_ms=B paired_ratio=R paired_iqr=LO-HI
+
+Under `cuxfer record --capture-range=cudaProfilerApi` only the "on" blocks
+are recorded, so R is what recording costs the loop with everything else
+the same process (placement, clocks, allocator state): the between-process
+noise that hides a 1 % effect here cancels. Without cuxfer, or recording the
+whole run, the profiler calls change nothing and R is an A/A control.
+
+  torch_step.py [--steps 400] [--warmup 50] [--batch 256] [--block 50] [--toggle]
 """
 import argparse
+import statistics
 import sys
 import time
 
@@ -35,7 +50,10 @@ ap.add_argument("--steps", type=int, default=400)
 ap.add_argument("--warmup", type=int, default=50)
 ap.add_argument("--batch", type=int, default=256)
 ap.add_argument("--block", type=int, default=50)
+ap.add_argument("--toggle", action="store_true")
 a = ap.parse_args()
+if a.toggle and a.steps < 4 * a.block:
+    ap.error("--toggle needs --steps of at least four --block")
 
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 1024)).cuda()
@@ -54,19 +72,46 @@ def step(i):
     return loss.item()
 
 
+def recorded(b):
+    """Block b's kind under --toggle: off on on off, repeated."""
+    return b % 4 in (1, 2)
+
+
 for i in range(a.warmup):
     step(i)
 torch.cuda.synchronize()
-blocks = []
+blocks, kinds = [], []
 t0 = tb = time.perf_counter()
+toggle_s = 0.0
 for i in range(a.steps):
+    if a.toggle and i % a.block == 0:
+        # Outside the block's time: the switch itself is not what is measured.
+        ts = time.perf_counter()
+        b = i // a.block
+        if b == 0 or recorded(b) != recorded(b - 1):
+            (torch.cuda.profiler.start if recorded(b) else torch.cuda.profiler.stop)()
+        tb = time.perf_counter()
+        toggle_s += tb - ts
     step(i)
     if (i + 1) % a.block == 0:
         now = time.perf_counter()
         blocks.append(1e3 * (now - tb) / a.block)
+        kinds.append(recorded(i // a.block))
         tb = now
 torch.cuda.synchronize()
-t = time.perf_counter() - t0
+t = time.perf_counter() - t0 - toggle_s
+line = ""
+if a.toggle:
+    torch.cuda.profiler.stop()
+    on = [v for v, k in zip(blocks, kinds) if k]
+    off = [v for v, k in zip(blocks, kinds) if not k]
+    # Adjacent pairs: (0,1) and (2,3) of each four, i.e. off-on then on-off.
+    ratios = sorted(blocks[j + 1] / blocks[j] if not kinds[j] else blocks[j] / blocks[j + 1]
+                    for j in range(0, len(blocks) - 1, 2))
+    q = statistics.quantiles(ratios, n=4) if len(ratios) >= 4 else [ratios[0], 0, ratios[-1]]
+    line = (f" toggle_pairs={len(ratios)} on_median_ms={statistics.median(on):.4f} "
+            f"off_median_ms={statistics.median(off):.4f} paired_ratio={statistics.median(ratios):.4f} "
+            f"paired_iqr={q[0]:.4f}-{q[2]:.4f}")
 blocks = sorted(blocks) or [1e3 * t / a.steps]
 print(f"steps={a.steps} ms_per_step={1e3 * t / a.steps:.4f} total_s={t:.3f} h2d_copies={2 * a.steps} "
-      f"block_median_ms={blocks[len(blocks) // 2]:.4f} block_min_ms={blocks[0]:.4f}")
+      f"block_median_ms={blocks[len(blocks) // 2]:.4f} block_min_ms={blocks[0]:.4f}{line}")

@@ -12,6 +12,8 @@
 #              plain, the shim without stacks, with stacks and CUPTI off, and default
 #   torchloop  bench/run_torch_step.sh: a PyTorch training loop, plain (twice: an A/A
 #              control) and default `cuxfer record`, interleaved, on TORCH_CPUS (2-9)
+#   torchinproc  bench/run_torch_inprocess.sh: the training loop's recorded and unrecorded blocks
+#              in one process (--capture-range=cudaProfilerApi), plain and whole-run controls
 #   overheadnote  the shim's own account of its cost (the trace's "overhead:" note) on the
 #              storm and on the training loop
 #   overheadparts  the same note on the training loop with one part of the recording off at a
@@ -101,6 +103,13 @@ for step in $STEPS; do
       --rounds "${TORCH_ROUNDS:-6}" --modes "${TORCH_MODES:-plain plain_again auto}" -- --steps "${TORCH_STEPS:-2000}" \
       > "$OUT/torchloop.log" 2>&1
     echo "torchloop rc=$?"; tail -7 "$OUT/torchloop.log" ;;
+  torchinproc)
+    # The in-process A/B (bench/run_torch_inprocess.sh): recorded and
+    # unrecorded blocks of one process, on TORCH_CPUS (2-9).
+    timeout "${INPROC_TIMEOUT:-300}" taskset -c "${TORCH_CPUS:-2-9}" bash bench/run_torch_inprocess.sh --build-dir "$B" \
+      --rounds "${INPROC_ROUNDS:-4}" --modes "${INPROC_MODES:-plain capture whole}" -- --steps "${INPROC_STEPS:-4000}" \
+      --block "${INPROC_BLOCK:-100}" > "$OUT/torchinproc.log" 2>&1
+    echo "torchinproc rc=$?"; tail -16 "$OUT/torchinproc.log" ;;
   cuptiprobe)
     g++ -O2 -std=c++17 -I/usr/local/cuda/include -I/usr/local/cuda/extras/CUPTI/include devtools/probe_cupti_cost.cpp \
       -L/usr/local/cuda/lib64 -L/usr/local/cuda/extras/CUPTI/lib64 -L/usr/local/cuda/lib64/stubs -Wl,-rpath,/usr/local/cuda/extras/CUPTI/lib64 \

@@ -47,6 +47,14 @@ Options:
                         every copy, whatever they cost. off: no CUPTI.
                         Without the option the command inherits CUXFER_CUPTI
                         (unset = auto)
+  --capture-range=cudaProfilerApi|none
+                        cudaProfilerApi: record only between the program's
+                        cudaProfilerStart()/cuProfilerStart() and the next
+                        stop (torch.cuda.profiler.start()/stop(), as Nsight
+                        Systems' option of that name); calls outside pass
+                        through unrecorded (still rewritten under
+                        --rewrite), and the trace's notes say how much was
+                        captured. none (the default): the whole run
   --kernels             also record kernels through CUPTI, for the copy/compute
                         overlap analysis (adds CUPTI work to every launch)
   --rewrite=pin|off     pin: run pageable host<->device copies through pinned
@@ -129,6 +137,12 @@ int parse(std::vector<std::string> args, RecordOptions& o) {
              [&](const std::string& v, ArgReader& r) {
                if (v != "auto" && v != "on" && v != "off") r.fail(fmt::format("--cupti is auto, on or off, got '{}'", v));
                o.cupti = v;
+             })
+      .value("capture-range", 0,
+             [&](const std::string& v, ArgReader& r) {
+               if (v != "cudaProfilerApi" && v != "none")
+                 r.fail(fmt::format("--capture-range is cudaProfilerApi or none, got '{}'", v));
+               o.capture_range = v;
              })
       .flag("kernels", 0, [&] { o.kernels = true; })
       .value("rewrite", 0,

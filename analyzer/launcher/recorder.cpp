@@ -212,6 +212,7 @@ PrepareResult prepare_recording(const RecordSettings& o, PreparedRecording& out)
   }
   out.set["NVTX_INJECTION64_PATH"] = out.shim;
   if (!o.rewrite.empty()) out.set["CUXFER_REWRITE"] = o.rewrite;
+  if (!o.capture_range.empty()) out.set["CUXFER_CAPTURE_RANGE"] = o.capture_range;
   if (!out.policy.empty()) out.set["CUXFER_POLICY"] = out.policy;
   if (o.kernels) out.set.emplace("CUXFER_CUPTI_KERNELS", "1");  // a new key: constructed, not assigned
   apply_machine_profile(o, out.set);

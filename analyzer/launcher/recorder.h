@@ -23,6 +23,7 @@ struct RecordSettings {
   bool stack_depth_given = false;
   std::string cupti;  // "auto" | "on" | "off" | "" (not given)
   bool kernels = false;
+  std::string capture_range;  // "cudaProfilerApi" | "none" | "" (not given: CUXFER_CAPTURE_RANGE passes through)
   std::string rewrite;  // "pin" | "off" | "" (not set: CUXFER_REWRITE passes through)
   std::string shim;     // "" = $CUXFER_SHIM, else default_shim_path()
   std::string policy;   // a policy file; "" = CUXFER_POLICY passes through

@@ -81,6 +81,10 @@ Config parse_config(char** env, bool secure_execution) {
       else if (val == "on") c.cupti = CuptiMode::On;
       else if (val == "off") c.cupti = CuptiMode::Off;
       else bad("auto, on or off");
+    } else if (key == "CUXFER_CAPTURE_RANGE") {
+      if (val == "none" || val.empty()) c.capture_range = CaptureRange::None;
+      else if (val == "cudaProfilerApi") c.capture_range = CaptureRange::ProfilerApi;
+      else bad("none or cudaProfilerApi");
     } else if (key == "CUXFER_CUPTI_KERNELS") {
       bool b = false;
       if (parse_bool(val, b)) c.cupti_kernels = b;

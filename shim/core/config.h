@@ -12,6 +12,10 @@ namespace cuxfer::shim {
 // Auto: CUPTI's copy records governed by cost (record/cupti_governor.h); On: always on; Off: no CUPTI.
 enum class CuptiMode { Auto, On, Off };
 
+// None: the whole run is recorded. ProfilerApi: only between the program's
+// cudaProfilerStart/cuProfilerStart and the next stop (record/capture_range.h).
+enum class CaptureRange { None, ProfilerApi };
+
 // Fast: the .eh_frame rule walk (unwind/fast_unwind.h), libunwind where it
 // cannot vouch for a stack; Libunwind: libunwind (or glibc) only; Verify: both
 // on every capture, the differences counted in the trace's notes (tests).
@@ -35,6 +39,7 @@ struct Config {
   bool prefetch_trail = true;
   Unwinder unwinder = Unwinder::Fast;  // CUXFER_UNWINDER=fast|libunwind|verify
   CuptiMode cupti = CuptiMode::Auto;  // CUXFER_CUPTI=auto|on|off
+  CaptureRange capture_range = CaptureRange::None;  // CUXFER_CAPTURE_RANGE=none|cudaProfilerApi
   std::string cupti_library;      // CUXFER_CUPTI_LIB: explicit libcupti path
   // CUXFER_CUPTI_KERNELS=1: also record kernels (CUPTI concurrent-kernel
   // activity) for the copy/compute overlap analysis. Off by default: it adds

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "core/clock.h"
+#include "core/config.h"
 #include "record/call_desc.h"
 #include "symbols/symbol_table.h"
 #include "record/recorder.h"
@@ -85,12 +86,22 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
     return r;
   }
 
+  // Outside the capture range (record/capture_range.h) nothing is recorded:
+  // the call passes through, unless the rewrite may take it over, which needs
+  // the call site (site policies) and the event being built (the path it took).
+  const bool capturing = rec.capturing();
+  if (!capturing && !config().rewrite_any()) [[unlikely]] {
+    R r = call();
+    post(r, static_cast<trace::Event*>(nullptr));
+    return r;
+  }
+
   ts.in_call = true;
   // About one call in EventRing::kHookTimeEvery is timed whole: its time outside
   // the real call is what the shim's own work cost the app (the shutdown
   // note, Recorder::hook_time_summary).
   EventRing* const ring = rec.ring_of(ts);
-  const bool timed = ring && ring->count_hook_call();
+  const bool timed = capturing && ring && ring->count_hook_call();
   const uint64_t hook_t0 = timed ? now_ns() : 0;
   // Work on a per-thread default stream: the zero-copy path's "nothing pending" shortcut is off.
   if (d.flags & trace::kFlagPerThreadStream) rewrite::per_thread_stream_used();
@@ -123,9 +134,11 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   if (ts.mapped) e.dst_kind = static_cast<uint8_t>(trace::MemKind::Mapped);
   e.result = static_cast<int32_t>(r);
   if (r != 0) e.flags |= trace::kFlagFailed;
-  rec.emit(ts, e);
-  if (e.bytes >= fingerprint_min_bytes() && e.kind == static_cast<uint8_t>(trace::EventKind::Copy))
-    fingerprint_copy(rec, ts, e);
+  if (capturing) {
+    rec.emit(ts, e);
+    if (e.bytes >= fingerprint_min_bytes() && e.kind == static_cast<uint8_t>(trace::EventKind::Copy))
+      fingerprint_copy(rec, ts, e);
+  }
   if (timed) {
     const uint64_t whole = now_ns() - hook_t0, inner = e.t_exit_ns - e.t_enter_ns;
     ring->add_hook_time(whole > inner ? whole - inner : 0);

@@ -132,10 +132,24 @@ CUXFER_HOT Recorder& Recorder::instance() {
 }
 
 Recorder::Recorder() : rings_(config().buffer_events) {
+  capture_range_ = config().capture_range == CaptureRange::ProfilerApi;
+  capturing_.store(!capture_range_, std::memory_order_relaxed);
   // Made now, not at its first use: the fork handlers lock it, and making it
   // there would allocate with the libc hooks' locks held (a deadlock).
   NvtxRanges::instance();
   pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
+}
+
+void Recorder::profiler_call(bool start) {
+  if (!capture_range_) return;
+  const uint64_t t = now_ns();
+  bool changed;
+  {
+    std::lock_guard<std::mutex> lock(capture_mutex_);
+    changed = start ? capture_.start(t) : capture_.stop(t);
+    if (changed) capturing_.store(start, std::memory_order_relaxed);
+  }
+  if (changed) log::debug(start ? "capture range: recording" : "capture range: paused");
 }
 
 CUXFER_HOT bool Recorder::cupti_active() const { return CuptiCollector::instance().active(); }
@@ -690,6 +704,19 @@ void Recorder::shutdown() {
                      "was detached or the process ended) and were left out: their copies count as without a "
                      "GPU record");
   }
+  if (capture_range_) {
+    std::string line;
+    bool none;
+    {
+      std::lock_guard<std::mutex> lock(capture_mutex_);
+      const uint64_t now = now_ns();
+      line = capture_.note(now, now - start_ns_, config().rewrite_any());
+      none = capture_.ranges() == 0;
+    }
+    if (none) log::warn(line);
+    std::lock_guard<std::mutex> lock(session_mutex_);
+    notes_.push_back(std::move(line));
+  }
   if (std::string line = hook_time_summary(); !line.empty()) {
     std::lock_guard<std::mutex> lock(session_mutex_);
     notes_.push_back(std::move(line));
@@ -715,6 +742,7 @@ void Recorder::prepare_fork() {
   // Hold the writer's lock across fork so that the child never inherits it
   // locked by a thread that does not exist there.
   session_mutex_.lock();
+  capture_mutex_.lock();
   allocation_table().lock_for_fork();
   host_ranges().lock_for_fork();
   CuptiCollector::instance().lock_for_fork();
@@ -726,6 +754,7 @@ void Recorder::after_fork_parent() {
   CuptiCollector::instance().unlock_after_fork();
   host_ranges().unlock_after_fork();
   allocation_table().unlock_after_fork();
+  capture_mutex_.unlock();
   session_mutex_.unlock();
 }
 
@@ -734,6 +763,14 @@ void Recorder::after_fork_child() {
   CuptiCollector::instance().unlock_after_fork();
   host_ranges().unlock_after_fork();
   allocation_table().unlock_after_fork();
+  {
+    // The child's trace counts its own ranges: one open from the fork when
+    // the parent was inside one.
+    const bool inside = capture_.inside();
+    capture_ = CaptureRanges{};
+    if (inside) capture_.start(now_ns());
+    capture_mutex_.unlock();
+  }
   if (auto child = in_fork_child_.load(std::memory_order_acquire)) child();
   // The child writes its own trace, lazily, if it uses CUDA; events buffered
   // before the fork belong to the parent's trace.

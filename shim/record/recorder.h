@@ -17,6 +17,7 @@
 #include "core/export.h"
 #include "record/call_desc.h"
 #include "record/callsite_table.h"
+#include "record/capture_range.h"
 #include "record/cupti_governor.h"
 #include "record/hook_time.h"
 #include "record/event_ring.h"
@@ -93,6 +94,14 @@ class Recorder {
     if (driver_state_.load(std::memory_order_acquire) == 0) attach_driver_slow();
   }
 
+  // Inside the capture range: the whole run without one (the default), else
+  // between the program's profiler start and stop (record/capture_range.h).
+  // Read once per call by the hooks.
+  bool capturing() const { return capturing_.load(std::memory_order_relaxed); }
+  // The program called cudaProfilerStart/cuProfilerStart (`start`) or a stop;
+  // ignored without a capture range.
+  void profiler_call(bool start);
+
   uint32_t next_correlation() { return correlation_.fetch_add(1, std::memory_order_relaxed) + 1; }
   uint32_t stack_depth() const { return stack_depth_; }
   bool cupti_active() const;
@@ -158,6 +167,10 @@ class Recorder {
   std::atomic<int> driver_state_{0};
   std::atomic<bool> um_requested_{false};  // 0 not attached, 1 attaching, 2 attached
   std::atomic<uint32_t> correlation_{0};
+  std::atomic<bool> capturing_{true};
+  bool capture_range_ = false;  // CUXFER_CAPTURE_RANGE given (set once, in the constructor)
+  std::mutex capture_mutex_;    // guards capture_ (a start or stop, rare)
+  CaptureRanges capture_;
   std::atomic<bool> copy_records_on_{true};  // the governor's word (cupti_governor.h)
   uint32_t stack_depth_ = 0;
   RingRegistry rings_;

@@ -5,3 +5,5 @@
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <cudaProfiler.h>
+#include <cuda_profiler_api.h>

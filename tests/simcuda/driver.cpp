@@ -16,6 +16,7 @@
 
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
+#include <cudaProfiler.h>
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -1051,6 +1052,17 @@ CUresult CUDAAPI cuCtxSynchronize(void) {
   return CUDA_SUCCESS;  // all work already ran synchronously
 }
 
+// No profiler listens: the calls need a context and do nothing else.
+CUresult CUDAAPI cuProfilerStart(void) {
+  SIM_REQUIRE_CTX();
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuProfilerStop(void) {
+  SIM_REQUIRE_CTX();
+  return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags) {
   SIM_REQUIRE_CTX();
   if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
@@ -1824,6 +1836,8 @@ const ProcEntry kProcTable[] = {
     {"cuCtxPopCurrent", 2000, FN(cuCtxPopCurrent), nullptr},
     {"cuCtxGetDevice", 2000, FN(cuCtxGetDevice), nullptr},
     {"cuCtxSynchronize", 2000, FN(cuCtxSynchronize), nullptr},
+    {"cuProfilerStart", 4000, FN(cuProfilerStart), nullptr},
+    {"cuProfilerStop", 4000, FN(cuProfilerStop), nullptr},
     {"cuCtxEnablePeerAccess", 4000, FN(cuCtxEnablePeerAccess), nullptr},
     {"cuStreamCreate", 2000, FN(cuStreamCreate), nullptr},
     {"cuStreamCreateWithPriority", 5050, FN(cuStreamCreateWithPriority), nullptr},

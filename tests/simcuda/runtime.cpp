@@ -21,6 +21,8 @@
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <cudaProfiler.h>
+#include <cuda_profiler_api.h>
 
 #include <dlfcn.h>
 
@@ -97,6 +99,8 @@ struct Driver {
   decltype(&cuEventElapsedTime_v2) EventElapsedTime = nullptr;
   decltype(&cuEventDestroy_v2) EventDestroy = nullptr;
   Pair<decltype(&cuLaunchHostFunc)> LaunchHostFunc{};
+  decltype(&cuProfilerStart) ProfilerStart = nullptr;
+  decltype(&cuProfilerStop) ProfilerStop = nullptr;
 };
 
 Driver g_drv;
@@ -219,7 +223,8 @@ cudaError_t load_driver() {
             fetch("cuEventCreate", d.EventCreate) && fetch("cuEventRecord", d.EventRecord) &&
             fetch("cuEventSynchronize", d.EventSynchronize) && fetch("cuEventQuery", d.EventQuery) &&
             fetch("cuEventElapsedTime", d.EventElapsedTime) && fetch("cuEventDestroy", d.EventDestroy) &&
-            fetch("cuLaunchHostFunc", d.LaunchHostFunc);
+            fetch("cuLaunchHostFunc", d.LaunchHostFunc) && fetch("cuProfilerStart", d.ProfilerStart) &&
+            fetch("cuProfilerStop", d.ProfilerStop);
   if (!ok) return cudaErrorInsufficientDriver;
   if (CUresult r = d.Init(0); r != CUDA_SUCCESS) return r == CUDA_ERROR_NO_DEVICE ? cudaErrorNoDevice : to_cuda_error(r);
   if (d.DeviceGetCount(&g_device_count) != CUDA_SUCCESS || g_device_count <= 0) return cudaErrorNoDevice;
@@ -535,6 +540,17 @@ cudaError_t CUDARTAPI cudaDeviceReset(void) {
   new (fresh) DeviceCtx();
   t_bound = nullptr;
   return ret(r);
+}
+
+// As cudart: through the driver's entry-point table.
+cudaError_t CUDARTAPI cudaProfilerStart(void) {
+  RT_CTX();
+  return ret(g_drv.ProfilerStart());
+}
+
+cudaError_t CUDARTAPI cudaProfilerStop(void) {
+  RT_CTX();
+  return ret(g_drv.ProfilerStop());
 }
 
 cudaError_t CUDARTAPI cudaMemGetInfo(size_t* free, size_t* total) {

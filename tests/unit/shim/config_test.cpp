@@ -269,6 +269,18 @@ TEST(ParseConfig, FingerprintSettings) {
   EXPECT_EQ(parse({"CUXFER_CUPTI_DETACH=later"}).problems.size(), 1u);
 }
 
+TEST(ParseConfig, CaptureRangeIsNoneOrTheProfilerApiAsNsightSpellsIt) {
+  EXPECT_EQ(parse({}).capture_range, CaptureRange::None);
+  EXPECT_EQ(parse({"CUXFER_CAPTURE_RANGE=cudaProfilerApi"}).capture_range, CaptureRange::ProfilerApi);
+  EXPECT_EQ(parse({"CUXFER_CAPTURE_RANGE=none"}).capture_range, CaptureRange::None);
+  for (const char* bad : {"cudaprofilerapi", "nvtx", "1"}) {
+    Config c = parse({std::string("CUXFER_CAPTURE_RANGE=") + bad});
+    EXPECT_EQ(c.capture_range, CaptureRange::None) << bad;  // the whole run, as without it
+    ASSERT_EQ(c.problems.size(), 1u) << bad;
+    EXPECT_NE(c.problems[0].find("none or cudaProfilerApi"), std::string::npos) << c.problems[0];
+  }
+}
+
 TEST(ParseConfig, PolicyTurnsTheRewriteMachineryOn) {
   Config d = parse({});
   EXPECT_FALSE(d.rewrite_any());

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# What default recording costs a PyTorch training loop, measured inside one
+# process (issue 13's <= 1 % bar): bench/torch_step.py --toggle alternates
+# blocks of steps between torch.cuda.profiler.start() and stop(), and under
+# `cuxfer record --capture-range=cudaProfilerApi` only the started blocks are
+# recorded. The paired ratio (recorded block / the adjacent unrecorded one)
+# then compares the loop with and without recording in the same process:
+# what moves a whole process's speed on a shared host (placement, clocks,
+# allocator state: 5-20 % between processes here, docs/benchmarks.md)
+# cancels. Modes, interleaved round by round:
+#   plain    no cuxfer: the profiler calls change nothing (in-process A/A)
+#   capture  cuxfer record --capture-range=cudaProfilerApi (the measurement)
+#   whole    cuxfer record of the whole run: both kinds of block recorded
+#            (A/A under recording: what the switching itself moves)
+# Prints each run's line, then per mode the median over runs of the paired
+# ratio, the runs' range, and the capture runs' overhead note.
+#
+#   bash bench/run_torch_inprocess.sh [--build-dir DIR] [--rounds R] [--modes "plain capture whole"] [-- ARGS]
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="$ROOT/build"
+ROUNDS=4
+MODES="plain capture whole"
+while (($#)); do
+  case "$1" in
+    --build-dir) BUILD="$2"; shift 2 ;;
+    --rounds) ROUNDS="$2"; shift 2 ;;
+    --modes) MODES="$2"; shift 2 ;;
+    --) shift; break ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run_torch_inprocess: unknown option '$1'" >&2; exit 2 ;;
+  esac
+done
+CUX="$BUILD/bin/cuxfer"
+[[ -x "$CUX" ]] || { echo "run_torch_inprocess: $CUX not built" >&2; exit 1; }
+PY=${PYTHON:-python3}
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+for ((r = 1; r <= ROUNDS; r++)); do
+  for m in $MODES; do
+    rc=0
+    case $m in
+      plain) line=$("$PY" "$ROOT/bench/torch_step.py" --toggle "$@" 2>&1 | tail -1) || rc=$? ;;
+      capture | whole)
+        opt=(); [[ $m == capture ]] && opt=(--capture-range=cudaProfilerApi)
+        line=$("$CUX" record -q "${opt[@]}" -o "$TMP/t" -- "$PY" "$ROOT/bench/torch_step.py" --toggle "$@" 2>&1 | tail -1) || rc=$?
+        "$CUX" report --json "$TMP/t" 2>/dev/null | "$PY" -c '
+import json, sys
+r = json.load(sys.stdin)
+for n in (n for p in r["processes"] for n in p.get("notes", [])):
+    if n.startswith(("overhead:", "capture range", "cupti:")): print("  note:", n)
+print("  copies recorded:", r["totals"]["calls"])' >> "$TMP/notes.$m" 2>/dev/null || true
+        rm -rf "$TMP/t" ;;
+      *) echo "run_torch_inprocess: unknown mode '$m'" >&2; exit 2 ;;
+    esac
+    if ((rc == 77)); then echo "$line"; exit 77; fi
+    ((rc == 0)) || { echo "run_torch_inprocess: $m exited $rc: $line" >&2; exit 1; }
+    echo "round=$r mode=$m $line" | tee -a "$TMP/results"
+  done
+done
+for m in capture whole; do
+  [[ -f "$TMP/notes.$m" ]] && { echo "$m runs' notes:"; cat "$TMP/notes.$m"; }
+done
+"$PY" - "$TMP/results" "$MODES" <<'PYEOF'
+import re, statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    m = re.search(r"mode=(\w+) .*on_median_ms=([\d.]+) off_median_ms=([\d.]+) paired_ratio=([\d.]+) paired_iqr=([\d.]+)-([\d.]+)", line)
+    if m:
+        runs.setdefault(m[1], []).append([float(x) for x in m.groups()[1:]])
+print(f"\n{'mode':<10}{'runs':>6}{'on ms':>10}{'off ms':>10}{'paired ratio (median of runs)':>32}{'runs min-max':>18}")
+for mode in sys.argv[2].split():
+    v = runs.get(mode)
+    if not v:
+        continue
+    ratios = [r[2] for r in v]
+    print(f"{mode:<10}{len(v):>6}{statistics.median(r[0] for r in v):>10.4f}{statistics.median(r[1] for r in v):>10.4f}"
+          f"{statistics.median(ratios):>32.4f}{min(ratios):>9.4f}-{max(ratios):.4f}")
+PYEOF
