@@ -11,6 +11,7 @@
 #   plain    no cuxfer: the profiler calls change nothing (in-process A/A)
 #   capture  cuxfer record --capture-range=cudaProfilerApi (the measurement)
 #   capture_nocupti  the same with --cupti=off: the shim's own part of the cost
+#   capture_nostacks the same with --no-stacks: what the call stacks cost
 #   whole    cuxfer record of the whole run: both kinds of block recorded
 #            (A/A under recording: what the switching itself moves)
 # Prints each run's line, then per mode the median over runs of the paired
@@ -42,10 +43,11 @@ for ((r = 1; r <= ROUNDS; r++)); do
     rc=0
     case $m in
       plain) line=$("$PY" "$ROOT/bench/torch_step.py" --toggle "$@" 2>&1 | tail -1) || rc=$? ;;
-      capture | capture_nocupti | whole)
+      capture | capture_nocupti | capture_nostacks | whole)
         opt=()
         [[ $m == capture* ]] && opt=(--capture-range=cudaProfilerApi)
         [[ $m == capture_nocupti ]] && opt+=(--cupti=off)
+        [[ $m == capture_nostacks ]] && opt+=(--no-stacks)
         line=$("$CUX" record -q "${opt[@]}" -o "$TMP/t" -- "$PY" "$ROOT/bench/torch_step.py" --toggle "$@" 2>&1 | tail -1) || rc=$?
         "$CUX" report --json "$TMP/t" 2>/dev/null | "$PY" -c '
 import json, sys
@@ -61,7 +63,7 @@ print("  copies recorded:", r["totals"]["calls"])' >> "$TMP/notes.$m" 2>/dev/nul
     echo "round=$r mode=$m $line" | tee -a "$TMP/results"
   done
 done
-for m in capture capture_nocupti whole; do
+for m in capture capture_nocupti capture_nostacks whole; do
   [[ -f "$TMP/notes.$m" ]] && { echo "$m runs' notes:"; cat "$TMP/notes.$m"; }
 done
 "$PY" - "$TMP/results" "$MODES" <<'PYEOF'
