@@ -12,22 +12,26 @@
 #   capture  cuxfer record --capture-range=cudaProfilerApi (the measurement)
 #   capture_nocupti  the same with --cupti=off: the shim's own part of the cost
 #   capture_nostacks the same with --no-stacks: what the call stacks cost
+#   capture_base     capture with another shim (--base-shim PATH): an A/B of two builds
 #   whole    cuxfer record of the whole run: both kinds of block recorded
 #            (A/A under recording: what the switching itself moves)
 # Prints each run's line, then per mode the median over runs of the paired
 # ratio, the runs' range, and the capture runs' overhead note.
 #
-#   bash bench/run_torch_inprocess.sh [--build-dir DIR] [--rounds R] [--modes "plain capture whole"] [-- ARGS]
+#   bash bench/run_torch_inprocess.sh [--build-dir DIR] [--rounds R] [--modes "plain capture whole"]
+#                                     [--base-shim PATH] [-- ARGS]
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="$ROOT/build"
 ROUNDS=4
 MODES="plain capture whole"
+BASE_SHIM=""
 while (($#)); do
   case "$1" in
     --build-dir) BUILD="$2"; shift 2 ;;
     --rounds) ROUNDS="$2"; shift 2 ;;
     --modes) MODES="$2"; shift 2 ;;
+    --base-shim) BASE_SHIM="$2"; shift 2 ;;
     --) shift; break ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_torch_inprocess: unknown option '$1'" >&2; exit 2 ;;
@@ -43,11 +47,15 @@ for ((r = 1; r <= ROUNDS; r++)); do
     rc=0
     case $m in
       plain) line=$("$PY" "$ROOT/bench/torch_step.py" --toggle "$@" 2>&1 | tail -1) || rc=$? ;;
-      capture | capture_nocupti | capture_nostacks | whole)
+      capture | capture_nocupti | capture_nostacks | capture_base | whole)
         opt=()
         [[ $m == capture* ]] && opt=(--capture-range=cudaProfilerApi)
         [[ $m == capture_nocupti ]] && opt+=(--cupti=off)
         [[ $m == capture_nostacks ]] && opt+=(--no-stacks)
+        if [[ $m == capture_base ]]; then
+          [[ -f $BASE_SHIM ]] || { echo "run_torch_inprocess: capture_base needs --base-shim" >&2; exit 2; }
+          opt+=(--shim "$BASE_SHIM")
+        fi
         line=$("$CUX" record -q "${opt[@]}" -o "$TMP/t" -- "$PY" "$ROOT/bench/torch_step.py" --toggle "$@" 2>&1 | tail -1) || rc=$?
         "$CUX" report --json "$TMP/t" 2>/dev/null | "$PY" -c '
 import json, sys
@@ -63,7 +71,7 @@ print("  copies recorded:", r["totals"]["calls"])' >> "$TMP/notes.$m" 2>/dev/nul
     echo "round=$r mode=$m $line" | tee -a "$TMP/results"
   done
 done
-for m in capture capture_nocupti capture_nostacks whole; do
+for m in capture capture_nocupti capture_nostacks capture_base whole; do
   [[ -f "$TMP/notes.$m" ]] && { echo "$m runs' notes:"; cat "$TMP/notes.$m"; }
 done
 "$PY" - "$TMP/results" "$MODES" <<'PYEOF'
