@@ -177,6 +177,7 @@ const char* gate_reason_name(GateReason r) {
     case GateReason::Sample: return "sample";
     case GateReason::CostCap: return "cost_cap";
     case GateReason::Stop: return "stop";
+    case GateReason::Paused: return "paused";
   }
   return "?";
 }

@@ -95,8 +95,9 @@ enum class GateReason : uint8_t {
   Sample = 3,       // on for one window, to sample GPU times of what runs
   CostCap = 4,      // the copy rate would make the records cost more than the share allowed
   Stop = 5,         // recording ended (shutdown, handover)
+  Paused = 6,       // outside the capture range (cudaProfilerStop): nothing is recorded
 };
-constexpr uint8_t kGateReasonCount = 6;
+constexpr uint8_t kGateReasonCount = 7;
 const char* gate_reason_name(GateReason r);
 
 struct CuptiGateChange {

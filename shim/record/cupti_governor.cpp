@@ -37,6 +37,9 @@ uint32_t cycle_off_windows(const CopyWindow& w, const GovernorSettings& k) {
 
 GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorSettings& k) {
   const uint64_t calls = w.sync_calls + w.async_calls;
+  if (w.paused && s.on)
+    return turn(s, false, GateReason::Paused,
+                std::max(std::max<uint32_t>(1, k.sample_every) - 1, cycle_off_windows(w, k)));
   if (calls == 0) {  // nothing ran: nothing learnt, no window counted
     GovernorStep st{s, false};
     st.may_detach = !s.on;
@@ -83,8 +86,11 @@ GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorS
     return st;
   }
   // Off. Asynchronous copies want their records back at once, unless the
-  // records are off because of what they cost.
-  if (w.async_calls > 0 && s.reason != GateReason::CostCap) return turn(s, true, GateReason::AsyncCopies, 0);
+  // records are off because of what they cost, or went off at a pause (a
+  // program that pauses between steps would attach CUPTI at every resume:
+  // the next sample comes on the usual schedule instead).
+  if (w.async_calls > 0 && s.reason != GateReason::CostCap && s.reason != GateReason::Paused)
+    return turn(s, true, GateReason::AsyncCopies, 0);
   if (s.off_left > 1) {
     GovernorStep st{s, false};
     --st.next.off_left;

@@ -76,6 +76,11 @@ struct CopyWindow {
   // What detaching CUPTI and attaching it again costs, as measured so far
   // (the writer's mean detach plus mean attach); 0 while none is known.
   uint64_t cupti_cycle_ns = 0;
+  // Outside the capture range at the window's end (record/capture_range.h):
+  // no copy is recorded, so none wants a record. Records that are on go off
+  // (CUPTI is then detached the next window); what is off stays off, and the
+  // time outside does not count toward the next sample.
+  bool paused = false;
 };
 
 // Windows the records stay off so that one CUPTI detach-and-attach cycle

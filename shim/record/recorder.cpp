@@ -584,7 +584,7 @@ void Recorder::govern_cupti(uint64_t now) {
                                 ? cupti_detach_ns_ / cupti_detaches_ + cupti_attach_ns_ / cupti_attaches_
                                 : 0;
   const CopyWindow w{now - window_start_ns_, window_sync_, window_async_, estimate_hook_ns(sums, window_hook_sums_),
-                     cycle_ns};
+                     cycle_ns, capture_range_ && !capturing()};
   window_hook_sums_ = sums;
   window_start_ns_ = now;
   window_sync_ = window_async_ = 0;

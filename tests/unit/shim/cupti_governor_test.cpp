@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace cuxfer::shim {
@@ -286,6 +287,42 @@ TEST(CuptiGovernor, ACuptiCycleIsPaidForOutOfTheBudget) {
   // A cheap cycle never shortens the sample period below sample_every.
   st = govern(GovernorState{}, {kWindow, 0, calls, 0, 1'000}, k);
   EXPECT_EQ(st.next.off_left, k.sample_every - 1);
+}
+
+TEST(CuptiGovernor, OutsideTheCaptureRangeTheRecordsGoOffAndCuptiGoes) {
+  GovernorSettings k;
+  CopyWindow paused{kWindow, 0, 0};
+  paused.paused = true;
+  // Records on (the start, or a sample) when the range closes: off at once, CUPTI may go the next window.
+  GovernorStep st = govern(GovernorState{}, paused, k);
+  ASSERT_FALSE(st.next.on);
+  EXPECT_TRUE(st.changed);
+  EXPECT_EQ(st.next.reason, GateReason::Paused);
+  EXPECT_FALSE(st.may_detach);  // a copy made just before may still be in flight
+  const uint32_t left = st.next.off_left;
+  EXPECT_EQ(left, k.sample_every - 1);
+  for (int i = 0; i < 100; ++i) {  // however long the pause, it does not count toward the next sample
+    st = govern(st.next, paused, k);
+    EXPECT_FALSE(st.changed);
+    EXPECT_TRUE(st.may_detach);
+  }
+  EXPECT_EQ(st.next.off_left, left);
+  // Back in the range, asynchronous copies wait for the next sample (no attach at every resume).
+  GovernorState s = st.next;
+  std::vector<bool> on = run(std::vector<CopyWindow>(left, async(10)), s, k);
+  EXPECT_EQ(std::count(on.begin(), on.end(), true), 1);
+  EXPECT_TRUE(on.back());
+  EXPECT_EQ(s.reason, GateReason::Sample);
+  // Records already off at the pause stay off, their count kept.
+  GovernorState off;
+  off.on = false;
+  off.reason = GateReason::CostCap;
+  off.off_left = 7;
+  st = govern(off, paused, k);
+  EXPECT_FALSE(st.next.on);
+  EXPECT_EQ(st.next.reason, GateReason::CostCap);
+  EXPECT_EQ(st.next.off_left, 7u);
+  EXPECT_TRUE(st.may_detach);
 }
 
 // A window without asynchronous copies lets CUPTI go a window after the
