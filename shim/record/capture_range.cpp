@@ -26,12 +26,15 @@ uint64_t CaptureRanges::captured_ns(uint64_t now_ns) const {
 std::string CaptureRanges::note(uint64_t now_ns, uint64_t recorded_ns, bool rewriting) const {
   const char* outside = rewriting ? "rewritten as configured but not recorded" : "passed through unrecorded";
   if (ranges_ == 0)
-    return std::string("capture range (cudaProfilerApi): the program never called cudaProfilerStart or "
-                       "cuProfilerStart, so nothing was recorded: its calls were ") + outside;
+    return std::string(
+               "capture range (cudaProfilerApi): the program never called cudaProfilerStart or "
+               "cuProfilerStart, so nothing was recorded: its calls were ") +
+           outside;
   char buf[256];
   const double captured = static_cast<double>(captured_ns(now_ns)) / 1e9;
-  std::snprintf(buf, sizeof buf, "capture range (cudaProfilerApi): %u range%s, %.3f s of the %.3f s the shim ran",
-                ranges_, ranges_ == 1 ? "" : "s", captured, static_cast<double>(recorded_ns) / 1e9);
+  std::snprintf(buf, sizeof buf,
+                "capture range (cudaProfilerApi): %u range%s, %.3f s of the %.3f s the shim ran", ranges_,
+                ranges_ == 1 ? "" : "s", captured, static_cast<double>(recorded_ns) / 1e9);
   std::string line = buf;
   if (open_) line += " (the last still open at exit)";
   line += "; calls outside them were ";

@@ -29,8 +29,8 @@ double record_budget(const CopyWindow& w, const GovernorSettings& k) {
 
 uint32_t cycle_off_windows(const CopyWindow& w, const GovernorSettings& k) {
   if (w.cupti_cycle_ns == 0) return 0;
-  const double windows =
-      static_cast<double>(w.cupti_cycle_ns) / (record_budget(w, k) * static_cast<double>(std::max<uint64_t>(w.ns, 1)));
+  const double windows = static_cast<double>(w.cupti_cycle_ns) /
+                         (record_budget(w, k) * static_cast<double>(std::max<uint64_t>(w.ns, 1)));
   if (windows >= k.max_off_windows) return k.max_off_windows;
   return std::max<uint32_t>(1, static_cast<uint32_t>(windows + 0.999)) - 1;
 }

@@ -34,20 +34,23 @@ TEST(CaptureRanges, TheNoteSaysHowMuchWasCapturedAndWhatHappenedOutside) {
   CaptureRanges c;
   c.start(1000 * kMs);
   c.stop(3500 * kMs);
-  EXPECT_EQ(c.note(9000 * kMs, 9800 * kMs, false),
-            "capture range (cudaProfilerApi): 1 range, 2.500 s of the 9.800 s the shim ran; calls outside them "
-            "were passed through unrecorded");
+  EXPECT_EQ(
+      c.note(9000 * kMs, 9800 * kMs, false),
+      "capture range (cudaProfilerApi): 1 range, 2.500 s of the 9.800 s the shim ran; calls outside them "
+      "were passed through unrecorded");
   c.start(8000 * kMs);
-  EXPECT_EQ(c.note(9000 * kMs, 9800 * kMs, true),
-            "capture range (cudaProfilerApi): 2 ranges, 3.500 s of the 9.800 s the shim ran (the last still open "
-            "at exit); calls outside them were rewritten as configured but not recorded");
+  EXPECT_EQ(
+      c.note(9000 * kMs, 9800 * kMs, true),
+      "capture range (cudaProfilerApi): 2 ranges, 3.500 s of the 9.800 s the shim ran (the last still open "
+      "at exit); calls outside them were rewritten as configured but not recorded");
 }
 
 TEST(CaptureRanges, NeverStartedSaysNothingWasRecorded) {
   CaptureRanges c;
-  EXPECT_EQ(c.note(1, 1, false),
-            "capture range (cudaProfilerApi): the program never called cudaProfilerStart or cuProfilerStart, so "
-            "nothing was recorded: its calls were passed through unrecorded");
+  EXPECT_EQ(
+      c.note(1, 1, false),
+      "capture range (cudaProfilerApi): the program never called cudaProfilerStart or cuProfilerStart, so "
+      "nothing was recorded: its calls were passed through unrecorded");
 }
 
 }  // namespace
