@@ -16,7 +16,8 @@
 #   whole    cuxfer record of the whole run: both kinds of block recorded
 #            (A/A under recording: what the switching itself moves)
 # Prints each run's line, then per mode the median over runs of the paired
-# ratio, the runs' range, and the capture runs' overhead note.
+# ratio, the runs' range, the median of all its runs' pairs pooled with a
+# bootstrap 90 % interval, and the capture runs' notes.
 #
 #   bash bench/run_torch_inprocess.sh [--build-dir DIR] [--rounds R] [--modes "plain capture whole"]
 #                                     [--base-shim PATH] [-- ARGS]
@@ -75,18 +76,36 @@ for m in capture capture_nocupti capture_nostacks capture_base whole; do
   [[ -f "$TMP/notes.$m" ]] && { echo "$m runs' notes:"; cat "$TMP/notes.$m"; }
 done
 "$PY" - "$TMP/results" "$MODES" <<'PYEOF'
-import re, statistics, sys
-runs = {}
+import random, re, statistics, sys
+runs, pairs = {}, {}
 for line in open(sys.argv[1]):
     m = re.search(r"mode=(\w+) .*on_median_ms=([\d.]+) off_median_ms=([\d.]+) paired_ratio=([\d.]+) paired_iqr=([\d.]+)-([\d.]+)", line)
     if m:
         runs.setdefault(m[1], []).append([float(x) for x in m.groups()[1:]])
-print(f"\n{'mode':<10}{'runs':>6}{'on ms':>10}{'off ms':>10}{'paired ratio (median of runs)':>32}{'runs min-max':>18}")
+        p = re.search(r"pair_ratios=([\d.,]+)", line)
+        if p:
+            pairs.setdefault(m[1], []).extend(float(x) for x in p[1].split(","))
+
+
+def interval(v, rounds=2000):
+    # Bootstrap of the median: the 5th and 95th percentile of resampled medians.
+    rng = random.Random(1)
+    meds = sorted(statistics.median(rng.choices(v, k=len(v))) for _ in range(rounds))
+    return meds[rounds // 20], meds[rounds - rounds // 20 - 1]
+
+
+print(f"\n{'mode':<18}{'runs':>5}{'on ms':>9}{'off ms':>9}{'ratio, median of runs':>23}{'runs min-max':>16}"
+      f"{'pooled pairs':>14}{'median [90 %]':>24}")
 for mode in sys.argv[2].split():
     v = runs.get(mode)
     if not v:
         continue
     ratios = [r[2] for r in v]
-    print(f"{mode:<10}{len(v):>6}{statistics.median(r[0] for r in v):>10.4f}{statistics.median(r[1] for r in v):>10.4f}"
-          f"{statistics.median(ratios):>32.4f}{min(ratios):>9.4f}-{max(ratios):.4f}")
+    pooled = pairs.get(mode, [])
+    pool = ""
+    if len(pooled) >= 4:
+        lo, hi = interval(pooled)
+        pool = f"{len(pooled):>14}{statistics.median(pooled):>10.4f} [{lo:.4f}-{hi:.4f}]"
+    print(f"{mode:<18}{len(v):>5}{statistics.median(r[0] for r in v):>9.4f}{statistics.median(r[1] for r in v):>9.4f}"
+          f"{statistics.median(ratios):>23.4f}{min(ratios):>8.4f}-{max(ratios):.4f}{pool}")
 PYEOF

@@ -21,7 +21,7 @@ in ABBA order (off on on off, ...: a linear drift cancels within each
 four), and the line adds each kind's median block, and the median over
 adjacent on/off pairs of on/off with its interquartile range:
 
-  ... toggle_pairs=P on_median_ms=A off_median_ms=B paired_ratio=R paired_iqr=LO-HI
+  ... toggle_pairs=P on_median_ms=A off_median_ms=B paired_ratio=R paired_iqr=LO-HI pair_ratios=R1,R2,...
 
 Under `cuxfer record --capture-range=cudaProfilerApi` only the "on" blocks
 are recorded, so R is what recording costs the loop with everything else
@@ -111,7 +111,7 @@ if a.toggle:
     q = statistics.quantiles(ratios, n=4) if len(ratios) >= 4 else [ratios[0], 0, ratios[-1]]
     line = (f" toggle_pairs={len(ratios)} on_median_ms={statistics.median(on):.4f} "
             f"off_median_ms={statistics.median(off):.4f} paired_ratio={statistics.median(ratios):.4f} "
-            f"paired_iqr={q[0]:.4f}-{q[2]:.4f}")
+            f"paired_iqr={q[0]:.4f}-{q[2]:.4f} pair_ratios={','.join(f'{r:.4f}' for r in ratios)}")
 blocks = sorted(blocks) or [1e3 * t / a.steps]
 print(f"steps={a.steps} ms_per_step={1e3 * t / a.steps:.4f} total_s={t:.3f} h2d_copies={2 * a.steps} "
       f"block_median_ms={blocks[len(blocks) // 2]:.4f} block_min_ms={blocks[0]:.4f}{line}")
