@@ -20,6 +20,14 @@
 // In that order: sync, async, astorm, storm. Prints "phase=NAME calls=N
 // records=R" for each, "astorm_end_attached=0|1" (whether CUPTI was attached
 // when the async storm ended), then the PASS line.
+//
+// cupti_gate PHASE_MS paused: for --capture-range=cudaProfilerApi, three
+// phases of the async phase's copies: inside a profiler range (records on),
+// after cudaProfilerStop (paused: the records go off and CUPTI is detached;
+// "paused_end_attached=0|1"), and in a second range (resumed: the records
+// wait for the next sample instead of CUPTI being attached at every resume).
+#include <cuda_profiler_api.h>
+
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -69,6 +77,23 @@ int main(int argc, char** argv) {
     TA_CHECK(cudaMemcpyAsync(d, &value, 4, cudaMemcpyHostToDevice, 0));
     TA_CHECK(cudaStreamSynchronize(0));
   };
+  if (argc > 2 && std::string(argv[2]) == "paused") {
+    TA_CHECK(cudaProfilerStart());
+    const Phase in = run(ms, 1, 4, async);
+    TA_CHECK(cudaProfilerStop());
+    const Phase out = run(ms, 1, 4, async);
+    const int paused_end_attached = simcupti_attached();
+    TA_CHECK(cudaProfilerStart());
+    const Phase again = run(ms, 1, 4, async);
+    TA_CHECK(cudaProfilerStop());
+    std::printf("paused_end_attached=%d\n", paused_end_attached);
+    std::printf("phase=async calls=%ld records=%ld\n", in.calls, in.records);
+    std::printf("phase=paused calls=%ld records=%ld\n", out.calls, out.records);
+    std::printf("phase=resumed calls=%ld records=%ld\n", again.calls, again.records);
+    TA_CHECK(cudaFree(d));
+    testapp::done("cupti_gate");
+    return 0;
+  }
   const Phase a = run(ms, 1, 1, sync);
   const Phase b = run(ms, 1, 4, async);
   const Phase e = run(ms, 50, 1, [&] { TA_CHECK(cudaMemcpyAsync(d, &value, 4, cudaMemcpyHostToDevice, 0)); });

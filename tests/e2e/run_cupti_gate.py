@@ -16,6 +16,13 @@ stand-in makes one only while the shim has memcpy records on).
         copy racing the switch), at most one missing record per change, and the
         text report's GPU-time line.
   on    every copy recorded in every phase; no copy_records section (not governed).
+  paused  under --capture-range=cudaProfilerApi (the app's "paused" phases):
+        inside the first range at least half of the async copies recorded;
+        after the stop, under a third (the records go off within a window)
+        and CUPTI detached when the pause ends; in the second range under half
+        (the records wait for the next sample, no attach at every resume);
+        the report holds exactly the copies of the two ranges, and the note
+        says 2 ranges.
 Exit 0 pass, 1 fail.
 """
 import argparse
@@ -32,13 +39,15 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cuxfer", required=True)
     ap.add_argument("--cupti", required=True)
-    ap.add_argument("--mode", choices=["auto", "on"], required=True)
+    ap.add_argument("--mode", choices=["auto", "on", "paused"], required=True)
     ap.add_argument("--workdir", required=True)
     ap.add_argument("app", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     app = command_after_dashes(a.app)
     out = fresh_dir(a.workdir)
     env = {**os.environ, "CUXFER_CUPTI_LIB": a.cupti, "CUXFER_PROFILE_DIR": "/nonexistent/cuxfer-test-profiles"}
+    if a.mode == "paused":
+        return paused(a, app, out, env)
     run = subprocess.run([a.cuxfer, "record", f"--cupti={a.mode}", "-o", str(out), "--", *app], env=env,
                          capture_output=True, text=True, timeout=100)
     print(run.stdout, run.stderr, sep="\n")
@@ -130,6 +139,35 @@ def main() -> int:
     # later although async copies kept coming.
     if "astorm_end_attached=0" not in run.stdout:
         fails.append("CUPTI still attached at the end of the async storm (records off, async copies coming)")
+    return verdict(fails)
+
+
+def paused(a, app, out, env) -> int:
+    run = subprocess.run([a.cuxfer, "record", "--cupti=auto", "--capture-range=cudaProfilerApi", "-o", str(out),
+                          "--", *app, "paused"], env=env, capture_output=True, text=True, timeout=100)
+    print(run.stdout, run.stderr, sep="\n")
+    fails = []
+    if run.returncode != 0:
+        fails.append(f"exit status {run.returncode}")
+    phases = {m[0]: (int(m[1]), int(m[2])) for m in re.findall(r"phase=(\w+) calls=(\d+) records=(\d+)", run.stdout)}
+    if sorted(phases) != ["async", "paused", "resumed"]:
+        return verdict(fails + [f"phases printed: {sorted(phases)}"])
+    (ic, ir), (pc, pr), (rc, rr) = phases["async"], phases["paused"], phases["resumed"]
+    if ir * 2 < ic:
+        fails.append(f"inside the first range: {ir} of {ic} async copies recorded, want at least half")
+    if pr * 3 >= pc:
+        fails.append(f"paused: {pr} of {pc} copies got a CUPTI record, want under a third (records off)")
+    if "paused_end_attached=0" not in run.stdout:
+        fails.append("CUPTI still attached at the end of the pause")
+    if rr * 2 >= rc:
+        fails.append(f"resumed: {rr} of {rc} copies recorded, want under half (the next sample, not at once)")
+    r = subprocess.run([a.cuxfer, "report", "--json", str(out)], capture_output=True, text=True)
+    rep = json.loads(r.stdout) if r.returncode == 0 else None
+    if not rep or rep["totals"]["calls"] != ic + rc:
+        fails.append(f"report: {rep and rep['totals']}, want the two ranges' {ic + rc} copies")
+    notes = [n for p in rep["processes"] for n in p.get("notes", [])] if rep else []
+    if not any(n.startswith("capture range (cudaProfilerApi): 2 ranges") for n in notes):
+        fails.append(f"no capture-range note of 2 ranges: {notes}")
     return verdict(fails)
 
 
