@@ -3,14 +3,16 @@
 them, read from the trace's own account (the `overhead:` note).
 
   python_step_pattern.py --cuxfer B/bin/cuxfer --libcudart CUDART
-      [--steps N] [--depth D] [--bytes B] [--sites 1|3] [--thrash MIB] [--rounds R] [--env K=V ...]
+      [--steps N] [--depth D] [--bytes B] [--sites 1|3|5] [--thrash MIB] [--rounds R] [--env K=V ...]
 
 A child interpreter (stdlib and ctypes only) runs N steps from D nested
 Python frames; each step uploads two host buffers from a ring of eight (the
 inputs and the labels of a batch) and reads 4 bytes back (the loss), as
 bench/torch_step.py does with PyTorch. --sites 3: the three copies from three
 lines (a real step); --sites 1: from one line (one call site, the best case
-for the shim's per-thread stack cache). --bytes: the upload size (4 or 1M:
+for the shim's per-thread stack cache); --sites 5: also two memsets from two more
+lines, the five calls of bench/torch_step.py's step (two uploads, cuBLAS's two
+memsets, the loss). --bytes: the upload size (4 or 1M:
 1 MiB copies are fingerprinted, CUXFER_FINGERPRINT_MIN). Each round records
 the child with `cuxfer record` (CUPTI off: the shim's CPU work only) and
 prints the note's mean and median; then the median of the rounds' means.
@@ -37,6 +39,7 @@ CHILD = r"""
 import ctypes, sys
 rt = ctypes.CDLL(sys.argv[1])
 rt.cudaMemcpy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+rt.cudaMemset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
 steps, depth, size, sites, thrash = (int(a) for a in sys.argv[2:7])
 other = ctypes.create_string_buffer(max(thrash, 1))
 dev = ctypes.c_void_p()
@@ -50,13 +53,20 @@ def step3(i):
     upload(x, 0)
     upload(y, size)
     read_back()
+def step5(i):
+    x, y = batches[i % 8]
+    upload(x, 0)
+    upload(y, size)
+    rt.cudaMemset(dev, 0, 16)
+    rt.cudaMemset(dev.value + 16, 1, 16)
+    read_back()
 def step1(i):
     x, y = batches[i % 8]
     for buf in (x, y, x):
         upload(buf, 0)
 def nest(d, f):
     return f() if d == 0 else nest(d - 1, f)
-step = step3 if sites == 3 else step1
+step = {1: step1, 3: step3, 5: step5}[sites]
 def loop():
     for i in range(steps):
         step(i)
@@ -83,7 +93,7 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=20000)
     ap.add_argument("--depth", type=int, default=20)
     ap.add_argument("--bytes", type=size_arg, default=4)
-    ap.add_argument("--sites", type=int, choices=(1, 3), default=3)
+    ap.add_argument("--sites", type=int, choices=(1, 3, 5), default=3)
     ap.add_argument("--thrash", type=int, default=0, metavar="MIB",
                     help="MiB of other memory written between steps (cold caches at each copy)")
     ap.add_argument("--rounds", type=int, default=3)

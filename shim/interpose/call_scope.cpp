@@ -178,35 +178,55 @@ CUXFER_HOT uint32_t capture_callsite(Recorder& rec, void* return_address) {
     if (n < under_python) std::memmove(frames + n, frames + under_python, py * sizeof(uint64_t));
     n += py;
   }
-  // A loop copies from the same few stacks again and again (a training step:
-  // upload inputs, upload labels, read the loss back): the thread's last
-  // kRecentStacks stacks, each compared whole, are cheaper than the table's
-  // hash and probe. The id of an interned stack never changes (ids are
+  // A loop copies from the same few stacks again and again, in the same order
+  // (a PyTorch training step: two uploads, two of cuBLAS's memsets, the loss
+  // read back): the thread's last kRecentStacks stacks, each compared whole,
+  // are cheaper than the table's hash and probe. Each remembers which one
+  // came after it last time, tried first: a step's cycle of stacks then hits
+  // at the first compare (with four slots tried in turn, a cycle of five
+  // missed every time). The id of an interned stack never changes (ids are
   // never reused). Replaced round-robin.
   struct RecentStack {
     uint32_t depth = 0, id = 0;
+    uint32_t next = 0;  // the slot that followed this one last time
     uint64_t frames[CallSiteTable::kMaxDepth];
   };
-  constexpr unsigned kRecentStacks = 4;
+  constexpr unsigned kRecentStacks = 8;
   static thread_local RecentStack recent[kRecentStacks] __attribute__((tls_model("initial-exec")));
   static thread_local unsigned next_slot __attribute__((tls_model("initial-exec"))) = 0;
   static thread_local unsigned last_hit __attribute__((tls_model("initial-exec"))) = 0;
-  for (unsigned k = 0; k < kRecentStacks; ++k) {  // the last one hit first: one site's loop
-    const unsigned i = (last_hit + k) % kRecentStacks;
+  auto same = [&](unsigned i) {
     const RecentStack& r = recent[i];
-    if (r.id != 0 && r.depth == n && std::memcmp(r.frames, frames, n * sizeof(uint64_t)) == 0) {
-      last_hit = i;
-      return r.id;
+    return r.id != 0 && r.depth == n && std::memcmp(r.frames, frames, n * sizeof(uint64_t)) == 0;
+  };
+  const unsigned predicted = recent[last_hit].next;
+  unsigned hit = kRecentStacks;
+  if (same(predicted)) {
+    hit = predicted;
+  } else {
+    for (unsigned k = 0; k < kRecentStacks; ++k) {  // the last one hit first: one site's loop
+      const unsigned i = (last_hit + k) % kRecentStacks;
+      if (i != predicted && same(i)) {
+        hit = i;
+        break;
+      }
     }
+  }
+  if (hit < kRecentStacks) {
+    recent[last_hit].next = hit;
+    last_hit = hit;
+    return recent[hit].id;
   }
   const uint32_t id = rec.callsites().intern(frames, n);
   if (id != 0) {
     RecentStack& r = recent[next_slot];
+    recent[last_hit].next = next_slot;
     last_hit = next_slot;
     next_slot = (next_slot + 1) % kRecentStacks;
     r.depth = n;
     std::memcpy(r.frames, frames, n * sizeof(uint64_t));
     r.id = id;
+    r.next = last_hit;
   }
   return id;
 }
