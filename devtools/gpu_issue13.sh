@@ -107,8 +107,8 @@ for step in $STEPS; do
     # The in-process A/B (bench/run_torch_inprocess.sh): recorded and
     # unrecorded blocks of one process, on TORCH_CPUS (2-9).
     timeout "${INPROC_TIMEOUT:-300}" taskset -c "${TORCH_CPUS:-2-9}" bash bench/run_torch_inprocess.sh --build-dir "$B" \
-      --rounds "${INPROC_ROUNDS:-4}" --modes "${INPROC_MODES:-plain capture whole}" -- --steps "${INPROC_STEPS:-4000}" \
-      --block "${INPROC_BLOCK:-100}" ${INPROC_BASE:+--base-shim "$INPROC_BASE"} > "$OUT/torchinproc.log" 2>&1
+      --rounds "${INPROC_ROUNDS:-4}" --modes "${INPROC_MODES:-plain capture whole}" ${INPROC_BASE:+--base-shim "$INPROC_BASE"} \
+      -- --steps "${INPROC_STEPS:-4000}" --block "${INPROC_BLOCK:-100}" > "$OUT/torchinproc.log" 2>&1
     echo "torchinproc rc=$?"; tail -16 "$OUT/torchinproc.log" ;;
   cuptiprobe)
     g++ -O2 -std=c++17 -I/usr/local/cuda/include -I/usr/local/cuda/extras/CUPTI/include devtools/probe_cupti_cost.cpp \

@@ -27,19 +27,10 @@ double record_budget(const CopyWindow& w, const GovernorSettings& k) {
   return std::max(k.min_record_share, k.max_share - shim);
 }
 
-uint32_t cycle_off_windows(const CopyWindow& w, const GovernorSettings& k) {
-  if (w.cupti_cycle_ns == 0) return 0;
-  const double windows = static_cast<double>(w.cupti_cycle_ns) /
-                         (record_budget(w, k) * static_cast<double>(std::max<uint64_t>(w.ns, 1)));
-  if (windows >= k.max_off_windows) return k.max_off_windows;
-  return std::max<uint32_t>(1, static_cast<uint32_t>(windows + 0.999)) - 1;
-}
-
 GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorSettings& k) {
   const uint64_t calls = w.sync_calls + w.async_calls;
   if (w.paused && s.on)
-    return turn(s, false, GateReason::Paused,
-                std::max(std::max<uint32_t>(1, k.sample_every) - 1, cycle_off_windows(w, k)));
+    return turn(s, false, GateReason::Paused, std::max<uint32_t>(1, k.sample_every) - 1);
   if (calls == 0) {  // nothing ran: nothing learnt, no window counted
     GovernorStep st{s, false};
     st.may_detach = !s.on;
@@ -62,7 +53,7 @@ GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorS
       // rule keeps them off. Otherwise a slow shim (little budget left) and a
       // modest copy rate put them on every other window: toggled each time,
       // and never off long enough for CUPTI to be detached.
-      const uint32_t sync_off = std::max(std::max<uint32_t>(1, k.sample_every) - 1, cycle_off_windows(w, k));
+      const uint32_t sync_off = std::max<uint32_t>(1, k.sample_every) - 1;
       if (w.async_calls == 0 && sync_off > off) return turn(s, false, GateReason::SyncOnly, sync_off);
       // Asynchronous copies: off long enough for CUPTI to be detached in
       // between and attached again at most once in sample_every windows.
@@ -79,8 +70,7 @@ GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorS
     // Synchronous copies only. A sample window has done its job at once.
     const uint32_t run = s.sync_only_run + 1;
     if (s.reason == GateReason::Sample || run >= k.sync_only_windows)
-      return turn(s, false, GateReason::SyncOnly,
-                  std::max(std::max<uint32_t>(1, k.sample_every) - 1, cycle_off_windows(w, k)));
+      return turn(s, false, GateReason::SyncOnly, std::max<uint32_t>(1, k.sample_every) - 1);
     GovernorStep st{s, false};
     st.next.sync_only_run = run;
     return st;

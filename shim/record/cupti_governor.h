@@ -39,11 +39,6 @@
 // time). The records are then off for at least `sample_every` - 1 windows, so
 // that an attach (~12 ms on the writer thread) comes at most once in
 // `sample_every` windows. Turning the records on again attaches CUPTI again.
-// A detach and the attach after it are themselves work the recording does
-// (H200: ~3 + ~12 ms, and the app's own calls wait on the driver meanwhile),
-// so once the writer has measured one cycle (`cupti_cycle_ns`), every off
-// period is also long enough for that cycle to fit in the records' budget:
-// at 15 ms a cycle and 0.2 % of 50 ms windows, a sample every 150 windows.
 //
 // Pure: the same state and window give the same step.
 #pragma once
@@ -73,9 +68,6 @@ struct CopyWindow {
   uint64_t sync_calls = 0;   // synchronous copies and memsets issued in it
   uint64_t async_calls = 0;  // asynchronous ones
   uint64_t shim_ns = 0;      // the shim's own work in the window's calls (an estimate from the timed ones)
-  // What detaching CUPTI and attaching it again costs, as measured so far
-  // (the writer's mean detach plus mean attach); 0 while none is known.
-  uint64_t cupti_cycle_ns = 0;
   // Outside the capture range at the window's end (record/capture_range.h):
   // no copy is recorded, so none wants a record. Records that are on go off
   // (CUPTI is then detached the next window); what is off stays off, and the
@@ -83,9 +75,6 @@ struct CopyWindow {
   bool paused = false;
 };
 
-// Windows the records stay off so that one CUPTI detach-and-attach cycle
-// fits the records' budget (0 while no cycle has been measured).
-uint32_t cycle_off_windows(const CopyWindow& w, const GovernorSettings& k);
 
 // What the records may cost in a window: max_share less the shim's own share, at least min_record_share.
 double record_budget(const CopyWindow& w, const GovernorSettings& k);

@@ -578,13 +578,8 @@ void Recorder::emit_nvtx_ranges(ThreadState& ts, const trace::Event& next) {
 void Recorder::govern_cupti(uint64_t now) {
   // The shim's own work in the window: the records get what it leaves of the share.
   const HookSums sums = hook_sums();
-  // A CUPTI cycle's cost, once both halves have been measured (none is
-  // measured while detaching is off: the cycles never happen then).
-  const uint64_t cycle_ns = cupti_detaches_ > 0 && cupti_attaches_ > 0
-                                ? cupti_detach_ns_ / cupti_detaches_ + cupti_attach_ns_ / cupti_attaches_
-                                : 0;
-  const CopyWindow w{now - window_start_ns_, window_sync_, window_async_, estimate_hook_ns(sums, window_hook_sums_),
-                     cycle_ns, capture_range_ && !capturing()};
+  CopyWindow w{now - window_start_ns_, window_sync_, window_async_, estimate_hook_ns(sums, window_hook_sums_)};
+  w.paused = capture_range_ && !capturing();
   window_hook_sums_ = sums;
   window_start_ns_ = now;
   window_sync_ = window_async_ = 0;

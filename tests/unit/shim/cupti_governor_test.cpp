@@ -255,40 +255,6 @@ TEST(CuptiGovernor, AsyncCopiesOverTheBudgetLetCuptiGoAfterTwoWindows) {
   }
 }
 
-TEST(CuptiGovernor, ACuptiCycleIsPaidForOutOfTheBudget) {
-  // 15 ms a detach and attach, the records' budget 1 % of a 50 ms window
-  // (the shim's own work nil here): a cycle fits once in 30 windows.
-  GovernorSettings k;
-  const uint64_t cycle = 15'000'000;
-  EXPECT_EQ(cycle_off_windows({kWindow, 0, 10, 0, cycle}, k), 29u);
-  EXPECT_EQ(cycle_off_windows({kWindow, 0, 10, 0, 0}, k), 0u);  // no cycle measured yet
-  // With the shim's own work at 0.9 %, the records keep the floor (0.2 %): 150 windows.
-  EXPECT_EQ(cycle_off_windows({kWindow, 0, 10, kWindow * 9 / 1000, cycle}, k), 149u);
-  // Never beyond the cap.
-  EXPECT_EQ(cycle_off_windows({kWindow, 0, 10, kWindow, 1'000'000'000'000}, k), k.max_off_windows);
-
-  // Asynchronous copies over the budget: off for the cycle's windows, not 19.
-  const uint64_t calls = static_cast<uint64_t>(0.04 * kWindow / k.record_cost_ns);
-  GovernorStep st = govern(GovernorState{}, {kWindow, 0, calls, 0, cycle}, k);
-  ASSERT_FALSE(st.next.on);
-  EXPECT_EQ(st.next.reason, GateReason::CostCap);
-  EXPECT_EQ(st.next.off_left, 29u);
-  GovernorState s;
-  std::vector<bool> on = run(std::vector<CopyWindow>(600, {kWindow, 0, calls, 0, cycle}), s, k);
-  int n = 0;
-  for (bool b : on) n += b;
-  EXPECT_NEAR(n / 600.0, 1.0 / 30, 0.005);
-  // Synchronous copies only: the same period once a cycle is known.
-  st = govern(GovernorState{}, {kWindow, 1, 0, 0, cycle}, k);
-  st = govern(st.next, {kWindow, 1, 0, 0, cycle}, k);
-  ASSERT_FALSE(st.next.on);
-  EXPECT_EQ(st.next.reason, GateReason::SyncOnly);
-  EXPECT_EQ(st.next.off_left, 29u);
-  // A cheap cycle never shortens the sample period below sample_every.
-  st = govern(GovernorState{}, {kWindow, 0, calls, 0, 1'000}, k);
-  EXPECT_EQ(st.next.off_left, k.sample_every - 1);
-}
-
 TEST(CuptiGovernor, OutsideTheCaptureRangeTheRecordsGoOffAndCuptiGoes) {
   GovernorSettings k;
   CopyWindow paused{kWindow, 0, 0};
