@@ -20,7 +20,20 @@ GovernorStep turn(const GovernorState& s, bool on, GateReason why, uint32_t off_
   return st;
 }
 
+// Off after a sample window for `why`: the same reason the records were off
+// before it, one more doubling; another reason, none.
+uint32_t next_backoff(const GovernorState& s, GateReason why, const GovernorSettings& k) {
+  if (s.reason != GateReason::Sample || s.sampled != why) return 0;
+  return std::min(s.backoff + 1, k.max_backoff);
+}
+
 }  // namespace
+
+uint32_t sample_gap(const GovernorSettings& k, uint32_t backoff) {
+  const uint64_t base = std::max<uint32_t>(1, k.sample_every) - 1;
+  const uint64_t gap = base << std::min<uint32_t>(backoff, 20);
+  return static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(gap, k.max_off_windows)));
+}
 
 double record_budget(const CopyWindow& w, const GovernorSettings& k) {
   const double shim = static_cast<double>(w.shim_ns) / static_cast<double>(std::max<uint64_t>(w.ns, 1));
@@ -29,8 +42,7 @@ double record_budget(const CopyWindow& w, const GovernorSettings& k) {
 
 GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorSettings& k) {
   const uint64_t calls = w.sync_calls + w.async_calls;
-  if (w.paused && s.on)
-    return turn(s, false, GateReason::Paused, std::max<uint32_t>(1, k.sample_every) - 1);
+  if (w.paused && s.on) return turn(s, false, GateReason::Paused, sample_gap(k, s.backoff));
   if (calls == 0) {  // nothing ran: nothing learnt, no window counted
     GovernorStep st{s, false};
     st.may_detach = !s.on;
@@ -53,24 +65,39 @@ GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorS
       // rule keeps them off. Otherwise a slow shim (little budget left) and a
       // modest copy rate put them on every other window: toggled each time,
       // and never off long enough for CUPTI to be detached.
-      const uint32_t sync_off = std::max<uint32_t>(1, k.sample_every) - 1;
-      if (w.async_calls == 0 && sync_off > off) return turn(s, false, GateReason::SyncOnly, sync_off);
+      if (w.async_calls == 0) {
+        const uint32_t b = next_backoff(s, GateReason::SyncOnly, k);
+        if (sample_gap(k, b) > off) {
+          GovernorStep st = turn(s, false, GateReason::SyncOnly, sample_gap(k, b));
+          st.next.backoff = b;
+          return st;
+        }
+      }
       // Asynchronous copies: off long enough for CUPTI to be detached in
-      // between and attached again at most once in sample_every windows.
-      if (w.async_calls > 0 && k.async_detach_after > 0) off = std::max(off, sync_off);
-      return turn(s, false, GateReason::CostCap, off);
+      // between and attached again at most once in sample_every windows
+      // (fewer once samples keep finding the same).
+      const uint32_t b = next_backoff(s, GateReason::CostCap, k);
+      if (w.async_calls > 0 && k.async_detach_after > 0) off = std::max(off, sample_gap(k, b));
+      GovernorStep st = turn(s, false, GateReason::CostCap, off);
+      st.next.backoff = b;
+      return st;
     }
     if (w.async_calls > 0) {
       GovernorStep st{s, false};
       st.next.sync_only_run = 0;
+      st.next.backoff = 0;  // records affordable: the next cost cap samples from the start
       if (st.next.reason == GateReason::Sample || st.next.reason == GateReason::SyncOnly)
         st.next.reason = GateReason::AsyncCopies;
       return st;
     }
     // Synchronous copies only. A sample window has done its job at once.
     const uint32_t run = s.sync_only_run + 1;
-    if (s.reason == GateReason::Sample || run >= k.sync_only_windows)
-      return turn(s, false, GateReason::SyncOnly, std::max<uint32_t>(1, k.sample_every) - 1);
+    if (s.reason == GateReason::Sample || run >= k.sync_only_windows) {
+      const uint32_t b = next_backoff(s, GateReason::SyncOnly, k);
+      GovernorStep st = turn(s, false, GateReason::SyncOnly, sample_gap(k, b));
+      st.next.backoff = b;
+      return st;
+    }
     GovernorStep st{s, false};
     st.next.sync_only_run = run;
     return st;
@@ -79,17 +106,32 @@ GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorS
   // records are off because of what they cost, or went off at a pause (a
   // program that pauses between steps would attach CUPTI at every resume:
   // the next sample comes on the usual schedule instead).
-  if (w.async_calls > 0 && s.reason != GateReason::CostCap && s.reason != GateReason::Paused)
-    return turn(s, true, GateReason::AsyncCopies, 0);
-  if (s.off_left > 1) {
-    GovernorStep st{s, false};
+  if (w.async_calls > 0 && s.reason != GateReason::CostCap && s.reason != GateReason::Paused) {
+    GovernorStep st = turn(s, true, GateReason::AsyncCopies, 0);
+    st.next.backoff = 0;
+    return st;
+  }
+  GovernorState next = s;
+  if (w.async_calls == 0 && s.reason == GateReason::CostCap && s.backoff > 0) {
+    // Synchronous copies only under a cost cap: the mix changed, so the gap
+    // backs off no longer; what is left of it is cut to the undoubled one's.
+    const uint32_t base = sample_gap(k, 0);
+    next.backoff = 0;
+    next.off_left = std::min(next.off_left, s.off_run < base ? base - s.off_run : 1);
+  }
+  if (next.off_left > 1) {
+    GovernorStep st{next, false};
     --st.next.off_left;
     if (st.next.off_run < UINT32_MAX) ++st.next.off_run;
     st.may_detach = w.async_calls == 0 || (k.async_detach_after > 0 && s.reason == GateReason::CostCap &&
                                            st.next.off_run >= k.async_detach_after);
     return st;
   }
-  return turn(s, true, GateReason::Sample, 0);
+  // The sample: what it finds is compared with why the records were off
+  // (across a pause, with why they were off before it).
+  GovernorStep st = turn(next, true, GateReason::Sample, 0);
+  st.next.sampled = s.reason == GateReason::Paused ? s.sampled : s.reason;
+  return st;
 }
 
 }  // namespace cuxfer::shim

@@ -40,6 +40,17 @@
 // that an attach (~12 ms on the writer thread) comes at most once in
 // `sample_every` windows. Turning the records on again attaches CUPTI again.
 //
+// Samples back off while they find the same thing. A training loop makes the
+// same copies step after step: the first samples give each of its copies GPU
+// times, and every later one costs an attach, a detach and a window of
+// records under every launch (~1 % of a PyTorch step by the in-process A/B,
+// docs/benchmarks.md) to learn nothing new. So a sample whose window turns
+// the records off for the reason they were off before it doubles the gap to
+// the next one (19, 38, 76 ... windows, at most `max_off_windows`); anything
+// else — asynchronous copies turning the records on, a sample that keeps them
+// on, a window of synchronous copies only under a cost cap — starts again
+// from `sample_every`. A pause (outside the capture range) keeps the gap.
+//
 // Pure: the same state and window give the same step.
 #pragma once
 
@@ -61,7 +72,14 @@ struct GovernorSettings {
   // sample_every - 1 windows. 0: never detached while asynchronous copies
   // come (CUXFER_CUPTI_DETACH=0 too), the records cycling at the budget's duty.
   uint32_t async_detach_after = 2;
+  // How many times samples that find the same thing may double the gap to
+  // the next one (0: every sample_every windows, as long as the run lasts).
+  uint32_t max_backoff = 6;
 };
+
+// The windows with copies between two samples after `backoff` doublings:
+// (sample_every - 1) << backoff, at most max_off_windows.
+uint32_t sample_gap(const GovernorSettings& k, uint32_t backoff);
 
 struct CopyWindow {
   uint64_t ns = 0;           // how long the window lasted
@@ -85,6 +103,10 @@ struct GovernorState {
   uint32_t sync_only_run = 0;  // consecutive windows with copies and no asynchronous one
   uint32_t off_left = 0;       // off: windows with copies still to pass before the next sample
   uint32_t off_run = 0;        // off: windows with copies passed since they went off
+  uint32_t backoff = 0;        // doublings of the gap between samples (sample_gap)
+  // Why the records were off before the last sample: a sample window that
+  // turns them off for the same reason found nothing new.
+  trace::GateReason sampled = trace::GateReason::Start;
 
   bool operator==(const GovernorState&) const = default;
 };

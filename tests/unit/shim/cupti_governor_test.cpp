@@ -53,20 +53,33 @@ TEST(CuptiGovernor, AsyncCopiesKeepRecordsOnAndResetTheRun) {
   EXPECT_EQ(s.sync_only_run, 1u);
 }
 
-TEST(CuptiGovernor, OffForSyncOnlySamplesOneWindowInTwenty) {
+// The windows (from `from` on) whose outcome had the records on.
+std::vector<size_t> on_windows(const std::vector<bool>& on, size_t from = 0) {
+  std::vector<size_t> at;
+  for (size_t i = from; i < on.size(); ++i)
+    if (on[i]) at.push_back(i);
+  return at;
+}
+
+TEST(CuptiGovernor, OffForSyncOnlySamplesAfterNineteenWindowsThenBacksOff) {
   GovernorState s;
-  std::vector<CopyWindow> ws(2 + 20 * 3, sync(10));
+  std::vector<CopyWindow> ws(300, sync(10));
   std::vector<bool> on = run(ws, s);
-  // Window 0 on, 1 turns off; from then on, one window in twenty (20, 40, 60).
-  std::vector<size_t> on_at;
-  for (size_t i = 2; i < on.size(); ++i)
-    if (on[i]) on_at.push_back(i);
-  EXPECT_EQ(on_at, (std::vector<size_t>{20, 40, 60}));
+  // Window 0 on, 1 turns off; the first sample 19 windows later (20), then
+  // each finds synchronous copies only again and doubles the gap: 38, 76, 152.
+  EXPECT_EQ(on_windows(on, 2), (std::vector<size_t>{20, 59, 136, 289}));
+  EXPECT_EQ(s.backoff, 4u);
   // A sample window with synchronous copies only turns them off again at once.
   for (size_t i = 2; i + 1 < on.size(); ++i)
     if (on[i]) {
       EXPECT_FALSE(on[i + 1]) << "window " << i;
     }
+  // Without the backoff: one window in twenty, as long as the run lasts.
+  GovernorSettings k;
+  k.max_backoff = 0;
+  GovernorState flat;
+  EXPECT_EQ(on_windows(run(std::vector<CopyWindow>(62, sync(10)), flat, k), 2),
+            (std::vector<size_t>{20, 40, 60}));
 }
 
 TEST(CuptiGovernor, IdleWindowsDoNotCountTowardTheNextSample) {
@@ -212,9 +225,11 @@ TEST(CuptiGovernor, SampleAfterCostCapWithAsyncCopiesStaysOnWhenCheap) {
   EXPECT_EQ(st.next.reason, GateReason::AsyncCopies);
 }
 
-TEST(CuptiGovernor, AsyncCopiesOverTheBudgetAreSampledOneWindowInTwenty) {
+TEST(CuptiGovernor, AsyncCopiesOverTheBudgetAreSampledLessOftenWhileTheyStayTheSame) {
   // The same 4 %: off long enough for CUPTI to be detached in between (idle,
-  // attached, it costs every launch and copy), sampled one window in twenty.
+  // attached, it costs every launch and copy), the first sample 19 windows
+  // later, then each that finds the same cost doubles the gap (38, 76 ...
+  // windows after the sample's own).
   GovernorSettings k;
   const uint64_t calls = static_cast<uint64_t>(0.04 * kWindow / k.record_cost_ns);
   GovernorState s;
@@ -222,10 +237,96 @@ TEST(CuptiGovernor, AsyncCopiesOverTheBudgetAreSampledOneWindowInTwenty) {
   ASSERT_FALSE(st.next.on);
   EXPECT_EQ(st.next.reason, GateReason::CostCap);
   EXPECT_EQ(st.next.off_left, k.sample_every - 1);
-  std::vector<bool> on = run(std::vector<CopyWindow>(400, async(calls)), s, k);
-  int n = 0;
-  for (bool b : on) n += b;
-  EXPECT_NEAR(n / 400.0, 1.0 / k.sample_every, 0.01);
+  EXPECT_EQ(st.next.backoff, 0u);
+  std::vector<bool> on = run(std::vector<CopyWindow>(2000, async(calls)), s, k);
+  EXPECT_EQ(on_windows(on), (std::vector<size_t>{19, 58, 135, 288, 593, 1202}));
+  EXPECT_EQ(s.backoff, k.max_backoff);
+  // Never longer apart than max_off_windows.
+  EXPECT_EQ(sample_gap(k, k.max_backoff), k.max_off_windows);
+  EXPECT_EQ(sample_gap(k, 0), k.sample_every - 1);
+  EXPECT_EQ(sample_gap(k, 3), 8 * (k.sample_every - 1));
+  // Without the backoff: one window in twenty.
+  k.max_backoff = 0;
+  GovernorState flat;
+  on = run(std::vector<CopyWindow>(400, async(calls)), flat, k);
+  EXPECT_NEAR(std::count(on.begin(), on.end(), true) / 400.0, 1.0 / k.sample_every, 0.01);
+}
+
+TEST(CuptiGovernor, ASampleThatFindsSomethingElseStartsTheGapAgain) {
+  GovernorSettings k;
+  const uint64_t calls = static_cast<uint64_t>(0.04 * kWindow / k.record_cost_ns);
+  GovernorState s;
+  run(std::vector<CopyWindow>(200, async(calls)), s, k);  // three samples found the same
+  ASSERT_EQ(s.backoff, 3u);
+  ASSERT_FALSE(s.on);
+  // A window of synchronous copies only under the cost cap: the mix changed;
+  // the rest of the gap is cut to the undoubled one's. Early in the gap, the
+  // sample comes when it would have without the doubling;
+  GovernorState early = s;
+  early.off_run = 5;
+  early.off_left = 100;
+  GovernorStep st = govern(early, sync(10), k);
+  EXPECT_FALSE(st.next.on);
+  EXPECT_EQ(st.next.backoff, 0u);
+  EXPECT_EQ(st.next.off_left, k.sample_every - 1 - 5 - 1);
+  // past it, at once.
+  ASSERT_GE(s.off_run, k.sample_every);
+  st = govern(s, sync(10), k);
+  EXPECT_TRUE(st.next.on);
+  EXPECT_EQ(st.next.reason, GateReason::Sample);
+  EXPECT_EQ(st.next.backoff, 0u);
+  // A sample that finds the records affordable keeps them on and forgets the backoff.
+  GovernorState sample;
+  sample.reason = GateReason::Sample;
+  sample.sampled = GateReason::CostCap;
+  sample.backoff = 4;
+  st = govern(sample, async(10), k);
+  EXPECT_TRUE(st.next.on);
+  EXPECT_EQ(st.next.backoff, 0u);
+  // A sample of a cost cap that finds synchronous copies only: another reason, no doubling.
+  st = govern(sample, sync(10), k);
+  EXPECT_FALSE(st.next.on);
+  EXPECT_EQ(st.next.reason, GateReason::SyncOnly);
+  EXPECT_EQ(st.next.backoff, 0u);
+  EXPECT_EQ(st.next.off_left, k.sample_every - 1);
+  // Asynchronous copies after a backed-off sync-only gap turn them on at once, and start over.
+  GovernorState off;
+  off.on = false;
+  off.reason = GateReason::SyncOnly;
+  off.backoff = 5;
+  off.off_left = 300;
+  st = govern(off, async(1), k);
+  EXPECT_TRUE(st.next.on);
+  EXPECT_EQ(st.next.reason, GateReason::AsyncCopies);
+  EXPECT_EQ(st.next.backoff, 0u);
+}
+
+TEST(CuptiGovernor, APauseKeepsTheBackoff) {
+  // A training loop recorded in blocks (the capture range): a sample, then
+  // the range closes; the next sample, found the same, still doubles the gap.
+  GovernorSettings k;
+  const uint64_t calls = static_cast<uint64_t>(0.04 * kWindow / k.record_cost_ns);
+  CopyWindow paused{kWindow, 0, 0};
+  paused.paused = true;
+  GovernorState s;
+  s.on = true;
+  s.reason = GateReason::Sample;
+  s.sampled = GateReason::CostCap;
+  s.backoff = 2;
+  GovernorStep st = govern(s, paused, k);
+  ASSERT_FALSE(st.next.on);
+  EXPECT_EQ(st.next.reason, GateReason::Paused);
+  EXPECT_EQ(st.next.off_left, sample_gap(k, 2));
+  EXPECT_EQ(st.next.backoff, 2u);
+  s = st.next;
+  std::vector<bool> on = run(std::vector<CopyWindow>(sample_gap(k, 2), async(calls)), s, k);
+  EXPECT_TRUE(on.back());
+  EXPECT_EQ(s.reason, GateReason::Sample);
+  EXPECT_EQ(s.sampled, GateReason::CostCap);  // what it was before the pause
+  st = govern(s, async(calls), k);
+  EXPECT_EQ(st.next.reason, GateReason::CostCap);
+  EXPECT_EQ(st.next.backoff, 3u);
+  EXPECT_EQ(st.next.off_left, sample_gap(k, 3));
 }
 
 TEST(CuptiGovernor, AsyncCopiesOverTheBudgetLetCuptiGoAfterTwoWindows) {
