@@ -117,7 +117,9 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   e.api = static_cast<uint16_t>(id);
   e.thread_id = ts.tid;
   e.correlation_id = rec.next_correlation();
+  const uint64_t stack_t0 = timed ? now_ns() : 0;
   e.callsite_id = capture_callsite(rec, return_address);
+  const uint64_t stack_ns = timed ? now_ns() - stack_t0 : 0;
   // GPU records are matched to calls offline by stream order, time and size
   // (docs/trace-format.md): nothing CUPTI-related runs on this path.
   if (rec.gpu_expected()) e.flags |= trace::kFlagGpuExpected;
@@ -141,7 +143,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   }
   if (timed) {
     const uint64_t whole = now_ns() - hook_t0, inner = e.t_exit_ns - e.t_enter_ns;
-    ring->add_hook_time(whole > inner ? whole - inner : 0);
+    ring->add_hook_time(whole > inner ? whole - inner : 0, stack_ns);
   }
   ts.in_call = false;
   return r;

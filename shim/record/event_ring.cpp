@@ -36,6 +36,7 @@ void EventRing::forget_hook_time() {
   hook_calls_.store(0, std::memory_order_relaxed);
   hook_timed_.store(0, std::memory_order_relaxed);
   hook_ns_.store(0, std::memory_order_relaxed);
+  hook_stack_ns_.store(0, std::memory_order_relaxed);
   hook_max_ns_.store(0, std::memory_order_relaxed);
   for (auto& b : hook_hist_) b.store(0, std::memory_order_relaxed);
 }

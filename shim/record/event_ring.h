@@ -58,10 +58,13 @@ class EventRing {
     return true;
   }
   // Bucket b of the histogram holds the timed calls of [2^b, 2^(b+1)) ns (b 0: 0-1 ns).
+  // `stack_ns`: of `ns`, the call stack's capture (the part --stack-depth and
+  // CUXFER_PYTHON_NATIVE_DEPTH trade against the report's detail).
   static constexpr uint32_t kHookHistBuckets = 40;
-  CUXFER_HOT void add_hook_time(uint64_t ns) {
+  CUXFER_HOT void add_hook_time(uint64_t ns, uint64_t stack_ns = 0) {
     hook_timed_.store(hook_timed_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     hook_ns_.store(hook_ns_.load(std::memory_order_relaxed) + ns, std::memory_order_relaxed);
+    hook_stack_ns_.store(hook_stack_ns_.load(std::memory_order_relaxed) + stack_ns, std::memory_order_relaxed);
     if (ns > hook_max_ns_.load(std::memory_order_relaxed)) hook_max_ns_.store(ns, std::memory_order_relaxed);
     uint32_t b = ns ? 63 - static_cast<uint32_t>(__builtin_clzll(ns)) : 0;
     if (b >= kHookHistBuckets) b = kHookHistBuckets - 1;
@@ -72,6 +75,7 @@ class EventRing {
   uint64_t hook_calls() const { return hook_calls_.load(std::memory_order_relaxed); }
   uint64_t hook_timed() const { return hook_timed_.load(std::memory_order_relaxed); }
   uint64_t hook_ns() const { return hook_ns_.load(std::memory_order_relaxed); }
+  uint64_t hook_stack_ns() const { return hook_stack_ns_.load(std::memory_order_relaxed); }
 
   // Consumer side (writer thread only). Appends what is there, returns count.
   size_t drain(std::vector<trace::Event>& out);
@@ -100,7 +104,7 @@ class EventRing {
   alignas(64) std::atomic<uint64_t> head_{0};
   uint64_t tail_cache_ = 0;  // producer's view of tail
   // Producer-side counters, on the producer's cache line (read at shutdown only).
-  std::atomic<uint64_t> hook_calls_{0}, hook_timed_{0}, hook_ns_{0}, hook_max_ns_{0};
+  std::atomic<uint64_t> hook_calls_{0}, hook_timed_{0}, hook_ns_{0}, hook_max_ns_{0}, hook_stack_ns_{0};
   std::atomic<uint64_t> hook_hist_[kHookHistBuckets] = {};
   uint32_t hook_countdown_ = kHookTimeEvery;  // calls to the next timed one
   uint64_t hook_rng_ = 0x9E3779B97F4A7C15ull;

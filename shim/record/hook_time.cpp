@@ -35,6 +35,7 @@ void HookTime::add(const EventRing& r) {
   calls += r.hook_calls();
   timed += r.hook_timed();
   ns += r.hook_ns();
+  stack_ns += r.hook_stack_ns();
   if (r.hook_max_ns() > max_ns) max_ns = r.hook_max_ns();
   for (uint32_t b = 0; b < hist.size(); ++b) hist[b] += r.hook_hist(b);
 }
@@ -57,11 +58,17 @@ std::string hook_time_note(const HookTime& t, uint64_t elapsed_ns) {
   if (elapsed_ns > 0)
     std::snprintf(share, sizeof share, ", %.2f %% of the %.3f s recorded", 100.0 * total / static_cast<double>(elapsed_ns),
                   static_cast<double>(elapsed_ns) / 1e9);
+  // What capturing the call stacks took of it: the part a shorter
+  // --stack-depth (or CUXFER_PYTHON_NATIVE_DEPTH) buys back.
+  std::string stacks;
+  if (t.stack_ns > 0)
+    stacks = ", of it capturing call stacks " + duration(static_cast<double>(t.stack_ns) / static_cast<double>(t.timed)) +
+             " a call";
   return "overhead: cuxfer's own work in " + std::to_string(t.calls) + " intercepted calls took " + duration(mean) +
          " a call on average (median " + quantile(t, 0.5) + ", 99th percentile " + quantile(t, 0.99) + ", longest " +
          duration(static_cast<double>(t.max_ns)) + "; " + std::to_string(t.timed) + " calls timed whole), " +
-         duration(total) + " in all" + share +
-         " (summed over threads); CUPTI's cost, when on, is inside the calls' own times";
+         duration(total) + " in all" + share + " (summed over threads)" + stacks +
+         "; CUPTI's cost, when on, is inside the calls' own times";
 }
 
 }  // namespace cuxfer::shim

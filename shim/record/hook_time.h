@@ -19,6 +19,7 @@ struct HookTime {
   uint64_t timed = 0;   // of them, timed whole
   uint64_t ns = 0;      // their own-work time, summed
   uint64_t max_ns = 0;  // the longest
+  uint64_t stack_ns = 0;  // of ns, capturing call stacks
   std::array<uint64_t, EventRing::kHookHistBuckets> hist{};
 
   void add(const EventRing& r);

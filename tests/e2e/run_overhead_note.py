@@ -33,7 +33,8 @@ from e2e_util import fresh_dir, verdict
 DUR = r"([\d.]+) (ns|us|ms|s)"
 NOTE = re.compile(rf"^overhead: cuxfer's own work in (\d+) intercepted calls took {DUR} a call on average "
                   rf"\(median {DUR}-{DUR}, 99th percentile {DUR}-{DUR}, longest {DUR}; (\d+) calls timed whole\), "
-                  rf"{DUR} in all, ([\d.]+) % of the ([\d.]+) s recorded \(summed over threads\)")
+                  rf"{DUR} in all, ([\d.]+) % of the ([\d.]+) s recorded \(summed over threads\)"
+                  rf"(?:, of it capturing call stacks {DUR} a call)?; ")
 UNIT = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 
@@ -86,6 +87,12 @@ def main() -> int:
             if not calls // 128 <= timed <= calls // 32:
                 fails.append(f"threads ({cupti}): {timed} calls timed of {calls}: expected "
                              f"{calls // 128}..{calls // 32}")
+            # The stacks' part: part of the whole, measured on the same calls
+            # (the sim app's stacks are native, 16 frames deep: never free).
+            if m[19] is None:
+                fails.append(f"threads ({cupti}): no call-stack part in the note: {notes[0]!r}")
+            elif not 0 < ns(m[19], m[20]) <= mean:
+                fails.append(f"threads ({cupti}): call stacks {m[19]} {m[20]} a call against {mean:.0f} ns in all")
             if mean <= 0 or total <= 0 or share <= 0:
                 fails.append(f"threads ({cupti}): a cost of zero is not a measurement: {notes[0]!r}")
     procs = record(a.cuxfer, workdir, "few", [f"{a.sim}/pinned_loop-simshared"], dict(os.environ))
