@@ -147,7 +147,7 @@ CUXFER_HOT void fingerprint_copy(Recorder& rec, ThreadState& ts, const trace::Ev
   rec.emit(ts, f);
 }
 
-CUXFER_HOT uint32_t capture_callsite(Recorder& rec, void* return_address) {
+CUXFER_HOT uint32_t capture_callsite(Recorder& rec, void* return_address, StackTimes* times) {
   if (rec.stack_depth() == 0) {
     // Without stacks a call site is its return address alone: a loop calls
     // from the same place again and again, so remember the last one.
@@ -170,10 +170,16 @@ CUXFER_HOT uint32_t capture_callsite(Recorder& rec, void* return_address) {
   uint64_t frames[CallSiteTable::kMaxDepth];
   const uint32_t native_max = std::min(rec.stack_depth(), CallSiteTable::kMaxNativeDepth);
   const uint32_t under_python = std::min(native_max, config().python_native_depth);
+  const uint64_t t0 = times ? now_ns() : 0;
   const uint32_t py = config().python_stacks ? python::PythonStacks::instance().capture(
                                                    frames + under_python, CallSiteTable::kMaxDepth - under_python)
                                              : 0;
+  const uint64_t t1 = times ? now_ns() : 0;
   uint32_t n = capture_stack(frames, py ? under_python : native_max, return_address);
+  if (times) {
+    times->python_ns = t1 - t0;
+    times->native_ns = now_ns() - t1;
+  }
   if (py) {
     if (n < under_python) std::memmove(frames + n, frames + under_python, py * sizeof(uint64_t));
     n += py;

@@ -24,8 +24,9 @@ void per_thread_stream_used();  // rewrite/zero_copy.h
 
 // Classifies the described pointers and fills the event's transfer fields.
 void describe_event(const CallDesc& d, trace::Event& e);
-// Captures the call stack (or just `return_address`) and interns it.
-uint32_t capture_callsite(Recorder& rec, void* return_address);
+// Captures the call stack (or just `return_address`) and interns it; with
+// `times`, says what the two walks took (a timed call, record/hook_time.h).
+uint32_t capture_callsite(Recorder& rec, void* return_address, StackTimes* times = nullptr);
 // Smallest copy fingerprinted (UINT64_MAX: fingerprints off).
 uint64_t fingerprint_min_bytes();
 // Prefetches the words the fingerprint of copy `d` will read, where the copy
@@ -117,9 +118,10 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   e.api = static_cast<uint16_t>(id);
   e.thread_id = ts.tid;
   e.correlation_id = rec.next_correlation();
+  StackTimes stack_times;
   const uint64_t stack_t0 = timed ? now_ns() : 0;
-  e.callsite_id = capture_callsite(rec, return_address);
-  const uint64_t stack_ns = timed ? now_ns() - stack_t0 : 0;
+  e.callsite_id = capture_callsite(rec, return_address, timed ? &stack_times : nullptr);
+  if (timed) stack_times.total_ns = now_ns() - stack_t0;
   // GPU records are matched to calls offline by stream order, time and size
   // (docs/trace-format.md): nothing CUPTI-related runs on this path.
   if (rec.gpu_expected()) e.flags |= trace::kFlagGpuExpected;
@@ -143,7 +145,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   }
   if (timed) {
     const uint64_t whole = now_ns() - hook_t0, inner = e.t_exit_ns - e.t_enter_ns;
-    ring->add_hook_time(whole > inner ? whole - inner : 0, stack_ns);
+    ring->add_hook_time(whole > inner ? whole - inner : 0, stack_times);
   }
   ts.in_call = false;
   return r;

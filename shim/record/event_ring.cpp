@@ -37,6 +37,8 @@ void EventRing::forget_hook_time() {
   hook_timed_.store(0, std::memory_order_relaxed);
   hook_ns_.store(0, std::memory_order_relaxed);
   hook_stack_ns_.store(0, std::memory_order_relaxed);
+  hook_python_ns_.store(0, std::memory_order_relaxed);
+  hook_native_ns_.store(0, std::memory_order_relaxed);
   hook_max_ns_.store(0, std::memory_order_relaxed);
   for (auto& b : hook_hist_) b.store(0, std::memory_order_relaxed);
 }

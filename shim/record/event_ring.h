@@ -13,6 +13,15 @@
 #include "core/export.h"
 
 namespace cuxfer::shim {
+// What one timed call's stack capture took, by part (call_scope.h).
+struct StackTimes {
+  uint64_t total_ns = 0;   // the whole capture, interning included
+  uint64_t python_ns = 0;  // the Python frames' walk
+  uint64_t native_ns = 0;  // the native frames' walk
+};
+}  // namespace cuxfer::shim
+
+namespace cuxfer::shim {
 
 class EventRing {
  public:
@@ -58,13 +67,17 @@ class EventRing {
     return true;
   }
   // Bucket b of the histogram holds the timed calls of [2^b, 2^(b+1)) ns (b 0: 0-1 ns).
-  // `stack_ns`: of `ns`, the call stack's capture (the part --stack-depth and
-  // CUXFER_PYTHON_NATIVE_DEPTH trade against the report's detail).
+  // `stack`: of `ns`, the call stack's capture, by part (what --stack-depth,
+  // CUXFER_PYTHON_NATIVE_DEPTH and CUXFER_PYTHON_STACKS trade against the
+  // report's detail).
   static constexpr uint32_t kHookHistBuckets = 40;
-  CUXFER_HOT void add_hook_time(uint64_t ns, uint64_t stack_ns = 0) {
+  CUXFER_HOT void add_hook_time(uint64_t ns, const StackTimes& stack = {}) {
     hook_timed_.store(hook_timed_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     hook_ns_.store(hook_ns_.load(std::memory_order_relaxed) + ns, std::memory_order_relaxed);
-    hook_stack_ns_.store(hook_stack_ns_.load(std::memory_order_relaxed) + stack_ns, std::memory_order_relaxed);
+    auto add = [](std::atomic<uint64_t>& a, uint64_t v) { a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_relaxed); };
+    add(hook_stack_ns_, stack.total_ns);
+    add(hook_python_ns_, stack.python_ns);
+    add(hook_native_ns_, stack.native_ns);
     if (ns > hook_max_ns_.load(std::memory_order_relaxed)) hook_max_ns_.store(ns, std::memory_order_relaxed);
     uint32_t b = ns ? 63 - static_cast<uint32_t>(__builtin_clzll(ns)) : 0;
     if (b >= kHookHistBuckets) b = kHookHistBuckets - 1;
@@ -76,6 +89,8 @@ class EventRing {
   uint64_t hook_timed() const { return hook_timed_.load(std::memory_order_relaxed); }
   uint64_t hook_ns() const { return hook_ns_.load(std::memory_order_relaxed); }
   uint64_t hook_stack_ns() const { return hook_stack_ns_.load(std::memory_order_relaxed); }
+  uint64_t hook_python_ns() const { return hook_python_ns_.load(std::memory_order_relaxed); }
+  uint64_t hook_native_ns() const { return hook_native_ns_.load(std::memory_order_relaxed); }
 
   // Consumer side (writer thread only). Appends what is there, returns count.
   size_t drain(std::vector<trace::Event>& out);
@@ -105,6 +120,7 @@ class EventRing {
   uint64_t tail_cache_ = 0;  // producer's view of tail
   // Producer-side counters, on the producer's cache line (read at shutdown only).
   std::atomic<uint64_t> hook_calls_{0}, hook_timed_{0}, hook_ns_{0}, hook_max_ns_{0}, hook_stack_ns_{0};
+  std::atomic<uint64_t> hook_python_ns_{0}, hook_native_ns_{0};
   std::atomic<uint64_t> hook_hist_[kHookHistBuckets] = {};
   uint32_t hook_countdown_ = kHookTimeEvery;  // calls to the next timed one
   uint64_t hook_rng_ = 0x9E3779B97F4A7C15ull;

@@ -36,6 +36,8 @@ void HookTime::add(const EventRing& r) {
   timed += r.hook_timed();
   ns += r.hook_ns();
   stack_ns += r.hook_stack_ns();
+  python_ns += r.hook_python_ns();
+  native_ns += r.hook_native_ns();
   if (r.hook_max_ns() > max_ns) max_ns = r.hook_max_ns();
   for (uint32_t b = 0; b < hist.size(); ++b) hist[b] += r.hook_hist(b);
 }
@@ -61,9 +63,15 @@ std::string hook_time_note(const HookTime& t, uint64_t elapsed_ns) {
   // What capturing the call stacks took of it: the part a shorter
   // --stack-depth (or CUXFER_PYTHON_NATIVE_DEPTH) buys back.
   std::string stacks;
-  if (t.stack_ns > 0)
-    stacks = ", of it capturing call stacks " + duration(static_cast<double>(t.stack_ns) / static_cast<double>(t.timed)) +
-             " a call";
+  if (t.stack_ns > 0) {
+    const double timed = static_cast<double>(t.timed);
+    const uint64_t walks = t.python_ns + t.native_ns;
+    const uint64_t rest = t.stack_ns > walks ? t.stack_ns - walks : 0;
+    stacks = ", of it capturing call stacks " + duration(static_cast<double>(t.stack_ns) / timed) + " a call (Python frames " +
+             duration(static_cast<double>(t.python_ns) / timed) + ", native frames " +
+             duration(static_cast<double>(t.native_ns) / timed) + ", matching and interning " +
+             duration(static_cast<double>(rest) / timed) + ")";
+  }
   return "overhead: cuxfer's own work in " + std::to_string(t.calls) + " intercepted calls took " + duration(mean) +
          " a call on average (median " + quantile(t, 0.5) + ", 99th percentile " + quantile(t, 0.99) + ", longest " +
          duration(static_cast<double>(t.max_ns)) + "; " + std::to_string(t.timed) + " calls timed whole), " +

@@ -20,6 +20,7 @@ struct HookTime {
   uint64_t ns = 0;      // their own-work time, summed
   uint64_t max_ns = 0;  // the longest
   uint64_t stack_ns = 0;  // of ns, capturing call stacks
+  uint64_t python_ns = 0, native_ns = 0;  // of stack_ns, the two walks
   std::array<uint64_t, EventRing::kHookHistBuckets> hist{};
 
   void add(const EventRing& r);

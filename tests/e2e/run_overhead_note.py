@@ -34,7 +34,8 @@ DUR = r"([\d.]+) (ns|us|ms|s)"
 NOTE = re.compile(rf"^overhead: cuxfer's own work in (\d+) intercepted calls took {DUR} a call on average "
                   rf"\(median {DUR}-{DUR}, 99th percentile {DUR}-{DUR}, longest {DUR}; (\d+) calls timed whole\), "
                   rf"{DUR} in all, ([\d.]+) % of the ([\d.]+) s recorded \(summed over threads\)"
-                  rf"(?:, of it capturing call stacks {DUR} a call)?; ")
+                  rf"(?:, of it capturing call stacks {DUR} a call \(Python frames {DUR}, native frames {DUR}, "
+                  rf"matching and interning {DUR}\))?; ")
 UNIT = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 
@@ -93,6 +94,9 @@ def main() -> int:
                 fails.append(f"threads ({cupti}): no call-stack part in the note: {notes[0]!r}")
             elif not 0 < ns(m[19], m[20]) <= mean:
                 fails.append(f"threads ({cupti}): call stacks {m[19]} {m[20]} a call against {mean:.0f} ns in all")
+            elif not 0 < ns(m[23], m[24]) <= ns(m[19], m[20]) * 1.01:
+                # No Python in the app: its walk returns at once; the native walk is there and within the whole.
+                fails.append(f"threads ({cupti}): native frames {m[23]} {m[24]} against call stacks {m[19]} {m[20]}")
             if mean <= 0 or total <= 0 or share <= 0:
                 fails.append(f"threads ({cupti}): a cost of zero is not a measurement: {notes[0]!r}")
     procs = record(a.cuxfer, workdir, "few", [f"{a.sim}/pinned_loop-simshared"], dict(os.environ))

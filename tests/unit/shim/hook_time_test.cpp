@@ -49,18 +49,23 @@ TEST(HookTimeNote, MeanTotalShareAndDistribution) {
 TEST(HookTimeNote, TheCallStacksPart) {
   EventRing r(16);
   for (int i = 0; i < 128; ++i) r.count_hook_call();
-  r.add_hook_time(2000, 1500);
-  r.add_hook_time(1000, 500);
+  r.add_hook_time(2000, {1500, 300, 900});
+  r.add_hook_time(1000, {500, 100, 300});
   HookTime t;
   t.add(r);
   EXPECT_EQ(t.stack_ns, 2000u);
+  EXPECT_EQ(t.python_ns, 400u);
+  EXPECT_EQ(t.native_ns, 1200u);
   EXPECT_EQ(hook_time_note(t, 1'000'000'000),
             "overhead: cuxfer's own work in 128 intercepted calls took 1.5 us a call on average (median "
             "512 ns-1.02 us, 99th percentile 1.02 us-2.05 us, longest 2 us; 2 calls timed whole), 192 us in all, "
-            "0.02 % of the 1.000 s recorded (summed over threads), of it capturing call stacks 1 us a call; "
+            "0.02 % of the 1.000 s recorded (summed over threads), of it capturing call stacks 1 us a call (Python "
+            "frames 200 ns, native frames 600 ns, matching and interning 200 ns); "
             "CUPTI's cost, when on, is inside the calls' own times");
   r.forget_hook_time();
   EXPECT_EQ(r.hook_stack_ns(), 0u);
+  EXPECT_EQ(r.hook_python_ns(), 0u);
+  EXPECT_EQ(r.hook_native_ns(), 0u);
 }
 
 TEST(HookTimeNote, ZeroAndHugeSamplesStayInTheHistogram) {
