@@ -8,15 +8,20 @@
 //          synchronous: records go off)
 //   async  cudaMemcpyAsync on the legacy stream, one every 4 ms (back on: 0.09 %
 //          in records, under the records' floor of the recording's share however
-//          much the shim's own work takes, as under a sanitizer)
+//          much the shim's own work takes, as under a sanitizer; off again once
+//          three windows have brought no call site the records had not timed,
+//          and CUPTI detached two windows later)
 //   storm  cudaMemcpy, 50 a millisecond (50,000/s: the records would cost
 //          ~17 % of the time, over the 1 % cap: off). Paced, not flat out, so
 //          that a starved writer thread on a loaded machine cannot let the
 //          per-thread ring (65,536 events) overflow and drop events.
-//   astorm cudaMemcpyAsync, 50 a millisecond: over the cap too. The records
-//          come back on for the async copies, then go off by cost, and CUPTI
-//          is detached two windows later although async copies keep coming
-//          (attached and idle it would cost every call).
+//   astorm cudaMemcpyAsync, 50 a millisecond, for 2 x PHASE_MS: over the cap
+//          too. Its call site is new, so a sample comes within 19 windows of
+//          the records going off in the async phase (not at once: CUPTI is
+//          detached by then); it finds the copies over the cap, the records
+//          go off by cost, and CUPTI is detached two windows later although
+//          async copies keep coming (attached and idle it would cost every
+//          call).
 // In that order: sync, async, astorm, storm. Prints "phase=NAME calls=N
 // records=R" for each, "astorm_end_attached=0|1" (whether CUPTI was attached
 // when the async storm ended), then the PASS line.
@@ -96,7 +101,7 @@ int main(int argc, char** argv) {
   }
   const Phase a = run(ms, 1, 1, sync);
   const Phase b = run(ms, 1, 4, async);
-  const Phase e = run(ms, 50, 1, [&] { TA_CHECK(cudaMemcpyAsync(d, &value, 4, cudaMemcpyHostToDevice, 0)); });
+  const Phase e = run(2 * ms, 50, 1, [&] { TA_CHECK(cudaMemcpyAsync(d, &value, 4, cudaMemcpyHostToDevice, 0)); });
   const int astorm_end_attached = simcupti_attached();
   TA_CHECK(cudaStreamSynchronize(0));
   const Phase c = run(ms, 50, 1, sync);

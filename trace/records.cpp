@@ -178,6 +178,7 @@ const char* gate_reason_name(GateReason r) {
     case GateReason::CostCap: return "cost_cap";
     case GateReason::Stop: return "stop";
     case GateReason::Paused: return "paused";
+    case GateReason::Repeats: return "repeats";
   }
   return "?";
 }

@@ -96,8 +96,9 @@ enum class GateReason : uint8_t {
   CostCap = 4,      // the copy rate would make the records cost more than the share allowed
   Stop = 5,         // recording ended (shutdown, handover)
   Paused = 6,       // outside the capture range (cudaProfilerStop): nothing is recorded
+  Repeats = 7,      // asynchronous copies only from call sites the records have timed already
 };
-constexpr uint8_t kGateReasonCount = 7;
+constexpr uint8_t kGateReasonCount = 8;
 const char* gate_reason_name(GateReason r);
 
 struct CuptiGateChange {

@@ -36,6 +36,13 @@ uint64_t GateTimeline::on_ns(uint64_t a, uint64_t b) const {
   return total;
 }
 
+std::optional<trace::GateReason> GateTimeline::off_reason(uint64_t t) const {
+  auto it = std::upper_bound(changes_.begin(), changes_.end(), t,
+                             [](uint64_t x, const trace::CuptiGateChange& c) { return x < c.t_ns; });
+  if (it == changes_.begin() || std::prev(it)->on) return std::nullopt;
+  return std::prev(it)->reason;
+}
+
 uint32_t GateTimeline::samples() const {
   return static_cast<uint32_t>(std::count_if(changes_.begin(), changes_.end(), [](const auto& c) {
     return c.on && c.reason == trace::GateReason::Sample;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "trace/records.h"
@@ -23,6 +24,8 @@ class GateTimeline {
   bool on_throughout(uint64_t a, uint64_t b) const;
   // Nanoseconds of [a, b) with the records on.
   uint64_t on_ns(uint64_t a, uint64_t b) const;
+  // Off at `t`, and why (the last change at or before it); on: nothing.
+  std::optional<trace::GateReason> off_reason(uint64_t t) const;
   // Changes to on that were samples.
   uint32_t samples() const;
   size_t changes() const { return changes_.size(); }
@@ -40,6 +43,7 @@ struct GateStats {
   uint64_t timed = 0;               // ... with GPU time
   uint64_t untimed_sync = 0;        // synchronous ones issued while the records were off
   uint64_t untimed_async = 0;       // asynchronous ones issued while the records were off
+  uint64_t untimed_repeats = 0;     // ... of them, off because their call sites had been timed (Repeats)
 };
 
 }  // namespace cuxfer::model

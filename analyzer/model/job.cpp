@@ -388,7 +388,11 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
           last_t = std::max(last_t, e.t_exit_ns);
           ++g.calls;
           if (c.has_gpu_time()) ++g.timed;
-          else if (!on) ++((e.flags & trace::kFlagAsync) ? g.untimed_async : g.untimed_sync);
+          else if (!on && !(e.flags & trace::kFlagAsync)) ++g.untimed_sync;
+          else if (!on) {
+            ++g.untimed_async;
+            if (gate.off_reason(e.t_enter_ns) == trace::GateReason::Repeats) ++g.untimed_repeats;
+          }
         }
         if ((e.flags & trace::kFlagGpuExpected) && !c.has_gpu_time() && !c.failed() && e.t_enter_ns < gpu_until &&
             on)

@@ -35,7 +35,8 @@ json cupti_json(const analyses::ProcessSummary& p) {
                          {"copies", g.calls},
                          {"copies_with_gpu_time", g.timed},
                          {"sync_copies_records_off", g.untimed_sync},
-                         {"async_copies_records_off", g.untimed_async}};
+                         {"async_copies_records_off", g.untimed_async},
+                         {"async_copies_records_off_sites_timed", g.untimed_repeats}};
   return j;
 }
 

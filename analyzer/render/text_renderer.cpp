@@ -544,12 +544,16 @@ void processes(std::string& out, const Report& r, size_t width) {
     if (const auto& g = p.cupti_gate; g.governed)
       wrapped(out,
               fmt::format("GPU time: {} of {} copies and memsets. CUPTI's copy records were on {:.1f} % of the time "
-                          "(--cupti=auto: off for synchronous copies, whose CPU-blocked time bounds their DMA, with "
-                          "{} sample window{}, and where they would cost over 1 %); records off: {} synchronous, "
-                          "{} asynchronous. --cupti=on times every copy",
+                          "(--cupti=auto: off for synchronous copies, whose CPU-blocked time bounds their DMA, "
+                          "for asynchronous copies from call sites they have already timed, and where they would "
+                          "cost over 1 %; {} sample window{}); records off: {} synchronous, {} asynchronous{}. "
+                          "--cupti=on times every copy",
                           format_count(g.timed), format_count(g.calls),
                           100.0 * g.on_share, g.samples, g.samples == 1 ? "" : "s", format_count(g.untimed_sync),
-                          format_count(g.untimed_async)),
+                          format_count(g.untimed_async),
+                          g.untimed_repeats > 0
+                              ? fmt::format(" ({} from call sites already timed)", format_count(g.untimed_repeats))
+                              : std::string()),
               width, "      ", "        ");
     for (const auto& note : p.notes) wrapped(out, note, width, "      shim: ", "        ");
   }

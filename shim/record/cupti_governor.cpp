@@ -16,6 +16,7 @@ GovernorStep turn(const GovernorState& s, bool on, GateReason why, uint32_t off_
   st.next.sync_only_run = 0;
   st.next.off_left = on ? 0 : off_left;
   st.next.off_run = 0;
+  st.next.repeat_run = 0;
   st.changed = on != s.on;
   return st;
 }
@@ -83,9 +84,22 @@ GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorS
       return st;
     }
     if (w.async_calls > 0) {
+      // Affordable. A window that times no new call site is a repeat: a
+      // sample has done its job at once (one more doubling: it found only
+      // what earlier records timed), a run of repeat_windows turns them off.
+      const uint32_t repeats = w.new_sites > 0 ? 0 : s.repeat_run + 1;
+      if (k.repeat_windows > 0 && w.new_sites == 0 &&
+          (s.reason == GateReason::Sample || repeats >= k.repeat_windows)) {
+        const uint32_t b = s.reason == GateReason::Sample ? std::min(s.backoff + 1, k.max_backoff) : s.backoff;
+        GovernorStep st = turn(s, false, GateReason::Repeats, sample_gap(k, b));
+        st.next.backoff = b;
+        return st;
+      }
       GovernorStep st{s, false};
       st.next.sync_only_run = 0;
-      st.next.backoff = 0;  // records affordable: the next cost cap samples from the start
+      st.next.repeat_run = repeats;
+      // Records affordable and timing something new: the next cost cap samples from the start.
+      if (w.new_sites > 0 || k.repeat_windows == 0) st.next.backoff = 0;
       if (st.next.reason == GateReason::Sample || st.next.reason == GateReason::SyncOnly)
         st.next.reason = GateReason::AsyncCopies;
       return st;
@@ -100,18 +114,33 @@ GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorS
     }
     GovernorStep st{s, false};
     st.next.sync_only_run = run;
+    st.next.repeat_run = w.new_sites > 0 ? 0 : s.repeat_run + 1;
     return st;
   }
   // Off. Asynchronous copies want their records back at once, unless the
   // records are off because of what they cost, or went off at a pause (a
   // program that pauses between steps would attach CUPTI at every resume:
   // the next sample comes on the usual schedule instead).
-  if (w.async_calls > 0 && s.reason != GateReason::CostCap && s.reason != GateReason::Paused) {
+  if (w.async_calls > 0 && s.reason != GateReason::CostCap && s.reason != GateReason::Paused &&
+      s.reason != GateReason::Repeats) {
     GovernorStep st = turn(s, true, GateReason::AsyncCopies, 0);
     st.next.backoff = 0;
     return st;
   }
   GovernorState next = s;
+  if (s.reason == GateReason::Repeats && w.unseen_calls > 0) {
+    // Copies from a call site never timed: records at once while CUPTI is
+    // still attached (asynchronous ones: nothing else times them); once it
+    // is detached, the sample schedule starts again from sample_every.
+    if (w.async_calls > 0 && s.off_run < k.async_detach_after) {
+      GovernorStep st = turn(s, true, GateReason::AsyncCopies, 0);
+      st.next.backoff = 0;
+      return st;
+    }
+    const uint32_t base = sample_gap(k, 0);
+    next.backoff = 0;
+    next.off_left = std::min(next.off_left, s.off_run < base ? base - s.off_run : 1);
+  }
   if (w.async_calls == 0 && s.reason == GateReason::CostCap && s.backoff > 0) {
     // Synchronous copies only under a cost cap: the mix changed, so the gap
     // backs off no longer; what is left of it is cut to the undoubled one's.
@@ -119,12 +148,17 @@ GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorS
     next.backoff = 0;
     next.off_left = std::min(next.off_left, s.off_run < base ? base - s.off_run : 1);
   }
+  // Synchronous copies only: the repeating asynchronous ones are gone, so
+  // they are off for being synchronous now, and asynchronous copies coming
+  // back turn them on at once, as after any sync-only stretch.
+  if (s.reason == GateReason::Repeats && w.async_calls == 0) next.reason = GateReason::SyncOnly;
   if (next.off_left > 1) {
     GovernorStep st{next, false};
     --st.next.off_left;
     if (st.next.off_run < UINT32_MAX) ++st.next.off_run;
-    st.may_detach = w.async_calls == 0 || (k.async_detach_after > 0 && s.reason == GateReason::CostCap &&
-                                           st.next.off_run >= k.async_detach_after);
+    st.may_detach = w.async_calls == 0 ||
+                    (k.async_detach_after > 0 && (s.reason == GateReason::CostCap || s.reason == GateReason::Repeats) &&
+                     st.next.off_run >= k.async_detach_after);
     return st;
   }
   // The sample: what it finds is compared with why the records were off

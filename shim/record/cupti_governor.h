@@ -51,6 +51,23 @@
 // on, a window of synchronous copies only under a cost cap — starts again
 // from `sample_every`. A pause (outside the capture range) keeps the gap.
 //
+// Records learn a call site's GPU times once; a loop repeats them. While the
+// records are affordable, asynchronous copies keep them on only as long as
+// they bring call sites the records have not timed yet: after
+// `repeat_windows` windows in a row without a new one, the records go off
+// (Repeats) and CUPTI is detached as under a cost cap, with samples on the
+// backed-off schedule (a sample that finds only timed sites is one more
+// doubling). A PyTorch loop's copies are affordable (a few a millisecond), but
+// CUPTI attached costs each of its kernel launches ~1.3 us, more than the
+// records themselves, and the shim cannot see launches to weigh that; so
+// without this rule default recording kept CUPTI attached for the whole run.
+// Asynchronous copies from a call site never timed turn the records on again
+// at once while CUPTI is still attached (within `async_detach_after` windows
+// of going off); later, they restart the sample schedule from
+// `sample_every`, so a program whose stacks keep changing attaches at most
+// once in `sample_every` windows. The writer thread tells sites apart by
+// their call-site id (the interned stack) and API.
+//
 // Pure: the same state and window give the same step.
 #pragma once
 
@@ -75,6 +92,9 @@ struct GovernorSettings {
   // How many times samples that find the same thing may double the gap to
   // the next one (0: every sample_every windows, as long as the run lasts).
   uint32_t max_backoff = 6;
+  // Windows in a row of affordable records that time no new call site
+  // before they go off (Repeats). 0: never (records stay on while affordable).
+  uint32_t repeat_windows = 3;
 };
 
 // The windows with copies between two samples after `backoff` doublings:
@@ -91,6 +111,11 @@ struct CopyWindow {
   // (CUPTI is then detached the next window); what is off stays off, and the
   // time outside does not count toward the next sample.
   bool paused = false;
+  // Call sites (stack and API) whose first copy with the records on is in
+  // this window: what the records learnt. 0 for a steady program.
+  uint64_t new_sites = 0;
+  // Copies made with the records off from call sites no record has timed yet.
+  uint64_t unseen_calls = 0;
 };
 
 
@@ -104,6 +129,7 @@ struct GovernorState {
   uint32_t off_left = 0;       // off: windows with copies still to pass before the next sample
   uint32_t off_run = 0;        // off: windows with copies passed since they went off
   uint32_t backoff = 0;        // doublings of the gap between samples (sample_gap)
+  uint32_t repeat_run = 0;     // on: windows in a row with copies and no new call site
   // Why the records were off before the last sample: a sample window that
   // turns them off for the same reason found nothing new.
   trace::GateReason sampled = trace::GateReason::Start;
@@ -115,7 +141,8 @@ struct GovernorStep {
   GovernorState next;
   bool changed = false;  // next.on differs from the state's: the records are to be turned on or off
   // Records off since an earlier window and none of this window's copies
-  // asynchronous, or off for async_detach_after windows of a cost cap.
+  // asynchronous, or off for async_detach_after windows of a cost cap or of
+  // repeats.
   bool may_detach = false;
 };
 

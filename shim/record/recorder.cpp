@@ -279,7 +279,8 @@ bool Recorder::attach_driver_slow() {
     // Kernel records are asked for overlap, which wants every copy's GPU time.
     governed_.store(collector.active() && c.cupti == CuptiMode::Auto && !c.cupti_kernels, std::memory_order_relaxed);
     window_start_ns_ = now_ns();
-    window_sync_ = window_async_ = 0;
+    window_sync_ = window_async_ = window_new_sites_ = window_unseen_ = 0;
+    timed_sites_.clear();
     window_hook_sums_ = hook_sums();
     // The analyzer's overlap analysis needs to know kernels were recorded at all.
     if (collector.active() && c.cupti_kernels && reason.rfind("kernel records unavailable", 0) != 0)
@@ -501,8 +502,7 @@ void Recorder::write_cycle(bool final) {
   if (governed_.load(std::memory_order_relaxed) && !final) {
     for (const trace::Event& e : scratch_events_) {
       const auto kind = static_cast<trace::EventKind>(e.kind);
-      if (kind != trace::EventKind::Copy && kind != trace::EventKind::Memset) continue;
-      ++((e.flags & trace::kFlagAsync) ? window_async_ : window_sync_);
+      if (kind == trace::EventKind::Copy || kind == trace::EventKind::Memset) count_window_copy(e);
     }
     govern_cupti(now_ns());
   }
@@ -575,14 +575,26 @@ void Recorder::emit_nvtx_ranges(ThreadState& ts, const trace::Event& next) {
   ts.ring->push(r);
 }
 
+void Recorder::count_window_copy(const trace::Event& e) {
+  ++((e.flags & trace::kFlagAsync) ? window_async_ : window_sync_);
+  const uint64_t site = uint64_t{e.callsite_id} << 24 | uint64_t{e.api} << 8 | e.kind;
+  if (e.flags & trace::kFlagGpuExpected) {
+    if (timed_sites_.insert(site).second) ++window_new_sites_;
+  } else if (!timed_sites_.contains(site)) {
+    ++window_unseen_;
+  }
+}
+
 void Recorder::govern_cupti(uint64_t now) {
   // The shim's own work in the window: the records get what it leaves of the share.
   const HookSums sums = hook_sums();
   CopyWindow w{now - window_start_ns_, window_sync_, window_async_, estimate_hook_ns(sums, window_hook_sums_)};
   w.paused = capture_range_ && !capturing();
+  w.new_sites = window_new_sites_;
+  w.unseen_calls = window_unseen_;
   window_hook_sums_ = sums;
   window_start_ns_ = now;
-  window_sync_ = window_async_ = 0;
+  window_sync_ = window_async_ = window_new_sites_ = window_unseen_ = 0;
   GovernorSettings settings;
   if (!config().cupti_detach) settings.async_detach_after = 0;
   const GovernorStep st = govern(governor_, w, settings);

@@ -15,6 +15,11 @@ constexpr uint64_t kWindow = 50'000'000;  // 50 ms, the writer's period
 
 CopyWindow sync(uint64_t n) { return {kWindow, n, 0}; }
 CopyWindow async(uint64_t n, uint64_t s = 0) { return {kWindow, s, n}; }
+// The same window with copies from `sites` call sites the records time for the first time.
+CopyWindow fresh(CopyWindow w, uint64_t sites = 1) {
+  w.new_sites = sites;
+  return w;
+}
 
 // Runs windows from the start state; returns the on/off of each window's outcome.
 std::vector<bool> run(const std::vector<CopyWindow>& ws, GovernorState& s, const GovernorSettings& k = {}) {
@@ -48,7 +53,7 @@ TEST(CuptiGovernor, SynchronousCopiesOnlyTurnRecordsOffAfterTwoWindows) {
 
 TEST(CuptiGovernor, AsyncCopiesKeepRecordsOnAndResetTheRun) {
   GovernorState s;
-  EXPECT_EQ(run({sync(10), async(1, 10), sync(10), async(5), sync(3)}, s),
+  EXPECT_EQ(run({sync(10), fresh(async(1, 10)), sync(10), fresh(async(5)), sync(3)}, s),
             (std::vector<bool>{true, true, true, true, true}));
   EXPECT_EQ(s.sync_only_run, 1u);
 }
@@ -193,11 +198,93 @@ TEST(CuptiGovernor, SyncCopiesOverTheBudgetStayOffAsLongAsSyncOnly) {
   EXPECT_EQ(st.next.off_left, k.sample_every - 1);
 }
 
-TEST(CuptiGovernor, BelowTheShareAsyncCopiesStayOn) {
+TEST(CuptiGovernor, BelowTheShareAsyncCopiesStayOnWhileTheyBringNewCallSites) {
   // 1,000 async copies a second: 0.35 % in records.
   GovernorState s;
-  std::vector<bool> on = run(std::vector<CopyWindow>(50, async(50)), s);
+  std::vector<bool> on = run(std::vector<CopyWindow>(50, fresh(async(50))), s);
   for (bool b : on) EXPECT_TRUE(b);
+  // Without repeat_windows they stay on for copies already timed too.
+  GovernorSettings k;
+  k.repeat_windows = 0;
+  GovernorState t;
+  on = run(std::vector<CopyWindow>(50, async(50)), t, k);
+  for (bool b : on) EXPECT_TRUE(b);
+  EXPECT_EQ(t.reason, GateReason::Start);
+}
+
+TEST(CuptiGovernor, AsyncCopiesFromTimedCallSitesTurnRecordsOffAfterThreeWindows) {
+  // A training loop: its call sites are timed in the first window, then the
+  // same copies repeat. Three windows without a new site: off (repeats),
+  // CUPTI may go two windows later (a copy of the last on window may still
+  // be in flight), and the samples back off as under a cost cap, each
+  // finding only timed sites one more doubling.
+  GovernorSettings k;
+  GovernorState s;
+  std::vector<CopyWindow> ws{fresh(async(50), 3)};
+  ws.resize(400, async(50));
+  std::vector<bool> on;
+  std::vector<size_t> detach_at;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    GovernorStep st = govern(s, ws[i], k);
+    if (st.may_detach) detach_at.push_back(i);
+    s = st.next;
+    on.push_back(s.on);
+    if (i == 3) {
+      EXPECT_FALSE(s.on);
+      EXPECT_EQ(s.reason, GateReason::Repeats);
+      EXPECT_EQ(s.off_left, k.sample_every - 1);
+      EXPECT_EQ(s.backoff, 0u);
+    }
+  }
+  EXPECT_EQ(on_windows(on), (std::vector<size_t>{0, 1, 2, 22, 61, 138, 291}));
+  ASSERT_FALSE(detach_at.empty());
+  EXPECT_EQ(detach_at.front(), 5u);
+  EXPECT_EQ(s.reason, GateReason::Repeats);
+  EXPECT_EQ(s.backoff, 4u);
+  // A window that times a new site starts the run again.
+  GovernorState t;
+  run({async(50), async(50), fresh(async(50)), async(50), async(50)}, t, k);
+  EXPECT_TRUE(t.on);
+  EXPECT_EQ(t.repeat_run, 2u);
+}
+
+TEST(CuptiGovernor, ACallSiteNeverTimedTurnsThemOnWhileCuptiIsStillAttached) {
+  GovernorSettings k;
+  GovernorState s;
+  s.on = false;
+  s.reason = GateReason::Repeats;
+  s.off_left = 100;
+  s.backoff = 3;
+  s.off_run = 1;  // CUPTI not yet detached (async_detach_after = 2)
+  CopyWindow w = async(50);
+  w.unseen_calls = 5;
+  GovernorStep st = govern(s, w, k);
+  EXPECT_TRUE(st.changed);
+  EXPECT_EQ(st.next.reason, GateReason::AsyncCopies);
+  EXPECT_EQ(st.next.backoff, 0u);
+  // Detached by now: no attach for it at once; the gap starts again from sample_every.
+  s.off_run = 5;
+  st = govern(s, w, k);
+  EXPECT_FALSE(st.next.on);
+  EXPECT_EQ(st.next.backoff, 0u);
+  EXPECT_EQ(st.next.off_left, k.sample_every - 1 - 5 - 1);
+  // Synchronous copies from a new site need no records: the same cut, nothing on.
+  s.off_run = 1;
+  CopyWindow sw = sync(10);
+  sw.unseen_calls = 10;
+  st = govern(s, sw, k);
+  EXPECT_FALSE(st.next.on);
+  EXPECT_EQ(st.next.backoff, 0u);
+  EXPECT_EQ(st.next.reason, GateReason::SyncOnly);  // the repeating async copies are gone
+  // so asynchronous copies coming back turn them on at once, as after any sync-only stretch.
+  st = govern(st.next, async(50), k);
+  EXPECT_TRUE(st.next.on);
+  EXPECT_EQ(st.next.reason, GateReason::AsyncCopies);
+  // Copies from timed sites change nothing but the count.
+  st = govern(s, async(50), k);
+  EXPECT_FALSE(st.next.on);
+  EXPECT_EQ(st.next.backoff, 3u);
+  EXPECT_EQ(st.next.off_left, 99u);
 }
 
 TEST(CuptiGovernor, CostCapNeverLongerThanTheLimit) {
@@ -219,10 +306,16 @@ TEST(CuptiGovernor, SampleAfterCostCapWithAsyncCopiesStaysOnWhenCheap) {
   GovernorStep st = govern(s, async(10), {});
   EXPECT_TRUE(st.next.on);
   EXPECT_EQ(st.next.reason, GateReason::Sample);
-  st = govern(st.next, async(10), {});
+  const GovernorState sample = st.next;
+  st = govern(sample, fresh(async(10)), {});
   EXPECT_TRUE(st.next.on);
   EXPECT_FALSE(st.changed);
   EXPECT_EQ(st.next.reason, GateReason::AsyncCopies);
+  // A sample that times only sites timed before has done its job: off, one more doubling.
+  st = govern(sample, async(10), {});
+  EXPECT_FALSE(st.next.on);
+  EXPECT_EQ(st.next.reason, GateReason::Repeats);
+  EXPECT_EQ(st.next.backoff, 1u);
 }
 
 TEST(CuptiGovernor, AsyncCopiesOverTheBudgetAreSampledLessOftenWhileTheyStayTheSame) {
@@ -275,12 +368,12 @@ TEST(CuptiGovernor, ASampleThatFindsSomethingElseStartsTheGapAgain) {
   EXPECT_TRUE(st.next.on);
   EXPECT_EQ(st.next.reason, GateReason::Sample);
   EXPECT_EQ(st.next.backoff, 0u);
-  // A sample that finds the records affordable keeps them on and forgets the backoff.
+  // A sample that finds the records affordable and new sites keeps them on and forgets the backoff.
   GovernorState sample;
   sample.reason = GateReason::Sample;
   sample.sampled = GateReason::CostCap;
   sample.backoff = 4;
-  st = govern(sample, async(10), k);
+  st = govern(sample, fresh(async(10)), k);
   EXPECT_TRUE(st.next.on);
   EXPECT_EQ(st.next.backoff, 0u);
   // A sample of a cost cap that finds synchronous copies only: another reason, no doubling.
