@@ -17,6 +17,7 @@ GovernorStep turn(const GovernorState& s, bool on, GateReason why, uint32_t off_
   st.next.off_left = on ? 0 : off_left;
   st.next.off_run = 0;
   st.next.repeat_run = 0;
+  st.next.unseen = false;
   st.changed = on != s.on;
   return st;
 }
@@ -77,7 +78,8 @@ GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorS
       // Asynchronous copies: off long enough for CUPTI to be detached in
       // between and attached again at most once in sample_every windows
       // (fewer once samples keep finding the same).
-      const uint32_t b = next_backoff(s, GateReason::CostCap, k);
+      // A window that timed a call site for the first time found something: no doubling.
+      const uint32_t b = w.new_sites > 0 ? 0 : next_backoff(s, GateReason::CostCap, k);
       if (w.async_calls > 0 && k.async_detach_after > 0) off = std::max(off, sample_gap(k, b));
       GovernorStep st = turn(s, false, GateReason::CostCap, off);
       st.next.backoff = b;
@@ -128,7 +130,8 @@ GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorS
     return st;
   }
   GovernorState next = s;
-  if (s.reason == GateReason::Repeats && w.unseen_calls > 0) {
+  const bool unseen = calls > w.timed_calls;  // a copy from a call site never timed
+  if (s.reason == GateReason::Repeats && unseen) {
     // Copies from a call site never timed: records at once while CUPTI is
     // still attached (asynchronous ones: nothing else times them); once it
     // is detached, the sample schedule starts again from sample_every.
@@ -152,6 +155,18 @@ GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorS
   // they are off for being synchronous now, and asynchronous copies coming
   // back turn them on at once, as after any sync-only stretch.
   if (s.reason == GateReason::Repeats && w.async_calls == 0) next.reason = GateReason::SyncOnly;
+  if (unseen) next.unseen = true;
+  const bool async_off = next.reason == GateReason::CostCap || next.reason == GateReason::Repeats;
+  if (next.off_left <= 1 && async_off && !next.unseen && sample_gap(k, next.backoff) < k.max_off_windows &&
+      next.backoff < k.max_backoff) {
+    // The gap is over, and every copy in it came from a call site the
+    // records have timed: a sample would time them again, for an attach, a
+    // detach and async_detach_after windows of CUPTI under every launch. It
+    // is skipped as if it had found nothing new (one more doubling); the
+    // longest gap's sample is always taken, to see what drifts.
+    ++next.backoff;
+    next.off_left = sample_gap(k, next.backoff) + 1;
+  }
   if (next.off_left > 1) {
     GovernorStep st{next, false};
     --st.next.off_left;

@@ -68,6 +68,14 @@
 // once in `sample_every` windows. The writer thread tells sites apart by
 // their call-site id (the interned stack) and API.
 //
+// Asynchronous copies off for their cost or for repeats are sampled only
+// when there is something to learn: a sample comes at the end of its gap if
+// a copy from a call site never timed came during it; otherwise it is
+// skipped as a sample that found nothing new would be (one more doubling), up
+// to the longest gap, whose sample is always taken. A training loop recorded
+// from the middle (a capture range) thus pays one sample that times its call
+// sites, then one a minute.
+//
 // Pure: the same state and window give the same step.
 #pragma once
 
@@ -114,8 +122,10 @@ struct CopyWindow {
   // Call sites (stack and API) whose first copy with the records on is in
   // this window: what the records learnt. 0 for a steady program.
   uint64_t new_sites = 0;
-  // Copies made with the records off from call sites no record has timed yet.
-  uint64_t unseen_calls = 0;
+  // Copies made with the records off from call sites some record has timed;
+  // the rest of an off window's copies come from sites never timed. 0 (as
+  // for a window nobody counted): all of them are new.
+  uint64_t timed_calls = 0;
 };
 
 
@@ -130,6 +140,7 @@ struct GovernorState {
   uint32_t off_run = 0;        // off: windows with copies passed since they went off
   uint32_t backoff = 0;        // doublings of the gap between samples (sample_gap)
   uint32_t repeat_run = 0;     // on: windows in a row with copies and no new call site
+  bool unseen = false;         // off: a copy came from a call site no record has timed
   // Why the records were off before the last sample: a sample window that
   // turns them off for the same reason found nothing new.
   trace::GateReason sampled = trace::GateReason::Start;

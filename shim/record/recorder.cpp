@@ -279,7 +279,7 @@ bool Recorder::attach_driver_slow() {
     // Kernel records are asked for overlap, which wants every copy's GPU time.
     governed_.store(collector.active() && c.cupti == CuptiMode::Auto && !c.cupti_kernels, std::memory_order_relaxed);
     window_start_ns_ = now_ns();
-    window_sync_ = window_async_ = window_new_sites_ = window_unseen_ = 0;
+    window_sync_ = window_async_ = window_new_sites_ = window_timed_ = 0;
     timed_sites_.clear();
     window_hook_sums_ = hook_sums();
     // The analyzer's overlap analysis needs to know kernels were recorded at all.
@@ -580,8 +580,8 @@ void Recorder::count_window_copy(const trace::Event& e) {
   const uint64_t site = uint64_t{e.callsite_id} << 24 | uint64_t{e.api} << 8 | e.kind;
   if (e.flags & trace::kFlagGpuExpected) {
     if (timed_sites_.insert(site).second) ++window_new_sites_;
-  } else if (!timed_sites_.contains(site)) {
-    ++window_unseen_;
+  } else if (timed_sites_.contains(site)) {
+    ++window_timed_;
   }
 }
 
@@ -591,10 +591,10 @@ void Recorder::govern_cupti(uint64_t now) {
   CopyWindow w{now - window_start_ns_, window_sync_, window_async_, estimate_hook_ns(sums, window_hook_sums_)};
   w.paused = capture_range_ && !capturing();
   w.new_sites = window_new_sites_;
-  w.unseen_calls = window_unseen_;
+  w.timed_calls = window_timed_;
   window_hook_sums_ = sums;
   window_start_ns_ = now;
-  window_sync_ = window_async_ = window_new_sites_ = window_unseen_ = 0;
+  window_sync_ = window_async_ = window_new_sites_ = window_timed_ = 0;
   GovernorSettings settings;
   if (!config().cupti_detach) settings.async_detach_after = 0;
   const GovernorStep st = govern(governor_, w, settings);

@@ -205,9 +205,9 @@ class Recorder {
   uint64_t window_start_ns_ = 0, window_sync_ = 0, window_async_ = 0;
   // Call sites (call-site id, API, kind) some copy with the records on has
   // timed; of the window's copies, sites timed for the first time and copies
-  // with the records off from sites never timed (CopyWindow).
+  // with the records off from sites already timed (CopyWindow).
   std::unordered_set<uint64_t> timed_sites_;
-  uint64_t window_new_sites_ = 0, window_unseen_ = 0;
+  uint64_t window_new_sites_ = 0, window_timed_ = 0;
   void count_window_copy(const trace::Event& e);
   HookSums window_hook_sums_;  // the rings' hook-time sums when the window began
   uint64_t start_ns_ = 0;  // when this trace began (hook_time_summary)

@@ -20,6 +20,11 @@ CopyWindow fresh(CopyWindow w, uint64_t sites = 1) {
   w.new_sites = sites;
   return w;
 }
+// The same window with every copy from a call site the records have timed.
+CopyWindow timed(CopyWindow w) {
+  w.timed_calls = w.sync_calls + w.async_calls;
+  return w;
+}
 
 // Runs windows from the start state; returns the on/off of each window's outcome.
 std::vector<bool> run(const std::vector<CopyWindow>& ws, GovernorState& s, const GovernorSettings& k = {}) {
@@ -216,12 +221,12 @@ TEST(CuptiGovernor, AsyncCopiesFromTimedCallSitesTurnRecordsOffAfterThreeWindows
   // A training loop: its call sites are timed in the first window, then the
   // same copies repeat. Three windows without a new site: off (repeats),
   // CUPTI may go two windows later (a copy of the last on window may still
-  // be in flight), and the samples back off as under a cost cap, each
-  // finding only timed sites one more doubling.
+  // be in flight), and with nothing new to time the samples are skipped,
+  // each skip one more doubling, until the longest gap's.
   GovernorSettings k;
   GovernorState s;
   std::vector<CopyWindow> ws{fresh(async(50), 3)};
-  ws.resize(400, async(50));
+  ws.resize(2500, timed(async(50)));
   std::vector<bool> on;
   std::vector<size_t> detach_at;
   for (size_t i = 0; i < ws.size(); ++i) {
@@ -236,11 +241,13 @@ TEST(CuptiGovernor, AsyncCopiesFromTimedCallSitesTurnRecordsOffAfterThreeWindows
       EXPECT_EQ(s.backoff, 0u);
     }
   }
-  EXPECT_EQ(on_windows(on), (std::vector<size_t>{0, 1, 2, 22, 61, 138, 291}));
+  // Skipped at 22, 60, 136, 288, 592 and 1200 (gaps 19, 38 ... 608), then
+  // the longest gap's sample: on, and off again at once (it found the same).
+  EXPECT_EQ(on_windows(on), (std::vector<size_t>{0, 1, 2, 2400}));
   ASSERT_FALSE(detach_at.empty());
   EXPECT_EQ(detach_at.front(), 5u);
   EXPECT_EQ(s.reason, GateReason::Repeats);
-  EXPECT_EQ(s.backoff, 4u);
+  EXPECT_EQ(s.backoff, k.max_backoff);
   // A window that times a new site starts the run again.
   GovernorState t;
   run({async(50), async(50), fresh(async(50)), async(50), async(50)}, t, k);
@@ -257,7 +264,7 @@ TEST(CuptiGovernor, ACallSiteNeverTimedTurnsThemOnWhileCuptiIsStillAttached) {
   s.backoff = 3;
   s.off_run = 1;  // CUPTI not yet detached (async_detach_after = 2)
   CopyWindow w = async(50);
-  w.unseen_calls = 5;
+  w.timed_calls = 45;  // five copies from a site never timed
   GovernorStep st = govern(s, w, k);
   EXPECT_TRUE(st.changed);
   EXPECT_EQ(st.next.reason, GateReason::AsyncCopies);
@@ -270,8 +277,7 @@ TEST(CuptiGovernor, ACallSiteNeverTimedTurnsThemOnWhileCuptiIsStillAttached) {
   EXPECT_EQ(st.next.off_left, k.sample_every - 1 - 5 - 1);
   // Synchronous copies from a new site need no records: the same cut, nothing on.
   s.off_run = 1;
-  CopyWindow sw = sync(10);
-  sw.unseen_calls = 10;
+  CopyWindow sw = sync(10);  // from sites never timed
   st = govern(s, sw, k);
   EXPECT_FALSE(st.next.on);
   EXPECT_EQ(st.next.backoff, 0u);
@@ -281,7 +287,7 @@ TEST(CuptiGovernor, ACallSiteNeverTimedTurnsThemOnWhileCuptiIsStillAttached) {
   EXPECT_TRUE(st.next.on);
   EXPECT_EQ(st.next.reason, GateReason::AsyncCopies);
   // Copies from timed sites change nothing but the count.
-  st = govern(s, async(50), k);
+  st = govern(s, timed(async(50)), k);
   EXPECT_FALSE(st.next.on);
   EXPECT_EQ(st.next.backoff, 3u);
   EXPECT_EQ(st.next.off_left, 99u);
@@ -533,6 +539,37 @@ TEST(CuptiGovernor, NoDetachInTheWindowThatTurnsTheRecordsOn) {
   st = govern(s, async(1), {});  // async copies want them back at once
   EXPECT_TRUE(st.next.on);
   EXPECT_FALSE(st.may_detach);
+}
+
+TEST(CuptiGovernor, AsyncCopiesOverTheBudgetFromTimedSitesSkipTheSamples) {
+  // A training loop recorded from the middle (a capture range): the records
+  // went off at the pause before any of its copies was recorded, so its
+  // first windows bring sites never timed, and the sample comes on schedule;
+  // it times them (over the budget: off at once, no doubling, it found
+  // something). After it every copy comes from a timed site: the samples are
+  // skipped, each skip a doubling, up to the longest gap's.
+  GovernorSettings k;
+  const uint64_t calls = static_cast<uint64_t>(0.04 * kWindow / k.record_cost_ns);
+  GovernorState s;
+  GovernorStep st = govern(s, CopyWindow{kWindow, 0, 0, 0, true}, k);  // paused at the start
+  ASSERT_EQ(st.next.reason, GateReason::Paused);
+  s = st.next;
+  std::vector<CopyWindow> ws(19, async(calls));  // sites never timed
+  ws.push_back(fresh(async(calls), 3));           // the sample times them
+  ws.resize(2600, timed(async(calls)));
+  std::vector<bool> on = run(ws, s, k);
+  EXPECT_EQ(on_windows(on), (std::vector<size_t>{18, 2416}));
+  EXPECT_EQ(s.reason, GateReason::CostCap);
+  EXPECT_EQ(s.backoff, k.max_backoff);
+  // A site never timed during a gap: its end brings the sample.
+  GovernorState g;
+  g.on = false;
+  g.reason = GateReason::CostCap;
+  g.off_left = 3;
+  g.backoff = 2;
+  on = run({timed(async(calls)), async(calls), timed(async(calls))}, g, k);
+  EXPECT_EQ(on, (std::vector<bool>{false, false, true}));
+  EXPECT_EQ(g.reason, GateReason::Sample);
 }
 
 }  // namespace
