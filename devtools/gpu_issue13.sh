@@ -14,6 +14,12 @@
 #              control) and default `cuxfer record`, interleaved, on TORCH_CPUS (2-9)
 #   torchinproc  bench/run_torch_inprocess.sh: the training loop's recorded and unrecorded blocks
 #              in one process (--capture-range=cudaProfilerApi), plain and whole-run controls
+#   bigbatch   the loop with few, large copies (--batch BIG_BATCH, default 8192: ~15 ms a step,
+#              the copies' records affordable): BIG_ROUNDS (2) whole-run recordings of BIG_STEPS
+#              (300) steps per shim (this tree's, and INPROC_BASE's when set), each with its
+#              copy_records and CUPTI note; then the in-process A/B on it (BIG_MODES, default
+#              "capture capture_nocupti", plus capture_base with INPROC_BASE; BIG_INPROC_STEPS 400,
+#              blocks of 25)
 #   overheadnote  the shim's own account of its cost (the trace's "overhead:" note) on the
 #              storm and on the training loop
 #   overheadparts  the same note on the training loop with one part of the recording off at a
@@ -110,6 +116,27 @@ for step in $STEPS; do
       --rounds "${INPROC_ROUNDS:-4}" --modes "${INPROC_MODES:-plain capture whole}" ${INPROC_BASE:+--base-shim "$INPROC_BASE"} \
       -- --steps "${INPROC_STEPS:-4000}" --block "${INPROC_BLOCK:-100}" > "$OUT/torchinproc.log" 2>&1
     echo "torchinproc rc=$?"; tail -16 "$OUT/torchinproc.log" ;;
+  bigbatch)
+    shims=("$SHIM"); [ -n "${INPROC_BASE:-}" ] && shims+=("$INPROC_BASE")
+    for r in $(seq "${BIG_ROUNDS:-2}"); do
+      for sh in "${shims[@]}"; do
+        rm -rf "$OUT/big"
+        timeout 120 taskset -c "${TORCH_CPUS:-2-9}" "$CUX" record -q --shim "$sh" -o "$OUT/big" -- python3 bench/torch_step.py \
+          --steps "${BIG_STEPS:-300}" --block 25 --batch "${BIG_BATCH:-8192}" > "$OUT/big.log" 2>&1
+        echo "== $sh: $(tail -1 "$OUT/big.log")"
+        "$CUX" report --json "$OUT/big" 2>/dev/null | python3 -c '
+import json, sys
+p = json.load(sys.stdin)["processes"][0]
+print("   copy_records:", json.dumps(p["cupti"].get("copy_records")))
+for n in p.get("notes", []):
+    if n.startswith("cupti:"): print("  ", n)'
+      done
+    done 2>&1 | tee "$OUT/bigbatch.log"
+    modes="${BIG_MODES:-capture capture_nocupti}"; [ -n "${INPROC_BASE:-}" ] && modes="$modes capture_base"
+    timeout "${BIG_TIMEOUT:-200}" taskset -c "${TORCH_CPUS:-2-9}" bash bench/run_torch_inprocess.sh --build-dir "$B" \
+      --rounds "${BIG_INPROC_ROUNDS:-2}" --modes "$modes" ${INPROC_BASE:+--base-shim "$INPROC_BASE"} \
+      -- --steps "${BIG_INPROC_STEPS:-400}" --block 25 --batch "${BIG_BATCH:-8192}" > "$OUT/biginproc.log" 2>&1
+    echo "biginproc rc=$?"; tail -14 "$OUT/biginproc.log" ;;
   cuptiprobe)
     g++ -O2 -std=c++17 -I/usr/local/cuda/include -I/usr/local/cuda/extras/CUPTI/include devtools/probe_cupti_cost.cpp \
       -L/usr/local/cuda/lib64 -L/usr/local/cuda/extras/CUPTI/lib64 -L/usr/local/cuda/lib64/stubs -Wl,-rpath,/usr/local/cuda/extras/CUPTI/lib64 \
