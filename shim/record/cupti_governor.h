@@ -57,8 +57,8 @@
 // `repeat_windows` windows in a row without a new one, the records go off
 // (Repeats) and CUPTI is detached as under a cost cap, with samples on the
 // backed-off schedule (a sample that finds only timed sites is one more
-// doubling). A PyTorch loop's copies are affordable (a few a millisecond), but
-// CUPTI attached costs each of its kernel launches ~1.3 us, more than the
+// doubling). A loop with a few large copies a step has affordable records,
+// but CUPTI attached costs each of its kernel launches ~1.3 us, more than the
 // records themselves, and the shim cannot see launches to weigh that; so
 // without this rule default recording kept CUPTI attached for the whole run.
 // Asynchronous copies from a call site never timed turn the records on again
