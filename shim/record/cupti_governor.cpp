@@ -144,12 +144,16 @@ GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorS
     next.backoff = 0;
     next.off_left = std::min(next.off_left, s.off_run < base ? base - s.off_run : 1);
   }
-  if (w.async_calls == 0 && s.reason == GateReason::CostCap && s.backoff > 0) {
-    // Synchronous copies only under a cost cap: the mix changed, so the gap
-    // backs off no longer; what is left of it is cut to the undoubled one's.
-    const uint32_t base = sample_gap(k, 0);
-    next.backoff = 0;
-    next.off_left = std::min(next.off_left, s.off_run < base ? base - s.off_run : 1);
+  if (w.async_calls == 0 && s.reason == GateReason::CostCap) {
+    // Synchronous copies only under a cost cap: the mix changed, so the next
+    // sample is taken, not skipped, and the gap backs off no longer; what is
+    // left of it is cut to the undoubled one's.
+    next.unseen = true;
+    if (s.backoff > 0) {
+      const uint32_t base = sample_gap(k, 0);
+      next.backoff = 0;
+      next.off_left = std::min(next.off_left, s.off_run < base ? base - s.off_run : 1);
+    }
   }
   // Synchronous copies only: the repeating asynchronous ones are gone, so
   // they are off for being synchronous now, and asynchronous copies coming

@@ -70,7 +70,8 @@
 //
 // Asynchronous copies off for their cost or for repeats are sampled only
 // when there is something to learn: a sample comes at the end of its gap if
-// a copy from a call site never timed came during it; otherwise it is
+// a copy from a call site never timed came during it, or a window of
+// synchronous copies only (the mix changed); otherwise it is
 // skipped as a sample that found nothing new would be (one more doubling), up
 // to the longest gap, whose sample is always taken. A training loop recorded
 // from the middle (a capture range) thus pays one sample that times its call

@@ -570,6 +570,14 @@ TEST(CuptiGovernor, AsyncCopiesOverTheBudgetFromTimedSitesSkipTheSamples) {
   on = run({timed(async(calls)), async(calls), timed(async(calls))}, g, k);
   EXPECT_EQ(on, (std::vector<bool>{false, false, true}));
   EXPECT_EQ(g.reason, GateReason::Sample);
+  // So does a window of synchronous copies only: the mix changed (a program
+  // alternating phases has its asynchronous phases sampled as before).
+  GovernorState m;
+  m.on = false;
+  m.reason = GateReason::CostCap;
+  m.off_left = 3;
+  on = run({timed(async(calls)), timed(sync(10)), timed(async(calls))}, m, k);
+  EXPECT_EQ(on, (std::vector<bool>{false, false, true}));
 }
 
 }  // namespace
