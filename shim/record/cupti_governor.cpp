@@ -29,6 +29,14 @@ uint32_t next_backoff(const GovernorState& s, GateReason why, const GovernorSett
   return std::min(s.backoff + 1, k.max_backoff);
 }
 
+// Something changed while the records were off: the gap backs off no
+// longer, and what is left of it is cut to the undoubled one's.
+void restart_gap(GovernorState& next, const GovernorState& s, const GovernorSettings& k) {
+  const uint32_t base = sample_gap(k, 0);
+  next.backoff = 0;
+  next.off_left = std::min(next.off_left, s.off_run < base ? base - s.off_run : 1);
+}
+
 }  // namespace
 
 uint32_t sample_gap(const GovernorSettings& k, uint32_t backoff) {
@@ -51,6 +59,8 @@ GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorS
     return st;
   }
   if (s.on) {
+    // On-windows in a row that timed no new call site, this one included.
+    const uint32_t repeats = w.new_sites > 0 ? 0 : s.repeat_run + 1;
     // What the records cost in this window, as a share of it, against what
     // the shim's own work leaves of the recording's share.
     const double share = static_cast<double>(calls) * static_cast<double>(k.record_cost_ns) /
@@ -89,7 +99,6 @@ GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorS
       // Affordable. A window that times no new call site is a repeat: a
       // sample has done its job at once (one more doubling: it found only
       // what earlier records timed), a run of repeat_windows turns them off.
-      const uint32_t repeats = w.new_sites > 0 ? 0 : s.repeat_run + 1;
       if (k.repeat_windows > 0 && w.new_sites == 0 &&
           (s.reason == GateReason::Sample || repeats >= k.repeat_windows)) {
         const uint32_t b = s.reason == GateReason::Sample ? std::min(s.backoff + 1, k.max_backoff) : s.backoff;
@@ -116,7 +125,7 @@ GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorS
     }
     GovernorStep st{s, false};
     st.next.sync_only_run = run;
-    st.next.repeat_run = w.new_sites > 0 ? 0 : s.repeat_run + 1;
+    st.next.repeat_run = repeats;
     return st;
   }
   // Off. Asynchronous copies want their records back at once, unless the
@@ -140,20 +149,13 @@ GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorS
       st.next.backoff = 0;
       return st;
     }
-    const uint32_t base = sample_gap(k, 0);
-    next.backoff = 0;
-    next.off_left = std::min(next.off_left, s.off_run < base ? base - s.off_run : 1);
+    restart_gap(next, s, k);
   }
   if (w.async_calls == 0 && s.reason == GateReason::CostCap) {
     // Synchronous copies only under a cost cap: the mix changed, so the next
-    // sample is taken, not skipped, and the gap backs off no longer; what is
-    // left of it is cut to the undoubled one's.
+    // sample is taken, not skipped, and the gap starts again.
     next.unseen = true;
-    if (s.backoff > 0) {
-      const uint32_t base = sample_gap(k, 0);
-      next.backoff = 0;
-      next.off_left = std::min(next.off_left, s.off_run < base ? base - s.off_run : 1);
-    }
+    if (s.backoff > 0) restart_gap(next, s, k);
   }
   // Synchronous copies only: the repeating asynchronous ones are gone, so
   // they are off for being synchronous now, and asynchronous copies coming
