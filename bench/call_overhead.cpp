@@ -19,6 +19,17 @@
 // i-th timed call and prints the marker's address first (`mark=0x...`), so a
 // memory tracer can cut its trace into calls (devtools/pages_touched.py), and
 // copies /proc/self/maps to stderr at the end so that it can name the objects.
+// --toggle B is the in-process A/B (issue 13's bars, docs/benchmarks.md): each
+// case's timed calls run in blocks of B calls that alternate off on on off ...
+// between cuProfilerStop() and cuProfilerStart() (outside the blocks' time),
+// so that under `cuxfer record --capture-range=cudaProfilerApi` (or
+// CUXFER_CAPTURE_RANGE=cudaProfilerApi) only the "on" blocks are recorded.
+// Each adjacent off/on pair gives recorded / unrecorded mean time a call, in
+// the same process: what moves a whole process's speed on a shared host
+// cancels. The case's line then adds
+//   toggle_pairs=P on_mean_ns=A off_mean_ns=B paired_ratio=R paired_iqr=LO-HI pair_ratios=R1,...
+// Without cuxfer the profiler calls change nothing: the same run is its own
+// A/A control.
 // Exit status: 0 measured; 77 no CUDA driver or device; 1 a CUDA call failed.
 #include <cuda.h>
 #include <dlfcn.h>
@@ -50,6 +61,7 @@ using StreamSynchronizeFn = CUresult (*)(CUstream);
 using HtoDFn = CUresult (*)(CUdeviceptr, const void*, size_t);
 using DtoHFn = CUresult (*)(void*, CUdeviceptr, size_t);
 using HtoDAsyncFn = CUresult (*)(CUdeviceptr, const void*, size_t, CUstream);
+using ProfilerFn = CUresult (*)();
 
 void* g_lib = nullptr;
 
@@ -101,6 +113,9 @@ void usage() {
                "  --size BYTES  bytes per copy (default 4)\n"
                "  --label TEXT  added to every output line as mode=TEXT\n"
                "  --evict MIB   write an unrelated MIB-MiB buffer before every timed call (untimed)\n"
+               "  --toggle B    blocks of B calls alternate between cuProfilerStop and\n"
+               "                cuProfilerStart (off on on off ...): the in-process A/B under\n"
+               "                --capture-range=cudaProfilerApi; prints the paired ratio\n"
                "  --mark        store 2i / 2i+1 into a global marker around the i-th timed call\n"
                "                and print its address first, /proc/self/maps to stderr at the end\n"
                "                (for devtools/pages_touched.py)\n");
@@ -110,11 +125,45 @@ void usage() {
 // store happens, in program order, where the tracer can see it.
 volatile uint64_t g_mark = 0;
 
+// Block b's kind under --toggle: off on on off, repeated, so that a linear
+// drift cancels within each four.
+bool recorded_block(size_t b) { return b % 4 == 1 || b % 4 == 2; }
+
+// " toggle_pairs=... pair_ratios=..." from the blocks' mean ns a call.
+std::string toggle_summary(const std::vector<double>& blocks) {
+  std::vector<double> on, off, ratios;
+  for (size_t b = 0; b < blocks.size(); ++b) (recorded_block(b) ? on : off).push_back(blocks[b]);
+  // Adjacent pairs (0,1) and (2,3) of each four: off-on, then on-off.
+  for (size_t b = 0; b + 1 < blocks.size(); b += 2)
+    ratios.push_back(recorded_block(b) ? blocks[b] / blocks[b + 1] : blocks[b + 1] / blocks[b]);
+  if (ratios.empty()) return " toggle_pairs=0";
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+  };
+  std::vector<double> sorted = ratios;
+  std::sort(sorted.begin(), sorted.end());
+  const double lo = sorted[sorted.size() / 4], hi = sorted[std::min(sorted.size() - 1, 3 * sorted.size() / 4)];
+  char head[256];
+  std::snprintf(head, sizeof head,
+                " toggle_pairs=%zu on_mean_ns=%.1f off_mean_ns=%.1f paired_ratio=%.4f paired_iqr=%.4f-%.4f",
+                ratios.size(), median(on), median(off), median(ratios), lo, hi);
+  std::string out = head;
+  out += " pair_ratios=";
+  for (size_t i = 0; i < ratios.size(); ++i) {
+    char r[32];
+    std::snprintf(r, sizeof r, "%s%.4f", i ? "," : "", ratios[i]);
+    out += r;
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   size_t n = 20000, warmup = SIZE_MAX, size = 4;
-  size_t evict_mib = 0;
+  size_t evict_mib = 0, toggle = 0;
   bool mark = false;
   std::string label;
   for (int i = 1; i < argc; ++i) {
@@ -132,12 +181,14 @@ int main(int argc, char** argv) {
     else if (a == "--label") label = next();
     else if (a == "--evict") evict_mib = std::strtoull(next(), nullptr, 10);
     else if (a == "--mark") mark = true;
+    else if (a == "--toggle") toggle = std::strtoull(next(), nullptr, 10);
     else {
       usage();
       return a == "-h" || a == "--help" ? 0 : 2;
     }
   }
-  if (n == 0 || size == 0) {
+  if (n == 0 || size == 0 || (toggle && n < 4 * toggle)) {
+    if (toggle && n < 4 * toggle) std::fprintf(stderr, "call_overhead: --toggle needs -n of at least four blocks\n");
     usage();
     return 2;
   }
@@ -170,6 +221,8 @@ int main(int argc, char** argv) {
   auto htod = sym<HtoDFn>("cuMemcpyHtoD_v2");
   auto dtoh = sym<DtoHFn>("cuMemcpyDtoH_v2");
   auto htod_async = sym<HtoDAsyncFn>("cuMemcpyHtoDAsync_v2");
+  auto cuProfilerStart = sym<ProfilerFn>("cuProfilerStart");
+  auto cuProfilerStop = sym<ProfilerFn>("cuProfilerStop");
 
   int count = 0;
   if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&count) != CUDA_SUCCESS || count < 1) {
@@ -195,7 +248,16 @@ int main(int argc, char** argv) {
   auto run_case = [&](const char* name, auto&& call) {
     for (size_t i = 0; i < warmup; ++i) CHECK(call());
     CHECK(cuStreamSynchronize(stream));
+    std::vector<double> blocks;  // --toggle: each block's mean ns a call
+    uint64_t block_t0 = 0;
     for (size_t i = 0; i < n; ++i) {
+      if (toggle && i % toggle == 0) {
+        // Switch outside the block's time, and only when the kind changes.
+        const size_t b = i / toggle;
+        if (b == 0 || recorded_block(b) != recorded_block(b - 1))
+          CHECK(recorded_block(b) ? cuProfilerStart() : cuProfilerStop());
+        block_t0 = now_ns();
+      }
       if (!evict.empty()) std::memset(evict.data(), ++evict_byte, evict.size());
       if (mark) g_mark = 2 * i;
       uint64_t t0 = now_ns();
@@ -209,12 +271,20 @@ int main(int argc, char** argv) {
       t[i] = t1 - t0;
       // Keep the async queue short, outside the timed region.
       if ((i & 255) == 255) CHECK(cuStreamSynchronize(stream));
+      if (toggle && (i + 1) % toggle == 0) {
+        // The block's whole time, its clocks and stream syncs included: what
+        // the program sees, of which the per-call figures above are a part.
+        CHECK(cuStreamSynchronize(stream));
+        blocks.push_back(static_cast<double>(now_ns() - block_t0) / static_cast<double>(toggle));
+      }
     }
     CHECK(cuStreamSynchronize(stream));
+    if (toggle) CHECK(cuProfilerStop());
     Stats s = summarize(t);
     std::string extra;
     if (!evict.empty()) extra += " evict_mib=" + std::to_string(evict_mib);
     if (!label.empty()) extra += " mode=" + label;
+    if (toggle) extra += toggle_summary(blocks);
     std::printf("case=%s n=%zu median_ns=%.0f p99_ns=%.0f mean_ns=%.1f%s\n", name, n, s.median, s.p99,
                 s.mean, extra.c_str());
     std::fflush(stdout);

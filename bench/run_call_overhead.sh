@@ -33,6 +33,16 @@
 #                    captures do not prefetch the last one's reads);
 #                    libunwind / libunwind_cupti_off: shim_d16 / cupti_off with
 #                    CUXFER_UNWINDER=libunwind (stacks as before the .eh_frame walk)
+#   --toggle B       the in-process A/B (call_overhead --toggle B): each case's
+#                    calls run in blocks of B alternating between cuProfilerStop
+#                    and cuProfilerStart; modes capture / capture_nocupti are
+#                    shim_d16 / cupti_off recording only the started blocks
+#                    (CUXFER_CAPTURE_RANGE=cudaProfilerApi), and baseline is then
+#                    its own in-process A/A. Prints, per mode and case, the
+#                    recorded / unrecorded paired ratio pooled over rounds with a
+#                    bootstrap 90 % interval of its median. The unrecorded blocks
+#                    still pay the hooks' pass-through (tens of ns a call):
+#                    compare with baseline's whole-process mean for that part.
 #   --shim-b PATH    a second libcuxfer.so (another build) for A/B runs in one
 #                    session: mode b_<mode> is <mode> with PATH preloaded instead
 #   --check          exit non-zero unless every run printed every case (bench_smoke)
@@ -47,6 +57,7 @@ EVICT=0
 SHIM_B=""
 MODE=auto
 CHECK=0
+TOGGLE=0
 MODES="baseline shim_d0 shim_d16"
 while (($#)); do
   case "$1" in
@@ -55,6 +66,7 @@ while (($#)); do
     --rounds) ROUNDS="$2"; shift ;;
     --size) SIZE="$2"; shift ;;
     --evict) EVICT="$2"; shift ;;
+    --toggle) TOGGLE="$2"; shift ;;
     --shim-b) SHIM_B="$2"; shift ;;
     --sim) MODE=sim ;;
     --gpu) MODE=gpu ;;
@@ -69,6 +81,7 @@ done
 BIN="$BUILD/bench/call_overhead"
 SHIM="$BUILD/lib/libcuxfer.so"
 [[ $EVICT =~ ^[0-9]+$ ]] || { echo "run_call_overhead: bad --evict '$EVICT' (MiB)" >&2; exit 2; }
+[[ $TOGGLE =~ ^[0-9]+$ ]] || { echo "run_call_overhead: bad --toggle '$TOGGLE' (calls a block)" >&2; exit 2; }
 [[ -x "$BIN" ]] || { echo "run_call_overhead: $BIN not built (cmake --build $BUILD --target call_overhead)" >&2; exit 1; }
 [[ -f "$SHIM" ]] || { echo "run_call_overhead: $SHIM not built" >&2; exit 1; }
 
@@ -105,6 +118,9 @@ run_mode() {
     cupti_off) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_CUPTI=off CUXFER_OUTPUT_DIR="$TMP/traces") ;;
     no_detach) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_CUPTI_DETACH=0 CUXFER_OUTPUT_DIR="$TMP/traces") ;;
     no_prefetch) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_PREFETCH_TRAIL=0 CUXFER_OUTPUT_DIR="$TMP/traces") ;;
+    capture) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_CAPTURE_RANGE=cudaProfilerApi CUXFER_OUTPUT_DIR="$TMP/traces") ;;
+    capture_nocupti) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_CAPTURE_RANGE=cudaProfilerApi CUXFER_CUPTI=off
+                           CUXFER_OUTPUT_DIR="$TMP/traces") ;;
     libunwind) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_UNWINDER=libunwind CUXFER_OUTPUT_DIR="$TMP/traces") ;;
     libunwind_cupti_off) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_UNWINDER=libunwind CUXFER_CUPTI=off
                                CUXFER_OUTPUT_DIR="$TMP/traces") ;;
@@ -112,7 +128,9 @@ run_mode() {
   esac
   mkdir -p "$TMP/traces"
   local rc=0
-  env "${env[@]}" "$BIN" -n "$N" --size "$SIZE" --evict "$EVICT" --label "$mode" >>"$RESULTS" 2>"$TMP/stderr" || rc=$?
+  local toggle=()
+  ((TOGGLE)) && toggle=(--toggle "$TOGGLE")
+  env "${env[@]}" "$BIN" -n "$N" --size "$SIZE" --evict "$EVICT" "${toggle[@]}" --label "$mode" >>"$RESULTS" 2>"$TMP/stderr" || rc=$?
   if ((rc != 0)); then
     echo "run_call_overhead: $mode exited $rc" >&2
     cat "$TMP/stderr" >&2
@@ -121,15 +139,15 @@ run_mode() {
   rm -rf "$TMP/traces"
 }
 
-echo "call_overhead: N=$N calls/case, $SIZE-byte copies$( ((EVICT)) && echo ", $EVICT MiB written before each")), $ROUNDS rounds, modes ${MODES// //} interleaved"
+echo "call_overhead: N=$N calls/case, $SIZE-byte copies$( ((EVICT)) && echo ", $EVICT MiB written before each")$( ((TOGGLE)) && echo ", in-process blocks of $TOGGLE")), $ROUNDS rounds, modes ${MODES// //} interleaved"
 for ((r = 1; r <= ROUNDS; r++)); do
   for mode in $MODES; do
     run_mode "$mode"
   done
 done
 
-python3 - "$RESULTS" "$CHECK" "$ROUNDS" "$MODES" <<'EOF'
-import statistics, sys
+python3 - "$RESULTS" "$CHECK" "$ROUNDS" "$MODES" "$TOGGLE" "$MODE" <<'EOF'
+import random, statistics, sys
 from collections import defaultdict
 
 path, check, rounds = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3])
@@ -143,6 +161,9 @@ for line in open(path):
     runs[key]["median"].append(float(kv["median_ns"]))
     runs[key]["p99"].append(float(kv["p99_ns"]))
     runs[key]["mean"].append(float(kv.get("mean_ns", "nan")))
+    if "pair_ratios" in kv:
+        runs[key].setdefault("paired", []).append(float(kv["paired_ratio"]))
+        runs[key].setdefault("pairs", []).extend(float(x) for x in kv["pair_ratios"].split(","))
     if kv["case"] not in cases:
         cases.append(kv["case"])
 
@@ -154,8 +175,44 @@ if missing:
     print("run_call_overhead: missing results for", missing, file=sys.stderr)
     if check:
         sys.exit(1)
+toggle, driver = int(sys.argv[5]), sys.argv[6]
+if check and toggle:
+    # Every run of every case must have printed its pairs; on the simulated
+    # driver, where a call costs ~60 ns and the shim's recording ~150 ns more,
+    # a capture mode's recorded blocks must be clearly slower than its
+    # unrecorded ones, or the blocks were not told apart (nothing measured).
+    for m in modes:
+        for c in expected:
+            r = runs[(m, c)]
+            if len(r.get("paired", [])) != rounds:
+                print(f"run_call_overhead: {m} {c}: no in-process pairs", file=sys.stderr)
+                sys.exit(1)
+            if driver == "sim" and m.startswith("capture") and statistics.median(r["pairs"]) < 1.3:
+                print(f"run_call_overhead: {m} {c}: recorded blocks not slower than unrecorded "
+                      f"({statistics.median(r['pairs']):.3f}): the capture range did not switch", file=sys.stderr)
+                sys.exit(1)
 
 med = lambda v: statistics.median(v) if v else float("nan")
+
+if any("pairs" in r for r in runs.values()):
+    def interval(v, n=2000):
+        # Bootstrap of the median: the 5th and 95th percentile of resampled medians.
+        rng = random.Random(1)
+        meds = sorted(statistics.median(rng.choices(v, k=len(v))) for _ in range(n))
+        return meds[n // 20], meds[n - n // 20 - 1]
+    print()
+    print("in-process: recorded block / adjacent unrecorded block, mean time a call;")
+    print("median of rounds (their range), then all rounds' pairs pooled: median [bootstrap 90 %]")
+    for c in cases:
+        cells = []
+        for m in modes:
+            r = runs[(m, c)]
+            if not r.get("pairs"):
+                continue
+            lo, hi = interval(r["pairs"])
+            cells.append(f"{m}={med(r['paired']):.3f} ({min(r['paired']):.3f}-{max(r['paired']):.3f}) "
+                         f"pooled {len(r['pairs'])}: {med(r['pairs']):.3f} [{lo:.3f}-{hi:.3f}]   ")
+        print(f"{c:<22}" + "".join(cells))
 shim = [m for m in modes if m != "baseline"]
 print()
 print("per-call ns (median over rounds of each run's median / p99 / mean); added = mode - baseline")

@@ -10,6 +10,11 @@
 #              runtime (the shim's own cost) and on the real one
 #   storm      bench/run_call_overhead.sh: a 4-byte copy storm per copy case,
 #              plain, the shim without stacks, with stacks and CUPTI off, and default
+#   storminproc  the storm in-process (bench/run_call_overhead.sh --toggle STORMIN_BLOCK, default
+#              5000 calls a block): recorded and unrecorded blocks of one process
+#              (CUXFER_CAPTURE_RANGE=cudaProfilerApi), STORMIN_MODES (default "baseline capture
+#              capture_nocupti"; baseline is the in-process A/A), STORMIN_ROUNDS (3), STORMIN_N
+#              (100000) calls a case
 #   torchloop  bench/run_torch_step.sh: a PyTorch training loop, plain (twice: an A/A
 #              control) and default `cuxfer record`, interleaved, on TORCH_CPUS (2-9)
 #   torchinproc  bench/run_torch_inprocess.sh: the training loop's recorded and unrecorded blocks
@@ -102,6 +107,11 @@ for step in $STEPS; do
     timeout "${STORM_TIMEOUT:-240}" ${STORM_CPU:+taskset -c "$STORM_CPU"} bash bench/run_call_overhead.sh --build-dir "$B" --gpu -n "${STORM_N:-200000}" \
       --rounds "${STORM_ROUNDS:-3}" --modes "${STORM_MODES:-baseline shim_d0 cupti_off shim_d16}" \
       > "$OUT/storm.log" 2>&1; echo "storm rc=$?"; tail -16 "$OUT/storm.log" ;;
+  storminproc)
+    timeout "${STORMIN_TIMEOUT:-240}" ${STORM_CPU:+taskset -c "$STORM_CPU"} bash bench/run_call_overhead.sh --build-dir "$B" --gpu \
+      -n "${STORMIN_N:-100000}" --toggle "${STORMIN_BLOCK:-5000}" --rounds "${STORMIN_ROUNDS:-3}" \
+      --modes "${STORMIN_MODES:-baseline capture capture_nocupti}" > "$OUT/storminproc.log" 2>&1
+    echo "storminproc rc=$?"; grep -A8 "^in-process" "$OUT/storminproc.log"; grep -A8 "^per-call ns" "$OUT/storminproc.log" ;;
   torchloop)
     # Several cores (TORCH_CPUS): on one, the shim's writer thread would
     # take its time from the training thread's.
@@ -120,11 +130,13 @@ for step in $STEPS; do
     shims=("$SHIM"); [ -n "${INPROC_BASE:-}" ] && shims+=("$INPROC_BASE")
     for r in $(seq "${BIG_ROUNDS:-2}"); do
       for sh in "${shims[@]}"; do
-        rm -rf "$OUT/big"
-        timeout 120 taskset -c "${TORCH_CPUS:-2-9}" "$CUX" record -q --shim "$sh" -o "$OUT/big" -- python3 bench/torch_step.py \
+        rm -rf /tmp/big
+        timeout 120 taskset -c "${TORCH_CPUS:-2-9}" "$CUX" record -q --shim "$sh" -o /tmp/big -- python3 bench/torch_step.py \
           --steps "${BIG_STEPS:-300}" --block 25 --batch "${BIG_BATCH:-8192}" > "$OUT/big.log" 2>&1
         echo "== $sh: $(tail -1 "$OUT/big.log")"
-        "$CUX" report --json "$OUT/big" 2>/dev/null | python3 -c '
+        # One file back, not a folder: \$OUT must stay a few files (the logs).
+        [ "$sh" = "$SHIM" ] && tar czf "$OUT/big_trace_$r.tgz" -C /tmp big
+        "$CUX" report --json /tmp/big 2>/dev/null | python3 -c '
 import json, sys
 p = json.load(sys.stdin)["processes"][0]
 print("   copy_records:", json.dumps(p["cupti"].get("copy_records")))
