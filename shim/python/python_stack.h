@@ -155,6 +155,9 @@ class PythonStacks {
 
   std::atomic<int> state_{kUnresolved};
   std::atomic<uint64_t> next_try_ns_{0};
+  // capture()'s own gate before resolve(), in time-stamp counter ticks: a
+  // process without an interpreter comes to it on every copy.
+  std::atomic<uint64_t> next_try_tsc_{0};
   // Read and written only by the thread that holds state_ at kResolving.
   bool symbol_seen_ = false;       // Py_IsInitialized was found (not yet initialised)
   uint64_t generation_at_search_ = 0;  // loader_generation() at the last search

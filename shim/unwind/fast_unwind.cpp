@@ -70,6 +70,10 @@ CUXFER_HOT Slot* table() { return g_table.load(std::memory_order_acquire); }
 
 std::atomic<uint64_t> g_epoch{1};
 std::atomic<uint64_t> g_rules{0}, g_lookups{0}, g_full{0};
+// Walks answered by replaying the thread's last one; counted per thread and
+// added here when the thread's count reaches a multiple of 1024 (no shared
+// line written on the hot path), so the figure trails by at most 1023 a thread.
+std::atomic<uint64_t> g_replays{0};
 // Declined walks by reason, and the return address of the first one (where
 // to look first); counted only when a walk declines.
 std::atomic<uint64_t> g_declines[kDeclineKinds];
@@ -169,12 +173,35 @@ static_assert(sizeof(Rule) == 16);
 constexpr uint32_t kMemoRules = 256;
 constexpr int kMemoShift = 56;  // 64 - log2(kMemoRules)
 CUXFER_HOT uint32_t memo_slot(uint64_t pc) { return static_cast<uint32_t>((pc * 0x9E3779B97F4A7C15ull) >> kMemoShift); }
+// The thread's last walk, kept to be replayed. A walk is a pure function of
+// where it starts (its stack pointer, and its frame pointer when a rule reads
+// it before a frame restores it), the rules (fixed within an epoch), its
+// arguments and the stack words it reads. When all of those are as they were,
+// the result is: the replay compares the words (one or two a frame, in a few
+// contiguous lines) instead of stepping the frames again (a rule lookup, the
+// CFA's arithmetic and its bounds a frame). A copy loop calls from the same
+// stack again and again, so most walks are replays; any difference at all
+// (another caller, a deeper stack, a changed saved register) is a full walk.
+// Exact by construction: nothing is guessed from a partial match.
+constexpr uint32_t kReplayReads = 40, kReplayFrames = 24;
+struct LastWalk {
+  uint64_t sp = 0;  // 0: nothing to replay
+  uint64_t bp = 0;
+  bool bp_used = false;  // the walk read the entry bp (else any bp replays)
+  uint64_t epoch = 0, skip_low = 0, skip_high = 0;
+  uint32_t max = 0, reads = 0, n = 0;
+  uint64_t at[kReplayReads];
+  uint64_t value[kReplayReads];
+  uint64_t frames[kReplayFrames];
+};
 struct ThreadMemo {
   uint64_t epoch = 0;
   bool busy = false;  // a walk is running on this thread (a signal handler's walk must not use the memo)
+  LastWalk last;
   alignas(64) Rule rules[kMemoRules];
 };
 thread_local ThreadMemo t_memo __attribute__((tls_model("initial-exec")));
+thread_local uint64_t t_replays __attribute__((tls_model("initial-exec"))) = 0;
 
 CUXFER_HOT Rule rule_of(uint64_t v, uint64_t pc) {
   const Unpacked u = unpack(v);
@@ -196,6 +223,26 @@ struct MemoUse {
     memo->busy = false;
   }
 };
+
+// Whether the thread's last walk is this one's answer (LastWalk above):
+// same start, arguments and epoch, and every stack word it read unchanged.
+// The words lie between the stack pointer and the stack's top, as they did
+// (the same sp, the same thread): readable. Notes them for a cold capture's
+// trail, as the walk would.
+CUXFER_HOT __attribute__((no_sanitize("address", "thread"))) bool replay(ThreadMemo* memo, uint64_t sp, uint64_t bp, uint64_t epoch, uint32_t max, uint64_t skip_low,
+                       uint64_t skip_high, PrefetchTrail::Writer* trail) {
+  const LastWalk& w = memo->last;
+  if (w.sp != sp || w.epoch != epoch || w.max != max || w.skip_low != skip_low || w.skip_high != skip_high ||
+      (w.bp_used && w.bp != bp))
+    return false;
+  uint64_t differ = 0;
+  for (uint32_t i = 0; i < w.reads; ++i) differ |= *reinterpret_cast<const uint64_t*>(w.at[i]) ^ w.value[i];
+  if (differ != 0) return false;
+  if (trail)
+    for (uint32_t i = 0; i < w.reads; ++i) trail->note(w.at[i]);
+  if ((++t_replays & 1023) == 0) g_replays.fetch_add(1024, std::memory_order_relaxed);
+  return true;
+}
 
 }  // namespace
 
@@ -231,6 +278,53 @@ CUXFER_HOT __attribute__((noinline, no_sanitize("address", "thread"))) bool walk
   PrefetchTrail::Writer trail(prefetch_trail(), PrefetchTrail::kNative);
   const bool noting = memo && trail.on();
 
+  if (memo && replay(memo, sp, bp, epoch, max, skip_low, skip_high, noting ? &trail : nullptr)) {
+    for (uint32_t i = 0; i < memo->last.n; ++i) frames[i] = memo->last.frames[i];
+    *count = memo->last.n;
+    return true;
+  }
+  // Recorded for the next walk's replay as the walk goes; kept only if the
+  // walk succeeds within the record's bounds.
+  LastWalk* const rec = memo ? &memo->last : nullptr;
+  if (rec) {
+    rec->sp = 0;
+    rec->reads = 0;
+    rec->bp_used = false;
+  }
+  const uint64_t entry_bp = bp;
+  uint32_t reads = 0;
+  bool recording = rec != nullptr;
+  const auto note_read = [&](uint64_t at, uint64_t v) {
+    if (!recording) return;
+    if (reads == kReplayReads) {
+      recording = false;
+      return;
+    }
+    rec->at[reads] = at;
+    rec->value[reads] = v;
+    ++reads;
+  };
+  const auto read = [&](uint64_t at) {
+    const uint64_t v = *reinterpret_cast<const uint64_t*>(at);
+    note_read(at, v);
+    return v;
+  };
+  // A restored rbp matters to the result only if a later frame's rule reads
+  // it before another frame restores it again; until then its read is held
+  // here, and dropped if never used. (Frameless code saves rbp as a general
+  // register, so its saved value is often a loop's variable: recorded, it
+  // would refuse every replay for nothing.) kEntry: rbp is still the walk's.
+  constexpr uint64_t kEntry = ~uint64_t{0};
+  uint64_t bp_from = kEntry, bp_value = 0;
+  const auto use_bp = [&] {
+    if (bp_from == kEntry) {
+      if (recording) rec->bp_used = true;
+    } else if (bp_from != 0) {
+      note_read(bp_from, bp_value);
+      bp_from = 0;  // noted once
+    }
+  };
+
   uint32_t n = 0;
   // Frames are counted against `max` only once they are the app's; a bound on
   // all of them keeps a corrupt chain that stays inside the stack finite.
@@ -255,11 +349,12 @@ CUXFER_HOT __attribute__((noinline, no_sanitize("address", "thread"))) bool walk
       return decline(why > 0 && why < kDeclineKinds ? static_cast<Decline>(why) : Decline::BadEntry, pc);
     }
     uint64_t cfa;
+    if (r.kind != FrameRule::Kind::RspBased) use_bp();
     if (r.kind == FrameRule::Kind::RbpDeref) {
       // A realigned frame: the CFA was saved in the frame, at rbp + offset.
       const uint64_t at = bp + static_cast<uint64_t>(int64_t{r.cfa_offset});
       if (at < low || at + 8 > top) return decline(Decline::OffStack, pc);
-      cfa = *reinterpret_cast<const uint64_t*>(at);
+      cfa = read(at);
     } else {
       cfa = (r.kind == FrameRule::Kind::RspBased ? sp : bp) + static_cast<uint64_t>(int64_t{r.cfa_offset});
     }
@@ -268,12 +363,14 @@ CUXFER_HOT __attribute__((noinline, no_sanitize("address", "thread"))) bool walk
     // the last.
     if (cfa < sp + 8 || cfa > top) return decline(Decline::OffStack, pc);
     if (noting) trail.note(cfa - 8);
-    const uint64_t ra = *reinterpret_cast<const uint64_t*>(cfa - 8);
+    const uint64_t ra = read(cfa - 8);
     if (r.rbp_saved) {
       const uint64_t base = r.kind == FrameRule::Kind::RbpDeref ? bp : cfa;
       const uint64_t at = base + static_cast<uint64_t>(int64_t{r.rbp_offset});
       if (at < low || at + 8 > top) return decline(Decline::OffStack, pc);
       bp = *reinterpret_cast<const uint64_t*>(at);
+      bp_from = at;
+      bp_value = bp;
     }
     sp = cfa;
     pc = ra;
@@ -282,6 +379,17 @@ CUXFER_HOT __attribute__((noinline, no_sanitize("address", "thread"))) bool walk
     frames[n++] = pc;
   }
   *count = n;
+  if (recording && n <= kReplayFrames) {
+    for (uint32_t i = 0; i < n; ++i) rec->frames[i] = frames[i];
+    rec->n = n;
+    rec->reads = reads;
+    rec->max = max;
+    rec->skip_low = skip_low;
+    rec->skip_high = skip_high;
+    rec->epoch = epoch;
+    rec->bp = entry_bp;
+    rec->sp = low;  // last: the record is whole
+  }
   return true;
 }
 
@@ -317,6 +425,7 @@ CacheStats cache_stats() {
   c.rules = g_rules.load(std::memory_order_relaxed);
   c.lookups = g_lookups.load(std::memory_order_relaxed);
   c.full = g_full.load(std::memory_order_relaxed);
+  c.replays = g_replays.load(std::memory_order_relaxed) + (t_replays & 1023);
   for (unsigned i = 0; i < kDeclineKinds; ++i) c.declines[i] = g_declines[i].load(std::memory_order_relaxed);
   c.first_decline_pc = g_first_pc.load(std::memory_order_relaxed);
   c.first_decline_why = static_cast<Decline>(g_first_why.load(std::memory_order_relaxed));

@@ -39,6 +39,8 @@ struct CacheStats {
   uint64_t rules = 0;      // return addresses with a rule
   uint64_t lookups = 0;    // rules looked up in the loaded objects' tables
   uint64_t full = 0;       // rules that found the table full
+  uint64_t replays = 0;    // walks answered by the thread's last one (every thread's
+                           // count to its last multiple of 1024, the caller's exactly)
   uint64_t declines[kDeclineKinds] = {};  // walks declined, by reason
   uint64_t first_decline_pc = 0;          // the return address where the first one stopped
   Decline first_decline_why = Decline::None;

@@ -1,8 +1,8 @@
 // walk() against glibc's backtrace (libgcc's unwinder, exact) on stacks of
 // every shape the compiler gives: frame-pointer and frameless functions,
 // alloca, deep recursion, libc frames (a qsort comparator), std::function,
-// another thread, the same stack twice (the per-thread memo) and after a
-// dlclose. A signal handler's stack, on the thread's stack or an alternate
+// another thread, the same stack twice (the per-thread memo), the last walk
+// replayed and refused when any word it read changed, and after a dlclose. A signal handler's stack, on the thread's stack or an alternate
 // one, is refused or right, never wrong.
 #include <gtest/gtest.h>
 
@@ -174,6 +174,41 @@ TEST(FastUnwind, TheSameStackTwiceAndAnotherInBetween) {
   expect_same(c, "again");
   ASSERT_EQ(a.fast.size(), c.fast.size());
   for (size_t i = 1; i < a.fast.size(); ++i) EXPECT_EQ(a.fast[i], c.fast[i]);
+}
+
+// Two callers of one helper at the same stack depth: the walk starts at the
+// same stack pointer both times, and only the helper's return address, five
+// frames above the walk's start, tells the stacks apart. The replay must see it.
+__attribute__((noinline)) Both helper() { return frameless(1); }
+__attribute__((noinline)) Both via_a() { return helper(); }
+__attribute__((noinline)) Both via_b() { return helper(); }
+__attribute__((noinline)) Both one_of(bool a) {
+  Both b = a ? via_a() : via_b();
+  asm volatile("" ::: "memory");
+  return b;
+}
+
+TEST(FastUnwind, ReplaysTheSameStackAndNothingElse) {
+  init();
+  std::vector<Both> a, b;
+  const uint64_t before = cache_stats().replays;
+  // a a b b a a b b ...: each stack once after itself (a replay), once after
+  // the other. One call site in this loop for all of them.
+  const bool order[] = {true, true, false, false, true, true, false, false};
+  const uint64_t rounds = sizeof order / sizeof order[0] / 4;
+  for (const bool via : order) (via ? a : b).push_back(one_of(via));
+  const uint64_t replays = cache_stats().replays - before;
+  for (const Both& x : a) expect_same(x, "via_a");
+  for (const Both& x : b) expect_same(x, "via_b");
+  // The walks replayed (else this tested nothing), and not the ones that
+  // followed the other caller: those differ in a word the walk read.
+  EXPECT_GE(replays, rounds * 2) << "no walk was replayed";
+  ASSERT_EQ(a[0].fast.size(), b[0].fast.size());
+  bool differ = false;
+  for (size_t i = 1; i < a[0].fast.size(); ++i) differ = differ || a[0].fast[i] != b[0].fast[i];
+  EXPECT_TRUE(differ) << "via_a and via_b gave the same stack";
+  for (const Both& x : a) EXPECT_EQ(x.fast, a[0].fast);
+  for (const Both& x : b) EXPECT_EQ(x.fast, b[0].fast);
 }
 
 __attribute__((noinline)) bool walk_here(uint64_t* frames, uint32_t max, uint64_t lo, uint64_t hi, uint32_t* n) {
