@@ -14,7 +14,7 @@
 #              5000 calls a block): recorded and unrecorded blocks of one process
 #              (CUXFER_CAPTURE_RANGE=cudaProfilerApi), STORMIN_MODES (default "baseline capture
 #              capture_nocupti"; baseline is the in-process A/A), STORMIN_ROUNDS (3), STORMIN_N
-#              (100000) calls a case
+#              (100000) calls a case; STORM_SHIM_B: another build's libcuxfer.so for b_* modes
 #   torchloop  bench/run_torch_step.sh: a PyTorch training loop, plain (twice: an A/A
 #              control) and default `cuxfer record`, interleaved, on TORCH_CPUS (2-9)
 #   torchinproc  bench/run_torch_inprocess.sh: the training loop's recorded and unrecorded blocks
@@ -110,7 +110,7 @@ for step in $STEPS; do
   storminproc)
     timeout "${STORMIN_TIMEOUT:-240}" ${STORM_CPU:+taskset -c "$STORM_CPU"} bash bench/run_call_overhead.sh --build-dir "$B" --gpu \
       -n "${STORMIN_N:-100000}" --toggle "${STORMIN_BLOCK:-5000}" --rounds "${STORMIN_ROUNDS:-3}" \
-      --modes "${STORMIN_MODES:-baseline capture capture_nocupti}" > "$OUT/storminproc.log" 2>&1
+      --modes "${STORMIN_MODES:-baseline capture capture_nocupti}" ${STORM_SHIM_B:+--shim-b "$STORM_SHIM_B"} > "$OUT/storminproc.log" 2>&1
     echo "storminproc rc=$?"; grep -A8 "^in-process" "$OUT/storminproc.log"; grep -A8 "^per-call ns" "$OUT/storminproc.log" ;;
   torchloop)
     # Several cores (TORCH_CPUS): on one, the shim's writer thread would
@@ -173,10 +173,12 @@ PY
     if [ -f .ext/build_samples.sh ]; then timeout 200 bash .ext/build_samples.sh > "$OUT/samples_build.log" 2>&1; fi
     runs=("torch_train.py --epochs 1 --batches 12" "torch_transfer.py" "cupy_transfer.py" "jax_transfer.py")
     i=0
-    for r in "${runs[@]}" .ext/bin/bandwidthTest .ext/bin/bandwidthTest-shared .ext/bin/simpleStreams; do
-      i=$((i + 1)); d="$OUT/uv$i"
+    for r in "${runs[@]}" call_overhead .ext/bin/bandwidthTest .ext/bin/bandwidthTest-shared .ext/bin/simpleStreams; do
+      i=$((i + 1)); d="/tmp/uv$i"  # not under \$OUT: its traces would crowd out the logs
+      rm -rf "$d"
       case $r in
         .ext/*) [ -x "$r" ] || continue; cmd=("$r") ;;
+        call_overhead) cmd=("$B/bench/call_overhead" -n 20000) ;;
         *) read -r -a cmd <<<"python3 tests/gpu/frameworks/$r" ;;
       esac
       CUXFER_UNWINDER=verify timeout 120 "$CUX" record -q -o "$d" -- "${cmd[@]}" > "$d.log" 2>&1
