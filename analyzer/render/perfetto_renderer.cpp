@@ -189,6 +189,47 @@ void nvtx_tracks(const model::Job& job, uint32_t pi, uint32_t pid, uint64_t base
         metadata("thread_name", pid, kNvtxTrackTidBase + tid, {{"name", fmt::format("NVTX ranges, thread {}", tid)}}));
 }
 
+// The governor's CUPTI copy records (shim/record/cupti_governor.h) on one
+// track of the process: a slice from each change to the next, named by
+// whether the records were on and why, so that a copy without a GPU record
+// can be seen to fall in an "off" slice and for what reason. Nothing for a
+// process whose records were never governed (on throughout, or no CUPTI).
+void gate_track(const model::Job& job, uint32_t pi, uint32_t pid, uint64_t base, json& events,
+                std::vector<json>& timed) {
+  const trace::Trace& t = job.processes[pi].trace;
+  if (t.cupti_gate.empty()) return;
+  std::vector<trace::CuptiGateChange> changes = t.cupti_gate;
+  std::stable_sort(changes.begin(), changes.end(),
+                   [](const auto& a, const auto& b) { return a.t_ns < b.t_ns; });
+  // The process's recorded span: its first call to its last call's or GPU record's end.
+  uint64_t first = std::numeric_limits<uint64_t>::max(), last = 0;
+  for (const auto& c : job.calls)
+    if (c.process == pi) {
+      first = std::min(first, c.event->t_enter_ns);
+      last = std::max(last, c.event->t_exit_ns);
+    }
+  for (const auto& r : t.gpu_records) last = std::max(last, r.end_ns);
+  first = std::min(first, changes.front().t_ns);
+  last = std::max(last, changes.back().t_ns);
+  events.push_back(metadata("thread_name", pid, kGateTrackTid, {{"name", "CUPTI copy records (cuxfer's governor)"}}));
+  events.push_back(metadata("thread_sort_index", pid, kGateTrackTid, {{"sort_index", kGateTrackTid}}));
+  const auto slice = [&](uint64_t from, uint64_t to, bool on, trace::GateReason why) {
+    const char* reason = trace::gate_reason_name(why);
+    timed.push_back({{"ph", "X"},
+                     {"name", fmt::format("records {}: {}", on ? "on" : "off", reason)},
+                     {"cat", "cupti_gate"},
+                     {"pid", pid},
+                     {"tid", kGateTrackTid},
+                     {"ts", us(from, base)},
+                     {"dur", dur_us(from, to)},
+                     {"args", {{"records", on ? "on" : "off"}, {"reason", reason}}}});
+  };
+  // Before the first change the records were on from the start.
+  if (first < changes.front().t_ns) slice(first, changes.front().t_ns, true, trace::GateReason::Start);
+  for (size_t i = 0; i < changes.size(); ++i)
+    slice(changes[i].t_ns, i + 1 < changes.size() ? changes[i + 1].t_ns : last, changes[i].on, changes[i].reason);
+}
+
 }  // namespace
 
 std::string render_perfetto(const model::Job& job) {
@@ -279,6 +320,7 @@ std::string render_perfetto(const model::Job& job) {
       if (c.process == pi && c.kind() != trace::EventKind::NvtxRanges)
         timed.push_back(call_event(job, c, pid, base, true, stack_shown));
     nvtx_tracks(job, pi, pid, base, events, timed);
+    gate_track(job, pi, pid, base, events, timed);
   }
   std::stable_sort(timed.begin(), timed.end(), [](const json& a, const json& b) {
     return a["ts"].get<double>() < b["ts"].get<double>();

@@ -133,6 +133,46 @@ TEST_F(Export, PerfettoSharesOneTimeBaseAndMarksSimulated) {
   EXPECT_TRUE(simulated_name);
 }
 
+TEST_F(Export, PerfettoShowsWhenTheGovernorHadTheCopyRecordsOffAndWhy) {
+  SyntheticTrace t;
+  auto& first = t.copy(Direction::HtoD, MemKind::Pinned, 64, 1'000, true);
+  const uint64_t t0 = first.t_enter_ns;
+  t.copy(Direction::HtoD, MemKind::Pinned, 64, 1'000, true);
+  auto& last = t.copy(Direction::DtoH, MemKind::Pinned, 64, 1'000, false);
+  const uint64_t end = last.t_exit_ns;
+  using trace::GateReason;
+  t.cupti_gate = {{t0 + 3'000, true, GateReason::Sample},  // given out of order: sorted
+                  {t0 + 1'000, false, GateReason::CostCap},
+                  {t0 + 4'000, false, GateReason::Repeats}};
+  model::Job job = load(t);
+  json j = json::parse(render::render_perfetto(job));
+  std::vector<json> gate;
+  for (const auto& e : of_phase(j, "X"))
+    if (e["cat"] == "cupti_gate") gate.push_back(e);
+  ASSERT_EQ(gate.size(), 4u);  // on from the start, then the three changes
+  const char* names[] = {"records on: start", "records off: cost_cap", "records on: sample", "records off: repeats"};
+  const double starts[] = {0.0, 1.0, 3.0, 4.0};
+  for (size_t i = 0; i < gate.size(); ++i) {
+    EXPECT_EQ(gate[i]["name"], names[i]) << i;
+    EXPECT_EQ(gate[i]["tid"], render::kGateTrackTid);
+    EXPECT_DOUBLE_EQ(gate[i]["ts"].get<double>(), starts[i]) << i;
+  }
+  EXPECT_EQ(gate[1]["args"]["records"], "off");
+  EXPECT_EQ(gate[1]["args"]["reason"], "cost_cap");
+  // The last slice runs to the end of the process's last call.
+  EXPECT_DOUBLE_EQ(gate[3]["ts"].get<double>() + gate[3]["dur"].get<double>(), (end - t0) / 1e3);
+  bool named = false;
+  for (const auto& m : of_phase(j, "M"))
+    named = named || (m["name"] == "thread_name" && m["tid"] == render::kGateTrackTid);
+  EXPECT_TRUE(named);
+}
+
+TEST_F(Export, PerfettoHasNoGovernorTrackWhenTheRecordsWereNeverGoverned) {
+  SyntheticTrace t = gpu_trace();
+  json j = json::parse(render::render_perfetto(load(t)));
+  for (const auto& e : j["traceEvents"]) EXPECT_NE(e["tid"], render::kGateTrackTid);
+}
+
 TEST_F(Export, CsvHasOneRowPerSiteWithExactNumbersAndQuoting) {
   SyntheticTrace t = gpu_trace();
   model::Job job = load(t);
