@@ -81,6 +81,7 @@
 #pragma once
 
 #include <cstdint>
+#include <unordered_set>
 
 #include "trace/records.h"
 
@@ -123,10 +124,31 @@ struct CopyWindow {
   // Call sites (stack and API) whose first copy with the records on is in
   // this window: what the records learnt. 0 for a steady program.
   uint64_t new_sites = 0;
-  // Copies made with the records off from call sites some record has timed;
-  // the rest of an off window's copies come from sites never timed. 0 (as
-  // for a window nobody counted): all of them are new.
+  // Copies from call sites some record had timed before them (made with the
+  // records off, or still on: the window after a change to off begins with
+  // copies made before the change reached the hooks); the rest of an off
+  // window's copies come from sites never timed. 0 (as for a window nobody
+  // counted): all of them are new.
   uint64_t timed_calls = 0;
+};
+
+// The call sites (call-site id, API and kind, packed by the caller) some copy
+// made with the records on has timed, and each window's copies counted
+// against them into CopyWindow::new_sites and timed_calls. The writer thread's
+// alone; cleared when a new driver session starts.
+class TimedSites {
+ public:
+  // One copy or memset of the window from `site`, made with the records on
+  // (`recorded`: it expects a GPU record) or off.
+  void count(uint64_t site, bool recorded, CopyWindow& w) {
+    if (recorded && sites_.insert(site).second) ++w.new_sites;
+    else if (recorded || sites_.contains(site)) ++w.timed_calls;
+  }
+  void clear() { sites_.clear(); }
+  size_t size() const { return sites_.size(); }
+
+ private:
+  std::unordered_set<uint64_t> sites_;
 };
 
 

@@ -203,11 +203,10 @@ class Recorder {
   HookSums hook_sums();
   std::string nvtx_summary() const;
   uint64_t window_start_ns_ = 0, window_sync_ = 0, window_async_ = 0;
-  // Call sites (call-site id, API, kind) some copy with the records on has
-  // timed; of the window's copies, sites timed for the first time and copies
-  // with the records off from sites already timed (CopyWindow).
-  std::unordered_set<uint64_t> timed_sites_;
-  uint64_t window_new_sites_ = 0, window_timed_ = 0;
+  // Call sites some copy with the records on has timed, and the window's
+  // copies counted against them (CopyWindow::new_sites, timed_calls).
+  TimedSites timed_sites_;
+  CopyWindow window_sites_;
   void count_window_copy(const trace::Event& e);
   HookSums window_hook_sums_;  // the rings' hook-time sums when the window began
   uint64_t start_ns_ = 0;  // when this trace began (hook_time_summary)

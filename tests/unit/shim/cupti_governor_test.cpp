@@ -580,5 +580,47 @@ TEST(CuptiGovernor, AsyncCopiesOverTheBudgetFromTimedSitesSkipTheSamples) {
   EXPECT_EQ(on, (std::vector<bool>{false, false, true}));
 }
 
+TEST(TimedSites, CountsNewSitesAndCopiesFromTimedOnes) {
+  TimedSites t;
+  CopyWindow w = async(4);
+  t.count(1, true, w);   // first record from site 1: learnt
+  t.count(1, true, w);   // again: a repeat
+  t.count(2, false, w);  // site 2, records off, never timed
+  t.count(1, false, w);  // site 1, records off: timed before
+  EXPECT_EQ(w.new_sites, 1u);
+  EXPECT_EQ(w.timed_calls, 2u);
+  EXPECT_EQ(t.size(), 1u);
+  t.clear();
+  CopyWindow v = async(1);
+  t.count(1, false, v);
+  EXPECT_EQ(v.timed_calls, 0u) << "cleared: site 1 is new again";
+}
+
+// The window after the records went off for repeats begins with copies made
+// before the change reached the hooks: still flagged for a record, from sites
+// already timed. They are repeats, not copies from an unseen site, and must
+// not turn the records on again (the big-batch PyTorch loop on the H200 did,
+// one window after each change to off, until this counted them).
+TEST(TimedSites, CopiesStillRecordedAfterTheChangeToOffAreNotUnseen) {
+  TimedSites t;
+  GovernorState s;
+  GovernorSettings k;
+  // On-windows: the first learns the site, then repeat_windows repeat it; the last turns them off.
+  for (uint32_t i = 0; i <= k.repeat_windows; ++i) {
+    CopyWindow w = async(5);
+    for (int c = 0; c < 5; ++c) t.count(7, true, w);
+    s = govern(s, w, k).next;
+  }
+  ASSERT_FALSE(s.on);
+  ASSERT_EQ(s.reason, GateReason::Repeats);
+  CopyWindow after = async(5);
+  for (int c = 0; c < 2; ++c) t.count(7, true, after);   // made before the change took effect
+  for (int c = 0; c < 3; ++c) t.count(7, false, after);  // made with the records off
+  EXPECT_EQ(after.timed_calls, 5u);
+  const GovernorStep st = govern(s, after, k);
+  EXPECT_FALSE(st.next.on) << "turned on again by copies from a site already timed";
+  EXPECT_FALSE(st.next.unseen);
+}
+
 }  // namespace
 }  // namespace cuxfer::shim
