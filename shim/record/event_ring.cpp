@@ -8,12 +8,8 @@ namespace cuxfer::shim {
 EventRing::EventRing(uint32_t capacity_pow2)
     : capacity_(capacity_pow2),
       mask_(capacity_pow2 - 1),
-      // Untouched pages cost no resident memory until events fill them. One
-      // cache line an event (64 bytes, aligned): malloc's large blocks start
-      // 16 bytes into a page, which put every event across two lines, so a
-      // push wrote two lines the writer thread had read.
-      slots_(static_cast<trace::Event*>(std::aligned_alloc(alignof(trace::Event) > 64 ? alignof(trace::Event) : 64,
-                                                           sizeof(trace::Event) * capacity_pow2))) {
+      // Untouched pages cost no resident memory until events fill them.
+      slots_(static_cast<trace::Event*>(std::malloc(sizeof(trace::Event) * capacity_pow2))) {
   // Each ring its own sequence of timed calls (never 0: xorshift would stay there).
   hook_rng_ ^= reinterpret_cast<uintptr_t>(this);
   if (hook_rng_ == 0) hook_rng_ = 1;

@@ -46,10 +46,6 @@ class EventRing {
     }
     slots_[head & mask_] = e;
     head_.store(head + 1, std::memory_order_release);
-    // The next push's line, for writing: the writer thread has read it (or it
-    // has left the caches since the ring last came round), and the miss then
-    // overlaps what the app does until its next call instead of delaying it.
-    __builtin_prefetch(&slots_[(head + 1) & mask_], 1, 3);
     return true;
   }
 
