@@ -279,8 +279,7 @@ bool Recorder::attach_driver_slow() {
     // Kernel records are asked for overlap, which wants every copy's GPU time.
     governed_.store(collector.active() && c.cupti == CuptiMode::Auto && !c.cupti_kernels, std::memory_order_relaxed);
     window_start_ns_ = now_ns();
-    window_sync_ = window_async_ = 0;
-    window_sites_ = CopyWindow{};
+    window_ = CopyWindow{};
     timed_sites_.clear();
     window_hook_sums_ = hook_sums();
     // The analyzer's overlap analysis needs to know kernels were recorded at all.
@@ -577,22 +576,21 @@ void Recorder::emit_nvtx_ranges(ThreadState& ts, const trace::Event& next) {
 }
 
 void Recorder::count_window_copy(const trace::Event& e) {
-  ++((e.flags & trace::kFlagAsync) ? window_async_ : window_sync_);
+  ++((e.flags & trace::kFlagAsync) ? window_.async_calls : window_.sync_calls);
   const uint64_t site = uint64_t{e.callsite_id} << 24 | uint64_t{e.api} << 8 | e.kind;
-  timed_sites_.count(site, (e.flags & trace::kFlagGpuExpected) != 0, window_sites_);
+  timed_sites_.count(site, (e.flags & trace::kFlagGpuExpected) != 0, window_);
 }
 
 void Recorder::govern_cupti(uint64_t now) {
   // The shim's own work in the window: the records get what it leaves of the share.
   const HookSums sums = hook_sums();
-  CopyWindow w{now - window_start_ns_, window_sync_, window_async_, estimate_hook_ns(sums, window_hook_sums_)};
+  CopyWindow w = window_;  // the copies' counts; the rest is the window's own
+  w.ns = now - window_start_ns_;
+  w.shim_ns = estimate_hook_ns(sums, window_hook_sums_);
   w.paused = capture_range_ && !capturing();
-  w.new_sites = window_sites_.new_sites;
-  w.timed_calls = window_sites_.timed_calls;
   window_hook_sums_ = sums;
   window_start_ns_ = now;
-  window_sync_ = window_async_ = 0;
-  window_sites_ = CopyWindow{};
+  window_ = CopyWindow{};
   GovernorSettings settings;
   if (!config().cupti_detach) settings.async_detach_after = 0;
   const GovernorStep st = govern(governor_, w, settings);

@@ -202,11 +202,12 @@ class Recorder {
   std::string hook_time_summary();
   HookSums hook_sums();
   std::string nvtx_summary() const;
-  uint64_t window_start_ns_ = 0, window_sync_ = 0, window_async_ = 0;
+  uint64_t window_start_ns_ = 0;
   // Call sites some copy with the records on has timed, and the window's
-  // copies counted against them (CopyWindow::new_sites, timed_calls).
+  // copies: how many of each kind, and counted against those sites
+  // (CopyWindow::new_sites, timed_calls).
   TimedSites timed_sites_;
-  CopyWindow window_sites_;
+  CopyWindow window_;
   void count_window_copy(const trace::Event& e);
   HookSums window_hook_sums_;  // the rings' hook-time sums when the window began
   uint64_t start_ns_ = 0;  // when this trace began (hook_time_summary)
