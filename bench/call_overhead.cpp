@@ -116,6 +116,7 @@ void usage() {
                "  --toggle B    blocks of B calls alternate between cuProfilerStop and\n"
                "                cuProfilerStart (off on on off ...): the in-process A/B under\n"
                "                --capture-range=cudaProfilerApi; prints the paired ratio\n"
+               "  --case NAME   run only case NAME (repeatable; default all six)\n"
                "  --mark        store 2i / 2i+1 into a global marker around the i-th timed call\n"
                "                and print its address first, /proc/self/maps to stderr at the end\n"
                "                (for devtools/pages_touched.py)\n");
@@ -166,6 +167,7 @@ int main(int argc, char** argv) {
   size_t evict_mib = 0, toggle = 0;
   bool mark = false;
   std::string label;
+  std::vector<std::string> only;  // --case: the cases to run (empty: all)
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> const char* {
@@ -181,6 +183,7 @@ int main(int argc, char** argv) {
     else if (a == "--label") label = next();
     else if (a == "--evict") evict_mib = std::strtoull(next(), nullptr, 10);
     else if (a == "--mark") mark = true;
+    else if (a == "--case") only.emplace_back(next());
     else if (a == "--toggle") toggle = std::strtoull(next(), nullptr, 10);
     else {
       usage();
@@ -191,6 +194,14 @@ int main(int argc, char** argv) {
     if (toggle && n < 4 * toggle) std::fprintf(stderr, "call_overhead: --toggle needs -n of at least four blocks\n");
     usage();
     return 2;
+  }
+  for (const std::string& c : only) {
+    static const char* const kCases[] = {"htod_pinned",   "htod_pageable",     "dtoh_pinned",
+                                         "dtoh_pageable", "htod_async_pinned", "htod_async_pageable"};
+    if (std::find(std::begin(kCases), std::end(kCases), c) == std::end(kCases)) {
+      std::fprintf(stderr, "call_overhead: unknown case '%s'\n", c.c_str());
+      return 2;
+    }
   }
   if (warmup == SIZE_MAX) warmup = n / 10;
   if (mark) {
@@ -246,6 +257,7 @@ int main(int argc, char** argv) {
 
   std::vector<uint64_t> t(n);
   auto run_case = [&](const char* name, auto&& call) {
+    if (!only.empty() && std::find(only.begin(), only.end(), name) == only.end()) return;
     for (size_t i = 0; i < warmup; ++i) CHECK(call());
     CHECK(cuStreamSynchronize(stream));
     std::vector<double> blocks;  // --toggle: each block's mean ns a call

@@ -117,7 +117,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   e = trace::Event{};
   e.api = static_cast<uint16_t>(id);
   e.thread_id = ts.tid;
-  e.correlation_id = rec.next_correlation();
+  e.correlation_id = rec.next_correlation(ts);
   StackTimes stack_times;
   const uint64_t stack_t0 = timed ? now_ns() : 0;
   e.callsite_id = capture_callsite(rec, return_address, timed ? &stack_times : nullptr);

@@ -19,6 +19,7 @@
 #include "record/call_desc.h"
 #include "record/callsite_table.h"
 #include "record/capture_range.h"
+#include "record/correlation_ids.h"
 #include "record/cupti_governor.h"
 #include "record/hook_time.h"
 #include "record/event_ring.h"
@@ -42,6 +43,7 @@ struct ThreadState {
   trace::Event pending{};       // the event being built for the current user call (the rewrite's
                                 // executor adds the path that ran to its flags)
   EventRing* ring = nullptr;
+  CorrelationBlock correlation;  // this thread's block of correlation ids
   // NVTX ranges open on this thread, outermost first (record/nvtx_ranges.h);
   // deeper ones are counted in nvtx_depth, not kept. nvtx_changed: the stack
   // changed since the trace last heard of it.
@@ -103,7 +105,7 @@ class Recorder {
   // ignored without a capture range.
   void profiler_call(bool start);
 
-  uint32_t next_correlation() { return correlation_.fetch_add(1, std::memory_order_relaxed) + 1; }
+  uint32_t next_correlation(ThreadState& ts) { return correlation_.next(ts.correlation); }
   uint32_t stack_depth() const { return stack_depth_; }
   bool cupti_active() const;
   // A copy or memset issued now should get a CUPTI record: CUPTI is active
@@ -167,7 +169,7 @@ class Recorder {
   std::atomic<int> state_{kIdle};
   std::atomic<int> driver_state_{0};
   std::atomic<bool> um_requested_{false};  // 0 not attached, 1 attaching, 2 attached
-  std::atomic<uint32_t> correlation_{0};
+  CorrelationIds correlation_;
   std::atomic<bool> capturing_{true};
   bool capture_range_ = false;  // CUXFER_CAPTURE_RANGE given (set once, in the constructor)
   std::mutex capture_mutex_;    // guards capture_ (a start or stop, rare)
