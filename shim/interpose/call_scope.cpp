@@ -171,7 +171,7 @@ CUXFER_HOT uint32_t capture_callsite(Recorder& rec, void* return_address, StackT
   const uint32_t native_max = std::min(rec.stack_depth(), CallSiteTable::kMaxNativeDepth);
   const uint32_t under_python = std::min(native_max, config().python_native_depth);
   const uint64_t t0 = times ? now_ns() : 0;
-  const uint32_t py = config().python_stacks ? python::PythonStacks::instance().capture(
+  const uint32_t py = config().python_stacks ? python::PythonStacks::capture_gated(
                                                    frames + under_python, CallSiteTable::kMaxDepth - under_python)
                                              : 0;
   const uint64_t t1 = times ? now_ns() : 0;

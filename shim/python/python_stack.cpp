@@ -195,6 +195,8 @@ void CodeTable::mark_all_unwritten() { ready_.rewind(); }
 
 // --- the interpreter -----------------------------------------------------------------
 
+thread_local uint32_t t_calls_to_gate __attribute__((tls_model("initial-exec"))) = 0;
+
 CUXFER_HOT PythonStacks& PythonStacks::instance() {
   static PythonStacks* s = new PythonStacks;  // never destroyed: copies may come from atexit handlers
   return *s;
@@ -403,21 +405,19 @@ CUXFER_HOT uint32_t PythonStacks::walk_frames(uint64_t tstate, uint64_t* out, ui
 CUXFER_HOT uint32_t PythonStacks::capture(uint64_t* out, uint32_t max) noexcept {
   if (max == 0) return 0;
   if (state_.load(std::memory_order_acquire) != kReady) {
-    if (state_.load(std::memory_order_acquire) != kUnresolved) return 0;
-    // A program without an interpreter comes here on every copy: reading the
-    // counter (rdtsc, ~18 ns in the H200's VM) only every kGateCalls-th copy of a
-    // thread keeps the gate to a decrement. A thread's first copy looks.
-    static thread_local uint32_t t_calls_to_gate __attribute__((tls_model("initial-exec"))) = 0;
-    if (t_calls_to_gate != 0) {
-      --t_calls_to_gate;
-      return 0;
-    }
+    // A program without an interpreter (or with one the shim cannot read)
+    // comes here on every copy: capture_gated() lets a thread look only every
+    // kGateCalls-th copy (a thread's first copy looks), and the time-stamp
+    // counter (rdtsc, ~18 ns in the H200's VM, where the clock costs 30-40)
+    // spaces the searches further.
     t_calls_to_gate = kGateCalls - 1;
+    if (state_.load(std::memory_order_acquire) != kUnresolved) return 0;
     const uint64_t tsc = __rdtsc();
     if (tsc < next_try_tsc_.load(std::memory_order_relaxed)) return 0;
     next_try_tsc_.store(tsc + kRetryTicks, std::memory_order_relaxed);
     resolve(now_ns());
     if (state_.load(std::memory_order_acquire) != kReady) return 0;
+    t_calls_to_gate = 0;
   }
   // Before and after the interpreter's life the thread-state key is not
   // valid (an uninitialised key reads another library's thread-local).

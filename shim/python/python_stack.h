@@ -109,6 +109,10 @@ constexpr bool search_for_interpreter(bool symbol_seen, uint64_t generation, uin
   return symbol_seen || generation == 0 || generation != generation_at_last_search;
 }
 
+// Copies the calling thread has still to make before capture() looks at the
+// interpreter again, while none is ready to be read (python_stack.cpp).
+extern thread_local uint32_t t_calls_to_gate __attribute__((tls_model("initial-exec")));
+
 class PythonStacks {
  public:
   static PythonStacks& instance();
@@ -118,6 +122,17 @@ class PythonStacks {
   // runs no Python, the interpreter is not (yet) known, or stacks are off.
   // Never throws, never blocks.
   uint32_t capture(uint64_t* out, uint32_t max) noexcept;
+  // The same, for the copy hooks: a thread that found no interpreter to read
+  // passes the next kGateCalls - 1 copies here with a decrement of its own,
+  // without touching the shared state (a cache line, often a page, after the
+  // driver's call: ~25 ns a copy on the H200 host, docs/benchmarks.md).
+  static uint32_t capture_gated(uint64_t* out, uint32_t max) noexcept {
+    if (t_calls_to_gate != 0) {
+      --t_calls_to_gate;
+      return 0;
+    }
+    return instance().capture(out, max);
+  }
 
   // Writer thread: code objects not yet in the trace, and one note each time
   // the state is decided (which interpreter, or why no Python frames).
