@@ -9,6 +9,12 @@
 // page of it and a cache miss per line. Spread over the library's .text, the
 // path touched 15 pages for 90 lines (devtools/pages_touched.py).
 #define CUXFER_HOT __attribute__((hot))
+// The small accessors every intercepted copy calls, inlined where the compiler
+// would rather keep one out-of-line copy: that copy lands in the library's
+// .text, far from .text.hot, and after the driver's call its cold line and
+// page made one such call (Recorder::ensure_driver_attached, a load and a
+// test) cost the storm's copies ~0.3 us each on the H200 host (docs/benchmarks.md).
+#define CUXFER_INLINE __attribute__((always_inline)) inline
 // Large zero-initialised arrays go to .lbss, which the linker places after
 // .bss: left in .bss they sit between the small globals every copy reads
 // (the configuration, the real functions, guard variables), which then

@@ -9,6 +9,11 @@
 #include "rewrite/pinned_rewrite.h"
 #include "rewrite/zero_copy.h"
 
+// A hook's call of the real function (and the rewrite's choice of path before
+// it), inlined into the hook: as a lambda of its own it sat in another page of
+// .text, one more cold page and line for every copy (export.h, CUXFER_INLINE).
+#define CUXFER_INLINE_LAMBDA __attribute__((always_inline))
+
 // The real function behind hook `name`, with the hook's own type.
 #define CUXFER_REAL(name) \
   ::cuxfer::shim::real_function_as<decltype(&::name)>(::cuxfer::shim::HookId::h_##name)
@@ -48,14 +53,14 @@
   CUXFER_DRIVER_HOOK_BEGIN(name, params)                                                  \
   return ::cuxfer::shim::intercept<CUresult>(::cuxfer::shim::HookId::h_##name, describe,    \
                                              __builtin_return_address(0),                  \
-                                             [&] { return real args; });                   \
+                                             [&]() CUXFER_INLINE_LAMBDA { return real args; });                   \
   }
 
 #define CUXFER_RUNTIME_HOOK(name, params, args, describe)                                  \
   CUXFER_RUNTIME_HOOK_BEGIN(name, params)                                                 \
   return ::cuxfer::shim::intercept<cudaError_t>(::cuxfer::shim::HookId::h_##name, describe, \
                                                 __builtin_return_address(0),               \
-                                                [&] { return real args; });                \
+                                                [&]() CUXFER_INLINE_LAMBDA { return real args; });                \
   }
 
 // A copy the rewrite never takes over, but which must not run asynchronously
@@ -68,7 +73,7 @@
   if (::cuxfer::shim::rewrite::registrations_exist()) guard(desc);                          \
   return ::cuxfer::shim::intercept<CUresult>(::cuxfer::shim::HookId::h_##name, desc,        \
                                              __builtin_return_address(0),                  \
-                                             [&] { return real args; });                   \
+                                             [&]() CUXFER_INLINE_LAMBDA { return real args; });                   \
   }
 
 // A copy the pinned rewrite may take over: the description is computed once
@@ -77,7 +82,7 @@
   CUXFER_DRIVER_HOOK_BEGIN(name, params)                                                  \
   const ::cuxfer::shim::CallDesc desc = describe;                                           \
   return ::cuxfer::shim::intercept<CUresult>(                                               \
-      ::cuxfer::shim::HookId::h_##name, desc, __builtin_return_address(0), [&] {            \
+      ::cuxfer::shim::HookId::h_##name, desc, __builtin_return_address(0), [&]() CUXFER_INLINE_LAMBDA {            \
         namespace rw = ::cuxfer::shim::rewrite;                                             \
         int rewritten = 0;                                                                  \
         rw::Action act = rw::zero_copy_exists() ? rw::try_zero_copy(desc, rewritten)        \

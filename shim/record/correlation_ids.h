@@ -12,6 +12,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "core/export.h"
+
 namespace cuxfer::shim {
 
 // A thread's current block: ids [next, next + left).
@@ -28,7 +30,7 @@ class CorrelationIds {
   // A source whose next block starts after `last` (tests: the counter's wrap).
   explicit CorrelationIds(uint32_t last) : last_(last) {}
 
-  uint32_t next(CorrelationBlock& b) {
+  CUXFER_INLINE uint32_t next(CorrelationBlock& b) {
     if (b.left == 0) [[unlikely]] refill(b);
     --b.left;
     return b.next++;

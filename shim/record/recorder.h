@@ -86,36 +86,36 @@ class Recorder {
   // could not be created; hooks then pass every call straight through.
   bool recording() const { return state_.load(std::memory_order_acquire) == kRecording; }
   // Opens the trace and starts the writer and CUPTI at the first data call.
-  bool ensure_started() {
+  CUXFER_INLINE bool ensure_started() {
     int s = state_.load(std::memory_order_acquire);
     return s == kRecording || ((s == kIdle || s == kStarting) && start_slow());
   }
 
   // Driver-dependent setup (simulated-CUDA detection, CUPTI), done at the
   // first driver-layer call, when libcuda is certainly loaded.
-  void ensure_driver_attached() {
+  CUXFER_INLINE void ensure_driver_attached() {
     if (driver_state_.load(std::memory_order_acquire) == 0) attach_driver_slow();
   }
 
   // Inside the capture range: the whole run without one (the default), else
   // between the program's profiler start and stop (record/capture_range.h).
   // Read once per call by the hooks.
-  bool capturing() const { return capturing_.load(std::memory_order_relaxed); }
+  CUXFER_INLINE bool capturing() const { return capturing_.load(std::memory_order_relaxed); }
   // The program called cudaProfilerStart/cuProfilerStart (`start`) or a stop;
   // ignored without a capture range.
   void profiler_call(bool start);
 
-  uint32_t next_correlation(ThreadState& ts) { return correlation_.next(ts.correlation); }
-  uint32_t stack_depth() const { return stack_depth_; }
+  CUXFER_INLINE uint32_t next_correlation(ThreadState& ts) { return correlation_.next(ts.correlation); }
+  CUXFER_INLINE uint32_t stack_depth() const { return stack_depth_; }
   bool cupti_active() const;
   // A copy or memset issued now should get a CUPTI record: CUPTI is active
   // and the governor has its copy records on (kFlagGpuExpected).
-  bool gpu_expected() const { return copy_records_on_.load(std::memory_order_acquire) && cupti_active(); }
+  CUXFER_INLINE bool gpu_expected() const { return copy_records_on_.load(std::memory_order_acquire) && cupti_active(); }
   bool cupti_forbidden_ = false;  // forked from a process whose CUPTI state cannot be reused
   CallSiteTable& callsites() { return callsites_; }
 
   // The calling thread's ring, attached at its first use (null: none to be had).
-  EventRing* ring_of(ThreadState& ts) { return ts.ring || attach_ring(ts) ? ts.ring : nullptr; }
+  CUXFER_INLINE EventRing* ring_of(ThreadState& ts) { return ts.ring || attach_ring(ts) ? ts.ring : nullptr; }
 
   CUXFER_HOT void emit(ThreadState& ts, const trace::Event& e) {
     if (!ts.ring && !attach_ring(ts)) return;
