@@ -52,14 +52,14 @@ uint64_t estimate_hook_ns(const HookSums& now, const HookSums& last) {
   return static_cast<uint64_t>(static_cast<double>(now.ns) / static_cast<double>(now.timed) * static_cast<double>(calls));
 }
 
-std::string hook_time_note(const HookTime& t, uint64_t elapsed_ns) {
+std::string hook_time_note(const HookTime& t, uint64_t elapsed_ns, bool in_ranges) {
   if (t.timed == 0) return {};
   const double mean = static_cast<double>(t.ns) / static_cast<double>(t.timed);
   const double total = mean * static_cast<double>(t.calls);
-  char share[64] = "";
+  char share[96] = "";
   if (elapsed_ns > 0)
-    std::snprintf(share, sizeof share, ", %.2f %% of the %.3f s recorded", 100.0 * total / static_cast<double>(elapsed_ns),
-                  static_cast<double>(elapsed_ns) / 1e9);
+    std::snprintf(share, sizeof share, ", %.2f %% of the %.3f s %s", 100.0 * total / static_cast<double>(elapsed_ns),
+                  static_cast<double>(elapsed_ns) / 1e9, in_ranges ? "inside the capture ranges" : "recorded");
   // What capturing the call stacks took of it: the part a shorter
   // --stack-depth (or CUXFER_PYTHON_NATIVE_DEPTH) buys back.
   std::string stacks;

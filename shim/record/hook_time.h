@@ -45,7 +45,8 @@ struct HookSums {
 uint64_t estimate_hook_ns(const HookSums& now, const HookSums& last);
 
 // "overhead: ..." (docs/trace-format.md, Notes), or "" when no call was timed.
-// `elapsed_ns`: the time recorded, for the share.
-std::string hook_time_note(const HookTime& t, uint64_t elapsed_ns);
+// `elapsed_ns`: the time recorded, for the share; `in_ranges`: it is the time
+// inside the capture ranges (CUXFER_CAPTURE_RANGE), the only calls counted.
+std::string hook_time_note(const HookTime& t, uint64_t elapsed_ns, bool in_ranges = false);
 
 }  // namespace cuxfer::shim

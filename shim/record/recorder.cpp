@@ -678,7 +678,16 @@ HookSums Recorder::hook_sums() {
 std::string Recorder::hook_time_summary() {
   HookTime t;
   rings_.for_each([&](EventRing& r) { t.add(r); });
-  return hook_time_note(t, now_ns() - start_ns_);
+  const uint64_t now = now_ns();
+  if (!capture_range_) return hook_time_note(t, now - start_ns_);
+  // Only calls inside the ranges are counted (and timed): their share is of
+  // the ranges' time, not of the whole run's.
+  uint64_t inside;
+  {
+    std::lock_guard<std::mutex> lock(capture_mutex_);
+    inside = capture_.captured_ns(now);
+  }
+  return hook_time_note(t, inside, true);
 }
 
 void Recorder::shutdown() {

@@ -44,6 +44,10 @@ TEST(HookTimeNote, MeanTotalShareAndDistribution) {
             "256 ns-512 ns, 99th percentile 4.1 us-8.19 us, longest 5 us; 3 calls timed whole), 352 us in all, "
             "0.04 % of the 1.000 s recorded (summed over threads); CUPTI's cost, when on, is inside the calls' "
             "own times");
+  // Under a capture range only the ranges' calls are counted: the share is of the ranges' time.
+  EXPECT_NE(hook_time_note(t, 250'000'000, true).find("0.14 % of the 0.250 s inside the capture ranges (summed"),
+            std::string::npos)
+      << hook_time_note(t, 250'000'000, true);
 }
 
 TEST(HookTimeNote, TheCallStacksPart) {
