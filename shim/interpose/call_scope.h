@@ -63,7 +63,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
     // re-enters the runtime). Refine the owner's description, don't record.
     if (ts.runtime_owner && layer_of(id) == Layer::Driver) {
       ts.driver_seen = true;
-      rec.ensure_driver_attached();
+      rec.ensure_driver_attached(ts);
       if (d.kind == ts.desc.kind &&
           (d.kind == trace::EventKind::Copy || d.kind == trace::EventKind::Memset)) {
         if (!ts.driver_contributed) {
@@ -107,7 +107,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   // Work on a per-thread default stream: the zero-copy path's "nothing pending" shortcut is off.
   if (d.flags & trace::kFlagPerThreadStream) rewrite::per_thread_stream_used();
   ts.runtime_owner = layer_of(id) == Layer::Runtime;
-  if (!ts.runtime_owner) rec.ensure_driver_attached();
+  if (!ts.runtime_owner) rec.ensure_driver_attached(ts);
   ts.driver_seen = false;
   ts.driver_contributed = false;
   ts.mapped = false;

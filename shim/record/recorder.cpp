@@ -821,6 +821,7 @@ void Recorder::after_fork_child() {
   int s = state_.load(std::memory_order_relaxed);
   if (s == kRecording || s == kStarting) state_.store(kIdle, std::memory_order_relaxed);
   driver_state_.store(0, std::memory_order_relaxed);
+  t_state.driver_attached = false;  // the child attaches again (its CUPTI, its notes)
   simulated_ = false;
   cupti_state_ = 0;
   cupti_reason_.clear();

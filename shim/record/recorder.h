@@ -44,6 +44,7 @@ struct ThreadState {
                                 // executor adds the path that ran to its flags)
   EventRing* ring = nullptr;
   CorrelationBlock correlation;  // this thread's block of correlation ids
+  bool driver_attached = false;  // this thread saw Recorder's driver setup done (a fork child's is not)
   // NVTX ranges open on this thread, outermost first (record/nvtx_ranges.h);
   // deeper ones are counted in nvtx_depth, not kept. nvtx_changed: the stack
   // changed since the trace last heard of it.
@@ -95,6 +96,15 @@ class Recorder {
   // first driver-layer call, when libcuda is certainly loaded.
   CUXFER_INLINE void ensure_driver_attached() {
     if (driver_state_.load(std::memory_order_acquire) == 0) attach_driver_slow();
+  }
+  // The same for a hook: a thread that has seen the setup done asks its own
+  // state from then on, not the recorder's shared line. That one load cost
+  // each copy of the storm ~0.3 us on the H200 host (a phase probe,
+  // docs/benchmarks.md): the hooks' only read of that line after their first steps.
+  CUXFER_INLINE void ensure_driver_attached(ThreadState& ts) {
+    if (ts.driver_attached) [[likely]] return;
+    ensure_driver_attached();
+    ts.driver_attached = driver_state_.load(std::memory_order_acquire) == 2;
   }
 
   // Inside the capture range: the whole run without one (the default), else
