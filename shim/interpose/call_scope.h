@@ -11,6 +11,7 @@
 
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/phase_probe.h"
 #include "record/call_desc.h"
 #include "symbols/symbol_table.h"
 #include "record/recorder.h"
@@ -53,6 +54,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
                    Post&& post = Post{}) {
   ThreadState& ts = thread_state();
   if (ts.internal) return call();
+  if (!ts.in_call) CUXFER_PHASE(kEntry);  // a development build's phase account (core/phase_probe.h)
   // Registrations of memory the app has freed are dropped here, before any
   // CUDA call can meet one (the libc hooks only queue them: free() never
   // waits on the driver). One load when nothing is queued.
@@ -92,11 +94,14 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   // the call site (site policies) and the event being built (the path it took).
   const bool capturing = rec.capturing();
   if (!capturing && !config().rewrite_any()) [[unlikely]] {
+    CUXFER_PHASE(kPassGate);
     R r = call();
+    CUXFER_PHASE(kPassCall);
     post(r, static_cast<trace::Event*>(nullptr));
     return r;
   }
 
+  CUXFER_PHASE(kGate);
   ts.in_call = true;
   // About one call in EventRing::kHookTimeEvery is timed whole: its time outside
   // the real call is what the shim's own work cost the app (the shutdown
@@ -104,10 +109,12 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   EventRing* const ring = rec.ring_of(ts);
   const bool timed = capturing && ring && ring->count_hook_call();
   const uint64_t hook_t0 = timed ? now_ns() : 0;
+  CUXFER_PHASE(kSetup);
   // Work on a per-thread default stream: the zero-copy path's "nothing pending" shortcut is off.
   if (d.flags & trace::kFlagPerThreadStream) rewrite::per_thread_stream_used();
   ts.runtime_owner = layer_of(id) == Layer::Runtime;
   if (!ts.runtime_owner) rec.ensure_driver_attached(ts);
+  CUXFER_PHASE(kDriverCheck);
   ts.driver_seen = false;
   ts.driver_contributed = false;
   ts.mapped = false;
@@ -118,19 +125,25 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   e.api = static_cast<uint16_t>(id);
   e.thread_id = ts.tid;
   e.correlation_id = rec.next_correlation(ts);
+  CUXFER_PHASE(kEvent);
   StackTimes stack_times;
   const uint64_t stack_t0 = timed ? now_ns() : 0;
   e.callsite_id = capture_callsite(rec, return_address, timed ? &stack_times : nullptr);
   if (timed) stack_times.total_ns = now_ns() - stack_t0;
+  CUXFER_PHASE(kCallSite);
   // GPU records are matched to calls offline by stream order, time and size
   // (docs/trace-format.md): nothing CUPTI-related runs on this path.
   if (rec.gpu_expected()) e.flags |= trace::kFlagGpuExpected;
   if (d.kind == trace::EventKind::Copy && d.bytes >= fingerprint_min_bytes()) prefetch_samples(d);
   e.t_enter_ns = now_ns();
+  CUXFER_PHASE(kBeforeCall);
   R r = call();
+  CUXFER_PHASE(kRealCall);
   e.t_exit_ns = now_ns();
+  CUXFER_PHASE(kAfterCall);
   post(r, &e);
   describe_event(ts.desc, e);
+  CUXFER_PHASE(kDescribe);
   if (ts.runtime_owner && !ts.driver_contributed &&
       (ts.desc.kind == trace::EventKind::Copy || ts.desc.kind == trace::EventKind::Memset))
     e.flags |= trace::kFlagRuntimeOnly;
@@ -140,6 +153,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   if (r != 0) e.flags |= trace::kFlagFailed;
   if (capturing) {
     rec.emit(ts, e);
+    CUXFER_PHASE(kEmit);
     if (e.bytes >= fingerprint_min_bytes() && e.kind == static_cast<uint8_t>(trace::EventKind::Copy))
       fingerprint_copy(rec, ts, e);
   }
@@ -148,6 +162,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
     ring->add_hook_time(whole > inner ? whole - inner : 0, stack_times);
   }
   ts.in_call = false;
+  CUXFER_PHASE(kTail);
   return r;
 }
 
