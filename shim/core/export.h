@@ -11,9 +11,9 @@
 #define CUXFER_HOT __attribute__((hot))
 // The small accessors every intercepted copy calls, inlined where the compiler
 // would rather keep one out-of-line copy: that copy lands in the library's
-// .text, far from .text.hot, and after the driver's call its cold line and
-// page made one such call (Recorder::ensure_driver_attached, a load and a
-// test) cost the storm's copies ~0.3 us each on the H200 host (docs/benchmarks.md).
+// .text, outside .text.hot, one more page and line for a copy made with the
+// caches cold. (On the H200's copy storm this alone measured no change,
+// docs/benchmarks.md "Sixteenth session"; it keeps the hot path in one place.)
 #define CUXFER_INLINE __attribute__((always_inline)) inline
 // Large zero-initialised arrays go to .lbss, which the linker places after
 // .bss: left in .bss they sit between the small globals every copy reads

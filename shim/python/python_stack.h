@@ -124,8 +124,8 @@ class PythonStacks {
   uint32_t capture(uint64_t* out, uint32_t max) noexcept;
   // The same, for the copy hooks: a thread that found no interpreter to read
   // passes the next kGateCalls - 1 copies here with a decrement of its own,
-  // without touching the shared state (a cache line, often a page, after the
-  // driver's call: ~25 ns a copy on the H200 host, docs/benchmarks.md).
+  // without touching the shared state (a cache line, often a page, cold after
+  // the driver's call).
   static uint32_t capture_gated(uint64_t* out, uint32_t max) noexcept {
     if (t_calls_to_gate != 0) {
       --t_calls_to_gate;
