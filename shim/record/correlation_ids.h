@@ -2,9 +2,10 @@
 // process, never 0 (0 is "unknown" in the trace). Each thread takes them in
 // blocks from one shared counter, so that a copy call's id is a thread-local
 // increment: a locked add on the shared counter per call is a full fence,
-// which made every hook wait there for the cache misses of its first steps
-// (~0.3 us a copy on the H200 host, docs/benchmarks.md) instead of letting
-// them overlap the rest of its work. Ids are increasing per thread, unique
+// which makes the hook wait there for the cache misses of its first steps
+// instead of letting them overlap the rest of its work (with the interpreter
+// gate's change, 0.5-1.1 points off the H200's pinned copy storm,
+// docs/benchmarks.md "Sixteenth session"). Ids are increasing per thread, unique
 // but not ordered across threads; nothing relies on more (the analyzer joins
 // by id, orders by time).
 #pragma once
