@@ -11,6 +11,9 @@
 // is very likely what this one will read: prefetched together, the misses
 // overlap instead of queueing.
 //
+// The prefetches are issued at the hook's entry (interpose/call_scope.h),
+// the walks a few steps later.
+//
 // Only for cold captures: one that follows the thread's previous capture by
 // more than kColdCycles of the time-stamp counter (the app ran in between).
 // Back-to-back copies find their lines in cache; for them begin() is one
@@ -33,7 +36,7 @@ namespace cuxfer::shim {
 class PrefetchTrail {
  public:
   enum Part : unsigned { kPython = 0, kNative = 1 };
-  static constexpr uint32_t kPerPart = 32;  // addresses kept per walk (8 Python frames, 16 native steps)
+  static constexpr uint32_t kPerPart = 48;  // addresses kept per walk (8 Python frames, 23 native steps)
   static constexpr uint32_t kTrails = 4;
   static constexpr uint64_t kColdCycles = 200'000;  // ~70-100 us at the usual TSC rates
 

@@ -147,6 +147,43 @@ CUXFER_HOT void fingerprint_copy(Recorder& rec, ThreadState& ts, const trace::Ev
   rec.emit(ts, f);
 }
 
+namespace {
+
+// A loop copies from the same few stacks again and again, in the same order
+// (a PyTorch training step: two uploads, two of cuBLAS's memsets, the loss
+// read back): the thread's last kRecentStacks stacks, each compared whole,
+// are cheaper than the table's hash and probe. Each remembers which one came
+// after it last time, tried first: a step's cycle of stacks then hits at the
+// first compare (with four slots tried in turn, a cycle of five missed every
+// time). The id of an interned stack never changes (ids are never reused).
+// Replaced round-robin.
+struct alignas(64) RecentStack {
+  uint32_t depth = 0, id = 0;
+  uint32_t next = 0;  // the slot that followed this one last time
+  uint64_t frames[CallSiteTable::kMaxDepth];
+};
+constexpr unsigned kRecentStacks = 8;
+struct RecentStacks {
+  RecentStack slots[kRecentStacks];
+  unsigned next_slot = 0, last_hit = 0;
+  unsigned predicted = 0;  // the slot the next capture will try first
+};
+thread_local RecentStacks t_recent __attribute__((tls_model("initial-exec")));
+
+}  // namespace
+
+CUXFER_HOT void begin_callsite(Recorder& rec, void* return_address) {
+  if (rec.stack_depth() == 0) return;
+  // The slot the capture will compare first: its id, depth and first
+  // frames, ready when the walks are done (cold after the app's own work).
+  const char* predicted = reinterpret_cast<const char*>(&t_recent.slots[t_recent.predicted]);
+  for (unsigned line = 0; line < 4; ++line) __builtin_prefetch(predicted + 64 * line, 0, 3);
+  // A cold capture: the last cold capture's reads from this site, issued
+  // together before this one's chains of dependent loads start (core/prefetch_trail.h).
+  static const bool prefetching = config().prefetch_trail;
+  if (prefetching) prefetch_trail().begin(reinterpret_cast<uint64_t>(return_address));
+}
+
 CUXFER_HOT uint32_t capture_callsite(Recorder& rec, void* return_address, StackTimes* times) {
   if (rec.stack_depth() == 0) {
     // Without stacks a call site is its return address alone: a loop calls
@@ -159,10 +196,6 @@ CUXFER_HOT uint32_t capture_callsite(Recorder& rec, void* return_address, StackT
     last_address = address;
     return last_id;
   }
-  // A cold capture: the last cold capture's reads from this site, issued
-  // together before this one's chains of dependent loads start (core/prefetch_trail.h).
-  static const bool prefetching = config().prefetch_trail;
-  if (prefetching) prefetch_trail().begin(reinterpret_cast<uint64_t>(return_address));
   // Native frames, then the thread's Python frames (trace/python_frame.h).
   // The Python frames are read first, into their place after at most
   // `python_native_depth` native frames: a thread that has them gets that many
@@ -184,28 +217,15 @@ CUXFER_HOT uint32_t capture_callsite(Recorder& rec, void* return_address, StackT
     if (n < under_python) std::memmove(frames + n, frames + under_python, py * sizeof(uint64_t));
     n += py;
   }
-  // A loop copies from the same few stacks again and again, in the same order
-  // (a PyTorch training step: two uploads, two of cuBLAS's memsets, the loss
-  // read back): the thread's last kRecentStacks stacks, each compared whole,
-  // are cheaper than the table's hash and probe. Each remembers which one
-  // came after it last time, tried first: a step's cycle of stacks then hits
-  // at the first compare (with four slots tried in turn, a cycle of five
-  // missed every time). The id of an interned stack never changes (ids are
-  // never reused). Replaced round-robin.
-  struct RecentStack {
-    uint32_t depth = 0, id = 0;
-    uint32_t next = 0;  // the slot that followed this one last time
-    uint64_t frames[CallSiteTable::kMaxDepth];
-  };
-  constexpr unsigned kRecentStacks = 8;
-  static thread_local RecentStack recent[kRecentStacks] __attribute__((tls_model("initial-exec")));
-  static thread_local unsigned next_slot __attribute__((tls_model("initial-exec"))) = 0;
-  static thread_local unsigned last_hit __attribute__((tls_model("initial-exec"))) = 0;
+  RecentStacks& rs = t_recent;
+  RecentStack* const recent = rs.slots;
+  unsigned& next_slot = rs.next_slot;
+  unsigned& last_hit = rs.last_hit;
   auto same = [&](unsigned i) {
     const RecentStack& r = recent[i];
     return r.id != 0 && r.depth == n && std::memcmp(r.frames, frames, n * sizeof(uint64_t)) == 0;
   };
-  const unsigned predicted = recent[last_hit].next;
+  const unsigned predicted = rs.predicted;  // recent[last_hit].next, without reading its line
   unsigned hit = kRecentStacks;
   if (same(predicted)) {
     hit = predicted;
@@ -221,6 +241,7 @@ CUXFER_HOT uint32_t capture_callsite(Recorder& rec, void* return_address, StackT
   if (hit < kRecentStacks) {
     recent[last_hit].next = hit;
     last_hit = hit;
+    rs.predicted = recent[hit].next;
     return recent[hit].id;
   }
   const uint32_t id = rec.callsites().intern(frames, n);
@@ -233,6 +254,7 @@ CUXFER_HOT uint32_t capture_callsite(Recorder& rec, void* return_address, StackT
     std::memcpy(r.frames, frames, n * sizeof(uint64_t));
     r.id = id;
     r.next = last_hit;
+    rs.predicted = last_hit;
   }
   return id;
 }

@@ -25,9 +25,23 @@ void per_thread_stream_used();  // rewrite/zero_copy.h
 
 // Classifies the described pointers and fills the event's transfer fields.
 void describe_event(const CallDesc& d, trace::Event& e);
+// Starts the capture of a call made from `return_address`: a cold one
+// prefetches what the last cold capture from there read. Then, in the same
+// hook, capture_callsite() reads the stack. (Read after the real call, the
+// stack cost more, not less: a copy's staging evicts the lines the walks
+// read, the frames' among them; docs/benchmarks.md, seventeenth session.)
+void begin_callsite(Recorder& rec, void* return_address);
 // Captures the call stack (or just `return_address`) and interns it; with
 // `times`, says what the two walks took (a timed call, record/hook_time.h).
 uint32_t capture_callsite(Recorder& rec, void* return_address, StackTimes* times = nullptr);
+// capture_callsite(), its time added to `times` when the call is timed whole.
+CUXFER_INLINE uint32_t timed_capture(Recorder& rec, void* return_address, bool timed, StackTimes& times) {
+  if (!timed) return capture_callsite(rec, return_address);
+  const uint64_t t0 = now_ns();
+  const uint32_t id = capture_callsite(rec, return_address, &times);
+  times.total_ns = now_ns() - t0;
+  return id;
+}
 // Smallest copy fingerprinted (UINT64_MAX: fingerprints off).
 uint64_t fingerprint_min_bytes();
 // Prefetches the words the fingerprint of copy `d` will read, where the copy
@@ -109,6 +123,9 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   EventRing* const ring = rec.ring_of(ts);
   const bool timed = capturing && ring && ring->count_hook_call();
   const uint64_t hook_t0 = timed ? now_ns() : 0;
+  // A cold capture's prefetches, issued first: they arrive while the steps
+  // before the capture run (core/prefetch_trail.h).
+  begin_callsite(rec, return_address);
   CUXFER_PHASE(kSetup);
   // Work on a per-thread default stream: the zero-copy path's "nothing pending" shortcut is off.
   if (d.flags & trace::kFlagPerThreadStream) rewrite::per_thread_stream_used();
@@ -127,9 +144,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   e.correlation_id = rec.next_correlation(ts);
   CUXFER_PHASE(kEvent);
   StackTimes stack_times;
-  const uint64_t stack_t0 = timed ? now_ns() : 0;
-  e.callsite_id = capture_callsite(rec, return_address, timed ? &stack_times : nullptr);
-  if (timed) stack_times.total_ns = now_ns() - stack_t0;
+  e.callsite_id = timed_capture(rec, return_address, timed, stack_times);
   CUXFER_PHASE(kCallSite);
   // GPU records are matched to calls offline by stream order, time and size
   // (docs/trace-format.md): nothing CUPTI-related runs on this path.
