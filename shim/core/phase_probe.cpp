@@ -22,6 +22,13 @@ struct alignas(64) Tally {
 Tally g_tally[kPhases];
 alignas(64) uint64_t g_last = 0;
 uint64_t g_start_tsc = 0, g_start_ns = 0;
+struct Noted {
+  const char* what;
+  uint64_t address;
+  unsigned size;
+};
+constexpr unsigned kNotes = 8;
+Noted g_notes[kNotes] = {};
 
 uint64_t monotonic_ns() {
   timespec t;
@@ -43,6 +50,11 @@ __attribute__((destructor)) void report() {
                0
 #endif
   );
+  for (const Noted& n : g_notes)
+    if (n.what)
+      std::fprintf(stderr, "phase_probe address %s=0x%llx page_offset=%llu size=%u pages=%llu\n", n.what,
+                   static_cast<unsigned long long>(n.address), static_cast<unsigned long long>(n.address & 4095),
+                   n.size, static_cast<unsigned long long>(((n.address + n.size - 1) >> 12) - (n.address >> 12) + 1));
   for (uint32_t p = 1; p < kPhases; ++p)
     if (g_tally[p].count)
       std::fprintf(stderr, "phase_probe %-12s n=%llu mean_cycles=%.1f mean_ns=%.1f\n", kNames[p],
@@ -52,6 +64,16 @@ __attribute__((destructor)) void report() {
 }
 
 }  // namespace
+
+void note_address(const char* what, const void* p, unsigned size) {
+  for (Noted& n : g_notes) {
+    if (n.what == what) return;
+    if (!n.what) {
+      n = Noted{what, reinterpret_cast<uint64_t>(p), size};
+      return;
+    }
+  }
+}
 
 void mark(Phase p) {
 #ifdef CUXFER_PHASE_PROBE_LFENCE

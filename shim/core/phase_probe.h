@@ -36,9 +36,14 @@ enum Phase : uint32_t {
 
 #ifdef CUXFER_PHASE_PROBE
 void mark(Phase p);
+// Remembers the first address given under `what` (a literal); the report
+// prints it with its offset in its page and the size given.
+void note_address(const char* what, const void* p, unsigned size);
 #define CUXFER_PHASE(p) ::cuxfer::shim::phase_probe::mark(::cuxfer::shim::phase_probe::p)
+#define CUXFER_PHASE_ADDRESS(what, p) ::cuxfer::shim::phase_probe::note_address(what, p, sizeof *(p))
 #else
 #define CUXFER_PHASE(p) ((void)0)
+#define CUXFER_PHASE_ADDRESS(what, p) ((void)0)
 #endif
 
 }  // namespace cuxfer::shim::phase_probe

@@ -116,6 +116,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   }
 
   CUXFER_PHASE(kGate);
+  CUXFER_PHASE_ADDRESS("thread_state", &ts);
   ts.in_call = true;
   // About one call in EventRing::kHookTimeEvery is timed whole: its time outside
   // the real call is what the shim's own work cost the app (the shutdown
