@@ -36,7 +36,7 @@ namespace cuxfer::shim {
 class PrefetchTrail {
  public:
   enum Part : unsigned { kPython = 0, kNative = 1 };
-  static constexpr uint32_t kPerPart = 48;  // addresses kept per walk (8 Python frames, 23 native steps)
+  static constexpr uint32_t kPerPart = 32;  // addresses kept per walk (8 Python frames, 16 native steps)
   static constexpr uint32_t kTrails = 4;
   static constexpr uint64_t kColdCycles = 200'000;  // ~70-100 us at the usual TSC rates
 

@@ -360,10 +360,6 @@ CUXFER_HOT uint32_t PythonStacks::walk_frames(uint64_t tstate, uint64_t* out, ui
     if (noting && n < kNoteFrames) {
       trail.note(frame + l.frame_code);
       trail.note(code + l.object_type);
-      // The key's fields, on one or two lines the interpreter itself seldom
-      // reads (3.12: first line at 68, file name to line table at 112-143).
-      trail.note(code + l.code_first_line);
-      trail.note(code + l.code_line_table);
       trail.note(codes_.slot_address(code));
     }
     if constexpr (Model == FrameModel::Interp312 || Model == FrameModel::Interp313) {

@@ -30,15 +30,7 @@
 namespace cuxfer::shim {
 
 // Per-thread state; trivially destructible so it lives in static TLS.
-// The state's lines on one page: a copy hook reads most of them, and after a
-// system call (the driver's, on a host whose kernel then flushes the TLB) a
-// second page is a second page walk, which the phase probe measured at
-// ~700-870 cycles on the H200's VM (docs/benchmarks.md, seventeenth session).
-// A build may set another alignment (the probe's A/B).
-#ifndef CUXFER_THREAD_STATE_ALIGN
-#define CUXFER_THREAD_STATE_ALIGN 512
-#endif
-struct alignas(CUXFER_THREAD_STATE_ALIGN) ThreadState {
+struct ThreadState {
   uint32_t tid = 0;
   uint32_t internal = 0;        // >0: the shim itself is calling CUDA/CUPTI; hooks pass through
   bool in_call = false;         // a hook owns the current user call
@@ -62,7 +54,6 @@ struct alignas(CUXFER_THREAD_STATE_ALIGN) ThreadState {
   uint32_t nvtx_names[kNvtxMaxDepth] = {};
 };
 
-static_assert(sizeof(ThreadState) <= 4096 && CUXFER_THREAD_STATE_ALIGN >= 8);
 ThreadState& thread_state();
 
 // RAII marker for the shim's own CUDA/CUPTI calls.

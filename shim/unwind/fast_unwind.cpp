@@ -173,38 +173,31 @@ static_assert(sizeof(Rule) == 16);
 constexpr uint32_t kMemoRules = 256;
 constexpr int kMemoShift = 56;  // 64 - log2(kMemoRules)
 CUXFER_HOT uint32_t memo_slot(uint64_t pc) { return static_cast<uint32_t>((pc * 0x9E3779B97F4A7C15ull) >> kMemoShift); }
-// The thread's last walks, kept to be replayed. A walk is a pure function of
+// The thread's last walk, kept to be replayed. A walk is a pure function of
 // where it starts (its stack pointer, and its frame pointer when a rule reads
 // it before a frame restores it), the rules (fixed within an epoch), its
 // arguments and the stack words it reads. When all of those are as they were,
 // the result is: the replay compares the words (one or two a frame, in a few
 // contiguous lines) instead of stepping the frames again (a rule lookup, the
 // CFA's arithmetic and its bounds a frame). A copy loop calls from the same
-// few stacks again and again (a training step: its uploads, the loss read
-// back, cuBLAS's memsets, in turn), so most walks are replays of one of the
-// thread's last kWalks; any difference at all (another caller, a deeper
-// stack, a changed saved register) is a full walk, recorded in place of the
-// oldest. Exact by construction: nothing is guessed from a partial match.
-constexpr uint32_t kReplayReads = 40, kReplayFrames = 24, kWalks = 4;
-struct StackWord {
-  uint64_t at, value;  // together: a replay reads both from one line
-};
+// stack again and again, so most walks are replays; any difference at all
+// (another caller, a deeper stack, a changed saved register) is a full walk.
+// Exact by construction: nothing is guessed from a partial match.
+constexpr uint32_t kReplayReads = 40, kReplayFrames = 24;
 struct LastWalk {
+  uint64_t sp = 0;  // 0: nothing to replay
   uint64_t bp = 0;
   bool bp_used = false;  // the walk read the entry bp (else any bp replays)
   uint64_t epoch = 0, skip_low = 0, skip_high = 0;
   uint32_t max = 0, reads = 0, n = 0;
-  StackWord read[kReplayReads];
+  uint64_t at[kReplayReads];
+  uint64_t value[kReplayReads];
   uint64_t frames[kReplayFrames];
 };
 struct ThreadMemo {
   uint64_t epoch = 0;
   bool busy = false;  // a walk is running on this thread (a signal handler's walk must not use the memo)
-  uint32_t oldest = 0;  // the record the next full walk replaces
-  // Each record's start (0: nothing to replay), in one line: a walk looks at
-  // the records whose start is its own.
-  uint64_t sp[kWalks] = {};
-  LastWalk last[kWalks];
+  LastWalk last;
   alignas(64) Rule rules[kMemoRules];
 };
 thread_local ThreadMemo t_memo __attribute__((tls_model("initial-exec")));
@@ -231,34 +224,24 @@ struct MemoUse {
   }
 };
 
-// Which of the thread's last walks is this one's answer (LastWalk above), or
-// kWalks for none: same start, arguments and epoch, and every stack word it
-// read unchanged. The words lie between the stack pointer and the stack's top,
-// as they did (the same sp, the same thread): readable. Notes, for a cold
-// capture's trail, the record's own lines and the words, as the walk would
-// note what it read.
-CUXFER_HOT __attribute__((no_sanitize("address", "thread"))) uint32_t replay(
-    ThreadMemo* memo, uint64_t sp, uint64_t bp, uint64_t epoch, uint32_t max, uint64_t skip_low, uint64_t skip_high,
-    PrefetchTrail::Writer* trail) {
-  for (uint32_t k = 0; k < kWalks; ++k) {
-    if (memo->sp[k] != sp) continue;
-    const LastWalk& w = memo->last[k];
-    if (w.epoch != epoch || w.max != max || w.skip_low != skip_low || w.skip_high != skip_high ||
-        (w.bp_used && w.bp != bp))
-      continue;
-    uint64_t differ = 0;
-    for (uint32_t i = 0; i < w.reads; ++i) differ |= *reinterpret_cast<const uint64_t*>(w.read[i].at) ^ w.read[i].value;
-    if (differ != 0) continue;
-    if (trail) {
-      trail->note(reinterpret_cast<uint64_t>(&w));
-      for (uint32_t i = 0; i < w.reads; i += 64 / sizeof(StackWord)) trail->note(reinterpret_cast<uint64_t>(&w.read[i]));
-      for (uint32_t i = 0; i < w.n; i += 64 / sizeof(uint64_t)) trail->note(reinterpret_cast<uint64_t>(&w.frames[i]));
-      for (uint32_t i = 0; i < w.reads; ++i) trail->note(w.read[i].at);
-    }
-    if ((++t_replays & 1023) == 0) g_replays.fetch_add(1024, std::memory_order_relaxed);
-    return k;
-  }
-  return kWalks;
+// Whether the thread's last walk is this one's answer (LastWalk above):
+// same start, arguments and epoch, and every stack word it read unchanged.
+// The words lie between the stack pointer and the stack's top, as they did
+// (the same sp, the same thread): readable. Notes them for a cold capture's
+// trail, as the walk would.
+CUXFER_HOT __attribute__((no_sanitize("address", "thread"))) bool replay(ThreadMemo* memo, uint64_t sp, uint64_t bp, uint64_t epoch, uint32_t max, uint64_t skip_low,
+                       uint64_t skip_high, PrefetchTrail::Writer* trail) {
+  const LastWalk& w = memo->last;
+  if (w.sp != sp || w.epoch != epoch || w.max != max || w.skip_low != skip_low || w.skip_high != skip_high ||
+      (w.bp_used && w.bp != bp))
+    return false;
+  uint64_t differ = 0;
+  for (uint32_t i = 0; i < w.reads; ++i) differ |= *reinterpret_cast<const uint64_t*>(w.at[i]) ^ w.value[i];
+  if (differ != 0) return false;
+  if (trail)
+    for (uint32_t i = 0; i < w.reads; ++i) trail->note(w.at[i]);
+  if ((++t_replays & 1023) == 0) g_replays.fetch_add(1024, std::memory_order_relaxed);
+  return true;
 }
 
 }  // namespace
@@ -295,24 +278,16 @@ CUXFER_HOT __attribute__((noinline, no_sanitize("address", "thread"))) bool walk
   PrefetchTrail::Writer trail(prefetch_trail(), PrefetchTrail::kNative);
   const bool noting = memo && trail.on();
 
-  if (noting) trail.note(reinterpret_cast<uint64_t>(memo->sp));
-  if (memo) {
-    const uint32_t k = replay(memo, sp, bp, epoch, max, skip_low, skip_high, noting ? &trail : nullptr);
-    if (k < kWalks) {
-      const LastWalk& w = memo->last[k];
-      for (uint32_t i = 0; i < w.n; ++i) frames[i] = w.frames[i];
-      *count = w.n;
-      return true;
-    }
+  if (memo && replay(memo, sp, bp, epoch, max, skip_low, skip_high, noting ? &trail : nullptr)) {
+    for (uint32_t i = 0; i < memo->last.n; ++i) frames[i] = memo->last.frames[i];
+    *count = memo->last.n;
+    return true;
   }
-  // Recorded for a later walk's replay as the walk goes, in place of the
-  // oldest record; kept only if the walk succeeds within the record's bounds.
-  uint32_t slot = 0;
-  LastWalk* rec = nullptr;
-  if (memo) {
-    slot = memo->oldest;  // moves on only once the record is whole (an unrecordable walk keeps reusing it)
-    memo->sp[slot] = 0;
-    rec = &memo->last[slot];
+  // Recorded for the next walk's replay as the walk goes; kept only if the
+  // walk succeeds within the record's bounds.
+  LastWalk* const rec = memo ? &memo->last : nullptr;
+  if (rec) {
+    rec->sp = 0;
     rec->reads = 0;
     rec->bp_used = false;
   }
@@ -325,7 +300,8 @@ CUXFER_HOT __attribute__((noinline, no_sanitize("address", "thread"))) bool walk
       recording = false;
       return;
     }
-    rec->read[reads] = StackWord{at, v};
+    rec->at[reads] = at;
+    rec->value[reads] = v;
     ++reads;
   };
   const auto read = [&](uint64_t at) {
@@ -412,8 +388,7 @@ CUXFER_HOT __attribute__((noinline, no_sanitize("address", "thread"))) bool walk
     rec->skip_high = skip_high;
     rec->epoch = epoch;
     rec->bp = entry_bp;
-    memo->sp[slot] = low;  // last: the record is whole
-    memo->oldest = (slot + 1) % kWalks;
+    rec->sp = low;  // last: the record is whole
   }
   return true;
 }
