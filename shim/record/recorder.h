@@ -98,9 +98,10 @@ class Recorder {
     if (driver_state_.load(std::memory_order_acquire) == 0) attach_driver_slow();
   }
   // The same for a hook: a thread that has seen the setup done asks its own
-  // state from then on, not the recorder's shared line. That one load cost
-  // each copy of the storm ~0.3 us on the H200 host (a phase probe,
-  // docs/benchmarks.md): the hooks' only read of that line after their first steps.
+  // state from then on, not the recorder's shared line. Made because a phase
+  // probe charged that load ~0.3 us a copy on the H200; measured after, the
+  // storm did not change and the probe still charges the step as much, so the
+  // cost lies elsewhere (docs/benchmarks.md, seventeenth session).
   CUXFER_INLINE void ensure_driver_attached(ThreadState& ts) {
     if (ts.driver_attached) [[likely]] return;
     ensure_driver_attached();
