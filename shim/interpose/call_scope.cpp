@@ -172,7 +172,7 @@ thread_local RecentStacks t_recent __attribute__((tls_model("initial-exec")));
 
 }  // namespace
 
-CUXFER_HOT void begin_callsite(Recorder& rec, void* return_address) {
+CUXFER_HOT void begin_callsite(Recorder& rec, Caller caller) {
   if (rec.stack_depth() == 0) return;
   // The slot the capture will compare first: its id, depth and first
   // frames, ready when the walks are done (cold after the app's own work).
@@ -181,10 +181,11 @@ CUXFER_HOT void begin_callsite(Recorder& rec, void* return_address) {
   // A cold capture: the last cold capture's reads from this site, issued
   // together before this one's chains of dependent loads start (core/prefetch_trail.h).
   static const bool prefetching = config().prefetch_trail;
-  if (prefetching) prefetch_trail().begin(reinterpret_cast<uint64_t>(return_address));
+  if (prefetching) prefetch_trail().begin(reinterpret_cast<uint64_t>(caller.return_address));
 }
 
-CUXFER_HOT uint32_t capture_callsite(Recorder& rec, void* return_address, StackTimes* times) {
+CUXFER_HOT uint32_t capture_callsite(Recorder& rec, Caller caller, StackTimes* times) {
+  void* const return_address = caller.return_address;
   if (rec.stack_depth() == 0) {
     // Without stacks a call site is its return address alone: a loop calls
     // from the same place again and again, so remember the last one.
@@ -208,7 +209,7 @@ CUXFER_HOT uint32_t capture_callsite(Recorder& rec, void* return_address, StackT
                                                    frames + under_python, CallSiteTable::kMaxDepth - under_python)
                                              : 0;
   const uint64_t t1 = times ? now_ns() : 0;
-  uint32_t n = capture_stack(frames, py ? under_python : native_max, return_address);
+  uint32_t n = capture_stack(frames, py ? under_python : native_max, return_address, caller.frame);
   if (times) {
     times->python_ns = t1 - t0;
     times->native_ns = now_ns() - t1;

@@ -23,6 +23,18 @@ namespace rewrite {
 void per_thread_stream_used();  // rewrite/zero_copy.h
 }
 
+// Where a hook was called from: its return address, and its own frame
+// address, where the stack walk starts (unwind::walk_from: the shim's frames
+// between the hook and the walk are not stepped). Taken in the exported hook
+// itself, by CUXFER_CALLER: __builtin_frame_address(0) gives the function a
+// frame pointer, so the frame holds the caller's rbp with the return address
+// above it (walk_from checks that, and walks from its own frame if not).
+struct Caller {
+  void* return_address;
+  const void* frame;
+};
+#define CUXFER_CALLER (::cuxfer::shim::Caller{__builtin_return_address(0), __builtin_frame_address(0)})
+
 // Classifies the described pointers and fills the event's transfer fields.
 void describe_event(const CallDesc& d, trace::Event& e);
 // Starts the capture of a call made from `return_address`: a cold one
@@ -30,15 +42,15 @@ void describe_event(const CallDesc& d, trace::Event& e);
 // hook, capture_callsite() reads the stack. (Read after the real call, the
 // stack cost more, not less: a copy's staging evicts the lines the walks
 // read, the frames' among them; docs/benchmarks.md, seventeenth session.)
-void begin_callsite(Recorder& rec, void* return_address);
-// Captures the call stack (or just `return_address`) and interns it; with
-// `times`, says what the two walks took (a timed call, record/hook_time.h).
-uint32_t capture_callsite(Recorder& rec, void* return_address, StackTimes* times = nullptr);
+void begin_callsite(Recorder& rec, Caller caller);
+// Captures the call stack (or just the caller's return address) and interns
+// it; with `times`, says what the two walks took (a timed call, record/hook_time.h).
+uint32_t capture_callsite(Recorder& rec, Caller caller, StackTimes* times = nullptr);
 // capture_callsite(), its time added to `times` when the call is timed whole.
-CUXFER_INLINE uint32_t timed_capture(Recorder& rec, void* return_address, bool timed, StackTimes& times) {
-  if (!timed) return capture_callsite(rec, return_address);
+CUXFER_INLINE uint32_t timed_capture(Recorder& rec, Caller caller, bool timed, StackTimes& times) {
+  if (!timed) return capture_callsite(rec, caller);
   const uint64_t t0 = now_ns();
-  const uint32_t id = capture_callsite(rec, return_address, &times);
+  const uint32_t id = capture_callsite(rec, caller, &times);
   times.total_ns = now_ns() - t0;
   return id;
 }
@@ -64,7 +76,7 @@ struct NoPost {
 // `post(result, event)` runs after the real call whatever the mode, so that
 // allocation tables stay current; `event` is null unless this hook owns it.
 template <typename R, typename Call, typename Post = NoPost>
-inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& call,
+inline R intercept(HookId id, const CallDesc& d, Caller caller, Call&& call,
                    Post&& post = Post{}) {
   ThreadState& ts = thread_state();
   if (ts.internal) return call();
@@ -126,7 +138,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   const uint64_t hook_t0 = timed ? now_ns() : 0;
   // A cold capture's prefetches, issued first: they arrive while the steps
   // before the capture run (core/prefetch_trail.h).
-  begin_callsite(rec, return_address);
+  begin_callsite(rec, caller);
   CUXFER_PHASE(kSetup);
   // Work on a per-thread default stream: the zero-copy path's "nothing pending" shortcut is off.
   if (d.flags & trace::kFlagPerThreadStream) rewrite::per_thread_stream_used();
@@ -145,7 +157,7 @@ inline R intercept(HookId id, const CallDesc& d, void* return_address, Call&& ca
   e.correlation_id = rec.next_correlation(ts);
   CUXFER_PHASE(kEvent);
   StackTimes stack_times;
-  e.callsite_id = timed_capture(rec, return_address, timed, stack_times);
+  e.callsite_id = timed_capture(rec, caller, timed, stack_times);
   CUXFER_PHASE(kCallSite);
   // GPU records are matched to calls offline by stream order, time and size
   // (docs/trace-format.md): nothing CUPTI-related runs on this path.

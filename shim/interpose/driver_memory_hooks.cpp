@@ -69,7 +69,7 @@ VmmHandles& vmm() {
 
 CUXFER_DRIVER_HOOK_BEGIN(cuMemAlloc_v2, (CUdeviceptr* p, size_t n))
   return intercept<CUresult>(HookId::h_cuMemAlloc_v2, describe::memory(EventKind::DeviceAlloc, 0, n, MemKind::Device),
-                             __builtin_return_address(0),
+                             CUXFER_CALLER,
                              [&] {
                                uint64_t mapped = 0;
                                if (p && rewrite::zero_copy_alloc(n, &mapped)) {
@@ -84,7 +84,7 @@ CUXFER_DRIVER_HOOK_BEGIN(cuMemAlloc_v2, (CUdeviceptr* p, size_t n))
 CUXFER_DRIVER_HOOK_BEGIN(cuMemAllocPitch_v2, (CUdeviceptr* p, size_t* pitch, size_t w, size_t h, unsigned int elem))
   return intercept<CUresult>(
       HookId::h_cuMemAllocPitch_v2, describe::memory(EventKind::DeviceAlloc, 0, w * h, MemKind::Device),
-      __builtin_return_address(0), [&] { return real(p, pitch, w, h, elem); },
+      CUXFER_CALLER, [&] { return real(p, pitch, w, h, elem); },
       [&](CUresult r, cuxfer::trace::Event* e) {
         if (r != CUDA_SUCCESS || !p || !pitch) return;
         on_alloc<CUresult>(p, static_cast<uint64_t>(*pitch) * h, MemKind::Device)(r, e);
@@ -94,14 +94,14 @@ CUXFER_DRIVER_HOOK_BEGIN(cuMemAllocPitch_v2, (CUdeviceptr* p, size_t* pitch, siz
 CUXFER_DRIVER_HOOK_BEGIN(cuMemAllocManaged, (CUdeviceptr* p, size_t n, unsigned int flags))
   return intercept<CUresult>(HookId::h_cuMemAllocManaged,
                              describe::memory(EventKind::ManagedAlloc, 0, n, MemKind::Managed),
-                             __builtin_return_address(0), [&] { return real(p, n, flags); },
+                             CUXFER_CALLER, [&] { return real(p, n, flags); },
                              on_alloc<CUresult>(p, n, MemKind::Managed));
 }
 
 #define ALLOC_ASYNC(name)                                                                                   \
   CUXFER_DRIVER_HOOK_BEGIN(name, (CUdeviceptr* p, size_t n, CUstream s))                                    \
     return intercept<CUresult>(HookId::h_##name, describe::memory(EventKind::DeviceAlloc, 0, n, MemKind::Device), \
-                               __builtin_return_address(0), [&] { return real(p, n, s); },                  \
+                               CUXFER_CALLER, [&] { return real(p, n, s); },                  \
                                on_alloc<CUresult>(p, n, MemKind::Device));                                  \
   }
 ALLOC_ASYNC(cuMemAllocAsync)
@@ -110,7 +110,7 @@ ALLOC_ASYNC(cuMemAllocAsync_ptsz)
 #define ALLOC_FROM_POOL(name)                                                                               \
   CUXFER_DRIVER_HOOK_BEGIN(name, (CUdeviceptr* p, size_t n, CUmemoryPool pool, CUstream s))                 \
     return intercept<CUresult>(HookId::h_##name, describe::memory(EventKind::DeviceAlloc, 0, n, MemKind::Device), \
-                               __builtin_return_address(0), [&] { return real(p, n, pool, s); },            \
+                               CUXFER_CALLER, [&] { return real(p, n, pool, s); },            \
                                on_alloc<CUresult>(p, n, MemKind::Device));                                  \
   }
 ALLOC_FROM_POOL(cuMemAllocFromPoolAsync)
@@ -120,7 +120,7 @@ ALLOC_FROM_POOL(cuMemAllocFromPoolAsync_ptsz)
 #define CUXFER_DEVICE_FREE_HOOK(name, params, args)                                                       \
   CUXFER_DRIVER_HOOK_BEGIN(name, params)                                                                  \
     return intercept<CUresult>(HookId::h_##name, free_desc(EventKind::DeviceFree, p, MemKind::Device),    \
-                               __builtin_return_address(0), [&] {                                         \
+                               CUXFER_CALLER, [&] {                                         \
                                  if (rewrite::zero_copy_exists() && rewrite::zero_copy_free(p))           \
                                    return CUDA_SUCCESS;                                                   \
                                  return real args;                                                        \
@@ -138,7 +138,7 @@ CUXFER_DRIVER_HOOK_BEGIN(cuMemCreate, (CUmemGenericAllocationHandle* handle, siz
   MemKind kind = host ? MemKind::Pinned : MemKind::Device;
   return intercept<CUresult>(
       HookId::h_cuMemCreate, describe::memory(host ? EventKind::HostAlloc : EventKind::DeviceAlloc, 0, n, kind),
-      __builtin_return_address(0), [&] { return real(handle, n, prop, flags); },
+      CUXFER_CALLER, [&] { return real(handle, n, prop, flags); },
       [&](CUresult r, cuxfer::trace::Event*) {
         if (r != CUDA_SUCCESS || !handle) return;
         std::lock_guard<std::mutex> lock(vmm().mutex);
@@ -179,13 +179,13 @@ CUXFER_DRIVER_HOOK_BEGIN(cuMemUnmap, (CUdeviceptr p, size_t n))
 // Host memory
 CUXFER_DRIVER_HOOK_BEGIN(cuMemHostAlloc, (void** p, size_t n, unsigned int flags))
   return intercept<CUresult>(HookId::h_cuMemHostAlloc, describe::memory(EventKind::HostAlloc, 0, n, MemKind::Pinned),
-                             __builtin_return_address(0), [&] { return real(p, n, flags); },
+                             CUXFER_CALLER, [&] { return real(p, n, flags); },
                              on_alloc<CUresult>(p, n, MemKind::Pinned));
 }
 
 CUXFER_DRIVER_HOOK_BEGIN(cuMemAllocHost_v2, (void** p, size_t n))
   return intercept<CUresult>(HookId::h_cuMemAllocHost_v2, describe::memory(EventKind::HostAlloc, 0, n, MemKind::Pinned),
-                             __builtin_return_address(0), [&] { return real(p, n); },
+                             CUXFER_CALLER, [&] { return real(p, n); },
                              on_alloc<CUresult>(p, n, MemKind::Pinned));
 }
 
@@ -198,7 +198,7 @@ CUXFER_DRIVER_HOOK_BEGIN(cuMemHostRegister_v2, (void* p, size_t n, unsigned int 
   rewrite::release_range(address, n);
   return intercept<CUresult>(
       HookId::h_cuMemHostRegister_v2, describe::memory(EventKind::HostRegister, address, n, MemKind::Registered),
-      __builtin_return_address(0), [&] { return real(p, n, flags); },
+      CUXFER_CALLER, [&] { return real(p, n, flags); },
       [=](CUresult r, cuxfer::trace::Event*) {
         if (r == CUDA_SUCCESS) remember(address, n, MemKind::Registered);
       });
@@ -210,5 +210,5 @@ CUXFER_DRIVER_HOOK_BEGIN(cuMemHostUnregister, (void* p))
   void* target = rewrite::shim_registered(describe::ptr(p)) ? rewrite::pageable_probe() : p;
   return intercept<CUresult>(HookId::h_cuMemHostUnregister,
                              free_desc(EventKind::HostUnregister, describe::ptr(p), MemKind::Registered),
-                             __builtin_return_address(0), [&] { return real(target); });
+                             CUXFER_CALLER, [&] { return real(target); });
 }

@@ -61,7 +61,7 @@ auto rt_alloc_post(void** out, uint64_t bytes, MemKind kind) {
 }
 
 template <typename Call, typename Post>
-cudaError_t rt_intercept(HookId id, const CallDesc& desc, void* ret, Call&& call, Post&& post) {
+cudaError_t rt_intercept(HookId id, const CallDesc& desc, Caller ret, Call&& call, Post&& post) {
   return intercept<cudaError_t>(id, desc, ret, std::forward<Call>(call), std::forward<Post>(post));
 }
 
@@ -130,7 +130,7 @@ CUXFER_RUNTIME_HOOK(cudaMemset2DAsync, (void* p, size_t pitch, int v, size_t w, 
 // Allocation
 #define RT_ALLOC(name, params, args, out, bytes, event_kind, mem_kind)                                  \
   CUXFER_RUNTIME_HOOK_BEGIN(name, params)                                                              \
-    return rt_intercept(HookId::h_##name, d::memory(event_kind, 0, bytes, mem_kind), __builtin_return_address(0), \
+    return rt_intercept(HookId::h_##name, d::memory(event_kind, 0, bytes, mem_kind), CUXFER_CALLER, \
                         [&] { return real args; }, rt_alloc_post(out, bytes, mem_kind));               \
   }
 // cudaMalloc reaches cuMemAlloc_v2, where the zero-copy path may take it
@@ -149,7 +149,7 @@ RT_ALLOC(cudaHostAlloc, (void** p, size_t n, unsigned int f), (p, n, f), p, n, E
 
 CUXFER_RUNTIME_HOOK_BEGIN(cudaMallocPitch, (void** p, size_t* pitch, size_t w, size_t h))
   return rt_intercept(HookId::h_cudaMallocPitch, d::memory(EventKind::DeviceAlloc, 0, w * h, MemKind::Device),
-                      __builtin_return_address(0), [&] { return real(p, pitch, w, h); },
+                      CUXFER_CALLER, [&] { return real(p, pitch, w, h); },
                       [&](cudaError_t r, cuxfer::trace::Event* e) {
                         if (r == cudaSuccess && pitch) rt_alloc_post(p, *pitch * h, MemKind::Device)(r, e);
                       });
@@ -157,7 +157,7 @@ CUXFER_RUNTIME_HOOK_BEGIN(cudaMallocPitch, (void** p, size_t* pitch, size_t w, s
 
 CUXFER_RUNTIME_HOOK_BEGIN(cudaHostRegister, (void* p, size_t n, unsigned int f))
   return rt_intercept(HookId::h_cudaHostRegister, d::memory(EventKind::HostRegister, d::ptr(p), n, MemKind::Registered),
-                      __builtin_return_address(0), [&] { return real(p, n, f); },
+                      CUXFER_CALLER, [&] { return real(p, n, f); },
                       [&](cudaError_t r, cuxfer::trace::Event*) {
                         if (r == cudaSuccess && !allocation_table().find(d::ptr(p)))
                           allocation_table().insert(d::ptr(p), n, MemKind::Registered, -1);
@@ -170,7 +170,7 @@ CUXFER_RUNTIME_HOOK_BEGIN(cudaHostRegister, (void* p, size_t n, unsigned int f))
     if (!p) return real args; /* cudaFree(0) is the runtime's init idiom, not a free */                   \
     const uint64_t address = d::ptr(p);                                                                    \
     return intercept<cudaError_t>(HookId::h_##name, d::memory(event_kind, address, forget(p), mem_kind),      \
-                                  __builtin_return_address(0), [&] {                                      \
+                                  CUXFER_CALLER, [&] {                                      \
                                     if (event_kind == EventKind::DeviceFree && rewrite::zero_copy_exists() && \
                                         rewrite::zero_copy_free(address))                                 \
                                       return cudaSuccess;                                                 \

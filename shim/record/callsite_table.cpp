@@ -257,10 +257,13 @@ std::string unwinder_summary() {
   if (g_unwinder == Unwinder::Libunwind) return {};
   const unwind::CacheStats c = unwind::cache_stats();
   // Nothing to say when the walk took every stack itself.
-  if (g_unwinder == Unwinder::Fast && c.full == 0 && g_fallbacks.load(std::memory_order_relaxed) == 0) return {};
+  if (g_unwinder == Unwinder::Fast && c.full == 0 && c.unframed == 0 && g_fallbacks.load(std::memory_order_relaxed) == 0)
+    return {};
   std::string s = "call stacks: the .eh_frame walk (" + std::to_string(c.rules) + " return addresses, " +
                   std::to_string(c.lookups) + " rule lookups";
   if (c.full) s += ", " + std::to_string(c.full) + " found its table full";
+  if (c.unframed)
+    s += ", " + std::to_string(c.unframed) + " started in the shim because a hook's frame was not a frame-pointer one";
   s += "); " + std::to_string(g_fallbacks.load(std::memory_order_relaxed)) + " stacks taken from the fallback unwinder";
   s += decline_summary(c);
   if (g_unwinder == Unwinder::Verify)
@@ -269,10 +272,15 @@ std::string unwinder_summary() {
   return s;
 }
 
-CUXFER_HOT uint32_t capture_stack(uint64_t* frames, uint32_t max_depth, void* fallback) {
+CUXFER_HOT uint32_t capture_stack(uint64_t* frames, uint32_t max_depth, void* fallback, const void* frame) {
   uint32_t n = 0;
   if (max_depth > 0) {
-    if (g_unwinder == Unwinder::Libunwind || !unwind::walk(frames, max_depth, g_own_low, g_own_high, &n)) {
+    const bool walked =
+        g_unwinder != Unwinder::Libunwind &&
+        (frame && fallback ? unwind::walk_from(reinterpret_cast<uint64_t>(fallback), frame, frames, max_depth,
+                                               g_own_low, g_own_high, &n)
+                           : unwind::walk(frames, max_depth, g_own_low, g_own_high, &n));
+    if (!walked) {
       if (g_unwinder != Unwinder::Libunwind) g_fallbacks.fetch_add(1, std::memory_order_relaxed);
       n = library_stack(frames, max_depth);
     } else if (g_unwinder == Unwinder::Verify) {

@@ -52,8 +52,10 @@ class CallSiteTable {
 
 // Fills `frames` with the caller's return addresses (innermost first), leaving
 // out the shim's own frames; `fallback` is used when depth is 0 or unwinding
-// finds nothing. Returns the number of frames.
-uint32_t capture_stack(uint64_t* frames, uint32_t max_depth, void* fallback);
+// finds nothing. With `frame`, the frame address of the hook that `fallback`
+// returns to, the walk starts there (unwind::walk_from). Returns the number
+// of frames.
+uint32_t capture_stack(uint64_t* frames, uint32_t max_depth, void* fallback, const void* frame = nullptr);
 
 // The address range of libcuxfer itself, so captured stacks skip our frames.
 void init_own_text_range();

@@ -74,6 +74,8 @@ std::atomic<uint64_t> g_rules{0}, g_lookups{0}, g_full{0};
 // added here when the thread's count reaches a multiple of 1024 (no shared
 // line written on the hot path), so the figure trails by at most 1023 a thread.
 std::atomic<uint64_t> g_replays{0};
+// walk_from() calls given no frame-pointer frame (walked from their own frame instead).
+std::atomic<uint64_t> g_unframed{0};
 // Declined walks by reason, and the return address of the first one (where
 // to look first); counted only when a walk declines.
 std::atomic<uint64_t> g_declines[kDeclineKinds];
@@ -186,6 +188,7 @@ CUXFER_HOT uint32_t memo_slot(uint64_t pc) { return static_cast<uint32_t>((pc * 
 constexpr uint32_t kReplayReads = 40, kReplayFrames = 24;
 struct LastWalk {
   uint64_t sp = 0;  // 0: nothing to replay
+  uint64_t pc = 0;  // where it started (walk_from's caller, or walk()'s own code)
   uint64_t bp = 0;
   bool bp_used = false;  // the walk read the entry bp (else any bp replays)
   uint64_t epoch = 0, skip_low = 0, skip_high = 0;
@@ -229,10 +232,10 @@ struct MemoUse {
 // The words lie between the stack pointer and the stack's top, as they did
 // (the same sp, the same thread): readable. Notes them for a cold capture's
 // trail, as the walk would.
-CUXFER_HOT __attribute__((no_sanitize("address", "thread"))) bool replay(ThreadMemo* memo, uint64_t sp, uint64_t bp, uint64_t epoch, uint32_t max, uint64_t skip_low,
+CUXFER_HOT __attribute__((no_sanitize("address", "thread"))) bool replay(ThreadMemo* memo, uint64_t pc, uint64_t sp, uint64_t bp, uint64_t epoch, uint32_t max, uint64_t skip_low,
                        uint64_t skip_high, PrefetchTrail::Writer* trail) {
   const LastWalk& w = memo->last;
-  if (w.sp != sp || w.epoch != epoch || w.max != max || w.skip_low != skip_low || w.skip_high != skip_high ||
+  if (w.sp != sp || w.pc != pc || w.epoch != epoch || w.max != max || w.skip_low != skip_low || w.skip_high != skip_high ||
       (w.bp_used && w.bp != bp))
     return false;
   uint64_t differ = 0;
@@ -244,21 +247,19 @@ CUXFER_HOT __attribute__((no_sanitize("address", "thread"))) bool replay(ThreadM
   return true;
 }
 
-}  // namespace
-
+// The walk from a frame whose pc, sp and bp are known, `top` the thread
+// stack's top. `pc` is recorded as the first frame when `own` is false (a
+// caller's return address), not when it is the walk's own code. Inlined into
+// walk() and walk_from(): its reads must stay above the sp it is given, which
+// the frame that computed it keeps live.
+//
 // Reads other frames' saved registers: not an access the sanitizers should
 // judge (ASan's fake stacks, TSan's shadow know nothing of them).
-CUXFER_HOT __attribute__((noinline, no_sanitize("address", "thread"))) bool walk(uint64_t* frames, uint32_t max, uint64_t skip_low, uint64_t skip_high,
-                                    uint32_t* count) {
-  *count = 0;
-  const ThreadStack& stack = thread_stack();
-  const uint64_t top = stack.top;
-  uint64_t pc, sp, bp;
-  // This frame's registers; `pc` is the address after the lea, whose rule
-  // (looked up at pc - 1, like every other frame's) is that of the movs.
-  asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(pc), "=r"(sp), "=r"(bp));
+CUXFER_HOT __attribute__((always_inline, no_sanitize("address", "thread"))) inline bool walk_at(
+    uint64_t pc, uint64_t sp, uint64_t bp, bool own, uint64_t top, uint64_t* frames, uint32_t max, uint64_t skip_low,
+    uint64_t skip_high, uint32_t* count) {
+  const uint64_t start_pc = pc;
   const uint64_t low = sp;
-  if (top == 0 || sp < stack.bottom || sp >= top) return decline(Decline::ForeignStack, pc);  // not on the thread's own stack
   const uint64_t epoch = g_epoch.load(std::memory_order_acquire);
 
   // A signal handler's walk that interrupts this thread's walk finds the memo
@@ -278,7 +279,7 @@ CUXFER_HOT __attribute__((noinline, no_sanitize("address", "thread"))) bool walk
   PrefetchTrail::Writer trail(prefetch_trail(), PrefetchTrail::kNative);
   const bool noting = memo && trail.on();
 
-  if (memo && replay(memo, sp, bp, epoch, max, skip_low, skip_high, noting ? &trail : nullptr)) {
+  if (memo && replay(memo, pc, sp, bp, epoch, max, skip_low, skip_high, noting ? &trail : nullptr)) {
     for (uint32_t i = 0; i < memo->last.n; ++i) frames[i] = memo->last.frames[i];
     *count = memo->last.n;
     return true;
@@ -326,6 +327,7 @@ CUXFER_HOT __attribute__((noinline, no_sanitize("address", "thread"))) bool walk
   };
 
   uint32_t n = 0;
+  if (!own && max > 0 && (pc < skip_low || pc >= skip_high)) frames[n++] = pc;
   // Frames are counted against `max` only once they are the app's; a bound on
   // all of them keeps a corrupt chain that stays inside the stack finite.
   for (uint32_t steps = 0; n < max; ++steps) {
@@ -388,9 +390,49 @@ CUXFER_HOT __attribute__((noinline, no_sanitize("address", "thread"))) bool walk
     rec->skip_high = skip_high;
     rec->epoch = epoch;
     rec->bp = entry_bp;
+    rec->pc = start_pc;
     rec->sp = low;  // last: the record is whole
   }
   return true;
+}
+
+}  // namespace
+
+CUXFER_HOT __attribute__((noinline, no_sanitize("address", "thread"))) bool walk(uint64_t* frames, uint32_t max,
+                                                                             uint64_t skip_low, uint64_t skip_high,
+                                                                             uint32_t* count) {
+  *count = 0;
+  const ThreadStack& stack = thread_stack();
+  uint64_t pc, sp, bp;
+  // This frame's registers; `pc` is the address after the lea, whose rule
+  // (looked up at pc - 1, like every other frame's) is that of the movs.
+  asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(pc), "=r"(sp), "=r"(bp));
+  if (stack.top == 0 || sp < stack.bottom || sp >= stack.top)
+    return decline(Decline::ForeignStack, pc);  // not on the thread's own stack
+  return walk_at(pc, sp, bp, true, stack.top, frames, max, skip_low, skip_high, count);
+}
+
+CUXFER_HOT __attribute__((noinline, no_sanitize("address", "thread"))) bool walk_from(uint64_t return_address,
+                                                                                  const void* frame,
+                                                                                  uint64_t* frames, uint32_t max,
+                                                                                  uint64_t skip_low,
+                                                                                  uint64_t skip_high,
+                                                                                  uint32_t* count) {
+  *count = 0;
+  const ThreadStack& stack = thread_stack();
+  const auto f = reinterpret_cast<uint64_t>(frame);
+  // The frame must be on this thread's stack, above this function's own
+  // frame (a live caller's), and hold the return address it was given at
+  // f + 8: a frame-pointer frame. Anything else is walked from here.
+  uint64_t here;
+  asm volatile("mov %%rsp, %0" : "=r"(here));
+  if (stack.top == 0 || f < here || f % 8 != 0 || f + 16 > stack.top ||
+      reinterpret_cast<const uint64_t*>(f)[1] != return_address) {
+    g_unframed.fetch_add(1, std::memory_order_relaxed);
+    return walk(frames, max, skip_low, skip_high, count);
+  }
+  return walk_at(return_address, f + 16, reinterpret_cast<const uint64_t*>(f)[0], false, stack.top, frames, max,
+                 skip_low, skip_high, count);
 }
 
 bool init() {
@@ -426,6 +468,7 @@ CacheStats cache_stats() {
   c.lookups = g_lookups.load(std::memory_order_relaxed);
   c.full = g_full.load(std::memory_order_relaxed);
   c.replays = g_replays.load(std::memory_order_relaxed) + (t_replays & 1023);
+  c.unframed = g_unframed.load(std::memory_order_relaxed);
   for (unsigned i = 0; i < kDeclineKinds; ++i) c.declines[i] = g_declines[i].load(std::memory_order_relaxed);
   c.first_decline_pc = g_first_pc.load(std::memory_order_relaxed);
   c.first_decline_why = static_cast<Decline>(g_first_why.load(std::memory_order_relaxed));

@@ -29,6 +29,17 @@ namespace cuxfer::shim::unwind {
 // `*count` gets how many; false when the walk cannot vouch for its result.
 bool walk(uint64_t* frames, uint32_t max, uint64_t skip_low, uint64_t skip_high, uint32_t* count);
 
+// The same walk, started at a hook's caller instead of at walk()'s own frame:
+// `frame` is the hook's __builtin_frame_address(0), which holds the caller's
+// rbp and, above it, `return_address` (a frame-pointer frame). The shim's own
+// frames between the hook and the walk are not stepped: on a training step's
+// cold caches, each was a rule (and a stack line) fetched for nothing.
+// `return_address` is the first frame, unless it lies in the skipped range.
+// A frame that is not such a frame on this thread's stack (the check reads
+// the word above it) is walked from here instead, and counted.
+bool walk_from(uint64_t return_address, const void* frame, uint64_t* frames, uint32_t max, uint64_t skip_low,
+               uint64_t skip_high, uint32_t* count);
+
 void after_dlclose();
 
 // Allocates the rule table (512 KiB of zeroed pages, touched as used); false
@@ -41,6 +52,7 @@ struct CacheStats {
   uint64_t full = 0;       // rules that found the table full
   uint64_t replays = 0;    // walks answered by the thread's last one (every thread's
                            // count to its last multiple of 1024, the caller's exactly)
+  uint64_t unframed = 0;  // walk_from() calls whose frame was not one (walked from walk_from's own)
   uint64_t declines[kDeclineKinds] = {};  // walks declined, by reason
   uint64_t first_decline_pc = 0;          // the return address where the first one stopped
   Decline first_decline_why = Decline::None;

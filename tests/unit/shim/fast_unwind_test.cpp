@@ -2,7 +2,8 @@
 // every shape the compiler gives: frame-pointer and frameless functions,
 // alloca, deep recursion, libc frames (a qsort comparator), std::function,
 // another thread, the same stack twice (the per-thread memo), the last walk
-// replayed and refused when any word it read changed, and after a dlclose. A signal handler's stack, on the thread's stack or an alternate
+// replayed and refused when any word it read changed, and after a dlclose;
+// the walk from a hook's frame, and from a frame that is not one. A signal handler's stack, on the thread's stack or an alternate
 // one, is refused or right, never wrong.
 #include <gtest/gtest.h>
 
@@ -231,6 +232,130 @@ TEST(FastUnwind, SkipsTheGivenRange) {
   // At most `max` of the app's frames.
   ASSERT_TRUE(walk_here(all, 2, 0, 0, &n));
   EXPECT_EQ(n, 2u);
+}
+
+// A hook as the shim's are: a function that hands its return address and its
+// frame address (which gives it a frame pointer) to the walk, and, to
+// compare, walks from its own frame too.
+struct FromHook {
+  uint64_t ra = 0;
+  uint64_t from[64], own[64];
+  uint32_t n_from = 0, n_own = 0;
+  bool ok_from = false, ok_own = false;
+};
+__attribute__((noinline)) void hook_like(FromHook& h, const void* frame_override, bool compare = true) {
+  void* const ra = __builtin_return_address(0);
+  const void* frame = frame_override ? frame_override : __builtin_frame_address(0);
+  h.ra = reinterpret_cast<uint64_t>(ra);
+  h.ok_from = walk_from(h.ra, frame, h.from, 64, 0, 0, &h.n_from);
+  if (compare) h.ok_own = walk_here(h.own, 64, 0, 0, &h.n_own);
+  asm volatile("" ::: "memory");
+}
+__attribute__((noinline, optimize("omit-frame-pointer"))) void frameless_to_hook(FromHook& h, int depth,
+                                                                                   const void* frame) {
+  volatile char pad[24] = {static_cast<char>(depth)};
+  if (depth > 0)
+    frameless_to_hook(h, depth - 1, frame);
+  else
+    hook_like(h, frame);
+  asm volatile("" ::"r"(pad) : "memory");
+}
+// Where the hook's return address is in a walk's frames (n: not there).
+uint32_t index_of(const uint64_t* frames, uint32_t n, uint64_t ra) {
+  uint32_t i = 0;
+  while (i < n && frames[i] != ra) ++i;
+  return i;
+}
+
+TEST(FastUnwind, FromAHooksFrameItStartsAtTheHooksCaller) {
+  init();
+  const uint64_t unframed = cache_stats().unframed;
+  FromHook h;
+  frameless_to_hook(h, 3, nullptr);
+  ASSERT_TRUE(h.ok_from);
+  ASSERT_TRUE(h.ok_own);
+  EXPECT_EQ(cache_stats().unframed, unframed) << "the hook's frame was not taken";
+  // The walk from the hook's frame starts at its return address; the own
+  // walk reaches it after the frames inside hook_like, then both agree.
+  ASSERT_GE(h.n_from, 5u);
+  EXPECT_EQ(h.from[0], h.ra);
+  const uint32_t k = index_of(h.own, h.n_own, h.ra);
+  ASSERT_LT(k, h.n_own) << "the own walk never reached the hook's caller";
+  ASSERT_EQ(h.n_from + k, h.n_own);
+  for (uint32_t i = 0; i < h.n_from; ++i) EXPECT_EQ(h.from[i], h.own[i + k]) << "frame " << i;
+  // At most `max` frames, the caller's return address among them.
+  uint64_t two[2];
+  uint32_t n = 0;
+  struct TwoFrames {
+    __attribute__((noinline)) static bool hook(uint64_t* f, uint32_t* n) {
+      const bool ok = walk_from(reinterpret_cast<uint64_t>(__builtin_return_address(0)),
+                                __builtin_frame_address(0), f, 2, 0, 0, n);
+      asm volatile("" ::: "memory");
+      return ok;
+    }
+  };
+  ASSERT_TRUE(TwoFrames::hook(two, &n));
+  EXPECT_EQ(n, 2u);
+}
+
+TEST(FastUnwind, FromAFrameThatIsNotOneItWalksFromItsOwn) {
+  init();
+  // A "frame" whose word above is not the return address (a buffer on the
+  // stack), and a heap block: neither is followed. The walk then starts at
+  // walk_from's own frame (or its caller's, when it tail-calls the walk) and
+  // still reaches the hook's caller, with every frame after it right.
+  alignas(16) uint64_t fake[4] = {0x1111, 0x2222, 0x3333, 0x4444};
+  std::vector<uint64_t> heap(4, 0);
+  for (const void* frame : {static_cast<const void*>(fake), static_cast<const void*>(heap.data())}) {
+    const uint64_t unframed = cache_stats().unframed;
+    FromHook h;
+    frameless_to_hook(h, 2, frame);
+    EXPECT_EQ(cache_stats().unframed, unframed + 1);
+    ASSERT_TRUE(h.ok_from);
+    ASSERT_TRUE(h.ok_own);
+    EXPECT_NE(h.from[0], h.ra) << "started at the hook's caller from a frame that is not one";
+    const uint32_t i = index_of(h.from, h.n_from, h.ra), k = index_of(h.own, h.n_own, h.ra);
+    ASSERT_LT(i, h.n_from);
+    ASSERT_LT(k, h.n_own);
+    ASSERT_EQ(h.n_from - i, h.n_own - k);
+    for (uint32_t j = 0; i + j < h.n_from; ++j) EXPECT_EQ(h.from[i + j], h.own[k + j]) << "frame " << j;
+  }
+}
+
+// The same stack pointer, another caller: a walk from a hook's frame replays
+// only when the return address it starts from is the same. (The two callers
+// differ in a constant, so that the linker does not fold them into one.)
+volatile int g_via = 0;
+__attribute__((noinline)) void hook_via_a(FromHook& h) {
+  g_via = 1;
+  hook_like(h, nullptr, false);
+  asm volatile("" ::: "memory");
+}
+__attribute__((noinline)) void hook_via_b(FromHook& h) {
+  g_via = 2;
+  hook_like(h, nullptr, false);
+  asm volatile("" ::: "memory");
+}
+
+TEST(FastUnwind, FromAHooksFrameItReplaysTheSameCallerOnly) {
+  init();
+  const uint64_t before = cache_stats().replays;
+  std::vector<std::vector<uint64_t>> a, b;
+  const bool order[] = {true, true, false, false, true, true, false, false};
+  for (const bool via : order) {
+    FromHook h;
+    if (via)
+      hook_via_a(h);
+    else
+      hook_via_b(h);
+    ASSERT_TRUE(h.ok_from);
+    (via ? a : b).emplace_back(h.from, h.from + h.n_from);
+  }
+  EXPECT_GE(cache_stats().replays - before, 4u) << "no walk was replayed";
+  for (const auto& x : a) EXPECT_EQ(x, a[0]);
+  for (const auto& x : b) EXPECT_EQ(x, b[0]);
+  ASSERT_FALSE(a[0].empty());
+  EXPECT_NE(a[0][0], b[0][0]) << "the two callers' stacks start at the same return address";
 }
 
 TEST(FastUnwind, AColdCaptureNotesWhatItReadForTheNextOnesPrefetches) {
