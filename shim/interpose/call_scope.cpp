@@ -157,7 +157,7 @@ namespace {
 // first compare (with four slots tried in turn, a cycle of five missed every
 // time). The id of an interned stack never changes (ids are never reused).
 // Replaced round-robin.
-struct alignas(64) RecentStack {
+struct RecentStack {
   uint32_t depth = 0, id = 0;
   uint32_t next = 0;  // the slot that followed this one last time
   uint64_t frames[CallSiteTable::kMaxDepth];
@@ -172,18 +172,6 @@ thread_local RecentStacks t_recent __attribute__((tls_model("initial-exec")));
 
 }  // namespace
 
-CUXFER_HOT void begin_callsite(Recorder& rec, Caller caller) {
-  if (rec.stack_depth() == 0) return;
-  // The slot the capture will compare first: its id, depth and first
-  // frames, ready when the walks are done (cold after the app's own work).
-  const char* predicted = reinterpret_cast<const char*>(&t_recent.slots[t_recent.predicted]);
-  for (unsigned line = 0; line < 4; ++line) __builtin_prefetch(predicted + 64 * line, 0, 3);
-  // A cold capture: the last cold capture's reads from this site, issued
-  // together before this one's chains of dependent loads start (core/prefetch_trail.h).
-  static const bool prefetching = config().prefetch_trail;
-  if (prefetching) prefetch_trail().begin(reinterpret_cast<uint64_t>(caller.return_address));
-}
-
 CUXFER_HOT uint32_t capture_callsite(Recorder& rec, Caller caller, StackTimes* times) {
   void* const return_address = caller.return_address;
   if (rec.stack_depth() == 0) {
@@ -197,6 +185,14 @@ CUXFER_HOT uint32_t capture_callsite(Recorder& rec, Caller caller, StackTimes* t
     last_address = address;
     return last_id;
   }
+  // A cold capture: the last cold capture's reads from this site, issued
+  // together before this one's chains of dependent loads start
+  // (core/prefetch_trail.h). Issued here, not at the hook's entry with
+  // prefetches of the recent-stack slot as well: on the H200's training loop
+  // that made the walks slower by more than it saved the matching
+  // (docs/benchmarks.md, eighteenth session).
+  static const bool prefetching = config().prefetch_trail;
+  if (prefetching) prefetch_trail().begin(reinterpret_cast<uint64_t>(return_address));
   // Native frames, then the thread's Python frames (trace/python_frame.h).
   // The Python frames are read first, into their place after at most
   // `python_native_depth` native frames: a thread that has them gets that many

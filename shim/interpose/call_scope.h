@@ -37,14 +37,11 @@ struct Caller {
 
 // Classifies the described pointers and fills the event's transfer fields.
 void describe_event(const CallDesc& d, trace::Event& e);
-// Starts the capture of a call made from `return_address`: a cold one
-// prefetches what the last cold capture from there read. Then, in the same
-// hook, capture_callsite() reads the stack. (Read after the real call, the
-// stack cost more, not less: a copy's staging evicts the lines the walks
-// read, the frames' among them; docs/benchmarks.md, seventeenth session.)
-void begin_callsite(Recorder& rec, Caller caller);
 // Captures the call stack (or just the caller's return address) and interns
 // it; with `times`, says what the two walks took (a timed call, record/hook_time.h).
+// Called before the real function: read after it, the stack cost more, not
+// less (a copy's staging evicts the lines the walks read, the frames' among
+// them; docs/benchmarks.md, seventeenth session).
 uint32_t capture_callsite(Recorder& rec, Caller caller, StackTimes* times = nullptr);
 // capture_callsite(), its time added to `times` when the call is timed whole.
 CUXFER_INLINE uint32_t timed_capture(Recorder& rec, Caller caller, bool timed, StackTimes& times) {
@@ -136,9 +133,6 @@ inline R intercept(HookId id, const CallDesc& d, Caller caller, Call&& call,
   EventRing* const ring = rec.ring_of(ts);
   const bool timed = capturing && ring && ring->count_hook_call();
   const uint64_t hook_t0 = timed ? now_ns() : 0;
-  // A cold capture's prefetches, issued first: they arrive while the steps
-  // before the capture run (core/prefetch_trail.h).
-  begin_callsite(rec, caller);
   CUXFER_PHASE(kSetup);
   // Work on a per-thread default stream: the zero-copy path's "nothing pending" shortcut is off.
   if (d.flags & trace::kFlagPerThreadStream) rewrite::per_thread_stream_used();
