@@ -176,8 +176,8 @@ constexpr uint32_t kMemoRules = 256;
 constexpr int kMemoShift = 56;  // 64 - log2(kMemoRules)
 CUXFER_HOT uint32_t memo_slot(uint64_t pc) { return static_cast<uint32_t>((pc * 0x9E3779B97F4A7C15ull) >> kMemoShift); }
 // The thread's last walk, kept to be replayed. A walk is a pure function of
-// where it starts (its stack pointer, and its frame pointer when a rule reads
-// it before a frame restores it), the rules (fixed within an epoch), its
+// where it starts (its pc, its stack pointer, and its frame pointer when a
+// rule reads it before a frame restores it), the rules (fixed within an epoch), its
 // arguments and the stack words it reads. When all of those are as they were,
 // the result is: the replay compares the words (one or two a frame, in a few
 // contiguous lines) instead of stepping the frames again (a rule lookup, the
