@@ -12,6 +12,8 @@
 #   capture  cuxfer record --capture-range=cudaProfilerApi (the measurement)
 #   capture_nocupti  the same with --cupti=off: the shim's own part of the cost
 #   capture_nostacks the same with --no-stacks: what the call stacks cost
+#   capture_notrail  the same with CUXFER_PREFETCH_TRAIL=0: what the stack
+#                    walks' prefetch trail (shim/core/prefetch_trail.h) saves
 #   capture_base     capture with another shim (--base-shim PATH): an A/B of two builds
 #   whole    cuxfer record of the whole run: both kinds of block recorded
 #            (A/A under recording: what the switching itself moves)
@@ -48,8 +50,10 @@ for ((r = 1; r <= ROUNDS; r++)); do
     rc=0
     case $m in
       plain) line=$("$PY" "$ROOT/bench/torch_step.py" --toggle "$@" 2>&1 | tail -1) || rc=$? ;;
-      capture | capture_nocupti | capture_nostacks | capture_base | whole)
+      capture | capture_nocupti | capture_nostacks | capture_notrail | capture_base | whole)
         opt=()
+        env=()
+        [[ $m == capture_notrail ]] && env=(CUXFER_PREFETCH_TRAIL=0)
         [[ $m == capture* ]] && opt=(--capture-range=cudaProfilerApi)
         [[ $m == capture_nocupti ]] && opt+=(--cupti=off)
         [[ $m == capture_nostacks ]] && opt+=(--no-stacks)
@@ -57,7 +61,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
           [[ -f $BASE_SHIM ]] || { echo "run_torch_inprocess: capture_base needs --base-shim" >&2; exit 2; }
           opt+=(--shim "$BASE_SHIM")
         fi
-        line=$("$CUX" record -q "${opt[@]}" -o "$TMP/t" -- "$PY" "$ROOT/bench/torch_step.py" --toggle "$@" 2>&1 | tail -1) || rc=$?
+        line=$(env "${env[@]}" "$CUX" record -q "${opt[@]}" -o "$TMP/t" -- "$PY" "$ROOT/bench/torch_step.py" --toggle "$@" 2>&1 | tail -1) || rc=$?
         "$CUX" report --json "$TMP/t" 2>/dev/null | "$PY" -c '
 import json, sys
 r = json.load(sys.stdin)
@@ -72,7 +76,7 @@ print("  copies recorded:", r["totals"]["calls"])' >> "$TMP/notes.$m" 2>/dev/nul
     echo "round=$r mode=$m $line" | tee -a "$TMP/results"
   done
 done
-for m in capture capture_nocupti capture_nostacks capture_base whole; do
+for m in capture capture_nocupti capture_nostacks capture_notrail capture_base whole; do
   [[ -f "$TMP/notes.$m" ]] && { echo "$m runs' notes:"; cat "$TMP/notes.$m"; }
 done
 "$PY" - "$TMP/results" "$MODES" <<'PYEOF'
