@@ -29,8 +29,9 @@
 #                    (the default shim modes run CUXFER_CUPTI=auto, the governor);
 #                    no_detach: shim_d16 with CUXFER_CUPTI_DETACH=0 (CUPTI kept
 #                    attached while the governor has its records off);
-#                    no_prefetch: shim_d16 with CUXFER_PREFETCH_TRAIL=0 (cold
-#                    captures do not prefetch the last one's reads);
+#                    prefetch / no_prefetch: shim_d16 with CUXFER_PREFETCH_TRAIL=1
+#                    / 0 (cold captures prefetch the last one's reads, or not:
+#                    off by default);
 #                    libunwind / libunwind_cupti_off: shim_d16 / cupti_off with
 #                    CUXFER_UNWINDER=libunwind (stacks as before the .eh_frame walk)
 #   --toggle B       the in-process A/B (call_overhead --toggle B): each case's
@@ -118,6 +119,7 @@ run_mode() {
     cupti_off) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_CUPTI=off CUXFER_OUTPUT_DIR="$TMP/traces") ;;
     no_detach) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_CUPTI_DETACH=0 CUXFER_OUTPUT_DIR="$TMP/traces") ;;
     no_prefetch) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_PREFETCH_TRAIL=0 CUXFER_OUTPUT_DIR="$TMP/traces") ;;
+    prefetch) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_PREFETCH_TRAIL=1 CUXFER_OUTPUT_DIR="$TMP/traces") ;;
     capture) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_CAPTURE_RANGE=cudaProfilerApi CUXFER_OUTPUT_DIR="$TMP/traces") ;;
     capture_nocupti) env+=(LD_PRELOAD="$SHIM" CUXFER_STACK_DEPTH=16 CUXFER_CAPTURE_RANGE=cudaProfilerApi CUXFER_CUPTI=off
                            CUXFER_OUTPUT_DIR="$TMP/traces") ;;

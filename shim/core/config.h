@@ -34,9 +34,12 @@ struct Config {
   // frames under it are the framework's (libtorch's dispatch, CuPy's
   // bindings), and with the caches cold each frame walked costs a few lines.
   uint32_t python_native_depth = 8;
-  // CUXFER_PREFETCH_TRAIL=0: a cold stack capture does not prefetch what the
+  // CUXFER_PREFETCH_TRAIL=1: a cold stack capture first prefetches what the
   // last cold capture from the same call site read (core/prefetch_trail.h).
-  bool prefetch_trail = true;
+  // Off by default: once the walk started at the hook's caller, the H200's
+  // training loop took 0.2-0.5 us a copy less without it (docs/benchmarks.md,
+  // eighteenth session).
+  bool prefetch_trail = false;
   Unwinder unwinder = Unwinder::Fast;  // CUXFER_UNWINDER=fast|libunwind|verify
   CuptiMode cupti = CuptiMode::Auto;  // CUXFER_CUPTI=auto|on|off
   CaptureRange capture_range = CaptureRange::None;  // CUXFER_CAPTURE_RANGE=none|cudaProfilerApi

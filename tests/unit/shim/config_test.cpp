@@ -125,7 +125,7 @@ TEST(ParseConfig, PythonNativeDepth) {
 }
 
 TEST(ParseConfig, PrefetchTrail) {
-  EXPECT_TRUE(Config{}.prefetch_trail);
+  EXPECT_FALSE(Config{}.prefetch_trail);
   EXPECT_FALSE(parse({"CUXFER_PREFETCH_TRAIL=0"}).prefetch_trail);
   EXPECT_TRUE(parse({"CUXFER_PREFETCH_TRAIL=1"}).prefetch_trail);
   for (const char* bad : {"2", "yes please"}) expect_rejected(std::string("CUXFER_PREFETCH_TRAIL=") + bad);
