@@ -421,13 +421,16 @@ CUXFER_HOT __attribute__((noinline, no_sanitize("address", "thread"))) bool walk
   *count = 0;
   const ThreadStack& stack = thread_stack();
   const auto f = reinterpret_cast<uint64_t>(frame);
-  // The frame must be on this thread's stack, above this function's own
-  // frame (a live caller's), and hold the return address it was given at
-  // f + 8: a frame-pointer frame. Anything else is walked from here.
+  // Run on another stack (a signal's alternate stack, a fiber's), the walk
+  // declines, as walk() does. Otherwise the frame must be above this
+  // function's own (a live caller's, so on the thread's stack too) and hold
+  // the return address it was given at f + 8: a frame-pointer frame.
+  // Anything else is walked from here.
   uint64_t here;
   asm volatile("mov %%rsp, %0" : "=r"(here));
-  if (stack.top == 0 || f < here || f % 8 != 0 || f + 16 > stack.top ||
-      reinterpret_cast<const uint64_t*>(f)[1] != return_address) {
+  if (stack.top == 0 || here < stack.bottom || here >= stack.top)
+    return decline(Decline::ForeignStack, return_address);
+  if (f < here || f % 8 != 0 || f + 16 > stack.top || reinterpret_cast<const uint64_t*>(f)[1] != return_address) {
     g_unframed.fetch_add(1, std::memory_order_relaxed);
     return walk(frames, max, skip_low, skip_high, count);
   }

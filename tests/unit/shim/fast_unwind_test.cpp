@@ -402,7 +402,11 @@ TEST(FastUnwind, AfterDlcloseTheRulesAreFoundAgain) {
 }
 
 Raw g_in_handler;
-void handler(int) { capture_raw(g_in_handler); }
+FromHook g_hook_in_handler;
+void handler(int) {
+  capture_raw(g_in_handler);
+  hook_like(g_hook_in_handler, nullptr, false);
+}
 
 void expect_refused_or_same(const Both& b, const char* what) {
   if (!b.walked) return;  // refused: the caller takes libunwind's stack
@@ -430,15 +434,21 @@ TEST(FastUnwind, InASignalHandlerRefusedOrRight) {
   sa.sa_flags = SA_ONSTACK;
   ASSERT_EQ(sigaction(SIGUSR1, &sa, nullptr), 0);
   g_in_handler = {};
+  g_hook_in_handler = {};
   raise(SIGUSR1);
   EXPECT_FALSE(g_in_handler.walked);
+  EXPECT_FALSE(g_hook_in_handler.ok_from);  // a hook's walk there: refused at once as well
   sigaltstack(&old_ss, nullptr);
   sigaction(SIGUSR1, &old, nullptr);
 }
 
 Raw g_in_fiber;
+FromHook g_hook_in_fiber;
 ucontext_t g_main_ctx, g_fiber_ctx;
-void fiber_body() { capture_raw(g_in_fiber); }
+void fiber_body() {
+  capture_raw(g_in_fiber);
+  hook_like(g_hook_in_fiber, nullptr, false);
+}
 
 TEST(FastUnwind, OnAFibersStackItDeclines) {
   // A stack of the program's own making (as boost.context's or a coroutine
@@ -455,10 +465,14 @@ TEST(FastUnwind, OnAFibersStackItDeclines) {
   EXPECT_FALSE(g_in_fiber.walked);
   // Counted, with its reason, for the trace's note.
   const CacheStats after = cache_stats();
-  EXPECT_EQ(after.declines[static_cast<unsigned>(Decline::ForeignStack)], before + 1);
+  // (Both walks there: capture_raw's and the hook's, below.)
+  EXPECT_EQ(after.declines[static_cast<unsigned>(Decline::ForeignStack)], before + 2);
   EXPECT_NE(after.first_decline_pc, 0u);
   EXPECT_NE(after.first_decline_why, Decline::None);
   EXPECT_GT(g_in_fiber.got, 0);  // glibc's unwinder, the fallback, still gives a stack there
+  // A hook called there declines too, though its frame is a good one: the
+  // walk never leaves the thread's own stack.
+  EXPECT_FALSE(g_hook_in_fiber.ok_from);
 }
 
 }  // namespace
