@@ -101,7 +101,7 @@ CUXFER_DRIVER_HOOK_BEGIN(cuMemAllocManaged, (CUdeviceptr* p, size_t n, unsigned 
 #define ALLOC_ASYNC(name)                                                                                   \
   CUXFER_DRIVER_HOOK_BEGIN(name, (CUdeviceptr* p, size_t n, CUstream s))                                    \
     return intercept<CUresult>(HookId::h_##name, describe::memory(EventKind::DeviceAlloc, 0, n, MemKind::Device), \
-                               CUXFER_CALLER, [&] { return real(p, n, s); },                  \
+                               CUXFER_CALLER, [&] { return real(p, n, s); },                                      \
                                on_alloc<CUresult>(p, n, MemKind::Device));                                  \
   }
 ALLOC_ASYNC(cuMemAllocAsync)
@@ -110,7 +110,7 @@ ALLOC_ASYNC(cuMemAllocAsync_ptsz)
 #define ALLOC_FROM_POOL(name)                                                                               \
   CUXFER_DRIVER_HOOK_BEGIN(name, (CUdeviceptr* p, size_t n, CUmemoryPool pool, CUstream s))                 \
     return intercept<CUresult>(HookId::h_##name, describe::memory(EventKind::DeviceAlloc, 0, n, MemKind::Device), \
-                               CUXFER_CALLER, [&] { return real(p, n, pool, s); },            \
+                               CUXFER_CALLER, [&] { return real(p, n, pool, s); },                                \
                                on_alloc<CUresult>(p, n, MemKind::Device));                                  \
   }
 ALLOC_FROM_POOL(cuMemAllocFromPoolAsync)
@@ -120,7 +120,7 @@ ALLOC_FROM_POOL(cuMemAllocFromPoolAsync_ptsz)
 #define CUXFER_DEVICE_FREE_HOOK(name, params, args)                                                       \
   CUXFER_DRIVER_HOOK_BEGIN(name, params)                                                                  \
     return intercept<CUresult>(HookId::h_##name, free_desc(EventKind::DeviceFree, p, MemKind::Device),    \
-                               CUXFER_CALLER, [&] {                                         \
+                               CUXFER_CALLER, [&] {                                                       \
                                  if (rewrite::zero_copy_exists() && rewrite::zero_copy_free(p))           \
                                    return CUDA_SUCCESS;                                                   \
                                  return real args;                                                        \

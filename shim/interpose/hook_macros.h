@@ -52,14 +52,14 @@
 #define CUXFER_DRIVER_HOOK(name, params, args, describe)                                   \
   CUXFER_DRIVER_HOOK_BEGIN(name, params)                                                  \
   return ::cuxfer::shim::intercept<CUresult>(::cuxfer::shim::HookId::h_##name, describe,    \
-                                             CUXFER_CALLER,                  \
+                                             CUXFER_CALLER,                                 \
                                              [&]() CUXFER_INLINE_LAMBDA { return real args; });                   \
   }
 
 #define CUXFER_RUNTIME_HOOK(name, params, args, describe)                                  \
   CUXFER_RUNTIME_HOOK_BEGIN(name, params)                                                 \
   return ::cuxfer::shim::intercept<cudaError_t>(::cuxfer::shim::HookId::h_##name, describe, \
-                                                CUXFER_CALLER,               \
+                                                CUXFER_CALLER,                              \
                                                 [&]() CUXFER_INLINE_LAMBDA { return real args; });                \
   }
 
@@ -72,7 +72,7 @@
   const ::cuxfer::shim::CallDesc desc = describe;                                           \
   if (::cuxfer::shim::rewrite::registrations_exist()) guard(desc);                          \
   return ::cuxfer::shim::intercept<CUresult>(::cuxfer::shim::HookId::h_##name, desc,        \
-                                             CUXFER_CALLER,                  \
+                                             CUXFER_CALLER,                                 \
                                              [&]() CUXFER_INLINE_LAMBDA { return real args; });                   \
   }
 
@@ -82,7 +82,7 @@
   CUXFER_DRIVER_HOOK_BEGIN(name, params)                                                  \
   const ::cuxfer::shim::CallDesc desc = describe;                                           \
   return ::cuxfer::shim::intercept<CUresult>(                                               \
-      ::cuxfer::shim::HookId::h_##name, desc, CUXFER_CALLER, [&]() CUXFER_INLINE_LAMBDA {            \
+      ::cuxfer::shim::HookId::h_##name, desc, CUXFER_CALLER, [&]() CUXFER_INLINE_LAMBDA {   \
         namespace rw = ::cuxfer::shim::rewrite;                                             \
         int rewritten = 0;                                                                  \
         rw::Action act = rw::zero_copy_exists() ? rw::try_zero_copy(desc, rewritten)        \

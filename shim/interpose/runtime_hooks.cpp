@@ -61,8 +61,8 @@ auto rt_alloc_post(void** out, uint64_t bytes, MemKind kind) {
 }
 
 template <typename Call, typename Post>
-cudaError_t rt_intercept(HookId id, const CallDesc& desc, Caller ret, Call&& call, Post&& post) {
-  return intercept<cudaError_t>(id, desc, ret, std::forward<Call>(call), std::forward<Post>(post));
+cudaError_t rt_intercept(HookId id, const CallDesc& desc, Caller caller, Call&& call, Post&& post) {
+  return intercept<cudaError_t>(id, desc, caller, std::forward<Call>(call), std::forward<Post>(post));
 }
 
 }  // namespace
@@ -130,7 +130,7 @@ CUXFER_RUNTIME_HOOK(cudaMemset2DAsync, (void* p, size_t pitch, int v, size_t w, 
 // Allocation
 #define RT_ALLOC(name, params, args, out, bytes, event_kind, mem_kind)                                  \
   CUXFER_RUNTIME_HOOK_BEGIN(name, params)                                                              \
-    return rt_intercept(HookId::h_##name, d::memory(event_kind, 0, bytes, mem_kind), CUXFER_CALLER, \
+    return rt_intercept(HookId::h_##name, d::memory(event_kind, 0, bytes, mem_kind), CUXFER_CALLER,    \
                         [&] { return real args; }, rt_alloc_post(out, bytes, mem_kind));               \
   }
 // cudaMalloc reaches cuMemAlloc_v2, where the zero-copy path may take it
@@ -170,7 +170,7 @@ CUXFER_RUNTIME_HOOK_BEGIN(cudaHostRegister, (void* p, size_t n, unsigned int f))
     if (!p) return real args; /* cudaFree(0) is the runtime's init idiom, not a free */                   \
     const uint64_t address = d::ptr(p);                                                                    \
     return intercept<cudaError_t>(HookId::h_##name, d::memory(event_kind, address, forget(p), mem_kind),      \
-                                  CUXFER_CALLER, [&] {                                      \
+                                  CUXFER_CALLER, [&] {                                                        \
                                     if (event_kind == EventKind::DeviceFree && rewrite::zero_copy_exists() && \
                                         rewrite::zero_copy_free(address))                                 \
                                       return cudaSuccess;                                                 \

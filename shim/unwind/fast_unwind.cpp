@@ -232,11 +232,13 @@ struct MemoUse {
 // The words lie between the stack pointer and the stack's top, as they did
 // (the same sp, the same thread): readable. Notes them for a cold capture's
 // trail, as the walk would.
-CUXFER_HOT __attribute__((no_sanitize("address", "thread"))) bool replay(ThreadMemo* memo, uint64_t pc, uint64_t sp, uint64_t bp, uint64_t epoch, uint32_t max, uint64_t skip_low,
-                       uint64_t skip_high, PrefetchTrail::Writer* trail) {
+CUXFER_HOT __attribute__((no_sanitize("address", "thread"))) bool replay(ThreadMemo* memo, uint64_t pc, uint64_t sp,
+                                                                        uint64_t bp, uint64_t epoch, uint32_t max,
+                                                                        uint64_t skip_low, uint64_t skip_high,
+                                                                        PrefetchTrail::Writer* trail) {
   const LastWalk& w = memo->last;
-  if (w.sp != sp || w.pc != pc || w.epoch != epoch || w.max != max || w.skip_low != skip_low || w.skip_high != skip_high ||
-      (w.bp_used && w.bp != bp))
+  if (w.sp != sp || w.pc != pc || w.epoch != epoch || w.max != max || w.skip_low != skip_low ||
+      w.skip_high != skip_high || (w.bp_used && w.bp != bp))
     return false;
   uint64_t differ = 0;
   for (uint32_t i = 0; i < w.reads; ++i) differ |= *reinterpret_cast<const uint64_t*>(w.at[i]) ^ w.value[i];
