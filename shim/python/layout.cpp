@@ -95,6 +95,9 @@ bool layout_from_debug_offsets(const void* runtime, uint32_t version, PyLayout& 
   out.str_compact_size = out.str_ascii_size + v313::kCompactExtra;
   out.bytes_size = u(v313::kBytesSize);
   out.bytes_data = u(v313::kBytesData);
+  // Not among the debug offsets: the thread state comes through the C API.
+  out.rt_initialized = out.rt_finalizing = out.rt_main = out.rt_auto_interp = kNoField;
+  out.rt_tss_created = out.rt_tss_key = kNoField;
   return true;
 }
 

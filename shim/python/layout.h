@@ -3,7 +3,9 @@
 // the code object's names and line table. One PyLayout per minor version:
 // 3.10-3.12 from layouts.inc, generated from each version's own headers
 // (devtools/gen_python_layouts.sh, checked by python.layouts_match_headers);
-// 3.13 from the interpreter's own _Py_DebugOffsets, read at run time.
+// 3.13 from the interpreter's own _Py_DebugOffsets, read at run time. The
+// generated rows also say where _PyRuntime keeps the interpreter's life and
+// the threads' state key (python/runtime_state.h).
 // Pure data and pure functions: unit-tested without an interpreter.
 #pragma once
 
@@ -31,6 +33,11 @@ struct PyLayout {
   uint32_t object_type;
   uint32_t str_length, str_state, str_ascii_size, str_compact_size;
   uint32_t bytes_size, bytes_data;
+  // In _PyRuntime (3.10-3.12 rows; kNoField from 3.13's debug offsets, which
+  // do not state them): what Py_IsInitialized, _Py_IsFinalizing,
+  // PyInterpreterState_Main and PyGILState_GetThisThreadState read
+  // (python/runtime_state.h). rt_auto_interp: before 3.12 only.
+  uint32_t rt_initialized, rt_finalizing, rt_main, rt_auto_interp, rt_tss_created, rt_tss_key;
 };
 
 // The layout generated for `version` (major << 8 | minor), or null.

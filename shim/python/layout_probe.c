@@ -13,6 +13,7 @@
 #include "internal/pycore_frame.h"
 #endif
 #include "internal/pycore_code.h"
+#include "internal/pycore_runtime.h"
 
 #define OFF(type, field) ((unsigned)offsetof(type, field))
 
@@ -46,6 +47,16 @@ int main(void) {
   f_code = OFF(PyFrameObject, f_code);
   f_instr = OFF(PyFrameObject, f_lasti);
 #endif
+  /* _PyRuntime's fields behind Py_IsInitialized, _Py_IsFinalizing,
+   * PyInterpreterState_Main and PyGILState_GetThisThreadState, which the
+   * shim reads itself (python_stack.cpp, "the thread's state"). */
+  unsigned rt_auto_interp = 0xffffffffu, rt_tss;
+#if PY_VERSION_HEX >= 0x030C0000
+  rt_tss = OFF(_PyRuntimeState, autoTSSkey);
+#else
+  rt_auto_interp = OFF(_PyRuntimeState, gilstate.autoInterpreterState);
+  rt_tss = OFF(_PyRuntimeState, gilstate.autoTSSkey);
+#endif
 #if PY_VERSION_HEX >= 0x030B0000
   co_code_adaptive = OFF(PyCodeObject, co_code_adaptive);
   co_qualname = OFF(PyCodeObject, co_qualname);
@@ -56,7 +67,9 @@ int main(void) {
                           co_code_adaptive, OFF(PyObject, ob_type), OFF(PyASCIIObject, length),
                           OFF(PyASCIIObject, state), (unsigned)sizeof(PyASCIIObject),
                           (unsigned)sizeof(PyCompactUnicodeObject), OFF(PyVarObject, ob_size),
-                          OFF(PyBytesObject, ob_sval)};
+                          OFF(PyBytesObject, ob_sval), OFF(_PyRuntimeState, initialized),
+                          OFF(_PyRuntimeState, _finalizing), OFF(_PyRuntimeState, interpreters.main),
+                          rt_auto_interp, rt_tss + OFF(Py_tss_t, _is_initialized), rt_tss + OFF(Py_tss_t, _key)};
   printf("{0x%02x%02x, FrameModel::%s", PY_MAJOR_VERSION, PY_MINOR_VERSION, model);
   for (unsigned i = 0; i < sizeof row / sizeof row[0]; ++i) {
     if (row[i] == 0xffffffffu) printf(", kNoField");

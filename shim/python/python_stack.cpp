@@ -18,6 +18,7 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/prefetch_trail.h"
+#include "python/runtime_state.h"
 #include "symbols/elf_lookup.h"
 #include "symbols/symbol_table.h"
 #include "trace/python_frame.h"
@@ -281,11 +282,16 @@ void PythonStacks::resolve_interpreter() {
   if (!a.this_thread_state || !a.main_interpreter || !a.code_type || !a.unicode_type || !a.bytes_type)
     return turn_off(name + ": a function or type the walk needs is not exported");
   api_ = a;
+  runtime_ = static_cast<const unsigned char*>(sym("_PyRuntime"));
+  const bool from_runtime = runtime_ && has_runtime_fields(layout_);
+  runtime_reads_.store(from_runtime ? kApiUntilChecked : kApiOnly, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(note_mutex_);
     notes_.push_back("Python frames in call stacks: " + name + " (frame layout " + source + "), under at most " +
                      std::to_string(std::min(config().python_native_depth, config().stack_depth)) +
-                     " native frames (CUXFER_PYTHON_NATIVE_DEPTH)");
+                     " native frames (CUXFER_PYTHON_NATIVE_DEPTH); thread state " +
+                     (from_runtime ? "read from _PyRuntime once a read agrees with the C API"
+                                   : "through the C API (no _PyRuntime layout for this version)"));
   }
   state_.store(kReady, std::memory_order_release);
 }
@@ -402,6 +408,36 @@ CUXFER_HOT uint32_t PythonStacks::walk_frames(uint64_t tstate, uint64_t* out, ui
   return n;
 }
 
+CUXFER_HOT bool PythonStacks::thread_state(uint64_t& tstate, uint64_t& main) noexcept {
+  const int reads = runtime_reads_.load(std::memory_order_relaxed);
+  if (reads == kFromRuntime) {
+    const RuntimeRead r = read_runtime(runtime_, layout_);
+    tstate = r.tstate;
+    main = r.main;
+    return r.live;
+  }
+  // Before and after the interpreter's life the thread-state key is not
+  // valid (an uninitialised key reads another library's thread-local).
+  if (!api_.is_initialized() || (api_.is_finalizing && api_.is_finalizing())) return false;
+  tstate = reinterpret_cast<uint64_t>(api_.this_thread_state());
+  main = reinterpret_cast<uint64_t>(api_.main_interpreter());
+  if (reads == kApiUntilChecked && tstate) check_runtime_read(tstate, main);
+  return true;
+}
+
+void PythonStacks::check_runtime_read(uint64_t tstate, uint64_t main) noexcept {
+  // A disagreement (a build whose _PyRuntime is laid out otherwise) keeps
+  // the C API, said once.
+  const bool agree = agrees_with_api(read_runtime(runtime_, layout_), tstate, main);
+  int expected = kApiUntilChecked;
+  if (!runtime_reads_.compare_exchange_strong(expected, agree ? kFromRuntime : kApiOnly, std::memory_order_relaxed) ||
+      agree)
+    return;
+  std::lock_guard<std::mutex> lock(note_mutex_);
+  notes_.push_back("Python thread state: _PyRuntime of CPython " + version_text(layout_.version) +
+                   " did not read as its layout says; read through the C API instead (a copy costs more)");
+}
+
 CUXFER_HOT uint32_t PythonStacks::capture(uint64_t* out, uint32_t max) noexcept {
   if (max == 0) return 0;
   if (state_.load(std::memory_order_acquire) != kReady) {
@@ -419,12 +455,8 @@ CUXFER_HOT uint32_t PythonStacks::capture(uint64_t* out, uint32_t max) noexcept 
     if (state_.load(std::memory_order_acquire) != kReady) return 0;
     t_calls_to_gate = 0;
   }
-  // Before and after the interpreter's life the thread-state key is not
-  // valid (an uninitialised key reads another library's thread-local).
-  if (!api_.is_initialized() || (api_.is_finalizing && api_.is_finalizing())) return 0;
-  const auto tstate = reinterpret_cast<uint64_t>(api_.this_thread_state());
-  if (!tstate) return 0;  // a thread the interpreter never saw
-  const auto main = reinterpret_cast<uint64_t>(api_.main_interpreter());
+  uint64_t tstate = 0, main = 0;
+  if (!thread_state(tstate, main) || !tstate) return 0;  // no interpreter now, or a thread it never saw
   prefetch_trail().note(PrefetchTrail::kPython, tstate + layout_.ts_interp);
   bool failed = false;
   uint32_t n = 0;

@@ -6,8 +6,9 @@
 // The interpreter is found lazily (the shim loads before it starts), in a
 // shared libpython or in the executable: its version from Py_Version (or
 // Py_GetVersion before 3.11), its layout from python/layout.h. The thread's
-// state comes from PyGILState_GetThisThreadState, which reads a thread-local
-// and takes no lock; its frames are stable while the thread is in our hook,
+// state is what PyGILState_GetThisThreadState gives (a thread-local read, no
+// lock), read from _PyRuntime once that agreed with the call
+// (python/runtime_state.h); its frames are stable while the thread is in our hook,
 // and every code object they hold is alive. The first walks read memory
 // through process_vm_readv, so that a layout that does not match faults
 // nowhere: a failed read or a code object of the wrong type turns Python
@@ -158,6 +159,15 @@ class PythonStacks {
     uint64_t code_type = 0, unicode_type = 0, bytes_type = 0;
   };
 
+  // How capture() reads the interpreter's life and the thread's state
+  // (python/runtime_state.h): through the C API until a read of _PyRuntime
+  // agreed with it, then from _PyRuntime; through the C API for good when
+  // the layout states no such fields or a read disagreed.
+  enum RuntimeReads : int { kApiUntilChecked, kFromRuntime, kApiOnly };
+
+  // The four answers, either way; false while the interpreter is not live.
+  bool thread_state(uint64_t& tstate, uint64_t& main) noexcept;
+  void check_runtime_read(uint64_t tstate, uint64_t main) noexcept;
   void resolve(uint64_t now) noexcept;
   void resolve_interpreter();
   void turn_off(const std::string& why) noexcept;
@@ -179,6 +189,8 @@ class PythonStacks {
   std::atomic<uint32_t> checked_walks_{0};
   Api api_;
   PyLayout layout_{};
+  const unsigned char* runtime_ = nullptr;  // _PyRuntime
+  std::atomic<int> runtime_reads_{kApiOnly};
   CodeTable codes_;
   std::mutex note_mutex_;  // held only to hand one string over
   std::vector<std::string> notes_;

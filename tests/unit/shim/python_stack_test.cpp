@@ -10,6 +10,7 @@
 
 #include "python/layout.h"
 #include "python/python_stack.h"
+#include "python/runtime_state.h"
 
 namespace cuxfer::shim::python {
 namespace {
@@ -47,6 +48,11 @@ TEST(PythonLayout, GeneratedRowsForTheHeaderVersions) {
   EXPECT_EQ(generated_layout(0x030c)->model, FrameModel::Interp312);
   EXPECT_EQ(generated_layout(0x0309), nullptr);
   EXPECT_EQ(generated_layout(0x030d), nullptr);  // 3.13 states its own
+  // Every generated row says where _PyRuntime keeps what the C API reads;
+  // before 3.12 the GIL-state machinery's interpreter as well.
+  for (uint32_t v : {0x030au, 0x030bu, 0x030cu}) EXPECT_TRUE(has_runtime_fields(*generated_layout(v))) << std::hex << v;
+  EXPECT_NE(generated_layout(0x030b)->rt_auto_interp, kNoField);
+  EXPECT_EQ(generated_layout(0x030c)->rt_auto_interp, kNoField);
 }
 
 TEST(PythonLayout, DebugOffsetsOf313) {
@@ -69,6 +75,7 @@ TEST(PythonLayout, DebugOffsetsOf313) {
   EXPECT_EQ(l.str_ascii_size, 40u);
   EXPECT_EQ(l.str_compact_size, 56u);
   EXPECT_EQ(l.bytes_data, 32u);
+  EXPECT_FALSE(has_runtime_fields(l));  // not among the debug offsets: the C API it is
 }
 
 TEST(PythonLayout, DebugOffsetsRefused) {
@@ -142,6 +149,76 @@ TEST(CodeTable, AFailedCopyIsNotRetriedIntoNewSlots) {
   std::vector<trace::PyCode> out;
   t.collect_new(out);
   EXPECT_TRUE(out.empty());
+}
+
+// A stand-in _PyRuntime laid out as 3.11's generated row says, with a real
+// thread-specific key, as PyGILState_GetThisThreadState would read it.
+class RuntimeReadTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    l = *generated_layout(0x030b);
+    ASSERT_EQ(pthread_key_create(&key, nullptr), 0);
+    ASSERT_EQ(pthread_setspecific(key, &thread_state), 0);
+    put<int>(l.rt_initialized, 1);
+    put<uint64_t>(l.rt_finalizing, 0);
+    put<uint64_t>(l.rt_main, main_interp());
+    put<uint64_t>(l.rt_auto_interp, main_interp());
+    put<int>(l.rt_tss_created, 1);
+    put<pthread_key_t>(l.rt_tss_key, key);
+  }
+  void TearDown() override { pthread_key_delete(key); }
+  template <typename T>
+  void put(uint32_t off, T v) {
+    ASSERT_LE(off + sizeof v, sizeof runtime);
+    std::memcpy(runtime + off, &v, sizeof v);
+  }
+  uint64_t main_interp() const { return reinterpret_cast<uint64_t>(&interp); }
+  uint64_t tstate() const { return reinterpret_cast<uint64_t>(&thread_state); }
+  RuntimeRead read() const { return read_runtime(runtime, l); }
+
+  alignas(64) unsigned char runtime[4096] = {};
+  PyLayout l{};
+  pthread_key_t key{};
+  int thread_state = 0, interp = 0;
+};
+
+TEST_F(RuntimeReadTest, ReadsWhatTheApiWould) {
+  const RuntimeRead r = read();
+  EXPECT_TRUE(r.live);
+  EXPECT_EQ(r.tstate, tstate());
+  EXPECT_EQ(r.main, main_interp());
+  EXPECT_TRUE(agrees_with_api(r, tstate(), main_interp()));
+}
+
+TEST_F(RuntimeReadTest, NotLiveBeforeOrAfterTheInterpretersLife) {
+  put<int>(l.rt_initialized, 0);
+  EXPECT_FALSE(read().live);
+  put<int>(l.rt_initialized, 1);
+  put<uint64_t>(l.rt_finalizing, 0x1234);  // the finalising thread's state
+  EXPECT_FALSE(read().live);
+  EXPECT_FALSE(agrees_with_api(read(), tstate(), main_interp()));
+}
+
+TEST_F(RuntimeReadTest, NoThreadStateWithoutAValidKey) {
+  put<int>(l.rt_tss_created, 0);  // deleted (PyThread_tss_delete): never read the key
+  EXPECT_TRUE(read().live);
+  EXPECT_EQ(read().tstate, 0u);
+  put<int>(l.rt_tss_created, 1);
+  put<uint64_t>(l.rt_auto_interp, 0);  // before 3.12: the GIL-state machinery finalised
+  EXPECT_EQ(read().tstate, 0u);
+}
+
+TEST_F(RuntimeReadTest, AWrongLayoutDisagreesAndIsNotTrusted) {
+  // The key's offset one int off (another build of this version): the read
+  // finds no state or another, never the API's.
+  PyLayout shifted = l;
+  shifted.rt_tss_key += 4;
+  EXPECT_FALSE(agrees_with_api(read_runtime(runtime, shifted), tstate(), main_interp()));
+  shifted = l;
+  shifted.rt_main += 8;
+  EXPECT_FALSE(agrees_with_api(read_runtime(runtime, shifted), tstate(), main_interp()));
+  // A thread without a state proves nothing, whatever the read says.
+  EXPECT_FALSE(agrees_with_api(RuntimeRead{true, 0, main_interp()}, 0, main_interp()));
 }
 
 TEST(PythonStacks, NoInterpreterNoFramesNoNote) {
