@@ -6,10 +6,10 @@
 namespace cuxfer::shim {
 
 EventRing::EventRing(uint32_t capacity_pow2)
-    : capacity_(capacity_pow2),
-      mask_(capacity_pow2 - 1),
-      // Untouched pages cost no resident memory until events fill them.
-      slots_(static_cast<trace::Event*>(std::malloc(sizeof(trace::Event) * capacity_pow2))) {
+    // Untouched pages cost no resident memory until events fill them. Each
+    // event one whole cache line: a push never splits a store across two.
+    : slots_(static_cast<trace::Event*>(std::aligned_alloc(64, sizeof(trace::Event) * capacity_pow2))),
+      mask_(capacity_pow2 - 1) {
   // Each ring its own sequence of timed calls (never 0: xorshift would stay there).
   hook_rng_ ^= reinterpret_cast<uintptr_t>(this);
   if (hook_rng_ == 0) hook_rng_ = 1;

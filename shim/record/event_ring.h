@@ -37,9 +37,9 @@ class EventRing {
   // Producer side (owning thread only).
   bool push(const trace::Event& e) {
     uint64_t head = head_.load(std::memory_order_relaxed);
-    if (head - tail_cache_ >= capacity_) {
+    if (head - tail_cache_ > mask_) {
       tail_cache_ = tail_.load(std::memory_order_acquire);
-      if (head - tail_cache_ >= capacity_) {
+      if (head - tail_cache_ > mask_) {
         dropped_.fetch_add(1, std::memory_order_relaxed);
         return false;
       }
@@ -113,17 +113,22 @@ class EventRing {
   EventRing* next = nullptr;  // registry list, immutable once published
 
  private:
-  const uint64_t capacity_;
-  const uint64_t mask_;
-  trace::Event* slots_;
+  // The producer's line: all that a push and count_hook_call() touch, so that
+  // a call pays one cache miss here, not three (after a training step's
+  // framework code each of this ring's lines is cold: on the H200's loop a
+  // push with the slots' address on another line took 0.4-0.5 us,
+  // docs/benchmarks.md, nineteenth session).
   alignas(64) std::atomic<uint64_t> head_{0};
   uint64_t tail_cache_ = 0;  // producer's view of tail
-  // Producer-side counters, on the producer's cache line (read at shutdown only).
-  std::atomic<uint64_t> hook_calls_{0}, hook_timed_{0}, hook_ns_{0}, hook_max_ns_{0}, hook_stack_ns_{0};
+  trace::Event* const slots_;
+  const uint64_t mask_;  // capacity - 1
+  std::atomic<uint64_t> hook_calls_{0};
+  uint64_t hook_rng_ = 0x9E3779B97F4A7C15ull;
+  uint32_t hook_countdown_ = kHookTimeEvery;  // calls to the next timed one
+  // The timed calls' sums (about one call in kHookTimeEvery), read at shutdown only.
+  alignas(64) std::atomic<uint64_t> hook_timed_{0}, hook_ns_{0}, hook_max_ns_{0}, hook_stack_ns_{0};
   std::atomic<uint64_t> hook_python_ns_{0}, hook_native_ns_{0};
   std::atomic<uint64_t> hook_hist_[kHookHistBuckets] = {};
-  uint32_t hook_countdown_ = kHookTimeEvery;  // calls to the next timed one
-  uint64_t hook_rng_ = 0x9E3779B97F4A7C15ull;
   alignas(64) std::atomic<uint64_t> tail_{0};
   std::atomic<uint64_t> dropped_{0};
 };
