@@ -15,9 +15,6 @@
 #   capture_trail    the same with CUXFER_PREFETCH_TRAIL=1: what the stack
 #                    walks' prefetch trail (shim/core/prefetch_trail.h, off by
 #                    default) saves or costs
-#   capture_nohuge   the same with CUXFER_HUGE_TABLES=0: what carving the
-#                    walks' random-access tables from one huge page
-#                    (shim/core/huge_region.h) saves or costs
 #   capture_base     capture with another shim (--base-shim PATH): an A/B of two builds
 #   whole    cuxfer record of the whole run: both kinds of block recorded
 #            (A/A under recording: what the switching itself moves)
@@ -54,11 +51,10 @@ for ((r = 1; r <= ROUNDS; r++)); do
     rc=0
     case $m in
       plain) line=$("$PY" "$ROOT/bench/torch_step.py" --toggle "$@" 2>&1 | tail -1) || rc=$? ;;
-      capture | capture_nocupti | capture_nostacks | capture_trail | capture_nohuge | capture_base | whole)
+      capture | capture_nocupti | capture_nostacks | capture_trail | capture_base | whole)
         opt=()
         env=()
         [[ $m == capture_trail ]] && env=(CUXFER_PREFETCH_TRAIL=1)
-        [[ $m == capture_nohuge ]] && env=(CUXFER_HUGE_TABLES=0)
         [[ $m == capture* ]] && opt=(--capture-range=cudaProfilerApi)
         [[ $m == capture_nocupti ]] && opt+=(--cupti=off)
         [[ $m == capture_nostacks ]] && opt+=(--no-stacks)
@@ -81,7 +77,7 @@ print("  copies recorded:", r["totals"]["calls"])' >> "$TMP/notes.$m" 2>/dev/nul
     echo "round=$r mode=$m $line" | tee -a "$TMP/results"
   done
 done
-for m in capture capture_nocupti capture_nostacks capture_trail capture_nohuge capture_base whole; do
+for m in capture capture_nocupti capture_nostacks capture_trail capture_base whole; do
   [[ -f "$TMP/notes.$m" ]] && { echo "$m runs' notes:"; cat "$TMP/notes.$m"; }
 done
 "$PY" - "$TMP/results" "$MODES" <<'PYEOF'

@@ -107,10 +107,6 @@ Config parse_config(char** env, bool secure_execution) {
       bool b = true;
       if (parse_bool(val, b)) c.prefetch_trail = b;
       else bad("0 or 1");
-    } else if (key == "CUXFER_HUGE_TABLES") {
-      bool b = true;
-      if (parse_bool(val, b)) c.huge_tables = b;
-      else bad("0 or 1");
     } else if (key == "CUXFER_FINGERPRINT") {
       bool b = true;
       if (parse_bool(val, b)) c.fingerprint = b;

@@ -40,10 +40,6 @@ struct Config {
   // training loop took 0.2-0.5 us a copy less without it (docs/benchmarks.md,
   // eighteenth session).
   bool prefetch_trail = false;
-  // CUXFER_HUGE_TABLES=0: the stack walks' random-access tables (the
-  // unwinder's rule memo, the Python code table) from calloc, not from one
-  // region marked for a transparent huge page (core/huge_region.h).
-  bool huge_tables = true;
   Unwinder unwinder = Unwinder::Fast;  // CUXFER_UNWINDER=fast|libunwind|verify
   CuptiMode cupti = CuptiMode::Auto;  // CUXFER_CUPTI=auto|on|off
   CaptureRange capture_range = CaptureRange::None;  // CUXFER_CAPTURE_RANGE=none|cudaProfilerApi

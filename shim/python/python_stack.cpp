@@ -1,6 +1,5 @@
 #include "python/python_stack.h"
 #include "core/export.h"
-#include "core/huge_region.h"
 
 #include <dlfcn.h>
 #include <sys/syscall.h>
@@ -139,15 +138,13 @@ std::string version_text(uint32_t v) { return std::to_string(v >> 8) + "." + std
 
 CodeTable::CodeTable()
     // Zeroed pages from the kernel: touched only as code objects are met.
-    // Touched only as code objects are met; probed at random by every walk,
-    // so it shares one huge page with the unwinder's memo (core/huge_region.h).
-    : entries_(static_cast<Entry*>(huge_region::allocate_zeroed(kCapacity * sizeof(Entry)))) {}
+    : entries_(static_cast<Entry*>(std::calloc(kCapacity, sizeof(Entry)))) {}
 
 CodeTable::~CodeTable() {
   if (!entries_) return;
   for (uint32_t i = 0; i < kCapacity; ++i)
     if (entries_[i].state.load(std::memory_order_acquire) == 2) delete entries_[i].code;
-  huge_region::release(entries_);
+  std::free(entries_);
 }
 
 CUXFER_HOT uint32_t CodeTable::intern(const Key& key, Fill fill, void* ctx) noexcept {

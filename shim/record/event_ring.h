@@ -114,9 +114,9 @@ class EventRing {
 
  private:
   // The producer's line: all that a push and count_hook_call() touch, so that
-  // a call pays one cache miss here, not three (after a training step's
-  // framework code each of this ring's lines is cold: on the H200's loop a
-  // push with the slots' address on another line took 0.4-0.5 us,
+  // a call reads one line here, not three (after a training step's framework
+  // code each of this ring's lines is cold: on the H200's loop the phase probe
+  // put a push, with the slots' address on another line, at 0.4-0.5 us;
   // docs/benchmarks.md, nineteenth session).
   alignas(64) std::atomic<uint64_t> head_{0};
   uint64_t tail_cache_ = 0;  // producer's view of tail

@@ -9,7 +9,6 @@
 #include <atomic>
 #include <cstdlib>
 
-#include "core/huge_region.h"
 #include "core/prefetch_trail.h"
 #include "unwind/eh_frame.h"
 
@@ -443,11 +442,9 @@ CUXFER_HOT __attribute__((noinline, no_sanitize("address", "thread"))) bool walk
 
 bool init() {
   if (!table()) {
-    // Probed at random by every walk: in the huge-page region with the
-    // Python code table where it can be (core/huge_region.h).
-    Slot* t = static_cast<Slot*>(huge_region::allocate_zeroed(kSlots * sizeof(Slot)));
+    Slot* t = static_cast<Slot*>(std::calloc(kSlots, sizeof(Slot)));
     Slot* expected = nullptr;
-    if (t && !g_table.compare_exchange_strong(expected, t, std::memory_order_acq_rel)) huge_region::release(t);
+    if (t && !g_table.compare_exchange_strong(expected, t, std::memory_order_acq_rel)) std::free(t);
   }
   return table() != nullptr;
 }

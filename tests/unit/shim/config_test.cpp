@@ -129,9 +129,6 @@ TEST(ParseConfig, PrefetchTrail) {
   EXPECT_FALSE(parse({"CUXFER_PREFETCH_TRAIL=0"}).prefetch_trail);
   EXPECT_TRUE(parse({"CUXFER_PREFETCH_TRAIL=1"}).prefetch_trail);
   for (const char* bad : {"2", "yes please"}) expect_rejected(std::string("CUXFER_PREFETCH_TRAIL=") + bad);
-  EXPECT_TRUE(parse({}).huge_tables);
-  EXPECT_FALSE(parse({"CUXFER_HUGE_TABLES=0"}).huge_tables);
-  for (const char* bad : {"2", "huge"}) expect_rejected(std::string("CUXFER_HUGE_TABLES=") + bad);
 }
 
 TEST(ParseConfig, Cupti) {

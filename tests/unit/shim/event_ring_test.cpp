@@ -253,7 +253,9 @@ TEST(EventRing, CountsHookCallsAndTimesAboutOneInSixtyFourAtRandomGaps) {
   uint32_t timed = 0, last = 0, max_gap = 0, stride_hits = 0;
   for (uint32_t i = 1; i <= kCalls; ++i) {
     if (!ring.count_hook_call()) continue;
-    if (timed == 0) EXPECT_EQ(i, EventRing::kHookTimeEvery) << "the first gap is the mean";
+    if (timed == 0) {
+      EXPECT_EQ(i, EventRing::kHookTimeEvery) << "the first gap is the mean";
+    }
     max_gap = std::max(max_gap, i - last);
     stride_hits += i % EventRing::kHookTimeEvery == 0;
     last = i;
