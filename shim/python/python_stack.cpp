@@ -420,8 +420,9 @@ CUXFER_HOT bool PythonStacks::thread_state(uint64_t& tstate, uint64_t& main) noe
   // valid (an uninitialised key reads another library's thread-local).
   if (!api_.is_initialized() || (api_.is_finalizing && api_.is_finalizing())) return false;
   tstate = reinterpret_cast<uint64_t>(api_.this_thread_state());
+  if (!tstate) return true;  // a thread the interpreter never saw: no more calls for it
   main = reinterpret_cast<uint64_t>(api_.main_interpreter());
-  if (reads == kApiUntilChecked && tstate) check_runtime_read(tstate, main);
+  if (reads == kApiUntilChecked) check_runtime_read(tstate, main);
   return true;
 }
 
