@@ -12,6 +12,8 @@
 #   capture  cuxfer record --capture-range=cudaProfilerApi (the measurement)
 #   capture_nocupti  the same with --cupti=off: the shim's own part of the cost
 #   capture_nostacks the same with --no-stacks: what the call stacks cost
+#   capture_memsetstacks the same with CUXFER_MEMSET_STACKS=1: what walking
+#                    the memsets' stacks too costs (record/site_capture.h)
 #   capture_trail    the same with CUXFER_PREFETCH_TRAIL=1: what the stack
 #                    walks' prefetch trail (shim/core/prefetch_trail.h, off by
 #                    default) saves or costs
@@ -51,10 +53,11 @@ for ((r = 1; r <= ROUNDS; r++)); do
     rc=0
     case $m in
       plain) line=$("$PY" "$ROOT/bench/torch_step.py" --toggle "$@" 2>&1 | tail -1) || rc=$? ;;
-      capture | capture_nocupti | capture_nostacks | capture_trail | capture_base | whole)
+      capture | capture_nocupti | capture_nostacks | capture_memsetstacks | capture_trail | capture_base | whole)
         opt=()
         env=()
         [[ $m == capture_trail ]] && env=(CUXFER_PREFETCH_TRAIL=1)
+        [[ $m == capture_memsetstacks ]] && env=(CUXFER_MEMSET_STACKS=1)
         [[ $m == capture* ]] && opt=(--capture-range=cudaProfilerApi)
         [[ $m == capture_nocupti ]] && opt+=(--cupti=off)
         [[ $m == capture_nostacks ]] && opt+=(--no-stacks)
@@ -77,7 +80,7 @@ print("  copies recorded:", r["totals"]["calls"])' >> "$TMP/notes.$m" 2>/dev/nul
     echo "round=$r mode=$m $line" | tee -a "$TMP/results"
   done
 done
-for m in capture capture_nocupti capture_nostacks capture_trail capture_base whole; do
+for m in capture capture_nocupti capture_nostacks capture_memsetstacks capture_trail capture_base whole; do
   [[ -f "$TMP/notes.$m" ]] && { echo "$m runs' notes:"; cat "$TMP/notes.$m"; }
 done
 "$PY" - "$TMP/results" "$MODES" <<'PYEOF'

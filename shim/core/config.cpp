@@ -71,6 +71,10 @@ Config parse_config(char** env, bool secure_execution) {
       bool b = true;
       if (parse_bool(val, b)) c.python_stacks = b;
       else bad("0 or 1");
+    } else if (key == "CUXFER_MEMSET_STACKS") {
+      bool b = false;
+      if (parse_bool(val, b)) c.memset_stacks = b;
+      else bad("0 or 1");
     } else if (key == "CUXFER_UNWINDER") {
       if (val == "fast") c.unwinder = Unwinder::Fast;
       else if (val == "libunwind") c.unwinder = Unwinder::Libunwind;

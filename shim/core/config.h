@@ -29,6 +29,9 @@ struct Config {
   // CUXFER_PYTHON_STACKS=0: no Python frames in call stacks (shim/python/).
   // They are read only while stacks are captured (CUXFER_STACK_DEPTH > 0).
   bool python_stacks = true;
+  // CUXFER_MEMSET_STACKS=1: memsets' sites are whole stacks too, not just
+  // the calling function (record/site_capture.h says why they are not).
+  bool memset_stacks = false;
   // CUXFER_PYTHON_NATIVE_DEPTH: native frames kept below a thread's Python
   // frames (at most stack_depth). The Python line names the site; the native
   // frames under it are the framework's (libtorch's dispatch, CuPy's

@@ -172,11 +172,11 @@ thread_local RecentStacks t_recent __attribute__((tls_model("initial-exec")));
 
 }  // namespace
 
-CUXFER_HOT uint32_t capture_callsite(Recorder& rec, Caller caller, StackTimes* times) {
+CUXFER_HOT uint32_t capture_callsite(Recorder& rec, Caller caller, SiteCapture how, StackTimes* times) {
   void* const return_address = caller.return_address;
-  if (rec.stack_depth() == 0) {
-    // Without stacks a call site is its return address alone: a loop calls
-    // from the same place again and again, so remember the last one.
+  if (how == SiteCapture::Caller) {
+    // The return address alone: a loop calls from the same place again and
+    // again, so remember the last one.
     static thread_local uint64_t last_address __attribute__((tls_model("initial-exec"))) = 0;
     static thread_local uint32_t last_id __attribute__((tls_model("initial-exec"))) = 0;
     auto address = reinterpret_cast<uint64_t>(return_address);

@@ -15,6 +15,7 @@
 #include "record/call_desc.h"
 #include "symbols/symbol_table.h"
 #include "record/recorder.h"
+#include "record/site_capture.h"
 #include "rewrite/registration_cache.h"
 
 namespace cuxfer::shim {
@@ -37,17 +38,18 @@ struct Caller {
 
 // Classifies the described pointers and fills the event's transfer fields.
 void describe_event(const CallDesc& d, trace::Event& e);
-// Captures the call stack (or just the caller's return address) and interns
-// it; with `times`, says what the two walks took (a timed call, record/hook_time.h).
+// Captures the call stack, or just the caller's return address (`how`,
+// record/site_capture.h), and interns it; with `times`, says what the two
+// walks took (a timed call, record/hook_time.h).
 // Called before the real function: read after it, the stack cost more, not
 // less (a copy's staging evicts the lines the walks read, the frames' among
 // them; docs/benchmarks.md, seventeenth session).
-uint32_t capture_callsite(Recorder& rec, Caller caller, StackTimes* times = nullptr);
+uint32_t capture_callsite(Recorder& rec, Caller caller, SiteCapture how, StackTimes* times = nullptr);
 // capture_callsite(), its time added to `times` when the call is timed whole.
-CUXFER_INLINE uint32_t timed_capture(Recorder& rec, Caller caller, bool timed, StackTimes& times) {
-  if (!timed) return capture_callsite(rec, caller);
+CUXFER_INLINE uint32_t timed_capture(Recorder& rec, Caller caller, SiteCapture how, bool timed, StackTimes& times) {
+  if (!timed) return capture_callsite(rec, caller, how);
   const uint64_t t0 = now_ns();
-  const uint32_t id = capture_callsite(rec, caller, &times);
+  const uint32_t id = capture_callsite(rec, caller, how, &times);
   times.total_ns = now_ns() - t0;
   return id;
 }
@@ -132,6 +134,7 @@ inline R intercept(HookId id, const CallDesc& d, Caller caller, Call&& call,
   // note, Recorder::hook_time_summary).
   EventRing* const ring = rec.ring_of(ts);
   const bool timed = capturing && ring && ring->count_hook_call();
+  if (capturing && ring) ring->prefetch_next_slot();
   const uint64_t hook_t0 = timed ? now_ns() : 0;
   CUXFER_PHASE(kSetup);
   // Work on a per-thread default stream: the zero-copy path's "nothing pending" shortcut is off.
@@ -151,7 +154,8 @@ inline R intercept(HookId id, const CallDesc& d, Caller caller, Call&& call,
   e.correlation_id = rec.next_correlation(ts);
   CUXFER_PHASE(kEvent);
   StackTimes stack_times;
-  e.callsite_id = timed_capture(rec, caller, timed, stack_times);
+  e.callsite_id = timed_capture(rec, caller, site_capture(d.kind, rec.stack_depth(), rec.memset_stacks()), timed,
+                                stack_times);
   CUXFER_PHASE(kCallSite);
   // GPU records are matched to calls offline by stream order, time and size
   // (docs/trace-format.md): nothing CUPTI-related runs on this path.

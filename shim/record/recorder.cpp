@@ -193,6 +193,7 @@ bool Recorder::start_slow() {
     return false;
   }
   stack_depth_ = c.stack_depth;
+  memset_stacks_ = c.memset_stacks;
   std::string unwinder = c.stack_depth ? init_stack_capture() : std::string();
   {
     std::lock_guard<std::mutex> lock(session_mutex_);

@@ -118,6 +118,7 @@ class Recorder {
 
   CUXFER_INLINE uint32_t next_correlation(ThreadState& ts) { return correlation_.next(ts.correlation); }
   CUXFER_INLINE uint32_t stack_depth() const { return stack_depth_; }
+  CUXFER_INLINE bool memset_stacks() const { return memset_stacks_; }  // CUXFER_MEMSET_STACKS
   bool cupti_active() const;
   // A copy or memset issued now should get a CUPTI record: CUPTI is active
   // and the governor has its copy records on (kFlagGpuExpected).
@@ -187,6 +188,7 @@ class Recorder {
   CaptureRanges capture_;
   std::atomic<bool> copy_records_on_{true};  // the governor's word (cupti_governor.h)
   uint32_t stack_depth_ = 0;
+  bool memset_stacks_ = false;  // next to stack_depth_: both read on every recorded call
   RingRegistry rings_;
   CallSiteTable callsites_;
 

@@ -9,6 +9,9 @@ to know which line of this file each copy must be reported at, and how many.
   upload      3 H2D from main() through upload(), 1 more through Loader.batch
   download    1 D2H from main(), 1 from a threading.Thread
   worker      THREADS threads x COPIES H2D each, all at once
+  memset      1 cudaMemset from main(): a memset's site is its calling
+              function only, unless CUXFER_MEMSET_STACKS=1 (not a copy: the
+              report's call sites leave it out; the Perfetto export shows it)
   framework   1 H2D made inside fakeframework (a package under site-packages/):
               reported at the line of this file that called into it
               (--python-frames=user), or at the package's own line (all)
@@ -25,6 +28,7 @@ H2D, D2H = 1, 2
 rt = ctypes.CDLL(sys.argv[1])
 rt.cudaMemcpy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+rt.cudaMemset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
 THREADS = int(sys.argv[2]) if len(sys.argv) > 2 else 4
 COPIES = int(sys.argv[3]) if len(sys.argv) > 3 else 20
 N = 256 << 10
@@ -58,6 +62,7 @@ def worker(dev, start):
 def main():
     dev = ctypes.c_void_p()
     check(rt.cudaMalloc(ctypes.byref(dev), N))
+    check(rt.cudaMemset(dev, 0, N))  # site: memset
     buf = ctypes.create_string_buffer(b"x" * N, N)
     for _ in range(3):
         upload(dev, buf)

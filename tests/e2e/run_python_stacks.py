@@ -20,6 +20,8 @@ interpreter on the simulated CUDA and checks, from `cuxfer report --json`:
   - each site's stack runs from the copy out to its thread's start, Python
     frames in call order; `report --stack`, the HTML report and the Perfetto
     export show them;
+  - the script's memset keeps its calling function only (one native frame,
+    in the Perfetto export), and its Python line with CUXFER_MEMSET_STACKS=1;
   - CUXFER_PYTHON_STACKS=0: no Python frame anywhere;
   - `cuxfer record --policy` with an entry naming the worker function of
     python_copies.py (its line off by 3, as after an edit of the script):
@@ -101,6 +103,19 @@ def python_sites(rep: dict) -> dict[tuple[str, int], dict]:
         if chosen:
             out[(os.path.realpath(s["file"]), s["line"])] = s
     return out
+
+
+def memset_stacks(args, trace: Path, out: Path) -> list[list[str]]:
+    """The stacks of the memsets' sites in the Perfetto export of `trace`."""
+    run([args.cuxfer, "export", "--perfetto", str(out), str(trace)])
+    if not out.exists():
+        check(False, f"cuxfer export --perfetto {out} wrote nothing")
+        return []
+    doc = json.loads(out.read_text())
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    calls = [e for e in events if e.get("cat") == "memset" and e.get("ph") == "X"]
+    check(len(calls) == 1, f"one memset call in the Perfetto export of {trace.name}, got {len(calls)}")
+    return [e["args"]["stack"] for e in calls if "stack" in e.get("args", {})]
 
 
 def main() -> int:
@@ -200,6 +215,15 @@ def main() -> int:
               f"the Perfetto export carries the worker's mixed stack: {stacks[:2]}")
     else:
         check(False, "cuxfer export --perfetto wrote nothing")
+    # Memsets: the calling function only by default (record/site_capture.h), the whole stack on request.
+    ms = memset_stacks(args, trace, work / "memset.json")
+    check(len(ms) == 1 and len(ms[0]) == 1 and not ms[0][0].startswith("py "),
+          f"the memset's site is one native frame by default: {ms}")
+    full = record(args, python, work / "memset_stacks", {"CUXFER_MEMSET_STACKS": "1"})
+    if full:
+        ms = memset_stacks(args, full, work / "memset_full.json")
+        check(len(ms) == 1 and f"py {app}:{app_lines['memset']} in main" in ms[0],
+              f"CUXFER_MEMSET_STACKS=1: the memset's stack names its Python line: {ms}")
     check(html.exists() and f"python_copies.py:{app_lines['upload']} in upload" in html.read_text()
           and "<details>" in html.read_text(), "the HTML report lists Python sites with their stacks")
 

@@ -131,6 +131,15 @@ TEST(ParseConfig, PrefetchTrail) {
   for (const char* bad : {"2", "yes please"}) expect_rejected(std::string("CUXFER_PREFETCH_TRAIL=") + bad);
 }
 
+TEST(ParseConfig, MemsetStacks) {
+  EXPECT_FALSE(Config{}.memset_stacks);
+  EXPECT_FALSE(parse({"CUXFER_MEMSET_STACKS=0"}).memset_stacks);
+  EXPECT_TRUE(parse({"CUXFER_MEMSET_STACKS=1"}).memset_stacks);
+  EXPECT_TRUE(parse({"CUXFER_MEMSET_STACKS=on"}).memset_stacks);
+  EXPECT_TRUE(parse({"CUXFER_MEMSET_STACKS=1"}).problems.empty());
+  for (const char* bad : {"2", "all"}) expect_rejected(std::string("CUXFER_MEMSET_STACKS=") + bad);
+}
+
 TEST(ParseConfig, Cupti) {
   EXPECT_EQ(parse({"CUXFER_CUPTI=off"}).cupti, CuptiMode::Off);
   EXPECT_EQ(parse({"CUXFER_CUPTI=auto"}).cupti, CuptiMode::Auto);
