@@ -134,7 +134,6 @@ inline R intercept(HookId id, const CallDesc& d, Caller caller, Call&& call,
   // note, Recorder::hook_time_summary).
   EventRing* const ring = rec.ring_of(ts);
   const bool timed = capturing && ring && ring->count_hook_call();
-  if (capturing && ring) ring->prefetch_next_slot();
   const uint64_t hook_t0 = timed ? now_ns() : 0;
   CUXFER_PHASE(kSetup);
   // Work on a per-thread default stream: the zero-copy path's "nothing pending" shortcut is off.

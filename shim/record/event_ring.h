@@ -49,15 +49,6 @@ class EventRing {
     return true;
   }
 
-  // Asks for the line the next push() will write, for writing, without
-  // waiting for it. The hook calls this at its start and pushes after the
-  // real call: a slot was last written a ring's length of events ago and read
-  // since by the writer thread, so without this the push waits for the line
-  // to come back from memory or the writer's core before it can store.
-  CUXFER_INLINE void prefetch_next_slot() const {
-    __builtin_prefetch(&slots_[head_.load(std::memory_order_relaxed) & mask_], 1, 3);
-  }
-
   // What the shim's own work in the hooks cost this ring's threads (owning
   // thread writes, anyone reads): every call counted, about one in
   // kHookTimeEvery timed. count_hook_call() says whether this call is one to
