@@ -22,7 +22,8 @@
 #            (A/A under recording: what the switching itself moves)
 # Prints each run's line, then per mode the median over runs of the paired
 # ratio, the runs' range, the median of all its runs' pairs pooled with a
-# bootstrap 90 % interval, and the capture runs' notes.
+# bootstrap 90 % interval, each mode's pooled median minus plain's (with its
+# interval) when plain ran, and the capture runs' notes.
 #
 #   bash bench/run_torch_inprocess.sh [--build-dir DIR] [--rounds R] [--modes "plain capture whole"]
 #                                     [--base-shim PATH] [-- ARGS]
@@ -116,4 +117,20 @@ for mode in sys.argv[2].split():
         pool = f"{len(pooled):>14}{statistics.median(pooled):>10.4f} [{lo:.4f}-{hi:.4f}]"
     print(f"{mode:<18}{len(v):>5}{statistics.median(r[0] for r in v):>9.4f}{statistics.median(r[1] for r in v):>9.4f}"
           f"{statistics.median(ratios):>23.4f}{min(ratios):>8.4f}-{max(ratios):.4f}{pool}")
+
+# Against the A/A: the pooled median of a mode minus plain's, with a bootstrap
+# 90 % interval of that difference. The A/A's own distance from 1 is what the
+# toggle moves by itself (or noise), so this, not the ratio alone, is the
+# mode's cost when plain ran beside it.
+base = pairs.get("plain", [])
+if len(base) >= 4:
+    rng = random.Random(2)
+    for mode in sys.argv[2].split():
+        v = pairs.get(mode, [])
+        if mode == "plain" or len(v) < 4:
+            continue
+        d = sorted(statistics.median(rng.choices(v, k=len(v))) - statistics.median(rng.choices(base, k=len(base)))
+                   for _ in range(2000))
+        print(f"{mode:<18} minus plain: {statistics.median(v) - statistics.median(base):+.4f} "
+              f"[{d[100]:+.4f} to {d[1899]:+.4f}] ({len(v)} and {len(base)} pairs)")
 PYEOF
