@@ -9,6 +9,9 @@
 # allocator state: 5-20 % between processes here, docs/benchmarks.md)
 # cancels. Modes, interleaved round by round:
 #   plain    no cuxfer: the profiler calls change nothing (in-process A/A)
+#   plain_dry no cuxfer, and the blocks labelled without calling the profiler
+#            (torch_step.py --toggle-dry): what the driver's profiler calls
+#            move by themselves, if anything, apart from the block order
 #   capture  cuxfer record --capture-range=cudaProfilerApi (the measurement)
 #   capture_nocupti  the same with --cupti=off: the shim's own part of the cost
 #   capture_nostacks the same with --no-stacks: what the call stacks cost
@@ -23,7 +26,9 @@
 # Prints each run's line, then per mode the median over runs of the paired
 # ratio, the runs' range, the median of all its runs' pairs pooled with a
 # bootstrap 90 % interval, each mode's pooled median minus plain's (with its
-# interval) when plain ran, and the capture runs' notes.
+# interval) when plain ran, and the capture runs' notes; then the same pooled
+# figures for the blocks' median step (torch_step.py's step_pair_ratios: the
+# typical step, without the pauses that spread the block means).
 #
 #   bash bench/run_torch_inprocess.sh [--build-dir DIR] [--rounds R] [--modes "plain capture whole"]
 #                                     [--base-shim PATH] [-- ARGS]
@@ -54,6 +59,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
     rc=0
     case $m in
       plain) line=$("$PY" "$ROOT/bench/torch_step.py" --toggle "$@" 2>&1 | tail -1) || rc=$? ;;
+      plain_dry) line=$("$PY" "$ROOT/bench/torch_step.py" --toggle-dry "$@" 2>&1 | tail -1) || rc=$? ;;
       capture | capture_nocupti | capture_nostacks | capture_memsetstacks | capture_trail | capture_base | whole)
         opt=()
         env=()
@@ -86,14 +92,15 @@ for m in capture capture_nocupti capture_nostacks capture_memsetstacks capture_t
 done
 "$PY" - "$TMP/results" "$MODES" <<'PYEOF'
 import random, re, statistics, sys
-runs, pairs = {}, {}
+runs, pairs, step_pairs = {}, {}, {}
 for line in open(sys.argv[1]):
     m = re.search(r"mode=(\w+) .*on_median_ms=([\d.]+) off_median_ms=([\d.]+) paired_ratio=([\d.]+) paired_iqr=([\d.]+)-([\d.]+)", line)
     if m:
         runs.setdefault(m[1], []).append([float(x) for x in m.groups()[1:]])
-        p = re.search(r"pair_ratios=([\d.,]+)", line)
-        if p:
-            pairs.setdefault(m[1], []).extend(float(x) for x in p[1].split(","))
+        for key, into in (("pair_ratios", pairs), ("step_pair_ratios", step_pairs)):
+            p = re.search(rf"(?<![\w]){key}=([\d.,]+)", line)
+            if p:
+                into.setdefault(m[1], []).extend(float(x) for x in p[1].split(","))
 
 
 def interval(v, rounds=2000):
@@ -118,19 +125,35 @@ for mode in sys.argv[2].split():
     print(f"{mode:<18}{len(v):>5}{statistics.median(r[0] for r in v):>9.4f}{statistics.median(r[1] for r in v):>9.4f}"
           f"{statistics.median(ratios):>23.4f}{min(ratios):>8.4f}-{max(ratios):.4f}{pool}")
 
-# Against the A/A: the pooled median of a mode minus plain's, with a bootstrap
-# 90 % interval of that difference. The A/A's own distance from 1 is what the
-# toggle moves by itself (or noise), so this, not the ratio alone, is the
-# mode's cost when plain ran beside it.
-base = pairs.get("plain", [])
-if len(base) >= 4:
+
+def against(label, pooled, control):
+    # A mode's pooled median minus the control's, with a bootstrap 90 %
+    # interval of that difference. The A/A's own distance from 1 is what the
+    # toggle moves by itself (or noise), so this, not the ratio alone, is the
+    # mode's cost when the control ran beside it.
+    base = pooled.get(control, [])
+    if len(base) < 4:
+        return
     rng = random.Random(2)
     for mode in sys.argv[2].split():
-        v = pairs.get(mode, [])
-        if mode == "plain" or len(v) < 4:
+        v = pooled.get(mode, [])
+        if mode == control or len(v) < 4:
             continue
         d = sorted(statistics.median(rng.choices(v, k=len(v))) - statistics.median(rng.choices(base, k=len(base)))
                    for _ in range(2000))
-        print(f"{mode:<18} minus plain: {statistics.median(v) - statistics.median(base):+.4f} "
+        print(f"{label}{mode:<18} minus {control}: {statistics.median(v) - statistics.median(base):+.4f} "
               f"[{d[100]:+.4f} to {d[1899]:+.4f}] ({len(v)} and {len(base)} pairs)")
+
+
+against("", pairs, "plain")
+against("", pairs, "plain_dry")
+if step_pairs:
+    print("\nthe blocks' median step (step_pair_ratios):")
+    for mode in sys.argv[2].split():
+        v = step_pairs.get(mode, [])
+        if len(v) >= 4:
+            lo, hi = interval(v)
+            print(f"step {mode:<18}{len(v):>6} pairs {statistics.median(v):.4f} [{lo:.4f}-{hi:.4f}]")
+    against("step ", step_pairs, "plain")
+    against("step ", step_pairs, "plain_dry")
 PYEOF

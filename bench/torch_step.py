@@ -22,14 +22,25 @@ four), and the line adds each kind's median block, and the median over
 adjacent on/off pairs of on/off with its interquartile range:
 
   ... toggle_pairs=P on_median_ms=A off_median_ms=B paired_ratio=R paired_iqr=LO-HI pair_ratios=R1,R2,...
+      step_paired_ratio=S step_pair_ratios=S1,S2,...
+
+pair_ratios compare the blocks' mean step (their wall time: everything,
+pauses included); step_pair_ratios compare the blocks' median step (each
+step timed alone; it ends in loss.item(), so its GPU work is in it): what
+recording adds to a typical step, without the pauses (another tenant, the
+interpreter's collector, a page-cache flush) that spread the first +-3-5 %.
+A cost that comes as rare long stalls shows in the first and not the second.
 
 Under `cuxfer record --capture-range=cudaProfilerApi` only the "on" blocks
 are recorded, so R is what recording costs the loop with everything else
 the same process (placement, clocks, allocator state): the between-process
 noise that hides a 1 % effect here cancels. Without cuxfer, or recording the
 whole run, the profiler calls change nothing and R is an A/A control.
+--toggle-dry labels the blocks the same way without calling the profiler at
+all: the A/A without the driver's cudaProfilerStart/Stop, to tell what those
+calls move by themselves from what the block order does.
 
-  torch_step.py [--steps 400] [--warmup 50] [--batch 256] [--block 50] [--toggle]
+  torch_step.py [--steps 400] [--warmup 50] [--batch 256] [--block 50] [--toggle | --toggle-dry]
 """
 import argparse
 import statistics
@@ -51,7 +62,12 @@ ap.add_argument("--warmup", type=int, default=50)
 ap.add_argument("--batch", type=int, default=256)
 ap.add_argument("--block", type=int, default=50)
 ap.add_argument("--toggle", action="store_true")
+ap.add_argument("--toggle-dry", action="store_true")
 a = ap.parse_args()
+if a.toggle and a.toggle_dry:
+    ap.error("--toggle and --toggle-dry exclude each other")
+dry = a.toggle_dry
+a.toggle = a.toggle or dry
 if a.toggle and a.steps < 4 * a.block:
     ap.error("--toggle needs --steps of at least four --block")
 
@@ -80,7 +96,7 @@ def recorded(b):
 for i in range(a.warmup):
     step(i)
 torch.cuda.synchronize()
-blocks, kinds = [], []
+blocks, kinds, block_steps, steps_ms = [], [], [], []
 t0 = tb = time.perf_counter()
 toggle_s = 0.0
 for i in range(a.steps):
@@ -88,30 +104,40 @@ for i in range(a.steps):
         # Outside the block's time: the switch itself is not what is measured.
         ts = time.perf_counter()
         b = i // a.block
-        if b == 0 or recorded(b) != recorded(b - 1):
+        if not dry and (b == 0 or recorded(b) != recorded(b - 1)):
             (torch.cuda.profiler.start if recorded(b) else torch.cuda.profiler.stop)()
         tb = time.perf_counter()
         toggle_s += tb - ts
+    s0 = time.perf_counter()
     step(i)
+    now = time.perf_counter()
+    steps_ms.append(1e3 * (now - s0))
     if (i + 1) % a.block == 0:
-        now = time.perf_counter()
         blocks.append(1e3 * (now - tb) / a.block)
         kinds.append(recorded(i // a.block))
+        block_steps.append(statistics.median(steps_ms))
+        steps_ms = []
         tb = now
 torch.cuda.synchronize()
 t = time.perf_counter() - t0 - toggle_s
 line = ""
 if a.toggle:
-    torch.cuda.profiler.stop()
+    if not dry:
+        torch.cuda.profiler.stop()
     on = [v for v, k in zip(blocks, kinds) if k]
     off = [v for v, k in zip(blocks, kinds) if not k]
-    # Adjacent pairs: (0,1) and (2,3) of each four, i.e. off-on then on-off.
-    ratios = sorted(blocks[j + 1] / blocks[j] if not kinds[j] else blocks[j] / blocks[j + 1]
-                    for j in range(0, len(blocks) - 1, 2))
+
+    def paired(v):
+        """On over off for adjacent pairs (0,1) and (2,3) of each four, i.e. off-on then on-off."""
+        return sorted(v[j + 1] / v[j] if not kinds[j] else v[j] / v[j + 1] for j in range(0, len(v) - 1, 2))
+
+    ratios, step_ratios = paired(blocks), paired(block_steps)
     q = statistics.quantiles(ratios, n=4) if len(ratios) >= 4 else [ratios[0], 0, ratios[-1]]
     line = (f" toggle_pairs={len(ratios)} on_median_ms={statistics.median(on):.4f} "
             f"off_median_ms={statistics.median(off):.4f} paired_ratio={statistics.median(ratios):.4f} "
-            f"paired_iqr={q[0]:.4f}-{q[2]:.4f} pair_ratios={','.join(f'{r:.4f}' for r in ratios)}")
+            f"paired_iqr={q[0]:.4f}-{q[2]:.4f} pair_ratios={','.join(f'{r:.4f}' for r in ratios)} "
+            f"step_paired_ratio={statistics.median(step_ratios):.4f} "
+            f"step_pair_ratios={','.join(f'{r:.4f}' for r in step_ratios)}")
 blocks = sorted(blocks) or [1e3 * t / a.steps]
 print(f"steps={a.steps} ms_per_step={1e3 * t / a.steps:.4f} total_s={t:.3f} h2d_copies={2 * a.steps} "
       f"block_median_ms={blocks[len(blocks) // 2]:.4f} block_min_ms={blocks[0]:.4f}{line}")
