@@ -195,6 +195,67 @@ SiteIndex build_sites(uint32_t process_index, const trace::Trace& t, symbolize::
   return SiteIndex(site_of_id);
 }
 
+// The governor turns copy records on before the hooks expect them
+// (shim/record/recorder.cpp): a copy whose hook looked while CUPTI's enable
+// was still running is not flagged, yet CUPTI may time it. On a loaded
+// machine (or under a sanitizer) the enable can take long enough for many
+// such copies. Records the flagged calls left over go to them: each, latest
+// record first, to the latest unflagged call without GPU time that fits it,
+// entered before its DMA started and after the records last went off (an
+// earlier call ran while they were off: CUPTI made it none). Latest first
+// keeps issue order for DMAs queued behind each other. Where such a DMA
+// started only after a flagged copy was issued, the first pass gave its record
+// to that copy: the number of timed copies stays right, the two may swap GPU
+// times. Staged copies are left out: a chunk's record cannot say which staged
+// copy it belongs to.
+uint64_t join_switch_races(const trace::Trace& t, std::vector<Call>& calls, size_t first,
+                           const std::vector<const trace::GpuRecord*>& records, std::vector<uint32_t>& record_call) {
+  std::vector<uint64_t> offs;
+  for (const auto& g : t.cupti_gate)
+    if (!g.on) offs.push_back(g.t_ns);
+  if (offs.empty()) return 0;
+  std::sort(offs.begin(), offs.end());
+  constexpr size_t kSwitchLookBack = 256;
+  std::vector<Call*> unflagged;
+  for (size_t i = first; i < calls.size(); ++i) {
+    Call& c = calls[i];
+    if ((c.kind() == trace::EventKind::Copy || c.kind() == trace::EventKind::Memset) && !c.failed() &&
+        !c.staged() && !c.has_gpu_time() && !(c.event->flags & trace::kFlagGpuExpected))
+      unflagged.push_back(&c);
+  }
+  std::sort(unflagged.begin(), unflagged.end(),
+            [](Call* a, Call* b) { return a->event->t_enter_ns < b->event->t_enter_ns; });
+  uint64_t joined = 0;
+  for (auto rit = records.rbegin(); rit != records.rend(); ++rit) {
+    const trace::GpuRecord* r = *rit;
+    const size_t ri = static_cast<size_t>(r - t.gpu_records.data());
+    if (record_call[ri] != kNoCall) continue;
+    // The records were off from the last change to off before this DMA started.
+    auto off = std::upper_bound(offs.begin(), offs.end(), r->start_ns);
+    if (off == offs.begin()) continue;  // never off before it: a flagged call should have claimed it
+    const uint64_t since = *std::prev(off);
+    auto end = std::upper_bound(unflagged.begin(), unflagged.end(), r->start_ns,
+                                [](uint64_t x, Call* c) { return x < c->event->t_enter_ns; });
+    // Bounded like the first pass: a record no call fits (a copy the hooks
+    // never saw) must not scan a whole storm of calls made while off.
+    size_t looked = 0;
+    for (auto it = end; it != unflagged.begin() && looked < kSwitchLookBack; ++looked) {
+      Call* c = *--it;
+      if (c->event->t_enter_ns < since) break;
+      if (c->has_gpu_time() || !record_fits(*c, *r)) continue;
+      c->gpu_begin_ns = r->start_ns;
+      c->gpu_end_ns = r->end_ns;
+      c->gpu_ns = r->end_ns > r->start_ns ? r->end_ns - r->start_ns : 0;
+      c->gpu_records = 1;
+      c->gpu_bytes = r->bytes;
+      record_call[ri] = static_cast<uint32_t>(c - calls.data());
+      ++joined;
+      break;
+    }
+  }
+  return joined;
+}
+
 // GPU records that carry no correlation id (the shim joins none: nothing
 // CUPTI-related runs on its hot path) are joined by time, size and kind: each
 // record, in start order, goes to the earliest call without GPU time that
@@ -250,6 +311,7 @@ uint64_t join_gpu_by_time(const trace::Trace& t, std::vector<Call>& calls, size_
       break;
     }
   }
+  if (governed) joined += join_switch_races(t, calls, first, records, record_call);
   // A staged copy whose chunks did not all turn up has no trustworthy GPU time.
   for (Call* c : candidates)
     if (c->staged() && c->gpu_records > 0 && c->gpu_bytes != c->bytes()) {

@@ -16,9 +16,10 @@ stand-in makes one only while the shim has memcpy records on).
         whether it was attached when the phase ended);
         the report's copy_records: governed, every copy accounted for (with GPU
         time, or issued while records were off, or missing), its GPU-timed
-        copies the records the app saw made (less at most one per change: a
-        copy racing the switch), at most one missing record per change, and the
-        text report's GPU-time line.
+        copies exactly the records the app saw made although each enable
+        returns 1 ms after the records start (the stand-in's
+        SIMCUPTI_ENABLE_DELAY_US: copies racing a change to on), at most one
+        missing record per change, and the text report's GPU-time line.
   on    every copy recorded in every phase; no copy_records section (not governed).
   paused  under --capture-range=cudaProfilerApi (the app's "paused" phases):
         inside the first range at least a sixth of the async copies recorded
@@ -51,6 +52,11 @@ def main() -> int:
     app = command_after_dashes(a.app)
     out = fresh_dir(a.workdir)
     env = {**os.environ, "CUXFER_CUPTI_LIB": a.cupti, "CUXFER_PROFILE_DIR": "/nonexistent/cuxfer-test-profiles"}
+    if a.mode == "auto":
+        # Each enable returns 1 ms after the records started: copies racing a
+        # change to on get records their hooks did not expect (dozens in the
+        # async storm), as when the machine is loaded or under a sanitizer.
+        env["SIMCUPTI_ENABLE_DELAY_US"] = "1000"
     if a.mode == "paused":
         return paused(a, app, out, env)
     run = subprocess.run([a.cuxfer, "record", f"--cupti={a.mode}", "-o", str(out), "--", *app], env=env,
@@ -111,12 +117,14 @@ def main() -> int:
     changes = g.get("changes", 0)
     if g.get("copies") != calls:
         fails.append(f"copy_records.copies {g.get('copies')}, the app made {calls}")
-    # A copy whose hook saw the records off while the writer was turning them
-    # on gets a record no flagged call claims: at most one per change.
+    # Copies whose hooks saw the records off while the writer was turning them
+    # on have records too (the analyzer joins them to the latest such calls):
+    # every record the app saw made is one copy's GPU time.
     timed = g.get("copies_with_gpu_time", 0)
-    if not records - changes <= timed <= records:
-        fails.append(f"copies_with_gpu_time {timed}, the app saw {records} records made "
-                     f"(want that, less at most one per change: {changes})")
+    if timed != records:
+        fails.append(f"copies_with_gpu_time {timed}, the app saw {records} records made (want the same)")
+    if p.get("gpu_records_unmatched", 0):
+        fails.append(f"{p['gpu_records_unmatched']} GPU records matched no copy")
     accounted = g.get("copies_with_gpu_time", 0) + g.get("sync_copies_records_off", 0) + \
         g.get("async_copies_records_off", 0) + missing
     if abs(accounted - calls) > changes:

@@ -12,8 +12,11 @@
 // Records are memcpy records the test program asks for with simcupti_emit.
 #include <cupti.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -88,9 +91,20 @@ CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc n
   return CUPTI_SUCCESS;
 }
 
+// SIMCUPTI_ENABLE_DELAY_US: memcpy records start at once but the enable
+// returns that much later, as a real enable (or one under a sanitizer) may:
+// copies the app makes meanwhile get records their hooks did not expect.
 CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (kind == CUPTI_ACTIVITY_KIND_MEMCPY) g_memcpy_enabled = true;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (kind != CUPTI_ACTIVITY_KIND_MEMCPY) return CUPTI_SUCCESS;
+    g_memcpy_enabled = true;
+  }
+  static const long delay_us = [] {
+    const char* v = std::getenv("SIMCUPTI_ENABLE_DELAY_US");
+    return v ? std::strtol(v, nullptr, 10) : 0L;
+  }();
+  if (delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
   return CUPTI_SUCCESS;
 }
 

@@ -208,6 +208,49 @@ TEST_F(Model, CopiesIssuedWhileTheGovernorHadRecordsOffAreNotLostRecords) {
   EXPECT_EQ(rep.processes[0].cupti_gate.untimed_sync, 1u);
 }
 
+// The governor turns the records on before the hooks expect them: copies
+// whose hooks looked while the enable ran are unflagged yet timed. Their
+// records go to them, in issue order even when the DMAs queued behind each
+// other; the copy made before the enable (records off) stays untimed.
+TEST_F(Model, RecordsOfCopiesRacingTheSwitchToOnGoToThem) {
+  using trace::GateReason;
+  SyntheticTrace t;
+  t.status.cupti = trace::CuptiState::Active;
+  constexpr uint64_t kBytes = 4096;
+  auto record = [&](uint64_t start, uint64_t ns) {
+    trace::GpuRecord r{};  // without a correlation id: joined by time
+    r.start_ns = start;
+    r.end_ns = start + ns;
+    r.bytes = kBytes;
+    r.kind = static_cast<uint8_t>(trace::GpuRecordKind::Memcpy);
+    r.cupti_copy_kind = 1;
+    r.src_kind = static_cast<uint8_t>(MemKind::Pageable);
+    t.gpu_records.push_back(r);
+  };
+  const uint64_t off = t.clock_ns;
+  t.copy(Direction::HtoD, MemKind::Pageable, kBytes, 10'000, /*async=*/true);  // records off: none
+  t.copy(Direction::HtoD, MemKind::Pageable, kBytes, 10'000, /*async=*/true);  // y: enable running
+  const uint64_t z_exit = t.copy(Direction::HtoD, MemKind::Pageable, kBytes, 10'000, /*async=*/true).t_exit_ns;
+  record(z_exit + 1000, 3000);  // y's DMA, queued: it starts after z was issued
+  record(z_exit + 5000, 7000);  // z's
+  t.clock_ns = z_exit + 20'000;
+  const uint64_t on = t.clock_ns;
+  auto& w = t.copy(Direction::HtoD, MemKind::Pageable, kBytes, 10'000, /*async=*/true);
+  w.flags |= trace::kFlagGpuExpected;
+  record(w.t_exit_ns + 1000, 2000);
+  t.cupti_gate = {{off, false, GateReason::Repeats}, {on, true, GateReason::AsyncCopies}};
+  model::Job job = load(t);
+  ASSERT_EQ(job.calls.size(), 4u);
+  const model::Process& p = job.processes[0];
+  EXPECT_EQ(p.gpu_records_unmatched, 0u);
+  EXPECT_EQ(p.gate.timed, 3u);
+  EXPECT_FALSE(job.calls[0].has_gpu_time()) << "a copy made while the records were off got one";
+  EXPECT_EQ(job.calls[1].gpu_ns, 3000u);
+  EXPECT_EQ(job.calls[2].gpu_ns, 7000u);
+  EXPECT_EQ(job.calls[3].gpu_ns, 2000u);
+  EXPECT_EQ(p.events_without_gpu, 0u);
+}
+
 TEST_F(Model, AsyncPinnedCopiesHaveNoCpuBandwidth) {
   SyntheticTrace t;
   t.copy(Direction::HtoD, MemKind::Pinned, 64 << 20, 3000, /*async=*/true);
