@@ -613,12 +613,17 @@ void Recorder::govern_cupti(uint64_t now) {
   }
   // Off: the hooks stop expecting records before CUPTI stops making them;
   // on: CUPTI makes them before the hooks expect them. The change's time is
-  // on the safe side of each (trace/records.h).
+  // on the safe side of each (trace/records.h): an off change's time is read
+  // before the hooks' flag is cleared, so every call that saw the flag
+  // cleared entered after it (read after, a writer preempted in between left
+  // such calls looking "on throughout" to the analyzer, neither timed nor off);
+  // an on change's time is read when the enable returned, and the analyzer
+  // joins the records of calls that raced it (analyzer/model/job.cpp).
   bool ok;
   uint64_t t;
   if (!st.next.on) {
-    copy_records_on_.store(false, std::memory_order_release);
     t = now_ns();
+    copy_records_on_.store(false, std::memory_order_release);
     ok = collector.set_copy_records(false);
   } else {
     const bool was_detached = collector.detached();
