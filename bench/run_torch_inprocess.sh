@@ -28,7 +28,9 @@
 # bootstrap 90 % interval, each mode's pooled median minus plain's (with its
 # interval) when plain ran, and the capture runs' notes; then the same pooled
 # figures for the blocks' median step (torch_step.py's step_pair_ratios: the
-# typical step, without the pauses that spread the block means).
+# typical step, without the pauses that spread the block means) and for the
+# blocks' CPU time on the loop's thread (cpu_pair_ratios: the hooks' time
+# without the time the thread was not scheduled).
 #
 #   bash bench/run_torch_inprocess.sh [--build-dir DIR] [--rounds R] [--modes "plain capture whole"]
 #                                     [--base-shim PATH] [-- ARGS]
@@ -92,12 +94,12 @@ for m in capture capture_nocupti capture_nostacks capture_memsetstacks capture_t
 done
 "$PY" - "$TMP/results" "$MODES" <<'PYEOF'
 import random, re, statistics, sys
-runs, pairs, step_pairs = {}, {}, {}
+runs, pairs, step_pairs, cpu_pairs = {}, {}, {}, {}
 for line in open(sys.argv[1]):
     m = re.search(r"mode=(\w+) .*on_median_ms=([\d.]+) off_median_ms=([\d.]+) paired_ratio=([\d.]+) paired_iqr=([\d.]+)-([\d.]+)", line)
     if m:
         runs.setdefault(m[1], []).append([float(x) for x in m.groups()[1:]])
-        for key, into in (("pair_ratios", pairs), ("step_pair_ratios", step_pairs)):
+        for key, into in (("pair_ratios", pairs), ("step_pair_ratios", step_pairs), ("cpu_pair_ratios", cpu_pairs)):
             p = re.search(rf"(?<![\w]){key}=([\d.,]+)", line)
             if p:
                 into.setdefault(m[1], []).extend(float(x) for x in p[1].split(","))
@@ -147,13 +149,16 @@ def against(label, pooled, control):
 
 against("", pairs, "plain")
 against("", pairs, "plain_dry")
-if step_pairs:
-    print("\nthe blocks' median step (step_pair_ratios):")
+for label, title, pooled in (("step ", "the blocks' median step (step_pair_ratios)", step_pairs),
+                             ("cpu ", "the blocks' CPU time on the loop's thread (cpu_pair_ratios)", cpu_pairs)):
+    if not pooled:
+        continue
+    print(f"\n{title}:")
     for mode in sys.argv[2].split():
-        v = step_pairs.get(mode, [])
+        v = pooled.get(mode, [])
         if len(v) >= 4:
             lo, hi = interval(v)
-            print(f"step {mode:<18}{len(v):>6} pairs {statistics.median(v):.4f} [{lo:.4f}-{hi:.4f}]")
-    against("step ", step_pairs, "plain")
-    against("step ", step_pairs, "plain_dry")
+            print(f"{label}{mode:<18}{len(v):>6} pairs {statistics.median(v):.4f} [{lo:.4f}-{hi:.4f}]")
+    against(label, pooled, "plain")
+    against(label, pooled, "plain_dry")
 PYEOF

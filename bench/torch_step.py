@@ -22,7 +22,7 @@ four), and the line adds each kind's median block, and the median over
 adjacent on/off pairs of on/off with its interquartile range:
 
   ... toggle_pairs=P on_median_ms=A off_median_ms=B paired_ratio=R paired_iqr=LO-HI pair_ratios=R1,R2,...
-      step_paired_ratio=S step_pair_ratios=S1,S2,...
+      step_paired_ratio=S step_pair_ratios=S1,S2,... cpu_paired_ratio=C cpu_pair_ratios=C1,C2,...
 
 pair_ratios compare the blocks' mean step (their wall time: everything,
 pauses included); step_pair_ratios compare the blocks' median step (each
@@ -30,6 +30,11 @@ step timed alone; it ends in loss.item(), so its GPU work is in it): what
 recording adds to a typical step, without the pauses (another tenant, the
 interpreter's collector, a page-cache flush) that spread the first +-3-5 %.
 A cost that comes as rare long stalls shows in the first and not the second.
+cpu_pair_ratios compare the blocks' CPU time on the loop's thread
+(time.thread_time: the hooks run there; the time the thread was not
+scheduled, which another tenant of a VM's cores takes, is not in it). It
+leaves out the shim's writer thread, which costs the loop only where cores
+are short: the wall-clock ratios carry that.
 
 Under `cuxfer record --capture-range=cudaProfilerApi` only the "on" blocks
 are recorded, so R is what recording costs the loop with everything else
@@ -96,8 +101,9 @@ def recorded(b):
 for i in range(a.warmup):
     step(i)
 torch.cuda.synchronize()
-blocks, kinds, block_steps, steps_ms = [], [], [], []
+blocks, kinds, block_steps, steps_ms, cpu_blocks = [], [], [], [], []
 t0 = tb = time.perf_counter()
+cb = time.thread_time()
 toggle_s = 0.0
 for i in range(a.steps):
     if a.toggle and i % a.block == 0:
@@ -107,6 +113,7 @@ for i in range(a.steps):
         if not dry and (b == 0 or recorded(b) != recorded(b - 1)):
             (torch.cuda.profiler.start if recorded(b) else torch.cuda.profiler.stop)()
         tb = time.perf_counter()
+        cb = time.thread_time()
         toggle_s += tb - ts
     s0 = time.perf_counter()
     step(i)
@@ -116,8 +123,10 @@ for i in range(a.steps):
         blocks.append(1e3 * (now - tb) / a.block)
         kinds.append(recorded(i // a.block))
         block_steps.append(statistics.median(steps_ms))
+        c = time.thread_time()
+        cpu_blocks.append(1e3 * (c - cb) / a.block)
         steps_ms = []
-        tb = now
+        tb, cb = now, c
 torch.cuda.synchronize()
 t = time.perf_counter() - t0 - toggle_s
 line = ""
@@ -131,13 +140,15 @@ if a.toggle:
         """On over off for adjacent pairs (0,1) and (2,3) of each four, i.e. off-on then on-off."""
         return sorted(v[j + 1] / v[j] if not kinds[j] else v[j] / v[j + 1] for j in range(0, len(v) - 1, 2))
 
-    ratios, step_ratios = paired(blocks), paired(block_steps)
+    ratios, step_ratios, cpu_ratios = paired(blocks), paired(block_steps), paired(cpu_blocks)
     q = statistics.quantiles(ratios, n=4) if len(ratios) >= 4 else [ratios[0], 0, ratios[-1]]
     line = (f" toggle_pairs={len(ratios)} on_median_ms={statistics.median(on):.4f} "
             f"off_median_ms={statistics.median(off):.4f} paired_ratio={statistics.median(ratios):.4f} "
             f"paired_iqr={q[0]:.4f}-{q[2]:.4f} pair_ratios={','.join(f'{r:.4f}' for r in ratios)} "
             f"step_paired_ratio={statistics.median(step_ratios):.4f} "
-            f"step_pair_ratios={','.join(f'{r:.4f}' for r in step_ratios)}")
+            f"step_pair_ratios={','.join(f'{r:.4f}' for r in step_ratios)} "
+            f"cpu_paired_ratio={statistics.median(cpu_ratios):.4f} "
+            f"cpu_pair_ratios={','.join(f'{r:.4f}' for r in cpu_ratios)}")
 blocks = sorted(blocks) or [1e3 * t / a.steps]
 print(f"steps={a.steps} ms_per_step={1e3 * t / a.steps:.4f} total_s={t:.3f} h2d_copies={2 * a.steps} "
       f"block_median_ms={blocks[len(blocks) // 2]:.4f} block_min_ms={blocks[0]:.4f}{line}")
