@@ -1,8 +1,10 @@
 """Small pieces the e2e check scripts share: the command after `--`, a fresh
-work directory, a CPython of a given version, and the verdict (each failure on its own line, exit status)."""
+work directory, a CPython of a given version, the verdict (each failure on its own line, exit status),
+and a run that says where a hung command waits."""
 import glob
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -42,3 +44,75 @@ def find_python(version: str) -> str | None:
             if out.returncode == 0 and out.stdout.strip() == version:
                 return c
     return None
+
+
+def _process_tree(root: int) -> list[int]:
+    """`root` and its descendants, parents first (from /proc: no psutil)."""
+    children: dict[int, list[int]] = {}
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            text = Path(stat).read_text()
+        except OSError:
+            continue
+        fields = text[text.rfind(")") + 2:].split()  # the name may hold spaces and parentheses
+        children.setdefault(int(fields[1]), []).append(int(stat.split("/")[2]))
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop(0)
+        tree.append(pid)
+        todo += sorted(children.get(pid, []))
+    return tree
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(errors="replace").strip()
+    except OSError:
+        return "?"
+
+
+def hang_report(root: int) -> str:
+    """Where each thread of `root`'s process tree waits: its state, kernel wait channel and system
+    call (/proc), and with gdb on the machine every thread's stack."""
+    lines = []
+    for pid in _process_tree(root):
+        cmdline = _read(f"/proc/{pid}/cmdline").replace("\0", " ")
+        lines.append(f"pid {pid}: {cmdline[:200]}")
+        for task in sorted(glob.glob(f"/proc/{pid}/task/*"), key=lambda t: int(t.rsplit("/", 1)[1])):
+            stat = _read(f"{task}/stat")
+            state = stat[stat.rfind(")") + 2:].split()[0] if ")" in stat else "?"
+            syscall = _read(f"{task}/syscall").split(" ")[0]
+            lines.append(f"  tid {task.rsplit('/', 1)[1]} {_read(task + '/comm'):<16} state {state} "
+                         f"wchan {_read(task + '/wchan')} syscall {syscall}")
+        gdb = shutil.which("gdb")
+        if gdb:
+            try:
+                bt = subprocess.run([gdb, "-p", str(pid), "-batch", "-nx", "-ex", "set pagination off",
+                                     "-ex", "thread apply all bt 25"], capture_output=True, text=True, timeout=60)
+                frames = [l for l in bt.stdout.splitlines() if l.startswith(("Thread ", "#"))]
+                lines += ["  " + l for l in frames[:400]]
+            except (OSError, subprocess.TimeoutExpired) as e:
+                lines.append(f"  gdb: {e}")
+    return "\n".join(lines)
+
+
+def run_diagnosed(cmd: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
+    """subprocess.run(cmd, capture_output=True, text=True) in its own session. If it outlives
+    `timeout`, prints where every thread of its process tree waits (hang_report) and the tail of
+    what it wrote, kills the tree and raises subprocess.TimeoutExpired: a hang says where it is."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True, **kwargs)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        print(f"HUNG after {timeout} s: {' '.join(cmd)[:300]}\n{hang_report(p.pid)}", flush=True)
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        out, err = p.communicate()
+        for name, text in (("stdout", out), ("stderr", err)):
+            for line in (text or "").splitlines()[-20:]:
+                print(f"  [{name}] {line}")
+        raise
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)

@@ -26,6 +26,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from e2e_util import run_diagnosed
+
 SKIP = 77
 TRACE_MAGIC = b"CUXFERTR"
 CHECKSUM = re.compile(r"checksum=([0-9a-fA-F]+)")
@@ -97,7 +99,7 @@ def main() -> int:
         shown = ("CUXFER_REWRITE=pin " if env.get("CUXFER_REWRITE") else "") + " ".join(run)
         print(f"+ [{variant}] {shown}", flush=True)
         try:
-            p = subprocess.run(run, env=env, capture_output=True, text=True, timeout=a.timeout)
+            p = run_diagnosed(run, a.timeout, env=env)
         except subprocess.TimeoutExpired:
             failures.append(f"{variant}: timed out after {a.timeout} s")
             continue
