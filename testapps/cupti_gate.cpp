@@ -31,7 +31,16 @@
 // after cudaProfilerStop (paused: the records go off and CUPTI is detached;
 // "paused_end_attached=0|1"), and in a second range (resumed: the records
 // wait for the next sample instead of CUPTI being attached at every resume).
+//
+// cupti_gate PHASE_MS fork: for PHASE_MS, a copy and its record every
+// millisecond and a fork() every other one (the child _exits at once), so that
+// forks meet the shim's writer thread inside CUPTI's flush, whose completion
+// callback frees a 4 MiB buffer (under --rewrite=pin, through the libc hooks).
+// Prints "forks=N records=R" and the PASS line; a lock-order inversion between
+// the fork handlers and the flush hangs it.
 #include <cuda_profiler_api.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -82,6 +91,23 @@ int main(int argc, char** argv) {
     TA_CHECK(cudaMemcpyAsync(d, &value, 4, cudaMemcpyHostToDevice, 0));
     TA_CHECK(cudaStreamSynchronize(0));
   };
+  if (argc > 2 && std::string(argv[2]) == "fork") {
+    long forks = 0, tick = 0;
+    const Phase p = run(ms, 1, 1, [&] {
+      sync();
+      if (++tick % 2) return;
+      const pid_t child = fork();
+      TA_ASSERT(child >= 0);
+      if (child == 0) _exit(0);
+      int status = 0;
+      TA_ASSERT(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+      ++forks;
+    });
+    std::printf("forks=%ld records=%ld\n", forks, p.records);
+    TA_CHECK(cudaFree(d));
+    testapp::done("cupti_gate");
+    return 0;
+  }
   if (argc > 2 && std::string(argv[2]) == "paused") {
     TA_CHECK(cudaProfilerStart());
     const Phase in = run(ms, 1, 4, async);

@@ -764,29 +764,34 @@ void Recorder::shutdown() {
 
 void Recorder::prepare_fork() {
   // Hold the writer's lock across fork so that the child never inherits it
-  // locked by a thread that does not exist there.
+  // locked by a thread that does not exist there. In the order other threads
+  // nest them: the collector's before the memory tables', because the writer
+  // holds the collector's handover lock across CUPTI's flush, whose completion
+  // callback frees a 4 MiB buffer, and under --rewrite=pin that free goes
+  // through the libc hooks into host_ranges' lock (taking host_ranges first
+  // here deadlocked a forking app against the flush: e2e.rewrite.fork_during_flush).
   session_mutex_.lock();
   capture_mutex_.lock();
+  CuptiCollector::instance().lock_for_fork();
   allocation_table().lock_for_fork();
   host_ranges().lock_for_fork();
-  CuptiCollector::instance().lock_for_fork();
   NvtxRanges::instance().lock_for_fork();
 }
 
 void Recorder::after_fork_parent() {
   NvtxRanges::instance().unlock_after_fork();
-  CuptiCollector::instance().unlock_after_fork();
   host_ranges().unlock_after_fork();
   allocation_table().unlock_after_fork();
+  CuptiCollector::instance().unlock_after_fork();
   capture_mutex_.unlock();
   session_mutex_.unlock();
 }
 
 void Recorder::after_fork_child() {
   NvtxRanges::instance().unlock_after_fork();
-  CuptiCollector::instance().unlock_after_fork();
   host_ranges().unlock_after_fork();
   allocation_table().unlock_after_fork();
+  CuptiCollector::instance().unlock_after_fork();
   {
     // The child's trace counts its own ranges: one open from the fork when
     // the parent was inside one.

@@ -29,6 +29,12 @@ stand-in makes one only while the shim has memcpy records on).
         (the records wait for the next sample, no attach at every resume);
         the report holds exactly the copies of the two ranges, and the note
         says 2 ranges.
+  fork    under --rewrite=pin (the libc hooks preloaded) and --cupti=on, the app forks
+        every other millisecond while the stand-in's flush hands its buffers back
+        50 ms late (SIMCUPTI_FLUSH_DELAY_US): the shim's fork handlers and the
+        writer's flush must not wait on each other (the flush's completion frees a
+        4 MiB buffer through the libc hooks). Exit 0 within 60 s, every fork's
+        child exited 0, every copy recorded; a hang prints every thread's stack.
 Exit 0 pass, 1 fail.
 """
 import argparse
@@ -38,14 +44,14 @@ import re
 import subprocess
 import sys
 
-from e2e_util import command_after_dashes, fresh_dir, verdict
+from e2e_util import command_after_dashes, fresh_dir, run_diagnosed, verdict
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cuxfer", required=True)
     ap.add_argument("--cupti", required=True)
-    ap.add_argument("--mode", choices=["auto", "on", "paused"], required=True)
+    ap.add_argument("--mode", choices=["auto", "on", "paused", "fork"], required=True)
     ap.add_argument("--workdir", required=True)
     ap.add_argument("app", nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -59,6 +65,8 @@ def main() -> int:
         env["SIMCUPTI_ENABLE_DELAY_US"] = "1000"
     if a.mode == "paused":
         return paused(a, app, out, env)
+    if a.mode == "fork":
+        return fork(a, app, out, env)
     run = subprocess.run([a.cuxfer, "record", f"--cupti={a.mode}", "-o", str(out), "--", *app], env=env,
                          capture_output=True, text=True, timeout=100)
     print(run.stdout, run.stderr, sep="\n")
@@ -187,6 +195,28 @@ def paused(a, app, out, env) -> int:
     notes = [n for p in rep["processes"] for n in p.get("notes", [])] if rep else []
     if not any(n.startswith("capture range (cudaProfilerApi): 2 ranges") for n in notes):
         fails.append(f"no capture-range note of 2 ranges: {notes}")
+    return verdict(fails)
+
+
+def fork(a, app, out, env) -> int:
+    env = {**env, "SIMCUPTI_FLUSH_DELAY_US": "50000"}
+    cmd = [a.cuxfer, "record", "-q", "--cupti=on", "--rewrite=pin", "-o", str(out), "--", *app, "fork"]
+    try:
+        run = run_diagnosed(cmd, 60, env=env)
+    except subprocess.TimeoutExpired:
+        return verdict(["hung: the fork handlers and the writer's CUPTI flush wait on each other (stacks above)"])
+    print(run.stdout, run.stderr, sep="\n")
+    fails = []
+    if run.returncode != 0:
+        fails.append(f"exit status {run.returncode}")
+    m = re.search(r"forks=(\d+) records=(\d+)", run.stdout)
+    if not m or int(m[1]) < 100:
+        return verdict(fails + [f"want at least 100 forks: {m and m[0]}"])
+    copies = int(m[2])  # --cupti=on: each copy's record was made
+    r = subprocess.run([a.cuxfer, "report", "--json", str(out)], capture_output=True, text=True, timeout=120)
+    rep = json.loads(r.stdout) if r.returncode == 0 else None
+    if not rep or rep["totals"]["calls"] < copies:
+        fails.append(f"report: {rep and rep['totals']}, want the parent's {copies} copies")
     return verdict(fails)
 
 

@@ -130,6 +130,14 @@ CUptiResult cuptiActivityFlushAll(uint32_t flag) {
       }
     }
   }
+  // SIMCUPTI_FLUSH_DELAY_US: the flush hands its buffers back that much later,
+  // as a real one may when it waits for the GPU: the caller sits inside the
+  // flush (with whatever it holds) before its completion callback runs.
+  static const long delay_us = [] {
+    const char* v = std::getenv("SIMCUPTI_FLUSH_DELAY_US");
+    return v ? std::strtol(v, nullptr, 10) : 0L;
+  }();
+  if (delay_us > 0 && !done.empty()) std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
   for (const Outstanding& o : done) completed(nullptr, 0, o.buffer, o.size, o.valid);
   return CUPTI_SUCCESS;
 }
