@@ -96,20 +96,24 @@ def hang_report(root: int) -> str:
     return "\n".join(lines)
 
 
-def run_diagnosed(cmd: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
-    """subprocess.run(cmd, capture_output=True, text=True) in its own session. If it outlives
-    `timeout`, prints where every thread of its process tree waits (hang_report) and the tail of
-    what it wrote, kills the tree and raises subprocess.TimeoutExpired: a hang says where it is."""
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True, **kwargs)
+def run_diagnosed(cmd: list[str], timeout: float, capture: tuple[bool, bool] = (True, True),
+                  **kwargs) -> subprocess.CompletedProcess:
+    """subprocess.run(cmd, text=True), stdout and stderr captured as `capture` says (else they go
+    where ours go). If it outlives `timeout`, prints where every thread of its process tree waits
+    (hang_report) and the tail of what it wrote, kills the tree (in the process group it was
+    started in, as subprocess.run would have left it) and raises subprocess.TimeoutExpired: a
+    hang says where it is."""
+    pipe = [subprocess.PIPE if c else None for c in capture]
+    p = subprocess.Popen(cmd, stdout=pipe[0], stderr=pipe[1], text=True, **kwargs)
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         print(f"HUNG after {timeout} s: {' '.join(cmd)[:300]}\n{hang_report(p.pid)}", flush=True)
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except OSError:
-            pass
+        for pid in reversed(_process_tree(p.pid)):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
         out, err = p.communicate()
         for name, text in (("stdout", out), ("stderr", err)):
             for line in (text or "").splitlines()[-20:]:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import expectations as ex  # noqa: E402
+from e2e_util import run_diagnosed  # noqa: E402
 
 SKIP = 77
 TRACE_MAGIC = b"CUXFERTR"
@@ -409,10 +410,9 @@ def main() -> int:
     # An app whose traffic is known only afterwards prints it (expectations.FROM_OUTPUT).
     capture = app in ex.FROM_OUTPUT
     try:
-        proc = subprocess.run(run, env=env, timeout=300, stdout=subprocess.PIPE if capture else None,
-                              text=capture or None)
+        proc = run_diagnosed(run, 300, capture=(capture, False), env=env)
     except subprocess.TimeoutExpired:
-        print("FAIL: timed out")
+        print("FAIL: timed out (where it waited: above)")
         return 1
     if capture:
         sys.stdout.write(proc.stdout)
