@@ -195,6 +195,35 @@ SiteIndex build_sites(uint32_t process_index, const trace::Trace& t, symbolize::
   return SiteIndex(site_of_id);
 }
 
+// A copy or memset that ran and has no GPU time yet: what a record may join.
+bool awaits_record(const Call& c) {
+  return (c.kind() == trace::EventKind::Copy || c.kind() == trace::EventKind::Memset) && !c.failed() &&
+         !c.has_gpu_time();
+}
+
+// The calls from `first` on that `keep` accepts, in the order they entered.
+template <typename Keep>
+std::vector<Call*> calls_by_entry(std::vector<Call>& calls, size_t first, Keep keep) {
+  std::vector<Call*> out;
+  for (size_t i = first; i < calls.size(); ++i)
+    if (keep(calls[i])) out.push_back(&calls[i]);
+  std::sort(out.begin(), out.end(), [](Call* a, Call* b) { return a->event->t_enter_ns < b->event->t_enter_ns; });
+  return out;
+}
+
+// Record `r` (of trace `t`) joins call `c`: one DMA gives its duration; a
+// staged copy's chunks give first chunk start to last chunk end, the time its
+// pipeline kept the copy engine's work in flight.
+void claim(Call& c, const trace::GpuRecord& r, const trace::Trace& t, const std::vector<Call>& calls,
+           std::vector<uint32_t>& record_call) {
+  if (c.gpu_records == 0) c.gpu_begin_ns = r.start_ns;
+  c.gpu_end_ns = std::max(c.gpu_end_ns, r.end_ns);
+  c.gpu_ns = c.gpu_end_ns > c.gpu_begin_ns ? c.gpu_end_ns - c.gpu_begin_ns : 0;
+  c.gpu_records += 1;
+  c.gpu_bytes += r.bytes;
+  record_call[static_cast<size_t>(&r - t.gpu_records.data())] = static_cast<uint32_t>(&c - calls.data());
+}
+
 // The governor turns copy records on before the hooks expect them
 // (shim/record/recorder.cpp): a copy whose hook looked while CUPTI's enable
 // was still running is not flagged, yet CUPTI may time it. On a loaded
@@ -216,15 +245,9 @@ uint64_t join_switch_races(const trace::Trace& t, std::vector<Call>& calls, size
   if (offs.empty()) return 0;
   std::sort(offs.begin(), offs.end());
   constexpr size_t kSwitchLookBack = 256;
-  std::vector<Call*> unflagged;
-  for (size_t i = first; i < calls.size(); ++i) {
-    Call& c = calls[i];
-    if ((c.kind() == trace::EventKind::Copy || c.kind() == trace::EventKind::Memset) && !c.failed() &&
-        !c.staged() && !c.has_gpu_time() && !(c.event->flags & trace::kFlagGpuExpected))
-      unflagged.push_back(&c);
-  }
-  std::sort(unflagged.begin(), unflagged.end(),
-            [](Call* a, Call* b) { return a->event->t_enter_ns < b->event->t_enter_ns; });
+  const std::vector<Call*> unflagged = calls_by_entry(calls, first, [](const Call& c) {
+    return awaits_record(c) && !c.staged() && !(c.event->flags & trace::kFlagGpuExpected);
+  });
   uint64_t joined = 0;
   for (auto rit = records.rbegin(); rit != records.rend(); ++rit) {
     const trace::GpuRecord* r = *rit;
@@ -243,12 +266,7 @@ uint64_t join_switch_races(const trace::Trace& t, std::vector<Call>& calls, size
       Call* c = *--it;
       if (c->event->t_enter_ns < since) break;
       if (c->has_gpu_time() || !record_fits(*c, *r)) continue;
-      c->gpu_begin_ns = r->start_ns;
-      c->gpu_end_ns = r->end_ns;
-      c->gpu_ns = r->end_ns > r->start_ns ? r->end_ns - r->start_ns : 0;
-      c->gpu_records = 1;
-      c->gpu_bytes = r->bytes;
-      record_call[ri] = static_cast<uint32_t>(c - calls.data());
+      claim(*c, *r, t, calls, record_call);
       ++joined;
       break;
     }
@@ -276,18 +294,12 @@ uint64_t join_gpu_by_time(const trace::Trace& t, std::vector<Call>& calls, size_
   *without_id = records.size();
   if (records.empty()) return 0;
   std::sort(records.begin(), records.end(), [](auto* a, auto* b) { return a->start_ns < b->start_ns; });
-  std::vector<Call*> candidates;
-  for (size_t i = first; i < calls.size(); ++i) {
-    Call& c = calls[i];
-    // Where the governor turned records off, a call issued meanwhile has no
-    // record to claim (its flag says so): leaving it out keeps a sampled
-    // window's records from going to an earlier call of the same size.
-    if ((c.kind() == trace::EventKind::Copy || c.kind() == trace::EventKind::Memset) && !c.failed() &&
-        !c.has_gpu_time() && (!governed || (c.event->flags & trace::kFlagGpuExpected)))
-      candidates.push_back(&c);
-  }
-  std::sort(candidates.begin(), candidates.end(),
-            [](Call* a, Call* b) { return a->event->t_enter_ns < b->event->t_enter_ns; });
+  // Where the governor turned records off, a call issued meanwhile has no
+  // record to claim (its flag says so): leaving it out keeps a sampled
+  // window's records from going to an earlier call of the same size.
+  const std::vector<Call*> candidates = calls_by_entry(calls, first, [governed](const Call& c) {
+    return awaits_record(c) && (!governed || (c.event->flags & trace::kFlagGpuExpected));
+  });
   constexpr size_t kLookBack = 256;  // calls in flight that one record may belong to
   uint64_t joined = 0;
   for (const trace::GpuRecord* r : records) {
@@ -299,14 +311,7 @@ uint64_t join_gpu_by_time(const trace::Trace& t, std::vector<Call>& calls, size_
       Call* c = *it;
       const bool complete = c->staged() ? c->gpu_bytes >= c->bytes() : c->has_gpu_time();
       if (complete || !record_fits(*c, *r)) continue;
-      if (c->gpu_records == 0) c->gpu_begin_ns = r->start_ns;
-      c->gpu_end_ns = std::max(c->gpu_end_ns, r->end_ns);
-      // One DMA: its duration. A staged copy: first chunk start to last chunk
-      // end, the time its pipeline kept the copy engine's work in flight.
-      c->gpu_ns = c->gpu_end_ns > c->gpu_begin_ns ? c->gpu_end_ns - c->gpu_begin_ns : 0;
-      c->gpu_records += 1;
-      c->gpu_bytes += r->bytes;
-      record_call[static_cast<size_t>(r - t.gpu_records.data())] = static_cast<uint32_t>(c - calls.data());
+      claim(*c, *r, t, calls, record_call);
       ++joined;
       break;
     }

@@ -100,9 +100,8 @@ def run_diagnosed(cmd: list[str], timeout: float, capture: tuple[bool, bool] = (
                   **kwargs) -> subprocess.CompletedProcess:
     """subprocess.run(cmd, text=True), stdout and stderr captured as `capture` says (else they go
     where ours go). If it outlives `timeout`, prints where every thread of its process tree waits
-    (hang_report) and the tail of what it wrote, kills the tree (in the process group it was
-    started in, as subprocess.run would have left it) and raises subprocess.TimeoutExpired: a
-    hang says where it is."""
+    (hang_report) and the tail of what it wrote, kills that tree, and raises
+    subprocess.TimeoutExpired: a hang says where it is."""
     pipe = [subprocess.PIPE if c else None for c in capture]
     p = subprocess.Popen(cmd, stdout=pipe[0], stderr=pipe[1], text=True, **kwargs)
     try:

@@ -38,6 +38,16 @@ uint64_t g_fake_clock = 1000;
 
 uint64_t timestamp() { return g_timestamp ? g_timestamp() : (g_fake_clock += 1000); }
 
+// The microseconds environment variable `name` gives (0 when unset), for the
+// test hooks that make a call slow; each caller reads it once, into a static.
+long delay_us(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::strtol(v, nullptr, 10) : 0L;
+}
+void sleep_us(long us) {
+  if (us > 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
+}
+
 }  // namespace
 
 extern "C" {
@@ -100,11 +110,8 @@ CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
     if (kind != CUPTI_ACTIVITY_KIND_MEMCPY) return CUPTI_SUCCESS;
     g_memcpy_enabled = true;
   }
-  static const long delay_us = [] {
-    const char* v = std::getenv("SIMCUPTI_ENABLE_DELAY_US");
-    return v ? std::strtol(v, nullptr, 10) : 0L;
-  }();
-  if (delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+  static const long us = delay_us("SIMCUPTI_ENABLE_DELAY_US");
+  sleep_us(us);
   return CUPTI_SUCCESS;
 }
 
@@ -133,11 +140,8 @@ CUptiResult cuptiActivityFlushAll(uint32_t flag) {
   // SIMCUPTI_FLUSH_DELAY_US: the flush hands its buffers back that much later,
   // as a real one may when it waits for the GPU: the caller sits inside the
   // flush (with whatever it holds) before its completion callback runs.
-  static const long delay_us = [] {
-    const char* v = std::getenv("SIMCUPTI_FLUSH_DELAY_US");
-    return v ? std::strtol(v, nullptr, 10) : 0L;
-  }();
-  if (delay_us > 0 && !done.empty()) std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+  static const long us = delay_us("SIMCUPTI_FLUSH_DELAY_US");
+  if (!done.empty()) sleep_us(us);
   for (const Outstanding& o : done) completed(nullptr, 0, o.buffer, o.size, o.valid);
   return CUPTI_SUCCESS;
 }
