@@ -15,6 +15,8 @@
 #   capture  cuxfer record --capture-range=cudaProfilerApi (the measurement)
 #   capture_nocupti  the same with --cupti=off: the shim's own part of the cost
 #   capture_nostacks the same with --no-stacks: what the call stacks cost
+#   capture_nofp     the same with CUXFER_FINGERPRINT=0: what the uploads'
+#                    content fingerprints (record/fingerprint.h) cost
 #   capture_memsetstacks the same with CUXFER_MEMSET_STACKS=1: what walking
 #                    the memsets' stacks too costs (record/site_capture.h)
 #   capture_trail    the same with CUXFER_PREFETCH_TRAIL=1: what the stack
@@ -62,11 +64,12 @@ for ((r = 1; r <= ROUNDS; r++)); do
     case $m in
       plain) line=$("$PY" "$ROOT/bench/torch_step.py" --toggle "$@" 2>&1 | tail -1) || rc=$? ;;
       plain_dry) line=$("$PY" "$ROOT/bench/torch_step.py" --toggle-dry "$@" 2>&1 | tail -1) || rc=$? ;;
-      capture | capture_nocupti | capture_nostacks | capture_memsetstacks | capture_trail | capture_base | whole)
+      capture | capture_nocupti | capture_nostacks | capture_nofp | capture_memsetstacks | capture_trail | capture_base | whole)
         opt=()
         env=()
         [[ $m == capture_trail ]] && env=(CUXFER_PREFETCH_TRAIL=1)
         [[ $m == capture_memsetstacks ]] && env=(CUXFER_MEMSET_STACKS=1)
+        [[ $m == capture_nofp ]] && env=(CUXFER_FINGERPRINT=0)
         [[ $m == capture* ]] && opt=(--capture-range=cudaProfilerApi)
         [[ $m == capture_nocupti ]] && opt+=(--cupti=off)
         [[ $m == capture_nostacks ]] && opt+=(--no-stacks)
@@ -80,7 +83,10 @@ import json, sys
 r = json.load(sys.stdin)
 for n in (n for p in r["processes"] for n in p.get("notes", [])):
     if n.startswith(("overhead:", "capture range", "cupti:")): print("  note:", n)
-print("  copies recorded:", r["totals"]["calls"])' >> "$TMP/notes.$m" 2>/dev/null || true
+print("  copies recorded:", r["totals"]["calls"])' > "$TMP/note" 2>/dev/null || true
+        # Also printed now (prefixed with the run), so that a run cut short keeps what came before.
+        sed "s/^/round=$r mode=$m/" "$TMP/note"
+        cat "$TMP/note" >> "$TMP/notes.$m"
         rm -rf "$TMP/t" ;;
       *) echo "run_torch_inprocess: unknown mode '$m'" >&2; exit 2 ;;
     esac
@@ -89,7 +95,7 @@ print("  copies recorded:", r["totals"]["calls"])' >> "$TMP/notes.$m" 2>/dev/nul
     echo "round=$r mode=$m $line" | tee -a "$TMP/results"
   done
 done
-for m in capture capture_nocupti capture_nostacks capture_memsetstacks capture_trail capture_base whole; do
+for m in capture capture_nocupti capture_nostacks capture_nofp capture_memsetstacks capture_trail capture_base whole; do
   [[ -f "$TMP/notes.$m" ]] && { echo "$m runs' notes:"; cat "$TMP/notes.$m"; }
 done
 "$PY" - "$TMP/results" "$MODES" <<'PYEOF'
