@@ -7,6 +7,7 @@
 // must do at its shutdown and in a fork child.
 #include "core/config.h"
 #include "core/allocation.h"
+#include "interpose/exit_hooks.h"
 #include "interpose/lookup_hooks.h"
 #include "record/recorder.h"
 #include "rewrite/pinned_rewrite.h"
@@ -26,7 +27,9 @@ __attribute__((constructor)) void cuxfer_load() {
 #if defined(CUXFER_DLSYM_ENTRY_ASM)
   cuxfer::shim::mark_dlsym_ready();  // a ThreadSanitizer build's dlsym reaches the hook from here on
 #endif
-  if (!cuxfer::shim::config().enabled) return;
+  const bool enabled = cuxfer::shim::config().enabled;
+  cuxfer::shim::resolve_exit_hooks(enabled);
+  if (!enabled) return;
   // Registers the fork handlers before the app can fork.
   cuxfer::shim::Recorder::instance().set_dependents({&rewrite_before_shutdown, &rewrite_in_fork_child});
   // The shim's memory runs out: recording stops, calls pass through (core/allocation.h).

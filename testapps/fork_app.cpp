@@ -1,4 +1,10 @@
 // fork_app                     fork before any CUDA call; both processes copy
+// fork_app _exit               the same, the child ending through _exit (as a
+//                              fork child of Python's multiprocessing does):
+//                              no exit handler runs there
+// fork_app vfork               the parent copies, vforks a child that ends at
+//                              once through _exit (in the parent's memory), and
+//                              copies on: the parent's trace is the parent's
 // fork_app exec PROG [ARGS...] fork; the child execs PROG, the parent copies
 // fork_app spawn PROG [ARGS...] posix_spawn PROG (no fork handlers run: the
 //                              child is a new image), the parent copies
@@ -7,15 +13,15 @@
 // forked after initialisation), so each process initialises CUDA itself and
 // cuxfer must write one trace per process.
 //
-// Exact traffic, parent (both modes):
+// Exact traffic, parent (every mode):
 //   cudaMalloc                           1 call  256K bytes (device)
 //   cudaMemcpy H2D  pageable -> device   5 calls 5*256K bytes
 //   cudaMemcpy D2H  device -> pageable   5 calls 5*256K bytes
-// Child, fork mode:
+// Child, fork and _exit modes:
 //   cudaMalloc                           1 call  128K bytes (device)
 //   cudaMemcpy H2D  pageable -> device   3 calls 3*128K bytes
 //   cudaMemcpy D2H  device -> pageable   3 calls 3*128K bytes
-// Child, exec mode: whatever PROG does.
+// Child, exec mode: whatever PROG does. vfork mode: no child process copies.
 // The parent exits with the child's failure status if the child fails, 77 if
 // either process found no GPU.
 #include <spawn.h>
@@ -28,11 +34,13 @@
 
 namespace {
 
-void round_trips(const char* who, size_t n, size_t s, uint32_t seed0) {
+// `midway`, if given, runs after the first round trip.
+void round_trips(const char* who, size_t n, size_t s, uint32_t seed0, void (*midway)() = nullptr) {
   std::vector<unsigned char> src(s), dst(s);
   void* d = nullptr;
   TA_CHECK(cudaMalloc(&d, s));
   for (size_t i = 0; i < n; ++i) {
+    if (i == 1 && midway) midway();
     const auto seed = static_cast<uint32_t>(seed0 + i);
     testapp::fill(src.data(), s, seed);
     std::memset(dst.data(), 0, s);
@@ -44,16 +52,35 @@ void round_trips(const char* who, size_t n, size_t s, uint32_t seed0) {
   std::printf("fork_app %s (pid %d): %zu round trips of %zu bytes\n", who, static_cast<int>(getpid()), n, s);
 }
 
+// A vfork child shares the parent's memory (the tracer's state too) until it
+// ends: it may only call _exit or exec.
+void vfork_child_exits() {
+  const pid_t child = vfork();
+  if (child == 0) _exit(0);
+  TA_ASSERT(child > 0);
+  int status = 0;
+  TA_ASSERT(waitpid(child, &status, 0) == child);
+  TA_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool exec_mode = argc >= 3 && std::string(argv[1]) == "exec";
-  const bool spawn_mode = argc >= 3 && std::string(argv[1]) == "spawn";
-  if (argc >= 2 && !exec_mode && !spawn_mode) {
-    std::fprintf(stderr, "usage: fork_app | fork_app exec PROG [ARGS...] | fork_app spawn PROG [ARGS...]\n");
+  const std::string mode = argc >= 2 ? argv[1] : "";
+  const bool exec_mode = argc >= 3 && mode == "exec";
+  const bool spawn_mode = argc >= 3 && mode == "spawn";
+  if (argc >= 2 && !exec_mode && !spawn_mode && mode != "_exit" && mode != "vfork") {
+    std::fprintf(stderr,
+                 "usage: fork_app [_exit | vfork] | fork_app exec PROG [ARGS...] | fork_app spawn PROG [ARGS...]\n");
     return 2;
   }
   std::fflush(stdout);
+  if (mode == "vfork") {
+    testapp::require_gpu("fork_app parent");
+    round_trips("parent", 5, 256 << 10, 2000, vfork_child_exits);
+    testapp::done("fork_app");
+    return 0;
+  }
   pid_t child = -1;
   if (spawn_mode) {
     TA_ASSERT(posix_spawn(&child, argv[2], nullptr, nullptr, argv + 2, environ) == 0);
@@ -69,7 +96,9 @@ int main(int argc, char** argv) {
     }
     testapp::require_gpu("fork_app child");
     round_trips("child", 3, 128 << 10, 1000);
-    std::exit(0);  // exit(), not _exit(): atexit handlers (a tracer's flush) must run
+    std::fflush(stdout);
+    if (mode == "_exit") _exit(0);  // no exit handler runs: the tracer must finish its trace here
+    std::exit(0);
   }
   testapp::require_gpu("fork_app parent");
   round_trips("parent", 5, 256 << 10, 2000);

@@ -83,6 +83,10 @@ class QuietThread {
   }
   // Fork child: the thread does not exist here; forget it without joining.
   void forget() { started_ = false; }
+  // Called by the thread itself when nobody will join it (the process ends
+  // through _exit once it is done): its end is reclaimed without a join.
+  // Its owner must then never join() it.
+  static void detach_self() { pthread_detach(pthread_self()); }
 
  private:
   bool start_raw(void (*fn)(void*), void* arg);

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 #include "core/allocation.h"
 #include "core/clock.h"
@@ -217,6 +218,7 @@ bool Recorder::start_slow() {
     std::atexit(on_exit_handler);
   }
   stop_ = false;
+  pid_.store(static_cast<int>(getpid()), std::memory_order_relaxed);
   // The writer runs with every signal blocked (the app's handlers stay on
   // the app's threads). No thread (out of threads, out of memory): nothing
   // is recorded and every call passes through, said once.
@@ -402,8 +404,24 @@ void Recorder::writer_loop() {
   uint64_t last_cupti_flush = now_ns(), last_cycle = now_ns();
   for (;;) {
     {
+      // An _exit is not signalled through wake_ (notifying is not
+      // async-signal-safe): the tick sees it.
       std::unique_lock<std::mutex> lock(wake_mutex_);
-      if (wake_.wait_for(lock, tick, [this] { return stop_; })) return;
+      if (wake_.wait_for(lock, tick, [this] { return stop_ || exit_requested_.load(std::memory_order_acquire); })) {
+        if (stop_) return;
+        lock.unlock();
+        if (auto before = before_shutdown_.load(std::memory_order_acquire)) before();
+        note("the process ended through _exit(" + std::to_string(exit_status_.load(std::memory_order_relaxed)) +
+                 "), which runs no exit handler: the trace writer finished the trace before it",
+             /*warning=*/false);
+        finish_trace();
+        // The caller of _exit does not join this thread (nor does shutdown():
+        // the state is off), and a thread neither joined nor detached is a
+        // leak to ThreadSanitizer's exit check.
+        QuietThread::detach_self();
+        exit_finished_.store(true, std::memory_order_release);
+        return;
+      }
     }
     if (allocation::exhausted()) continue;  // out of memory: nothing more to write until the end
     uint64_t t = now_ns();
@@ -703,12 +721,6 @@ void Recorder::shutdown() {
     if (!state_.compare_exchange_strong(expected, kOff, std::memory_order_acq_rel)) return;
   }
   InternalScope internal;
-  if (allocation::exhausted()) {
-    std::lock_guard<std::mutex> lock(session_mutex_);
-    notes_.push_back(
-        "out of memory inside the shim: recording stopped there, and the process's later CUDA calls ran as "
-        "without cuxfer (this trace ends early)");
-  }
   if (auto before = before_shutdown_.load(std::memory_order_acquire)) before();
   {
     std::lock_guard<std::mutex> lock(wake_mutex_);
@@ -716,6 +728,16 @@ void Recorder::shutdown() {
   }
   wake_.notify_all();
   writer_thread_.join();
+  finish_trace();
+}
+
+void Recorder::finish_trace() {
+  if (allocation::exhausted()) {
+    std::lock_guard<std::mutex> lock(session_mutex_);
+    notes_.push_back(
+        "out of memory inside the shim: recording stopped there, and the process's later CUDA calls ran as "
+        "without cuxfer (this trace ends early)");
+  }
   CuptiCollector::instance().stop();
   if (cupti_detaches_ > 0) {
     std::lock_guard<std::mutex> lock(session_mutex_);
@@ -760,6 +782,35 @@ void Recorder::shutdown() {
   if (writer_ && !config().launched)
     log::info("trace written to " + trace_path_ + " (" + std::to_string(events_recorded_) + " events)");
   writer_.reset();
+}
+
+void Recorder::finish_before_exit(int status) noexcept {
+  // A vfork child (and posix_spawn's) runs in this process's memory until it
+  // execs or exits: it must not end its parent's trace. getpid() is a system
+  // call (not cached since glibc 2.25), so it names the child there.
+  if (pid_.load(std::memory_order_relaxed) != static_cast<int>(getpid())) return;
+  int expected = kRecording;
+  if (!state_.compare_exchange_strong(expected, kOff, std::memory_order_acq_rel)) {
+    expected = kStopped;
+    if (!state_.compare_exchange_strong(expected, kOff, std::memory_order_acq_rel)) return;
+  }
+  // From here every hook passes through; the writer drains what the rings hold.
+  exit_status_.store(status, std::memory_order_relaxed);
+  exit_requested_.store(true, std::memory_order_release);
+  const uint64_t deadline = now_ns() + kExitFinishNs;
+  while (!exit_finished_.load(std::memory_order_acquire)) {
+    if (now_ns() >= deadline) {
+      // The writer is stuck (a lock the interrupted caller holds, a hung file
+      // system): the process must still end. The trace ends early, as an
+      // _exit's did before.
+      static constexpr char kLate[] =
+          "cuxfer: the trace was not finished within 2 s of _exit; it ends where the writer got to\n";
+      [[maybe_unused]] const ssize_t w = write(STDERR_FILENO, kLate, sizeof kLate - 1);
+      return;
+    }
+    timespec pause{0, 1'000'000};
+    nanosleep(&pause, nullptr);
+  }
 }
 
 void Recorder::prepare_fork() {
@@ -808,6 +859,9 @@ void Recorder::after_fork_child() {
   writer_.reset();
   writer_thread_.forget();  // that thread does not exist here
   stop_ = false;
+  // Forked while another thread waited in _exit: the child's trace is its own.
+  exit_requested_.store(false, std::memory_order_relaxed);
+  exit_finished_.store(false, std::memory_order_relaxed);
   notes_.clear();
   governed_.store(false, std::memory_order_relaxed);
   governor_ = GovernorState{};

@@ -156,6 +156,16 @@ class Recorder {
   void stop_for_memory();
 
   void shutdown();          // at exit: final flush, End block
+  // The process ends through _exit or _Exit (os._exit, a multiprocessing fork
+  // child), where no exit handler runs: the writer thread finishes the trace
+  // (its last events, the notes, the End block) while the caller waits, at
+  // most kExitFinishNs, with nothing but atomics, the clock and nanosleep
+  // (all async-signal-safe: a signal handler may be the caller). Nothing for
+  // a process that is not recording, nor for a vfork child, which shares this
+  // process's memory and writer but is not it. `status`: the exit status, for
+  // the trace's note.
+  void finish_before_exit(int status) noexcept;
+  static constexpr uint64_t kExitFinishNs = 2'000'000'000;
   void prepare_fork();
   void after_fork_parent();
   void after_fork_child();
@@ -175,6 +185,9 @@ class Recorder {
   void write_cycle(bool final);
   void write_tail(bool final, std::string& payload);
   void govern_cupti(uint64_t now);  // session_mutex_ held
+  // What shutdown() and an _exit do once the writer has stopped cycling: the
+  // last notes and the final cycle (End block); the trace file is closed.
+  void finish_trace();
 
   std::atomic<void (*)()> before_shutdown_{nullptr};
   std::atomic<void (*)()> in_fork_child_{nullptr};
@@ -233,6 +246,12 @@ class Recorder {
   std::condition_variable wake_;
   bool stop_ = false;
   QuietThread writer_thread_;
+  // finish_before_exit(): the process that opened the trace (a vfork child
+  // reads its parent's), the exit status asked for, and the writer's answer.
+  std::atomic<int> pid_{0};
+  std::atomic<int> exit_status_{0};
+  std::atomic<bool> exit_requested_{false};
+  std::atomic<bool> exit_finished_{false};
 };
 
 }  // namespace cuxfer::shim
