@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Regenerates shim/python/layouts.inc from each CPython version's own headers:
 # compiles shim/python/layout_probe.c against every interpreter given (or found
-# under pyenv) and writes one row per minor version, 3.10 to 3.12 (3.13 and
-# later state their layout at run time: _Py_DebugOffsets).
+# under pyenv) and writes one row per minor version, 3.10 to 3.13. 3.13 states
+# its frame layout at run time (_Py_DebugOffsets), which the shim reads; of its
+# row the shim uses only the _PyRuntime fields the debug offsets leave out
+# (python/layout.cpp).
 #   bash devtools/gen_python_layouts.sh [PYTHON...]
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 pythons=("$@")
 if [ ${#pythons[@]} -eq 0 ]; then
-  for v in 3.10 3.11 3.12; do
+  for v in 3.10 3.11 3.12 3.13; do
     p=$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/$v.*/bin/python$v 2>/dev/null | tail -1 || true)
     [ -n "$p" ] && pythons+=("$p")
   done

@@ -95,9 +95,18 @@ bool layout_from_debug_offsets(const void* runtime, uint32_t version, PyLayout& 
   out.str_compact_size = out.str_ascii_size + v313::kCompactExtra;
   out.bytes_size = u(v313::kBytesSize);
   out.bytes_data = u(v313::kBytesData);
-  // Not among the debug offsets: the thread state comes through the C API.
-  out.rt_initialized = out.rt_finalizing = out.rt_main = out.rt_auto_interp = kNoField;
-  out.rt_tss_created = out.rt_tss_key = kNoField;
+  // _PyRuntime's fields behind the four C API calls (python/runtime_state.h)
+  // are not among the debug offsets: the row generated from 3.13's own
+  // headers states them. A 3.13.x whose _PyRuntime is laid out otherwise is
+  // caught by the first read, which must agree with the C API before any is
+  // trusted; without the row, the C API it is.
+  const PyLayout* row = generated_layout(version);
+  out.rt_initialized = row ? row->rt_initialized : kNoField;
+  out.rt_finalizing = row ? row->rt_finalizing : kNoField;
+  out.rt_main = row ? row->rt_main : kNoField;
+  out.rt_auto_interp = row ? row->rt_auto_interp : kNoField;
+  out.rt_tss_created = row ? row->rt_tss_created : kNoField;
+  out.rt_tss_key = row ? row->rt_tss_key : kNoField;
   return true;
 }
 

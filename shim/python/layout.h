@@ -4,8 +4,9 @@
 // 3.10-3.12 from layouts.inc, generated from each version's own headers
 // (devtools/gen_python_layouts.sh, checked by python.layouts_match_headers);
 // 3.13 from the interpreter's own _Py_DebugOffsets, read at run time. The
-// generated rows also say where _PyRuntime keeps the interpreter's life and
-// the threads' state key (python/runtime_state.h).
+// generated rows (3.10-3.13) also say where _PyRuntime keeps the
+// interpreter's life and the threads' state key (python/runtime_state.h):
+// 3.13's debug offsets leave those out, so its row gives them.
 // Pure data and pure functions: unit-tested without an interpreter.
 #pragma once
 
@@ -33,8 +34,8 @@ struct PyLayout {
   uint32_t object_type;
   uint32_t str_length, str_state, str_ascii_size, str_compact_size;
   uint32_t bytes_size, bytes_data;
-  // In _PyRuntime (3.10-3.12 rows; kNoField from 3.13's debug offsets, which
-  // do not state them): what Py_IsInitialized, _Py_IsFinalizing,
+  // In _PyRuntime (the generated rows; 3.13's debug offsets do not state
+  // them, layout_from_debug_offsets takes its row's): what Py_IsInitialized, _Py_IsFinalizing,
   // PyInterpreterState_Main and PyGILState_GetThisThreadState read
   // (python/runtime_state.h). rt_auto_interp: before 3.12 only.
   uint32_t rt_initialized, rt_finalizing, rt_main, rt_auto_interp, rt_tss_created, rt_tss_key;

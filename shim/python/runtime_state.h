@@ -9,7 +9,8 @@
 // PyInterpreterState_Main), each a jump into libpython's text: after a
 // training step's framework code, cold lines of code and data each. The same
 // fields sit in a few lines of _PyRuntime, whose offsets the generated
-// layouts state for 3.10-3.12 (layout.h); the key's value is read with
+// layouts state for 3.10-3.13 (layout.h; 3.13's debug offsets leave them
+// out, its headers' row has them); the key's value is read with
 // pthread_getspecific, as PyThread_tss_get does.
 //
 // Never trusted on the layout's word alone: python_stack.cpp reads through

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # python.layouts_match_headers: shim/python/layouts.inc must be what each
-# CPython version's own headers say. For every interpreter of 3.10-3.12 found
+# CPython version's own headers say. For every interpreter of 3.10-3.13 found
 # here (PATH, pyenv), compiles shim/python/layout_probe.c against its headers
 # and compares the output with that version's committed row. Skips (77),
 # saying so, when none of them has its headers here.
@@ -10,7 +10,7 @@ INC_FILE="$ROOT/shim/python/layouts.inc"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 checked=0 failed=0
-for v in 3.10 3.11 3.12; do
+for v in 3.10 3.11 3.12 3.13; do
   py=""
   # pyenv's own directories first: its shims on PATH fail for a version not selected.
   for c in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/$v.*/bin/python$v /usr/bin/python$v $(command -v python$v 2>/dev/null); do
@@ -37,5 +37,5 @@ for v in 3.10 3.11 3.12; do
   checked=$((checked + 1))
 done
 [ $failed -eq 0 ] || exit 1
-[ $checked -gt 0 ] || { echo "no CPython 3.10-3.12 with headers here: skipped"; exit 77; }
+[ $checked -gt 0 ] || { echo "no CPython 3.10-3.13 with headers here: skipped"; exit 77; }
 echo "PASS ($checked versions)"

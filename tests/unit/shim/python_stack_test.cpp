@@ -47,10 +47,12 @@ TEST(PythonLayout, GeneratedRowsForTheHeaderVersions) {
   EXPECT_NE(generated_layout(0x030b)->frame_is_entry, kNoField);
   EXPECT_EQ(generated_layout(0x030c)->model, FrameModel::Interp312);
   EXPECT_EQ(generated_layout(0x0309), nullptr);
-  EXPECT_EQ(generated_layout(0x030d), nullptr);  // 3.13 states its own
+  ASSERT_NE(generated_layout(0x030d), nullptr);  // 3.13's: its _PyRuntime fields (its frames state their own)
+  EXPECT_EQ(generated_layout(0x030e), nullptr);
   // Every generated row says where _PyRuntime keeps what the C API reads;
   // before 3.12 the GIL-state machinery's interpreter as well.
-  for (uint32_t v : {0x030au, 0x030bu, 0x030cu}) EXPECT_TRUE(has_runtime_fields(*generated_layout(v))) << std::hex << v;
+  for (uint32_t v : {0x030au, 0x030bu, 0x030cu, 0x030du})
+    EXPECT_TRUE(has_runtime_fields(*generated_layout(v))) << std::hex << v;
   EXPECT_NE(generated_layout(0x030b)->rt_auto_interp, kNoField);
   EXPECT_EQ(generated_layout(0x030c)->rt_auto_interp, kNoField);
 }
@@ -75,7 +77,22 @@ TEST(PythonLayout, DebugOffsetsOf313) {
   EXPECT_EQ(l.str_ascii_size, 40u);
   EXPECT_EQ(l.str_compact_size, 56u);
   EXPECT_EQ(l.bytes_data, 32u);
-  EXPECT_FALSE(has_runtime_fields(l));  // not among the debug offsets: the C API it is
+  // Not among the debug offsets: _PyRuntime's fields come from the row made
+  // from 3.13's headers; the frames from the debug offsets, even where the
+  // row says otherwise (a 3.13.x that moved a field).
+  const PyLayout& row = *generated_layout(0x030d);
+  auto moved = f;
+  moved[23] = row.ts_frame + 8;  // the thread's current frame
+  PyLayout m{};
+  ASSERT_TRUE(layout_from_debug_offsets(moved.data(), 0x030d, m, why)) << why;
+  EXPECT_EQ(m.ts_frame, row.ts_frame + 8);
+  EXPECT_TRUE(has_runtime_fields(l));
+  EXPECT_EQ(l.rt_initialized, row.rt_initialized);
+  EXPECT_EQ(l.rt_finalizing, row.rt_finalizing);
+  EXPECT_EQ(l.rt_main, row.rt_main);
+  EXPECT_EQ(l.rt_auto_interp, kNoField);
+  EXPECT_EQ(l.rt_tss_created, row.rt_tss_created);
+  EXPECT_EQ(l.rt_tss_key, row.rt_tss_key);
 }
 
 TEST(PythonLayout, DebugOffsetsRefused) {
