@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bounded_lock.h"
 #include "trace/event.h"
 
 namespace cuxfer::shim {
@@ -56,13 +57,25 @@ class CuptiCollector {
   uint64_t incomplete_records() const { return incomplete_.load(std::memory_order_relaxed); }
   // Held across fork() (CUPTI's thread may be delivering a buffer; the
   // writer may be detaching or attaching CUPTI). In the order they nest.
-  void lock_for_fork() {
-    handover_mutex_.lock();
-    mutex_.lock();
+  // Both or neither by `deadline_ns` (the writer holds them across CUPTI's
+  // flush, attach and detach: core/bounded_lock.h); true when held.
+  bool lock_for_fork(uint64_t deadline_ns) {
+    if (!lock_before(handover_mutex_, deadline_ns)) return false;
+    if (lock_before(mutex_, deadline_ns)) return true;
+    handover_mutex_.unlock();
+    return false;
   }
   void unlock_after_fork() {
     mutex_.unlock();
     handover_mutex_.unlock();
+  }
+  // Fork child of a fork that went ahead without them (lock_for_fork false):
+  // the locks unlocked again, CUPTI no longer used, and nothing they guard
+  // touched (the writer may have been changing it).
+  void forsake_after_fork() {
+    remake_in_fork_child(handover_mutex_);
+    remake_in_fork_child(mutex_);
+    active_.store(false, std::memory_order_release);
   }
   // The app is about to take CUPTI for its own profiler (`call` is the CUPTI
   // function it called, `real` the function it will reach). When `real` is

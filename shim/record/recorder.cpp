@@ -16,6 +16,7 @@
 #include <ctime>
 
 #include "core/allocation.h"
+#include "core/bounded_lock.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -821,9 +822,24 @@ void Recorder::prepare_fork() {
   // callback frees a 4 MiB buffer, and under --rewrite=pin that free goes
   // through the libc hooks into host_ranges' lock (taking host_ranges first
   // here deadlocked a forking app against the flush: e2e.rewrite.fork_during_flush).
-  session_mutex_.lock();
+  //
+  // The writer holds the session's lock and the collector's across CUDA and
+  // CUPTI calls (govern_cupti's attach and detach, the flush). A driver's own
+  // fork handler runs before this one (it registered later) and may hold a
+  // lock such a call needs: waiting for ours without end would then never
+  // end (e2e.cupti_gate.fork_driver_lock models it). So those two are waited
+  // for kForkWaitNs at most, and a fork that goes ahead without them leaves
+  // a child that records nothing (forsake_after_fork_child). A child of a
+  // process that is recording cannot use CUDA anyway: CUDA does not survive
+  // a fork once initialised. The other locks are never held across a CUDA
+  // call.
+  const uint64_t deadline = now_ns() + kForkWaitNs;
+  fork_writer_locked_ = lock_before(session_mutex_, deadline);
   capture_mutex_.lock();
-  CuptiCollector::instance().lock_for_fork();
+  if (fork_writer_locked_ && !CuptiCollector::instance().lock_for_fork(deadline)) {
+    session_mutex_.unlock();
+    fork_writer_locked_ = false;
+  }
   allocation_table().lock_for_fork();
   host_ranges().lock_for_fork();
   NvtxRanges::instance().lock_for_fork();
@@ -833,15 +849,35 @@ void Recorder::after_fork_parent() {
   NvtxRanges::instance().unlock_after_fork();
   host_ranges().unlock_after_fork();
   allocation_table().unlock_after_fork();
-  CuptiCollector::instance().unlock_after_fork();
   capture_mutex_.unlock();
-  session_mutex_.unlock();
+  if (fork_writer_locked_) {
+    CuptiCollector::instance().unlock_after_fork();
+    session_mutex_.unlock();
+  }
+}
+
+void Recorder::forsake_after_fork_child() {
+  // Nothing the two locks guard is touched: the writer (not here) may have
+  // been changing it. Recording is off for good in this child; its hooks pass
+  // through, and its exit writes nothing.
+  remake_in_fork_child(session_mutex_);
+  CuptiCollector::instance().forsake_after_fork();
+  capture_mutex_.unlock();
+  if (auto child = in_fork_child_.load(std::memory_order_acquire)) child();
+  state_.store(kOff, std::memory_order_relaxed);
+  driver_state_.store(0, std::memory_order_relaxed);
+  t_state.driver_attached = false;
+  t_state.tid = static_cast<uint32_t>(gettid());
+  static constexpr char kLine[] =
+      "cuxfer: this fork child is not recorded (the fork did not wait for the trace writer, busy in a CUDA call)\n";
+  [[maybe_unused]] const ssize_t w = write(STDERR_FILENO, kLine, sizeof kLine - 1);
 }
 
 void Recorder::after_fork_child() {
   NvtxRanges::instance().unlock_after_fork();
   host_ranges().unlock_after_fork();
   allocation_table().unlock_after_fork();
+  if (!fork_writer_locked_) return forsake_after_fork_child();
   CuptiCollector::instance().unlock_after_fork();
   {
     // The child's trace counts its own ranges: one open from the fork when

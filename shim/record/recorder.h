@@ -185,6 +185,13 @@ class Recorder {
   void write_cycle(bool final);
   void write_tail(bool final, std::string& payload);
   void govern_cupti(uint64_t now);  // session_mutex_ held
+  // A fork child whose fork went ahead without the writer's locks
+  // (prepare_fork): recording off for good, nothing they guard touched.
+  void forsake_after_fork_child();
+  // How long prepare_fork() waits for the locks the writer holds across CUDA
+  // and CUPTI calls (a write cycle holds the session's for a few ms).
+  static constexpr uint64_t kForkWaitNs = 250'000'000;
+  bool fork_writer_locked_ = false;  // prepare_fork() took them (fork handlers only)
   // What shutdown() and an _exit do once the writer has stopped cycling: the
   // last notes and the final cycle (End block); the trace file is closed.
   void finish_trace();

@@ -35,6 +35,11 @@ stand-in makes one only while the shim has memcpy records on).
         writer's flush must not wait on each other (the flush's completion frees a
         4 MiB buffer through the libc hooks). Exit 0 within 60 s, every fork's
         child exited 0, every copy recorded; a hang prints every thread's stack.
+  fork_driver_lock  the same forks under --cupti=on alone, the stand-in CUPTI
+        modelling a driver whose own fork handler (which runs before the shim's)
+        takes a lock its flush needs (SIMCUPTI_FORK_LOCK=1): the shim's handler
+        must give up waiting for the lock the writer holds across the flush
+        (at least one child says it is not recorded), and the run end as above.
 Exit 0 pass, 1 fail.
 """
 import argparse
@@ -51,7 +56,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cuxfer", required=True)
     ap.add_argument("--cupti", required=True)
-    ap.add_argument("--mode", choices=["auto", "on", "paused", "fork"], required=True)
+    ap.add_argument("--mode", choices=["auto", "on", "paused", "fork", "fork_driver_lock"], required=True)
     ap.add_argument("--workdir", required=True)
     ap.add_argument("app", nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -65,8 +70,8 @@ def main() -> int:
         env["SIMCUPTI_ENABLE_DELAY_US"] = "1000"
     if a.mode == "paused":
         return paused(a, app, out, env)
-    if a.mode == "fork":
-        return fork(a, app, out, env)
+    if a.mode in ("fork", "fork_driver_lock"):
+        return fork(a, app, out, env, a.mode == "fork_driver_lock")
     run = subprocess.run([a.cuxfer, "record", f"--cupti={a.mode}", "-o", str(out), "--", *app], env=env,
                          capture_output=True, text=True, timeout=100)
     print(run.stdout, run.stderr, sep="\n")
@@ -198,9 +203,13 @@ def paused(a, app, out, env) -> int:
     return verdict(fails)
 
 
-def fork(a, app, out, env) -> int:
+def fork(a, app, out, env, driver_lock: bool) -> int:
     env = {**env, "SIMCUPTI_FLUSH_DELAY_US": "50000"}
-    cmd = [a.cuxfer, "record", "-q", "--cupti=on", "--rewrite=pin", "-o", str(out), "--", *app, "fork"]
+    rewrite = ["--rewrite=pin"]
+    if driver_lock:
+        env["SIMCUPTI_FORK_LOCK"] = "1"
+        rewrite = []
+    cmd = [a.cuxfer, "record", "-q", "--cupti=on", *rewrite, "-o", str(out), "--", *app, "fork"]
     try:
         run = run_diagnosed(cmd, 60, env=env)
     except subprocess.TimeoutExpired:
@@ -212,6 +221,10 @@ def fork(a, app, out, env) -> int:
     m = re.search(r"forks=(\d+) records=(\d+)", run.stdout)
     if not m or int(m[1]) < 100:
         return verdict(fails + [f"want at least 100 forks: {m and m[0]}"])
+    if driver_lock and "this fork child is not recorded" not in run.stderr:
+        # Without a fork that met the writer inside the flush, the model was
+        # never exercised and the pass would say nothing.
+        fails.append("no fork met the writer inside the flush (no child said it is not recorded)")
     copies = int(m[2])  # --cupti=on: each copy's record was made
     r = subprocess.run([a.cuxfer, "report", "--json", str(out)], capture_output=True, text=True, timeout=120)
     rep = json.loads(r.stdout) if r.returncode == 0 else None

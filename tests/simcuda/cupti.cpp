@@ -11,6 +11,7 @@
 //   - one callback subscriber at a time.
 // Records are memcpy records the test program asks for with simcupti_emit.
 #include <cupti.h>
+#include <pthread.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -46,6 +47,24 @@ long delay_us(const char* name) {
 }
 void sleep_us(long us) {
   if (us > 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
+}
+
+// SIMCUPTI_FORK_LOCK=1: a driver lock that the stand-in's own fork handler
+// takes and its flush needs to hand buffers back, as a real driver's might.
+// The handler is registered at the first CUPTI call, after the shim's
+// (registered when the shim loads), so it runs first at a fork: a fork while
+// the shim's writer sits inside the flush holding a lock of its own finds the
+// driver lock taken by the forking thread, and the shim's handler must not
+// wait for that lock of its own without end.
+std::mutex g_driver_lock;
+bool fork_lock_model() {
+  static const bool on = [] {
+    const char* v = std::getenv("SIMCUPTI_FORK_LOCK");
+    if (!v || std::strcmp(v, "1") != 0) return false;
+    pthread_atfork([] { g_driver_lock.lock(); }, [] { g_driver_lock.unlock(); }, [] { g_driver_lock.unlock(); });
+    return true;
+  }();
+  return on;
 }
 
 }  // namespace
@@ -89,6 +108,7 @@ __attribute__((visibility("default"))) int simcupti_emit(uint64_t bytes, uint32_
 CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requested,
                                            CUpti_BuffersCallbackCompleteFunc completed) {
   if (!requested || !completed) return CUPTI_ERROR_INVALID_PARAMETER;
+  fork_lock_model();
   std::lock_guard<std::mutex> lock(g_mutex);
   g_requested = requested;
   g_completed = completed;
@@ -142,6 +162,8 @@ CUptiResult cuptiActivityFlushAll(uint32_t flag) {
   // flush (with whatever it holds) before its completion callback runs.
   static const long us = delay_us("SIMCUPTI_FLUSH_DELAY_US");
   if (!done.empty()) sleep_us(us);
+  std::unique_lock<std::mutex> driver(g_driver_lock, std::defer_lock);
+  if (fork_lock_model()) driver.lock();
   for (const Outstanding& o : done) completed(nullptr, 0, o.buffer, o.size, o.valid);
   return CUPTI_SUCCESS;
 }
