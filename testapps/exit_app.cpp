@@ -1,7 +1,9 @@
-// exit_app exit CODE | signal [SIGNUM=15] | _exit CODE | _Exit CODE | handler_exit CODE | abort | thread_exit CODE
+// exit_app exit CODE | signal [SIGNUM=15] | _exit CODE | _Exit CODE | handler_exit CODE | two_exits CODE |
+//          abort | thread_exit CODE
 // One known copy, then: exit(CODE); raise(SIGNUM); _exit(CODE) or _Exit(CODE)
 // at once (no exit handler runs: the tracer must finish its trace there);
-// _exit(CODE) from a SIGUSR1 handler; abort() after 200 ms (four flush
+// _exit(CODE) from a SIGUSR1 handler; _exit(CODE) from a second thread 1 ms
+// after main's (the second must not cut the first's finish); abort() after 200 ms (four flush
 // periods: the copy's event is on disk, though nothing else runs); or
 // exit(CODE) called from another thread while main waits for it. Checks that
 // a tracer passes the app's exit status or death by signal through unchanged,
@@ -25,11 +27,11 @@ volatile sig_atomic_t g_code = 0;  // handler_exit's status, read by the handler
 
 int main(int argc, char** argv) {
   const std::string how = argc > 1 ? argv[1] : "";
-  if (how != "exit" && how != "signal" && how != "_exit" && how != "_Exit" && how != "handler_exit" && how != "abort" &&
-      how != "thread_exit") {
+  if (how != "exit" && how != "signal" && how != "_exit" && how != "_Exit" && how != "handler_exit" &&
+      how != "two_exits" && how != "abort" && how != "thread_exit") {
     std::fprintf(stderr,
-                 "usage: exit_app exit CODE | signal [SIGNUM] | _exit CODE | _Exit CODE | handler_exit CODE | abort | "
-                 "thread_exit CODE\n");
+                 "usage: exit_app exit CODE | signal [SIGNUM] | _exit CODE | _Exit CODE | handler_exit CODE | "
+                 "two_exits CODE | abort | thread_exit CODE\n");
     return 2;
   }
   testapp::require_gpu("exit_app");
@@ -43,6 +45,13 @@ int main(int argc, char** argv) {
   if (how == "exit") std::exit(code);
   if (how == "_exit") _exit(code);
   if (how == "_Exit") std::_Exit(code);
+  if (how == "two_exits") {
+    std::thread([code] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      _exit(code);
+    }).detach();
+    _exit(code);
+  }
   if (how == "handler_exit") {
     g_code = code;
     struct sigaction sa {};

@@ -793,11 +793,20 @@ void Recorder::finish_before_exit(int status) noexcept {
   int expected = kRecording;
   if (!state_.compare_exchange_strong(expected, kOff, std::memory_order_acq_rel)) {
     expected = kStopped;
-    if (!state_.compare_exchange_strong(expected, kOff, std::memory_order_acq_rel)) return;
+    if (!state_.compare_exchange_strong(expected, kOff, std::memory_order_acq_rel)) {
+      // Another thread's _exit is finishing the trace: ending the process now
+      // would cut it, so this one waits for the same answer.
+      if (exit_requested_.load(std::memory_order_acquire)) await_exit_finish();
+      return;
+    }
   }
   // From here every hook passes through; the writer drains what the rings hold.
   exit_status_.store(status, std::memory_order_relaxed);
   exit_requested_.store(true, std::memory_order_release);
+  await_exit_finish();
+}
+
+void Recorder::await_exit_finish() noexcept {
   const uint64_t deadline = now_ns() + kExitFinishNs;
   while (!exit_finished_.load(std::memory_order_acquire)) {
     if (now_ns() >= deadline) {

@@ -165,6 +165,8 @@ class Recorder {
   // process's memory and writer but is not it. `status`: the exit status, for
   // the trace's note.
   void finish_before_exit(int status) noexcept;
+  // The caller's wait for the writer's answer (async-signal-safe, bounded).
+  void await_exit_finish() noexcept;
   static constexpr uint64_t kExitFinishNs = 2'000'000'000;
   void prepare_fork();
   void after_fork_parent();
