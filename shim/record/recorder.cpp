@@ -411,17 +411,7 @@ void Recorder::writer_loop() {
       if (wake_.wait_for(lock, tick, [this] { return stop_ || exit_requested_.load(std::memory_order_acquire); })) {
         if (stop_) return;
         lock.unlock();
-        if (auto before = before_shutdown_.load(std::memory_order_acquire)) before();
-        note("the process ended through _exit(" + std::to_string(exit_status_.load(std::memory_order_relaxed)) +
-                 "), which runs no exit handler: the trace writer finished the trace before it",
-             /*warning=*/false);
-        finish_trace();
-        // The caller of _exit does not join this thread (nor does shutdown():
-        // the state is off), and a thread neither joined nor detached is a
-        // leak to ThreadSanitizer's exit check.
-        QuietThread::detach_self();
-        exit_finished_.store(true, std::memory_order_release);
-        return;
+        return finish_for_exit();
       }
     }
     if (allocation::exhausted()) continue;  // out of memory: nothing more to write until the end
@@ -449,6 +439,19 @@ void Recorder::writer_loop() {
     write_cycle(false);
     last_cycle = now_ns();
   }
+}
+
+void Recorder::finish_for_exit() {
+  if (auto before = before_shutdown_.load(std::memory_order_acquire)) before();
+  note("the process ended through _exit(" + std::to_string(exit_status_.load(std::memory_order_relaxed)) +
+           "), which runs no exit handler: the trace writer finished the trace before it",
+       /*warning=*/false);
+  finish_trace();
+  // The caller of _exit does not join this thread (nor does shutdown(): the
+  // state is off), and a thread neither joined nor detached is a leak to
+  // ThreadSanitizer's exit check.
+  QuietThread::detach_self();
+  exit_finished_.store(true, std::memory_order_release);
 }
 
 void Recorder::write_cycle(bool final) {
@@ -715,12 +718,15 @@ std::string Recorder::hook_time_summary() {
   return hook_time_note(t, inside, true);
 }
 
-void Recorder::shutdown() {
+bool Recorder::claim_end() {
   int expected = kRecording;
-  if (!state_.compare_exchange_strong(expected, kOff, std::memory_order_acq_rel)) {
-    expected = kStopped;
-    if (!state_.compare_exchange_strong(expected, kOff, std::memory_order_acq_rel)) return;
-  }
+  if (state_.compare_exchange_strong(expected, kOff, std::memory_order_acq_rel)) return true;
+  expected = kStopped;
+  return state_.compare_exchange_strong(expected, kOff, std::memory_order_acq_rel);
+}
+
+void Recorder::shutdown() {
+  if (!claim_end()) return;
   InternalScope internal;
   if (auto before = before_shutdown_.load(std::memory_order_acquire)) before();
   {
@@ -790,15 +796,11 @@ void Recorder::finish_before_exit(int status) noexcept {
   // execs or exits: it must not end its parent's trace. getpid() is a system
   // call (not cached since glibc 2.25), so it names the child there.
   if (pid_.load(std::memory_order_relaxed) != static_cast<int>(getpid())) return;
-  int expected = kRecording;
-  if (!state_.compare_exchange_strong(expected, kOff, std::memory_order_acq_rel)) {
-    expected = kStopped;
-    if (!state_.compare_exchange_strong(expected, kOff, std::memory_order_acq_rel)) {
-      // Another thread's _exit is finishing the trace: ending the process now
-      // would cut it, so this one waits for the same answer.
-      if (exit_requested_.load(std::memory_order_acquire)) await_exit_finish();
-      return;
-    }
+  if (!claim_end()) {
+    // Another thread's _exit is finishing the trace: ending the process now
+    // would cut it, so this one waits for the same answer.
+    if (exit_requested_.load(std::memory_order_acquire)) await_exit_finish();
+    return;
   }
   // From here every hook passes through; the writer drains what the rings hold.
   exit_status_.store(status, std::memory_order_relaxed);

@@ -194,6 +194,12 @@ class Recorder {
   // and CUPTI calls (a write cycle holds the session's for a few ms).
   static constexpr uint64_t kForkWaitNs = 250'000'000;
   bool fork_writer_locked_ = false;  // prepare_fork() took them (fork handlers only)
+  // Takes the state from recording (or stopped for memory) to off: true for
+  // the one caller that ends the trace (shutdown() or an _exit).
+  bool claim_end();
+  // The writer thread, asked by finish_before_exit(): finishes the trace,
+  // says so, and lets the waiting caller go.
+  void finish_for_exit();
   // What shutdown() and an _exit do once the writer has stopped cycling: the
   // last notes and the final cycle (End block); the trace file is closed.
   void finish_trace();
