@@ -155,6 +155,7 @@ def against(label, pooled, control):
 
 against("", pairs, "plain")
 against("", pairs, "plain_dry")
+against("", pairs, "capture_base")  # an A/B of two builds: this tree's capture minus the base's
 for label, title, pooled in (("step ", "the blocks' median step (step_pair_ratios)", step_pairs),
                              ("cpu ", "the blocks' CPU time on the loop's thread (cpu_pair_ratios)", cpu_pairs)):
     if not pooled:
@@ -167,4 +168,5 @@ for label, title, pooled in (("step ", "the blocks' median step (step_pair_ratio
             print(f"{label}{mode:<18}{len(v):>6} pairs {statistics.median(v):.4f} [{lo:.4f}-{hi:.4f}]")
     against(label, pooled, "plain")
     against(label, pooled, "plain_dry")
+    against(label, pooled, "capture_base")
 PYEOF

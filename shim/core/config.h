@@ -70,6 +70,10 @@ struct Config {
   // <-> device copies of at least CUXFER_FINGERPRINT_MIN bytes (duplicate and
   // round-trip findings). A fingerprint reads 33 words of the host buffer.
   bool fingerprint = true;
+  // CUXFER_TSC=0 stamps events with CLOCK_MONOTONIC where the time-stamp
+  // counter could stamp them (core/event_clock.h): a check, or a machine whose
+  // counter the kernel trusts wrongly.
+  bool tsc_stamps = true;
   uint64_t fingerprint_min = 1u << 20;
   std::string manifest;           // CUXFER_MANIFEST: launcher's list of written traces
   // CUXFER_BUFFER_EVENTS: per-thread ring capacity (4 MiB of address space;

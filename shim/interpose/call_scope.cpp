@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/config.h"
+#include "core/event_clock.h"
 #include "core/prefetch_trail.h"
 #include "memory/pointer_classifier.h"
 #include "python/python_stack.h"
@@ -82,11 +83,6 @@ CUXFER_HOT void describe_event(const CallDesc& d, trace::Event& e) {
   }
 }
 
-CUXFER_HOT uint64_t fingerprint_min_bytes() {
-  static const uint64_t min = config().fingerprint ? config().fingerprint_min : UINT64_MAX;
-  return min;
-}
-
 CUXFER_HOT void prefetch_samples(const CallDesc& d) {
   using trace::Direction;
   using trace::MemKind;
@@ -95,10 +91,9 @@ CUXFER_HOT void prefetch_samples(const CallDesc& d) {
   // memory too where the rewrite may register it in place for the copy
   // (then read by DMA: bandwidthTest's pageable copies after a memset paid
   // 10-20 us for the samples without the prefetch, docs/benchmarks.md).
-  static const bool rewriting = config().rewrite_any();
   auto dma_host = [](uint64_t p) {
     const MemKind k = classify_pointer(p).kind;
-    return k == MemKind::Pinned || k == MemKind::Registered || (rewriting && k == MemKind::Pageable);
+    return k == MemKind::Pinned || k == MemKind::Registered || (g_hot_line.rewrite_any && k == MemKind::Pageable);
   };
   if (d.direction != Direction::DtoH && d.src_preset == MemKind::Unknown && d.src && dma_host(d.src))
     prefetch_fingerprint_samples(reinterpret_cast<const void*>(d.src), d.bytes);
@@ -133,9 +128,9 @@ CUXFER_HOT void fingerprint_copy(Recorder& rec, ThreadState& ts, const trace::Ev
   const uint64_t device = dir == Direction::HtoD ? ts.desc.dst : ts.desc.src;
   if (host == 0) return;
   trace::Event f{};
-  f.t_enter_ns = now_ns();
+  f.t_enter_ns = event_clock::stamp();
   f.address = sampled_fingerprint(reinterpret_cast<const void*>(host), e.bytes);
-  f.t_exit_ns = now_ns();
+  f.t_exit_ns = event_clock::stamp();
   f.stream = device;
   f.bytes = e.bytes;
   f.correlation_id = e.correlation_id;
@@ -191,17 +186,16 @@ CUXFER_HOT uint32_t capture_callsite(Recorder& rec, Caller caller, SiteCapture h
   // prefetches of the recent-stack slot as well: on the H200's training loop
   // that made the walks slower by more than it saved the matching
   // (docs/benchmarks.md, eighteenth session).
-  static const bool prefetching = config().prefetch_trail;
-  if (prefetching) prefetch_trail().begin(reinterpret_cast<uint64_t>(return_address));
+  if (g_hot_line.prefetch_trail) prefetch_trail().begin(reinterpret_cast<uint64_t>(return_address));
   // Native frames, then the thread's Python frames (trace/python_frame.h).
   // The Python frames are read first, into their place after at most
   // `python_native_depth` native frames: a thread that has them gets that many
   // native frames (the walk's cost is per frame), one without gets them all.
   uint64_t frames[CallSiteTable::kMaxDepth];
   const uint32_t native_max = std::min(rec.stack_depth(), CallSiteTable::kMaxNativeDepth);
-  const uint32_t under_python = std::min(native_max, config().python_native_depth);
+  const uint32_t under_python = std::min(native_max, g_hot_line.python_native_depth);
   const uint64_t t0 = times ? now_ns() : 0;
-  const uint32_t py = config().python_stacks ? python::PythonStacks::capture_gated(
+  const uint32_t py = g_hot_line.python_stacks ? python::PythonStacks::capture_gated(
                                                    frames + under_python, CallSiteTable::kMaxDepth - under_python)
                                              : 0;
   const uint64_t t1 = times ? now_ns() : 0;

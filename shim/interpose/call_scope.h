@@ -2,8 +2,9 @@
 // call owns its event; a driver hook nested inside a runtime hook only adds
 // what it knows (one event per user call, whichever layers it passes).
 //
-// Hot path: one TLS access, a few relaxed atomics, two vDSO clock reads (four
-// in about one call of 64, timed whole), a table lookup per pointer, a ring push.
+// Hot path: one TLS access, a few relaxed atomics on one line (core/hot_line.h),
+// two time-stamp counter reads (core/event_clock.h; four clock reads more in
+// about one call of 64, timed whole), a table lookup per pointer, a ring push.
 // No lock, allocation or system call.
 #pragma once
 
@@ -11,6 +12,8 @@
 
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/event_clock.h"
+#include "core/hot_line.h"
 #include "core/phase_probe.h"
 #include "record/call_desc.h"
 #include "symbols/symbol_table.h"
@@ -53,8 +56,8 @@ CUXFER_INLINE uint32_t timed_capture(Recorder& rec, Caller caller, SiteCapture h
   times.total_ns = now_ns() - t0;
   return id;
 }
-// Smallest copy fingerprinted (UINT64_MAX: fingerprints off).
-uint64_t fingerprint_min_bytes();
+// Smallest copy fingerprinted (UINT64_MAX: fingerprints off); read once the recorder started.
+CUXFER_INLINE uint64_t fingerprint_min_bytes() { return g_hot_line.fingerprint_min; }
 // Prefetches the words the fingerprint of copy `d` will read, where the copy
 // itself will not bring them in: host memory the GPU reads or writes by DMA
 // (pinned, registered, and pageable memory the rewrite may register). A
@@ -118,7 +121,7 @@ inline R intercept(HookId id, const CallDesc& d, Caller caller, Call&& call,
   // the call passes through, unless the rewrite may take it over, which needs
   // the call site (site policies) and the event being built (the path it took).
   const bool capturing = rec.capturing();
-  if (!capturing && !config().rewrite_any()) [[unlikely]] {
+  if (!capturing && !g_hot_line.rewrite_any) [[unlikely]] {
     CUXFER_PHASE(kPassGate);
     R r = call();
     CUXFER_PHASE(kPassCall);
@@ -160,11 +163,14 @@ inline R intercept(HookId id, const CallDesc& d, Caller caller, Call&& call,
   // (docs/trace-format.md): nothing CUPTI-related runs on this path.
   if (rec.gpu_expected()) e.flags |= trace::kFlagGpuExpected;
   if (d.kind == trace::EventKind::Copy && d.bytes >= fingerprint_min_bytes()) prefetch_samples(d);
-  e.t_enter_ns = now_ns();
+  e.t_enter_ns = event_clock::stamp();  // a stamp: converted to nanoseconds by the writer
+  // A timed call brackets the real one with the clock too (stamps may be ticks).
+  const uint64_t inner_t0 = timed ? now_ns() : 0;
   CUXFER_PHASE(kBeforeCall);
   R r = call();
   CUXFER_PHASE(kRealCall);
-  e.t_exit_ns = now_ns();
+  const uint64_t inner_t1 = timed ? now_ns() : 0;
+  e.t_exit_ns = event_clock::stamp();
   CUXFER_PHASE(kAfterCall);
   post(r, &e);
   describe_event(ts.desc, e);
@@ -183,7 +189,7 @@ inline R intercept(HookId id, const CallDesc& d, Caller caller, Call&& call,
       fingerprint_copy(rec, ts, e);
   }
   if (timed) {
-    const uint64_t whole = now_ns() - hook_t0, inner = e.t_exit_ns - e.t_enter_ns;
+    const uint64_t whole = now_ns() - hook_t0, inner = inner_t1 - inner_t0;
     ring->add_hook_time(whole > inner ? whole - inner : 0, stack_times);
   }
   ts.in_call = false;

@@ -188,7 +188,7 @@ bool CuptiCollector::start(const std::string& library_override, std::string& rea
   if (!g_api.register_timestamp) {
     reason = "libcupti has no timestamp callback; GPU times may be offset";
   }
-  active_.store(true, std::memory_order_release);
+  g_hot_line.cupti_active.store(true, std::memory_order_release);
   return true;
 }
 
@@ -292,14 +292,14 @@ bool CuptiCollector::hand_over(const char* call, const void* real) {
   if (detached()) {
     // Detached, everything already flushed: a CUPTI call now would attach it
     // again for us. The app's call attaches it for the app.
-    active_.store(false, std::memory_order_release);
+    g_hot_line.cupti_active.store(false, std::memory_order_release);
     return true;
   }
   // Disable first so nothing new lands in our buffers, then have every buffer
   // CUPTI holds (partly filled ones too) completed into our callback.
   for (int kind : enabled_kinds_) g_api.activity_disable(static_cast<CUpti_ActivityKind>(kind));
   g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  active_.store(false, std::memory_order_release);
+  g_hot_line.cupti_active.store(false, std::memory_order_release);
   return true;
 }
 
@@ -399,7 +399,7 @@ void CuptiCollector::stop() {
   std::lock_guard<std::mutex> handover(handover_mutex_);
   if (!active()) return;
   if (!detached()) g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  active_.store(false, std::memory_order_release);
+  g_hot_line.cupti_active.store(false, std::memory_order_release);
 }
 
 }  // namespace cuxfer::shim

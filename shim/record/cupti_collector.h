@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/hot_line.h"
 #include "core/bounded_lock.h"
 #include "trace/event.h"
 
@@ -19,7 +20,7 @@ class CuptiCollector {
   // Loads libcupti and enables memcpy and memset records.
   // On failure returns false and says why in `reason` (one line).
   bool start(const std::string& library_override, std::string& reason);
-  bool active() const { return active_.load(std::memory_order_acquire); }
+  bool active() const { return g_hot_line.cupti_active.load(std::memory_order_acquire); }
 
   // Unified-memory counters (migrations, CPU and GPU page faults). CUPTI
   // wants the driver initialized first, so this runs after the app's first
@@ -75,7 +76,7 @@ class CuptiCollector {
   void forsake_after_fork() {
     remake_in_fork_child(handover_mutex_);
     remake_in_fork_child(mutex_);
-    active_.store(false, std::memory_order_release);
+    g_hot_line.cupti_active.store(false, std::memory_order_release);
   }
   // The app is about to take CUPTI for its own profiler (`call` is the CUPTI
   // function it called, `real` the function it will reach). When `real` is
@@ -91,7 +92,7 @@ class CuptiCollector {
   // Fork child: CUPTI state does not survive fork; stop using it and drop
   // records that belong to the parent.
   void abandon_after_fork() {
-    active_.store(false, std::memory_order_release);
+    g_hot_line.cupti_active.store(false, std::memory_order_release);
     pending_.clear();
   }
 
@@ -105,7 +106,7 @@ class CuptiCollector {
   // start, and every re-attach after detach()). Caller holds handover_mutex_.
   bool attach(std::string& reason);
 
-  std::atomic<bool> active_{false};
+  // Whether CUPTI is in use lives on the hot line (g_hot_line.cupti_active): every recorded copy reads it.
   std::atomic<uint64_t> incomplete_{0};
   std::atomic<bool> detached_{false};  // ours, but cuptiFinalize'd until the records are wanted again
   void* lib_ = nullptr;                 // our dlopen handle of libcupti

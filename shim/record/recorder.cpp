@@ -128,14 +128,18 @@ CUXFER_HOT ThreadState& thread_state() {
   return t;
 }
 
-CUXFER_HOT Recorder& Recorder::instance() {
-  static Recorder* r = new Recorder;  // never destroyed: hooks may run during static destruction
+Recorder& Recorder::make_instance() {
+  static Recorder* r = [] {
+    auto* made = new Recorder;  // never destroyed: hooks may run during static destruction
+    g_hot_line.recorder.store(made, std::memory_order_release);
+    return made;
+  }();
   return *r;
 }
 
 Recorder::Recorder() : rings_(config().buffer_events) {
   capture_range_ = config().capture_range == CaptureRange::ProfilerApi;
-  capturing_.store(!capture_range_, std::memory_order_relaxed);
+  g_hot_line.capturing.store(!capture_range_, std::memory_order_relaxed);
   // Made now, not at its first use: the fork handlers lock it, and making it
   // there would allocate with the libc hooks' locks held (a deadlock).
   NvtxRanges::instance();
@@ -149,12 +153,10 @@ void Recorder::profiler_call(bool start) {
   {
     std::lock_guard<std::mutex> lock(capture_mutex_);
     changed = start ? capture_.start(t) : capture_.stop(t);
-    if (changed) capturing_.store(start, std::memory_order_relaxed);
+    if (changed) g_hot_line.capturing.store(start, std::memory_order_relaxed);
   }
   if (changed) log::debug(start ? "capture range: recording" : "capture range: paused");
 }
-
-CUXFER_HOT bool Recorder::cupti_active() const { return CuptiCollector::instance().active(); }
 
 bool Recorder::attach_ring(ThreadState& ts) {
   ts.ring = rings_.acquire();
@@ -180,22 +182,29 @@ void Recorder::cupti_handed_over(const std::string& reason) {
 
 bool Recorder::start_slow() {
   int expected = kIdle;
-  if (!state_.compare_exchange_strong(expected, kStarting, std::memory_order_acq_rel)) {
+  if (!g_hot_line.recorder_state.compare_exchange_strong(expected, kStarting, std::memory_order_acq_rel)) {
     // Another thread is opening the trace (a file create and a thread start,
     // nothing that can call back into a hook): wait, so that no call of this
     // thread goes unrecorded.
-    while ((expected = state_.load(std::memory_order_acquire)) == kStarting) sched_yield();
+    while ((expected = g_hot_line.recorder_state.load(std::memory_order_acquire)) == kStarting) sched_yield();
     return expected == kRecording;
   }
   InternalScope internal;
   const Config& c = config();
   for (const auto& p : c.problems) log::warn(p);
   if (!c.enabled) {
-    state_.store(kOff, std::memory_order_release);
+    g_hot_line.recorder_state.store(kOff, std::memory_order_release);
     return false;
   }
-  stack_depth_ = c.stack_depth;
-  memset_stacks_ = c.memset_stacks;
+  publish_hot_config(c);
+  // The events' stamps (ticks or nanoseconds) are chosen before any hook
+  // records, with the converter's first pair (core/event_clock.h).
+  log::debug(event_clock::init(c.tsc_stamps));
+  {
+    std::lock_guard<std::mutex> lock(session_mutex_);
+    stamps_.set_ticks(g_hot_line.tsc_stamps);
+    stamps_.add(event_clock::read_pair());
+  }
   std::string unwinder = c.stack_depth ? init_stack_capture() : std::string();
   {
     std::lock_guard<std::mutex> lock(session_mutex_);
@@ -209,7 +218,7 @@ bool Recorder::start_slow() {
                        "; at most " + std::to_string(pinned_budget_bytes(c)) + " bytes of pinned memory");
     if (unwinder.find("glibc") != std::string::npos) notes_.push_back("call stacks: " + unwinder);
     if (!open_trace()) {
-      state_.store(kOff, std::memory_order_release);
+      g_hot_line.recorder_state.store(kOff, std::memory_order_release);
       return false;
     }
   }
@@ -230,22 +239,22 @@ bool Recorder::start_slow() {
     write_cycle(true);
     std::lock_guard<std::mutex> lock(session_mutex_);
     writer_.reset();
-    state_.store(kOff, std::memory_order_release);
+    g_hot_line.recorder_state.store(kOff, std::memory_order_release);
     return false;
   }
   // Memory ran out while starting: the trace is open and the writer runs, so
   // the trace ends with its note; nothing more is recorded.
   if (allocation::exhausted()) {
-    state_.store(kStopped, std::memory_order_release);
+    g_hot_line.recorder_state.store(kStopped, std::memory_order_release);
     return false;
   }
-  state_.store(kRecording, std::memory_order_release);
+  g_hot_line.recorder_state.store(kRecording, std::memory_order_release);
   return true;
 }
 
 void Recorder::stop_for_memory() {
   int expected = kRecording;
-  state_.compare_exchange_strong(expected, kStopped, std::memory_order_acq_rel);
+  g_hot_line.recorder_state.compare_exchange_strong(expected, kStopped, std::memory_order_acq_rel);
   // The writer sees allocation::exhausted() at its next tick and stops
   // cycling; shutdown writes the note and the End.
 }
@@ -355,7 +364,7 @@ bool Recorder::open_trace() {
   p.hostname = host;
   p.trace_name = name;
   p.cuxfer_version = CUXFER_VERSION;
-  p.stack_depth = stack_depth_;
+  p.stack_depth = g_hot_line.stack_depth;
   std::string payload;
   trace::encode(p, payload);
   writer_->write_block(trace::BlockType::Process, payload);
@@ -372,7 +381,7 @@ bool Recorder::open_trace() {
   modes.rewrite_pin = c.rewrite_pin;
   modes.policy = !c.policy_path.empty();
   modes.register_in_place = c.rewrite_any() && c.register_in_place;
-  modes.python_stacks = c.python_stacks && stack_depth_ > 0;
+  modes.python_stacks = c.python_stacks && g_hot_line.stack_depth > 0;
   modes.policy_path = c.policy_path;
   payload.clear();
   trace::encode(modes, payload);
@@ -427,7 +436,7 @@ void Recorder::writer_loop() {
     // the period to see it (a 4-byte storm pays ~58 % while they are on).
     // What the rings hold is what arrived since the last cycle.
     if (!due && queued > 0 && governed_.load(std::memory_order_relaxed) &&
-        copy_records_on_.load(std::memory_order_relaxed) && t - last_cycle >= kGovernorMinWindowNs)
+        g_hot_line.copy_records_on.load(std::memory_order_relaxed) && t - last_cycle >= kGovernorMinWindowNs)
       due = static_cast<double>(queued) * GovernorSettings{}.record_cost_ns >
             GovernorSettings{}.max_share * static_cast<double>(t - last_cycle);
     if (!due) continue;
@@ -517,6 +526,14 @@ void Recorder::write_cycle(bool final) {
       r.state.store(EventRing::kFree, std::memory_order_release);
     }
   });
+  if (stamps_.ticks() && !scratch_events_.empty()) {
+    // Every stamp drained was read before this pair: none is past it.
+    stamps_.add(event_clock::read_pair());
+    for (trace::Event& e : scratch_events_) {
+      e.t_enter_ns = stamps_.to_ns(e.t_enter_ns);
+      e.t_exit_ns = stamps_.to_ns(e.t_exit_ns);
+    }
+  }
   for (size_t i = 0; i < scratch_events_.size(); i += kEventsPerBlock) {
     size_t n = std::min(kEventsPerBlock, scratch_events_.size() - i);
     writer_->write_block(trace::BlockType::Events, scratch_events_.data() + i, n * sizeof(trace::Event));
@@ -645,7 +662,7 @@ void Recorder::govern_cupti(uint64_t now) {
   uint64_t t;
   if (!st.next.on) {
     t = now_ns();
-    copy_records_on_.store(false, std::memory_order_release);
+    g_hot_line.copy_records_on.store(false, std::memory_order_release);
     ok = collector.set_copy_records(false);
   } else {
     const bool was_detached = collector.detached();
@@ -656,14 +673,14 @@ void Recorder::govern_cupti(uint64_t now) {
       ++cupti_attaches_;
       cupti_attach_ns_ += t - t0;
     }
-    if (ok) copy_records_on_.store(true, std::memory_order_release);
+    if (ok) g_hot_line.copy_records_on.store(true, std::memory_order_release);
   }
   if (!ok) {
     governed_.store(false, std::memory_order_relaxed);
     // The app's profiler took CUPTI meanwhile (hand_over): nothing is ours to govern, nothing to say.
     if (!collector.active()) return;
     // CUPTI refused: leave the records as they are for the rest of the run.
-    if (!st.next.on) copy_records_on_.store(true, std::memory_order_release);
+    if (!st.next.on) g_hot_line.copy_records_on.store(true, std::memory_order_release);
     std::string msg = std::string("cupti: could not turn copy records ") + (st.next.on ? "on" : "off") +
                       "; they stay " + (st.next.on ? "off" : "on") + " from here";
     log::warn(msg);
@@ -720,9 +737,9 @@ std::string Recorder::hook_time_summary() {
 
 bool Recorder::claim_end() {
   int expected = kRecording;
-  if (state_.compare_exchange_strong(expected, kOff, std::memory_order_acq_rel)) return true;
+  if (g_hot_line.recorder_state.compare_exchange_strong(expected, kOff, std::memory_order_acq_rel)) return true;
   expected = kStopped;
-  return state_.compare_exchange_strong(expected, kOff, std::memory_order_acq_rel);
+  return g_hot_line.recorder_state.compare_exchange_strong(expected, kOff, std::memory_order_acq_rel);
 }
 
 void Recorder::shutdown() {
@@ -779,7 +796,7 @@ void Recorder::finish_trace() {
     std::lock_guard<std::mutex> lock(session_mutex_);
     if (!line.empty()) notes_.push_back(std::move(line));
   }
-  if (stack_depth_ > 0) {
+  if (g_hot_line.stack_depth > 0) {
     std::string line = unwinder_summary();
     std::lock_guard<std::mutex> lock(session_mutex_);
     if (!line.empty()) notes_.push_back(std::move(line));
@@ -875,7 +892,7 @@ void Recorder::forsake_after_fork_child() {
   CuptiCollector::instance().forsake_after_fork();
   capture_mutex_.unlock();
   if (auto child = in_fork_child_.load(std::memory_order_acquire)) child();
-  state_.store(kOff, std::memory_order_relaxed);
+  g_hot_line.recorder_state.store(kOff, std::memory_order_relaxed);
   driver_state_.store(0, std::memory_order_relaxed);
   t_state.driver_attached = false;
   t_state.tid = static_cast<uint32_t>(gettid());
@@ -915,7 +932,7 @@ void Recorder::after_fork_child() {
   cupti_detaches_ = cupti_attaches_ = 0;
   cupti_detach_ns_ = cupti_attach_ns_ = 0;
   gate_changes_.clear();
-  copy_records_on_.store(true, std::memory_order_relaxed);
+  g_hot_line.copy_records_on.store(true, std::memory_order_relaxed);
   EventRing* mine = t_state.ring;
   rings_.for_each([&](EventRing& r) {
     r.reset();
@@ -930,8 +947,8 @@ void Recorder::after_fork_child() {
   python::PythonStacks::instance().mark_all_unwritten();
   modules_.forget_written();
   t_state.tid = static_cast<uint32_t>(gettid());
-  int s = state_.load(std::memory_order_relaxed);
-  if (s == kRecording || s == kStarting) state_.store(kIdle, std::memory_order_relaxed);
+  int s = g_hot_line.recorder_state.load(std::memory_order_relaxed);
+  if (s == kRecording || s == kStarting) g_hot_line.recorder_state.store(kIdle, std::memory_order_relaxed);
   driver_state_.store(0, std::memory_order_relaxed);
   t_state.driver_attached = false;  // the child attaches again (its CUPTI, its notes)
   simulated_ = false;

@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "core/quiet_thread.h"
+#include "core/event_clock.h"
 #include "core/export.h"
+#include "core/hot_line.h"
 #include "record/call_desc.h"
 #include "record/callsite_table.h"
 #include "record/capture_range.h"
@@ -68,7 +70,12 @@ class InternalScope {
 
 class Recorder {
  public:
-  static Recorder& instance();
+  // Made at the first call; its address then read from the hot line (a
+  // function-local static is a guard's line, then the pointer's).
+  CUXFER_INLINE static Recorder& instance() {
+    Recorder* r = g_hot_line.recorder.load(std::memory_order_acquire);
+    return r ? *r : make_instance();
+  }
 
   // What the layers above the recorder (the rewrite) do at its shutdown and
   // in a fork child, at the point of each that they need: the recorder does
@@ -85,10 +92,10 @@ class Recorder {
 
   // False when the shim is inert (disabled, secure execution) or the trace
   // could not be created; hooks then pass every call straight through.
-  bool recording() const { return state_.load(std::memory_order_acquire) == kRecording; }
+  bool recording() const { return g_hot_line.recorder_state.load(std::memory_order_acquire) == kRecording; }
   // Opens the trace and starts the writer and CUPTI at the first data call.
   CUXFER_INLINE bool ensure_started() {
-    int s = state_.load(std::memory_order_acquire);
+    int s = g_hot_line.recorder_state.load(std::memory_order_acquire);
     return s == kRecording || ((s == kIdle || s == kStarting) && start_slow());
   }
 
@@ -111,18 +118,18 @@ class Recorder {
   // Inside the capture range: the whole run without one (the default), else
   // between the program's profiler start and stop (record/capture_range.h).
   // Read once per call by the hooks.
-  CUXFER_INLINE bool capturing() const { return capturing_.load(std::memory_order_relaxed); }
+  CUXFER_INLINE bool capturing() const { return g_hot_line.capturing.load(std::memory_order_relaxed); }
   // The program called cudaProfilerStart/cuProfilerStart (`start`) or a stop;
   // ignored without a capture range.
   void profiler_call(bool start);
 
   CUXFER_INLINE uint32_t next_correlation(ThreadState& ts) { return correlation_.next(ts.correlation); }
-  CUXFER_INLINE uint32_t stack_depth() const { return stack_depth_; }
-  CUXFER_INLINE bool memset_stacks() const { return memset_stacks_; }  // CUXFER_MEMSET_STACKS
-  bool cupti_active() const;
+  CUXFER_INLINE uint32_t stack_depth() const { return g_hot_line.stack_depth; }
+  CUXFER_INLINE bool memset_stacks() const { return g_hot_line.memset_stacks; }  // CUXFER_MEMSET_STACKS
+  CUXFER_INLINE bool cupti_active() const { return g_hot_line.cupti_active.load(std::memory_order_acquire); }
   // A copy or memset issued now should get a CUPTI record: CUPTI is active
   // and the governor has its copy records on (kFlagGpuExpected).
-  CUXFER_INLINE bool gpu_expected() const { return copy_records_on_.load(std::memory_order_acquire) && cupti_active(); }
+  CUXFER_INLINE bool gpu_expected() const { return g_hot_line.copy_records_on.load(std::memory_order_acquire) && cupti_active(); }
   bool cupti_forbidden_ = false;  // forked from a process whose CUPTI state cannot be reused
   CallSiteTable& callsites() { return callsites_; }
 
@@ -176,6 +183,7 @@ class Recorder {
   // kStopped: was recording, stopped by stop_for_memory(); the trace is still open.
   enum : int { kIdle = 0, kStarting = 1, kRecording = 2, kOff = 3, kStopped = 4 };
   Recorder();
+  static Recorder& make_instance();
   bool start_slow();
   // Before `next`: the thread's NVTX range stack (EventKind::NvtxRanges).
   void emit_nvtx_ranges(ThreadState& ts, const trace::Event& next);
@@ -206,17 +214,14 @@ class Recorder {
 
   std::atomic<void (*)()> before_shutdown_{nullptr};
   std::atomic<void (*)()> in_fork_child_{nullptr};
-  std::atomic<int> state_{kIdle};
+  // The recorder's state, capture flag and the governor's word live on the
+  // hot line (core/hot_line.h): g_hot_line.recorder_state, .capturing, .copy_records_on.
   std::atomic<int> driver_state_{0};
   std::atomic<bool> um_requested_{false};  // 0 not attached, 1 attaching, 2 attached
   CorrelationIds correlation_;
-  std::atomic<bool> capturing_{true};
   bool capture_range_ = false;  // CUXFER_CAPTURE_RANGE given (set once, in the constructor)
   std::mutex capture_mutex_;    // guards capture_ (a start or stop, rare)
   CaptureRanges capture_;
-  std::atomic<bool> copy_records_on_{true};  // the governor's word (cupti_governor.h)
-  uint32_t stack_depth_ = 0;
-  bool memset_stacks_ = false;  // next to stack_depth_: both read on every recorded call
   RingRegistry rings_;
   CallSiteTable callsites_;
 
@@ -227,6 +232,7 @@ class Recorder {
   ModuleTracker modules_;
   std::vector<std::string> notes_;
   std::vector<trace::Event> scratch_events_;
+  event_clock::StampConverter stamps_;  // the events' stamps to CLOCK_MONOTONIC (core/event_clock.h)
   std::vector<trace::GpuRecord> scratch_gpu_;
   uint64_t events_recorded_ = 0, events_dropped_ = 0, gpu_recorded_ = 0, gpu_dropped_ = 0;
   bool simulated_ = false;

@@ -9,6 +9,7 @@
 
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/event_clock.h"
 #include "core/log.h"
 #include "symbols/symbol_table.h"
 #include "memory/host_ranges.h"
@@ -19,10 +20,6 @@
 #include "rewrite/registration_cache.h"
 
 namespace cuxfer::shim::rewrite {
-namespace detail {
-std::atomic<uint32_t> g_registrations{0};
-}  // namespace detail
-
 namespace {
 
 using trace::MemKind;
@@ -132,9 +129,9 @@ void record_registration(const AddResult& r, uint64_t t0, uint64_t t1) {
 
 // Registers the observed range [begin, end) now. True when it is registered.
 bool register_range(State& s, uint64_t begin, uint64_t end) {
-  const uint64_t t0 = now_ns();
+  const uint64_t t0 = event_clock::stamp();  // the event's stamps (core/event_clock.h)
   AddResult r = s.cache.add(begin, end);
-  const uint64_t t1 = now_ns();
+  const uint64_t t1 = event_clock::stamp();
   if (r.doomed) {
     // Pinned, and unpinned again because its memory went away meanwhile
     // (free() on another thread does not wait): the cost was paid, so it is

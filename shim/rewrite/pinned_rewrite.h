@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "core/hot_line.h"
 #include "record/call_desc.h"
 #include "symbols/cuda_headers.h"
 #include "rewrite/staging.h"
@@ -17,7 +18,8 @@
 namespace cuxfer::shim::rewrite {
 
 namespace detail {
-extern std::atomic<uint32_t> g_registrations;
+// On the hot line (core/hot_line.h): every guarded hook reads it.
+inline constexpr std::atomic<uint32_t>& g_registrations = g_hot_line.registrations;
 }
 
 enum class Action : uint8_t {

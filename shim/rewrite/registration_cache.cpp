@@ -7,10 +7,6 @@
 
 namespace cuxfer::shim::rewrite {
 
-namespace detail {
-std::atomic<uint32_t> g_unregistrations_queued{0};
-}  // namespace detail
-
 namespace {
 
 constexpr auto kRelaxed = std::memory_order_relaxed;

@@ -38,6 +38,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/hot_line.h"
+
 namespace cuxfer::shim::rewrite {
 
 class RegistrationOps {
@@ -75,7 +77,8 @@ class RegistrationCache;
 namespace detail {
 // The shim's cache and the length of its queue (entries invalidated but not
 // yet unregistered, plus doomed ones), for the one-load check below.
-extern std::atomic<uint32_t> g_unregistrations_queued;
+// On the hot line (core/hot_line.h): every hook reads it.
+inline constexpr std::atomic<uint32_t>& g_unregistrations_queued = g_hot_line.unregistrations_queued;
 void drain_process_cache();
 }  // namespace detail
 

@@ -20,6 +20,7 @@
 
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/event_clock.h"
 #include "core/log.h"
 #include "core/quiet_thread.h"
 #include "symbols/cuda_headers.h"
@@ -269,9 +270,9 @@ void Pool::fill(const Driver& drv) {
     }
     bound = true;
     CUresult r = CUDA_SUCCESS;
-    const uint64_t t0 = now_ns();
+    const uint64_t t0 = event_clock::stamp();  // the event's stamps (core/event_clock.h)
     char* host = make_buffer(drv, r);
-    const uint64_t t1 = now_ns();
+    const uint64_t t1 = event_clock::stamp();
     CUevent done = nullptr;
     if (host && drv.event_create(&done, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
       drv.host_unregister(host);

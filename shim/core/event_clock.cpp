@@ -1,0 +1,121 @@
+#include "core/event_clock.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+namespace cuxfer::shim::event_clock {
+
+bool tsc_usable(const TscFacts& f, std::string& why) {
+  if (!f.allowed) {
+    why = "CUXFER_TSC=0";
+  } else if (!f.x86_64) {
+    why = "not an x86-64 processor";
+  } else if (!f.invariant) {
+    why = "the processor's time-stamp counter is not invariant";
+  } else if (f.clocksource != "tsc") {
+    why = "the kernel's clocksource is " + (f.clocksource.empty() ? std::string("unknown") : f.clocksource) +
+          ", not tsc";
+  } else {
+    why.clear();
+    return true;
+  }
+  return false;
+}
+
+namespace {
+
+// The first word of a small sysfs file, without stdio (no allocation but the string's).
+std::string read_word(const char* path) {
+  char buf[64];
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return {};
+  std::string s(buf, static_cast<size_t>(n));
+  const size_t end = s.find_first_of(" \n\t");
+  return end == std::string::npos ? s : s.substr(0, end);
+}
+
+}  // namespace
+
+TscFacts probe(bool allowed) {
+  TscFacts f;
+  f.allowed = allowed;
+#if defined(__x86_64__)
+  f.x86_64 = true;
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_max(0x80000000u, nullptr) >= 0x80000007u && __get_cpuid(0x80000007u, &eax, &ebx, &ecx, &edx))
+    f.invariant = (edx >> 8) & 1u;
+#endif
+  f.clocksource = read_word("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+  return f;
+}
+
+std::string init(bool allowed) {
+  std::string why;
+  const bool tsc = tsc_usable(probe(allowed), why);
+  g_hot_line.tsc_stamps = tsc;
+  return tsc ? "event stamps: time-stamp counter, converted to CLOCK_MONOTONIC by the writer"
+             : "event stamps: CLOCK_MONOTONIC (" + why + ")";
+}
+
+Pair read_pair() {
+  Pair best;
+  uint64_t best_gap = UINT64_MAX;
+  for (int i = 0; i < 5; ++i) {
+    const uint64_t a = now_ns();
+#if defined(__x86_64__)
+    _mm_lfence();
+    const uint64_t t = __rdtsc();
+#else
+    const uint64_t t = 0;
+#endif
+    const uint64_t b = now_ns();
+    if (b - a < best_gap) {
+      best_gap = b - a;
+      best = Pair{t, a + (b - a) / 2};
+    }
+  }
+  return best;
+}
+
+void StampConverter::add(const Pair& p) {
+  if (!pairs_.empty() && (p.tsc <= pairs_.back().tsc || p.ns <= pairs_.back().ns)) return;
+  if (pairs_.size() == kKept) pairs_.erase(pairs_.begin());
+  pairs_.push_back(p);
+}
+
+namespace {
+
+// anchor.ns + (t - anchor.tsc) at the rate of [lo, hi], t on either side of
+// the anchor; never below 0.
+uint64_t along(const Pair& anchor, const Pair& lo, const Pair& hi, uint64_t t) {
+  const unsigned __int128 dn = hi.ns - lo.ns, dt = hi.tsc - lo.tsc;
+  if (t >= anchor.tsc) return anchor.ns + static_cast<uint64_t>((t - anchor.tsc) * dn / dt);
+  const auto back = static_cast<uint64_t>((anchor.tsc - t) * dn / dt);
+  return back < anchor.ns ? anchor.ns - back : 0;
+}
+
+}  // namespace
+
+uint64_t StampConverter::to_ns(uint64_t stamp) const {
+  if (!ticks_) return stamp;
+  if (pairs_.empty()) return 0;  // never: the recorder's start adds the first pair
+  if (pairs_.size() == 1) return pairs_[0].ns;
+  const Pair& first = pairs_.front();
+  const Pair& last = pairs_.back();
+  auto later = std::upper_bound(pairs_.begin(), pairs_.end(), stamp,
+                                [](uint64_t t, const Pair& p) { return t < p.tsc; });
+  if (later == pairs_.begin()) return along(first, first, last, stamp);  // before the pairs kept
+  if (later == pairs_.end()) return along(last, first, last, stamp);     // after the last one
+  return along(*(later - 1), *(later - 1), *later, stamp);
+}
+
+}  // namespace cuxfer::shim::event_clock

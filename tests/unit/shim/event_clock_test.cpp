@@ -1,0 +1,118 @@
+// core/event_clock.h: when the time-stamp counter stamps events, and how the
+// writer turns its ticks into CLOCK_MONOTONIC nanoseconds.
+#include "core/event_clock.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+using namespace cuxfer::shim;
+using namespace cuxfer::shim::event_clock;
+
+namespace {
+
+TscFacts good() {
+  TscFacts f;
+  f.x86_64 = true;
+  f.invariant = true;
+  f.clocksource = "tsc";
+  f.allowed = true;
+  return f;
+}
+
+}  // namespace
+
+TEST(EventClock, TicksOnlyWhereTheKernelKeepsTimeOnAnInvariantCounter) {
+  std::string why;
+  EXPECT_TRUE(tsc_usable(good(), why));
+  EXPECT_TRUE(why.empty());
+
+  TscFacts f = good();
+  f.allowed = false;
+  EXPECT_FALSE(tsc_usable(f, why));
+  EXPECT_EQ(why, "CUXFER_TSC=0");
+
+  f = good();
+  f.invariant = false;
+  EXPECT_FALSE(tsc_usable(f, why));
+  EXPECT_NE(why.find("not invariant"), std::string::npos);
+
+  f = good();
+  f.clocksource = "kvm-clock";
+  EXPECT_FALSE(tsc_usable(f, why));
+  EXPECT_NE(why.find("kvm-clock"), std::string::npos);
+
+  f.clocksource.clear();
+  EXPECT_FALSE(tsc_usable(f, why));
+  EXPECT_NE(why.find("unknown"), std::string::npos);
+
+  f = good();
+  f.x86_64 = false;
+  EXPECT_FALSE(tsc_usable(f, why));
+  EXPECT_NE(why.find("x86-64"), std::string::npos);
+}
+
+TEST(EventClock, NanosecondStampsPassThrough) {
+  StampConverter c(false);
+  c.add({100, 1000});
+  c.add({200, 2000});
+  EXPECT_EQ(c.to_ns(123456789), 123456789u);
+}
+
+TEST(EventClock, InterpolatesBetweenThePairsAroundAStamp) {
+  StampConverter c(true);
+  // 2 ticks a nanosecond, then 4 (a rate that changes between pairs is followed).
+  c.add({1'000, 10'000});
+  c.add({3'000, 11'000});
+  c.add({7'000, 12'000});
+  EXPECT_EQ(c.to_ns(1'000), 10'000u);
+  EXPECT_EQ(c.to_ns(2'000), 10'500u);
+  EXPECT_EQ(c.to_ns(3'000), 11'000u);
+  EXPECT_EQ(c.to_ns(5'000), 11'500u);
+  EXPECT_EQ(c.to_ns(7'000), 12'000u);
+}
+
+TEST(EventClock, ExtrapolatesOutsideThePairsAtTheWholeRate) {
+  StampConverter c(true);
+  c.add({1'000, 10'000});
+  c.add({2'000, 10'400});
+  c.add({5'000, 11'000});  // 4,000 ticks in 1,000 ns over all the pairs
+  EXPECT_EQ(c.to_ns(9'000), 12'000u);  // after the last pair, from it
+  EXPECT_EQ(c.to_ns(0), 9'750u);       // before the first, from it
+  EXPECT_EQ(c.to_ns(0), c.to_ns(0));
+  StampConverter early(true);
+  early.add({1'000'000, 100});
+  early.add({2'000'000, 200});
+  EXPECT_EQ(early.to_ns(0), 0u);  // never below zero
+}
+
+TEST(EventClock, IgnoresAPairThatDoesNotMoveForwardAndKeepsTheLastOnes) {
+  StampConverter c(true);
+  c.add({1'000, 10'000});
+  c.add({1'000, 10'500});  // same tick
+  c.add({900, 11'000});    // earlier tick
+  c.add({2'000, 10'000});  // same nanosecond
+  EXPECT_EQ(c.pairs(), 1u);
+  for (uint64_t i = 1; i <= 2 * StampConverter::kKept; ++i) c.add({1'000 + 1'000 * i, 10'000 + 100 * i});
+  EXPECT_EQ(c.pairs(), StampConverter::kKept);
+  EXPECT_EQ(c.to_ns(1'500), 10'050u);  // before the pairs kept: extrapolated at their rate, still exact here
+}
+
+TEST(EventClock, ConvertedStampsAgreeWithTheClockOnThisMachine) {
+  const TscFacts facts = probe(true);
+  std::string why;
+  if (!tsc_usable(facts, why)) GTEST_SKIP() << "event stamps are nanoseconds here: " << why;
+  StampConverter c(true);
+  c.add(read_pair());
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const uint64_t before = now_ns();
+  _mm_lfence();
+  const uint64_t tick = __rdtsc();
+  const uint64_t after = now_ns();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  c.add(read_pair());
+  const uint64_t ns = c.to_ns(tick);
+  // Within the bracket, give or take the pairs' own reads (tens of microseconds at most, on a loaded machine; a wrong rate or unit is off by milliseconds).
+  EXPECT_GE(ns + 50'000, before);
+  EXPECT_LE(ns, after + 50'000);
+}
