@@ -58,9 +58,25 @@ TscFacts probe(bool allowed) {
   return f;
 }
 
+uint64_t rate_q32(const Pair& a, const Pair& b) {
+  if (b.tsc <= a.tsc || b.ns <= a.ns) return 0;
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(b.ns - a.ns) << 32) / (b.tsc - a.tsc));
+}
+
 std::string init(bool allowed) {
   std::string why;
-  const bool tsc = tsc_usable(probe(allowed), why);
+  bool tsc = tsc_usable(probe(allowed), why);
+  if (tsc && !g_hot_line.ns_per_tick_q32) {
+    // The rate for span_ns(): two pairs ~200 us apart (each read to ~20 ns).
+    const Pair a = read_pair();
+    Pair b = read_pair();
+    while (b.ns - a.ns < 200'000) b = read_pair();
+    g_hot_line.ns_per_tick_q32 = rate_q32(a, b);
+    if (!g_hot_line.ns_per_tick_q32) {
+      tsc = false;
+      why = "the time-stamp counter did not advance";
+    }
+  }
   g_hot_line.tsc_stamps = tsc;
   return tsc ? "event stamps: time-stamp counter, converted to CLOCK_MONOTONIC by the writer"
              : "event stamps: CLOCK_MONOTONIC (" + why + ")";

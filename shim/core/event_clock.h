@@ -47,6 +47,15 @@ CUXFER_INLINE uint64_t stamp() {
   return now_ns();
 }
 
+// The span between two stamps in nanoseconds, at the rate init() measured
+// (to a part in a few thousand: enough for the shim's account of its own
+// time, record/hook_time.h; events are converted by StampConverter instead).
+CUXFER_INLINE uint64_t span_ns(uint64_t from, uint64_t to) {
+  const uint64_t d = to > from ? to - from : 0;
+  if (!g_hot_line.tsc_stamps) return d;
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(d) * g_hot_line.ns_per_tick_q32) >> 32);
+}
+
 // What decides whether the TSC may stamp events.
 struct TscFacts {
   bool x86_64 = false;
@@ -59,9 +68,9 @@ bool tsc_usable(const TscFacts& f, std::string& why);
 // This machine's facts.
 TscFacts probe(bool allowed);
 
-// Chooses the stamps (sets the hot line's tsc_stamps) and returns a phrase
-// for the trace's notes. Called once by the recorder's start, before any hook
-// records, and again in a fork child (a no-op there: the same machine).
+// Chooses the stamps (sets the hot line's tsc_stamps, after measuring
+// ns_per_tick_q32 over ~200 us) and returns a phrase for the log. Called by
+// the recorder's start, before any hook records, and again in a fork child.
 std::string init(bool allowed);
 
 // One reading of both clocks at about the same instant.
@@ -71,6 +80,8 @@ struct Pair {
 };
 // Reads the pair between two clock reads, the tightest of a few tries.
 Pair read_pair();
+// Nanoseconds a tick in 32.32 fixed point between two pairs (0 if they do not move forward).
+uint64_t rate_q32(const Pair& a, const Pair& b);
 
 // The writer's conversion of stamps to CLOCK_MONOTONIC nanoseconds. Pairs are
 // added in time order (one per write cycle); a stamp between two pairs is

@@ -47,6 +47,9 @@ struct alignas(64) HotLine {
   bool python_stacks = false;
   bool memset_stacks = false;
   bool prefetch_trail = false;
+  // Nanoseconds a tick, 32.32 fixed point, measured by core/event_clock.h's
+  // init() before tsc_stamps is set: the timed calls' spans (span_ns).
+  uint64_t ns_per_tick_q32 = 0;
 };
 static_assert(sizeof(HotLine) == 64, "the hot line is one cache line");
 

@@ -194,15 +194,15 @@ CUXFER_HOT uint32_t capture_callsite(Recorder& rec, Caller caller, SiteCapture h
   uint64_t frames[CallSiteTable::kMaxDepth];
   const uint32_t native_max = std::min(rec.stack_depth(), CallSiteTable::kMaxNativeDepth);
   const uint32_t under_python = std::min(native_max, g_hot_line.python_native_depth);
-  const uint64_t t0 = times ? now_ns() : 0;
+  const uint64_t t0 = times ? event_clock::stamp() : 0;
   const uint32_t py = g_hot_line.python_stacks ? python::PythonStacks::capture_gated(
                                                    frames + under_python, CallSiteTable::kMaxDepth - under_python)
                                              : 0;
-  const uint64_t t1 = times ? now_ns() : 0;
+  const uint64_t t1 = times ? event_clock::stamp() : 0;
   uint32_t n = capture_stack(frames, py ? under_python : native_max, return_address, caller.frame);
   if (times) {
-    times->python_ns = t1 - t0;
-    times->native_ns = now_ns() - t1;
+    times->python_ns = event_clock::span_ns(t0, t1);
+    times->native_ns = event_clock::span_ns(t1, event_clock::stamp());
   }
   if (py) {
     if (n < under_python) std::memmove(frames + n, frames + under_python, py * sizeof(uint64_t));

@@ -3,8 +3,9 @@
 // what it knows (one event per user call, whichever layers it passes).
 //
 // Hot path: one TLS access, a few relaxed atomics on one line (core/hot_line.h),
-// two time-stamp counter reads (core/event_clock.h; four clock reads more in
-// about one call of 64, timed whole), a table lookup per pointer, a ring push.
+// two time-stamp counter reads (core/event_clock.h; two more, and three in the
+// stack capture, in about one call of 64, timed whole), a table lookup per
+// pointer, a ring push.
 // No lock, allocation or system call.
 #pragma once
 
@@ -51,9 +52,9 @@ uint32_t capture_callsite(Recorder& rec, Caller caller, SiteCapture how, StackTi
 // capture_callsite(), its time added to `times` when the call is timed whole.
 CUXFER_INLINE uint32_t timed_capture(Recorder& rec, Caller caller, SiteCapture how, bool timed, StackTimes& times) {
   if (!timed) return capture_callsite(rec, caller, how);
-  const uint64_t t0 = now_ns();
+  const uint64_t t0 = event_clock::stamp();
   const uint32_t id = capture_callsite(rec, caller, how, &times);
-  times.total_ns = now_ns() - t0;
+  times.total_ns = event_clock::span_ns(t0, event_clock::stamp());
   return id;
 }
 // Smallest copy fingerprinted (UINT64_MAX: fingerprints off); read once the recorder started.
@@ -137,7 +138,8 @@ inline R intercept(HookId id, const CallDesc& d, Caller caller, Call&& call,
   // note, Recorder::hook_time_summary).
   EventRing* const ring = rec.ring_of(ts);
   const bool timed = capturing && ring && ring->count_hook_call();
-  const uint64_t hook_t0 = timed ? now_ns() : 0;
+  // Timed with the same stamps as every call reads: the account is what an untimed call pays.
+  const uint64_t hook_t0 = timed ? event_clock::stamp() : 0;
   CUXFER_PHASE(kSetup);
   // Work on a per-thread default stream: the zero-copy path's "nothing pending" shortcut is off.
   if (d.flags & trace::kFlagPerThreadStream) rewrite::per_thread_stream_used();
@@ -164,12 +166,9 @@ inline R intercept(HookId id, const CallDesc& d, Caller caller, Call&& call,
   if (rec.gpu_expected()) e.flags |= trace::kFlagGpuExpected;
   if (d.kind == trace::EventKind::Copy && d.bytes >= fingerprint_min_bytes()) prefetch_samples(d);
   e.t_enter_ns = event_clock::stamp();  // a stamp: converted to nanoseconds by the writer
-  // A timed call brackets the real one with the clock too (stamps may be ticks).
-  const uint64_t inner_t0 = timed ? now_ns() : 0;
   CUXFER_PHASE(kBeforeCall);
   R r = call();
   CUXFER_PHASE(kRealCall);
-  const uint64_t inner_t1 = timed ? now_ns() : 0;
   e.t_exit_ns = event_clock::stamp();
   CUXFER_PHASE(kAfterCall);
   post(r, &e);
@@ -189,7 +188,8 @@ inline R intercept(HookId id, const CallDesc& d, Caller caller, Call&& call,
       fingerprint_copy(rec, ts, e);
   }
   if (timed) {
-    const uint64_t whole = now_ns() - hook_t0, inner = inner_t1 - inner_t0;
+    const uint64_t whole = event_clock::span_ns(hook_t0, event_clock::stamp());
+    const uint64_t inner = event_clock::span_ns(e.t_enter_ns, e.t_exit_ns);
     ring->add_hook_time(whole > inner ? whole - inner : 0, stack_times);
   }
   ts.in_call = false;
