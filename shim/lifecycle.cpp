@@ -7,6 +7,7 @@
 // must do at its shutdown and in a fork child.
 #include "core/config.h"
 #include "core/allocation.h"
+#include "interpose/exec_hooks.h"
 #include "interpose/exit_hooks.h"
 #include "interpose/lookup_hooks.h"
 #include "record/recorder.h"
@@ -29,6 +30,7 @@ __attribute__((constructor)) void cuxfer_load() {
 #endif
   const bool enabled = cuxfer::shim::config().enabled;
   cuxfer::shim::resolve_exit_hooks(enabled);
+  cuxfer::shim::resolve_exec_hooks(enabled);
   if (!enabled) return;
   // Registers the fork handlers before the app can fork.
   cuxfer::shim::Recorder::instance().set_dependents({&rewrite_before_shutdown, &rewrite_in_fork_child});

@@ -452,9 +452,14 @@ void Recorder::writer_loop() {
 
 void Recorder::finish_for_exit() {
   if (auto before = before_shutdown_.load(std::memory_order_acquire)) before();
-  note("the process ended through _exit(" + std::to_string(exit_status_.load(std::memory_order_relaxed)) +
-           "), which runs no exit handler: the trace writer finished the trace before it",
-       /*warning=*/false);
+  if (exec_)
+    note(std::string("the process replaced its image through execve (") + exec_path_ +
+             "), which runs no exit handler: the trace writer finished the trace before it",
+         /*warning=*/false);
+  else
+    note("the process ended through _exit(" + std::to_string(exit_status_.load(std::memory_order_relaxed)) +
+             "), which runs no exit handler: the trace writer finished the trace before it",
+         /*warning=*/false);
   finish_trace();
   // The caller of _exit does not join this thread (nor does shutdown(): the
   // state is off), and a thread neither joined nor detached is a leak to
@@ -808,21 +813,32 @@ void Recorder::finish_trace() {
   writer_.reset();
 }
 
-void Recorder::finish_before_exit(int status) noexcept {
+void Recorder::finish_before_exit(int status) noexcept { finish_before_end(status, nullptr); }
+
+bool Recorder::finish_before_exec(const char* path) noexcept { return finish_before_end(0, path ? path : "?"); }
+
+bool Recorder::finish_before_end(int status, const char* exec_path) noexcept {
   // A vfork child (and posix_spawn's) runs in this process's memory until it
   // execs or exits: it must not end its parent's trace. getpid() is a system
   // call (not cached since glibc 2.25), so it names the child there.
-  if (pid_.load(std::memory_order_relaxed) != static_cast<int>(getpid())) return;
+  if (pid_.load(std::memory_order_relaxed) != static_cast<int>(getpid())) return false;
   if (!claim_end()) {
     // Another thread's _exit is finishing the trace: ending the process now
     // would cut it, so this one waits for the same answer.
     if (exit_requested_.load(std::memory_order_acquire)) await_exit_finish();
-    return;
+    return false;
   }
   // From here every hook passes through; the writer drains what the rings hold.
   exit_status_.store(status, std::memory_order_relaxed);
+  exec_ = exec_path != nullptr;
+  if (exec_) {
+    size_t n = 0;
+    for (; n < kExecPathMax && exec_path[n]; ++n) exec_path_[n] = exec_path[n];
+    exec_path_[n] = '\0';
+  }
   exit_requested_.store(true, std::memory_order_release);
   await_exit_finish();
+  return true;
 }
 
 void Recorder::await_exit_finish() noexcept {
@@ -833,7 +849,7 @@ void Recorder::await_exit_finish() noexcept {
       // system): the process must still end. The trace ends early, as an
       // _exit's did before.
       static constexpr char kLate[] =
-          "cuxfer: the trace was not finished within 2 s of _exit; it ends where the writer got to\n";
+          "cuxfer: the trace was not finished within 2 s of _exit or execve; it ends where the writer got to\n";
       [[maybe_unused]] const ssize_t w = write(STDERR_FILENO, kLate, sizeof kLate - 1);
       return;
     }

@@ -172,6 +172,13 @@ class Recorder {
   // process's memory and writer but is not it. `status`: the exit status, for
   // the trace's note.
   void finish_before_exit(int status) noexcept;
+  // The process is about to replace its image (execve and the rest of the
+  // family, interpose/exec_hooks.cpp): the same finish, the trace's note
+  // naming `path` (copied, at most kExecPathMax bytes). After it every hook
+  // passes through: an exec that fails leaves the process running unrecorded
+  // (said once on stderr by the hook). True when this call ended the trace.
+  bool finish_before_exec(const char* path) noexcept;
+  static constexpr size_t kExecPathMax = 255;
   // The caller's wait for the writer's answer (async-signal-safe, bounded).
   void await_exit_finish() noexcept;
   static constexpr uint64_t kExitFinishNs = 2'000'000'000;
@@ -271,6 +278,10 @@ class Recorder {
   // reads its parent's), the exit status asked for, and the writer's answer.
   std::atomic<int> pid_{0};
   std::atomic<int> exit_status_{0};
+  char exec_path_[kExecPathMax + 1] = {};  // finish_before_exec()'s path, before exit_requested_ (release)
+  bool exec_ = false;                      // ... and that it is an exec, not an _exit
+  // Both ends: claims the trace's end and waits for the writer to finish it.
+  bool finish_before_end(int status, const char* exec_path) noexcept;
   std::atomic<bool> exit_requested_{false};
   std::atomic<bool> exit_finished_{false};
 };

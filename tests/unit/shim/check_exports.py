@@ -6,7 +6,8 @@ exported symbol an app could bind to by accident changes that app.
   check_exports.py --lib libcuxfer.so --hooks shim/symbols/hook_list.def
 
 Allowed: the names in hook_list.def, dlsym, dlclose (the unwinder's rules), _exit and _Exit
-(the ends that run no exit handler: interpose/exit_hooks.cpp), the CUPTI calls with which an app
+(the ends that run no exit handler: interpose/exit_hooks.cpp), the exec family (the image
+replaced: interpose/exec_hooks.cpp), the CUPTI calls with which an app
 takes CUPTI (interpose/cupti_hooks.cpp), NVTX's injection entry point (interpose/nvtx_injection.cpp), and the cuxfer_mem_* entry points the
 libc-hook library calls. Every hook must also be exported. Exit 0 pass, 1 fail.
 """
@@ -15,7 +16,8 @@ import re
 import subprocess
 import sys
 
-EXTRA = {"dlsym", "dlclose", "_exit", "_Exit", "InitializeInjectionNvtx2", "cuptiActivityRegisterCallbacks", "cuptiActivityRegisterTimestampCallback", "cuptiFinalize"}
+EXTRA = {"dlsym", "dlclose", "_exit", "_Exit", "execve", "execv", "execvp", "execvpe", "execveat", "fexecve",
+         "execl", "execlp", "execle", "InitializeInjectionNvtx2", "cuptiActivityRegisterCallbacks", "cuptiActivityRegisterTimestampCallback", "cuptiFinalize"}
 
 
 def main() -> int:
