@@ -276,6 +276,10 @@ TEST(ParseConfig, FingerprintSettings) {
   EXPECT_TRUE(d.cupti_detach);
   EXPECT_FALSE(parse({"CUXFER_CUPTI_DETACH=0"}).cupti_detach);
   EXPECT_EQ(parse({"CUXFER_CUPTI_DETACH=later"}).problems.size(), 1u);
+  EXPECT_TRUE(d.tsc_stamps);  // the counter stamps events where it may (core/event_clock.h)
+  EXPECT_FALSE(parse({"CUXFER_TSC=0"}).tsc_stamps);
+  EXPECT_TRUE(parse({"CUXFER_TSC=1"}).tsc_stamps);
+  EXPECT_EQ(parse({"CUXFER_TSC=rdtsc"}).problems.size(), 1u);
 }
 
 TEST(ParseConfig, CaptureRangeIsNoneOrTheProfilerApiAsNsightSpellsIt) {
