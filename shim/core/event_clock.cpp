@@ -60,7 +60,8 @@ TscFacts probe(bool allowed) {
 
 uint64_t rate_q32(const Pair& a, const Pair& b) {
   if (b.tsc <= a.tsc || b.ns <= a.ns) return 0;
-  return static_cast<uint64_t>((static_cast<unsigned __int128>(b.ns - a.ns) << 32) / (b.tsc - a.tsc));
+  const unsigned __int128 dt = b.tsc - a.tsc;
+  return static_cast<uint64_t>(((static_cast<unsigned __int128>(b.ns - a.ns) << 32) + dt / 2) / dt);  // rounded
 }
 
 std::string init(bool allowed) {
@@ -103,19 +104,23 @@ Pair read_pair() {
 }
 
 void StampConverter::add(const Pair& p) {
-  if (!pairs_.empty() && (p.tsc <= pairs_.back().tsc || p.ns <= pairs_.back().ns)) return;
+  if (!pairs_.empty() && (p.tsc <= pairs_.back().at.tsc || p.ns <= pairs_.back().at.ns)) return;
   if (pairs_.size() == kKept) pairs_.erase(pairs_.begin());
-  pairs_.push_back(p);
+  if (!pairs_.empty()) pairs_.back().rate_q32 = rate_q32(pairs_.back().at, p);
+  pairs_.push_back(Kept{p, pairs_.empty() ? 0 : rate_q32(pairs_.front().at, p)});
 }
 
 namespace {
 
-// anchor.ns + (t - anchor.tsc) at the rate of [lo, hi], t on either side of
-// the anchor; never below 0.
-uint64_t along(const Pair& anchor, const Pair& lo, const Pair& hi, uint64_t t) {
-  const unsigned __int128 dn = hi.ns - lo.ns, dt = hi.tsc - lo.tsc;
-  if (t >= anchor.tsc) return anchor.ns + static_cast<uint64_t>((t - anchor.tsc) * dn / dt);
-  const auto back = static_cast<uint64_t>((anchor.tsc - t) * dn / dt);
+// `ticks` at `rate` (ns a tick, 32.32), rounded to the nearest nanosecond.
+uint64_t scaled(uint64_t ticks, uint64_t rate) {
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(ticks) * rate + (uint64_t{1} << 31)) >> 32);
+}
+
+// anchor.ns + (t - anchor.tsc) at `rate`, t on either side of the anchor; never below 0.
+uint64_t along(const Pair& anchor, uint64_t rate, uint64_t t) {
+  if (t >= anchor.tsc) return anchor.ns + scaled(t - anchor.tsc, rate);
+  const uint64_t back = scaled(anchor.tsc - t, rate);
   return back < anchor.ns ? anchor.ns - back : 0;
 }
 
@@ -123,15 +128,18 @@ uint64_t along(const Pair& anchor, const Pair& lo, const Pair& hi, uint64_t t) {
 
 uint64_t StampConverter::to_ns(uint64_t stamp) const {
   if (!ticks_) return stamp;
-  if (pairs_.empty()) return 0;  // never: the recorder's start adds the first pair
-  if (pairs_.size() == 1) return pairs_[0].ns;
-  const Pair& first = pairs_.front();
-  const Pair& last = pairs_.back();
+  const size_t n = pairs_.size();
+  if (n == 0) return 0;  // never: the recorder's start adds the first pair
+  if (n == 1) return pairs_[0].at.ns;
+  const Kept& last = pairs_[n - 1];
+  if (stamp >= last.at.tsc) return along(last.at, last.rate_q32, stamp);  // after the last pair
+  const Kept& before_last = pairs_[n - 2];
+  if (stamp >= before_last.at.tsc) return along(before_last.at, before_last.rate_q32, stamp);  // a drain's usual
+  if (stamp < pairs_[0].at.tsc) return along(pairs_[0].at, last.rate_q32, stamp);  // before the pairs kept
   auto later = std::upper_bound(pairs_.begin(), pairs_.end(), stamp,
-                                [](uint64_t t, const Pair& p) { return t < p.tsc; });
-  if (later == pairs_.begin()) return along(first, first, last, stamp);  // before the pairs kept
-  if (later == pairs_.end()) return along(last, first, last, stamp);     // after the last one
-  return along(*(later - 1), *(later - 1), *later, stamp);
+                                [](uint64_t t, const Kept& k) { return t < k.at.tsc; });
+  const Kept& from = *(later - 1);
+  return along(from.at, from.rate_q32, stamp);
 }
 
 }  // namespace cuxfer::shim::event_clock

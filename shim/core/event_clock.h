@@ -88,7 +88,11 @@ uint64_t rate_q32(const Pair& a, const Pair& b);
 // interpolated between them, one outside them extrapolated at the rate over
 // all the pairs kept. Keeps the last kKept pairs (a few seconds of cycles):
 // only a call blocked longer than that is stamped by extrapolation, at a rate
-// known to better than a part in a million.
+// known to better than a part in a million. A stamp costs a multiply and a
+// shift: each pair keeps the rate to the next in 32.32 fixed point (under
+// 0.1 ns off across a 50 ms write cycle), and the last interval, where a
+// drain's stamps fall, is tried before the search (a division a stamp cost
+// the writer more instructions than the counter saved the hooks).
 class StampConverter {
  public:
   static constexpr size_t kKept = 64;
@@ -102,8 +106,12 @@ class StampConverter {
   size_t pairs() const { return pairs_.size(); }
 
  private:
+  struct Kept {
+    Pair at;
+    uint64_t rate_q32 = 0;  // ns a tick to the next pair (the last: over all the pairs kept)
+  };
   bool ticks_;
-  std::vector<Pair> pairs_;
+  std::vector<Kept> pairs_;
 };
 
 }  // namespace cuxfer::shim::event_clock

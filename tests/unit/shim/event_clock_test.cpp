@@ -86,6 +86,30 @@ TEST(EventClock, ExtrapolatesOutsideThePairsAtTheWholeRate) {
   EXPECT_EQ(early.to_ns(0), 0u);  // never below zero
 }
 
+TEST(EventClock, StaysWithinANanosecondAtARealMachinesScale) {
+  // A 2.1 GHz counter, days into the machine's uptime, pairs a 50 ms write cycle apart, with a
+  // slightly different rate in each interval (the kernel's adjustments).
+  StampConverter c(true);
+  const uint64_t t0 = 400'000'000'000'000ull, n0 = 190'476'190'476'190ull;
+  const double rates[] = {1 / 2.1, 1 / 2.1000021, 1 / 2.0999979};
+  uint64_t t = t0;
+  double n = static_cast<double>(n0);
+  std::vector<std::pair<uint64_t, double>> at{{t, n}};
+  c.add({t, n0});
+  for (double r : rates) {
+    t += 105'000'000;  // 50 ms of ticks
+    n += 105'000'000 * r;
+    c.add({t, static_cast<uint64_t>(n + 0.5)});
+    at.emplace_back(t, n);
+  }
+  for (size_t i = 0; i + 1 < at.size(); ++i)
+    for (uint64_t step : {1ull, 33'333'333ull, 104'999'999ull}) {
+      const uint64_t stamp = at[i].first + step;
+      const double want = at[i].second + static_cast<double>(step) * rates[i];
+      EXPECT_NEAR(static_cast<double>(c.to_ns(stamp)), want, 1.0) << "interval " << i << " step " << step;
+    }
+}
+
 TEST(EventClock, IgnoresAPairThatDoesNotMoveForwardAndKeepsTheLastOnes) {
   StampConverter c(true);
   c.add({1'000, 10'000});
