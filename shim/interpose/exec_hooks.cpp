@@ -63,19 +63,21 @@ bool runnable(const char* path) {
 void say(std::initializer_list<const char*> parts) {
   char line[512];
   size_t n = 0;
-  for (const char* s : {"cuxfer: "}) for (; *s && n < sizeof line - 1; ++s) line[n++] = *s;
-  for (const char* s : parts)
+  auto put = [&](const char* s) {
     for (; s && *s && n < sizeof line - 1; ++s) line[n++] = *s;
+  };
+  put("cuxfer: ");
+  for (const char* s : parts) put(s);
   line[n++] = '\n';
   [[maybe_unused]] const ssize_t w = write(STDERR_FILENO, line, n);
 }
 
-// Finishes the trace when the exec can start a program (`can_start`), and,
+// Finishes the trace when the exec can start a program (`starts`), and,
 // should it fail all the same, says that the process goes on unrecorded.
 class ExecScope {
  public:
-  ExecScope(const char* what, bool can_start) : what_(what) {
-    if (!g_recording || !can_start) return;
+  ExecScope(const char* what, bool starts) : what_(what) {
+    if (!g_recording || !starts) return;
     const int saved = errno;
     finished_ = cuxfer::shim::Recorder::instance().finish_before_exec(what);
     errno = saved;
