@@ -452,14 +452,10 @@ void Recorder::writer_loop() {
 
 void Recorder::finish_for_exit() {
   if (auto before = before_shutdown_.load(std::memory_order_acquire)) before();
-  if (exec_)
-    note(std::string("the process replaced its image through execve (") + exec_path_ +
-             "), which runs no exit handler: the trace writer finished the trace before it",
-         /*warning=*/false);
-  else
-    note("the process ended through _exit(" + std::to_string(exit_status_.load(std::memory_order_relaxed)) +
-             "), which runs no exit handler: the trace writer finished the trace before it",
-         /*warning=*/false);
+  const std::string how = exec_ ? std::string("replaced its image through execve (") + exec_path_ + ")"
+                                 : "ended through _exit(" + std::to_string(exit_status_.load(std::memory_order_relaxed)) + ")";
+  note("the process " + how + ", which runs no exit handler: the trace writer finished the trace before it",
+       /*warning=*/false);
   finish_trace();
   // The caller of _exit does not join this thread (nor does shutdown(): the
   // state is off), and a thread neither joined nor detached is a leak to

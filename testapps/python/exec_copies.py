@@ -17,19 +17,15 @@ at the end of the run that ends normally.
 """
 import ctypes
 import os
-import stat
 import sys
 
-H2D = 1
+from sim_cudart import H2D, device_buffer, load
+
 N = 64 << 10
 LIB, MODE = sys.argv[1], sys.argv[2]
 DIR = sys.argv[3] if len(sys.argv) > 3 else "."
-rt = ctypes.CDLL(LIB)
-rt.cudaMemcpy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
-dev = ctypes.c_void_p()
-if rt.cudaMalloc(ctypes.byref(dev), N) != 0:
-    raise SystemExit("exec_copies: cudaMalloc failed")
+rt = load(LIB)
+dev = device_buffer(rt, N, "exec_copies")
 host = ctypes.create_string_buffer(N)
 
 

@@ -16,18 +16,12 @@ import multiprocessing
 import sys
 import threading
 
-H2D, D2H = 1, 2
+from sim_cudart import D2H, H2D, device_buffer, load
+
 N = 64 << 10
 LIB = sys.argv[1]
 CHILDREN = int(sys.argv[2]) if len(sys.argv) > 2 else 3
 COPIES = int(sys.argv[3]) if len(sys.argv) > 3 else 5
-
-
-def runtime():
-    rt = ctypes.CDLL(LIB)
-    rt.cudaMemcpy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
-    return rt
 
 
 def check(status):
@@ -36,8 +30,7 @@ def check(status):
 
 
 def copies(rt):
-    dev = ctypes.c_void_p()
-    check(rt.cudaMalloc(ctypes.byref(dev), N))
+    dev = device_buffer(rt, N, "mp_fork_copies")
     buf = ctypes.create_string_buffer(N)
     for _ in range(COPIES):
         check(rt.cudaMemcpy(dev, buf, N, H2D))
@@ -45,7 +38,7 @@ def copies(rt):
 
 
 def child():
-    rt = runtime()
+    rt = load(LIB)
     dev, buf = copies(rt)
     done, never = threading.Event(), threading.Event()
 
@@ -67,5 +60,5 @@ if __name__ == "__main__":
         p.join()
         if p.exitcode != 0:
             raise SystemExit("mp_fork_copies: a child exited %s" % p.exitcode)
-    copies(runtime())
+    copies(load(LIB))
     print("mp_fork_copies: OK")

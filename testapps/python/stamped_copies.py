@@ -11,15 +11,12 @@ import ctypes
 import sys
 import time
 
-H2D = 1
+from sim_cudart import H2D, device_buffer, load
+
 N = 64 << 10
-rt = ctypes.CDLL(sys.argv[1])
+rt = load(sys.argv[1])
 copies = int(sys.argv[2]) if len(sys.argv) > 2 else 8
-rt.cudaMemcpy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
-dev = ctypes.c_void_p()
-if rt.cudaMalloc(ctypes.byref(dev), N) != 0:
-    raise SystemExit("stamped_copies: cudaMalloc failed")
+dev = device_buffer(rt, N, "stamped_copies")
 host = ctypes.create_string_buffer(N)
 for i in range(copies):
     before = time.monotonic_ns()

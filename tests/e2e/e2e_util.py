@@ -1,6 +1,8 @@
 """Small pieces the e2e check scripts share: the command after `--`, a fresh
-work directory, a CPython of a given version, the verdict (each failure on its own line, exit status),
-and a run that says where a hung command waits."""
+work directory, the arguments of a Python app recorded on the simulated CUDA, a CPython of a given
+version, the verdict (each failure on its own line, exit status), and a run that says where a hung
+command waits."""
+import argparse
 import glob
 import os
 import shutil
@@ -18,6 +20,17 @@ def fresh_dir(path: str) -> Path:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     return out
+
+
+def recorded_python_app_args() -> argparse.Namespace:
+    """--cuxfer B/bin/cuxfer --shim B/lib/libcuxfer.so --libcudart B/simcuda/lib/libcudart.so --workdir DIR:
+    what a check that records one of testapps/python's scripts is given."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cuxfer", required=True)
+    ap.add_argument("--shim", required=True)
+    ap.add_argument("--libcudart", required=True)
+    ap.add_argument("--workdir", required=True)
+    return ap.parse_args()
 
 
 def verdict(fails: list[str]) -> int:

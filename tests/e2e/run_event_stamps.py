@@ -20,7 +20,6 @@ Exit status: 0 pass, 1 fail.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import sqlite3
@@ -28,7 +27,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from e2e_util import fresh_dir, verdict
+from e2e_util import fresh_dir, recorded_python_app_args, verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "testapps" / "python" / "stamped_copies.py"
@@ -98,12 +97,7 @@ def run(a, out: Path, tsc_off: bool) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--cuxfer", required=True)
-    ap.add_argument("--shim", required=True)
-    ap.add_argument("--libcudart", required=True)
-    ap.add_argument("--workdir", required=True)
-    a = ap.parse_args()
+    a = recorded_python_app_args()
     work = fresh_dir(a.workdir)
     run(a, work / "default", tsc_off=False)
     run(a, work / "clock", tsc_off=True)

@@ -22,14 +22,13 @@ Exit status: 0 pass, 1 fail.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-from e2e_util import fresh_dir, verdict
+from e2e_util import fresh_dir, recorded_python_app_args, verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "testapps" / "python" / "exec_copies.py"
@@ -82,12 +81,7 @@ def run(a, work: Path, mode: str) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--cuxfer", required=True)
-    ap.add_argument("--shim", required=True)
-    ap.add_argument("--libcudart", required=True)
-    ap.add_argument("--workdir", required=True)
-    a = ap.parse_args()
+    a = recorded_python_app_args()
     work = fresh_dir(a.workdir)
     for mode in ("execv", "execvp", "execl", "execle", "eacces", "enoexec"):
         run(a, work, mode)

@@ -18,14 +18,13 @@ Exit status: 0 pass, 1 fail.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-from e2e_util import fresh_dir, verdict
+from e2e_util import fresh_dir, recorded_python_app_args, verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "testapps" / "python" / "mp_fork_copies.py"
@@ -39,12 +38,7 @@ def check(ok: bool, what: str) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--cuxfer", required=True)
-    ap.add_argument("--shim", required=True)
-    ap.add_argument("--libcudart", required=True)
-    ap.add_argument("--workdir", required=True)
-    a = ap.parse_args()
+    a = recorded_python_app_args()
     out = fresh_dir(a.workdir)
     cmd = [a.cuxfer, "record", "-q", "--shim", a.shim, "-o", str(out), "--",
            sys.executable, str(APP), a.libcudart, str(CHILDREN), str(COPIES)]
