@@ -14,14 +14,36 @@
 #endif
 #include "internal/pycore_code.h"
 #include "internal/pycore_runtime.h"
+#if PY_VERSION_HEX >= 0x030E0000
+#include "internal/pycore_stackref.h"
+#endif
 
 #define OFF(type, field) ((unsigned)offsetof(type, field))
+#define NO 0xffffffffu
+
+static void print_row(const unsigned* row, unsigned n) {
+  for (unsigned i = 0; i < n; ++i) {
+    if (row[i] == NO) printf(", kNoField");
+    else printf(", %u", row[i]);
+  }
+}
 
 int main(void) {
-  unsigned ts_cframe = 0xffffffffu, cframe_current = 0xffffffffu, ts_frame = 0xffffffffu;
-  unsigned f_previous, f_code, f_instr, f_owner = 0xffffffffu, f_is_entry = 0xffffffffu;
-  unsigned co_code_adaptive = 0xffffffffu, co_qualname = 0xffffffffu;
+  unsigned ts_cframe = NO, cframe_current = NO, ts_frame = NO;
+  unsigned f_previous, f_code, f_instr, f_owner = NO, f_is_entry = NO;
+  unsigned co_code_adaptive = NO, co_qualname = NO;
   const char* model;
+  /* f_executable's tag bits (a _PyStackRef from 3.14), and the first owner
+   * that is not a Python function's frame: from 3.12 the eval loop's entry
+   * frame (FRAME_OWNED_BY_CSTACK, 3.14+ FRAME_OWNED_BY_INTERPRETER, where
+   * 3.14's CSTACK follows). */
+  unsigned f_code_tag_bits = 0, f_owner_not_python = NO;
+#if PY_VERSION_HEX >= 0x030E0000
+  f_code_tag_bits = (unsigned)Py_TAG_BITS;
+  f_owner_not_python = FRAME_OWNED_BY_INTERPRETER;
+#elif PY_VERSION_HEX >= 0x030C0000
+  f_owner_not_python = FRAME_OWNED_BY_CSTACK;
+#endif
 #if PY_VERSION_HEX >= 0x030D0000
   model = "Interp313";
   ts_frame = OFF(PyThreadState, current_frame);
@@ -50,12 +72,17 @@ int main(void) {
   /* _PyRuntime's fields behind Py_IsInitialized, _Py_IsFinalizing,
    * PyInterpreterState_Main and PyGILState_GetThisThreadState, which the
    * shim reads itself (python_stack.cpp, "the thread's state"). */
-  unsigned rt_auto_interp = 0xffffffffu, rt_tss;
-#if PY_VERSION_HEX >= 0x030C0000
-  rt_tss = OFF(_PyRuntimeState, autoTSSkey);
+  unsigned rt_auto_interp = NO, rt_tss_created = NO, rt_tss_key = NO;
+#if PY_VERSION_HEX >= 0x030F0000
+  /* 3.15 keeps the GIL state's thread state in a C thread-local, which the
+   * shim cannot name: the C API it is. */
+#elif PY_VERSION_HEX >= 0x030C0000
+  rt_tss_created = OFF(_PyRuntimeState, autoTSSkey) + OFF(Py_tss_t, _is_initialized);
+  rt_tss_key = OFF(_PyRuntimeState, autoTSSkey) + OFF(Py_tss_t, _key);
 #else
   rt_auto_interp = OFF(_PyRuntimeState, gilstate.autoInterpreterState);
-  rt_tss = OFF(_PyRuntimeState, gilstate.autoTSSkey);
+  rt_tss_created = OFF(_PyRuntimeState, gilstate.autoTSSkey) + OFF(Py_tss_t, _is_initialized);
+  rt_tss_key = OFF(_PyRuntimeState, gilstate.autoTSSkey) + OFF(Py_tss_t, _key);
 #endif
 #if PY_VERSION_HEX >= 0x030B0000
   co_code_adaptive = OFF(PyCodeObject, co_code_adaptive);
@@ -69,12 +96,26 @@ int main(void) {
                           (unsigned)sizeof(PyCompactUnicodeObject), OFF(PyVarObject, ob_size),
                           OFF(PyBytesObject, ob_sval), OFF(_PyRuntimeState, initialized),
                           OFF(_PyRuntimeState, _finalizing), OFF(_PyRuntimeState, interpreters.main),
-                          rt_auto_interp, rt_tss + OFF(Py_tss_t, _is_initialized), rt_tss + OFF(Py_tss_t, _key)};
-  printf("{0x%02x%02x, FrameModel::%s", PY_MAJOR_VERSION, PY_MINOR_VERSION, model);
-  for (unsigned i = 0; i < sizeof row / sizeof row[0]; ++i) {
-    if (row[i] == 0xffffffffu) printf(", kNoField");
-    else printf(", %u", row[i]);
-  }
-  printf("},\n");
+                          rt_auto_interp, rt_tss_created, rt_tss_key, f_code_tag_bits, f_owner_not_python};
+  printf("{{0x%02x%02x, FrameModel::%s", PY_MAJOR_VERSION, PY_MINOR_VERSION, model);
+  print_row(row, sizeof row / sizeof row[0]);
+  printf("}");
+  /* Where 3.13+ state, in their _Py_DebugOffsets, the offsets the walk reads
+   * (layout.h, GeneratedRow): the struct differs from version to version. */
+  printf(", {");
+#if PY_VERSION_HEX >= 0x030D0000
+#define DBG(field) ((unsigned)offsetof(_Py_DebugOffsets, field))
+  const unsigned dbg[] = {DBG(version), DBG(free_threaded), DBG(thread_state.interp),
+                          DBG(thread_state.current_frame), DBG(interpreter_frame.previous),
+                          DBG(interpreter_frame.executable), DBG(interpreter_frame.instr_ptr),
+                          DBG(interpreter_frame.owner), DBG(code_object.filename), DBG(code_object.name),
+                          DBG(code_object.qualname), DBG(code_object.linetable), DBG(code_object.firstlineno),
+                          DBG(code_object.co_code_adaptive), DBG(pyobject.ob_type), DBG(bytes_object.ob_size),
+                          DBG(bytes_object.ob_sval), DBG(unicode_object.state), DBG(unicode_object.length),
+                          DBG(unicode_object.asciiobject_size), (unsigned)sizeof(_Py_DebugOffsets)};
+  printf("%u", dbg[0]);
+  print_row(dbg + 1, sizeof dbg / sizeof dbg[0] - 1);
+#endif
+  printf("}},\n");
   return 0;
 }

@@ -271,7 +271,7 @@ void PythonStacks::resolve_interpreter() {
   } else if (const PyLayout* l = generated_layout(version)) {
     layout_ = *l;
   } else {
-    return turn_off(name + ": no frame layout for this version (3.10 to 3.13 are known)");
+    return turn_off(name + ": no frame layout for this version (3.10 to 3.15 are known)");
   }
   a.this_thread_state = reinterpret_cast<void* (*)()>(sym("PyGILState_GetThisThreadState"));
   a.main_interpreter = reinterpret_cast<void* (*)()>(sym("PyInterpreterState_Main"));
@@ -363,6 +363,7 @@ CUXFER_HOT uint32_t PythonStacks::walk_frames(uint64_t tstate, uint64_t* out, ui
     uint64_t code = 0, previous = 0;
     if (!get<M>(frame + l.frame_code, code) || !get<M>(frame + l.frame_previous, previous))
       return failed = true, n;
+    if constexpr (Model == FrameModel::Interp313) code &= ~static_cast<uint64_t>(l.frame_code_tag_bits);
     if (noting && n < kNoteFrames) {
       trail.note(frame + l.frame_code);
       trail.note(code + l.object_type);
@@ -371,7 +372,7 @@ CUXFER_HOT uint32_t PythonStacks::walk_frames(uint64_t tstate, uint64_t* out, ui
     if constexpr (Model == FrameModel::Interp312 || Model == FrameModel::Interp313) {
       uint8_t owner = 0;
       if (!get<M>(frame + l.frame_owner, owner)) return failed = true, n;
-      if (owner == kOwnedByCStack) {
+      if (owner >= l.frame_owner_not_python) {
         // An eval-loop entry: the Python frame just inside it is its outermost.
         if (n) out[n - 1] |= trace::kPythonEntryBit;
         frame = previous;

@@ -9,9 +9,10 @@
 // PyInterpreterState_Main), each a jump into libpython's text: after a
 // training step's framework code, cold lines of code and data each. The same
 // fields sit in a few lines of _PyRuntime, whose offsets the generated
-// layouts state for 3.10-3.13 (layout.h; 3.13's debug offsets leave them
-// out, its headers' row has them); the key's value is read with
-// pthread_getspecific, as PyThread_tss_get does.
+// layouts state for 3.10-3.14 (layout.h; the debug offsets of 3.13+ leave
+// them out, their headers' rows have them); the key's value is read with
+// pthread_getspecific, as PyThread_tss_get does. 3.15 keeps the thread's
+// state in a C thread-local instead: its row has no key, so the C API.
 //
 // Never trusted on the layout's word alone: python_stack.cpp reads through
 // the C API until one read here agrees with it on a thread that has a state

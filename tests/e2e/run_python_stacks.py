@@ -8,7 +8,7 @@ Runs testapps/python/python_copies.py under `cuxfer record` with that
 interpreter on the simulated CUDA and checks, from `cuxfer report --json`:
 
   - the trace says which interpreter it read ("Python frames in call stacks:
-    CPython 3.N"), and that the thread state came from _PyRuntime (3.10-3.13)
+    CPython 3.N"), and that the thread state came from _PyRuntime (3.10-3.14)
     with no disagreement with the C API;
   - every copy is reported at the line of the script that made it (the
     script's "# site:" markers), with the count the script makes: from the
@@ -163,12 +163,12 @@ def main() -> int:
           f"a note naming CPython {args.python}; notes: {notes}")
     check(any("under at most 8 native frames (CUXFER_PYTHON_NATIVE_DEPTH)" in n for n in notes),
           f"the note says how many native frames a Python stack keeps; notes: {notes}")
-    # 3.10-3.13: the thread state is read from _PyRuntime once a read agreed
-    # with the C API (3.13: the fields from the row of its headers, the frames
+    # 3.10-3.14: the thread state is read from _PyRuntime once a read agreed
+    # with the C API (3.13+: the fields from the row of its headers, the frames
     # from its debug offsets). Frames were captured, so a thread with a state
     # checked the read: no disagreement note means it agreed (and later copies
-    # used it).
-    runtime_read = tuple(int(x) for x in args.python.split(".")) < (3, 14)
+    # used it). 3.15 keeps it in a C thread-local: through the C API.
+    runtime_read = tuple(int(x) for x in args.python.split(".")) < (3, 15)
     check(any(("thread state read from _PyRuntime once a read agrees with the C API" if runtime_read
                else "thread state through the C API") in n for n in notes),
           f"the note says how the thread state is read; notes: {notes}")

@@ -7,7 +7,7 @@
 
 Runs simulated apps (threads, streams, fork, the static runtime, a driver
 unloaded and loaded again with dlclose) and testapps/python/python_copies.py
-under every CPython 3.10-3.13 found, each under `cuxfer record` with
+under every CPython 3.10-3.15 found, each under `cuxfer record` with
 CUXFER_UNWINDER=verify: every captured stack is taken by both unwinders, and
 the trace's notes say how many were compared and how many differed. Checks,
 for every process of every run:
@@ -51,7 +51,7 @@ APPS = [
 
 
 def pythons() -> list[str]:
-    return [p for v in ("3.10", "3.11", "3.12", "3.13") if (p := find_python(v))]
+    return [p for v in ("3.10", "3.11", "3.12", "3.13", "3.14", "3.15") if (p := find_python(v))]
 
 
 def main() -> int:
@@ -70,7 +70,7 @@ def main() -> int:
     runs = [(name, [str(Path(a.sim) / name)] + args) for name, args in APPS] if a.only != "python" else []
     pys = pythons() if a.only != "apps" else []
     if not pys and a.only != "apps":
-        fails.append("no CPython 3.10-3.13 found: the Python frames' native stacks were not checked")
+        fails.append("no CPython 3.10-3.15 found: the Python frames' native stacks were not checked")
     for py in pys:
         runs.append((f"python-{py.replace('/', '_').strip('_')}", [py, str(PY_APP), a.libcudart, "2", "10"]))
     compared_total = 0

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # python.layouts_match_headers: shim/python/layouts.inc must be what each
-# CPython version's own headers say. For every interpreter of 3.10-3.13 found
+# CPython version's own headers say. For every interpreter of 3.10-3.15 found
 # here (PATH, pyenv), compiles shim/python/layout_probe.c against its headers
 # and compares the output with that version's committed row. Skips (77),
 # saying so, when none of them has its headers here.
@@ -10,7 +10,7 @@ INC_FILE="$ROOT/shim/python/layouts.inc"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 checked=0 failed=0
-for v in 3.10 3.11 3.12 3.13; do
+for v in 3.10 3.11 3.12 3.13 3.14 3.15; do
   py=""
   # pyenv's own directories first: its shims on PATH fail for a version not selected.
   for c in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/$v.*/bin/python$v /usr/bin/python$v $(command -v python$v 2>/dev/null); do
@@ -22,11 +22,11 @@ for v in 3.10 3.11 3.12 3.13; do
   if [ ! -f "$inc/internal/pycore_frame.h" ] && [ ! -f "$inc/internal/pycore_code.h" ]; then
     echo "CPython $v ($py): no internal headers at $inc"; continue
   fi
-  if ! gcc -I"$inc" -I"$inc/internal" "$ROOT/shim/python/layout_probe.c" -o "$tmp/probe" 2> "$tmp/cc.log"; then
+  if ! gcc -I"$inc" -I"$inc/internal" -I"$inc/.." "$ROOT/shim/python/layout_probe.c" -o "$tmp/probe" 2> "$tmp/cc.log"; then
     echo "FAIL CPython $v: layout_probe.c does not compile against $inc"; cat "$tmp/cc.log"; failed=1; continue
   fi
   want=$("$tmp/probe")
-  key=$(printf '{0x%02x%02x,' "${v%%.*}" "${v#*.}")
+  key=$(printf '{{0x%02x%02x,' "${v%%.*}" "${v#*.}")
   have=$(grep -F "$key" "$INC_FILE" || true)
   if [ "$want" == "$have" ]; then
     echo "CPython $v ($py): layouts.inc matches its headers"
@@ -37,5 +37,5 @@ for v in 3.10 3.11 3.12 3.13; do
   checked=$((checked + 1))
 done
 [ $failed -eq 0 ] || exit 1
-[ $checked -gt 0 ] || { echo "no CPython 3.10-3.13 with headers here: skipped"; exit 77; }
+[ $checked -gt 0 ] || { echo "no CPython 3.10-3.15 with headers here: skipped"; exit 77; }
 echo "PASS ($checked versions)"

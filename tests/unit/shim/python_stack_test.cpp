@@ -1,10 +1,13 @@
-// shim/python without an interpreter: the layouts, 3.13's debug offsets read
-// from a buffer laid out as CPython 3.13 lays them out, the code table, and a
+// shim/python without an interpreter: the layouts, the debug offsets of 3.13
+// (laid out as CPython 3.13 lays them out), 3.14 and 3.15 (as their
+// interpreters held them), the code table, and a
 // process that runs no Python. (Walks of real interpreters:
 // e2e.python_stacks.*.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -35,6 +38,35 @@ std::vector<uint64_t> debug_offsets_313() {
   return f;
 }
 
+// _Py_DebugOffsets of 3.14 and 3.15 as Debian's builds (sid, x86-64) hold
+// them at the start of _PyRuntime: every u64 after the cookie, read with
+// ctypes from the running interpreters. The rows of layouts.inc say where
+// each offset sits; what the walk reads from them must be what the same
+// versions' headers say.
+std::vector<uint64_t> debug_offsets(std::initializer_list<uint64_t> after_cookie) {
+  std::vector<uint64_t> f(1 + after_cookie.size());
+  std::memcpy(f.data(), "xdebugpy", 8);
+  std::copy(after_cookie.begin(), after_cookie.end(), f.begin() + 1);
+  return f;
+}
+
+std::vector<uint64_t> debug_offsets_314() {  // CPython 3.14.10
+  return debug_offsets({
+    51251952, 0, 316616, 784, 808, 225864, 7280, 7272, 7344, 7360, 7408, 7688, 7672, 7680, 16, 7784, 0, 7800,
+    7792, 7992, 0, 832, 0, 8, 16, 72, 152, 160, 232, 32, 88, 8, 0, 56, 80, 74, 64, 0, 216, 112, 120, 128, 136,
+    68, 52, 96, 104, 208, 0, 16, 8, 416, 24, 88, 168, 40, 32, 16, 40, 24, 16, 200, 24, 40, 32, 48, 32, 40, 24,
+    16, 32, 16, 24, 40, 16, 32, 64, 32, 16, 40, 264, 192, 160, 24, 72, 67, 0, 8, 24, 304, 8076, 0, 4, 512});
+}
+
+std::vector<uint64_t> debug_offsets_315() {  // CPython 3.15.2
+  return debug_offsets({
+    51315440, 0, 346568, 912, 936, 226240, 7272, 7264, 7336, 7352, 7400, 7592, 7576, 7584, 16, 7736, 0, 7752,
+    7744, 7944, 0, 888, 0, 8, 16, 72, 80, 88, 96, 176, 184, 256, 32, 36, 40, 136, 288, 0, 88, 8, 0, 56, 80, 74,
+    64, 0, 216, 112, 120, 128, 136, 68, 52, 96, 104, 208, 0, 16, 8, 424, 24, 88, 168, 32, 288, 944, 888, 40,
+    32, 16, 40, 24, 16, 200, 24, 40, 32, 48, 32, 40, 24, 16, 32, 16, 24, 40, 16, 32, 64, 32, 16, 40, 56, 176,
+    112, 120, 1120, 104, 160, 24, 72, 67, 0, 8, 24, 344, 8028, 0, 4, 512});
+}
+
 TEST(PythonLayout, GeneratedRowsForTheHeaderVersions) {
   for (uint32_t v : {0x030au, 0x030bu, 0x030cu}) {
     const PyLayout* l = generated_layout(v);
@@ -47,12 +79,27 @@ TEST(PythonLayout, GeneratedRowsForTheHeaderVersions) {
   EXPECT_NE(generated_layout(0x030b)->frame_is_entry, kNoField);
   EXPECT_EQ(generated_layout(0x030c)->model, FrameModel::Interp312);
   EXPECT_EQ(generated_layout(0x0309), nullptr);
-  ASSERT_NE(generated_layout(0x030d), nullptr);  // 3.13's: its _PyRuntime fields (its frames state their own)
-  EXPECT_EQ(generated_layout(0x030e), nullptr);
-  // Every generated row says where _PyRuntime keeps what the C API reads;
-  // before 3.12 the GIL-state machinery's interpreter as well.
-  for (uint32_t v : {0x030au, 0x030bu, 0x030cu, 0x030du})
+  // 3.13+: rows for their _PyRuntime fields and where their debug offsets
+  // sit (their frames state their own layout).
+  for (uint32_t v : {0x030du, 0x030eu, 0x030fu}) {
+    ASSERT_NE(generated_layout(v), nullptr) << std::hex << v;
+    EXPECT_EQ(generated_layout(v)->model, FrameModel::Interp313);
+    ASSERT_NE(generated_debug_index(v), nullptr) << std::hex << v;
+  }
+  EXPECT_EQ(generated_debug_index(0x030c), nullptr);
+  EXPECT_EQ(generated_layout(0x0310), nullptr);
+  // 3.14 made a frame's code a tagged stack reference, and numbered the
+  // eval loop's entry frame's owner FRAME_OWNED_BY_INTERPRETER.
+  EXPECT_EQ(generated_layout(0x030d)->frame_code_tag_bits, 0u);
+  EXPECT_EQ(generated_layout(0x030e)->frame_code_tag_bits, 3u);
+  for (uint32_t v : {0x030cu, 0x030du, 0x030eu, 0x030fu})
+    EXPECT_EQ(generated_layout(v)->frame_owner_not_python, 3u) << std::hex << v;
+  // Every generated row to 3.14 says where _PyRuntime keeps what the C API
+  // reads; before 3.12 the GIL-state machinery's interpreter as well. 3.15
+  // keeps the thread's state in a C thread-local: the C API it is.
+  for (uint32_t v : {0x030au, 0x030bu, 0x030cu, 0x030du, 0x030eu})
     EXPECT_TRUE(has_runtime_fields(*generated_layout(v))) << std::hex << v;
+  EXPECT_FALSE(has_runtime_fields(*generated_layout(0x030f)));
   EXPECT_NE(generated_layout(0x030b)->rt_auto_interp, kNoField);
   EXPECT_EQ(generated_layout(0x030c)->rt_auto_interp, kNoField);
 }
@@ -95,13 +142,56 @@ TEST(PythonLayout, DebugOffsetsOf313) {
   EXPECT_EQ(l.rt_tss_key, row.rt_tss_key);
 }
 
+// The layout read from a real interpreter's debug offsets is what its
+// version's headers say (the row), field for field.
+void expect_frames_as_row(const std::vector<uint64_t>& f, uint32_t version) {
+  PyLayout l{};
+  std::string why;
+  ASSERT_TRUE(layout_from_debug_offsets(f.data(), version, l, why)) << why;
+  const PyLayout& row = *generated_layout(version);
+  EXPECT_EQ(l.model, FrameModel::Interp313);
+  EXPECT_EQ(l.ts_frame, row.ts_frame);
+  EXPECT_EQ(l.ts_interp, row.ts_interp);
+  EXPECT_EQ(l.frame_previous, row.frame_previous);
+  EXPECT_EQ(l.frame_code, row.frame_code);
+  EXPECT_EQ(l.frame_instr, row.frame_instr);
+  EXPECT_EQ(l.frame_owner, row.frame_owner);
+  EXPECT_EQ(l.code_filename, row.code_filename);
+  EXPECT_EQ(l.code_name, row.code_name);
+  EXPECT_EQ(l.code_qualname, row.code_qualname);
+  EXPECT_EQ(l.code_first_line, row.code_first_line);
+  EXPECT_EQ(l.code_line_table, row.code_line_table);
+  EXPECT_EQ(l.code_bytecode, row.code_bytecode);
+  EXPECT_EQ(l.object_type, row.object_type);
+  EXPECT_EQ(l.str_state, row.str_state);
+  EXPECT_EQ(l.str_length, row.str_length);
+  EXPECT_EQ(l.str_ascii_size, row.str_ascii_size);
+  EXPECT_EQ(l.str_compact_size, row.str_compact_size);
+  EXPECT_EQ(l.bytes_size, row.bytes_size);
+  EXPECT_EQ(l.bytes_data, row.bytes_data);
+  EXPECT_EQ(l.frame_code_tag_bits, row.frame_code_tag_bits);
+  EXPECT_EQ(l.frame_owner_not_python, row.frame_owner_not_python);
+  EXPECT_EQ(l.rt_tss_key, row.rt_tss_key);
+}
+
+TEST(PythonLayout, DebugOffsetsOf314And315) {
+  expect_frames_as_row(debug_offsets_314(), 0x030e);
+  expect_frames_as_row(debug_offsets_315(), 0x030f);
+  // Each version's struct is its own: 3.15 inserted fields before the frame's.
+  EXPECT_NE(generated_debug_index(0x030e)->frame_previous, generated_debug_index(0x030f)->frame_previous);
+  PyLayout l{};
+  std::string why;
+  EXPECT_FALSE(layout_from_debug_offsets(debug_offsets_314().data(), 0x030f, l, why));
+  EXPECT_NE(why.find("another version"), std::string::npos) << why;
+}
+
 TEST(PythonLayout, DebugOffsetsRefused) {
   PyLayout l{};
   std::string why;
   auto f = debug_offsets_313();
   EXPECT_FALSE(layout_from_debug_offsets(nullptr, 0x030d, l, why));
-  EXPECT_FALSE(layout_from_debug_offsets(f.data(), 0x030e, l, why));  // 3.14's struct is another
-  EXPECT_NE(why.find("no reader"), std::string::npos);
+  EXPECT_FALSE(layout_from_debug_offsets(f.data(), 0x0310, l, why));  // 3.16's struct is unknown
+  EXPECT_NE(why.find("no layout"), std::string::npos) << why;
   auto bad = f;
   std::memcpy(bad.data(), "xdebugpz", 8);
   EXPECT_FALSE(layout_from_debug_offsets(bad.data(), 0x030d, l, why));
