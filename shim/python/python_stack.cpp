@@ -291,7 +291,9 @@ void PythonStacks::resolve_interpreter() {
                      std::to_string(std::min(config().python_native_depth, config().stack_depth)) +
                      " native frames (CUXFER_PYTHON_NATIVE_DEPTH); thread state " +
                      (from_runtime ? "read from _PyRuntime once a read agrees with the C API"
-                                   : "through the C API (no _PyRuntime layout for this version)"));
+                                   : layout_.rt_tss_key == kNoField && layout_.rt_main != kNoField
+                                         ? "through the C API (this version keeps it in a C thread-local)"
+                                         : "through the C API (no _PyRuntime layout for this version)"));
   }
   state_.store(kReady, std::memory_order_release);
 }
