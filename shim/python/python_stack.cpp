@@ -229,6 +229,16 @@ void PythonStacks::turn_off(const std::string& why) noexcept {
   notes_.push_back("no Python frames in call stacks: " + why);
 }
 
+void PythonStacks::note_subinterpreter() noexcept {
+  // Only the main interpreter's threads are walked: what proved the layout
+  // (the checked walks, the state read agreeing with the C API) was proved
+  // on them. The copies themselves are recorded as any.
+  if (subinterpreter_noted_.load(std::memory_order_relaxed) || subinterpreter_noted_.exchange(true)) return;
+  std::lock_guard<std::mutex> lock(note_mutex_);
+  notes_.push_back("Python frames: copies made on a subinterpreter's thread (concurrent.interpreters, "
+                   "_interpreters) carry native frames only");
+}
+
 CUXFER_HOT void PythonStacks::resolve(uint64_t now) noexcept {
   if (now < next_try_ns_.load(std::memory_order_relaxed)) return;
   int expected = kUnresolved;
@@ -467,12 +477,12 @@ CUXFER_HOT uint32_t PythonStacks::capture(uint64_t* out, uint32_t max) noexcept 
   uint64_t interp = 0;
   if (checked_walks_.load(std::memory_order_relaxed) < kCheckedWalks) {
     if (!get<ReadMode::Checked>(tstate + layout_.ts_interp, interp)) failed = true;
-    else if (interp != main) return 0;  // a subinterpreter's thread: not walked
+    else if (interp != main) return note_subinterpreter(), 0;  // a subinterpreter's thread: not walked
     else n = walk<ReadMode::Checked>(tstate, out, max, failed);
     if (!failed && n) checked_walks_.fetch_add(1, std::memory_order_relaxed);
   } else {
     get<ReadMode::Direct>(tstate + layout_.ts_interp, interp);
-    if (interp != main) return 0;
+    if (interp != main) return note_subinterpreter(), 0;
     n = walk<ReadMode::Direct>(tstate, out, max, failed);
   }
   if (failed) {

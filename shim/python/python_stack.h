@@ -171,6 +171,8 @@ class PythonStacks {
   void resolve(uint64_t now) noexcept;
   void resolve_interpreter();
   void turn_off(const std::string& why) noexcept;
+  // Says once that copies from a subinterpreter's threads carry no Python frames.
+  void note_subinterpreter() noexcept;
   template <ReadMode M>
   uint32_t walk(uint64_t tstate, uint64_t* out, uint32_t max, bool& failed) noexcept;
   template <ReadMode M, FrameModel Model>
@@ -191,6 +193,7 @@ class PythonStacks {
   PyLayout layout_{};
   const unsigned char* runtime_ = nullptr;  // _PyRuntime
   std::atomic<int> runtime_reads_{kApiOnly};
+  std::atomic<bool> subinterpreter_noted_{false};
   CodeTable codes_;
   std::mutex note_mutex_;  // held only to hand one string over
   std::vector<std::string> notes_;

@@ -31,6 +31,10 @@ With --interpreter /usr/bin/python3.11 --static (Debian's, libpython linked
 into the executable) the same checks: the interpreter is found in the
 executable as well as in a shared libpython.
 
+From 3.14 (concurrent.interpreters), testapps/python/subinterpreter_copies.py:
+the main interpreter's copies at their lines, a subinterpreter's (on the main
+thread and on its own) recorded with native frames, and one note says so.
+
 With --unsupported (a version the shim has no layout for, 3.9 here): the
 script runs and its copies are recorded with native sites, no Python frame,
 and one note says why.
@@ -54,6 +58,7 @@ SKIP = 77
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "testapps" / "python" / "python_copies.py"
 FRAMEWORK = ROOT / "testapps" / "python" / "site-packages" / "fakeframework.py"
+SUBINTERPRETERS = ROOT / "testapps" / "python" / "subinterpreter_copies.py"
 THREADS, COPIES = 4, 20
 fails: list[str] = []
 
@@ -103,6 +108,31 @@ def python_sites(rep: dict) -> dict[tuple[str, int], dict]:
         if chosen:
             out[(os.path.realpath(s["file"]), s["line"])] = s
     return out
+
+
+def check_subinterpreters(args, python: str, out: Path) -> None:
+    """3.14+: copies in a subinterpreter are recorded with native frames and
+    one note; the main interpreter's keep their lines."""
+    r = run([args.cuxfer, "record", "-q", "--shim", args.shim, "-o", str(out), "--",
+             python, str(SUBINTERPRETERS), args.libcudart])
+    check(r.returncode == 0 and "subinterpreter_copies: OK" in r.stdout,
+          f"subinterpreter_copies.py under cuxfer record: exit {r.returncode}, stderr {r.stderr[-600:]!r}")
+    traces = sorted(out.glob("cuxfer-*.trace"))
+    if len(traces) != 1:
+        check(False, f"one trace in {out}, got {[t.name for t in traces]}")
+        return
+    rep = report(args, traces[0])
+    sites = python_sites(rep)
+    lines = markers(SUBINTERPRETERS)
+    script = os.path.realpath(SUBINTERPRETERS)
+    for name in ("before", "after"):
+        got = sites.get((script, lines[name]), {}).get("calls")
+        check(got == 3, f"subinterpreters: 3 copies at subinterpreter_copies.py:{lines[name]} ({name}), got {got}")
+    total = sum(s["calls"] for s in rep.get("callsites", []))
+    check(total == 16, f"subinterpreters: all 16 copies recorded, got {total}")
+    notes = [n for p in rep.get("processes", []) for n in p.get("notes", [])]
+    check(any("copies made on a subinterpreter's thread" in n for n in notes),
+          f"subinterpreters: a note says their copies carry native frames only; notes: {notes}")
 
 
 def memset_stacks(args, trace: Path, out: Path) -> list[list[str]]:
@@ -252,6 +282,8 @@ def main() -> int:
                 native = [f for f in s["stack"] if not f.get("python")]
                 check(1 <= len(native) <= 2, f"CUXFER_PYTHON_NATIVE_DEPTH=2: {name} has {len(native)} native frames")
 
+    if tuple(int(x) for x in args.python.split(".")) >= (3, 14):
+        check_subinterpreters(args, python, work / "subinterpreters")
     off = record(args, python, work / "off", {"CUXFER_PYTHON_STACKS": "0"})
     if off:
         off_rep = report(args, off)
