@@ -55,9 +55,10 @@ struct PyLayout {
   // (python/runtime_state.h). rt_auto_interp: before 3.12 only; the key's
   // two: not from 3.15, whose key is a C thread-local.
   uint32_t rt_initialized, rt_finalizing, rt_main, rt_auto_interp, rt_tss_created, rt_tss_key;
-  // The low bits of frame_code that tag it (3.14+: a _PyStackRef), and the
-  // first frame owner that is not a Python function's frame but an eval-loop
-  // entry (3.12+; kNoField before).
+  // The low bits of frame_code CPython clears to get the object (3.14+: a
+  // _PyStackRef; its null is those bits alone), and the first frame owner
+  // that is not a Python function's frame but an eval-loop entry (3.12+;
+  // kNoField before).
   uint32_t frame_code_tag_bits, frame_owner_not_python;
 };
 

@@ -33,13 +33,14 @@ int main(void) {
   unsigned f_previous, f_code, f_instr, f_owner = NO, f_is_entry = NO;
   unsigned co_code_adaptive = NO, co_qualname = NO;
   const char* model;
-  /* f_executable's tag bits (a _PyStackRef from 3.14), and the first owner
-   * that is not a Python function's frame: from 3.12 the eval loop's entry
-   * frame (FRAME_OWNED_BY_CSTACK, 3.14+ FRAME_OWNED_BY_INTERPRETER, where
-   * 3.14's CSTACK follows). */
+  /* The bits of f_executable (a _PyStackRef from 3.14) that CPython clears
+   * to get the object (BITS_TO_PTR_MASKED), and the first owner that is not
+   * a Python function's frame: from 3.12 the eval loop's entry frame
+   * (FRAME_OWNED_BY_CSTACK, 3.14+ FRAME_OWNED_BY_INTERPRETER, where 3.14's
+   * CSTACK follows). */
   unsigned f_code_tag_bits = 0, f_owner_not_python = NO;
 #if PY_VERSION_HEX >= 0x030E0000
-  f_code_tag_bits = (unsigned)Py_TAG_BITS;
+  f_code_tag_bits = (unsigned)Py_TAG_REFCNT;
   f_owner_not_python = FRAME_OWNED_BY_INTERPRETER;
 #elif PY_VERSION_HEX >= 0x030C0000
   f_owner_not_python = FRAME_OWNED_BY_CSTACK;

@@ -288,6 +288,7 @@ void PythonStacks::resolve_interpreter() {
   a.code_type = reinterpret_cast<uint64_t>(sym("PyCode_Type"));
   a.unicode_type = reinterpret_cast<uint64_t>(sym("PyUnicode_Type"));
   a.bytes_type = reinterpret_cast<uint64_t>(sym("PyBytes_Type"));
+  a.none_object = reinterpret_cast<uint64_t>(sym("_Py_NoneStruct"));
   a.is_finalizing = reinterpret_cast<int (*)()>(sym(version >= 0x030d ? "Py_IsFinalizing" : "_Py_IsFinalizing"));
   if (!a.this_thread_state || !a.main_interpreter || !a.code_type || !a.unicode_type || !a.bytes_type)
     return turn_off(name + ": a function or type the walk needs is not exported");
@@ -375,7 +376,15 @@ CUXFER_HOT uint32_t PythonStacks::walk_frames(uint64_t tstate, uint64_t* out, ui
     uint64_t code = 0, previous = 0;
     if (!get<M>(frame + l.frame_code, code) || !get<M>(frame + l.frame_previous, previous))
       return failed = true, n;
-    if constexpr (Model == FrameModel::Interp313) code &= ~static_cast<uint64_t>(l.frame_code_tag_bits);
+    if constexpr (Model == FrameModel::Interp313) {
+      // A frame whose executable is null or None runs no code object (3.13+
+      // allow both): not a Python function's frame, not a misread.
+      code &= ~static_cast<uint64_t>(l.frame_code_tag_bits);
+      if (code == 0 || code == api_.none_object) {
+        frame = previous;
+        continue;
+      }
+    }
     if (noting && n < kNoteFrames) {
       trail.note(frame + l.frame_code);
       trail.note(code + l.object_type);

@@ -157,6 +157,7 @@ class PythonStacks {
     void* (*this_thread_state)() = nullptr;
     void* (*main_interpreter)() = nullptr;
     uint64_t code_type = 0, unicode_type = 0, bytes_type = 0;
+    uint64_t none_object = 0;  // Py_None; 0 (matches no frame's code) if not exported
   };
 
   // How capture() reads the interpreter's life and the thread's state

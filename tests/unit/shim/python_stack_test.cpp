@@ -91,7 +91,8 @@ TEST(PythonLayout, GeneratedRowsForTheHeaderVersions) {
   // 3.14 made a frame's code a tagged stack reference, and numbered the
   // eval loop's entry frame's owner FRAME_OWNED_BY_INTERPRETER.
   EXPECT_EQ(generated_layout(0x030d)->frame_code_tag_bits, 0u);
-  EXPECT_EQ(generated_layout(0x030e)->frame_code_tag_bits, 3u);
+  EXPECT_EQ(generated_layout(0x030e)->frame_code_tag_bits, 1u);  // Py_TAG_REFCNT
+  EXPECT_EQ(generated_layout(0x030f)->frame_code_tag_bits, 1u);
   for (uint32_t v : {0x030cu, 0x030du, 0x030eu, 0x030fu})
     EXPECT_EQ(generated_layout(v)->frame_owner_not_python, 3u) << std::hex << v;
   // Every generated row to 3.14 says where _PyRuntime keeps what the C API
