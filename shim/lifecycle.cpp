@@ -10,6 +10,7 @@
 #include "interpose/exec_hooks.h"
 #include "interpose/exit_hooks.h"
 #include "interpose/lookup_hooks.h"
+#include "interpose/signal_hooks.h"
 #include "record/recorder.h"
 #include "rewrite/pinned_rewrite.h"
 
@@ -31,9 +32,12 @@ __attribute__((constructor)) void cuxfer_load() {
   const bool enabled = cuxfer::shim::config().enabled;
   cuxfer::shim::resolve_exit_hooks(enabled);
   cuxfer::shim::resolve_exec_hooks(enabled);
+  cuxfer::shim::resolve_signal_hooks(enabled && cuxfer::shim::config().finish_on_signal);
   if (!enabled) return;
-  // Registers the fork handlers before the app can fork.
-  cuxfer::shim::Recorder::instance().set_dependents({&rewrite_before_shutdown, &rewrite_in_fork_child});
+  // Registers the fork handlers before the app can fork. Once recording, the
+  // signals that end a process at their default action finish the trace.
+  cuxfer::shim::Recorder::instance().set_dependents(
+      {&rewrite_before_shutdown, &rewrite_in_fork_child, &cuxfer::shim::hold_end_signals});
   // The shim's memory runs out: recording stops, calls pass through (core/allocation.h).
   cuxfer::shim::allocation::set_out_of_memory_handler([] { cuxfer::shim::Recorder::instance().stop_for_memory(); });
 }

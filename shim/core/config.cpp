@@ -115,6 +115,10 @@ Config parse_config(char** env, bool secure_execution) {
       bool b = true;
       if (parse_bool(val, b)) c.tsc_stamps = b;
       else bad("0 or 1");
+    } else if (key == "CUXFER_FINISH_ON_SIGNAL") {
+      bool b = true;
+      if (parse_bool(val, b)) c.finish_on_signal = b;
+      else bad("0 or 1");
     } else if (key == "CUXFER_FINGERPRINT") {
       bool b = true;
       if (parse_bool(val, b)) c.fingerprint = b;

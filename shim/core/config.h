@@ -74,6 +74,11 @@ struct Config {
   // counter could stamp them (core/event_clock.h): a check, or a machine whose
   // counter the kernel trusts wrongly.
   bool tsc_stamps = true;
+  // CUXFER_FINISH_ON_SIGNAL=0 leaves SIGTERM, SIGINT and SIGHUP alone: a
+  // process they end (at their default action) loses what the writer had not
+  // written and its End block, as without the shim's handler
+  // (interpose/signal_hooks.cpp).
+  bool finish_on_signal = true;
   uint64_t fingerprint_min = 1u << 20;
   std::string manifest;           // CUXFER_MANIFEST: launcher's list of written traces
   // CUXFER_BUFFER_EVENTS: per-thread ring capacity (4 MiB of address space;

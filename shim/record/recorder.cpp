@@ -249,6 +249,7 @@ bool Recorder::start_slow() {
     return false;
   }
   g_hot_line.recorder_state.store(kRecording, std::memory_order_release);
+  if (auto at_start = at_start_.load(std::memory_order_acquire)) at_start();
   return true;
 }
 
@@ -452,8 +453,18 @@ void Recorder::writer_loop() {
 
 void Recorder::finish_for_exit() {
   if (auto before = before_shutdown_.load(std::memory_order_acquire)) before();
-  const std::string how = exec_ ? std::string("replaced its image through execve (") + exec_path_ + ")"
-                                 : "ended through _exit(" + std::to_string(exit_status_.load(std::memory_order_relaxed)) + ")";
+  const int value = exit_status_.load(std::memory_order_relaxed);
+  std::string how;
+  switch (end_kind_) {
+    case EndKind::Exit: how = "ended through _exit(" + std::to_string(value) + ")"; break;
+    case EndKind::Exec: how = std::string("replaced its image through execve (") + exec_path_ + ")"; break;
+    case EndKind::Signal: {
+      const char* abbrev = sigabbrev_np(value);
+      how = "was ended by SIG" + std::string(abbrev ? abbrev : "?") + " (signal " + std::to_string(value) +
+            ", its default action)";
+      break;
+    }
+  }
   note("the process " + how + ", which runs no exit handler: the trace writer finished the trace before it",
        /*warning=*/false);
   finish_trace();
@@ -809,11 +820,15 @@ void Recorder::finish_trace() {
   writer_.reset();
 }
 
-void Recorder::finish_before_exit(int status) noexcept { finish_before_end(status, nullptr); }
+void Recorder::finish_before_exit(int status) noexcept { finish_before_end(EndKind::Exit, status, nullptr); }
 
-bool Recorder::finish_before_exec(const char* path) noexcept { return finish_before_end(0, path ? path : "?"); }
+bool Recorder::finish_before_exec(const char* path) noexcept {
+  return finish_before_end(EndKind::Exec, 0, path ? path : "?");
+}
 
-bool Recorder::finish_before_end(int status, const char* exec_path) noexcept {
+void Recorder::finish_before_signal(int sig) noexcept { finish_before_end(EndKind::Signal, sig, nullptr); }
+
+bool Recorder::finish_before_end(EndKind kind, int status, const char* exec_path) noexcept {
   // A vfork child (and posix_spawn's) runs in this process's memory until it
   // execs or exits: it must not end its parent's trace. getpid() is a system
   // call (not cached since glibc 2.25), so it names the child there.
@@ -826,8 +841,8 @@ bool Recorder::finish_before_end(int status, const char* exec_path) noexcept {
   }
   // From here every hook passes through; the writer drains what the rings hold.
   exit_status_.store(status, std::memory_order_relaxed);
-  exec_ = exec_path != nullptr;
-  if (exec_) {
+  end_kind_ = kind;
+  if (kind == EndKind::Exec) {
     size_t n = 0;
     for (; n < kExecPathMax && exec_path[n]; ++n) exec_path_[n] = exec_path[n];
     exec_path_[n] = '\0';

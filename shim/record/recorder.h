@@ -84,10 +84,12 @@ class Recorder {
   struct Dependents {
     void (*before_shutdown)() = nullptr;  // before the writer stops: the rewrite's last events are recorded
     void (*in_fork_child)() = nullptr;    // after the child's locks are released, before its trace state resets
+    void (*at_start)() = nullptr;         // once the trace is open and recording (the app's thread)
   };
   void set_dependents(const Dependents& d) {
     before_shutdown_.store(d.before_shutdown, std::memory_order_release);
     in_fork_child_.store(d.in_fork_child, std::memory_order_release);
+    at_start_.store(d.at_start, std::memory_order_release);
   }
 
   // False when the shim is inert (disabled, secure execution) or the trace
@@ -178,6 +180,11 @@ class Recorder {
   // passes through: an exec that fails leaves the process running unrecorded
   // (said once on stderr by the hook). True when this call ended the trace.
   bool finish_before_exec(const char* path) noexcept;
+  // A signal whose default action ends the process without an exit handler
+  // (SIGTERM, SIGINT, SIGHUP) arrived, and the shim's handler is about to let
+  // that action happen (interpose/signal_hooks.cpp): the same finish, the
+  // trace's note naming the signal. Async-signal-safe on the caller's side.
+  void finish_before_signal(int sig) noexcept;
   static constexpr size_t kExecPathMax = 255;
   // The caller's wait for the writer's answer (async-signal-safe, bounded).
   void await_exit_finish() noexcept;
@@ -221,6 +228,7 @@ class Recorder {
 
   std::atomic<void (*)()> before_shutdown_{nullptr};
   std::atomic<void (*)()> in_fork_child_{nullptr};
+  std::atomic<void (*)()> at_start_{nullptr};
   // The recorder's state, capture flag and the governor's word live on the
   // hot line (core/hot_line.h): g_hot_line.recorder_state, .capturing, .copy_records_on.
   std::atomic<int> driver_state_{0};
@@ -279,9 +287,12 @@ class Recorder {
   std::atomic<int> pid_{0};
   std::atomic<int> exit_status_{0};
   char exec_path_[kExecPathMax + 1] = {};  // finish_before_exec()'s path, before exit_requested_ (release)
-  bool exec_ = false;                      // ... and that it is an exec, not an _exit
-  // Both ends: claims the trace's end and waits for the writer to finish it.
-  bool finish_before_end(int status, const char* exec_path) noexcept;
+  // How the process ends, for the trace's note (before exit_requested_, release).
+  enum class EndKind : int { Exit, Exec, Signal };
+  EndKind end_kind_ = EndKind::Exit;
+  // The three ends: claims the trace's end and waits for the writer to finish
+  // it. `value`: the exit status or the signal.
+  bool finish_before_end(EndKind kind, int value, const char* exec_path) noexcept;
   std::atomic<bool> exit_requested_{false};
   std::atomic<bool> exit_finished_{false};
 };

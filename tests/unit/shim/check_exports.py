@@ -7,7 +7,8 @@ exported symbol an app could bind to by accident changes that app.
 
 Allowed: the names in hook_list.def, dlsym, dlclose (the unwinder's rules), _exit and _Exit
 (the ends that run no exit handler: interpose/exit_hooks.cpp), the exec family (the image
-replaced: interpose/exec_hooks.cpp), the CUPTI calls with which an app
+replaced: interpose/exec_hooks.cpp), sigaction and the signal family (the signals that end a
+process: interpose/signal_hooks.cpp), the CUPTI calls with which an app
 takes CUPTI (interpose/cupti_hooks.cpp), NVTX's injection entry point (interpose/nvtx_injection.cpp), and the cuxfer_mem_* entry points the
 libc-hook library calls. Every hook must also be exported. Exit 0 pass, 1 fail.
 """
@@ -17,7 +18,7 @@ import subprocess
 import sys
 
 EXTRA = {"dlsym", "dlclose", "_exit", "_Exit", "execve", "execv", "execvp", "execvpe", "execveat", "fexecve",
-         "execl", "execlp", "execle", "InitializeInjectionNvtx2", "cuptiActivityRegisterCallbacks", "cuptiActivityRegisterTimestampCallback", "cuptiFinalize"}
+         "execl", "execlp", "execle", "sigaction", "signal", "bsd_signal", "sysv_signal", "InitializeInjectionNvtx2", "cuptiActivityRegisterCallbacks", "cuptiActivityRegisterTimestampCallback", "cuptiFinalize"}
 
 
 def main() -> int:

@@ -4,13 +4,14 @@
 # another way may be written out: dlsym and cuGetProcAddress (lookup_hooks.cpp),
 # dlclose (dlclose_hook.cpp, libc's through RTLD_NEXT), _exit and _Exit
 # (exit_hooks.cpp, libc's through RTLD_NEXT, looked up at load), the exec
-# family (exec_hooks.cpp, likewise), CUPTI's (cupti_hooks.cpp),
+# family (exec_hooks.cpp, likewise), sigaction and signal (signal_hooks.cpp,
+# likewise), CUPTI's (cupti_hooks.cpp),
 # the memhooks API (memhooks_api.cpp) and NVTX's injection entry point
 # (nvtx_injection.cpp: NVTX calls it; no real function stands behind it).
 #   check_hook_declarations.sh SHIM_DIR
 set -euo pipefail
 dir=${1:?usage: check_hook_declarations.sh SHIM_DIR}
-allowed='^(lookup_hooks|dlclose_hook|exit_hooks|exec_hooks|dlsym_entry_tsan|cupti_hooks|memhooks_api|nvtx_injection)\.cpp$'
+allowed='^(lookup_hooks|dlclose_hook|exit_hooks|exec_hooks|signal_hooks|dlsym_entry_tsan|cupti_hooks|memhooks_api|nvtx_injection)\.cpp$'
 bad=0
 for f in "$dir"/interpose/*.cpp; do
   base=$(basename "$f")

@@ -280,6 +280,9 @@ TEST(ParseConfig, FingerprintSettings) {
   EXPECT_FALSE(parse({"CUXFER_TSC=0"}).tsc_stamps);
   EXPECT_TRUE(parse({"CUXFER_TSC=1"}).tsc_stamps);
   EXPECT_EQ(parse({"CUXFER_TSC=rdtsc"}).problems.size(), 1u);
+  EXPECT_TRUE(parse({}).finish_on_signal);
+  EXPECT_FALSE(parse({"CUXFER_FINISH_ON_SIGNAL=0"}).finish_on_signal);
+  EXPECT_EQ(parse({"CUXFER_FINISH_ON_SIGNAL=maybe"}).problems.size(), 1u);
 }
 
 TEST(ParseConfig, CaptureRangeIsNoneOrTheProfilerApiAsNsightSpellsIt) {

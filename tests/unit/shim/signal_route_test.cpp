@@ -1,0 +1,68 @@
+// interpose/signal_route.h: which signals the shim may hold, and how a hooked
+// sigaction goes for each. (The hooks and the handler end to end:
+// e2e.end_signals.)
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include "interpose/signal_route.h"
+
+namespace cuxfer::shim {
+namespace {
+
+struct sigaction action(sighandler_t h, int flags = 0) {
+  struct sigaction a {};
+  a.sa_handler = h;
+  a.sa_flags = flags;
+  sigemptyset(&a.sa_mask);
+  return a;
+}
+
+void handler(int) {}
+void info_handler(int, siginfo_t*, void*) {}
+
+TEST(SignalRoute, OnlyTheSignalsThatEndAProcessWithoutAnExitHandler) {
+  EXPECT_GE(end_signal_index(SIGTERM), 0);
+  EXPECT_GE(end_signal_index(SIGINT), 0);
+  EXPECT_GE(end_signal_index(SIGHUP), 0);
+  // Not SIGKILL (cannot be caught), not the ones whose default dumps core
+  // (the crash stays a crash), not the app's everyday signals.
+  for (int sig : {SIGKILL, SIGQUIT, SIGABRT, SIGSEGV, SIGUSR1, SIGALRM, SIGCHLD, SIGPIPE, 0, 65})
+    EXPECT_EQ(end_signal_index(sig), -1) << sig;
+}
+
+TEST(SignalRoute, OnlyTheDefaultDispositionIsHeld) {
+  EXPECT_TRUE(is_default_disposition(action(SIG_DFL)));
+  EXPECT_TRUE(is_default_disposition(action(SIG_DFL, SA_RESTART)));
+  EXPECT_FALSE(is_default_disposition(action(SIG_IGN)));
+  EXPECT_FALSE(is_default_disposition(action(handler)));
+  struct sigaction info {};
+  info.sa_sigaction = info_handler;
+  info.sa_flags = SA_SIGINFO;
+  EXPECT_FALSE(is_default_disposition(info));
+}
+
+TEST(SignalRoute, HeldSignalsAreAnsweredUntilTheAppSetsItsOwn) {
+  const struct sigaction dfl = action(SIG_DFL), ign = action(SIG_IGN), mine = action(handler);
+  // A query, or the default set again: answered from the app's view.
+  EXPECT_EQ(route_sigaction(SIGTERM, true, nullptr), SigactionRoute::Answer);
+  EXPECT_EQ(route_sigaction(SIGTERM, true, &dfl), SigactionRoute::Answer);
+  // A handler, or ignoring it: the app's from now on.
+  EXPECT_EQ(route_sigaction(SIGTERM, true, &mine), SigactionRoute::Release);
+  EXPECT_EQ(route_sigaction(SIGINT, true, &ign), SigactionRoute::Release);
+  struct sigaction info {};
+  info.sa_sigaction = info_handler;
+  info.sa_flags = SA_SIGINFO;
+  EXPECT_EQ(route_sigaction(SIGHUP, true, &info), SigactionRoute::Release);
+}
+
+TEST(SignalRoute, EverythingElsePassesThrough) {
+  const struct sigaction mine = action(handler);
+  EXPECT_EQ(route_sigaction(SIGTERM, false, nullptr), SigactionRoute::PassThrough);  // not held (any more)
+  EXPECT_EQ(route_sigaction(SIGTERM, false, &mine), SigactionRoute::PassThrough);
+  EXPECT_EQ(route_sigaction(SIGUSR1, true, &mine), SigactionRoute::PassThrough);  // never one of them
+  EXPECT_EQ(route_sigaction(SIGCHLD, true, nullptr), SigactionRoute::PassThrough);
+}
+
+}  // namespace
+}  // namespace cuxfer::shim
