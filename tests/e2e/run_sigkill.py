@@ -1,15 +1,24 @@
 #!/usr/bin/env python3
-"""SIGKILL mid-run (issue: faults and lifecycle). The shim's writer thread
-flushes every CUXFER_FLUSH_MS (50 ms by default); a process killed with
-SIGKILL loses at most what it recorded since the last flush. Documented bound:
-100 ms of events (two flush periods: the flush in progress and the next).
+"""A signal mid-run (issue: faults and lifecycle).
 
-  run_sigkill.py --cuxfer CUXFER --app APP [--after SECONDS] --workdir DIR
+SIGKILL: the shim's writer thread flushes every CUXFER_FLUSH_MS (50 ms by
+default); a process killed with SIGKILL loses at most what it recorded since
+the last flush. Documented bound: 100 ms of events (two flush periods: the
+flush in progress and the next).
 
-Runs APP (a long copy loop) under `cuxfer record`, SIGKILLs the app (not the
-launcher) after --after seconds, then checks: the trace reads, is reported
-PARTIAL (no End block), holds events, and its last recorded call ended at most
-100 ms before the kill. Exit 0 pass, 1 fail.
+SIGTERM and SIGINT (--signal TERM|INT), whose default action also ends the
+process without an exit handler: the shim's handler (interpose/signal_hooks.cpp)
+has the trace finished first, so nothing is lost while every thread copies.
+
+  run_sigkill.py --cuxfer CUXFER [--signal KILL|TERM|INT] [--after SECONDS] --workdir DIR -- APP...
+
+Runs APP (a long copy loop) under `cuxfer record`, sends the signal to the app
+(not the launcher) after --after seconds, then checks: the launcher died of
+that signal, the trace reads and holds events; for SIGKILL it is reported
+PARTIAL (no End block) and its last recorded call ended at most 100 ms before
+the kill; for SIGTERM/SIGINT it is complete, says which signal ended the
+process, and its last call ended at most 20 ms before the signal (the copies
+run up to the handler). Exit 0 pass, 1 fail.
 """
 import argparse
 import json
@@ -22,6 +31,7 @@ import time
 from pathlib import Path
 
 BOUND_NS = 100_000_000
+HANDLED_BOUND_NS = 20_000_000
 
 
 def children(pid: int) -> list[int]:
@@ -38,6 +48,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cuxfer", required=True)
     ap.add_argument("--after", type=float, default=1.0)
+    ap.add_argument("--signal", choices=["KILL", "TERM", "INT"], default="KILL")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("app", nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -53,8 +64,9 @@ def main() -> int:
     if not kids:
         print(f"FAIL: the app was not running after {a.after} s: {launcher.communicate()}")
         return 1
+    sig = signal.Signals["SIG" + a.signal]
     killed_at = time.time_ns()
-    os.kill(kids[0], signal.SIGKILL)
+    os.kill(kids[0], sig)
     so, se = launcher.communicate(timeout=60)
     print(f"launcher exited {launcher.returncode}; stderr: {se.strip()[-300:]}")
     rep = subprocess.run([a.cuxfer, "report", "--json", str(out / "t")], env=env, capture_output=True, text=True)
@@ -66,14 +78,24 @@ def main() -> int:
     last_end = j["start_realtime_ns"] + j["span_ns"]
     lost_ns = killed_at - last_end
     print(f"events {p['events']}, complete {p['complete']} ({p.get('cut_reason')}), copies {j['totals']['calls']}; "
-          f"last call ended {lost_ns / 1e6:.1f} ms before the kill (bound {BOUND_NS / 1e6:.0f} ms)")
+          f"last call ended {lost_ns / 1e6:.1f} ms before the {sig.name}")
     bad = []
-    if p["complete"]:
-        bad.append("a SIGKILLed trace reported complete")
+    if launcher.returncode != -sig:
+        bad.append(f"the launcher exited {launcher.returncode}, not of {sig.name} (-{int(sig)}) like its app")
     if p["events"] == 0 or j["totals"]["calls"] == 0:
         bad.append("no events survived")
-    if lost_ns > BOUND_NS:
-        bad.append(f"{lost_ns / 1e6:.1f} ms of events lost (bound {BOUND_NS / 1e6:.0f} ms)")
+    if sig == signal.SIGKILL:
+        if p["complete"]:
+            bad.append("a SIGKILLed trace reported complete")
+        bound = BOUND_NS
+    else:
+        if not p["complete"]:
+            bad.append(f"the {sig.name} trace is not complete ({p.get('cut_reason')})")
+        if not any(f"was ended by {sig.name}" in n for n in p.get("notes", [])):
+            bad.append(f"no note says {sig.name} ended the process: {p.get('notes')}")
+        bound = HANDLED_BOUND_NS
+    if lost_ns > bound:
+        bad.append(f"{lost_ns / 1e6:.1f} ms of events lost (bound {bound / 1e6:.0f} ms)")
     if bad:
         print("FAIL: " + "; ".join(bad))
         return 1
