@@ -2,16 +2,17 @@
 # Newer CPythons than this Debian ships, for the Python-stack tests: Debian
 # sid's binary packages of CPython 3.14 and 3.15 (with their headers, for
 # python.layouts_match_headers) and the libraries they need, unpacked under
-# DIR (default .ext/sid, which .git/info/exclude keeps out of the tree).
+# DIR (default ~/.cache/cuxfer/sid-pythons: outside the tree, so that the
+# ~200 MB never travel with a device call).
 # Sid's glibc is newer than bookworm's, so each interpreter is pointed at the
 # loader and libraries unpacked beside it (patchelf); nothing is installed
 # system-wide. Then:
-#   PATH=$PWD/.ext/sid/bin:$PATH ctest -R 'python|unwind_verify'
+#   PATH=$HOME/.cache/cuxfer/sid-pythons/bin:$PATH ctest -R 'python|unwind_verify'
 # finds python3.14 and python3.15 (tests/e2e/e2e_util.py find_python).
 #   bash devtools/sid_pythons.sh [DIR]
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-DIR=$(mkdir -p "${1:-$ROOT/.ext/sid}" && cd "${1:-$ROOT/.ext/sid}" && pwd)
+DEFAULT_DIR=${XDG_CACHE_HOME:-$HOME/.cache}/cuxfer/sid-pythons
+DIR=$(mkdir -p "${1:-$DEFAULT_DIR}" && cd "${1:-$DEFAULT_DIR}" && pwd)
 MIRROR=${DEBIAN_MIRROR:-https://deb.debian.org/debian}
 VERSIONS=${PYTHON_VERSIONS:-"3.14 3.15"}
 command -v patchelf > /dev/null || { echo "sid_pythons.sh: needs patchelf (apt-get install patchelf)" >&2; exit 1; }
