@@ -31,20 +31,32 @@ bool parse_finding_kind(std::string_view name, FindingKind& out) {
     }
   return false;
 }
-namespace {
-
-// The process whose parent is not in the job: the command the user ran.
-// Among several (ranks started by a launcher we did not trace), the earliest.
-const ProcessSummary* root_process(const std::vector<ProcessSummary>& ps) {
-  std::set<uint32_t> pids;
-  for (const auto& p : ps) pids.insert(p.pid);
-  const ProcessSummary* root = nullptr;
-  for (const auto& p : ps)
-    if (!pids.count(p.ppid) && (!root || p.start_realtime_ns < root->start_realtime_ns)) root = &p;
-  return root ? root : (ps.empty() ? nullptr : &ps.front());
+bool is_multiprocessing_helper(const std::vector<std::string>& argv) {
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (argv[i] == "--multiprocessing-fork") return true;
+    if (argv[i] == "-c" && i + 1 < argv.size() && argv[i + 1].find("from multiprocessing") != std::string::npos)
+      return true;
+  }
+  return false;
 }
 
-}  // namespace
+const ProcessSummary* command_process(const std::vector<ProcessSummary>& ps) {
+  std::set<uint32_t> pids;
+  for (const auto& p : ps) pids.insert(p.pid);
+  // Ranked: a root before a child, the command before a multiprocessing
+  // helper, then the earlier to start recording.
+  auto better = [&](const ProcessSummary& a, const ProcessSummary& b) {
+    const bool a_root = !pids.count(a.ppid), b_root = !pids.count(b.ppid);
+    if (a_root != b_root) return a_root;
+    const bool a_helper = is_multiprocessing_helper(a.argv), b_helper = is_multiprocessing_helper(b.argv);
+    if (a_helper != b_helper) return !a_helper;
+    return a.start_realtime_ns < b.start_realtime_ns;
+  };
+  const ProcessSummary* best = nullptr;
+  for (const auto& p : ps)
+    if (!best || better(p, *best)) best = &p;
+  return best;
+}
 
 Report analyze(const model::Job& job, const Thresholds& thresholds) {
   // One pass over the calls for every part (tally.h says why).
@@ -53,7 +65,7 @@ Report analyze(const model::Job& job, const Thresholds& thresholds) {
   r.processes = process_summaries(job, tally);
   for (const auto& p : r.processes) r.simulated |= p.simulated;
   r.timing = job_timing(job, tally);
-  if (const ProcessSummary* root = root_process(r.processes)) {
+  if (const ProcessSummary* root = command_process(r.processes)) {
     r.program = root->exe;
     r.argv = root->argv;
   }

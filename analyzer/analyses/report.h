@@ -293,6 +293,18 @@ struct Report {
 // The whole report of a job.
 Report analyze(const model::Job& job, const Thresholds& thresholds = {});
 
+// The command the user ran, of a job's processes: one whose parent is not in
+// the job. Among several (ranks a launcher we did not trace started; the
+// workers of a multiprocessing forkserver, which records nothing itself),
+// one that is not a multiprocessing helper, then the earliest to record.
+// Null for no processes.
+const ProcessSummary* command_process(const std::vector<ProcessSummary>& processes);
+
+// Whether `argv` is a process Python's multiprocessing started to serve
+// another (spawn's children, `-c "from multiprocessing.spawn import ..."
+// --multiprocessing-fork`; the forkserver, whose workers share its argv).
+bool is_multiprocessing_helper(const std::vector<std::string>& argv);
+
 // The parts, each a pure function of the model (unit-tested on their own).
 Totals copy_totals(const model::Job& job);
 std::vector<ClassTotals> class_totals(const model::Job& job);

@@ -503,5 +503,45 @@ TEST(CombineEstimates, EachCallSiteCountsOnce) {
   EXPECT_FALSE(analyses::combine_estimates({}));
 }
 
+// The command the user ran heads the report, not a multiprocessing helper
+// that happened to record first: on 3.14 a Pool's workers are the
+// forkserver's children (not in the job) and share its argv.
+TEST(CommandProcess, TheCommandNotAMultiprocessingHelper) {
+  auto proc = [](uint32_t pid, uint32_t ppid, uint64_t start, std::vector<std::string> argv) {
+    analyses::ProcessSummary p;
+    p.pid = pid;
+    p.ppid = ppid;
+    p.start_realtime_ns = start;
+    p.argv = std::move(argv);
+    return p;
+  };
+  const std::vector<std::string> forkserver = {
+      "python3.14", "-B", "-c", "import sys; from multiprocessing.forkserver import main; main(9, 10, ['__main__'])"};
+  const std::vector<std::string> spawned = {
+      "python3", "-c", "from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=5, pipe_handle=7)",
+      "--multiprocessing-fork"};
+  EXPECT_TRUE(analyses::is_multiprocessing_helper(forkserver));
+  EXPECT_TRUE(analyses::is_multiprocessing_helper(spawned));
+  EXPECT_FALSE(analyses::is_multiprocessing_helper({"python3", "train.py", "-c", "cfg.yaml"}));
+  EXPECT_FALSE(analyses::is_multiprocessing_helper({"python3", "-c", "import torch; print(torch.zeros(1))"}));
+  EXPECT_FALSE(analyses::is_multiprocessing_helper({}));
+
+  // Workers (parent: the forkserver, untraced) recorded before the script did.
+  std::vector<analyses::ProcessSummary> ps = {proc(11, 10, 100, forkserver), proc(12, 10, 200, forkserver),
+                                              proc(5, 1, 900, {"python3.14", "fs.py"})};
+  ASSERT_NE(analyses::command_process(ps), nullptr);
+  EXPECT_EQ(analyses::command_process(ps)->pid, 5u);
+  // A root before its traced children, whatever their start; among roots
+  // alike (ranks of an untraced launcher), the earliest.
+  ps = {proc(21, 20, 100, {"app"}), proc(20, 1, 500, {"app"})};
+  EXPECT_EQ(analyses::command_process(ps)->pid, 20u);
+  ps = {proc(31, 1, 300, {"rank"}), proc(32, 1, 200, {"rank"})};
+  EXPECT_EQ(analyses::command_process(ps)->pid, 32u);
+  // Only helpers: the earliest of them.
+  ps = {proc(41, 10, 300, spawned), proc(42, 10, 200, spawned)};
+  EXPECT_EQ(analyses::command_process(ps)->pid, 42u);
+  EXPECT_EQ(analyses::command_process({}), nullptr);
+}
+
 }  // namespace
 }  // namespace cuxfer::testing
