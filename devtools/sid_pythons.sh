@@ -9,6 +9,8 @@
 # system-wide. Then:
 #   PATH=$HOME/.cache/cuxfer/sid-pythons/bin:$PATH ctest -R 'python|unwind_verify'
 # finds python3.14 and python3.15 (tests/e2e/e2e_util.py find_python).
+# DEBUG=1 adds each version's debug build (python3.Nd, whose objects are laid
+# out otherwise: the shim must say so and record native frames only).
 #   bash devtools/sid_pythons.sh [DIR]
 set -euo pipefail
 DEFAULT_DIR=${XDG_CACHE_HOME:-$HOME/.cache}/cuxfer/sid-pythons
@@ -23,6 +25,7 @@ pkgs="libc6 libexpat1 zlib1g libssl3t64 libffi8 libzstd1 libgcc-s1 libbz2-1.0 li
       libreadline8t64 libsqlite3-0 libuuid1 libdb5.3t64 libstdc++6 libmpdec4 media-types tzdata netbase"
 for v in $VERSIONS; do
   pkgs="$pkgs python$v python$v-minimal libpython$v-minimal libpython$v-stdlib libpython$v libpython$v-dev"
+  [ "${DEBUG:-0}" = 1 ] && pkgs="$pkgs python$v-dbg libpython$v-dbg"
 done
 for p in $pkgs; do
   f=$(awk -v p="$p" '$0 == "Package: " p {x = 1} x && /^Filename:/ {print $2; exit}' "$index")
@@ -33,8 +36,11 @@ for p in $pkgs; do
 done
 lib="$DIR/root/usr/lib/x86_64-linux-gnu"
 for v in $VERSIONS; do
-  patchelf --set-interpreter "$lib/ld-linux-x86-64.so.2" --set-rpath "$lib" "$DIR/root/usr/bin/python$v"
-  ln -sf "../root/usr/bin/python$v" "$DIR/bin/python$v"
-  "$DIR/bin/python$v" -c 'import sys, ctypes; print("CPython", sys.version.split()[0], "in", sys.prefix)'
+  for exe in python$v python${v}d; do
+    [ -e "$DIR/root/usr/bin/$exe" ] || continue
+    patchelf --set-interpreter "$lib/ld-linux-x86-64.so.2" --set-rpath "$lib" "$DIR/root/usr/bin/$exe"
+    ln -sf "../root/usr/bin/$exe" "$DIR/bin/$exe"
+    "$DIR/bin/$exe" -c 'import sys, ctypes; print("CPython", sys.version.split()[0], "in", sys.prefix, "(debug build)" if hasattr(sys, "gettotalrefcount") else "")'
+  done
 done
 echo "PATH=$DIR/bin:\$PATH finds them"

@@ -44,17 +44,20 @@ def verdict(fails: list[str]) -> int:
     return 0
 
 
-def find_python(version: str) -> str | None:
-    """An interpreter of CPython `version` ("3.12"): on PATH, under pyenv, in /usr; None when absent."""
-    candidates = [shutil.which("python" + version)]
+def find_python(version: str, debug: bool = False) -> str | None:
+    """An interpreter of CPython `version` ("3.12"): on PATH, under pyenv, in /usr; None when absent.
+    debug: its debug build (python3.Nd) instead."""
+    name = "python" + version + ("d" if debug else "")
+    candidates = [shutil.which(name)]
     home = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
-    candidates += sorted(glob.glob(f"{home}/versions/{version}.*/bin/python{version}"))
-    candidates += [f"/usr/bin/python{version}", f"/usr/local/bin/python{version}"]
+    candidates += sorted(glob.glob(f"{home}/versions/{version}.*/bin/{name}"))
+    candidates += [f"/usr/bin/{name}", f"/usr/local/bin/{name}"]
+    want = f"{version} {debug}"
     for c in candidates:
         if c and os.access(c, os.X_OK):
-            out = subprocess.run([c, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                                 capture_output=True, text=True)
-            if out.returncode == 0 and out.stdout.strip() == version:
+            out = subprocess.run([c, "-c", "import sys; print('%d.%d' % sys.version_info[:2], "
+                                  "hasattr(sys, 'gettotalrefcount'))"], capture_output=True, text=True)
+            if out.returncode == 0 and out.stdout.strip() == want:
                 return c
     return None
 

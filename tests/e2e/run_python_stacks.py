@@ -35,6 +35,9 @@ From 3.14 (concurrent.interpreters), testapps/python/subinterpreter_copies.py:
 the main interpreter's copies at their lines, a subinterpreter's (on the main
 thread and on its own) recorded with native frames, and one note says so.
 
+With --debug-build (python3.Nd, whose objects are laid out otherwise) the
+same as --unsupported, the note saying it is a debug build.
+
 With --unsupported (a version the shim has no layout for, 3.9 here): the
 script runs and its copies are recorded with native sites, no Python frame,
 and one note says why.
@@ -156,14 +159,17 @@ def main() -> int:
     ap.add_argument("--python", required=True, help="major.minor")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--unsupported", action="store_true", help="a version without a layout: a note, no frames")
+    ap.add_argument("--debug-build", action="store_true",
+                    help="that version's debug build (python3.Nd): a note, no frames")
     ap.add_argument("--interpreter", help="this interpreter (of --python's version), not the first found")
     ap.add_argument("--static", action="store_true",
                     help="the interpreter must have libpython linked in (no libpython*.so loaded)")
     args = ap.parse_args()
-    python = find_python(args.python) if not args.interpreter else (
+    python = find_python(args.python, debug=args.debug_build) if not args.interpreter else (
         args.interpreter if os.access(args.interpreter, os.X_OK) else None)
     if not python:
-        print(f"no CPython {args.python} on this machine ({args.interpreter or 'PATH, pyenv, /usr/bin'}): skipped")
+        kind = " debug build" if args.debug_build else ""
+        print(f"no CPython {args.python}{kind} on this machine ({args.interpreter or 'PATH, pyenv, /usr/bin'}): skipped")
         return SKIP
     if args.static:
         ldd = subprocess.run(["ldd", python], capture_output=True, text=True)
@@ -182,9 +188,10 @@ def main() -> int:
         return verdict(fails)
     rep = report(args, trace)
     notes = [n for p in rep.get("processes", []) for n in p.get("notes", [])]
-    if args.unsupported:
-        check(any(f"no Python frames in call stacks: CPython {args.python}: no frame layout" in n for n in notes),
-              f"a note saying CPython {args.python} has no layout; notes: {notes}")
+    if args.unsupported or args.debug_build:
+        why = "is a debug build" if args.debug_build else ": no frame layout"
+        check(any(f"no Python frames in call stacks: CPython {args.python}{' ' if args.debug_build else ''}{why}" in n
+                  for n in notes), f"a note saying CPython {args.python} {why.strip(': ')}; notes: {notes}")
         frames = [f for s in rep.get("callsites", []) for f in s["stack"] if f.get("python")]
         check(not frames, f"no Python frame for an unsupported version, got {len(frames)}")
         check(sum(s["calls"] for s in rep.get("callsites", [])) == total, f"all {total} copies recorded")
