@@ -58,7 +58,16 @@ std::atomic<bool> g_busy{false};
 
 template <typename F>
 F libc_function(const char* name) {
+#if defined(CUXFER_DLSYM_ENTRY_ASM)
+  // A ThreadSanitizer build: TSan's start-up calls sigaction (ours: the
+  // shim comes first) before TSan can run instrumented code, so this file is
+  // built uninstrumented and looks up through the exported dlsym, whose entry
+  // is uninstrumented too (dlsym_entry_tsan.cpp): the next sigaction is
+  // TSan's interceptor, as without the shim.
+  return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+#else
   return reinterpret_cast<F>(cuxfer::shim::real_dlsym(RTLD_NEXT, name));
+#endif
 }
 
 SigactionFn real_sigaction() {
