@@ -25,6 +25,7 @@
 // that calls sigaction can interrupt it and wait on it.
 #include <dlfcn.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -54,7 +55,10 @@ struct Held {
   struct sigaction view {};       // what the app last set: the default
 };
 Held g_held[kCount];
-std::atomic<bool> g_busy{false};
+// The pid of the process whose thread changes the state, 0 when none: a fork
+// child inherits a taken word from a thread it does not have, and takes it
+// over instead of waiting for ever.
+std::atomic<int> g_busy{0};
 
 template <typename F>
 F libc_function(const char* name) {
@@ -83,11 +87,14 @@ class StateGuard {
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &saved_);
-    while (g_busy.exchange(true, std::memory_order_acquire)) {
+    const int me = static_cast<int>(getpid());
+    for (int holder = 0; !g_busy.compare_exchange_weak(holder, me, std::memory_order_acquire);) {
+      if (holder != 0 && holder != me) continue;  // a fork's leftover: retried against that pid, taken over
+      holder = 0;
     }
   }
   ~StateGuard() {
-    g_busy.store(false, std::memory_order_release);
+    g_busy.store(0, std::memory_order_release);
     pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
   }
   StateGuard(const StateGuard&) = delete;
@@ -116,6 +123,14 @@ void on_end_signal(int sig) {
   if (i >= 0 && g_held[i].held.exchange(false, std::memory_order_acq_rel)) {
     cuxfer::shim::Recorder::instance().finish_before_signal(sig);
     real_sigaction()(sig, &g_held[i].view, nullptr);
+  } else if (i >= 0) {
+    // Not held, yet this handler ran: the app is putting its own in place
+    // this instant, or a fork cut that short. Raised again to this handler
+    // the signal would come back for ever: the app's view (the default)
+    // goes in first unless the app's handler already did.
+    struct sigaction now {};
+    if (real_sigaction()(sig, nullptr, &now) == 0 && now.sa_handler == on_end_signal)
+      real_sigaction()(sig, &g_held[i].view, nullptr);
   }
   // Blocked while this handler runs: pending, and taken at its default
   // action (or by the handler the app just set) when the handler returns.
