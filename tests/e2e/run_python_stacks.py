@@ -33,7 +33,10 @@ executable as well as in a shared libpython.
 
 From 3.14 (concurrent.interpreters), testapps/python/subinterpreter_copies.py:
 the main interpreter's copies at their lines, a subinterpreter's (on the main
-thread and on its own) recorded with native frames, and one note says so.
+thread and on its own) recorded with native frames, and one note says so. And
+where the interpreter has the JIT (Debian's 3.14 and 3.15 do), with
+PYTHON_JIT=1, testapps/python/jit_copies.py's copies from a loop the JIT runs
+at their line, under their caller's.
 
 With --debug-build (python3.Nd, whose objects are laid out otherwise) the
 same as --unsupported, the note saying it is a debug build.
@@ -62,6 +65,7 @@ ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "testapps" / "python" / "python_copies.py"
 FRAMEWORK = ROOT / "testapps" / "python" / "site-packages" / "fakeframework.py"
 SUBINTERPRETERS = ROOT / "testapps" / "python" / "subinterpreter_copies.py"
+JIT_APP = ROOT / "testapps" / "python" / "jit_copies.py"
 THREADS, COPIES = 4, 20
 fails: list[str] = []
 
@@ -136,6 +140,31 @@ def check_subinterpreters(args, python: str, out: Path) -> None:
     notes = [n for p in rep.get("processes", []) for n in p.get("notes", [])]
     check(any("copies made on a subinterpreter's thread" in n for n in notes),
           f"subinterpreters: a note says their copies carry native frames only; notes: {notes}")
+
+
+def check_jit(args, python: str, out: Path) -> None:
+    """3.14+ built with the JIT: copies from a loop the JIT runs keep their
+    line and their caller's (the JIT leaves the frame's instruction pointer
+    where the interpreter would have it when it calls out)."""
+    avail = subprocess.run([python, "-c", "import sys; print(bool(getattr(sys, '_jit', None) and sys._jit.is_available()))"],
+                           capture_output=True, text=True)
+    if avail.stdout.strip() != "True":
+        print(f"CPython {args.python} has no JIT: its check skipped")
+        return
+    r = run([args.cuxfer, "record", "-q", "--shim", args.shim, "-o", str(out), "--", python, str(JIT_APP),
+             args.libcudart], dict(os.environ, PYTHON_JIT="1"))
+    check(r.returncode == 0 and "jit_copies: OK True" in r.stdout,
+          f"jit_copies.py with PYTHON_JIT=1: exit {r.returncode}, stdout {r.stdout[-200:]!r}, stderr {r.stderr[-400:]!r}")
+    traces = sorted(out.glob("cuxfer-*.trace"))
+    if len(traces) != 1:
+        check(False, f"one trace in {out}, got {[t.name for t in traces]}")
+        return
+    rep = report(args, traces[0])
+    lines, script = markers(JIT_APP), os.path.realpath(JIT_APP)
+    site = python_sites(rep).get((script, lines["hot"]), {})
+    check(site.get("calls") == 400, f"JIT: 400 copies at jit_copies.py:{lines['hot']}, got {site.get('calls')}")
+    callers = [f["line"] for f in site.get("stack", []) if f.get("python") and f.get("function") == "outer"]
+    check(callers == [lines["outer"]], f"JIT: the caller outer() at line {lines['outer']}, got {callers}")
 
 
 def memset_stacks(args, trace: Path, out: Path) -> list[list[str]]:
@@ -291,6 +320,7 @@ def main() -> int:
 
     if tuple(int(x) for x in args.python.split(".")) >= (3, 14):
         check_subinterpreters(args, python, work / "subinterpreters")
+        check_jit(args, python, work / "jit")
     off = record(args, python, work / "off", {"CUXFER_PYTHON_STACKS": "0"})
     if off:
         off_rep = report(args, off)
