@@ -14,7 +14,9 @@
 // The app never sees the handler. sigaction and signal (and bsd_signal,
 // sysv_signal) are hooked: for a held signal a query answers the disposition
 // the app last set (the default), setting the default is remembered, and
-// setting a handler or SIG_IGN lets the shim's go and installs the app's.
+// setting a handler or SIG_IGN lets the shim's go and installs the app's. An
+// app that puts the default back later (it caught SIGTERM for a while) has
+// the signal held again.
 // A disposition changed behind the hooks (a raw system call, sigset) is seen
 // before each answer: the shim then lets go. A signal the app blocks (to
 // take it with sigwait or signalfd) never reaches the handler.
@@ -48,6 +50,11 @@ using SignalFn = sighandler_t (*)(int, sighandler_t);
 SigactionFn g_sigaction = nullptr;
 SignalFn g_signal = nullptr, g_bsd_signal = nullptr, g_sysv_signal = nullptr;
 bool g_hold = false;
+// The process that records (hold_end_signals ran in it): a fork child holds
+// nothing anew until it records itself, nor does a vfork child.
+std::atomic<int> g_recording_pid{0};
+
+bool holding() { return g_hold && g_recording_pid.load(std::memory_order_acquire) == static_cast<int>(getpid()); }
 
 constexpr int kCount = sizeof kEndSignals / sizeof kEndSignals[0];
 struct Held {
@@ -138,18 +145,46 @@ void on_end_signal(int sig) {
   errno = saved_errno;
 }
 
+// Puts the shim's handler on signal i, whose app's view is `view` (a
+// default). Under the guard. False (nothing held) if the kernel refused.
+bool take(int i, const struct sigaction& view) {
+  g_held[i].view = view;
+  // Held before the handler is in place: a signal between the two finds the
+  // flag set and ends the process properly.
+  g_held[i].held.store(true, std::memory_order_release);
+  struct sigaction ours {};
+  ours.sa_handler = on_end_signal;
+  sigfillset(&ours.sa_mask);
+  ours.sa_flags = SA_RESTART;
+  if (real_sigaction()(kEndSignals[i], &ours, nullptr) == 0) return true;
+  g_held[i].held.store(false, std::memory_order_release);
+  return false;
+}
+
+// Whether a call may change how the shim holds signal i (else the real call
+// alone): it holds it, or the app puts its default back while recording.
+bool concerns_us(int i, bool sets_default) {
+  return i >= 0 && (g_held[i].held.load(std::memory_order_acquire) || (sets_default && holding()));
+}
+
 // signal(), bsd_signal() and sysv_signal() as sigaction with their flags.
 sighandler_t set_handler(SignalFn real, const char* name, int sig, sighandler_t handler, int flags) {
   if (!real) real = libc_function<SignalFn>(name);
   const int i = end_signal_index(sig);
-  if (i < 0 || !g_held[i].held.load(std::memory_order_acquire)) return real(sig, handler);
+  if (!concerns_us(i, handler == SIG_DFL)) return real(sig, handler);
   StateGuard guard;
   struct sigaction act {};
   act.sa_handler = handler;
   sigemptyset(&act.sa_mask);
   act.sa_flags = flags;
-  switch (cuxfer::shim::route_sigaction(sig, still_held(i), &act)) {
+  switch (cuxfer::shim::route_sigaction(sig, still_held(i), &act, holding())) {
     case SigactionRoute::PassThrough: return real(sig, handler);
+    case SigactionRoute::Take: {
+      struct sigaction now {};
+      if (real_sigaction()(sig, nullptr, &now) != 0) return real(sig, handler);
+      if (!take(i, act)) return real(sig, handler);
+      return now.sa_handler;  // as glibc's signal() answers, SA_SIGINFO or not
+    }
     case SigactionRoute::Answer: {
       const sighandler_t previous = g_held[i].view.sa_handler;
       g_held[i].view = act;
@@ -183,19 +218,12 @@ void resolve_signal_hooks(bool hold) {
 void hold_end_signals() {
   if (!g_hold) return;
   StateGuard guard;
+  g_recording_pid.store(static_cast<int>(getpid()), std::memory_order_release);
   for (int i = 0; i < kCount; ++i) {
     if (g_held[i].held.load(std::memory_order_acquire)) continue;  // a fork child: its parent's, inherited
     struct sigaction now {};
-    if (g_sigaction(kEndSignals[i], nullptr, &now) != 0 || !is_default_disposition(now)) continue;
-    g_held[i].view = now;
-    // Held before the handler is in place: a signal between the two finds
-    // the flag set and ends the process properly.
-    g_held[i].held.store(true, std::memory_order_release);
-    struct sigaction ours {};
-    ours.sa_handler = on_end_signal;
-    sigfillset(&ours.sa_mask);
-    ours.sa_flags = SA_RESTART;
-    if (g_sigaction(kEndSignals[i], &ours, nullptr) != 0) g_held[i].held.store(false, std::memory_order_release);
+    if (g_sigaction(kEndSignals[i], nullptr, &now) != 0 || !cuxfer::shim::is_default_disposition(now)) continue;
+    take(i, now);
   }
 }
 
@@ -203,10 +231,17 @@ void hold_end_signals() {
 
 extern "C" CUXFER_EXPORT int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   const int i = end_signal_index(sig);
-  if (i < 0 || !g_held[i].held.load(std::memory_order_acquire)) return real_sigaction()(sig, act, old);
+  if (!concerns_us(i, i >= 0 && act && cuxfer::shim::is_default_disposition(*act)))
+    return real_sigaction()(sig, act, old);
   StateGuard guard;
-  switch (cuxfer::shim::route_sigaction(sig, still_held(i), act)) {
+  switch (cuxfer::shim::route_sigaction(sig, still_held(i), act, holding())) {
     case SigactionRoute::PassThrough: return real_sigaction()(sig, act, old);
+    case SigactionRoute::Take: {
+      struct sigaction now {};
+      if (real_sigaction()(sig, nullptr, &now) != 0 || !take(i, *act)) return real_sigaction()(sig, act, old);
+      if (old) *old = now;
+      return 0;
+    }
     case SigactionRoute::Answer:
       if (old) *old = g_held[i].view;
       if (act) g_held[i].view = *act;

@@ -28,18 +28,23 @@ constexpr int end_signal_index(int sig) {
 }
 
 // Whether a disposition leaves the signal's default action (termination) in
-// place: SIG_DFL without SA_SIGINFO. Only then does the shim hold it.
-bool is_default_disposition(const struct sigaction& a);
+// place: SIG_DFL without SA_SIGINFO. Only then does the shim hold it. Inline:
+// the hooks' fast path calls nothing (a TSan build's runs before TSan can).
+inline bool is_default_disposition(const struct sigaction& a) {
+  return !(a.sa_flags & SA_SIGINFO) && a.sa_handler == SIG_DFL;
+}
 
 // How a hooked sigaction (or signal) call goes.
 enum class SigactionRoute {
   PassThrough,  // not a signal the shim holds now: the real call
   Answer,       // the shim holds it and the app asks or sets the default: answered from the app's view
   Release,      // the app sets a handler or SIG_IGN: the shim lets go and the real call installs it
+  Take,         // the app puts the default back while the process records: the shim holds it from now
 };
 
 // `held`: the shim's handler is the signal's disposition (checked against the
-// real one); `act`: what the app sets, or null for a query.
-SigactionRoute route_sigaction(int sig, bool held, const struct sigaction* act);
+// real one); `act`: what the app sets, or null for a query; `holding`: the
+// process records and the shim holds these signals (CUXFER_FINISH_ON_SIGNAL).
+SigactionRoute route_sigaction(int sig, bool held, const struct sigaction* act, bool holding);
 
 }  // namespace cuxfer::shim

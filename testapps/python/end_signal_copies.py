@@ -9,6 +9,9 @@ tests/e2e/run_end_signals.py (the simulated CUDA through ctypes).
   end_signal_copies.py LIBCUDART handler COPIES
       COPIES copies, then the app's own SIGTERM handler, "ready <pid>", and a
       wait: the handler prints "handled" and exits with status 3
+  end_signal_copies.py LIBCUDART restore COPIES
+      the app's own SIGTERM handler for the copies, then the default put back
+      (signal.SIG_DFL), "ready <pid>", and a wait for a signal to end it
   end_signal_copies.py LIBCUDART query
       one copy (the process records), then what libc's sigaction answers for
       SIGTERM, SIGINT and SIGHUP: "query SIGTERM=DFL ..." (DFL, IGN or OTHER),
@@ -75,6 +78,11 @@ def main():
             print("handled", flush=True)
             sys.exit(3)
         signal.signal(signal.SIGTERM, handled)
+        wait_for_signal()
+    elif mode == "restore":
+        previous = signal.signal(signal.SIGTERM, lambda sig, frame: None)
+        copies(int(sys.argv[3]))
+        signal.signal(signal.SIGTERM, previous)
         wait_for_signal()
     elif mode == "query":
         copies(1)

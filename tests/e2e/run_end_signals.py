@@ -18,6 +18,8 @@ simulated CUDA and checks, from `cuxfer report --json`:
   - the app's own SIGTERM handler, set after the process started recording,
     runs (the process prints "handled" and exits 3), and nothing says a
     signal ended it;
+  - the app's SIGTERM handler set before the process records, then the
+    default put back: held from then on, the trace complete;
   - libc's sigaction, asked from the app once it records, answers the
     default for SIGTERM and SIGHUP and Python's own handler for SIGINT,
     while the kernel says a handler catches SIGTERM;
@@ -121,6 +123,13 @@ def main() -> int:
         check(copies(rep) == COPIES, f"{sig.name}: all {COPIES} copies recorded, got {copies(rep)}")
         check(not partial(rep), f"{sig.name}: the trace is complete")
         check(len(signal_notes(rep, sig.name)) == 1, f"{sig.name}: the trace says {sig.name} ended the process")
+
+    # The app caught SIGTERM while the process began to record, then put the
+    # default back: held from then on.
+    rc, _, rep = ended_by(a, work, signal.SIGTERM, mode="restore")
+    check(rc == -signal.SIGTERM, f"default put back: died of SIGTERM, got {rc}")
+    check(copies(rep) == COPIES and not partial(rep), "default put back: every copy, the trace complete")
+    check(len(signal_notes(rep, "SIGTERM")) == 1, "default put back: the trace says SIGTERM ended the process")
 
     rc, out, rep = ended_by(a, work, signal.SIGTERM, mode="handler")
     check(rc == 3 and "handled" in out, f"the app's own SIGTERM handler ran (exit 3, 'handled'), got {rc}: {out!r}")

@@ -45,23 +45,36 @@ TEST(SignalRoute, OnlyTheDefaultDispositionIsHeld) {
 TEST(SignalRoute, HeldSignalsAreAnsweredUntilTheAppSetsItsOwn) {
   const struct sigaction dfl = action(SIG_DFL), ign = action(SIG_IGN), mine = action(handler);
   // A query, or the default set again: answered from the app's view.
-  EXPECT_EQ(route_sigaction(SIGTERM, true, nullptr), SigactionRoute::Answer);
-  EXPECT_EQ(route_sigaction(SIGTERM, true, &dfl), SigactionRoute::Answer);
+  EXPECT_EQ(route_sigaction(SIGTERM, true, nullptr, true), SigactionRoute::Answer);
+  EXPECT_EQ(route_sigaction(SIGTERM, true, &dfl, true), SigactionRoute::Answer);
   // A handler, or ignoring it: the app's from now on.
-  EXPECT_EQ(route_sigaction(SIGTERM, true, &mine), SigactionRoute::Release);
-  EXPECT_EQ(route_sigaction(SIGINT, true, &ign), SigactionRoute::Release);
+  EXPECT_EQ(route_sigaction(SIGTERM, true, &mine, true), SigactionRoute::Release);
+  EXPECT_EQ(route_sigaction(SIGINT, true, &ign, true), SigactionRoute::Release);
   struct sigaction info {};
   info.sa_sigaction = info_handler;
   info.sa_flags = SA_SIGINFO;
-  EXPECT_EQ(route_sigaction(SIGHUP, true, &info), SigactionRoute::Release);
+  EXPECT_EQ(route_sigaction(SIGHUP, true, &info, true), SigactionRoute::Release);
+}
+
+TEST(SignalRoute, TheDefaultPutBackIsHeldAgainWhileRecording) {
+  // An app that caught SIGTERM for a while (before or after the process
+  // began to record) and puts the default back: held from then on.
+  const struct sigaction dfl = action(SIG_DFL), mine = action(handler);
+  EXPECT_EQ(route_sigaction(SIGTERM, false, &dfl, true), SigactionRoute::Take);
+  EXPECT_EQ(route_sigaction(SIGHUP, false, &dfl, true), SigactionRoute::Take);
+  // Not recording (or CUXFER_FINISH_ON_SIGNAL=0, or a vfork child): the real call.
+  EXPECT_EQ(route_sigaction(SIGTERM, false, &dfl, false), SigactionRoute::PassThrough);
+  EXPECT_EQ(route_sigaction(SIGTERM, false, &mine, true), SigactionRoute::PassThrough);
+  EXPECT_EQ(route_sigaction(SIGTERM, false, nullptr, true), SigactionRoute::PassThrough);
 }
 
 TEST(SignalRoute, EverythingElsePassesThrough) {
-  const struct sigaction mine = action(handler);
-  EXPECT_EQ(route_sigaction(SIGTERM, false, nullptr), SigactionRoute::PassThrough);  // not held (any more)
-  EXPECT_EQ(route_sigaction(SIGTERM, false, &mine), SigactionRoute::PassThrough);
-  EXPECT_EQ(route_sigaction(SIGUSR1, true, &mine), SigactionRoute::PassThrough);  // never one of them
-  EXPECT_EQ(route_sigaction(SIGCHLD, true, nullptr), SigactionRoute::PassThrough);
+  const struct sigaction mine = action(handler), dfl = action(SIG_DFL);
+  EXPECT_EQ(route_sigaction(SIGTERM, false, nullptr, false), SigactionRoute::PassThrough);  // not held (any more)
+  EXPECT_EQ(route_sigaction(SIGTERM, false, &mine, false), SigactionRoute::PassThrough);
+  EXPECT_EQ(route_sigaction(SIGUSR1, true, &mine, true), SigactionRoute::PassThrough);  // never one of them
+  EXPECT_EQ(route_sigaction(SIGCHLD, true, nullptr, true), SigactionRoute::PassThrough);
+  EXPECT_EQ(route_sigaction(SIGUSR1, false, &dfl, true), SigactionRoute::PassThrough);
 }
 
 }  // namespace
