@@ -15,7 +15,12 @@ to know which line of this file each copy must be reported at, and how many.
   framework   1 H2D made inside fakeframework (a package under site-packages/):
               reported at the line of this file that called into it
               (--python-frames=user), or at the package's own line (all)
+  generator   3 H2D from a generator, one before each yield (its frame is
+              the generator's, linked to main() while it runs)
+  coroutine   2 D2H from two coroutines asyncio.run gathers (their frames
+              resumed by the event loop, C code between them and main())
 """
+import asyncio
 import ctypes
 import os
 import sys
@@ -52,6 +57,21 @@ class Loader:
         upload(dev, buf)
 
 
+def uploads(dev, buf, n):
+    for _ in range(n):
+        check(rt.cudaMemcpy(dev, buf, N, H2D))  # site: generator
+        yield
+
+
+async def fetch(buf, dev):
+    await asyncio.sleep(0)
+    check(rt.cudaMemcpy(buf, dev, N, D2H))  # site: coroutine
+
+
+async def fetch_both(buf, dev):
+    await asyncio.gather(fetch(buf, dev), fetch(buf, dev))
+
+
 def worker(dev, start):
     buf = ctypes.create_string_buffer(N)
     start.wait()
@@ -78,6 +98,9 @@ def main():
     for w in workers:
         w.join()
     fakeframework.copy_to_device(rt, dev, buf, N)  # site: framework
+    for _ in uploads(dev, buf, 3):
+        pass
+    asyncio.run(fetch_both(buf, dev))
     print("python_copies: OK")
 
 

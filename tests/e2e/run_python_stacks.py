@@ -209,7 +209,7 @@ def main() -> int:
     work = fresh_dir(args.workdir)
     app_lines, fw_lines = markers(APP), markers(FRAMEWORK)
     app = os.path.realpath(APP)
-    expected = {"upload": 4, "download": 2, "worker": THREADS * COPIES, "framework": 1}
+    expected = {"upload": 4, "download": 2, "worker": THREADS * COPIES, "framework": 1, "generator": 3, "coroutine": 2}
     total = sum(expected.values())
 
     trace = record(args, python, work / "on")
@@ -255,6 +255,13 @@ def main() -> int:
             check(bool(names) and names[-1] in outermost, f"{name}: the stack reaches its thread's start: {names}")
     check(sum(s["calls"] for s in rep.get("callsites", [])) == total,
           f"{total} copies in all, every one at a site; got {[(s['location'], s['calls']) for s in rep.get('callsites', [])]}")
+    # A generator's frame and a coroutine's are walked like any: each under
+    # what resumed it (main(); the event loop, back to asyncio.run in main()).
+    for name, inner in (("generator", ["uploads", "main"]), ("coroutine", ["fetch"])):
+        s = sites.get((app, app_lines[name]))
+        names = [f["function"] for f in s["stack"] if f.get("python")] if s else []
+        check(names[:len(inner)] == inner and "main" in names,
+              f"{name}: its frame, then what resumed it, down to main(): {names}")
     upload = sites.get((app, app_lines["upload"]))
     if upload:
         names = [f["function"] for f in upload["stack"] if f.get("python")]
