@@ -74,7 +74,7 @@ struct Config {
   // counter could stamp them (core/event_clock.h): a check, or a machine whose
   // counter the kernel trusts wrongly.
   bool tsc_stamps = true;
-  // CUXFER_FINISH_ON_SIGNAL=0 leaves SIGTERM, SIGINT and SIGHUP alone: a
+  // CUXFER_FINISH_ON_SIGNAL=0 leaves SIGTERM, SIGINT, SIGHUP and SIGPIPE alone: a
   // process they end (at their default action) loses what the writer had not
   // written and its End block, as without the shim's handler
   // (interpose/signal_hooks.cpp).

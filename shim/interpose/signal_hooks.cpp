@@ -1,9 +1,10 @@
-// SIGTERM, SIGINT and SIGHUP at their default action end a process without
+// SIGTERM, SIGINT, SIGHUP and SIGPIPE at their default action end a process without
 // running an exit handler: the trace lost what the writer had not written
 // yet, and its End block, and was reported as killed or crashed. That is how
 // a multiprocessing Pool's workers end (the pool's exit terminates them:
 // every copy of a short task lost), how a scheduler stops a job, and how
-// Ctrl-C stops a C++ program. Once the process records, the shim holds each
+// Ctrl-C stops a C++ program (and a closed output pipe, `| head`, one that
+// writes on). Once the process records, the shim holds each
 // of these signals whose disposition is still the default
 // (interpose/signal_route.h): its handler has the trace finished as for
 // _exit (record/recorder.h, finish_before_signal: bounded,

@@ -9,7 +9,7 @@ namespace cuxfer::shim {
 void resolve_signal_hooks(bool hold);
 
 // Once the process records (the recorder's start, on the app's thread): puts
-// the shim's handler on each of SIGTERM, SIGINT and SIGHUP whose disposition
+// the shim's handler on each of SIGTERM, SIGINT, SIGHUP and SIGPIPE whose disposition
 // is still the default (interpose/signal_route.h).
 void hold_end_signals();
 

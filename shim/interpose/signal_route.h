@@ -1,10 +1,11 @@
 // What the shim does with the signals that end a process by default
 // (interpose/signal_hooks.cpp): pure decisions, unit-tested.
 //
-// SIGTERM, SIGINT and SIGHUP end a process without an exit handler when their
-// disposition is the default, and the trace lost what the writer had not
+// SIGTERM, SIGINT, SIGHUP and SIGPIPE end a process without an exit handler
+// when their disposition is the default, and the trace lost what the writer had not
 // written yet and its End block: a multiprocessing Pool's workers (its exit
-// terminates them), a job stopped by its scheduler, a C++ program's Ctrl-C.
+// terminates them), a job stopped by its scheduler, a C++ program's Ctrl-C,
+// a C++ program whose output pipe closed (`| head`).
 // Once a process records, the shim holds each of them whose disposition is
 // still the default: its handler has the trace finished, puts the default
 // back and raises the signal again, so the process ends as it would have.
@@ -18,7 +19,7 @@
 namespace cuxfer::shim {
 
 // The signals the shim may hold.
-inline constexpr int kEndSignals[] = {SIGTERM, SIGINT, SIGHUP};
+inline constexpr int kEndSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGPIPE};
 
 // The index of `sig` in kEndSignals, or -1.
 constexpr int end_signal_index(int sig) {

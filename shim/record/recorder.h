@@ -181,7 +181,7 @@ class Recorder {
   // (said once on stderr by the hook). True when this call ended the trace.
   bool finish_before_exec(const char* path) noexcept;
   // A signal whose default action ends the process without an exit handler
-  // (SIGTERM, SIGINT, SIGHUP) arrived, and the shim's handler is about to let
+  // (SIGTERM, SIGINT, SIGHUP, SIGPIPE) arrived, and the shim's handler is about to let
   // that action happen (interpose/signal_hooks.cpp): the same finish, the
   // trace's note naming the signal. Async-signal-safe on the caller's side.
   void finish_before_signal(int sig) noexcept;

@@ -6,17 +6,17 @@ default); a process killed with SIGKILL loses at most what it recorded since
 the last flush. Documented bound: 100 ms of events (two flush periods: the
 flush in progress and the next).
 
-SIGTERM and SIGINT (--signal TERM|INT), whose default action also ends the
-process without an exit handler: the shim's handler (interpose/signal_hooks.cpp)
+SIGTERM, SIGINT and SIGPIPE (--signal TERM|INT|PIPE), whose default action
+also ends the process without an exit handler: the shim's handler (interpose/signal_hooks.cpp)
 has the trace finished first, so nothing is lost while every thread copies.
 
-  run_sigkill.py --cuxfer CUXFER [--signal KILL|TERM|INT] [--after SECONDS] --workdir DIR -- APP...
+  run_sigkill.py --cuxfer CUXFER [--signal KILL|TERM|INT|PIPE] [--after SECONDS] --workdir DIR -- APP...
 
 Runs APP (a long copy loop) under `cuxfer record`, sends the signal to the app
 (not the launcher) after --after seconds, then checks: the launcher died of
 that signal, the trace reads and holds events; for SIGKILL it is reported
 PARTIAL (no End block) and its last recorded call ended at most 100 ms before
-the kill; for SIGTERM/SIGINT it is complete, says which signal ended the
+the kill; for the others it is complete, says which signal ended the
 process, and its last call ended at most 50 ms before the signal (the copies
 run up to the handler). Exit 0 pass, 1 fail.
 """
@@ -48,7 +48,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cuxfer", required=True)
     ap.add_argument("--after", type=float, default=1.0)
-    ap.add_argument("--signal", choices=["KILL", "TERM", "INT"], default="KILL")
+    ap.add_argument("--signal", choices=["KILL", "TERM", "INT", "PIPE"], default="KILL")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("app", nargs=argparse.REMAINDER)
     a = ap.parse_args()
