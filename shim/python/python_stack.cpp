@@ -196,6 +196,15 @@ void CodeTable::mark_all_unwritten() { ready_.rewind(); }
 
 // --- the interpreter -----------------------------------------------------------------
 
+PythonStacks::PythonStacks(const PyLayout& layout, const KnownObjects& objects) {
+  layout_ = layout;
+  api_.code_type = objects.code_type;
+  api_.unicode_type = objects.unicode_type;
+  api_.bytes_type = objects.bytes_type;
+  api_.none_object = objects.none_object;
+  state_.store(kReady, std::memory_order_release);
+}
+
 thread_local uint32_t t_calls_to_gate __attribute__((tls_model("initial-exec"))) = 0;
 
 CUXFER_HOT PythonStacks& PythonStacks::instance() {
@@ -376,15 +385,8 @@ CUXFER_HOT uint32_t PythonStacks::walk_frames(uint64_t tstate, uint64_t* out, ui
     uint64_t code = 0, previous = 0;
     if (!get<M>(frame + l.frame_code, code) || !get<M>(frame + l.frame_previous, previous))
       return failed = true, n;
-    if constexpr (Model == FrameModel::Interp313) {
-      // A frame whose executable is null or None runs no code object (3.13+
-      // allow both): not a Python function's frame, not a misread.
-      code &= ~static_cast<uint64_t>(l.frame_code_tag_bits);
-      if (code == 0 || code == api_.none_object) {
-        frame = previous;
-        continue;
-      }
-    }
+    // 3.14+: a tagged stack reference; the bits CPython clears to get the object.
+    if constexpr (Model == FrameModel::Interp313) code &= ~static_cast<uint64_t>(l.frame_code_tag_bits);
     if (noting && n < kNoteFrames) {
       trail.note(frame + l.frame_code);
       trail.note(code + l.object_type);
@@ -396,6 +398,15 @@ CUXFER_HOT uint32_t PythonStacks::walk_frames(uint64_t tstate, uint64_t* out, ui
       if (owner >= l.frame_owner_not_python) {
         // An eval-loop entry: the Python frame just inside it is its outermost.
         if (n) out[n - 1] |= trace::kPythonEntryBit;
+        frame = previous;
+        continue;
+      }
+    }
+    if constexpr (Model == FrameModel::Interp313) {
+      // After the owner: the eval loop's entry frame holds None (3.14). A
+      // frame whose executable is null or None runs no code object (3.13+
+      // allow both): not a Python function's frame, not a misread.
+      if (code == 0 || code == api_.none_object) {
         frame = previous;
         continue;
       }
@@ -480,6 +491,10 @@ CUXFER_HOT uint32_t PythonStacks::capture(uint64_t* out, uint32_t max) noexcept 
   }
   uint64_t tstate = 0, main = 0;
   if (!thread_state(tstate, main) || !tstate) return 0;  // no interpreter now, or a thread it never saw
+  return walk_thread(tstate, main, out, max);
+}
+
+CUXFER_HOT uint32_t PythonStacks::walk_thread(uint64_t tstate, uint64_t main, uint64_t* out, uint32_t max) noexcept {
   prefetch_trail().note(PrefetchTrail::kPython, tstate + layout_.ts_interp);
   bool failed = false;
   uint32_t n = 0;

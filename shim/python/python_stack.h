@@ -149,6 +149,22 @@ class PythonStacks {
   // For tests: how many walks are read through process_vm_readv first.
   static constexpr uint32_t kCheckedWalks = 32;
 
+  // The walk of one thread's frames once its state is known (capture()'s
+  // second half): the state's interpreter must be `main` (else a note, no
+  // frames); the first kCheckedWalks walks read through process_vm_readv and
+  // a frame that does not read as the layout says turns Python frames off
+  // with a note, never followed.
+  uint32_t walk_thread(uint64_t tstate, uint64_t main, uint64_t* out, uint32_t max) noexcept;
+
+  // For tests: an interpreter as resolve() would have found it (its layout,
+  // and the addresses of the objects the walk compares with), ready to walk
+  // memory the test lays out. Not the instance capture() uses.
+  struct KnownObjects {
+    uint64_t code_type = 0, unicode_type = 0, bytes_type = 0, none_object = 0;
+  };
+  PythonStacks(const PyLayout& layout, const KnownObjects& objects);
+  PythonStacks() = default;
+
  private:
   enum State : int { kUnresolved, kResolving, kReady, kOff };
   struct Api {

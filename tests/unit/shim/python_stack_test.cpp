@@ -14,6 +14,7 @@
 #include "python/layout.h"
 #include "python/python_stack.h"
 #include "python/runtime_state.h"
+#include "trace/python_frame.h"
 
 namespace cuxfer::shim::python {
 namespace {
@@ -351,6 +352,169 @@ TEST(PythonStacks, SearchesAgainOnlyWhenSomethingCanHaveChanged) {
   // The symbol is there but the interpreter was not yet initialised: the
   // next retry must look again whatever the loader did.
   EXPECT_TRUE(search_for_interpreter(true, 41, 41));
+}
+
+// A thread's frames laid out in this process's memory as CPython 3.14 lays
+// them out (the offsets its debug offsets state), walked as capture() walks
+// a real one: what 3.14 changed (a tagged code reference, the entry frame's
+// owner, executables that are null or None) and what a wrong layout does.
+class FrameWalk : public ::testing::Test {
+ protected:
+  // An object of `size` bytes whose type is `type` (at the layout's offset).
+  uint64_t object(uint64_t type, size_t size = 512) {
+    blocks_.emplace_back(size / 8 + 1, 0);
+    const uint64_t a = reinterpret_cast<uint64_t>(blocks_.back().data());
+    put(a, l_.object_type, type);
+    return a;
+  }
+  template <typename T>
+  static void put(uint64_t base, uint32_t offset, T v) {
+    std::memcpy(reinterpret_cast<void*>(base + offset), &v, sizeof v);
+  }
+  uint64_t str(const std::string& text) {  // a compact ASCII str
+    const uint64_t u = object(addr(types_.unicode), l_.str_ascii_size + text.size() + 8);
+    put<uint32_t>(u, l_.str_state, (1u << 2) | (1u << 5) | (1u << 6));  // kind 1, compact, ascii
+    put<int64_t>(u, l_.str_length, static_cast<int64_t>(text.size()));
+    std::memcpy(reinterpret_cast<void*>(u + l_.str_ascii_size), text.data(), text.size());
+    return u;
+  }
+  uint64_t code(const std::string& file, const std::string& name, int first_line) {
+    const uint64_t c = object(addr(types_.code), l_.code_bytecode + 64);
+    const uint64_t table = object(addr(types_.bytes));
+    put<int64_t>(table, l_.bytes_size, 0);
+    put(c, l_.code_filename, str(file));
+    put(c, l_.code_name, str(name));
+    put(c, l_.code_qualname, str(name));
+    put<int32_t>(c, l_.code_first_line, first_line);
+    put(c, l_.code_line_table, table);
+    return c;
+  }
+  // A frame running `executable` (tag bits included) at byte `offset` of its
+  // code, owned by `owner`, called from `previous`.
+  uint64_t frame(uint64_t executable, uint8_t owner, uint64_t previous, uint32_t offset = 0) {
+    const uint64_t f = object(0, 128);
+    put(f, l_.frame_code, executable);
+    put(f, l_.frame_previous, previous);
+    put<uint8_t>(f, l_.frame_owner, owner);
+    const uint64_t code = executable & ~uint64_t(1);
+    put(f, l_.frame_instr, code ? code + l_.code_bytecode + offset : 0);
+    return f;
+  }
+  uint64_t thread(uint64_t innermost, uint64_t interp) {
+    const uint64_t t = object(0, 256);
+    put(t, l_.ts_frame, innermost);
+    put(t, l_.ts_interp, interp);
+    return t;
+  }
+  static uint64_t addr(const uint64_t& x) { return reinterpret_cast<uint64_t>(&x); }
+  PythonStacks::KnownObjects known() const {
+    return {addr(types_.code), addr(types_.unicode), addr(types_.bytes), addr(types_.none)};
+  }
+
+  void SetUp() override {
+    std::string why;
+    ASSERT_TRUE(layout_from_debug_offsets(debug_offsets_314().data(), 0x030e, l_, why)) << why;
+  }
+
+  struct {
+    uint64_t code = 0, unicode = 0, bytes = 0, none = 0;  // stand-ins for the type objects and None
+  } types_;
+  PyLayout l_{};
+  std::vector<std::vector<uint64_t>> blocks_;
+  static constexpr uint64_t kMain = 0x5000;
+};
+
+TEST_F(FrameWalk, Python314FramesInnermostFirst) {
+  const uint64_t load = code("train.py", "load_batch", 40), step = code("train.py", "step", 10);
+  // Innermost first: load_batch (its code a tagged reference), the eval
+  // loop's entry (owned by the interpreter), a frame whose executable is
+  // None and one whose is null (no code object: not Python functions), then
+  // step, a generator's frame, whose code is not tagged.
+  const uint64_t f_step = frame(step, /*generator*/ 1, 0, 6);
+  const uint64_t f_null = frame(/*PyStackRef_NULL*/ 1, 0, f_step);
+  const uint64_t f_none = frame(addr(types_.none) | 1, 0, f_null);
+  const uint64_t f_entry = frame(addr(types_.none) | 1, /*FRAME_OWNED_BY_INTERPRETER*/ 3, f_none);  // holds None
+  const uint64_t f_load = frame(load | 1, 0, f_entry, 24);
+  PythonStacks stacks(l_, known());
+  const uint64_t tstate = thread(f_load, kMain);
+  // The checked walks (process_vm_readv), then the direct ones: the same frames.
+  for (uint32_t i = 0; i < PythonStacks::kCheckedWalks + 2; ++i) {
+    uint64_t out[8] = {};
+    ASSERT_EQ(stacks.walk_thread(tstate, kMain, out, 8), 2u) << "walk " << i;
+    std::string_view file, function;
+    int line = 0;
+    ASSERT_TRUE(stacks.name_frame(out[0], file, function, line));
+    EXPECT_EQ(function, "load_batch");
+    EXPECT_EQ(file, "train.py");
+    EXPECT_EQ(trace::decode_python_frame(out[0]).offset, 24u);
+    EXPECT_TRUE(trace::decode_python_frame(out[0]).entry);  // the outermost frame of its eval-loop call
+    ASSERT_TRUE(stacks.name_frame(out[1], file, function, line));
+    EXPECT_EQ(function, "step");
+    EXPECT_EQ(trace::decode_python_frame(out[1]).offset, 6u);
+  }
+  std::string note;
+  EXPECT_FALSE(stacks.take_note(note)) << note;
+}
+
+TEST_F(FrameWalk, Python313EntryFramesHoldNone) {
+  // 3.13: untagged references, the eval loop's entry owned by the C stack
+  // (3), its executable None. It marks the frame inside it as its call's
+  // outermost, and is not taken for a frame that failed to read.
+  std::string why;
+  ASSERT_TRUE(layout_from_debug_offsets(debug_offsets_313().data(), 0x030d, l_, why)) << why;
+  ASSERT_EQ(l_.frame_code_tag_bits, 0u);
+  const uint64_t outer = code("train.py", "main", 1), inner = code("train.py", "load_batch", 40);
+  const uint64_t f_outer = frame(outer, 0, 0, 2);
+  const uint64_t f_entry = frame(addr(types_.none), /*FRAME_OWNED_BY_CSTACK*/ 3, f_outer);
+  const uint64_t f_inner = frame(inner, 0, f_entry, 8);
+  PythonStacks stacks(l_, known());
+  uint64_t out[8] = {};
+  ASSERT_EQ(stacks.walk_thread(thread(f_inner, kMain), kMain, out, 8), 2u);
+  EXPECT_TRUE(trace::decode_python_frame(out[0]).entry);
+  EXPECT_FALSE(trace::decode_python_frame(out[1]).entry);
+  std::string_view file, function;
+  int line = 0;
+  ASSERT_TRUE(stacks.name_frame(out[1], file, function, line));
+  EXPECT_EQ(function, "main");
+}
+
+TEST_F(FrameWalk, AWrongLayoutIsTurnedOffNotFollowed) {
+  const uint64_t load = code("train.py", "load_batch", 40);
+  const uint64_t tstate = thread(frame(load | 1, 0, frame(load, 0, 0)), kMain);
+  // A build whose frames hold the code 8 bytes further on than this layout
+  // says: the first walk reads a frame pointer where a code object should
+  // be, finds its type wrong, and turns Python frames off, saying so.
+  PyLayout wrong = l_;
+  wrong.frame_code += 8;
+  PythonStacks stacks(wrong, known());
+  uint64_t out[8] = {};
+  EXPECT_EQ(stacks.walk_thread(tstate, kMain, out, 8), 0u);
+  std::string note;
+  ASSERT_TRUE(stacks.take_note(note));
+  EXPECT_NE(note.find("did not read as its layout says"), std::string::npos) << note;
+  // Off for good: no frame again, whatever the memory holds.
+  EXPECT_EQ(stacks.walk_thread(tstate, kMain, out, 8), 0u);
+  // A frame chain that leads out of mapped memory fails the checked read
+  // instead of faulting.
+  PythonStacks other(l_, known());
+  const uint64_t lost = thread(frame(load | 1, 0, /*unmapped*/ 0x10), kMain);
+  EXPECT_EQ(other.walk_thread(lost, kMain, out, 8), 0u);
+  ASSERT_TRUE(other.take_note(note));
+  EXPECT_NE(note.find("did not read as its layout says"), std::string::npos) << note;
+}
+
+TEST_F(FrameWalk, ASubinterpretersThreadIsNotWalkedAndSaysSo) {
+  const uint64_t load = code("train.py", "load_batch", 40);
+  PythonStacks stacks(l_, known());
+  uint64_t out[8] = {};
+  EXPECT_EQ(stacks.walk_thread(thread(frame(load | 1, 0, 0), /*another interpreter*/ 0x6000), kMain, out, 8), 0u);
+  EXPECT_EQ(stacks.walk_thread(thread(frame(load | 1, 0, 0), 0x6000), kMain, out, 8), 0u);
+  std::string note;
+  ASSERT_TRUE(stacks.take_note(note));
+  EXPECT_NE(note.find("subinterpreter"), std::string::npos) << note;
+  EXPECT_FALSE(stacks.take_note(note)) << "said once: " << note;
+  // The main interpreter's threads are walked still.
+  EXPECT_EQ(stacks.walk_thread(thread(frame(load | 1, 0, 0), kMain), kMain, out, 8), 1u);
 }
 
 }  // namespace
