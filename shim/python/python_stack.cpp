@@ -361,7 +361,7 @@ CUXFER_HOT uint32_t PythonStacks::walk_frames(uint64_t tstate, uint64_t* out, ui
   // in registers across the loop.
   PyLayout l = layout_;
   if (l.code_qualname == kNoField) l.code_qualname = l.code_name;  // 3.10: co_name
-  const uint64_t code_type = api_.code_type;
+  const uint64_t code_type = api_.code_type, none_object = api_.none_object;
   // A cold capture notes what it reads first of each object (the thread
   // state, the innermost kNoteFrames frames) for the next one's prefetches
   // (core/prefetch_trail.h): the walk is a chain of dependent loads.
@@ -402,17 +402,18 @@ CUXFER_HOT uint32_t PythonStacks::walk_frames(uint64_t tstate, uint64_t* out, ui
         continue;
       }
     }
-    if constexpr (Model == FrameModel::Interp313) {
-      // After the owner: the eval loop's entry frame holds None (3.14). A
-      // frame whose executable is null or None runs no code object (3.13+
-      // allow both): not a Python function's frame, not a misread.
-      if (code == 0 || code == api_.none_object) {
+    uint64_t type = 0;
+    if (code == 0 || !get<M>(code + l.object_type, type) || type != code_type) {
+      // After the owner (the eval loop's entry frame holds None), and only
+      // off the common path: a frame whose executable is null or None runs
+      // no code object (3.13+ allow both), not a Python function's frame,
+      // and not a misread.
+      if (Model == FrameModel::Interp313 && (code == 0 || code == none_object)) {
         frame = previous;
         continue;
       }
+      return failed = true, n;
     }
-    uint64_t type = 0;
-    if (code == 0 || !get<M>(code + l.object_type, type) || type != code_type) return failed = true, n;
     uint32_t offset = 0;
     bool entry = false;
     if constexpr (Model == FrameModel::Legacy310) {
