@@ -201,6 +201,18 @@ void reserve_records(const TraceFile& file, uint64_t pos, Trace& t) {
 
 }  // namespace
 
+bool trace_ends_cleanly(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
+  BlockHeader h{};
+  const bool read = ::fstat(fd, &st) == 0 && st.st_size >= static_cast<off_t>(sizeof h) &&
+                    ::pread(fd, &h, sizeof h, st.st_size - static_cast<off_t>(sizeof h)) == static_cast<ssize_t>(sizeof h);
+  ::close(fd);
+  return read && h.magic == kBlockMagic && h.type == static_cast<uint16_t>(BlockType::End) && h.stored_size == 0 &&
+         h.header_check == block_header_check(h);
+}
+
 ReadStatus read_trace(const std::string& path, Trace& t, std::string& error) {
   t = Trace{};
   t.path = path;

@@ -52,4 +52,10 @@ enum class ReadStatus {
 // Fills `out`; on anything but Ok, `error` holds one line for the user.
 ReadStatus read_trace(const std::string& path, Trace& out, std::string& error);
 
+// Whether the file at `path` ends with an End block (its last 24 bytes, a
+// valid header of an empty End): the process shut the trace down cleanly.
+// Reads those bytes only, not the trace (which may be gigabytes): for the
+// launcher's line after a run. False for a missing, short or cut file.
+bool trace_ends_cleanly(const std::string& path);
+
 }  // namespace cuxfer::trace

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 #include "analyzer/launcher/manifest.h"
 #include "analyzer/launcher/program_check.h"
 #include "analyzer/launcher/recorder.h"
+#include "trace/reader.h"
 
 namespace cuxfer::cli {
 
@@ -222,9 +224,15 @@ int run_record(std::vector<std::string> args) {
         report = out_dir == cwd ? "cuxfer report " + glob
                                 : "cuxfer report " + shell_quote(short_path(out_dir, cwd)) + "/" + glob;
       }
-      if (partial)
-        std::fprintf(stderr, "cuxfer: %s %s: its trace may be partial\n", o.command[0].c_str(),
-                     describe_wait_status(child.wait_status).c_str());
+      if (partial) {
+        // A signal at its default action (SIGTERM, SIGINT, SIGHUP, SIGPIPE)
+        // lets the shim finish the traces first; other deaths cut them.
+        const bool all_clean = std::all_of(traces.begin(), traces.end(),
+                                           [](const ManifestEntry& t) { return trace::trace_ends_cleanly(t.trace_path); });
+        std::fprintf(stderr, "cuxfer: %s %s: %s\n", o.command[0].c_str(),
+                     describe_wait_status(child.wait_status).c_str(),
+                     all_clean ? "its traces were finished before it ended" : "its trace may be partial");
+      }
       std::fprintf(stderr, "cuxfer: see the report with: %s\n", report.c_str());
     }
   }

@@ -14,7 +14,8 @@ has the trace finished first, so nothing is lost while every thread copies.
 
 Runs APP (a long copy loop) under `cuxfer record`, sends the signal to the app
 (not the launcher) after --after seconds, then checks: the launcher died of
-that signal, the trace reads and holds events; for SIGKILL it is reported
+that signal and said whether the trace was cut or finished first, the trace
+reads and holds events; for SIGKILL it is reported
 PARTIAL (no End block) and its last recorded call ended at most 100 ms before
 the kill; for the others it is complete, says which signal ended the
 process, and its last call ended at most 50 ms before the signal (the copies
@@ -84,6 +85,10 @@ def main() -> int:
         bad.append(f"the launcher exited {launcher.returncode}, not of {sig.name} (-{int(sig)}) like its app")
     if p["events"] == 0 or j["totals"]["calls"] == 0:
         bad.append("no events survived")
+    # The launcher's line says which: cut, or finished first.
+    said = "its trace may be partial" if sig == signal.SIGKILL else "its traces were finished before it ended"
+    if f"killed by {sig.name}: {said}" not in se:
+        bad.append(f"cuxfer record did not say '{sig.name}: {said}': {se.strip()[-300:]!r}")
     if sig == signal.SIGKILL:
         if p["complete"]:
             bad.append("a SIGKILLed trace reported complete")

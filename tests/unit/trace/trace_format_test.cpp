@@ -201,6 +201,26 @@ TEST_F(TraceFormat, NoEndMarkerMeansCutShort) {
   EXPECT_NE(r.cut_reason.find("did not shut down cleanly"), std::string::npos);
 }
 
+TEST_F(TraceFormat, EndsCleanlyLooksAtTheLastBlockOnly) {
+  SyntheticTrace t = sample();
+  ASSERT_TRUE(t.write(path("done.trace")));
+  EXPECT_TRUE(trace_ends_cleanly(path("done.trace")));
+  t.write_end = false;
+  ASSERT_TRUE(t.write(path("cut.trace")));
+  EXPECT_FALSE(trace_ends_cleanly(path("cut.trace")));
+  // Cut inside the End header, or one byte of it changed: not clean.
+  const std::string whole = slurp(path("done.trace"));
+  spit(path("torn.trace"), whole.substr(0, whole.size() - 1));
+  EXPECT_FALSE(trace_ends_cleanly(path("torn.trace")));
+  std::string flipped = whole;
+  flipped[flipped.size() - 20] ^= 1;
+  spit(path("flipped.trace"), flipped);
+  EXPECT_FALSE(trace_ends_cleanly(path("flipped.trace")));
+  spit(path("short.trace"), "XCBK");
+  EXPECT_FALSE(trace_ends_cleanly(path("short.trace")));
+  EXPECT_FALSE(trace_ends_cleanly(path("missing.trace")));
+}
+
 TEST_F(TraceFormat, ForeignFilesAreRefused) {
   spit(path("text"), "hello, this is not a trace at all\n");
   spit(path("short"), "hi");
