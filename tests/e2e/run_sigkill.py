@@ -58,7 +58,7 @@ def main() -> int:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     env = {**os.environ, "CUXFER_PROFILE_DIR": "/nonexistent/cuxfer-test-profiles"}
-    launcher = subprocess.Popen([a.cuxfer, "record", "-q", "-o", str(out / "t"), "--", *app], env=env,
+    launcher = subprocess.Popen([a.cuxfer, "record", "-o", str(out / "t"), "--", *app], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(a.after)
     kids = children(launcher.pid)
