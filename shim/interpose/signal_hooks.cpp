@@ -1,27 +1,25 @@
-// SIGTERM, SIGINT, SIGHUP and SIGPIPE at their default action end a process without
-// running an exit handler: the trace lost what the writer had not written
-// yet, and its End block, and was reported as killed or crashed. That is how
-// a multiprocessing Pool's workers end (the pool's exit terminates them:
-// every copy of a short task lost), how a scheduler stops a job, and how
-// Ctrl-C stops a C++ program (and a closed output pipe, `| head`, one that
-// writes on). Once the process records, the shim holds each
-// of these signals whose disposition is still the default
+// SIGTERM, SIGINT, SIGHUP and SIGPIPE at their default action end a process
+// without running an exit handler: the trace lost what the writer had not
+// written yet, and its End block, and was reported as killed or crashed.
+// That is how a multiprocessing Pool's workers end (the pool's exit
+// terminates them: every copy of a short task lost), how a scheduler stops a
+// job, how Ctrl-C stops a C++ program, and how one whose output pipe closed
+// (`| head`) dies when it writes on. Once the process records, the shim holds
+// each of these signals whose disposition is still the default
 // (interpose/signal_route.h): its handler has the trace finished as for
-// _exit (record/recorder.h, finish_before_signal: bounded,
-// async-signal-safe on this side), puts the default back and raises the
-// signal again, so the process ends as it would have, with the same status
-// for its parent.
+// _exit (record/recorder.h, finish_before_signal: bounded, async-signal-safe
+// on this side), puts the default back and raises the signal again, so the
+// process ends as it would have, with the same status for its parent.
 //
 // The app never sees the handler. sigaction and signal (and bsd_signal,
 // sysv_signal) are hooked: for a held signal a query answers the disposition
 // the app last set (the default), setting the default is remembered, and
 // setting a handler or SIG_IGN lets the shim's go and installs the app's. An
 // app that puts the default back later (it caught SIGTERM for a while) has
-// the signal held again.
-// A disposition changed behind the hooks (a raw system call, sigset) is seen
-// before each answer: the shim then lets go. A signal the app blocks (to
-// take it with sigwait or signalfd) never reaches the handler.
-// CUXFER_FINISH_ON_SIGNAL=0 holds nothing.
+// the signal held again. A disposition changed behind the hooks (a raw
+// system call, sigset) is seen before each answer: the shim then lets go. A
+// signal the app blocks (to take it with sigwait or signalfd) never reaches
+// the handler. CUXFER_FINISH_ON_SIGNAL=0 holds nothing.
 //
 // The real functions are looked up when the shim loads; the hooks' own state
 // changes with every signal blocked on the changing thread, so no handler
