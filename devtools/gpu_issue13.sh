@@ -54,6 +54,11 @@
 #              remote .git, which is the session's start commit) and a warm storm the same way
 #   torchab    bench/torch_step.py under `cuxfer record`, this tree's shim and the base's
 #              (--shim), TORCHAB_ROUNDS interleaved rounds: the trace's overhead note each
+#   sigterm    the training loop under `cuxfer record`, sent SIGTERM mid-step (SIGTERM_AFTER s, default 4),
+#              SIGTERM_ROUNDS (3) times with the shim's handler and with CUXFER_FINISH_ON_SIGNAL=0:
+#              the time from the signal to the launcher's exit, whether the trace is complete, and
+#              the launcher's line (interpose/signal_hooks.cpp: the writer flushes CUPTI while the
+#              app's thread waits in the handler, at most 2 s)
 #   unwindverify  real programs under CUXFER_UNWINDER=verify (every stack taken by the
 #              .eh_frame walk and by libunwind, differences counted): the PyTorch,
 #              CuPy and JAX workloads, and NVIDIA's samples when .ext/ is carried
@@ -310,6 +315,29 @@ print('\n'.join(block[:60]) or 'no FDE found')" "$off"
       timeout 60 objdump -d --no-show-raw-insn --start-address=$((off - 96)) --stop-address=$((off + 16)) "$lib" | tail -40
     fi
     rm -rf "$OUT/dw" ;;
+  sigterm)
+    for r in $(seq 1 "${SIGTERM_ROUNDS:-3}"); do
+      for v in on off; do
+        rm -rf "$OUT/st"
+        python3 - "$CUX" "$OUT/st" "$v" "${SIGTERM_AFTER:-4}" <<'PYEOF'
+import json, os, signal, subprocess, sys, time
+cux, out, variant, after = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+env = dict(os.environ, **({"CUXFER_FINISH_ON_SIGNAL": "0"} if variant == "off" else {}))
+p = subprocess.Popen([cux, "record", "-o", out, "--", "python3", "bench/torch_step.py", "--steps", "100000"],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+time.sleep(after)
+kids = open(f"/proc/{p.pid}/task/{p.pid}/children").read().split()
+t0 = time.monotonic()
+os.kill(int(kids[0]), signal.SIGTERM)
+_, err = p.communicate(timeout=60)
+dt = time.monotonic() - t0
+rep = json.loads(subprocess.run([cux, "report", "--json", out], capture_output=True, text=True).stdout or "{}")
+procs = [(q["pid"], q["complete"], q["events"]) for q in rep.get("processes", [])]
+line = [l for l in err.splitlines() if "killed by" in l]
+print(f"sigterm {variant}: rc {p.returncode}, signal to exit {dt * 1e3:.0f} ms, processes {procs}, {line}")
+PYEOF
+      done
+    done 2>&1 | tee "$OUT/sigterm.log" ;;
   jax)
     (cd tests/gpu/frameworks && timeout 300 python3 trial.py --cuxfer "$CUX" --framework jax \
       --summary "$OUT/trial_jax.json" > "$OUT/trial_jax.log" 2>&1; echo "trial jax rc=$?")
