@@ -241,10 +241,13 @@ extern "C" CUXFER_EXPORT int sigaction(int sig, const struct sigaction* act, str
       if (old) *old = now;
       return 0;
     }
-    case SigactionRoute::Answer:
-      if (old) *old = g_held[i].view;
+    case SigactionRoute::Answer: {
+      // `act` and `old` may be one struct: read the one before writing the other.
+      const struct sigaction previous = g_held[i].view;
       if (act) g_held[i].view = *act;
+      if (old) *old = previous;
       return 0;
+    }
     case SigactionRoute::Release: {
       const struct sigaction view = g_held[i].view;
       g_held[i].held.store(false, std::memory_order_release);
