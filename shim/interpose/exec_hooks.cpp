@@ -49,11 +49,6 @@ ExecveatFn g_execveat = nullptr;
 FexecveFn g_fexecve = nullptr;
 bool g_recording = false;
 
-template <typename F>
-F libc_function(const char* name) {
-  return reinterpret_cast<F>(cuxfer::shim::real_dlsym(RTLD_NEXT, name));
-}
-
 bool runnable(const char* path) {
   struct stat st;
   return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
@@ -143,12 +138,12 @@ bool can_start(const char* file, bool search) {
 namespace cuxfer::shim {
 
 void resolve_exec_hooks(bool recording) {
-  g_execve = libc_function<ExecveFn>("execve");
-  g_execv = libc_function<ExecvFn>("execv");
-  g_execvp = libc_function<ExecvFn>("execvp");
-  g_execvpe = libc_function<ExecveFn>("execvpe");
-  g_execveat = libc_function<ExecveatFn>("execveat");
-  g_fexecve = libc_function<FexecveFn>("fexecve");
+  g_execve = next_function<ExecveFn>("execve");
+  g_execv = next_function<ExecvFn>("execv");
+  g_execvp = next_function<ExecvFn>("execvp");
+  g_execvpe = next_function<ExecveFn>("execvpe");
+  g_execveat = next_function<ExecveatFn>("execveat");
+  g_fexecve = next_function<FexecveFn>("fexecve");
   g_recording = recording;
 }
 
@@ -159,7 +154,7 @@ namespace {
 // The real function, looked up now if the constructor has not run yet.
 template <typename F>
 F real_or_lookup(F f, const char* name) {
-  return f ? f : libc_function<F>(name);
+  return f ? f : cuxfer::shim::next_function<F>(name);
 }
 
 int no_function() {

@@ -30,11 +30,9 @@ ExitFn g_real_Exit = nullptr;
 // an _exit before the constructor ran) the recorder is not even made here.
 bool g_recording = false;
 
-ExitFn libc_function(const char* name) { return reinterpret_cast<ExitFn>(cuxfer::shim::real_dlsym(RTLD_NEXT, name)); }
-
 [[noreturn]] void end_process(ExitFn real, const char* name, int status) {
   if (g_recording) cuxfer::shim::Recorder::instance().finish_before_exit(status);
-  if (!real) real = libc_function(name);  // ended before the shim's constructor ran
+  if (!real) real = cuxfer::shim::next_function<ExitFn>(name);  // ended before the shim's constructor ran
   if (real) real(status);
   // No libc function to forward to (cannot happen with glibc): the system call.
   for (;;) syscall(SYS_exit_group, status);
@@ -45,8 +43,8 @@ ExitFn libc_function(const char* name) { return reinterpret_cast<ExitFn>(cuxfer:
 namespace cuxfer::shim {
 
 void resolve_exit_hooks(bool recording) {
-  g_real_exit = libc_function("_exit");
-  g_real_Exit = libc_function("_Exit");
+  g_real_exit = next_function<ExitFn>("_exit");
+  g_real_Exit = next_function<ExitFn>("_Exit");
   g_recording = recording;
 }
 

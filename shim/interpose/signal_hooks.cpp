@@ -76,7 +76,7 @@ F libc_function(const char* name) {
   // TSan's interceptor, as without the shim.
   return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
 #else
-  return reinterpret_cast<F>(cuxfer::shim::real_dlsym(RTLD_NEXT, name));
+  return cuxfer::shim::next_function<F>(name);
 #endif
 }
 

@@ -4,6 +4,8 @@
 // single relaxed load on every call: no dlsym on a hot path.
 #pragma once
 
+#include <dlfcn.h>
+
 #include <atomic>
 #include <cstdint>
 
@@ -58,6 +60,12 @@ bool is_own_hook(const void* fn);
 
 // glibc's dlsym, bypassing our own interposed dlsym.
 void* real_dlsym(void* handle, const char* name);
+// The next definition of `name` after the shim (libc's, for the libc
+// functions the shim hooks: _exit, the exec family, sigaction), typed.
+template <typename Fn>
+inline Fn next_function(const char* name) {
+  return reinterpret_cast<Fn>(real_dlsym(RTLD_NEXT, name));
+}
 // The process's libcuda, if loaded (never loads it).
 void* libcuda_handle();
 // A driver entry point outside the hook list, by name: found in libcuda once

@@ -90,16 +90,22 @@ def run(cmd: list[str], env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=240)
 
 
-def record(args, python: str, out: Path, extra_env: dict | None = None, policy: Path | None = None) -> Path | None:
+def record_script(args, python: str, script: Path, script_args: list[str], out: Path, ok: str,
+                  extra_env: dict | None = None, policy: Path | None = None) -> Path | None:
+    """`script` under cuxfer record: it must exit 0 printing `ok`, and leave one trace (returned)."""
     env = dict(os.environ, **(extra_env or {}))
     r = run([args.cuxfer, "record", "-q", "--shim", args.shim, "-o", str(out),
-             *(["--policy", str(policy)] if policy else []), "--",
-             python, str(APP), args.libcudart, str(THREADS), str(COPIES)], env)
-    check(r.returncode == 0 and "python_copies: OK" in r.stdout,
-          f"the script under cuxfer record: exit {r.returncode}, stdout {r.stdout[-300:]!r}, stderr {r.stderr[-600:]!r}")
+             *(["--policy", str(policy)] if policy else []), "--", python, str(script), *script_args], env)
+    check(r.returncode == 0 and ok in r.stdout, f"{script.name} under cuxfer record: exit {r.returncode}, "
+          f"stdout {r.stdout[-300:]!r}, stderr {r.stderr[-600:]!r}")
     traces = sorted(out.glob("cuxfer-*.trace"))
     check(len(traces) == 1, f"one trace in {out}, got {[t.name for t in traces]}")
-    return traces[0] if traces else None
+    return traces[0] if len(traces) == 1 else None
+
+
+def record(args, python: str, out: Path, extra_env: dict | None = None, policy: Path | None = None) -> Path | None:
+    return record_script(args, python, APP, [args.libcudart, str(THREADS), str(COPIES)], out, "python_copies: OK",
+                         extra_env, policy)
 
 
 def report(args, trace: Path, *extra: str) -> dict:
@@ -120,15 +126,10 @@ def python_sites(rep: dict) -> dict[tuple[str, int], dict]:
 def check_subinterpreters(args, python: str, out: Path) -> None:
     """3.14+: copies in a subinterpreter are recorded with native frames and
     one note; the main interpreter's keep their lines."""
-    r = run([args.cuxfer, "record", "-q", "--shim", args.shim, "-o", str(out), "--",
-             python, str(SUBINTERPRETERS), args.libcudart])
-    check(r.returncode == 0 and "subinterpreter_copies: OK" in r.stdout,
-          f"subinterpreter_copies.py under cuxfer record: exit {r.returncode}, stderr {r.stderr[-600:]!r}")
-    traces = sorted(out.glob("cuxfer-*.trace"))
-    if len(traces) != 1:
-        check(False, f"one trace in {out}, got {[t.name for t in traces]}")
+    trace = record_script(args, python, SUBINTERPRETERS, [args.libcudart], out, "subinterpreter_copies: OK")
+    if not trace:
         return
-    rep = report(args, traces[0])
+    rep = report(args, trace)
     sites = python_sites(rep)
     lines = markers(SUBINTERPRETERS)
     script = os.path.realpath(SUBINTERPRETERS)
@@ -151,15 +152,10 @@ def check_jit(args, python: str, out: Path) -> None:
     if avail.stdout.strip() != "True":
         print(f"CPython {args.python} has no JIT: its check skipped")
         return
-    r = run([args.cuxfer, "record", "-q", "--shim", args.shim, "-o", str(out), "--", python, str(JIT_APP),
-             args.libcudart], dict(os.environ, PYTHON_JIT="1"))
-    check(r.returncode == 0 and "jit_copies: OK True" in r.stdout,
-          f"jit_copies.py with PYTHON_JIT=1: exit {r.returncode}, stdout {r.stdout[-200:]!r}, stderr {r.stderr[-400:]!r}")
-    traces = sorted(out.glob("cuxfer-*.trace"))
-    if len(traces) != 1:
-        check(False, f"one trace in {out}, got {[t.name for t in traces]}")
+    trace = record_script(args, python, JIT_APP, [args.libcudart], out, "jit_copies: OK True", {"PYTHON_JIT": "1"})
+    if not trace:
         return
-    rep = report(args, traces[0])
+    rep = report(args, trace)
     lines, script = markers(JIT_APP), os.path.realpath(JIT_APP)
     site = python_sites(rep).get((script, lines["hot"]), {})
     check(site.get("calls") == 400, f"JIT: 400 copies at jit_copies.py:{lines['hot']}, got {site.get('calls')}")
