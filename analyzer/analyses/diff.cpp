@@ -13,11 +13,6 @@ namespace {
 
 constexpr const char* kNoSiteKey = "(no call site)";
 
-std::string basename_of(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 void add_call(DiffSide& s, const model::Call& c) {
   if (c.failed()) {
     ++s.failed_calls;
@@ -93,19 +88,6 @@ std::string describe(const std::vector<DiffClassCount>& v, const model::Transfer
 }
 
 }  // namespace
-
-std::string site_key(const symbolize::Frame& f) {
-  // A Python line: its function, file and line (docs/diff.md: edits of the
-  // script move lines, so a moved copy is another site).
-  if (f.python) return fmt::format("py!{} ({}:{})", f.function, f.file, f.line);
-  std::string module = f.has_module() ? basename_of(f.module) : "?";
-  if (!f.function.empty()) {
-    if (!f.file.empty()) return fmt::format("{}!{} ({}:{})", module, f.function, f.file, f.line);
-    return fmt::format("{}!{}", module, f.function);
-  }
-  if (f.has_module()) return fmt::format("{}+0x{:x}", module, f.offset);
-  return fmt::format("?@0x{:x}", f.address);  // no module: only the address is left
-}
 
 std::string work_difference(const DiffSide& base, const DiffSide& now) {
   if (base.classes == now.classes) return {};

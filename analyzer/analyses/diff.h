@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/analyses/report.h"  // site_key: the identity sites are matched by
 #include "analyzer/model/job.h"
 
 namespace cuxfer::analyses {
@@ -66,11 +67,8 @@ struct Diff {
   }
 };
 
-// The identity of a call site across runs (see above). Copies without a
-// captured call site share the key "(no call site)".
-std::string site_key(const symbolize::Frame& frame);
-
-// The comparison of two jobs.
+// The comparison of two jobs, site by site_key() (report.h); copies without a
+// captured call site are one site, "(no call site)".
 Diff diff_jobs(const model::Job& base, const model::Job& now);
 
 // One line: how two sides' per-class work differs; empty when it does not.

@@ -91,6 +91,7 @@ Report analyze(const model::Job& job, const Thresholds& thresholds) {
   r.rewrite = rewrite_totals(job, tally);
   r.calls_without_site = tally.calls_without_site;
   r.callsites = callsite_totals(job, tally);
+  r.locations = location_totals(r.callsites, tally);
   using FindingsOf = std::vector<Finding> (*)(const JobTally&, const Thresholds&);
   for (FindingsOf find : {FindingsOf{find_async_pageable}, FindingsOf{find_large_pageable},
                           FindingsOf{find_tiny_storm}})
@@ -111,6 +112,7 @@ Report analyze(const model::Job& job, const Thresholds& thresholds) {
     return ka > kb;
   });
 
+  for (auto& f : r.findings) f.locations = finding_locations(f, r.locations);
   r.combined_estimate = combine_estimates(r.findings);
   r.ranks = rank_totals(job, r.findings);
   r.ranges = range_totals(job, r.findings, thresholds);

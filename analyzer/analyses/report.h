@@ -183,12 +183,35 @@ struct CallSiteTotals {
   std::string main_class;
 };
 
+// One line of code across a job's processes: ranks, a Pool's workers and
+// the like run the same code, and each process has its own call sites
+// (CallSiteTotals). Sites are one location when site_key() of their frames
+// is equal (a Python line's file, line and function; a native frame's module
+// base name and function, or offset). The report's tables show locations; a
+// job of one process has one site per location.
+struct LocationTotals {
+  std::string key;                  // site_key() of the frame
+  std::vector<uint32_t> callsites;  // its sites' ids, most CPU-blocked time first
+  std::vector<uint32_t> pids;       // their processes, in callsites' order, each once
+  // Of its first (most CPU-blocked) site: the id and pid the text shows, the
+  // frame and the stack.
+  uint32_t id = 0;
+  uint32_t pid = 0;
+  symbolize::Frame frame;
+  std::vector<symbolize::Frame> stack;
+  bool stacks_differ = false;  // another site's stack is not the first's, frame by frame (site_key)
+  uint64_t calls = 0, bytes = 0, cpu_blocked_ns = 0, max_cpu_ns = 0, failed_calls = 0;
+  std::optional<uint64_t> gpu_ns;  // set when one of its sites has GPU time
+  std::string main_class;          // as CallSiteTotals', over all its sites' copies
+};
+
 struct FindingSite {
   uint32_t callsite = 0;
   uint64_t calls = 0, bytes = 0, time_ns = 0, max_ns = 0;
   std::optional<uint64_t> estimated_recoverable_ns;
   std::optional<double> achieved_gbps;
   std::optional<double> calls_per_second;
+  uint32_t processes = 1;  // in Finding::locations: the processes whose sites it sums
 };
 
 // Every finding the analyses raise (docs/report.md, "Findings"). The name is
@@ -219,6 +242,9 @@ struct Finding {
   std::optional<uint64_t> estimated_recoverable_ns;
   std::vector<uint32_t> callsites;
   std::vector<FindingSite> sites;  // per call site, largest time first
+  // The sites by location (finding_locations), largest time first: callsite
+  // is the location's id (LocationTotals::id), the numbers its sites' sums.
+  std::vector<FindingSite> locations;
   std::optional<double> achieved_gbps, reference_gbps, calls_per_second;
   std::string reference_source;  // where reference_gbps comes from
   std::string advice;
@@ -283,6 +309,7 @@ struct Report {
   std::vector<DeviceTotals> devices;  // per process and device
   std::vector<PeerPair> peer_pairs;   // per process and (source, destination) device
   std::vector<CallSiteTotals> callsites;  // all, most CPU-blocked time first
+  std::vector<LocationTotals> locations;  // the callsites by location, most CPU-blocked time first
   uint64_t calls_without_site = 0;        // copies with no captured call site
   std::vector<Finding> findings;
   std::vector<RangeTotals> ranges;  // NVTX ranges that held copies; empty without NVTX
@@ -314,6 +341,21 @@ std::vector<ApiTotals> api_totals(const model::Job& job);
 PageableShare pageable_share(const model::Job& job);
 RewriteTotals rewrite_totals(const model::Job& job);
 std::vector<CallSiteTotals> callsite_totals(const model::Job& job, uint64_t* calls_without_site);
+// The sites (callsite_totals') by location: summed, most CPU-blocked time
+// first (then most bytes), each with its main class over all its copies.
+std::vector<LocationTotals> location_totals(const model::Job& job);
+
+// A finding's sites summed by location. A site in no location (an
+// allocation site of managed_migrations, copies without a site) stays as it
+// is. Per location: calls, bytes, times and estimates added up; achieved_gbps
+// from the sums; calls_per_second the largest of its sites' (one process's).
+std::vector<FindingSite> finding_locations(const Finding& f, const std::vector<LocationTotals>& locations);
+
+// The identity of a call site across processes and runs: a Python line as
+// "py!function (file:line)"; a native frame as module base name + function
+// (+ file:line), or module base name + offset when unsymbolized; never an
+// address while a module holds it (ASLR).
+std::string site_key(const symbolize::Frame& frame);
 std::vector<Finding> find_async_pageable(const model::Job& job, const Thresholds& t);
 std::vector<Finding> find_large_pageable(const model::Job& job, const Thresholds& t);
 std::vector<Finding> find_tiny_storm(const model::Job& job, const Thresholds& t);

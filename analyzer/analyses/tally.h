@@ -200,6 +200,8 @@ RewriteTotals rewrite_totals(const model::Job& job, const JobTally& tally);
 std::vector<ProcessSummary> process_summaries(const model::Job& job, const JobTally& tally);
 std::string job_timing(const model::Job& job, const JobTally& tally);
 std::vector<CallSiteTotals> callsite_totals(const model::Job& job, JobTally& tally);
+// `sites`: callsite_totals' from the same tally (their classes' bytes are the tally's).
+std::vector<LocationTotals> location_totals(const std::vector<CallSiteTotals>& sites, const JobTally& tally);
 std::vector<Finding> find_async_pageable(const JobTally& tally, const Thresholds& t);
 std::vector<Finding> find_large_pageable(const JobTally& tally, const Thresholds& t);
 std::vector<Finding> find_tiny_storm(const JobTally& tally, const Thresholds& t);

@@ -306,8 +306,9 @@ void timeline(std::string& out, const model::Job& job) {
 }
 
 void findings(std::string& out, const analyses::Report& r) {
-  std::unordered_map<uint32_t, const analyses::CallSiteTotals*> site;
-  for (const auto& s : r.callsites) site[s.id] = &s;
+  std::unordered_map<uint32_t, const symbolize::Frame*> site;  // by id: locations' and sites' frames
+  for (const auto& s : r.callsites) site[s.id] = &s.frame;
+  for (const auto& l : r.locations) site[l.id] = &l.frame;
   if (r.findings.empty()) {
     out += "<p>No findings: no pattern with a known fix was seen.</p>\n";
     return;
@@ -326,9 +327,10 @@ void findings(std::string& out, const analyses::Report& r) {
     out += "<p class='advice'>" + esc(f.advice) + "</p>";
     out += "<table><tr><th>call site</th><th class='n'>calls</th><th class='n'>bytes</th><th class='n'>time</th>"
            "<th class='n'>est. recoverable</th></tr>\n";
-    for (const auto& s : f.sites) {
+    for (const auto& s : f.locations) {
       auto it = site.find(s.callsite);
-      const std::string where = it != site.end() ? it->second->frame.display() : std::string("(no call site captured)");
+      std::string where = it != site.end() ? it->second->display() : std::string("(no call site captured)");
+      if (s.processes > 1) where += fmt::format(" ({} processes)", s.processes);
       out += fmt::format("<tr><td><code>{}</code></td><td class='n'>{}</td><td class='n'>{}</td><td class='n'>{}</td>"
                          "<td class='n'>{}</td></tr>\n",
                          esc(where), format_count(s.calls), esc(format_bytes(s.bytes)), esc(format_duration(s.time_ns)),
@@ -338,28 +340,43 @@ void findings(std::string& out, const analyses::Report& r) {
   }
 }
 
+// One row per location (a line of code, summed over the processes that ran it).
 void callsites(std::string& out, const analyses::Report& r) {
-  out += "<table><tr><th>call site</th><th>class</th><th class='n'>calls</th><th class='n'>bytes</th>"
-         "<th class='n'>CPU-blocked</th><th class='n'>GPU</th></tr>\n";
+  const bool many = r.processes.size() > 1;
+  out +=
+      "<table><tr><th>call site</th><th>class</th><th class='n'>calls</th><th class='n'>bytes</th>"
+      "<th class='n'>CPU-blocked</th><th class='n'>GPU</th>";
+  out += many ? "<th>processes</th></tr>\n" : "</tr>\n";
   size_t n = 0;
-  for (const auto& s : r.callsites) {
+  for (const auto& s : r.locations) {
     if (n++ == 20) break;
     // The site, and under it (click) its whole stack: Python and native frames in call order.
     std::string stack;
+    if (s.stacks_differ)
+      stack += esc(fmt::format("(pid {}'s; other processes' stacks to this line differ)", s.pid)) + "\n";
     for (const auto& f : s.stack) stack += (f.python ? "py  " : "    ") + esc(f.display()) + "\n";
     const std::string where =
         stack.empty() ? fmt::format("<code>{}</code>", esc(s.frame.display()))
                       : fmt::format("<details><summary><code>{}</code></summary><pre>{}</pre></details>",
                                     esc(s.frame.display()), stack);
-    out += fmt::format("<tr><td>{}</td><td>{}</td><td class='n'>{}</td><td class='n'>{}</td><td class='n'>{}"
-                       "</td><td class='n'>{}</td></tr>\n",
-                       where, esc(s.main_class), format_count(s.calls), esc(format_bytes(s.bytes)),
-                       esc(format_duration(s.cpu_blocked_ns)), s.gpu_ns ? esc(format_duration(*s.gpu_ns)) : "");
+    out += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td class='n'>{}</td><td class='n'>{}</td><td class='n'>{}"
+        "</td><td class='n'>{}</td>",
+        where, esc(s.main_class), format_count(s.calls), esc(format_bytes(s.bytes)),
+        esc(format_duration(s.cpu_blocked_ns)), s.gpu_ns ? esc(format_duration(*s.gpu_ns)) : "");
+    if (many) {
+      std::string pids;
+      for (size_t i = 0; i < s.pids.size() && i < 8; ++i) pids += (i ? ", " : "") + std::to_string(s.pids[i]);
+      if (s.pids.size() > 8) pids += fmt::format(", … ({} in all)", s.pids.size());
+      out += "<td>" + esc(pids) + "</td>";
+    }
+    out += "</tr>\n";
   }
   out += "</table>\n";
-  if (r.callsites.size() > 20)
-    out += fmt::format("<p class='sub'>{} more call sites in <code>cuxfer report --csv</code>.</p>\n",
-                       r.callsites.size() - 20);
+  if (r.locations.size() > 20)
+    out += fmt::format(
+        "<p class='sub'>{} more call sites; every process's in <code>cuxfer report --csv</code>.</p>\n",
+        r.locations.size() - 20);
 }
 
 // Per rank and the spread; only for a job of two ranks or more.

@@ -1,5 +1,6 @@
 #include "analyzer/render/json_renderer.h"
 
+#include <algorithm>
 #include <set>
 
 namespace cuxfer::render {
@@ -242,13 +243,43 @@ json report_to_json(const analyses::Report& r, const JsonOptions& options) {
                           {"gpu_ns", d.gpu_ns ? json(*d.gpu_ns) : json(nullptr)}});
   j["devices"] = std::move(per_device);
 
-  // With --top, the first N call sites plus any a finding refers to.
+  // With --top, the first N locations plus any holding a site a finding
+  // refers to, and every site of those.
   std::set<uint32_t> referenced;
   for (const auto& f : r.findings) referenced.insert(f.callsites.begin(), f.callsites.end());
+  std::set<uint32_t> shown_sites;
+  json locations = json::array();
+  for (size_t i = 0; i < r.locations.size(); ++i) {
+    const auto& l = r.locations[i];
+    const bool wanted = !options.top_sites || i < *options.top_sites ||
+                        std::any_of(l.callsites.begin(), l.callsites.end(),
+                                    [&](uint32_t id) { return referenced.count(id) > 0; });
+    if (!wanted) continue;
+    shown_sites.insert(l.callsites.begin(), l.callsites.end());
+    locations.push_back({
+        {"id", l.id},
+        {"key", l.key},
+        {"callsites", l.callsites},
+        {"pids", l.pids},
+        {"function", l.frame.function},
+        {"file", l.frame.file},
+        {"line", l.frame.line},
+        {"module", l.frame.module},
+        {"location", l.frame.display()},
+        {"calls", l.calls},
+        {"bytes", l.bytes},
+        {"cpu_blocked_ns", l.cpu_blocked_ns},
+        {"max_cpu_blocked_ns", l.max_cpu_ns},
+        {"gpu_ns", opt(l.gpu_ns)},
+        {"failed_calls", l.failed_calls},
+        {"class", l.main_class},
+        {"stacks_differ", l.stacks_differ},
+    });
+  }
   json sites = json::array();
   for (size_t i = 0; i < r.callsites.size(); ++i) {
     const auto& s = r.callsites[i];
-    if (options.top_sites && i >= *options.top_sites && !referenced.count(s.id)) continue;
+    if (!shown_sites.count(s.id)) continue;
     json stack = json::array();
     for (const auto& f : s.stack) stack.push_back(frame_json(f));
     sites.push_back({
@@ -272,22 +303,30 @@ json report_to_json(const analyses::Report& r, const JsonOptions& options) {
     });
   }
   j["callsites"] = std::move(sites);
+  j["locations"] = std::move(locations);
   j["calls_without_callsite"] = r.calls_without_site;
 
   json findings = json::array();
   for (const auto& f : r.findings) {
-    json per_site = json::array();
-    for (const auto& s : f.sites)
-      per_site.push_back({
-          {"callsite", s.callsite == 0 ? json(nullptr) : json(s.callsite)},
-          {"calls", s.calls},
-          {"bytes", s.bytes},
-          {"time_ns", s.time_ns},
-          {"max_ns", s.max_ns},
-          {"estimated_recoverable_ns", opt(s.estimated_recoverable_ns)},
-          {"achieved_gbps", opt(s.achieved_gbps)},
-          {"calls_per_second", opt(s.calls_per_second)},
-      });
+    auto site_rows = [&](const std::vector<analyses::FindingSite>& v, const char* id_name, bool processes) {
+      json rows = json::array();
+      for (const auto& s : v) {
+        json row = {
+            {id_name, s.callsite == 0 ? json(nullptr) : json(s.callsite)},
+            {"calls", s.calls},
+            {"bytes", s.bytes},
+            {"time_ns", s.time_ns},
+            {"max_ns", s.max_ns},
+            {"estimated_recoverable_ns", opt(s.estimated_recoverable_ns)},
+            {"achieved_gbps", opt(s.achieved_gbps)},
+            {"calls_per_second", opt(s.calls_per_second)},
+        };
+        if (processes) row["processes"] = s.processes;
+        rows.push_back(std::move(row));
+      }
+      return rows;
+    };
+    json per_site = site_rows(f.sites, "callsite", false);
     findings.push_back({
         {"kind", analyses::finding_kind_name(f.kind)},
         {"title", f.title},
@@ -299,6 +338,7 @@ json report_to_json(const analyses::Report& r, const JsonOptions& options) {
         {"estimated_recoverable_ns", opt(f.estimated_recoverable_ns)},
         {"callsites", f.callsites},
         {"sites", std::move(per_site)},
+        {"locations", site_rows(f.locations, "location", true)},
         {"achieved_gbps", opt(f.achieved_gbps)},
         {"reference_gbps", opt(f.reference_gbps)},
         {"reference_source", f.reference_source},

@@ -83,6 +83,8 @@ void wrapped(std::string& out, const std::string& text, size_t width, const std:
 
 std::string site_label(const Report& r, uint32_t id) {
   if (id == 0) return "(no call site captured)";
+  for (const auto& s : r.locations)
+    if (s.id == id) return fmt::format("#{} {}", id, s.frame.short_display());
   for (const auto& s : r.callsites)
     if (s.id == id) return fmt::format("#{} {}", id, s.frame.short_display());
   return fmt::format("#{}", id);
@@ -361,10 +363,12 @@ void apis(std::string& out, const Report& r, size_t width) {
   t.render(out, width);
 }
 
+// One row per location: the sites of several processes at one line are
+// summed, named by the largest one's id and pid ("12034 +7": seven more).
 void callsites(std::string& out, const Report& r, size_t width, size_t top) {
-  if (r.callsites.empty()) return;
-  out += fmt::format("\nTop call sites by CPU-blocked time ({} of {})\n", std::min(top, r.callsites.size()),
-                     r.callsites.size());
+  if (r.locations.empty()) return;
+  out += fmt::format("\nTop call sites by CPU-blocked time ({} of {})\n", std::min(top, r.locations.size()),
+                     r.locations.size());
   const bool many = r.processes.size() > 1;
   const bool gpu = r.timing == "gpu";
   std::vector<std::string> headers = {"call site", "class", "calls", "bytes", "CPU-blocked"};
@@ -372,26 +376,38 @@ void callsites(std::string& out, const Report& r, size_t width, size_t top) {
   if (gpu) headers.push_back("GPU time"), optional.push_back(true);
   if (many) headers.push_back("pid"), optional.push_back(true);
   Table t(headers, optional);
-  for (size_t i = 0; i < r.callsites.size() && i < top; ++i) {
-    const auto& s = r.callsites[i];
+  bool merged = false;
+  for (size_t i = 0; i < r.locations.size() && i < top; ++i) {
+    const auto& s = r.locations[i];
     std::vector<std::string> row = {fmt::format("#{} {}", s.id, s.frame.short_display()), s.main_class,
                                     format_count(s.calls), format_bytes(s.bytes),
                                     format_duration(s.cpu_blocked_ns)};
     if (gpu) row.push_back(s.gpu_ns ? format_duration(*s.gpu_ns) : "n/a");
-    if (many) row.push_back(std::to_string(s.pid));
+    if (many)
+      row.push_back(s.pids.size() > 1 ? fmt::format("{} +{}", s.pid, s.pids.size() - 1)
+                                      : std::to_string(s.pid));
+    merged |= s.callsites.size() > 1;
     t.add(std::move(row));
   }
   t.render(out, width);
+  if (merged)
+    wrapped(out,
+            "A row sums one line of code over the processes that ran it (\"+N\": N more); each process's own "
+            "sites are in --json (callsites, locations) and --csv.",
+            width, "  ", "  ");
 }
 
 // Innermost first, as captured: Python frames where their interpreter loop
-// ran, native frames around them.
+// ran, native frames around them. A location's stack is its largest site's.
 void callsite_stacks(std::string& out, const Report& r, size_t top) {
-  if (r.callsites.empty()) return;
+  if (r.locations.empty()) return;
   out += "\nCall stacks of those sites (innermost first; \"*\" marks the frame that names the site)\n";
-  for (size_t i = 0; i < r.callsites.size() && i < top; ++i) {
-    const auto& s = r.callsites[i];
+  for (size_t i = 0; i < r.locations.size() && i < top; ++i) {
+    const auto& s = r.locations[i];
     out += fmt::format("  #{} {}\n", s.id, s.frame.short_display());
+    if (s.stacks_differ)
+      out += fmt::format("      (pid {}'s; the other processes' stacks to this line differ: see --json)\n",
+                         s.pid);
     if (s.stack.empty()) out += "      (no stack captured)\n";
     for (const auto& f : s.stack) {
       const bool chosen = f.address == s.frame.address && f.python == s.frame.python;
@@ -438,9 +454,9 @@ void findings(std::string& out, const Report& r, size_t width) {
                           format_duration(*f.estimated_recoverable_ns), f.reference_source),
               width, "     ", "       ");
     size_t shown = 0;
-    for (const auto& s : f.sites) {
+    for (const auto& s : f.locations) {
       if (shown++ == 5) {
-        out += fmt::format("     … and {} more call sites\n", f.sites.size() - 5);
+        out += fmt::format("     … and {} more call sites\n", f.locations.size() - 5);
         break;
       }
       std::string line = fmt::format("{} {}{}, {}, {}", format_count(s.calls), unit, s.calls == 1 ? "" : "s",
@@ -449,7 +465,10 @@ void findings(std::string& out, const Report& r, size_t width) {
       if (s.calls_per_second)
         line += fmt::format(", {} calls/s", format_count(static_cast<uint64_t>(*s.calls_per_second)));
       if (s.achieved_gbps) line += fmt::format(", {} GB/s", format_gbps(s.achieved_gbps));
-      out += fit(fmt::format("     at {}: {}", site_label(r, s.callsite), line), width) + "\n";
+      const std::string where = s.processes > 1
+                                    ? fmt::format("{} ({} processes)", site_label(r, s.callsite), s.processes)
+                                    : site_label(r, s.callsite);
+      out += fit(fmt::format("     at {}: {}", where, line), width) + "\n";
     }
     wrapped(out, f.advice, width, "     fix: ", "          ");
   }

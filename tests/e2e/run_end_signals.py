@@ -74,6 +74,11 @@ def signal_notes(rep: dict, name: str) -> list[str]:
     return [n for p in rep.get("processes", []) for n in p.get("notes", []) if f"was ended by {name}" in n]
 
 
+def site_line(tag: str) -> int:
+    """The line of the app marked '# site: TAG'."""
+    return next(i for i, l in enumerate(APP.read_text().splitlines(), 1) if l.rstrip().endswith(f"# site: {tag}"))
+
+
 def pool(a, work: Path, method: str) -> None:
     out = work / f"pool_{method}"
     print("+ " + " ".join(record_cmd(a, out, "pool", method, *map(str, (WORKERS, TASKS, COPIES)))), flush=True)
@@ -84,6 +89,13 @@ def pool(a, work: Path, method: str) -> None:
     rep = report(a, out)
     check(copies(rep) == TASKS * COPIES, f"pool ({method}): all {TASKS * COPIES} copies recorded, got {copies(rep)}")
     check(not partial(rep), f"pool ({method}): every trace complete, these are not: {partial(rep)}")
+    # The workers copied at one line of the script: one location, every worker's site summed.
+    workers = sorted({s["pid"] for s in rep.get("callsites", [])})
+    locs = rep.get("locations", [])
+    check(len(locs) == 1 and locs[0]["location"].endswith(f"{APP.name}:{site_line('copy')} in copies")
+          and locs[0]["calls"] == TASKS * COPIES and sorted(locs[0]["pids"]) == workers,
+          f"pool ({method}): one location for the {len(workers)} workers' copies at the 'site: copy' line, "
+          f"got {[(x['location'], x['calls'], x['pids']) for x in locs]}")
     # A worker ends through _exit when it takes the pool's "no more work"
     # before the pool's exit terminates it, else by SIGTERM: which is a race.
     print(f"pool ({method}): of the {len(rep.get('processes', []))} workers that copied, "

@@ -9,7 +9,8 @@ APP is pageable_loop (N round trips of S bytes); each rank gets its own N and
 S, so the ranks differ exactly (expectations.py gives each one's traffic).
 Checks: each trace is named cuxfer-<app>-rank<R>-<host>-<pid>.trace and
 carries its rank note; the report's per-rank copies, bytes and classes
-(JSON), the spread (most bytes, most pageable, slowest, max/median) in JSON,
+(JSON), each line's four sites (one per rank) summed into one location (JSON)
+and one row of the text's call sites, the spread (most bytes, most pageable, slowest, max/median) in JSON,
 text, CSV and HTML; a rank variable that is no number gives an unranked trace
 and one line; a second run's rank in the directory, or another launch id, is
 refused with one line naming both traces and exit 2. Exit 0 pass, 1 fail.
@@ -157,7 +158,32 @@ def main() -> int:
         if per_rank != f["calls"]:
             fails.append(f"finding {f['kind']}: {f['calls']} copies, the ranks' shares add up to {per_rank}")
 
+    # The ranks run one binary: each line's sites (one per rank) are one location, summed.
+    sites = {s["id"]: s for s in j["callsites"]}
+    locations = j.get("locations", [])
+    per_rank = sum(1 for s in j["callsites"] if s["pid"] == pid_of.get(0))
+    if not locations or len(locations) != per_rank or len(sites) != per_rank * len(RANKS):
+        fails.append(f"{len(locations)} locations of {len(sites)} sites, want {per_rank} (rank 0's sites) of "
+                     f"{per_rank * len(RANKS)}")
+    for loc in locations:
+        members = [sites.get(i) for i in loc["callsites"]]
+        if None in members or sorted(loc["pids"]) != sorted(pid_of.values()) or \
+                sorted(m["pid"] for m in members) != sorted(loc["pids"]) or \
+                {m["location"] for m in members} != {loc["location"]} or \
+                loc["calls"] != sum(m["calls"] for m in members) or \
+                loc["bytes"] != sum(m["bytes"] for m in members) or \
+                loc["cpu_blocked_ns"] != sum(m["cpu_blocked_ns"] for m in members) or loc["id"] != loc["callsites"][0]:
+            fails.append(f"location {loc['location']}: {loc}, its sites {members}")
+    if sum(loc["calls"] for loc in locations) != j["totals"]["calls"] - j["calls_without_callsite"]:
+        fails.append(f"locations' calls {sum(loc['calls'] for loc in locations)}, want every copy with a site")
+
     text = report(a.cuxfer, "-o", "-", str(job))
+    top = text.stdout[text.stdout.find("Top call sites"):text.stdout.find("Findings")]
+    rows = [l for l in top.splitlines() if re.search(r"\s\d+ \+3$", l)]
+    if len(rows) != len(locations) or f"Top call sites by CPU-blocked time ({len(locations)} of {len(locations)})" \
+            not in top:
+        fails.append(f"text call sites: want {len(locations)} rows of 4 ranks each (\"PID +3\"):\n{top}")
+    print(top)
     for line in ("Ranks (4)", f"most bytes: rank 3 (5.00 MiB, {imb:.2f}x the median)",
                  f"most through pageable memory: rank 3 (5.00 MiB, {imb:.2f}x the median)",
                  f"slowest (most CPU-blocked time in copies): rank {slowest} ",

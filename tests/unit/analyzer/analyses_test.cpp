@@ -503,6 +503,86 @@ TEST(CombineEstimates, EachCallSiteCountsOnce) {
   EXPECT_FALSE(analyses::combine_estimates({}));
 }
 
+// Ranks and a Pool's workers run the same code: their sites at one line are
+// one location (the module loaded elsewhere in each: matched by offset),
+// summed and named by its largest site; another line stays its own; the
+// findings' sites are summed the same way.
+TEST_F(Analyses, SitesOfSeveralProcessesAtOneLineAreOneLocation) {
+  SyntheticTrace a(100), b(200);
+  a.modules.push_back({0x400000, 0x400000, 0x500000, "/opt/app/train", ""});
+  b.modules.push_back({0x7000000, 0x7000000, 0x7100000, "/opt/app/train", ""});
+  const uint32_t sa = a.site(0x401000), sb = b.site(0x7001000), other = b.site(0x7002000);
+  for (int i = 0; i < 3; ++i) a.copy(Direction::HtoD, MemKind::Pageable, MiB, 100'000, true, sa);
+  for (int i = 0; i < 2; ++i) b.copy(Direction::HtoD, MemKind::Pageable, MiB, 120'000, true, sb);
+  b.copy(Direction::DtoH, MemKind::Pinned, 4 * MiB, 1'000, false, sb);
+  b.copy(Direction::HtoD, MemKind::Pinned, 10, 50'000, false, other);
+  const analyses::Report r = analyses::analyze(load({a, b}));
+
+  ASSERT_EQ(r.callsites.size(), 3u);
+  ASSERT_EQ(r.locations.size(), 2u);
+  const analyses::LocationTotals& train = r.locations[0];
+  EXPECT_EQ(train.key, "train+0x1000");
+  ASSERT_EQ(train.callsites.size(), 2u);
+  EXPECT_EQ(train.pids, (std::vector<uint32_t>{100, 200}));  // most CPU-blocked first: a's 300 us
+  EXPECT_EQ(train.id, train.callsites[0]);
+  EXPECT_EQ(train.pid, 100u);
+  EXPECT_EQ(train.calls, 6u);
+  EXPECT_EQ(train.bytes, 9 * MiB);
+  EXPECT_EQ(train.cpu_blocked_ns, 3 * 100'000u + 2 * 120'000u + 1'000u);
+  EXPECT_EQ(train.max_cpu_ns, 120'000u);
+  EXPECT_EQ(train.main_class, "H2D pageable +1");  // 5 MiB of H2D pageable over both, 4 MiB D2H pinned in b
+  EXPECT_FALSE(train.stacks_differ);
+  EXPECT_EQ(r.locations[1].callsites.size(), 1u);
+  EXPECT_EQ(r.locations[1].pids, (std::vector<uint32_t>{200}));
+  EXPECT_EQ(r.locations[1].calls, 1u);
+
+  const analyses::Finding* f = find_finding(r, "async_pageable");
+  ASSERT_TRUE(f);
+  ASSERT_EQ(f->sites.size(), 2u);
+  ASSERT_EQ(f->locations.size(), 1u);
+  EXPECT_EQ(f->locations[0].callsite, train.id);
+  EXPECT_EQ(f->locations[0].processes, 2u);
+  EXPECT_EQ(f->locations[0].calls, 5u);
+  EXPECT_EQ(f->locations[0].bytes, 5 * MiB);
+  EXPECT_EQ(f->locations[0].time_ns, f->sites[0].time_ns + f->sites[1].time_ns);
+  EXPECT_EQ(*f->locations[0].estimated_recoverable_ns,
+            *f->sites[0].estimated_recoverable_ns + *f->sites[1].estimated_recoverable_ns);
+}
+
+// A finding's site outside every location (an allocation site, copies with
+// no site) stays as it is; the achieved rate is the sums'; calls a second is
+// the busiest process's.
+TEST(FindingLocations, SumsByLocationAndKeepsTheRest) {
+  analyses::LocationTotals l;
+  l.id = 7;
+  l.callsites = {7, 3};
+  analyses::Finding f;
+  auto site = [](uint32_t id, uint64_t bytes, uint64_t ns, double per_second) {
+    analyses::FindingSite s;
+    s.callsite = id;
+    s.calls = 1;
+    s.bytes = bytes;
+    s.time_ns = ns;
+    s.max_ns = ns;
+    s.achieved_gbps = static_cast<double>(bytes) / ns;
+    s.calls_per_second = per_second;
+    return s;
+  };
+  f.sites = {site(3, 1000, 100, 50), site(9, 10, 1000, 1), site(7, 3000, 400, 20), site(0, 5, 5, 5)};
+  const auto g = analyses::finding_locations(f, {l});
+  ASSERT_EQ(g.size(), 3u);
+  EXPECT_EQ(g[0].callsite, 9u);  // largest time first
+  EXPECT_EQ(g[0].processes, 1u);
+  EXPECT_EQ(g[1].callsite, 7u);
+  EXPECT_EQ(g[1].processes, 2u);
+  EXPECT_EQ(g[1].bytes, 4000u);
+  EXPECT_EQ(g[1].time_ns, 500u);
+  EXPECT_EQ(g[1].max_ns, 400u);
+  EXPECT_DOUBLE_EQ(*g[1].achieved_gbps, 8.0);
+  EXPECT_DOUBLE_EQ(*g[1].calls_per_second, 50.0);
+  EXPECT_EQ(g[2].callsite, 0u);
+}
+
 // The command the user ran heads the report, not a multiprocessing helper
 // that happened to record first: on 3.14 a Pool's workers are the
 // forkserver's children (not in the job) and share its argv.

@@ -1,5 +1,6 @@
 // The renderers: the JSON schema other tools read, and the text report's
 // banners, labels and width.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "analyzer/render/json_renderer.h"
@@ -114,6 +115,43 @@ TEST_F(Render, JsonTopKeepsSitesThatFindingsNeed) {
   analyses::Report r = analyses::analyze(load(busy_trace()));
   json j = json::parse(render::render_json(r, {size_t{0}}));
   EXPECT_EQ(j["callsites"].size(), 2u);  // both are named by findings
+}
+
+// Four ranks copying at one line: the text has one row naming the largest
+// rank's site and pid "+3", and says so; JSON lists the location with its
+// four sites, and --top 1 keeps every site of it.
+TEST_F(Render, OneLineOfSeveralProcessesIsOneRow) {
+  std::vector<SyntheticTrace> ranks;
+  for (uint32_t pid : {101, 102, 103, 104}) {
+    SyntheticTrace& t = ranks.emplace_back(pid);
+    t.modules.push_back({0x400000 + pid * 0x1000000, 0x400000 + pid * 0x1000000, 0x500000 + pid * 0x1000000,
+                         "/opt/app/train", ""});
+    const uint32_t s = t.site(0x401000 + pid * 0x1000000);
+    for (uint32_t i = 0; i < pid - 100; ++i)
+      t.copy(Direction::HtoD, MemKind::Pageable, MiB, 10'000, false, s);
+    t.copy(Direction::DtoH, MemKind::Pinned, 8, 1'000, false, t.site(0x402000 + pid * 0x1000000));
+  }
+  const analyses::Report r = analyses::analyze(load(ranks));
+  ASSERT_EQ(r.locations.size(), 2u);
+  const std::string text = render::render_text(r, {120, 10});
+  EXPECT_NE(text.find("Top call sites by CPU-blocked time (2 of 2)"), std::string::npos) << text;
+  EXPECT_NE(text.find(fmt::format("#{} train+0x1000", r.locations[0].id)), std::string::npos) << text;
+  EXPECT_NE(text.find("104 +3\n"), std::string::npos) << text;  // rank 104 copied most
+  EXPECT_NE(text.find("A row sums one line of code over the processes that ran it"), std::string::npos)
+      << text;
+
+  const json j = json::parse(render::render_json(r, {size_t{1}}));
+  ASSERT_EQ(j["locations"].size(), 1u);
+  const json& l = j["locations"][0];
+  for (const char* k :
+       {"id", "key", "callsites", "pids", "function", "file", "line", "module", "location", "calls", "bytes",
+        "cpu_blocked_ns", "max_cpu_blocked_ns", "gpu_ns", "failed_calls", "class", "stacks_differ"})
+    EXPECT_TRUE(l.contains(k)) << k;
+  EXPECT_EQ(l["calls"], 1 + 2 + 3 + 4);
+  EXPECT_EQ(l["pids"], json({104, 103, 102, 101}));
+  EXPECT_EQ(j["callsites"].size(), 4u);  // every process's site of the location shown
+  for (const auto& s : j["callsites"])
+    EXPECT_NE(std::find(l["callsites"].begin(), l["callsites"].end(), s["id"]), l["callsites"].end());
 }
 
 TEST_F(Render, TextSaysSimulatedCpuTimingAndPartial) {
