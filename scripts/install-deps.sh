@@ -32,7 +32,11 @@ REQUIRED=(cmake ninja-build g++ pkg-config libspdlog-dev libfmt-dev libzstd-dev 
 # from libclang-rt-14-dev on Debian 12 (dpkg -S), libclang-rt-18-dev on Ubuntu 24.04.
 # libxml2-utils: xmllint validates check's JUnit XML against tests/e2e/junit.xsd
 # (e2e.check.*: that part said skipped without it).
-OPTIONAL=(libdw-dev libelf-dev libunwind8 chromium libjemalloc2 libtcmalloc-minimal4 libxml2-utils)
+# python3-dev: CPython's headers and libraries, to build testapps/python_embed
+# (a program that embeds Python: e2e.python_embed.*) and to check the frame
+# layouts against the headers (python.layouts_match_headers); both skip, saying
+# so, without it.
+OPTIONAL=(libdw-dev libelf-dev libunwind8 chromium libjemalloc2 libtcmalloc-minimal4 libxml2-utils python3-dev)
 
 log() { echo "install-deps: $*"; }
 

@@ -1,9 +1,12 @@
 // dlclose: passed through, then the fast unwinder's rules are retired if an
 // object was unmapped, since another one may be loaded at its addresses
-// (unwind/fast_unwind.h). The shim's own dlclose calls come here too.
+// (unwind/fast_unwind.h); before it, an interpreter the Python stacks wait
+// for is forgotten, since it may be what goes (python/python_stack.h). The
+// shim's own dlclose calls come here too.
 #include <dlfcn.h>
 
 #include "core/export.h"
+#include "python/python_stack.h"
 #include "symbols/symbol_table.h"
 #include "unwind/fast_unwind.h"
 
@@ -11,6 +14,7 @@ extern "C" CUXFER_EXPORT int dlclose(void* handle) {
   using Fn = int (*)(void*);
   static const Fn real = reinterpret_cast<Fn>(cuxfer::shim::real_dlsym(RTLD_NEXT, "dlclose"));
   if (!real) return -1;  // no libc dlclose to forward to: nothing was closed
+  cuxfer::shim::python::PythonStacks::instance().before_dlclose();
   const int r = real(handle);
   cuxfer::shim::unwind::after_dlclose();
   return r;

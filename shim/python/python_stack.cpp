@@ -2,6 +2,7 @@
 #include "core/export.h"
 
 #include <dlfcn.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/prefetch_trail.h"
+#include "python/program_symbols.h"
 #include "python/runtime_state.h"
 #include "symbols/elf_lookup.h"
 #include "symbols/symbol_table.h"
@@ -238,6 +240,35 @@ void PythonStacks::turn_off(const std::string& why) noexcept {
   notes_.push_back("no Python frames in call stacks: " + why);
 }
 
+ProgramPython PythonStacks::program_python() noexcept {
+  int expected = kProgramUnread;
+  if (program_state_.compare_exchange_strong(expected, kProgramReading, std::memory_order_acq_rel)) {
+    program_result_ = program_.read();
+    program_state_.store(kProgramRead, std::memory_order_release);
+    return program_result_;
+  }
+  // The writer thread is reading it (a file read it began as the recording
+  // started, long before a real program's first copy): wait for its answer,
+  // at most 2 s, after which this search goes on without it.
+  const uint64_t give_up = now_ns() + 2'000'000'000ull;
+  while (program_state_.load(std::memory_order_acquire) != kProgramRead) {
+    if (now_ns() > give_up) return ProgramPython::kNone;
+    sched_yield();
+  }
+  return program_result_;
+}
+
+void PythonStacks::read_program() noexcept {
+  if (config().python_stacks) program_python();
+}
+
+void PythonStacks::before_dlclose() noexcept {
+  // The library whose Py_IsInitialized capture() asks may be the one going:
+  // search again (a later copy finds what is left) instead of calling into it.
+  int expected = kAwaiting;
+  state_.compare_exchange_strong(expected, kUnresolved, std::memory_order_acq_rel);
+}
+
 void PythonStacks::note_subinterpreter() noexcept {
   // Only the main interpreter's threads are walked: what proved the layout
   // (the checked walks, the state read agreeing with the C API) was proved
@@ -263,12 +294,38 @@ CUXFER_HOT void PythonStacks::resolve(uint64_t now) noexcept {
 }
 
 void PythonStacks::resolve_interpreter() {
-  auto sym = [](const char* name) { return real_dlsym(RTLD_DEFAULT, name); };
+  auto exported = [](const char* name) { return real_dlsym(RTLD_DEFAULT, name); };
   Api a;
-  a.is_initialized = reinterpret_cast<int (*)()>(sym("Py_IsInitialized"));
+  a.is_initialized = reinterpret_cast<int (*)()>(exported("Py_IsInitialized"));
+  if (!a.is_initialized) {
+    // Not exported anywhere: perhaps linked into the program with its symbols
+    // hidden (program_symbols.h).
+    switch (program_python()) {
+      case ProgramPython::kNone:
+        break;
+      case ProgramPython::kSymbols:
+        from_program_ = true;
+        break;
+      case ProgramPython::kStripped:
+        return turn_off(
+            "the program embeds CPython (its .PyRuntime section) without exporting the interpreter's "
+            "symbols, and was stripped: no symbol table names them");
+      case ProgramPython::kDisagrees:
+        return turn_off(
+            "the program embeds CPython (its .PyRuntime section) without exporting the interpreter's "
+            "symbols, and its symbol table's _PyRuntime is not that section");
+    }
+  }
+  if (from_program_) a.is_initialized = reinterpret_cast<int (*)()>(program_.find("Py_IsInitialized"));
+  auto sym = [&](const char* name) { return from_program_ ? program_.find(name) : exported(name); };
   symbol_seen_ = a.is_initialized != nullptr;
-  if (!a.is_initialized || !a.is_initialized()) {  // no interpreter (yet): look again later
+  if (!a.is_initialized) {  // no interpreter (yet): look again later
     state_.store(kUnresolved, std::memory_order_release);
+    return;
+  }
+  if (!a.is_initialized()) {  // loaded, not started: capture() asks it on each copy from now on
+    awaited_.store(a.is_initialized, std::memory_order_relaxed);
+    state_.store(kAwaiting, std::memory_order_release);
     return;
   }
   uint32_t version = 0;
@@ -307,13 +364,15 @@ void PythonStacks::resolve_interpreter() {
   runtime_reads_.store(from_runtime ? kApiUntilChecked : kApiOnly, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(note_mutex_);
-    notes_.push_back("Python frames in call stacks: " + name + " (frame layout " + source + "), under at most " +
-                     std::to_string(std::min(config().python_native_depth, config().stack_depth)) +
-                     " native frames (CUXFER_PYTHON_NATIVE_DEPTH); thread state " +
-                     (from_runtime ? "read from _PyRuntime once a read agrees with the C API"
-                                   : layout_.rt_tss_key == kNoField && layout_.rt_main != kNoField
-                                         ? "through the C API (this version keeps it in a C thread-local)"
-                                         : "through the C API (no _PyRuntime layout for this version)"));
+    notes_.push_back(
+        "Python frames in call stacks: " + name + " (frame layout " + source +
+        (from_program_ ? "; its symbols from the program's symbol table, as the program exports none" : "") +
+        "), under at most " + std::to_string(std::min(config().python_native_depth, config().stack_depth)) +
+        " native frames (CUXFER_PYTHON_NATIVE_DEPTH); thread state " +
+        (from_runtime ? "read from _PyRuntime once a read agrees with the C API"
+         : layout_.rt_tss_key == kNoField && layout_.rt_main != kNoField
+             ? "through the C API (this version keeps it in a C thread-local)"
+             : "through the C API (no _PyRuntime layout for this version)"));
   }
   state_.store(kReady, std::memory_order_release);
 }
@@ -482,12 +541,28 @@ CUXFER_HOT uint32_t PythonStacks::capture(uint64_t* out, uint32_t max) noexcept 
     // counter (rdtsc, ~18 ns in the H200's VM, where the clock costs 30-40)
     // spaces the searches further.
     t_calls_to_gate = kGateCalls - 1;
-    if (state_.load(std::memory_order_acquire) != kUnresolved) return 0;
-    const uint64_t tsc = __rdtsc();
-    if (tsc < next_try_tsc_.load(std::memory_order_relaxed)) return 0;
-    next_try_tsc_.store(tsc + kRetryTicks, std::memory_order_relaxed);
-    resolve(now_ns());
-    if (state_.load(std::memory_order_acquire) != kReady) return 0;
+    int state = state_.load(std::memory_order_acquire);
+    if (state == kUnresolved) {
+      const uint64_t tsc = __rdtsc();
+      if (tsc < next_try_tsc_.load(std::memory_order_relaxed)) return 0;
+      next_try_tsc_.store(tsc + kRetryTicks, std::memory_order_relaxed);
+      resolve(now_ns());
+      state = state_.load(std::memory_order_acquire);
+    }
+    if (state == kAwaiting) {
+      // An interpreter is loaded and not yet started: a program that embeds
+      // Python and copies before it starts it. Py_IsInitialized() reads one
+      // flag; asked on every copy, the first copy its script makes already
+      // has its line (the gates above would miss a short script's copies).
+      t_calls_to_gate = 0;
+      int (*is_initialized)() = awaited_.load(std::memory_order_relaxed);
+      if (!is_initialized || !is_initialized()) return 0;
+      int expected = kAwaiting;
+      if (!state_.compare_exchange_strong(expected, kResolving, std::memory_order_acq_rel)) return 0;
+      resolve_interpreter();
+      state = state_.load(std::memory_order_acquire);
+    }
+    if (state != kReady) return 0;
     t_calls_to_gate = 0;
   }
   uint64_t tstate = 0, main = 0;

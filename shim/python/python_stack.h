@@ -4,7 +4,8 @@
 // compose with ours).
 //
 // The interpreter is found lazily (the shim loads before it starts), in a
-// shared libpython or in the executable: its version from Py_Version (or
+// shared libpython or in the executable (its symbols exported, or else named
+// by the program's symbol table: python/program_symbols.h): its version from Py_Version (or
 // Py_GetVersion before 3.11), its layout from python/layout.h. The thread's
 // state is what PyGILState_GetThisThreadState gives (a thread-local read, no
 // lock), read from _PyRuntime once that agreed with the call
@@ -30,6 +31,7 @@
 
 #include "core/publish_order.h"
 #include "python/layout.h"
+#include "python/program_symbols.h"
 #include "trace/records.h"
 
 namespace cuxfer::shim::python {
@@ -140,6 +142,15 @@ class PythonStacks {
   void collect_new(std::vector<trace::PyCode>& out) { codes_.collect_new(out); }
   bool take_note(std::string& note);
   void mark_all_unwritten() { codes_.mark_all_unwritten(); }  // fork child: a new trace
+  // Writer thread, as the recording starts: reads the program's own symbol
+  // table for an interpreter it hides (python/program_symbols.h), a file
+  // read kept off the app's threads; a search that comes first reads it
+  // itself, one that comes while it is read waits for it.
+  void read_program() noexcept;
+
+  // dlclose hook: before an object is unloaded, an interpreter still awaited
+  // is searched for again rather than called into.
+  void before_dlclose() noexcept;
 
   // Names a Python frame value captured by capture() (for policy entries):
   // its code object's file and qualified name, and the line it is at. The
@@ -166,7 +177,8 @@ class PythonStacks {
   PythonStacks() = default;
 
  private:
-  enum State : int { kUnresolved, kResolving, kReady, kOff };
+  // kAwaiting: an interpreter's Py_IsInitialized was found, and said no.
+  enum State : int { kUnresolved, kResolving, kAwaiting, kReady, kOff };
   struct Api {
     int (*is_initialized)() = nullptr;
     int (*is_finalizing)() = nullptr;
@@ -187,6 +199,7 @@ class PythonStacks {
   void check_runtime_read(uint64_t tstate, uint64_t main) noexcept;
   void resolve(uint64_t now) noexcept;
   void resolve_interpreter();
+  ProgramPython program_python() noexcept;
   void turn_off(const std::string& why) noexcept;
   // Says once that copies from a subinterpreter's threads carry no Python frames.
   void note_subinterpreter() noexcept;
@@ -203,7 +216,15 @@ class PythonStacks {
   // process without an interpreter comes to it on every copy.
   std::atomic<uint64_t> next_try_tsc_{0};
   // Read and written only by the thread that holds state_ at kResolving.
-  bool symbol_seen_ = false;       // Py_IsInitialized was found (not yet initialised)
+  bool symbol_seen_ = false;                 // Py_IsInitialized was found (not yet initialised)
+  bool from_program_ = false;                // the interpreter's symbols come from program_, not dlsym
+  std::atomic<int (*)()> awaited_{nullptr};  // its Py_IsInitialized, in kAwaiting
+  // The program's own symbols (program_symbols.h): read once, by whichever of
+  // read_program() (the writer thread) and a search gets there first.
+  enum ProgramState : int { kProgramUnread, kProgramReading, kProgramRead };
+  std::atomic<int> program_state_{kProgramUnread};
+  ProgramSymbols program_;
+  ProgramPython program_result_ = ProgramPython::kNone;  // set before program_state_ says kProgramRead
   uint64_t generation_at_search_ = 0;  // loader_generation() at the last search
   std::atomic<uint32_t> checked_walks_{0};
   Api api_;

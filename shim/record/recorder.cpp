@@ -406,6 +406,7 @@ constexpr uint64_t kGovernorMinWindowNs = 5'000'000;
 
 void Recorder::writer_loop() {
   InternalScope internal;  // CUPTI flushes from here must not be recorded
+  python::PythonStacks::instance().read_program();  // a file read, off the app's threads
   const uint64_t period_ns = uint64_t{config().flush_ms} * 1000000ull;
   // Rings are also looked at every tick: one that is a quarter full is
   // drained at once, so a thread issuing copies faster than a ring holds per
