@@ -118,6 +118,7 @@ Report analyze(const model::Job& job, const Thresholds& thresholds) {
   r.ranges = range_totals(job, r.findings, thresholds);
 
   r.notes = job.notes;
+  if (auto note = copies_without_python_note(job)) r.notes.push_back(std::move(*note));
   uint64_t sites_dropped = 0;
   for (const auto& p : r.processes) sites_dropped += p.callsites_dropped;
   if (r.calls_without_site > 0)

@@ -127,6 +127,10 @@ def main() -> int:
     check(sum(s["calls"] for s in native) == NATIVE and all(s["function"] == "main" for s in native),
           f"the copies before and after the interpreter: {NATIVE} at main(), no Python frame; got "
           f"{[(s['location'], s['calls']) for s in native]}")
+    without = [n for n in rep.get("notes", []) if "have no Python line" in n]
+    check(len(without) == 1 and without[0].startswith(f"{NATIVE} of the {total} copies Python programs made have "
+                                                      f"no Python line") and "on 1 thread)" in without[0],
+          f"the report says {NATIVE} copies (main's) have no Python line: {without}")
     named = [n for n in notes if n.startswith("Python frames in call stacks: CPython 3.")]
     check(len(named) == 1, f"one note naming the interpreter, got {notes}")
     from_symtab = any("its symbols from the program's symbol table" in n for n in named)

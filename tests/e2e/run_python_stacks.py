@@ -141,6 +141,9 @@ def check_subinterpreters(args, python: str, out: Path) -> None:
     notes = [n for p in rep.get("processes", []) for n in p.get("notes", [])]
     check(any("copies made on a subinterpreter's thread" in n for n in notes),
           f"subinterpreters: a note says their copies carry native frames only; notes: {notes}")
+    without = [n for n in rep.get("notes", []) if "have no Python line" in n]
+    check(len(without) == 1 and without[0].startswith("10 of the 16 copies Python programs made have no Python line"),
+          f"subinterpreters: the report counts their 10 copies among those with no Python line: {without}")
 
 
 def check_jit(args, python: str, out: Path) -> None:
@@ -236,6 +239,8 @@ def main() -> int:
           f"the note says how the thread state is read; notes: {notes}")
     check(not any("did not read as its layout says" in n for n in notes),
           f"no layout disagreed with this interpreter; notes: {notes}")
+    check(not any("have no Python line" in n for n in rep.get("notes", [])),
+          f"every copy of python_copies.py has its Python line: no note says otherwise; {rep.get('notes')}")
     sites = python_sites(rep)
     for s in sites.values():
         native = [f for f in s["stack"] if not f.get("python")]

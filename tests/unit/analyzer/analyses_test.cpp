@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tests/unit/analyzer/job_fixture.h"
+#include "trace/python_frame.h"
 
 namespace cuxfer {
 namespace {
@@ -547,6 +548,33 @@ TEST_F(Analyses, SitesOfSeveralProcessesAtOneLineAreOneLocation) {
   EXPECT_EQ(f->locations[0].time_ns, f->sites[0].time_ns + f->sites[1].time_ns);
   EXPECT_EQ(*f->locations[0].estimated_recoverable_ns,
             *f->sites[0].estimated_recoverable_ns + *f->sites[1].estimated_recoverable_ns);
+}
+
+// A Python program's copies from threads that run no Python (autograd's
+// engine, NCCL's): one note says how many, on how many threads, and why their
+// sites are native. A C++ program's copies are not counted, nor said.
+TEST_F(Analyses, CopiesWithoutPythonFramesInAPythonProgramAreNoted) {
+  SyntheticTrace py(300), cpp(301);
+  py.py_codes.push_back({1, 0x030b, 10, "/work/train.py", "step", ""});
+  const uint32_t script = py.site({0x401000, trace::encode_python_frame(1, 0, true)});
+  const uint32_t engine = py.site({0x402000});
+  for (int i = 0; i < 3; ++i) py.copy(Direction::HtoD, MemKind::Pageable, 100, 1'000, false, script);
+  for (uint32_t thread : {7, 7, 8})
+    py.copy(Direction::DtoH, MemKind::Pinned, 1000, 1'000, false, engine).thread_id = thread;
+  py.copy(Direction::DtoH, MemKind::Pinned, 1000, 1'000);  // no site: counted elsewhere
+  for (int i = 0; i < 4; ++i)
+    cpp.copy(Direction::HtoD, MemKind::Pinned, 10, 1'000, false, cpp.site(0x403000));
+  const analyses::Report r = analyses::analyze(load({py, cpp}));
+  std::vector<std::string> said;
+  for (const auto& n : r.notes)
+    if (n.find("have no Python line") != std::string::npos) said.push_back(n);
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_EQ(said[0].rfind(
+                "3 of the 6 copies Python programs made have no Python line (2.93 KiB, on 2 threads): ", 0),
+            0u)
+      << said[0];
+
+  EXPECT_FALSE(analyses::copies_without_python_note(load(cpp)));
 }
 
 // A finding's site outside every location (an allocation site, copies with

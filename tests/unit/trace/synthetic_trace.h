@@ -22,6 +22,7 @@ class SyntheticTrace {
   std::vector<std::string> apis;
   std::vector<trace::ModuleInfo> modules;
   std::vector<trace::CallSite> callsites;
+  std::vector<trace::PyCode> py_codes;  // code objects the sites' Python frames name
   std::vector<trace::Event> events;
   std::vector<trace::GpuRecord> gpu_records;
   std::vector<std::string> notes;
@@ -61,6 +62,16 @@ class SyntheticTrace {
     trace::CallSite cs;
     cs.id = static_cast<uint32_t>(callsites.size() + 1);
     cs.frames = {address};
+    callsites.push_back(cs);
+    return cs.id;
+  }
+
+  // A call site of these frames, innermost first (Python frames encoded as
+  // trace/python_frame.h says, their codes in py_codes).
+  uint32_t site(std::vector<uint64_t> frames) {
+    trace::CallSite cs;
+    cs.id = static_cast<uint32_t>(callsites.size() + 1);
+    cs.frames = std::move(frames);
     callsites.push_back(cs);
     return cs.id;
   }
@@ -130,6 +141,11 @@ class SyntheticTrace {
     buf.clear();
     trace::encode(callsites, buf);
     w->write_block(trace::BlockType::CallSites, buf);
+    if (!py_codes.empty()) {
+      buf.clear();
+      trace::encode(py_codes, buf);
+      w->write_block(trace::BlockType::PyCodes, buf);
+    }
     for (size_t i = 0; i < events.size(); i += events_per_block) {
       size_t n = std::min(events_per_block, events.size() - i);
       w->write_block(trace::BlockType::Events, events.data() + i, n * sizeof(trace::Event));
