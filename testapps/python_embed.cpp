@@ -1,11 +1,13 @@
 // python_embed SCRIPT [ARGS...]
 // A C++ program that embeds CPython and runs SCRIPT, the way a simulator or
 // an engine scripts itself: the script copies through the program's own API
-// (a built-in module, embedded_cuda), not through ctypes. Built three ways
+// (a built-in module, embedded_cuda), not through ctypes. Built four ways
 // (testapps/CMakeLists.txt): against a shared libpython (the interpreter's
 // symbols exported by it), against libpython3.X.a without --export-dynamic
-// (the symbols hidden, named only by the program's symbol table), and that
-// build stripped (named nowhere).
+// (the symbols hidden, named only by the program's symbol table), that
+// build stripped (named nowhere), and as a plugin that links the shared
+// libpython, which python_embed_host.cpp loads RTLD_LOCAL (the symbols
+// exported, but outside the global scope).
 //
 // Exact traffic:
 //   cudaMalloc                          1 call   64 KiB
@@ -76,7 +78,7 @@ PyObject* init_module() { return PyModule_Create(&kModule); }
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run_embedded(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: python_embed SCRIPT [ARGS...]\n");
     return 2;
@@ -117,3 +119,13 @@ int main(int argc, char** argv) {
   testapp::done("python_embed");
   return 0;
 }
+
+#ifdef PYTHON_EMBED_PLUGIN
+// libpython_embed_plugin.so: the same program as a plugin, which
+// python_embed_host.cpp loads with dlopen's default RTLD_LOCAL.
+extern "C" __attribute__((visibility("default"))) int python_embed_run(int argc, char** argv) {
+  return run_embedded(argc, argv);
+}
+#else
+int main(int argc, char** argv) { return run_embedded(argc, argv); }
+#endif

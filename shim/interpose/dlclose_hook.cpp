@@ -1,12 +1,16 @@
-// dlclose: passed through, then the fast unwinder's rules are retired if an
-// object was unmapped, since another one may be loaded at its addresses
-// (unwind/fast_unwind.h); before it, an interpreter the Python stacks wait
-// for is forgotten, since it may be what goes (python/python_stack.h). The
-// shim's own dlclose calls come here too.
+// dlclose: passed through. Before it, the modules loaded since the last
+// write cycle go to the trace (the copies of what goes stay symbolized), and
+// an interpreter the Python stacks wait for is forgotten, since it may be
+// what goes; after it, the fast unwinder's rules are retired if an object
+// was unmapped, since another one may be loaded at its addresses
+// (unwind/fast_unwind.h), and an interpreter being read whose library went
+// is no longer read (python/python_stack.h). The shim's own dlclose calls
+// come here too.
 #include <dlfcn.h>
 
 #include "core/export.h"
 #include "python/python_stack.h"
+#include "record/recorder.h"
 #include "symbols/symbol_table.h"
 #include "unwind/fast_unwind.h"
 
@@ -15,7 +19,10 @@ extern "C" CUXFER_EXPORT int dlclose(void* handle) {
   static const Fn real = reinterpret_cast<Fn>(cuxfer::shim::real_dlsym(RTLD_NEXT, "dlclose"));
   if (!real) return -1;  // no libc dlclose to forward to: nothing was closed
   cuxfer::shim::python::PythonStacks::instance().before_dlclose();
+  if (auto* recorder = cuxfer::shim::g_hot_line.recorder.load(std::memory_order_acquire))
+    recorder->before_dlclose();
   const int r = real(handle);
+  cuxfer::shim::python::PythonStacks::instance().after_dlclose();
   cuxfer::shim::unwind::after_dlclose();
   return r;
 }

@@ -240,6 +240,20 @@ void PythonStacks::turn_off(const std::string& why) noexcept {
   notes_.push_back("no Python frames in call stacks: " + why);
 }
 
+std::string PythonStacks::symbols_note() const {
+  switch (symbols_from_) {
+    case SymbolSource::kGlobalScope:
+      return {};
+    case SymbolSource::kLocalObject:
+      return std::string("; its symbols from ") +
+             (symbols_object_->l_name && *symbols_object_->l_name ? symbols_object_->l_name : "the program") +
+             ", loaded outside the global scope (dlopen's RTLD_LOCAL)";
+    case SymbolSource::kProgramTable:
+      return "; its symbols from the program's symbol table, as the program exports none";
+  }
+  return {};
+}
+
 ProgramPython PythonStacks::program_python() noexcept {
   int expected = kProgramUnread;
   if (program_state_.compare_exchange_strong(expected, kProgramReading, std::memory_order_acq_rel)) {
@@ -269,6 +283,15 @@ void PythonStacks::before_dlclose() noexcept {
   state_.compare_exchange_strong(expected, kUnresolved, std::memory_order_acq_rel);
 }
 
+void PythonStacks::after_dlclose() noexcept {
+  // An interpreter being read whose library is gone (finalized, then
+  // unloaded): nothing of it may be read again.
+  if (state_.load(std::memory_order_acquire) != kReady) return;
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(api_.is_initialized), &info) != 0) return;
+  turn_off("the interpreter's library was unloaded (dlclose)");
+}
+
 void PythonStacks::note_subinterpreter() noexcept {
   // Only the main interpreter's threads are walked: what proved the layout
   // (the checked walks, the state read agreeing with the C API) was proved
@@ -293,31 +316,52 @@ CUXFER_HOT void PythonStacks::resolve(uint64_t now) noexcept {
   resolve_interpreter();
 }
 
+void* PythonStacks::interpreter_symbol(const char* name) const noexcept {
+  switch (symbols_from_) {
+    case SymbolSource::kGlobalScope:
+      return real_dlsym(RTLD_DEFAULT, name);
+    case SymbolSource::kLocalObject:
+      return elf_lookup_in(symbols_object_, name);
+    case SymbolSource::kProgramTable:
+      return program_.find(name);
+  }
+  return nullptr;
+}
+
 void PythonStacks::resolve_interpreter() {
-  auto exported = [](const char* name) { return real_dlsym(RTLD_DEFAULT, name); };
   Api a;
-  a.is_initialized = reinterpret_cast<int (*)()>(exported("Py_IsInitialized"));
-  if (!a.is_initialized) {
-    // Not exported anywhere: perhaps linked into the program with its symbols
-    // hidden (program_symbols.h).
-    switch (program_python()) {
-      case ProgramPython::kNone:
-        break;
-      case ProgramPython::kSymbols:
-        from_program_ = true;
-        break;
-      case ProgramPython::kStripped:
-        return turn_off(
-            "the program embeds CPython (its .PyRuntime section) without exporting the interpreter's "
-            "symbols, and was stripped: no symbol table names them");
-      case ProgramPython::kDisagrees:
-        return turn_off(
-            "the program embeds CPython (its .PyRuntime section) without exporting the interpreter's "
-            "symbols, and its symbol table's _PyRuntime is not that section");
+  // An object found outside the global scope may since have been unloaded
+  // (before_dlclose() made this search run again): find it anew.
+  if (symbols_from_ == SymbolSource::kLocalObject) symbols_from_ = SymbolSource::kGlobalScope;
+  // Where the interpreter's symbols are: the global scope (a python
+  // executable, a program linked with libpython); else an object outside it
+  // (a plugin that links libpython, dlopen()ed RTLD_LOCAL, as dlopen does by
+  // default); else the program's own symbol table (program_symbols.h).
+  // Decided once an interpreter is found; until then, searched again.
+  if (symbols_from_ == SymbolSource::kGlobalScope && !real_dlsym(RTLD_DEFAULT, "Py_IsInitialized")) {
+    if (const link_map* m = elf_object_defining("Py_IsInitialized")) {
+      symbols_from_ = SymbolSource::kLocalObject;
+      symbols_object_ = m;
+    } else {
+      switch (program_python()) {
+        case ProgramPython::kNone:
+          break;
+        case ProgramPython::kSymbols:
+          symbols_from_ = SymbolSource::kProgramTable;
+          break;
+        case ProgramPython::kStripped:
+          return turn_off(
+              "the program embeds CPython (its .PyRuntime section) without exporting the interpreter's "
+              "symbols, and was stripped: no symbol table names them");
+        case ProgramPython::kDisagrees:
+          return turn_off(
+              "the program embeds CPython (its .PyRuntime section) without exporting the interpreter's "
+              "symbols, and its symbol table's _PyRuntime is not that section");
+      }
     }
   }
-  if (from_program_) a.is_initialized = reinterpret_cast<int (*)()>(program_.find("Py_IsInitialized"));
-  auto sym = [&](const char* name) { return from_program_ ? program_.find(name) : exported(name); };
+  auto sym = [this](const char* name) { return interpreter_symbol(name); };
+  a.is_initialized = reinterpret_cast<int (*)()>(sym("Py_IsInitialized"));
   symbol_seen_ = a.is_initialized != nullptr;
   if (!a.is_initialized) {  // no interpreter (yet): look again later
     state_.store(kUnresolved, std::memory_order_release);
@@ -364,15 +408,14 @@ void PythonStacks::resolve_interpreter() {
   runtime_reads_.store(from_runtime ? kApiUntilChecked : kApiOnly, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(note_mutex_);
-    notes_.push_back(
-        "Python frames in call stacks: " + name + " (frame layout " + source +
-        (from_program_ ? "; its symbols from the program's symbol table, as the program exports none" : "") +
-        "), under at most " + std::to_string(std::min(config().python_native_depth, config().stack_depth)) +
-        " native frames (CUXFER_PYTHON_NATIVE_DEPTH); thread state " +
-        (from_runtime ? "read from _PyRuntime once a read agrees with the C API"
-         : layout_.rt_tss_key == kNoField && layout_.rt_main != kNoField
-             ? "through the C API (this version keeps it in a C thread-local)"
-             : "through the C API (no _PyRuntime layout for this version)"));
+    notes_.push_back("Python frames in call stacks: " + name + " (frame layout " + source + symbols_note() +
+                     "), under at most " +
+                     std::to_string(std::min(config().python_native_depth, config().stack_depth)) +
+                     " native frames (CUXFER_PYTHON_NATIVE_DEPTH); thread state " +
+                     (from_runtime ? "read from _PyRuntime once a read agrees with the C API"
+                      : layout_.rt_tss_key == kNoField && layout_.rt_main != kNoField
+                          ? "through the C API (this version keeps it in a C thread-local)"
+                          : "through the C API (no _PyRuntime layout for this version)"));
   }
   state_.store(kReady, std::memory_order_release);
 }

@@ -22,6 +22,8 @@
 // once in the trace's notes.
 #pragma once
 
+#include <link.h>
+
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -151,6 +153,9 @@ class PythonStacks {
   // dlclose hook: before an object is unloaded, an interpreter still awaited
   // is searched for again rather than called into.
   void before_dlclose() noexcept;
+  // After it: an interpreter being read whose code is no longer mapped turns
+  // Python frames off, with a note.
+  void after_dlclose() noexcept;
 
   // Names a Python frame value captured by capture() (for policy entries):
   // its code object's file and qualified name, and the line it is at. The
@@ -200,6 +205,9 @@ class PythonStacks {
   void resolve(uint64_t now) noexcept;
   void resolve_interpreter();
   ProgramPython program_python() noexcept;
+  void* interpreter_symbol(const char* name) const noexcept;
+  std::string symbols_note()
+      const;  // for the "Python frames in call stacks" note: where the symbols came from
   void turn_off(const std::string& why) noexcept;
   // Says once that copies from a subinterpreter's threads carry no Python frames.
   void note_subinterpreter() noexcept;
@@ -217,7 +225,10 @@ class PythonStacks {
   std::atomic<uint64_t> next_try_tsc_{0};
   // Read and written only by the thread that holds state_ at kResolving.
   bool symbol_seen_ = false;                 // Py_IsInitialized was found (not yet initialised)
-  bool from_program_ = false;                // the interpreter's symbols come from program_, not dlsym
+  // Where resolve_interpreter() reads the interpreter's symbols from.
+  enum class SymbolSource : uint8_t { kGlobalScope, kLocalObject, kProgramTable };
+  SymbolSource symbols_from_ = SymbolSource::kGlobalScope;
+  const link_map* symbols_object_ = nullptr;  // kLocalObject: the object that defines them
   std::atomic<int (*)()> awaited_{nullptr};  // its Py_IsInitialized, in kAwaiting
   // The program's own symbols (program_symbols.h): read once, by whichever of
   // read_program() (the writer thread) and a search gets there first.

@@ -170,6 +170,17 @@ void Recorder::note(const std::string& msg, bool warning) {
   notes_.push_back(msg);
 }
 
+void Recorder::before_dlclose() {
+  if (!recording() || thread_state().internal) return;
+  std::lock_guard<std::mutex> lock(session_mutex_);
+  if (!writer_ || writer_->failed() || allocation::exhausted()) return;
+  const auto modules = modules_.poll();
+  if (modules.empty()) return;
+  std::string payload;
+  trace::encode(modules, payload);
+  writer_->write_block(trace::BlockType::Modules, payload);
+}
+
 void Recorder::cupti_handed_over(const std::string& reason) {
   const uint64_t t = now_ns();
   log::warn("the application's profiler took CUPTI over (" + reason +

@@ -157,6 +157,11 @@ class Recorder {
   // The app's profiler took CUPTI from the collector (hand_over() returned
   // true): the trace says when, and GPU records end there.
   void cupti_handed_over(const std::string& reason);
+  // dlclose hook, before an object is unloaded: the modules loaded since the
+  // last write cycle are written now, so that the copies of a plugin loaded
+  // and unloaded between two cycles are still symbolized. Not for the shim's
+  // own dlclose calls (internal: they may come under the session lock).
+  void before_dlclose();
 
   // The shim's memory ran out (core/allocation.h): recording stops, every
   // later call passes through, and the trace is finished at exit with what it

@@ -236,6 +236,26 @@ void* elf_lookup_after(const link_map* after, const char* name) {
   return a.found;
 }
 
+const link_map* elf_object_defining(const char* name) {
+  if (!name) return nullptr;
+  struct Search {
+    const char* name;
+    const link_map* found = nullptr;
+  } search{name};
+  dl_iterate_phdr(
+      [](dl_phdr_info*, size_t, void* data) -> int {
+        auto* s = static_cast<Search*>(data);
+        for (const link_map* m = _r_debug.r_map; m; m = m->l_next)
+          if (elf_lookup_in(m, s->name)) {
+            s->found = m;
+            break;
+          }
+        return 1;  // one callback: the walk runs under the list lock (see walk_after)
+      },
+      &search);
+  return search.found;
+}
+
 uint64_t loader_generation() {
   uint64_t g = 0;
   dl_iterate_phdr(

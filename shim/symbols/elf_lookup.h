@@ -25,6 +25,13 @@ void* elf_lookup_in(const link_map* m, const char* name);
 // loaded at startup), or null.
 void* elf_lookup_after(const link_map* after, const char* name);
 
+// The first object, in link_map order from the program, whose own dynamic
+// symbol table defines `name` (elf_lookup_in), or null. Unlike
+// dlsym(RTLD_DEFAULT), it finds objects outside the global scope: those
+// dlopen()ed RTLD_LOCAL (the default) and what they depend on, as a plugin
+// that links libpython. Under the loader's list lock.
+const link_map* elf_object_defining(const char* name);
+
 // The loader's count of objects loaded and unloaded so far (glibc's
 // dlpi_adds + dlpi_subs, read from dl_iterate_phdr's first callback); it
 // changes whenever an object is loaded or unloaded. 0 when the loader does

@@ -1,6 +1,7 @@
 #include "symbols/symbol_table.h"
 
 #include <dlfcn.h>
+#include <link.h>
 
 #include <algorithm>
 #include <array>
@@ -10,6 +11,7 @@
 
 #include "core/log.h"
 #include "symbols/cuda_headers.h"
+#include "symbols/elf_lookup.h"
 
 // Our hooks are the CUDA entry points themselves: the CUDA headers declare
 // each one, with its own type, under its exact name (the hook files define
@@ -144,6 +146,22 @@ void* exported_by_libcuda(HookId id) {
   return p;
 }
 
+namespace {
+
+// libcuxfer.so's own entry in the loader's list.
+const link_map* own_link_map() {
+  static const link_map* const self = [] {
+    Dl_info info;
+    link_map* m = nullptr;
+    return dladdr1(reinterpret_cast<void*>(&real_dlsym), &info, reinterpret_cast<void**>(&m), RTLD_DL_LINKMAP)
+               ? m
+               : nullptr;
+  }();
+  return self;
+}
+
+}  // namespace
+
 void* detail::resolve_real(HookId id) {
   const HookEntry& e = hook_entry(id);
   void* p = nullptr;
@@ -151,6 +169,11 @@ void* detail::resolve_real(HookId id) {
     p = exported_by_libcuda(id);
   } else {
     p = real_dlsym(RTLD_NEXT, e.name);
+    // Not in the global scope: a libcudart.so that a plugin dlopen()ed with
+    // the default RTLD_LOCAL depends on (or a Python extension module's,
+    // which Python loads so). The plugin's calls bind to our export all the
+    // same; the real one is found by walking every object after ours.
+    if (!p || is_own_hook(p)) p = elf_lookup_after(own_link_map(), e.name);
   }
   if (p && !is_own_hook(p)) {
     remember_real(id, p);

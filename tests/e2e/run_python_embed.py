@@ -6,12 +6,18 @@ through the program's own module (the GIL released), and it copies once more
 after the interpreter finalized.
 
   run_python_embed.py --cuxfer B/bin/cuxfer --shim B/lib/libcuxfer.so --readelf READELF
-      --workdir DIR --mode shared|hidden|stripped -- B/testapps/sim/python_embed-MODE
+      --workdir DIR --mode shared|hidden|stripped|plugin -- APP
+
+  APP: B/testapps/sim/python_embed-MODE, or for plugin
+  B/testapps/sim/plugin_host libpython_embed_plugin.so python_embed_run
 
   shared    linked against libpython3.X.so (the interpreter's symbols exported by it)
   hidden    libpython3.X.a linked in, no --export-dynamic: dlsym sees none of the
             interpreter's symbols; the program's .symtab names them
   stripped  the hidden program stripped: nothing names them
+  plugin    plugin_host dlopen()s python_embed as a plugin (linking libpython3.X.so) with the
+            default RTLD_LOCAL: the plugin, its libcudart and libpython outside the global scope;
+            then dlclose()s it, libpython with it
 
 Checks: the program ran as without cuxfer (its own data checks, exit 0); every
 copy recorded; shared and hidden: each script copy at its script line and
@@ -19,7 +25,9 @@ function with its exact count (the "# site:" markers: the first copy after the
 interpreter started has its line), the copies before and after the
 interpreter at main() with no Python frame, and the note naming the
 interpreter (hidden: that its symbols came from the program's symbol table);
-stripped: no Python frame anywhere and one note saying why. The premise of
+stripped: no Python frame anywhere and one note saying why; plugin: the
+copies reach the real CUDA runtime outside the global scope, the note names
+the libpython it read, and a second says its library was unloaded. The premise of
 each mode is checked on the file itself (readelf), so that a build that
 exported the symbols after all fails here instead of passing untested.
 Exit 0 pass, 1 fail, 77 skip (CMake found no CPython to embed: it says so).
@@ -60,17 +68,25 @@ def readelf(tool: str, *args: str) -> str:
     return subprocess.run([tool, "-W", *args], capture_output=True, text=True, check=True).stdout
 
 
-def check_premise(tool: str, app: str, mode: str) -> None:
-    exported = re.search(r"\sPy_IsInitialized(@\S+)?$", readelf(tool, "--dyn-syms", app), re.M)
-    sections = readelf(tool, "-S", app)
+def check_premise(tool: str, app: list[str], mode: str) -> None:
+    if mode == "plugin":
+        host, plugin = app[0], os.path.join(os.path.dirname(app[0]), app[1])
+        needed = readelf(tool, "-d", host)
+        check("libpython" not in needed and "libcudart" not in needed,
+              f"{host}: the host links libpython or libcudart itself")
+        check("libpython" in readelf(tool, "-d", plugin), f"{plugin}: does not link a shared libpython")
+        return
+    exe = app[0]
     if mode == "shared":
-        needed = readelf(tool, "-d", app)
-        check("libpython" in needed, f"{app}: does not link a shared libpython:\n{needed}")
-    else:
-        check(not exported, f"{app}: exports Py_IsInitialized, so the hidden case is not tested")
-        check(".PyRuntime" in sections, f"{app}: no .PyRuntime section (CPython before 3.11?)")
-        has_symtab = " .symtab " in sections
-        check(has_symtab == (mode == "hidden"), f"{app}: .symtab {'missing' if mode == 'hidden' else 'present'}")
+        needed = readelf(tool, "-d", exe)
+        check("libpython" in needed, f"{exe}: does not link a shared libpython:\n{needed}")
+        return
+    exported = re.search(r"\sPy_IsInitialized(@\S+)?$", readelf(tool, "--dyn-syms", exe), re.M)
+    sections = readelf(tool, "-S", exe)
+    check(not exported, f"{exe}: exports Py_IsInitialized, so the hidden case is not tested")
+    check(".PyRuntime" in sections, f"{exe}: no .PyRuntime section (CPython before 3.11?)")
+    has_symtab = " .symtab " in sections
+    check(has_symtab == (mode == "hidden"), f"{exe}: .symtab {'missing' if mode == 'hidden' else 'present'}")
 
 
 def main() -> int:
@@ -79,7 +95,7 @@ def main() -> int:
     ap.add_argument("--shim", required=True)
     ap.add_argument("--readelf", required=True)
     ap.add_argument("--workdir", required=True)
-    ap.add_argument("--mode", required=True, choices=("shared", "hidden", "stripped"))
+    ap.add_argument("--mode", required=True, choices=("shared", "hidden", "stripped", "plugin"))
     ap.add_argument("app", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     app = command_after_dashes(a.app)
@@ -88,10 +104,10 @@ def main() -> int:
               f"libpython3.X.a; see testapps/CMakeLists.txt): skipping")
         return SKIP
     work = fresh_dir(a.workdir)
-    check_premise(a.readelf, app[0], a.mode)
+    check_premise(a.readelf, app, a.mode)
 
     out = work / "trace"
-    cmd = [a.cuxfer, "record", "-q", "--shim", a.shim, "-o", str(out), "--", app[0], str(SCRIPT)]
+    cmd = [a.cuxfer, "record", "-q", "--shim", a.shim, "-o", str(out), "--", *app, str(SCRIPT)]
     print("+ " + " ".join(cmd), flush=True)
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     check(r.returncode == 0 and "embedded_copies: OK" in r.stdout and "python_embed: OK" in r.stdout,
@@ -124,8 +140,8 @@ def main() -> int:
     want = {(SCRIPT.name, lines[site], fn): n for site, (fn, n) in EXPECTED.items()}
     check(got == want, f"Python sites: want {want}, got {got}")
     native = [s for s in rep["callsites"] if not any(f.get("python") for f in s["stack"])]
-    check(sum(s["calls"] for s in native) == NATIVE and all(s["function"] == "main" for s in native),
-          f"the copies before and after the interpreter: {NATIVE} at main(), no Python frame; got "
+    check(sum(s["calls"] for s in native) == NATIVE and all(s["file"].endswith("python_embed.cpp") for s in native),
+          f"the copies before and after the interpreter: {NATIVE} in python_embed.cpp, no Python frame; got "
           f"{[(s['location'], s['calls']) for s in native]}")
     without = [n for n in rep.get("notes", []) if "have no Python line" in n]
     check(len(without) == 1 and without[0].startswith(f"{NATIVE} of the {total} copies Python programs made have "
@@ -137,6 +153,13 @@ def main() -> int:
     check(from_symtab == (a.mode == "hidden"),
           f"{a.mode}: the note {'says' if a.mode == 'hidden' else 'does not say'} the symbols came from the "
           f"program's symbol table: {named}")
+    local = any("loaded outside the global scope (dlopen's RTLD_LOCAL)" in n and "libpython" in n for n in named)
+    check(local == (a.mode == "plugin"), f"{a.mode}: the note {'names' if a.mode == 'plugin' else 'does not name'} "
+          f"a libpython outside the global scope: {named}")
+    unloaded = [n for n in notes if "the interpreter's library was unloaded (dlclose)" in n]
+    check(len(unloaded) == (1 if a.mode == "plugin" else 0),
+          f"{a.mode}: {'one note' if a.mode == 'plugin' else 'no note'} that the interpreter's library was "
+          f"unloaded: {unloaded}")
     return verdict(fails)
 
 
