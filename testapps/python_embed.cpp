@@ -5,9 +5,10 @@
 // (testapps/CMakeLists.txt): against a shared libpython (the interpreter's
 // symbols exported by it), against libpython3.X.a without --export-dynamic
 // (the symbols hidden, named only by the program's symbol table), that
-// build stripped (named nowhere), and as a plugin that links the shared
-// libpython, which python_embed_host.cpp loads RTLD_LOCAL (the symbols
-// exported, but outside the global scope).
+// build stripped (named nowhere), as a plugin that links the shared
+// libpython, which plugin_host.cpp loads RTLD_LOCAL (the symbols exported,
+// but outside the global scope), and its module alone as an extension
+// module (embedded_cuda.<soabi>.so) for a plain python to import.
 //
 // Exact traffic:
 //   cudaMalloc                          1 call   64 KiB
@@ -78,6 +79,19 @@ PyObject* init_module() { return PyModule_Create(&kModule); }
 
 }  // namespace
 
+#ifdef PYTHON_EMBED_EXTENSION
+// embedded_cuda as an extension module that links libcudart.so, which python
+// imports with its default dlopen flags (RTLD_LOCAL): the runtime outside the
+// global scope, as for a pybind11 CUDA extension built against CUDA::cudart.
+// Its device buffer is allocated at import; the script's copies are all.
+PyMODINIT_FUNC PyInit_embedded_cuda() {
+  if (!g_device && cudaMalloc(&g_device, kDeviceBytes) != cudaSuccess) {
+    PyErr_SetString(PyExc_ImportError, "embedded_cuda: cudaMalloc failed (no GPU?)");
+    return nullptr;
+  }
+  return init_module();
+}
+#else
 int run_embedded(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: python_embed SCRIPT [ARGS...]\n");
@@ -120,12 +134,14 @@ int run_embedded(int argc, char** argv) {
   return 0;
 }
 
-#ifdef PYTHON_EMBED_PLUGIN
+#endif  // PYTHON_EMBED_EXTENSION
+
+#if defined(PYTHON_EMBED_PLUGIN)
 // libpython_embed_plugin.so: the same program as a plugin, which
 // python_embed_host.cpp loads with dlopen's default RTLD_LOCAL.
 extern "C" __attribute__((visibility("default"))) int python_embed_run(int argc, char** argv) {
   return run_embedded(argc, argv);
 }
-#else
+#elif !defined(PYTHON_EMBED_EXTENSION)
 int main(int argc, char** argv) { return run_embedded(argc, argv); }
 #endif

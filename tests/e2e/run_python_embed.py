@@ -6,10 +6,11 @@ through the program's own module (the GIL released), and it copies once more
 after the interpreter finalized.
 
   run_python_embed.py --cuxfer B/bin/cuxfer --shim B/lib/libcuxfer.so --readelf READELF
-      --workdir DIR --mode shared|hidden|stripped|plugin -- APP
+      --workdir DIR --mode shared|hidden|stripped|plugin|extension -- APP
 
   APP: B/testapps/sim/python_embed-MODE, or for plugin
-  B/testapps/sim/plugin_host libpython_embed_plugin.so python_embed_run
+  B/testapps/sim/plugin_host libpython_embed_plugin.so python_embed_run; for extension, the
+  interpreter whose headers built B/testapps/sim/pyext/embedded_cuda.<soabi>.so
 
   shared    linked against libpython3.X.so (the interpreter's symbols exported by it)
   hidden    libpython3.X.a linked in, no --export-dynamic: dlsym sees none of the
@@ -18,6 +19,9 @@ after the interpreter finalized.
   plugin    plugin_host dlopen()s python_embed as a plugin (linking libpython3.X.so) with the
             default RTLD_LOCAL: the plugin, its libcudart and libpython outside the global scope;
             then dlclose()s it, libpython with it
+  extension the program's module alone, as an extension module linking libcudart.so, imported
+            by a plain python (RTLD_LOCAL, as Python loads every extension): the runtime outside
+            the global scope, as for a pybind11 CUDA extension built against CUDA::cudart
 
 Checks: the program ran as without cuxfer (its own data checks, exit 0); every
 copy recorded; shared and hidden: each script copy at its script line and
@@ -47,6 +51,7 @@ from e2e_util import command_after_dashes, fresh_dir, verdict
 SKIP = 77
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "testapps" / "python" / "embedded_copies.py"
+PYEXT = Path()  # set in main(): the directory of the extension module (mode extension)
 # site -> (function, copies); from the script's docstring
 EXPECTED = {"upload": ("upload", 15), "download": ("download", 4), "module": ("<module>", 2)}
 NATIVE = 2  # main()'s copy before Py_Initialize and its copy after Py_FinalizeEx
@@ -69,6 +74,11 @@ def readelf(tool: str, *args: str) -> str:
 
 
 def check_premise(tool: str, app: list[str], mode: str) -> None:
+    if mode == "extension":
+        ext = next(iter(sorted(PYEXT.glob("embedded_cuda.*.so"))), None)
+        check(ext is not None and "libcudart" in readelf(tool, "-d", str(ext)),
+              f"{PYEXT}: no embedded_cuda extension linking libcudart.so")
+        return
     if mode == "plugin":
         host, plugin = app[0], os.path.join(os.path.dirname(app[0]), app[1])
         needed = readelf(tool, "-d", host)
@@ -95,7 +105,8 @@ def main() -> int:
     ap.add_argument("--shim", required=True)
     ap.add_argument("--readelf", required=True)
     ap.add_argument("--workdir", required=True)
-    ap.add_argument("--mode", required=True, choices=("shared", "hidden", "stripped", "plugin"))
+    ap.add_argument("--mode", required=True, choices=("shared", "hidden", "stripped", "plugin", "extension"))
+    ap.add_argument("--pyext", default="", help="extension: the directory holding embedded_cuda.<soabi>.so")
     ap.add_argument("app", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     app = command_after_dashes(a.app)
@@ -103,14 +114,22 @@ def main() -> int:
         print(f"python_embed-{a.mode}: not built (no CPython headers and library to embed, or no "
               f"libpython3.X.a; see testapps/CMakeLists.txt): skipping")
         return SKIP
+    global PYEXT
+    PYEXT = Path(app[0]).parent / "pyext" if a.mode != "extension" else Path(a.pyext)
+    native_copies = 0 if a.mode == "extension" else NATIVE  # an extension's copies are all the script's
     work = fresh_dir(a.workdir)
     check_premise(a.readelf, app, a.mode)
 
     out = work / "trace"
     cmd = [a.cuxfer, "record", "-q", "--shim", a.shim, "-o", str(out), "--", *app, str(SCRIPT)]
     print("+ " + " ".join(cmd), flush=True)
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    check(r.returncode == 0 and "embedded_copies: OK" in r.stdout and "python_embed: OK" in r.stdout,
+    env = dict(os.environ, PYTHONPATH=str(PYEXT)) if a.mode == "extension" else None
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    if "cudaMalloc failed (no GPU?)" in r.stderr and "cannot find the real" not in r.stderr:
+        print(f"python_embed-{a.mode}: no GPU (the module's cudaMalloc failed at import): skipping")
+        return SKIP
+    check(r.returncode == 0 and "embedded_copies: OK" in r.stdout and
+          (a.mode == "extension" or "python_embed: OK" in r.stdout),
           f"python_embed-{a.mode} under cuxfer record: exit {r.returncode}, stdout {r.stdout[-300:]!r}, "
           f"stderr {r.stderr[-600:]!r}")
     rep_run = subprocess.run([a.cuxfer, "report", "--json", str(out)], capture_output=True, text=True, timeout=120)
@@ -119,7 +138,7 @@ def main() -> int:
         return verdict(fails)
     rep = json.loads(rep_run.stdout)
 
-    total = sum(n for _, n in EXPECTED.values()) + NATIVE
+    total = sum(n for _, n in EXPECTED.values()) + native_copies
     check(rep["totals"]["calls"] == total and rep["calls_without_callsite"] == 0,
           f"{total} copies, each at a site; got {rep['totals']['calls']}, {rep['calls_without_callsite']} without")
     notes = [n for p in rep["processes"] for n in p["notes"] if "Python frames" in n or "CPython" in n]
@@ -140,13 +159,16 @@ def main() -> int:
     want = {(SCRIPT.name, lines[site], fn): n for site, (fn, n) in EXPECTED.items()}
     check(got == want, f"Python sites: want {want}, got {got}")
     native = [s for s in rep["callsites"] if not any(f.get("python") for f in s["stack"])]
-    check(sum(s["calls"] for s in native) == NATIVE and all(s["file"].endswith("python_embed.cpp") for s in native),
-          f"the copies before and after the interpreter: {NATIVE} in python_embed.cpp, no Python frame; got "
+    check(sum(s["calls"] for s in native) == native_copies and all(s["file"].endswith("python_embed.cpp") for s in native),
+          f"the copies before and after the interpreter: {native_copies} in python_embed.cpp, no Python frame; got "
           f"{[(s['location'], s['calls']) for s in native]}")
     without = [n for n in rep.get("notes", []) if "have no Python line" in n]
-    check(len(without) == 1 and without[0].startswith(f"{NATIVE} of the {total} copies Python programs made have "
-                                                      f"no Python line") and "on 1 thread)" in without[0],
-          f"the report says {NATIVE} copies (main's) have no Python line: {without}")
+    if native_copies:
+        check(len(without) == 1 and without[0].startswith(f"{native_copies} of the {total} copies Python programs "
+                                                          f"made have no Python line") and "on 1 thread)" in without[0],
+              f"the report says {native_copies} copies (main's) have no Python line: {without}")
+    else:
+        check(not without, f"every copy has its Python line: no note says otherwise: {without}")
     named = [n for n in notes if n.startswith("Python frames in call stacks: CPython 3.")]
     check(len(named) == 1, f"one note naming the interpreter, got {notes}")
     from_symtab = any("its symbols from the program's symbol table" in n for n in named)
