@@ -543,8 +543,29 @@ void ranks(std::string& out, const Report& r, size_t width) {
                        k.unranked_processes == 1 ? "" : "es");
 }
 
+// The shim's notes that every process of a job wrote alike (the interpreter
+// read, CUPTI's state, the rewrite's settings): a job of eight ranks said
+// each eight times. Said once, first; each process keeps its own.
+std::vector<std::string> notes_of_every_process(const Report& r) {
+  std::vector<std::string> shared;
+  if (r.processes.size() < 2) return shared;
+  for (const auto& n : r.processes.front().notes)
+    if (std::all_of(r.processes.begin() + 1, r.processes.end(),
+                    [&](const analyses::ProcessSummary& p) {
+                      return std::find(p.notes.begin(), p.notes.end(), n) != p.notes.end();
+                    }) &&
+        std::find(shared.begin(), shared.end(), n) == shared.end())
+      shared.push_back(n);
+  return shared;
+}
+
 void processes(std::string& out, const Report& r, size_t width) {
   out += "\nProcesses\n";
+  const std::vector<std::string> shared = notes_of_every_process(r);
+  if (!shared.empty()) {
+    out += fmt::format("  every process ({}):\n", r.processes.size());
+    for (const auto& note : shared) wrapped(out, note, width, "      shim: ", "        ");
+  }
   for (const auto& p : r.processes) {
     std::string state = p.complete ? "complete" : "PARTIAL";
     std::string cupti =
@@ -574,7 +595,9 @@ void processes(std::string& out, const Report& r, size_t width) {
                               ? fmt::format(" ({} from call sites already timed)", format_count(g.untimed_repeats))
                               : std::string()),
               width, "      ", "        ");
-    for (const auto& note : p.notes) wrapped(out, note, width, "      shim: ", "        ");
+    for (const auto& note : p.notes)
+      if (std::find(shared.begin(), shared.end(), note) == shared.end())
+        wrapped(out, note, width, "      shim: ", "        ");
   }
 }
 

@@ -154,6 +154,25 @@ TEST_F(Render, OneLineOfSeveralProcessesIsOneRow) {
     EXPECT_NE(std::find(l["callsites"].begin(), l["callsites"].end(), s["id"]), l["callsites"].end());
 }
 
+// A note every process wrote alike is said once, before the processes; each
+// keeps its own.
+TEST_F(Render, NotesOfEveryProcessAreSaidOnce) {
+  SyntheticTrace a(201), b(202);
+  a.notes = {"Python frames in call stacks: CPython 3.12", "a note of pid 201"};
+  b.notes = {"a note of pid 202", "Python frames in call stacks: CPython 3.12"};
+  for (SyntheticTrace* t : {&a, &b}) t->copy(Direction::HtoD, MemKind::Pinned, 10, 1'000);
+  const std::string text = render::render_text(analyses::analyze(load({a, b})), {200, 10});
+  const std::string processes = text.substr(text.find("\nProcesses\n"));
+  const size_t every =
+      processes.find("  every process (2):\n      shim: Python frames in call stacks: CPython 3.12\n");
+  ASSERT_NE(every, std::string::npos) << processes;
+  EXPECT_EQ(processes.find("CPython 3.12", processes.find("CPython 3.12") + 1), std::string::npos)
+      << processes;  // once
+  EXPECT_NE(processes.find("shim: a note of pid 201"), std::string::npos) << processes;
+  EXPECT_NE(processes.find("shim: a note of pid 202"), std::string::npos) << processes;
+  EXPECT_LT(processes.find("shim: a note of pid 201"), processes.find("pid 202")) << processes;
+}
+
 TEST_F(Render, TextSaysSimulatedCpuTimingAndPartial) {
   SyntheticTrace t = busy_trace();
   t.status.simulated = true;
