@@ -8,7 +8,7 @@
 #
 # Options:
 #   --time N         seconds of fuzzing per target (default 30; 0: replay only)
-#   --only TARGET    one target: fuzz_trace_reader, fuzz_policy_parser, fuzz_config
+#   --only TARGET    one target: fuzz_trace_reader, fuzz_policy_parser, fuzz_config, fuzz_elf_sections
 #   --merge          merge the new inputs that add coverage into
 #                    fuzz/corpus/TARGET/ (without it the corpus is left as it is)
 #   --reseed         rewrite the trace seeds of fuzz/corpus/fuzz_trace_reader/
@@ -30,7 +30,7 @@ TIME=30
 MERGE=0
 RESEED=0
 ONLY=""
-TARGETS=(fuzz_trace_reader fuzz_policy_parser fuzz_config)
+TARGETS=(fuzz_trace_reader fuzz_policy_parser fuzz_config fuzz_elf_sections)
 while (($#)); do
   case "$1" in
     --time)
@@ -125,6 +125,7 @@ dict_of() {
     fuzz_trace_reader) echo "$FUZZ_SRC/trace.dict" ;;
     fuzz_policy_parser) echo "$FUZZ_SRC/policy.dict" ;;
     fuzz_config) echo "$FUZZ_SRC/config.dict" ;;
+    fuzz_elf_sections) echo "$FUZZ_SRC/elf.dict" ;;
   esac
 }
 

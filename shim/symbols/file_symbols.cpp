@@ -41,7 +41,16 @@ MappedElf::MappedElf(const char* path) noexcept {
   if (m == MAP_FAILED) return;
   map_ = static_cast<const unsigned char*>(m);
   size_ = static_cast<size_t>(st.st_size);
+  mapped_ = true;
+  parse();
+}
 
+MappedElf::MappedElf(const unsigned char* data, size_t size) noexcept : map_(data), size_(data ? size : 0) {
+  parse();
+}
+
+void MappedElf::parse() noexcept {
+  if (size_ < sizeof(Elf64_Ehdr)) return;
   const auto eh = read_at<Elf64_Ehdr>(map_);
   if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
       eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0 ||
@@ -53,7 +62,7 @@ MappedElf::MappedElf(const char* path) noexcept {
 }
 
 MappedElf::~MappedElf() {
-  if (map_) ::munmap(const_cast<unsigned char*>(map_), size_);
+  if (mapped_) ::munmap(const_cast<unsigned char*>(map_), size_);
 }
 
 const unsigned char* MappedElf::section_data(uint32_t index, uint64_t& size) const noexcept {

@@ -29,6 +29,9 @@ class MappedElf {
   // Maps `path`; valid() is false when it cannot be opened, mapped, or is no
   // 64-bit little-endian ELF file with section headers inside the file.
   explicit MappedElf(const char* path) noexcept;
+  // The same over bytes already in memory (not owned; for tests and the
+  // fuzzer, fuzz/fuzz_elf_sections.cpp).
+  MappedElf(const unsigned char* data, size_t size) noexcept;
   ~MappedElf();
   MappedElf(const MappedElf&) = delete;
   MappedElf& operator=(const MappedElf&) = delete;
@@ -50,8 +53,11 @@ class MappedElf {
   const unsigned char* section_data(uint32_t index, uint64_t& size) const noexcept;
   const char* section_name(uint32_t index) const noexcept;
 
+  void parse() noexcept;  // sets shdrs_ and the counts when map_[0, size_) is a usable ELF
+
   const unsigned char* map_ = nullptr;
   size_t size_ = 0;
+  bool mapped_ = false;                   // map_ is this object's mapping of a file
   const unsigned char* shdrs_ = nullptr;  // the section header table, inside the map
   uint32_t shnum_ = 0;
   uint32_t shstrndx_ = 0;
