@@ -31,7 +31,7 @@ ProgramPython ProgramSymbols::read(const char* path, uint64_t bias) noexcept {
   const MappedElf elf(path);
   uint64_t section_addr = 0, section_size = 0;
   if (!elf.valid() || !elf.find_section(".PyRuntime", section_addr, section_size)) return state_;
-  if (!elf.has_symtab() || elf.lookup_symtab(symbols_, kCount) == 0) return state_ = ProgramPython::kStripped;
+  if (elf.lookup_symtab(symbols_, kCount) == 0) return state_ = ProgramPython::kStripped;  // no .symtab: none
   // _PyRuntime is what the section holds: a table whose _PyRuntime lies
   // elsewhere is not this program's (or not what it seems), and is not used.
   const FileSymbol* runtime = nullptr;

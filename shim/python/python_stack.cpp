@@ -338,7 +338,9 @@ void PythonStacks::resolve_interpreter() {
   // (a plugin that links libpython, dlopen()ed RTLD_LOCAL, as dlopen does by
   // default); else the program's own symbol table (program_symbols.h).
   // Decided once an interpreter is found; until then, searched again.
-  if (symbols_from_ == SymbolSource::kGlobalScope && !real_dlsym(RTLD_DEFAULT, "Py_IsInitialized")) {
+  auto sym = [this](const char* name) { return interpreter_symbol(name); };
+  a.is_initialized = reinterpret_cast<int (*)()>(sym("Py_IsInitialized"));
+  if (!a.is_initialized && symbols_from_ == SymbolSource::kGlobalScope) {
     if (const link_map* m = elf_object_defining("Py_IsInitialized")) {
       symbols_from_ = SymbolSource::kLocalObject;
       symbols_object_ = m;
@@ -359,9 +361,9 @@ void PythonStacks::resolve_interpreter() {
               "symbols, and its symbol table's _PyRuntime is not that section");
       }
     }
+    // From the source just found (the global scope was asked above).
+    if (symbols_from_ != SymbolSource::kGlobalScope) a.is_initialized = reinterpret_cast<int (*)()>(sym("Py_IsInitialized"));
   }
-  auto sym = [this](const char* name) { return interpreter_symbol(name); };
-  a.is_initialized = reinterpret_cast<int (*)()>(sym("Py_IsInitialized"));
   symbol_seen_ = a.is_initialized != nullptr;
   if (!a.is_initialized) {  // no interpreter (yet): look again later
     state_.store(kUnresolved, std::memory_order_release);

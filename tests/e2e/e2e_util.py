@@ -1,10 +1,11 @@
 """Small pieces the e2e check scripts share: the command after `--`, a fresh
 work directory, the arguments of a Python app recorded on the simulated CUDA, a CPython of a given
-version, the verdict (each failure on its own line, exit status), and a run that says where a hung
+version, a test script's `# site:` lines, the verdict (each failure on its own line, exit status), and a run that says where a hung
 command waits."""
 import argparse
 import glob
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -31,6 +32,16 @@ def recorded_python_app_args() -> argparse.Namespace:
     ap.add_argument("--libcudart", required=True)
     ap.add_argument("--workdir", required=True)
     return ap.parse_args()
+
+
+def site_markers(path: Path) -> dict[str, int]:
+    """The lines of a test script marked `# site: TAG`, by tag (the lines a report must name)."""
+    lines = {}
+    for n, text in enumerate(path.read_text().splitlines(), start=1):
+        m = re.search(r"# site: (\w+)", text)
+        if m:
+            lines[m.group(1)] = n
+    return lines
 
 
 def verdict(fails: list[str]) -> int:

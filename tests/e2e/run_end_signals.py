@@ -37,7 +37,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from e2e_util import fresh_dir, recorded_python_app_args, verdict
+from e2e_util import fresh_dir, recorded_python_app_args, site_markers, verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "testapps" / "python" / "end_signal_copies.py"
@@ -74,11 +74,6 @@ def signal_notes(rep: dict, name: str) -> list[str]:
     return [n for p in rep.get("processes", []) for n in p.get("notes", []) if f"was ended by {name}" in n]
 
 
-def site_line(tag: str) -> int:
-    """The line of the app marked '# site: TAG'."""
-    return next(i for i, l in enumerate(APP.read_text().splitlines(), 1) if l.rstrip().endswith(f"# site: {tag}"))
-
-
 def pool(a, work: Path, method: str) -> None:
     out = work / f"pool_{method}"
     print("+ " + " ".join(record_cmd(a, out, "pool", method, *map(str, (WORKERS, TASKS, COPIES)))), flush=True)
@@ -92,7 +87,7 @@ def pool(a, work: Path, method: str) -> None:
     # The workers copied at one line of the script: one location, every worker's site summed.
     workers = sorted({s["pid"] for s in rep.get("callsites", [])})
     locs = rep.get("locations", [])
-    check(len(locs) == 1 and locs[0]["location"].endswith(f"{APP.name}:{site_line('copy')} in copies")
+    check(len(locs) == 1 and locs[0]["location"].endswith(f"{APP.name}:{site_markers(APP)['copy']} in copies")
           and locs[0]["calls"] == TASKS * COPIES and sorted(locs[0]["pids"]) == workers,
           f"pool ({method}): one location for the {len(workers)} workers' copies at the 'site: copy' line, "
           f"got {[(x['location'], x['calls'], x['pids']) for x in locs]}")

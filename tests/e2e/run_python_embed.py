@@ -46,7 +46,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from e2e_util import command_after_dashes, fresh_dir, verdict
+from e2e_util import command_after_dashes, fresh_dir, site_markers, verdict
 
 SKIP = 77
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,11 +62,6 @@ def check(ok: bool, what: str) -> None:
     if not ok:
         fails.append(what)
         print("FAIL: " + what, flush=True)
-
-
-def markers(path: Path) -> dict[str, int]:
-    return {m.group(1): n for n, text in enumerate(path.read_text().splitlines(), start=1)
-            if (m := re.search(r"# site: (\w+)", text))}
 
 
 def readelf(tool: str, *args: str) -> str:
@@ -150,7 +145,7 @@ def main() -> int:
               f"stripped: one note saying the program embeds CPython and was stripped, got {notes}")
         return verdict(fails)
 
-    lines = markers(SCRIPT)
+    lines = site_markers(SCRIPT)
     got = {}
     for s in rep["callsites"]:
         if s["stack"] and any(f.get("python") for f in s["stack"]):

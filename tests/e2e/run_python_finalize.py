@@ -25,7 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from e2e_util import find_python, fresh_dir, verdict
+from e2e_util import find_python, fresh_dir, site_markers, verdict
 
 SKIP = 77
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,7 +50,7 @@ def main() -> int:
         print(f"CPython {a.python}: not found here (PATH, pyenv, /usr/bin): skipping")
         return SKIP
     work = fresh_dir(a.workdir)
-    line = next(n for n, t in enumerate(APP.read_text().splitlines(), 1) if t.rstrip().endswith("# site: copy"))
+    line = site_markers(APP)["copy"]
     for rnd in range(ROUNDS):
         out = work / f"round{rnd}"
         ms = rnd * 5

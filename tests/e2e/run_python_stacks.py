@@ -53,12 +53,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
-from e2e_util import find_python, fresh_dir, verdict
+from e2e_util import find_python, fresh_dir, site_markers, verdict
 
 SKIP = 77
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,15 +73,6 @@ def check(ok: bool, what: str) -> None:
     if not ok:
         fails.append(what)
         print("FAIL: " + what, flush=True)
-
-
-def markers(path: Path) -> dict[str, int]:
-    lines = {}
-    for n, text in enumerate(path.read_text().splitlines(), start=1):
-        m = re.search(r"# site: (\w+)", text)
-        if m:
-            lines[m.group(1)] = n
-    return lines
 
 
 def run(cmd: list[str], env: dict | None = None) -> subprocess.CompletedProcess:
@@ -131,7 +121,7 @@ def check_subinterpreters(args, python: str, out: Path) -> None:
         return
     rep = report(args, trace)
     sites = python_sites(rep)
-    lines = markers(SUBINTERPRETERS)
+    lines = site_markers(SUBINTERPRETERS)
     script = os.path.realpath(SUBINTERPRETERS)
     for name in ("before", "after"):
         got = sites.get((script, lines[name]), {}).get("calls")
@@ -159,7 +149,7 @@ def check_jit(args, python: str, out: Path) -> None:
     if not trace:
         return
     rep = report(args, trace)
-    lines, script = markers(JIT_APP), os.path.realpath(JIT_APP)
+    lines, script = site_markers(JIT_APP), os.path.realpath(JIT_APP)
     site = python_sites(rep).get((script, lines["hot"]), {})
     check(site.get("calls") == 400, f"JIT: 400 copies at jit_copies.py:{lines['hot']}, got {site.get('calls')}")
     callers = [f["line"] for f in site.get("stack", []) if f.get("python") and f.get("function") == "outer"]
@@ -206,7 +196,7 @@ def main() -> int:
             return SKIP
     print(f"CPython {args.python}: {python}")
     work = fresh_dir(args.workdir)
-    app_lines, fw_lines = markers(APP), markers(FRAMEWORK)
+    app_lines, fw_lines = site_markers(APP), site_markers(FRAMEWORK)
     app = os.path.realpath(APP)
     expected = {"upload": 4, "download": 2, "worker": THREADS * COPIES, "framework": 1, "generator": 3, "coroutine": 2}
     total = sum(expected.values())
