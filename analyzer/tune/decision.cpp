@@ -21,8 +21,21 @@ double relative_noise(const std::vector<double>& s) {
   return std::max(kMinNoise, (*hi - *lo) / m);
 }
 
+namespace {
+double spread(const std::vector<double>& s) {
+  if (s.size() < 2) return 0;
+  const auto [lo, hi] = std::minmax_element(s.begin(), s.end());
+  return *hi - *lo;
+}
+}  // namespace
+
 double comparison_noise(const std::vector<double>& base, const std::vector<double>& now) {
-  return std::max(relative_noise(base), relative_noise(now));
+  // In the effect's unit, the baseline's median: a candidate that halves its sites' time and
+  // spreads by a third of that halved median has spread by a sixth of the baseline, which is
+  // what the effect (a half of the baseline) must be compared with.
+  const double m = median(base);
+  if (m <= 0) return kMinNoise;
+  return std::max(kMinNoise, std::max(spread(base), spread(now)) / m);
 }
 
 double relative_effect(const std::vector<double>& base, const std::vector<double>& now) {

@@ -23,7 +23,10 @@ double median(std::vector<double> samples);
 // least kMinNoise. With fewer than two samples (or a zero median) it is kMinNoise.
 double relative_noise(const std::vector<double>& samples);
 
-// The noise a comparison is judged against: the larger of the two groups'.
+// The noise a comparison is judged against: the larger of the two groups' spreads (max - min),
+// over median(base), at least kMinNoise. Over the baseline's median, not each group's own: the
+// effect is a fraction of the baseline, and a candidate that made its sites 3x faster would
+// otherwise have its spread divided by a third of the baseline, tripling its noise.
 double comparison_noise(const std::vector<double>& base, const std::vector<double>& now);
 
 // Relative improvement of `now` over `base`: (median(base) - median(now)) /

@@ -20,7 +20,10 @@ TEST(TuneStats, NoiseIsRelativeRangeWithAFloor) {
   EXPECT_DOUBLE_EQ(relative_noise({100}), kMinNoise);      // one sample says nothing
   EXPECT_DOUBLE_EQ(relative_noise({0, 0}), kMinNoise);
   EXPECT_DOUBLE_EQ(comparison_noise({100, 110, 90}, {50, 51, 50}), 0.2);
-  EXPECT_DOUBLE_EQ(comparison_noise({100, 101, 100}, {50, 60, 55}), 10.0 / 55);
+  // Both groups' spreads over the baseline's median, the effect's unit.
+  EXPECT_DOUBLE_EQ(comparison_noise({100, 101, 100}, {50, 60, 55}), 10.0 / 100);
+  EXPECT_DOUBLE_EQ(comparison_noise({100, 101, 100}, {100, 100.5, 100}), kMinNoise);
+  EXPECT_DOUBLE_EQ(comparison_noise({0, 0}, {5, 9}), kMinNoise);
 }
 
 TEST(TuneStats, EffectIsRelativeToTheBaselineMedian) {
@@ -39,6 +42,24 @@ TEST(TuneJudge, KeepsAClearImprovementThatDoesNotSlowTheRun) {
   EXPECT_TRUE(j.keep());
   EXPECT_NEAR(j.site_effect, 0.5, 1e-9);  // medians 10e6 -> 5e6
   EXPECT_DOUBLE_EQ(j.site_noise, kMinNoise);
+}
+
+// The shape of gpu.tune.zc_reread on an H200 (2026-12-01: the register candidate's site time
+// spread 96 % of its own median over three runs, its effect 80 %; 2026-12-05: 100.7 % and
+// 62.7 %): made-up runs where every candidate run beats every baseline run, but spread by
+// 100 % of their own small median. The old rule (each group over its own median) called it noise.
+TEST(TuneJudge, KeepsAVariableButClearImprovement) {
+  Judgement j =
+      judge(call({180e6, 181e6, 182e6}, {40e6, 67e6, 107e6}, {580e6, 579e6, 582e6}, {576e6, 520e6, 556e6}));
+  EXPECT_TRUE(j.keep()) << j.reason;
+  EXPECT_NEAR(j.site_noise, 67.0 / 181, 1e-9);
+}
+
+TEST(TuneJudge, RejectsAnImprovementWhoseRunsReachTheBaseline) {
+  // One of the candidate's runs is as slow as the baseline: its spread covers the effect.
+  Judgement j =
+      judge(call({180e6, 181e6, 182e6}, {20e6, 67e6, 185e6}, {580e6, 579e6, 582e6}, {576e6, 520e6, 556e6}));
+  EXPECT_EQ(j.verdict, Verdict::Noise) << j.reason;
 }
 
 TEST(TuneJudge, KeepsACallCandidateWhoseRunTimeIsWithinNoise) {
