@@ -608,6 +608,8 @@ render::TuneReport Tuner::report_of(const Measured& m) {
     row.alone = out.measured_in == "alone";
     row.base_site_ns = tune::median(smp.base_site_ns);
     row.now_site_ns = tune::median(smp.now_site_ns);
+    row.base_site_runs = smp.base_site_ns;
+    row.now_site_runs = smp.now_site_ns;
     row.site_effect = out.judgement.site_effect;
     row.site_noise = out.judgement.site_noise;
     row.base_wall_ns = tune::median(smp.base_wall_ns);

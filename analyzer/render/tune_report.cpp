@@ -20,6 +20,12 @@ std::string bytes_change(double base, double now) {
 
 const char* faster_or_slower(double effect) { return effect >= 0 ? "faster" : "slower"; }
 
+std::string durations(const std::vector<double>& ns) {
+  std::string s;
+  for (double v : ns) s += (s.empty() ? "" : ", ") + text::format_duration(static_cast<uint64_t>(v));
+  return s.empty() ? "none" : s;
+}
+
 }  // namespace
 
 std::string render_tune_report(const TuneReport& r) {
@@ -49,6 +55,8 @@ std::string render_tune_report(const TuneReport& r) {
                      faster_or_slower(e.site_effect), format_percent(e.site_noise), format_seconds(e.base_wall_ns),
                      format_seconds(e.now_wall_ns), format_percent(std::abs(e.wall_effect)),
                      faster_or_slower(e.wall_effect), format_percent(e.wall_noise));
+    t += fmt::format("     call sites, each run: {} -> {}\n", durations(e.base_site_runs),
+                     durations(e.now_site_runs));
     t += "     bytes at its call sites: on the pageable path " +
          bytes_change(e.base_pageable_bytes, e.now_pageable_bytes) + "; by DMA " +
          bytes_change(e.base_dma_bytes, e.now_dma_bytes) + "\n";

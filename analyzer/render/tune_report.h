@@ -18,6 +18,8 @@ struct TuneCandidateRow {
   uint64_t estimated_gain_ns = 0;
   bool alone = false;            // measured alone, else with all candidates
   double base_site_ns = 0, now_site_ns = 0, site_effect = 0, site_noise = 0;  // medians; effect > 0: faster
+  std::vector<double> base_site_runs,
+      now_site_runs;  // each run's site time, in run order: what the noise is of
   double base_wall_ns = 0, now_wall_ns = 0, wall_effect = 0, wall_noise = 0;
   double base_pageable_bytes = 0, now_pageable_bytes = 0;  // medians at its call sites
   double base_dma_bytes = 0, now_dma_bytes = 0;

@@ -92,6 +92,11 @@ def check_tune(a, env, out: Path, name: str, app: list[str], reps: int, max_runs
     check("Measured per call site: run " in text and "cuxfer diff" in text, f"{name}: report has no diff")
     check(re.search(r"^  1\. (KEEP|reject) ", text, re.M) is not None, f"{name}: no candidate verdicts")
     check("bytes at its call sites: on the pageable path " in text, f"{name}: no bytes per candidate")
+    # Each run's site time, the samples the verdict's noise is of: as many baseline values as
+    # --reps, and at least --reps with the candidate.
+    each = re.findall(r"^     call sites, each run: (.*) -> (.*)$", text, re.M)
+    check(bool(each) and all(len(b.split(", ")) == reps and len(n.split(", ")) >= reps for b, n in each),
+          f"{name}: no or short per-run site times: {each}")
     check("SIMULATED CUDA" in text, f"{name}: no simulated note")
     # The kept entries are candidates: cuxfer policy on the observe run derives a superset.
     p3 = run([a.cuxfer, "policy", "-q", "-o", str(work / "candidates.json"), str(work / "traces" / "run-01")],

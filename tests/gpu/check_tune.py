@@ -109,6 +109,8 @@ def main() -> int:
                 bad.append(f"the policy's speedup did not reproduce: {mt:.2f} us vs {mo:.2f} us")
             if len(sums) != 1:
                 bad.append(f"checksums differ: {sums}")
+        if bad:  # the whole report, each run's site times in it: what a failure is diagnosed from
+            print("---- tune report ----\n" + text + "---- end of tune report ----")
     if bad:
         print("FAIL: " + "; ".join(bad))
         return 1
