@@ -54,7 +54,9 @@
 #              remote .git, which is the session's start commit) and a warm storm the same way
 #   torchab    bench/torch_step.py under `cuxfer record`, this tree's shim and the base's
 #              (--shim), TORCHAB_ROUNDS interleaved rounds: the trace's overhead note each
-#   sigterm    the training loop under `cuxfer record`, sent SIGTERM mid-step (SIGTERM_AFTER s, default 4),
+#   sigterm    the training loop under `cuxfer record`, sent SIGTERM mid-step (SIGTERM_AFTER s, default 2, after its
+#              trace file appears: a fixed delay from the start fired before `import torch` ended on
+#              one host),
 #              SIGTERM_ROUNDS (3) times with the shim's handler and with CUXFER_FINISH_ON_SIGNAL=0:
 #              the time from the signal to the launcher's exit, whether the trace is complete, and
 #              the launcher's line (interpose/signal_hooks.cpp: the writer flushes CUPTI while the
@@ -319,12 +321,16 @@ print('\n'.join(block[:60]) or 'no FDE found')" "$off"
     for r in $(seq 1 "${SIGTERM_ROUNDS:-3}"); do
       for v in on off; do
         rm -rf "$OUT/st"
-        python3 - "$CUX" "$OUT/st" "$v" "${SIGTERM_AFTER:-4}" <<'PYEOF'
+        python3 - "$CUX" "$OUT/st" "$v" "${SIGTERM_AFTER:-2}" <<'PYEOF'
 import json, os, signal, subprocess, sys, time
 cux, out, variant, after = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 env = dict(os.environ, **({"CUXFER_FINISH_ON_SIGNAL": "0"} if variant == "off" else {}))
 p = subprocess.Popen([cux, "record", "-o", out, "--", "python3", "bench/torch_step.py", "--steps", "100000"],
                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+# The loop records once CUDA is up: wait for its trace file (at most 60 s), then `after` more.
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline and not (os.path.isdir(out) and any(f.endswith(".trace") for f in os.listdir(out))):
+    time.sleep(0.1)
 time.sleep(after)
 kids = open(f"/proc/{p.pid}/task/{p.pid}/children").read().split()
 t0 = time.monotonic()
