@@ -90,8 +90,14 @@ bool is_start_frame(const Frame& f) {
 
 bool is_simulated_cuda_frame(const Frame& f) { return f.file.find("/tests/simcuda/") != std::string::npos; }
 
+bool is_python_user_text(std::string_view file) {
+  if (file == "<string>" || file == "<stdin>" || file == "<console>") return true;
+  return file.starts_with("<python-input-") || file.starts_with("<ipython-input-");
+}
+
 bool is_python_library_file(std::string_view file) {
-  if (file.empty() || file.starts_with("<")) return true;  // <frozen ...>, <string>: the interpreter's
+  if (file.empty()) return true;
+  if (file.starts_with("<")) return !is_python_user_text(file);  // <frozen ...>, generated code
   if (file.find("/site-packages/") != std::string_view::npos || file.find("/dist-packages/") != std::string_view::npos)
     return true;
   // The standard library: .../lib/python3.N/<module>.py (or lib64).
@@ -109,13 +115,18 @@ size_t choose_user_frame(const std::vector<Frame>& stack, PythonFrames mode, con
   // A Python program's site is a line of its own code: the innermost Python
   // frame outside the interpreter's library and the installed frameworks
   // (with PythonFrames::All, the innermost Python frame).
-  size_t first_python = stack.size();
+  // Text the user gave (python -c, stdin, a REPL) counts when no file of theirs is on the stack:
+  // a library's exec'd <string> between the user's file and the copy must not hide the file.
+  size_t first_python = stack.size(), first_text = stack.size();
   for (size_t i = 0; i < stack.size(); ++i) {
     if (!stack[i].python) continue;
     if (first_python == stack.size()) first_python = i;
     if (mode == PythonFrames::All) return i;
-    if (!is_python_library_file(stack[i].file) && !(library && library(stack[i].file))) return i;
+    if (is_python_library_file(stack[i].file) || (library && library(stack[i].file))) continue;
+    if (!is_python_user_text(stack[i].file)) return i;
+    if (first_text == stack.size()) first_text = i;
   }
+  if (first_text < stack.size()) return first_text;
   if (first_python < stack.size()) return first_python;
   for (size_t i = 0; i < stack.size(); ++i) {
     const Frame& f = stack[i];

@@ -28,17 +28,27 @@ bool is_simulated_cuda_frame(const Frame& f);
 bool is_start_frame(const Frame& f);
 
 // A Python file of the interpreter's own library (.../lib/python3.N/...),
-// an installed package (site-packages, dist-packages) or the interpreter
-// itself (<frozen ...>, <string>): not where a user's script makes its copies.
+// an installed package (site-packages, dist-packages), the interpreter itself
+// (<frozen ...>) or other generated code (<eval_with_key>.N, <template>): not
+// where a user's script makes its copies. Text the user typed is not
+// (is_python_user_text).
 bool is_python_library_file(std::string_view file);
+
+// Code the user gave as text rather than as a file: `python -c` and exec()
+// (<string>), a script on stdin or the classic REPL (<stdin>), the 3.13 REPL
+// (<python-input-N>), code.interact (<console>), IPython in a terminal
+// (<ipython-input-N-hash>). The user's code, but ranked below a real file:
+// libraries exec() generated code as <string> too (dataclasses, namedtuple).
+bool is_python_user_text(std::string_view file);
 
 // Which Python frame names a call site: the innermost of the user's own
 // files (User), or the innermost of all (All: a framework's line).
 enum class PythonFrames { User, All };
 
 // Index of the user's frame in `stack` (innermost first): for a stack with
-// Python frames, the innermost Python frame `mode` accepts (else the innermost
-// Python frame); otherwise the innermost native frame that is not cuxfer, CUDA
+// Python frames, the innermost Python frame `mode` accepts (for User: of a
+// file of the user's, else of text the user gave, else the innermost Python
+// frame); otherwise the innermost native frame that is not cuxfer, CUDA
 // or start code. When every frame is filtered out, the first frame outside
 // the shim; 0 for an empty stack. `library`, when given, names further Python
 // library files (installed_packages.h: packages installed outside site-packages).

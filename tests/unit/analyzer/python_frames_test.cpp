@@ -55,6 +55,38 @@ TEST(PythonFrames, LibraryFiles) {
   EXPECT_FALSE(is_python_library_file("/home/me/train.py"));
   EXPECT_FALSE(is_python_library_file("train.py"));
   EXPECT_FALSE(is_python_library_file("/home/me/lib/python3.11-notes/run.py"));  // not a stdlib tree
+  // Generated code is not the user's; text the user typed is.
+  EXPECT_TRUE(is_python_library_file("<eval_with_key>.3"));
+  EXPECT_TRUE(is_python_library_file("<template>"));
+  for (const char* text :
+       {"<string>", "<stdin>", "<console>", "<python-input-0>", "<ipython-input-3-5e2c0f1a>"}) {
+    EXPECT_FALSE(is_python_library_file(text)) << text;
+    EXPECT_TRUE(is_python_user_text(text)) << text;
+  }
+  EXPECT_FALSE(is_python_user_text("<frozen runpy>"));
+  EXPECT_FALSE(is_python_user_text("/home/me/train.py"));
+  EXPECT_FALSE(is_python_user_text("string"));
+}
+
+TEST(PythonFrames, TextTheUserGaveNamesASiteOnlyWithoutAFileOfTheirs) {
+  // python -c "import torch; torch.ones(3).to('cuda')": the framework's Python, then <string>.
+  std::vector<Frame> inline_code = {
+      native("/usr/lib/libcudart.so.13", "cudaMemcpy"),
+      py("/venv/lib/python3.12/site-packages/cupy/_creation/from_data.py", 88, "asarray"),
+      py("<string>", 1, "<module>")};
+  EXPECT_EQ(choose_user_frame(inline_code), 2u);
+  EXPECT_EQ(choose_user_frame(inline_code, PythonFrames::All), 1u);
+  // A dataclass's generated __init__ (<string>) between the user's file and the copy: the file.
+  std::vector<Frame> generated = {
+      native("/usr/lib/libcudart.so.13", "cudaMemcpy"),
+      py("/venv/lib/python3.12/site-packages/cupy/_creation/from_data.py", 88, "asarray"),
+      py("<string>", 3, "__init__"), py("/home/me/train.py", 42, "load_batch"),
+      py("<string>", 1, "<module>")};
+  EXPECT_EQ(choose_user_frame(generated), 3u);
+  // A frozen module's frame is the interpreter's whatever else is there.
+  std::vector<Frame> frozen = {native("/usr/lib/libcudart.so.13", "cudaMemcpy"),
+                               py("<frozen runpy>", 88, "_run_code"), py("<stdin>", 2, "<module>")};
+  EXPECT_EQ(choose_user_frame(frozen), 2u);
 }
 
 TEST(PythonFrames, TheSiteIsTheInnermostUserLine) {
