@@ -41,7 +41,7 @@ Options:
   --time-tolerance PCT with --write-budget: how far above the measured time
                        the time limits pass (default 100: twice the baseline)
   --force              with --write-budget: replace FILE if it exists
-  --no-symbols, --sysroot DIR, --python-frames user|all
+  --no-symbols, --sysroot DIR, --python-frames user|all, --python-user PKG
                        as for cuxfer report (how call sites are named)
   -h, --help           show this help
 
@@ -80,7 +80,7 @@ bool analyze_traces(const std::vector<std::string>& paths, const SymbolOptions& 
   auto traces = load_traces(paths, command, errors);
   if (traces.empty()) return false;  // each path already has its one line
   auto symbolizer = symbols.make();
-  model::Job job = model::build_job(std::move(traces), *symbolizer, symbols.python_frames);
+  model::Job job = model::build_job(std::move(traces), *symbolizer, symbols.python_sites);
   if (refuse_mixed_runs(job, command)) return false;
   // No machine profile: the check reads measured numbers only, never estimates.
   out.report = analyses::analyze(job, analyses::Thresholds{});

@@ -38,6 +38,10 @@ Options:
                   which Python frame names a Python program's call site: the
                   innermost line of its own files (user, the default) or the
                   innermost Python frame, a framework's included (all)
+  --python-user PKG[,PKG...]
+                  installed packages that are your own code: their lines name
+                  call sites (the package of `python -m PKG.mod` or of its
+                  console script is taken as yours without this)
   --range NAME    compare only the calls made inside the NVTX range NAME (a
                   message, domain::message or "outer / inner" path) in both runs
   -h, --help      show this help
@@ -82,7 +86,7 @@ int run_diff(std::vector<std::string> args) {
       return 1;
     }
     for (const auto& t : traces) used[i].push_back(t.path);
-    jobs.push_back(model::build_job(std::move(traces), *symbolizer, symbols.python_frames));
+    jobs.push_back(model::build_job(std::move(traces), *symbolizer, symbols.python_sites));
     if (refuse_mixed_runs(jobs.back(), i == 0 ? "cuxfer diff (base)" : "cuxfer diff (new)")) return kExitUsage;
     if (range && !keep_only_range(jobs.back(), *range, i == 0 ? "cuxfer diff (base)" : "cuxfer diff (new)")) return 1;
   }

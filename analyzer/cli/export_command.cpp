@@ -47,6 +47,10 @@ Options:
                   which Python frame names a Python program's call site: the
                   innermost line of its own files (user, the default) or the
                   innermost Python frame, a framework's included (all)
+  --python-user PKG[,PKG...]
+                  installed packages that are your own code: their lines name
+                  call sites (the package of `python -m PKG.mod` or of its
+                  console script is taken as yours without this)
   -h, --help      show this help
 
 Exit status: 0 written; 1 no trace could be read, or FILE could not be
@@ -122,7 +126,7 @@ int run_export(std::vector<std::string> args) {
   auto traces = load_traces(paths, "cuxfer export", errors);
   if (traces.empty()) return 1;
   auto symbolizer = symbols.make();
-  model::Job job = model::build_job(std::move(traces), *symbolizer, symbols.python_frames);
+  model::Job job = model::build_job(std::move(traces), *symbolizer, symbols.python_sites);
   if (refuse_mixed_runs(job, "cuxfer export")) return kExitUsage;
   if (have_output && !output.empty() && !write_output(output, render::render_perfetto(job), "cuxfer export"))
     return 1;

@@ -40,7 +40,7 @@ Options:
   --no-symbols       do not open the traced binaries (readable names are then
                      module+offset only; the sites are the same)
   --sysroot DIR      look for the traced binaries under DIR first
-  --python-frames user|all
+  --python-frames user|all, --python-user PKG
                      which Python frame names a Python call site (as for
                      cuxfer report)
   --profile FILE     estimate from this machine profile (cuxfer calibrate)
@@ -122,7 +122,7 @@ int run_policy(std::vector<std::string> args) {
   auto traces = load_traces(paths, "cuxfer policy", errors);
   if (traces.empty()) return 1;
   auto symbolizer = symbols.make();
-  model::Job job = model::build_job(std::move(traces), *symbolizer, symbols.python_frames);
+  model::Job job = model::build_job(std::move(traces), *symbolizer, symbols.python_sites);
   if (refuse_mixed_runs(job, "cuxfer policy")) return kExitUsage;
   std::optional<model::MachineProfile> profile;
   std::string profile_note;

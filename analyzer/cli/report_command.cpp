@@ -46,6 +46,10 @@ Options:
                   which Python frame names a Python program's call site: the
                   innermost line of its own files (user, the default) or the
                   innermost Python frame, a framework's included (all)
+  --python-user PKG[,PKG...]
+                  installed packages that are your own code: their lines name
+                  call sites (the package of `python -m PKG.mod` or of its
+                  console script is taken as yours without this)
   --stack         under the call-site table, each listed site's whole stack,
                   Python and native frames interleaved in call order
   --profile FILE  estimate from this machine profile (cuxfer calibrate);
@@ -110,7 +114,7 @@ int run_report(std::vector<std::string> args) {
   auto traces = load_traces(paths, "cuxfer report", errors);
   if (traces.empty()) return 1;  // each path already has its one line
   auto symbolizer = symbols.make();
-  model::Job job = model::build_job(std::move(traces), *symbolizer, symbols.python_frames);
+  model::Job job = model::build_job(std::move(traces), *symbolizer, symbols.python_sites);
   if (refuse_mixed_runs(job, "cuxfer report")) return kExitUsage;  // ranks of two runs in one directory
   if (range && !keep_only_range(job, *range, "cuxfer report")) return 1;
   std::optional<model::MachineProfile> profile;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -25,9 +26,29 @@ bool SymbolOptions::take(ArgReader& in) {
     return true;
   }
   if (in.option("python-frames", 0, value)) {
-    if (value == "user") python_frames = symbolize::PythonFrames::User;
-    else if (value == "all") python_frames = symbolize::PythonFrames::All;
+    if (value == "user")
+      python_sites.frames = symbolize::PythonFrames::User;
+    else if (value == "all")
+      python_sites.frames = symbolize::PythonFrames::All;
     else in.fail("--python-frames takes user or all, got '" + value + "'");
+    return true;
+  }
+  if (in.option("python-user", 0, value)) {
+    // Top-level import names, comma-separated or repeated: installed packages that are the user's code.
+    for (size_t at = 0; at <= value.size();) {
+      size_t end = value.find(',', at);
+      if (end == std::string::npos) end = value.size();
+      const std::string name = value.substr(at, end - at);
+      const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+      }) && !std::isdigit(static_cast<unsigned char>(name.front()));
+      if (!ok) {
+        in.fail("--python-user takes top-level package names (myproj or myproj,mylib), got '" + value + "'");
+        return true;
+      }
+      python_sites.user_packages.push_back(name);
+      at = end + 1;
+    }
     return true;
   }
   if (in.option("sysroot", 0, value)) {

@@ -15,11 +15,11 @@
 
 namespace cuxfer::cli {
 
-// --no-symbols, --sysroot DIR and --python-frames user|all.
+// --no-symbols, --sysroot DIR, --python-frames user|all and --python-user PKG[,PKG...].
 struct SymbolOptions {
   bool enabled = true;
   std::string sysroot;  // without trailing '/'
-  symbolize::PythonFrames python_frames = symbolize::PythonFrames::User;
+  symbolize::PythonSiteRule python_sites;
   // Consumes one of the options if it is next; false otherwise.
   bool take(ArgReader& in);
   std::unique_ptr<symbolize::Symbolizer> make() const {

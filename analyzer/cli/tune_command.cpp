@@ -69,7 +69,7 @@ Options:
   --keep-traces DIR  keep every run's traces and output under DIR (default:
                      a temporary directory, removed at the end)
   --shim PATH        the shim library (as for cuxfer record)
-  --no-symbols, --sysroot DIR, --python-frames user|all, --profile FILE, --no-profile
+  --no-symbols, --sysroot DIR, --python-frames user|all, --python-user PKG, --profile FILE, --no-profile
                      as for cuxfer policy
   -q, --quiet        no progress lines and no summary
   -h, --help         show this help
@@ -345,7 +345,7 @@ bool Tuner::run_once(RunKind kind, int candidate, uint32_t rep, const std::strin
 model::Job Tuner::load_job(const std::vector<std::string>& traces) {
   std::vector<std::string> errors;
   auto loaded = load_traces(traces, kCmd, errors);
-  return model::build_job(std::move(loaded), *symbolizer_, o_.symbols.python_frames);
+  return model::build_job(std::move(loaded), *symbolizer_, o_.symbols.python_sites);
 }
 
 void Tuner::measure(const model::Job& job, Run& run) const {

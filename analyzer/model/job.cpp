@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "analyzer/symbolize/entry_package.h"
 #include "analyzer/symbolize/frame_filter.h"
 #include "analyzer/symbolize/installed_packages.h"
 #include "analyzer/symbolize/mixed_stack.h"
@@ -166,20 +167,38 @@ class SiteIndex {
 // job sites; stacks whose user frame is the same share a site: the same
 // return address, or for a Python frame the same file, line and function.
 SiteIndex build_sites(uint32_t process_index, const trace::Trace& t, symbolize::Symbolizer& symbolizer,
-                      symbolize::PythonFrames python_frames, std::vector<Site>& sites) {
+                      const symbolize::PythonSiteRule& python_sites, std::vector<Site>& sites,
+                      std::vector<std::string>& notes) {
   std::unordered_map<uint32_t, uint32_t> site_of_id;
   std::unordered_map<uint64_t, uint32_t> site_of_address;
   std::unordered_map<std::string, uint32_t> site_of_line;
   const symbolize::PyCodeIndex codes = symbolize::index_py_codes(t.py_codes);
   symbolize::InstalledPackages installed;
   const symbolize::PythonFileTest installed_file = [&](std::string_view f) { return installed.contains(f); };
+  // Installed packages that are the user's: those named, and the one the process was started from.
+  std::vector<std::string> user_packages = python_sites.user_packages;
+  const symbolize::EntryPackage entry = t.py_codes.empty()
+                                            ? symbolize::EntryPackage{}
+                                            : symbolize::entry_package(t.process.exe, t.process.argv);
+  bool entry_used = false;
+  if (!entry.package.empty() &&
+      std::find(user_packages.begin(), user_packages.end(), entry.package) == user_packages.end())
+    user_packages.push_back(entry.package);
+  const symbolize::PythonFileTest user_file = [&](std::string_view f) {
+    const std::string_view top = symbolize::installed_top_level(f);
+    if (top.empty()) return false;
+    const bool user = std::find(user_packages.begin(), user_packages.end(), top) != user_packages.end();
+    entry_used |= user && top == entry.package;
+    return user;
+  };
   for (const auto& cs : t.callsites) {
     if (cs.frames.empty() || site_of_id.count(cs.id)) continue;
     Site site;
     site.process = process_index;
     site.stack = symbolize::mixed_stack(cs.frames, t.modules, codes, symbolizer);
     if (site.stack.empty()) continue;
-    site.frame = site.stack[symbolize::choose_user_frame(site.stack, python_frames, installed_file)];
+    site.frame =
+        site.stack[symbolize::choose_user_frame(site.stack, python_sites.frames, installed_file, user_file)];
     const uint32_t next = static_cast<uint32_t>(sites.size());
     uint32_t index = next;
     if (site.frame.python)
@@ -191,6 +210,13 @@ SiteIndex build_sites(uint32_t process_index, const trace::Trace& t, symbolize::
       index = site_of_address.try_emplace(site.frame.address, next).first->second;
     if (index == next) sites.push_back(std::move(site));
     site_of_id[cs.id] = index;
+  }
+  if (entry_used) {
+    std::string note = fmt::format(
+        "Python: the installed package {} is taken as the program's own code ({}): its lines name call sites "
+        "(--python-user names other packages of yours)",
+        entry.package, entry.how);
+    if (std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(std::move(note));
   }
   return SiteIndex(site_of_id);
 }
@@ -351,7 +377,7 @@ bool rewrite_any_on(const trace::Trace& t) {
 }
 
 Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolizer,
-              symbolize::PythonFrames python_frames) {
+              const symbolize::PythonSiteRule& python_sites) {
   Job job;
   job.processes.reserve(traces.size());
   size_t total_events = 0;
@@ -369,7 +395,7 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
   std::unordered_map<std::string, uint32_t> range_of_path;
   for (uint32_t pi = 0; pi < job.processes.size(); ++pi) {
     Process& p = job.processes[pi];
-    auto site_of_id = build_sites(pi, p.trace, symbolizer, python_frames, job.sites);
+    auto site_of_id = build_sites(pi, p.trace, symbolizer, python_sites, job.sites, job.notes);
     const size_t first_call = job.calls.size();
     auto gpu = p.gpu_timing ? index_gpu_records(p.trace) : std::unordered_map<uint32_t, GpuSum>{};
     p.gpu_record_call.assign(p.trace.gpu_records.size(), kNoCall);

@@ -125,9 +125,9 @@ class Job {
 };
 
 // Builds the model from traces already read. Takes ownership of them.
-// `python_frames`: which Python frame names a Python call site (frame_filter.h).
+// `python_sites`: which Python frame names a Python call site (frame_filter.h).
 Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolizer,
-              symbolize::PythonFrames python_frames = symbolize::PythonFrames::User);
+              const symbolize::PythonSiteRule& python_sites = {});
 
 // Keeps only the calls that ran inside an NVTX range named `name` (a
 // message, "domain::message", or a whole "outer / inner" path) at any depth;

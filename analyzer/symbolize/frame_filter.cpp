@@ -111,7 +111,24 @@ bool is_python_library_file(std::string_view file) {
   return false;
 }
 
-size_t choose_user_frame(const std::vector<Frame>& stack, PythonFrames mode, const PythonFileTest& library) {
+std::string_view installed_top_level(std::string_view file) {
+  size_t at = std::string_view::npos, len = 0;
+  for (std::string_view dir : {"/site-packages/", "/dist-packages/"}) {
+    const size_t found = file.rfind(dir);
+    if (found != std::string_view::npos && (at == std::string_view::npos || found > at))
+      at = found, len = dir.size();
+  }
+  if (at == std::string_view::npos) return {};
+  std::string_view rest = file.substr(at + len);
+  const size_t slash = rest.find('/');
+  if (slash != std::string_view::npos) return rest.substr(0, slash);
+  const size_t dot =
+      rest.find('.');  // a single module: six.py, _cffi_backend.cpython-312-x86_64-linux-gnu.so
+  return dot == std::string_view::npos ? rest : rest.substr(0, dot);
+}
+
+size_t choose_user_frame(const std::vector<Frame>& stack, PythonFrames mode, const PythonFileTest& library,
+                         const PythonFileTest& user) {
   // A Python program's site is a line of its own code: the innermost Python
   // frame outside the interpreter's library and the installed frameworks
   // (with PythonFrames::All, the innermost Python frame).
@@ -122,6 +139,7 @@ size_t choose_user_frame(const std::vector<Frame>& stack, PythonFrames mode, con
     if (!stack[i].python) continue;
     if (first_python == stack.size()) first_python = i;
     if (mode == PythonFrames::All) return i;
+    if (user && user(stack[i].file)) return i;
     if (is_python_library_file(stack[i].file) || (library && library(stack[i].file))) continue;
     if (!is_python_user_text(stack[i].file)) return i;
     if (first_text == stack.size()) first_text = i;

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -45,6 +46,19 @@ bool is_python_user_text(std::string_view file);
 // files (User), or the innermost of all (All: a framework's line).
 enum class PythonFrames { User, All };
 
+// How a Python program's call sites are chosen: the mode, and installed
+// packages that are the user's own code all the same (`--python-user`, and
+// the package a process was started from: entry_package.h).
+struct PythonSiteRule {
+  PythonFrames frames = PythonFrames::User;
+  std::vector<std::string> user_packages;  // top-level import names
+};
+
+// The top-level import name a file is installed under by the path rule:
+// "torch" for .../site-packages/torch/cuda/__init__.py, "six" for
+// .../dist-packages/six.py; empty for a file under neither.
+std::string_view installed_top_level(std::string_view file);
+
 // Index of the user's frame in `stack` (innermost first): for a stack with
 // Python frames, the innermost Python frame `mode` accepts (for User: of a
 // file of the user's, else of text the user gave, else the innermost Python
@@ -52,8 +66,10 @@ enum class PythonFrames { User, All };
 // or start code. When every frame is filtered out, the first frame outside
 // the shim; 0 for an empty stack. `library`, when given, names further Python
 // library files (installed_packages.h: packages installed outside site-packages).
+// `user`, when given, names files that are the user's whatever their path
+// (an installed package of theirs): it is asked before the library tests.
 using PythonFileTest = std::function<bool(std::string_view file)>;
 size_t choose_user_frame(const std::vector<Frame>& stack, PythonFrames mode = PythonFrames::User,
-                         const PythonFileTest& library = {});
+                         const PythonFileTest& library = {}, const PythonFileTest& user = {});
 
 }  // namespace cuxfer::symbolize
