@@ -180,17 +180,15 @@ SiteIndex build_sites(uint32_t process_index, const trace::Trace& t, symbolize::
   const symbolize::EntryPackage entry = t.py_codes.empty()
                                             ? symbolize::EntryPackage{}
                                             : symbolize::entry_package(t.process.exe, t.process.argv);
-  bool entry_used = false;
   if (!entry.package.empty() &&
       std::find(user_packages.begin(), user_packages.end(), entry.package) == user_packages.end())
     user_packages.push_back(entry.package);
   const symbolize::PythonFileTest user_file = [&](std::string_view f) {
     const std::string_view top = symbolize::installed_top_level(f);
     if (top.empty()) return false;
-    const bool user = std::find(user_packages.begin(), user_packages.end(), top) != user_packages.end();
-    entry_used |= user && top == entry.package;
-    return user;
+    return std::find(user_packages.begin(), user_packages.end(), top) != user_packages.end();
   };
+  const size_t first_site = sites.size();
   for (const auto& cs : t.callsites) {
     if (cs.frames.empty() || site_of_id.count(cs.id)) continue;
     Site site;
@@ -211,7 +209,13 @@ SiteIndex build_sites(uint32_t process_index, const trace::Trace& t, symbolize::
     if (index == next) sites.push_back(std::move(site));
     site_of_id[cs.id] = index;
   }
-  if (entry_used) {
+  // The note when the entry package named a site of this process (sites from first_site are its own).
+  const bool entry_named_a_site =
+      !entry.package.empty() &&
+      std::any_of(sites.begin() + static_cast<std::ptrdiff_t>(first_site), sites.end(), [&](const Site& s) {
+        return s.frame.python && symbolize::installed_top_level(s.frame.file) == entry.package;
+      });
+  if (entry_named_a_site) {
     std::string note = fmt::format(
         "Python: the installed package {} is taken as the program's own code ({}): its lines name call sites "
         "(--python-user names other packages of yours)",

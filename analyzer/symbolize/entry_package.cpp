@@ -39,15 +39,27 @@ bool identifier(std::string_view s) {
   return true;
 }
 
-// The argument index where the interpreter's options end, and what ended them:
-// 'm' (-m, the module at `index`), 'c' (-c), 's' (a script at `index`), 0 (none).
-std::pair<size_t, char> end_of_options(const std::vector<std::string>& argv) {
+// What ended the interpreter's options, at argument `index`.
+enum class OptionsEnd {
+  None,          // no script: stdin, or argv ran out
+  Module,        // -m MOD: the module is argv[index]
+  ModuleInline,  // -mMOD: the module is the rest of argv[index] after its 'm'
+  Command,       // -c
+  Script,        // a script file at argv[index]
+};
+struct EndOfOptions {
+  size_t index;
+  OptionsEnd what;
+};
+
+EndOfOptions end_of_options(const std::vector<std::string>& argv) {
+  using enum OptionsEnd;
   for (size_t i = 1; i < argv.size(); ++i) {
     std::string_view a = argv[i];
-    if (a == "-" || !a.starts_with("-")) return {i, a == "-" ? 0 : 's'};
-    if (a == "--") return {i + 1, i + 1 < argv.size() ? 's' : 0};
-    if (a == "-m") return {i + 1, i + 1 < argv.size() ? 'm' : 0};
-    if (a == "-c") return {i, 'c'};
+    if (a == "-" || !a.starts_with("-")) return {i, a == "-" ? None : Script};
+    if (a == "--") return {i + 1, i + 1 < argv.size() ? Script : None};
+    if (a == "-m") return {i + 1, i + 1 < argv.size() ? Module : None};
+    if (a == "-c") return {i, Command};
     if (takes_argument(a)) {
       ++i;
       continue;
@@ -55,15 +67,15 @@ std::pair<size_t, char> end_of_options(const std::vector<std::string>& argv) {
     if (a.starts_with("--")) continue;
     // Grouped short flags (-uB), possibly ending with one that takes the rest: -mMOD, -cCODE, -Wignore.
     for (size_t k = 1; k < a.size(); ++k) {
-      if (a[k] == 'm') return {i, k + 1 < a.size() ? 'M' : 0};  // 'M': the module is the rest of argv[i]
-      if (a[k] == 'c') return {i, 'c'};
+      if (a[k] == 'm') return {i, k + 1 < a.size() ? ModuleInline : None};
+      if (a[k] == 'c') return {i, Command};
       if (a[k] == 'W' || a[k] == 'X') {
         if (k + 1 == a.size()) ++i;  // its value is the next argument
         break;
       }
     }
   }
-  return {argv.size(), 0};
+  return {argv.size(), None};
 }
 
 }  // namespace
@@ -91,14 +103,14 @@ bool is_python_program(std::string_view exe, const std::vector<std::string>& arg
 
 std::string module_option(const std::vector<std::string>& argv) {
   const auto [i, what] = end_of_options(argv);
-  if (what == 'm') return argv[i];
-  if (what == 'M') return argv[i].substr(argv[i].find('m') + 1);
+  if (what == OptionsEnd::Module) return argv[i];
+  if (what == OptionsEnd::ModuleInline) return argv[i].substr(argv[i].find('m') + 1);
   return {};
 }
 
 std::string script_argument(const std::vector<std::string>& argv) {
   const auto [i, what] = end_of_options(argv);
-  return what == 's' ? argv[i] : std::string();
+  return what == OptionsEnd::Script ? argv[i] : std::string();
 }
 
 std::string stub_package(std::string_view text) {

@@ -13,14 +13,6 @@ double median(std::vector<double> s) {
   return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
-double relative_noise(const std::vector<double>& s) {
-  if (s.size() < 2) return kMinNoise;
-  const double m = median(s);
-  if (m <= 0) return kMinNoise;
-  const auto [lo, hi] = std::minmax_element(s.begin(), s.end());
-  return std::max(kMinNoise, (*hi - *lo) / m);
-}
-
 namespace {
 double spread(const std::vector<double>& s) {
   if (s.size() < 2) return 0;
@@ -28,6 +20,12 @@ double spread(const std::vector<double>& s) {
   return *hi - *lo;
 }
 }  // namespace
+
+double relative_noise(const std::vector<double>& s) {
+  const double m = median(s);
+  if (s.size() < 2 || m <= 0) return kMinNoise;
+  return std::max(kMinNoise, spread(s) / m);
+}
 
 double comparison_noise(const std::vector<double>& base, const std::vector<double>& now) {
   // In the effect's unit, the baseline's median: a candidate that halves its sites' time and

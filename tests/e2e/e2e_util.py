@@ -1,6 +1,6 @@
 """Small pieces the e2e check scripts share: the command after `--`, a fresh
 work directory, the arguments of a Python app recorded on the simulated CUDA, a CPython of a given
-version, a test script's `# site:` lines, the verdict (each failure on its own line, exit status), and a run that says where a hung
+version, a test script's `# site:` lines, a report's calls per line, the verdict (each failure on its own line, exit status), and a run that says where a hung
 command waits."""
 import argparse
 import glob
@@ -42,6 +42,17 @@ def site_markers(path: Path) -> dict[str, int]:
         if m:
             lines[m.group(1)] = n
     return lines
+
+
+def calls_by_line(report: dict) -> dict[tuple[str, int], int]:
+    """A `cuxfer report --json` report's calls per (file, line) of its call sites, summed over
+    processes; a real file by its resolved path, a pseudo-file (<string>) as it is."""
+    out: dict[tuple[str, int], int] = {}
+    for s in report["callsites"]:
+        f = s["file"] or ""
+        key = (str(Path(f).resolve()) if f.startswith("/") else f, s["line"])
+        out[key] = out.get(key, 0) + s["calls"]
+    return out
 
 
 def verdict(fails: list[str]) -> int:

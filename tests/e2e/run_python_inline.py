@@ -16,13 +16,12 @@ framework's own line. Exit 0 pass, 1 fail.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-from e2e_util import fresh_dir, site_markers, verdict
+from e2e_util import calls_by_line, fresh_dir, recorded_python_app_args, site_markers, verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "testapps" / "python" / "inline_copies.py"
@@ -38,19 +37,8 @@ def check(ok: bool, what: str) -> None:
         print("FAIL: " + what, flush=True)
 
 
-def sites(rep: dict) -> dict[tuple[str, int], int]:
-    out: dict[tuple[str, int], int] = {}
-    for s in rep["callsites"]:
-        key = (s["file"] or "", s["line"])
-        out[key] = out.get(key, 0) + s["calls"]
-    return out
-
-
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    for k in ("--cuxfer", "--shim", "--libcudart", "--workdir"):
-        ap.add_argument(k, required=True)
-    a = ap.parse_args()
+    a = recorded_python_app_args()
     work = fresh_dir(a.workdir)
     text = APP.read_text()
     lines = site_markers(APP)
@@ -73,12 +61,11 @@ def main() -> int:
                   f"{rep_run.returncode}: {rep_run.stderr[-300:]}")
             if rep_run.returncode != 0:
                 continue
-            got = sites(json.loads(rep_run.stdout))
+            got = calls_by_line(json.loads(rep_run.stdout))
             want = {(pseudo, lines[tag]): n for tag, n in EXPECTED.items()}
             if frames == "all":  # the framework's copies at its own line
                 del want[(pseudo, lines["framework"])]
                 want[(str(FRAMEWORK), fw_line)] = EXPECTED["framework"]
-            got = {((str(Path(f).resolve()) if f.startswith("/") else f), l): n for (f, l), n in got.items()}
             check(got == want, f"{pseudo}, --python-frames {frames}: sites {got}, want {want}")
         shown = subprocess.run([a.cuxfer, "report", str(out)], capture_output=True, text=True, timeout=120).stdout
         check(f"{pseudo}:{lines['framework']} in <module>" in shown,

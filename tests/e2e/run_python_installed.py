@@ -22,7 +22,6 @@ Exit 0 pass, 1 fail.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -30,7 +29,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from e2e_util import fresh_dir, site_markers, verdict
+from e2e_util import calls_by_line, fresh_dir, recorded_python_app_args, site_markers, verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = ROOT / "testapps" / "python" / "installed" / "userproj"
@@ -54,10 +53,7 @@ def check(ok: bool, what: str) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    for k in ("--cuxfer", "--shim", "--libcudart", "--workdir"):
-        ap.add_argument(k, required=True)
-    a = ap.parse_args()
+    a = recorded_python_app_args()
     work = fresh_dir(a.workdir)
     site = work / "lib" / "site-packages"
     shutil.copytree(PROJECT, site / "userproj", ignore=shutil.ignore_patterns("__pycache__"))
@@ -93,11 +89,7 @@ def main() -> int:
             if rep_run.returncode != 0:
                 continue
             rep = json.loads(rep_run.stdout)
-            got: dict[tuple[str, int], int] = {}
-            for s in rep["callsites"]:
-                f = s["file"] or ""
-                key = (str(Path(f).resolve()) if f.startswith("/") else f, s["line"])
-                got[key] = got.get(key, 0) + s["calls"]
+            got = calls_by_line(rep)
             want = {(str(Path(f).resolve()), l): n for (f, l), n in at_project.items()} if as_project \
                 else {("<string>", 1): 5}
             check(got == want, f"{name} {extra}: sites {got}, want {want}")

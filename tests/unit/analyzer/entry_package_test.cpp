@@ -1,5 +1,4 @@
-// The installed package a Python process was started from (analyzer/symbolize/entry_package.h),
-// and installed packages named as the user's in choose_user_frame.
+// The installed package a Python process was started from (analyzer/symbolize/entry_package.h).
 #include "analyzer/symbolize/entry_package.h"
 
 #include <gtest/gtest.h>
@@ -8,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/symbolize/frame_filter.h"
+#include "analyzer/symbolize/frame_filter.h"  // installed_top_level
 
 namespace cuxfer::symbolize {
 namespace {
@@ -86,28 +85,6 @@ TEST(EntryPackage, InstalledTopLevel) {
   EXPECT_EQ(installed_top_level("/usr/lib/python3/dist-packages/six.py"), "six");
   EXPECT_EQ(installed_top_level("/a/site-packages/x/site-packages/inner/m.py"), "inner");
   EXPECT_EQ(installed_top_level("/home/me/train.py"), "");
-}
-
-Frame py(const char* file, uint32_t line, const char* function) {
-  Frame f;
-  f.python = true;
-  f.file = file;
-  f.line = line;
-  f.function = function;
-  return f;
-}
-
-TEST(EntryPackage, AUserPackageNamesTheSite) {
-  const std::vector<Frame> stack = {
-      py("/venv/lib/python3.12/site-packages/torch/_tensor.py", 100, "Tensor.to"),
-      py("/venv/lib/python3.12/site-packages/myproj/data.py", 42, "load_batch"),
-      py("/venv/lib/python3.12/site-packages/myproj/train.py", 9, "main"),
-      py("<frozen runpy>", 88, "_run_code")};
-  // Without the rule: no user file, so the innermost Python frame, torch's.
-  EXPECT_EQ(choose_user_frame(stack), 0u);
-  const PythonFileTest user = [](std::string_view f) { return installed_top_level(f) == "myproj"; };
-  EXPECT_EQ(choose_user_frame(stack, PythonFrames::User, {}, user), 1u);
-  EXPECT_EQ(choose_user_frame(stack, PythonFrames::All, {}, user), 0u);
 }
 
 }  // namespace

@@ -119,6 +119,19 @@ class FakeSymbolizer : public Symbolizer {
   std::vector<std::string> notes() const override { return {}; }
 };
 
+TEST(PythonFrames, AnInstalledPackageOfTheUsersNamesTheSite) {
+  const std::vector<Frame> stack = {
+      py("/venv/lib/python3.12/site-packages/torch/_tensor.py", 100, "Tensor.to"),
+      py("/venv/lib/python3.12/site-packages/myproj/data.py", 42, "load_batch"),
+      py("/venv/lib/python3.12/site-packages/myproj/train.py", 9, "main"),
+      py("<frozen runpy>", 88, "_run_code")};
+  // Without the rule: no user file, so the innermost Python frame, torch's.
+  EXPECT_EQ(choose_user_frame(stack), 0u);
+  const PythonFileTest user = [](std::string_view f) { return installed_top_level(f) == "myproj"; };
+  EXPECT_EQ(choose_user_frame(stack, PythonFrames::User, {}, user), 1u);
+  EXPECT_EQ(choose_user_frame(stack, PythonFrames::All, {}, user), 0u);
+}
+
 TEST(PythonFrames, MixedStackPutsEachGroupAtItsEvalLoop) {
   FakeSymbolizer sym;
   sym.names = {{1, "cudaMemcpy"}, {2, "_PyEval_EvalFrameDefault"}, {3, "PyObject_Call"},
