@@ -34,12 +34,13 @@ have_gpu() {
   command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && find_nvcc >/dev/null
 }
 
+# install_deps [--for-tests]
 install_deps() {
   if [[ "${SKIP_DEPS:-0}" == 1 ]]; then
     step "skipping dependency installation (--skip-deps)"
   else
-    step "dependencies: bash scripts/install-deps.sh"
-    bash "$ROOT/scripts/install-deps.sh"
+    step "dependencies: bash scripts/install-deps.sh $*"
+    bash "$ROOT/scripts/install-deps.sh" "$@"
   fi
 }
 

@@ -16,7 +16,8 @@
 # It builds the `cuxfer` target -- the product: bin/cuxfer, bin/cuxfer-calibrate,
 # lib/libcuxfer.so, lib/libcuxfer_memhooks.so, all that README.md's usage
 # section runs -- and the app. Configure and build output goes to
-# <build dir>/demo-build.log, shown (its last 60 lines) only when a step fails;
+# <build dir>/demo-build.log (apt's output too), shown (its last 60 lines)
+# only when a step fails;
 # each step prints one progress line.
 #
 # Environment: DEMO_APP (default async_streams), DEMO_ARGS (app arguments:
@@ -56,8 +57,6 @@ else
 fi
 
 banner "cuxfer demo: $( ((GPU)) && echo "real GPU ($(nvidia-smi -L | head -1))" || echo "no GPU: simulated CUDA")"
-install_deps
-
 mkdir -p "$BUILD_DIR"
 LOG="$BUILD_DIR/demo-build.log"
 : >"$LOG"
@@ -98,7 +97,13 @@ logged() {
 }
 
 echo
-echo "configure and build output: $LOG"
+echo "dependency, configure and build output: $LOG"
+# apt's output (hundreds of lines on a fresh machine) goes to the log too.
+if ((SKIP_DEPS)); then
+  echo "--- dependencies: skipped (--skip-deps)"
+else
+  logged "dependencies (scripts/install-deps.sh)" bash "$ROOT/scripts/install-deps.sh"
+fi
 gen=(-G Ninja)
 if [[ -f "$BUILD_DIR/CMakeCache.txt" ]] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$BUILD_DIR/CMakeCache.txt"; then
   gen=()

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what cuxfer needs to build and test, by Debian/Ubuntu package name.
 #
-#   bash scripts/install-deps.sh
+#   bash scripts/install-deps.sh               what the build and the demo need
+#   bash scripts/install-deps.sh --for-tests   and what only the tests need
+#                                              (scripts/test.sh passes it)
 #
 # Idempotent: when every package is already installed (dpkg -s) apt is not
 # touched at all. Works as root or through sudo. On a machine without network
@@ -16,14 +18,28 @@
 #   CUXFER_SKIP_DEPS=1   do nothing (for machines managed some other way)
 set -euo pipefail
 
+FOR_TESTS=0
+for a in "$@"; do
+  case "$a" in
+    --for-tests) FOR_TESTS=1 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "install-deps: unknown option '$a' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
 if [[ "${CUXFER_SKIP_DEPS:-0}" == 1 ]]; then
   echo "install-deps: CUXFER_SKIP_DEPS=1, skipping"
   exit 0
 fi
 
-# Required by the build (cmake/Dependencies.cmake) and the tests.
+# Required by the build (cmake/Dependencies.cmake) and the demo (its test app
+# is built with the test tree, which needs GoogleTest).
 REQUIRED=(cmake ninja-build g++ pkg-config libspdlog-dev libfmt-dev libzstd-dev libsqlite3-dev libgtest-dev nlohmann-json3-dev python3)
-# Optional: the build has a fallback for each.
+# Optional for the build: it has a fallback for each (libdw: call sites by
+# module+offset; libunwind: glibc's backtrace).
+BUILD_OPTIONAL=(libdw-dev libelf-dev libunwind8)
+# Only the tests need these (--for-tests); each test that needs one skips,
+# saying so, without it.
 # chromium: renders `cuxfer report --html` in the test that checks it (skipped without).
 # libjemalloc2, libtcmalloc-minimal4: another allocator preloaded after the shim
 # (e2e.rewrite_exactness.{jemalloc,tcmalloc}: skipped without).
@@ -36,7 +52,10 @@ REQUIRED=(cmake ninja-build g++ pkg-config libspdlog-dev libfmt-dev libzstd-dev 
 # (a program that embeds Python: e2e.python_embed.*) and to check the frame
 # layouts against the headers (python.layouts_match_headers); both skip, saying
 # so, without it.
-OPTIONAL=(libdw-dev libelf-dev libunwind8 chromium libjemalloc2 libtcmalloc-minimal4 libxml2-utils python3-dev)
+# python3-venv, zlib1g-dev, liblzma-dev, libbz2-dev: scripts/build-wheel.sh,
+# which the tests run (a venv for scikit-build-core and auditwheel; the static
+# archives the portable build links libdw with).
+TEST_ONLY=(chromium libjemalloc2 libtcmalloc-minimal4 libxml2-utils python3-dev python3-venv zlib1g-dev liblzma-dev libbz2-dev)
 
 log() { echo "install-deps: $*"; }
 
@@ -50,7 +69,10 @@ clang_major() {
   fi
   echo "${v:-14}"
 }
-OPTIONAL+=(clang "libclang-rt-$(clang_major)-dev")
+OPTIONAL=("${BUILD_OPTIONAL[@]}")
+if ((FOR_TESTS)); then
+  OPTIONAL+=("${TEST_ONLY[@]}" clang "libclang-rt-$(clang_major)-dev")
+fi
 
 # dpkg -s, captured whole (a `| grep -q` pipe can fail under pipefail by SIGPIPE).
 installed() { [[ "$(dpkg -s "$1" 2>/dev/null)" == *"Status: install ok installed"* ]]; }

@@ -14,7 +14,8 @@
 #   --skip-deps      do not run scripts/install-deps.sh
 #   -h, --help       this text
 #
-# Build directories: build-test/ (RelWithDebInfo), build-asan/
+# Build directories: build-test/ (RelWithDebInfo), build-wheel/ (the wheel and
+# tarball: scripts/build-wheel.sh), build-asan/
 # (CUXFER_SANITIZE=address,undefined, the unit tests), build-ubsan/
 # (CUXFER_SANITIZE=undefined, the end-to-end tests) and build-tsan/
 # (CUXFER_SANITIZE=thread, the shim's unit tests: rings, tables, registration
@@ -52,14 +53,14 @@ declare -a SUMMARY=()
 if ((GPU)); then
   have_gpu || die "--gpu: no usable GPU here (nvidia-smi -L must list one, and nvcc must be found)"
 fi
-TIERS="CPU tier (ctest -LE gpu, simulated CUDA)"
+TIERS="CPU tier (ctest -LE gpu, simulated CUDA) + package (wheel, tarball)"
 ((SANITIZE)) && TIERS+=" + sanitizer passes (ctest -L unit: address+undefined; ctest -L e2e: undefined; shim units and e2e: thread)"
 ((FUZZ)) && TIERS+=" + fuzzing (scripts/fuzz.sh --time 20)"
 ((GPU)) && TIERS+=" + GPU tier (ctest -L gpu, real GPU)"
 banner "cuxfer tests: $TIERS"
 echo "machine: $(nproc) cores, $(uname -sr); GPU: $(have_gpu && nvidia-smi -L | head -1 || echo none)"
 
-install_deps
+install_deps --for-tests
 
 NVCC="$(find_nvcc || true)"
 gpu_args=()
@@ -81,6 +82,19 @@ if timed ctest --test-dir "$TEST_DIR" --output-on-failure -LE gpu -j2 --timeout 
   SUMMARY+=("PASS  CPU tier (build-test, ctest -LE gpu)")
 else
   SUMMARY+=("FAIL  CPU tier (build-test, ctest -LE gpu)")
+fi
+
+# --- what users install ---------------------------------------------------------
+banner "package: scripts/build-wheel.sh, then the wheel and the tarball installed as a user would"
+# The wheel, the tarball and the debug archive from one portable Release
+# build (build-wheel/), then tests/package/check_wheel.sh: a fresh venv and a
+# folder outside the checkout, nothing of the build tree on any path.
+WHEEL_DIR="${CUXFER_WHEEL_BUILD_DIR:-$ROOT/build-wheel}"
+if timed bash "$ROOT/scripts/build-wheel.sh" --build-dir "$WHEEL_DIR" --out "$WHEEL_DIR/dist" &&
+   timed bash "$ROOT/tests/package/check_wheel.sh" "$WHEEL_DIR/dist" "$TEST_DIR" "$ROOT"; then
+  SUMMARY+=("PASS  package (build-wheel.sh; wheel and tarball installed and used from outside the checkout)")
+else
+  SUMMARY+=("FAIL  package (build-wheel.sh, tests/package/check_wheel.sh)")
 fi
 
 # --- sanitizer pass -------------------------------------------------------------

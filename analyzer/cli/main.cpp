@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#include <cuxfer/build_info.h>
 
 #include "analyzer/cli/calibrate_command.h"
 #include "analyzer/cli/check_command.h"
@@ -103,7 +104,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "--version" || command == "-V") {
-    std::printf("cuxfer %s\n", CUXFER_VERSION);
+    std::printf("cuxfer %s (commit %s, built %s)\n", CUXFER_BUILD_VERSION, CUXFER_BUILD_COMMIT, CUXFER_BUILD_DATE);
     return 0;
   }
   if (command == "help") {

@@ -16,10 +16,12 @@
 #include <string_view>
 #include <thread>
 
+#include <cuxfer/build_info.h>
 #include <fmt/format.h>
 
 #include "analyzer/launcher/program_check.h"
 #include "analyzer/launcher/shim_path.h"
+#include "analyzer/launcher/shim_stamp.h"
 #include "analyzer/model/machine_profile.h"
 #include "analyzer/text/units.h"
 #include "policy/policy.h"
@@ -152,6 +154,10 @@ PrepareResult prepare_recording(const RecordSettings& o, PreparedRecording& out)
   if (out.shim.empty() || ::access(out.shim.c_str(), R_OK) != 0)
     return fail(2, fmt::format("the cuxfer shim is not at {} ({}): {}; name it with --shim PATH or CUXFER_SHIM",
                                shim_arg, shim_source, std::strerror(errno)));
+  // Before anything runs: a shim from another build writes traces this
+  // command may misread, and a library that is no shim records nothing.
+  if (std::string line = shim_mismatch(out.shim, read_shim_stamp(out.shim), CUXFER_BUILD_ID); !line.empty())
+    return fail(2, line);
   if (out.shim.find_first_of(": ") != std::string::npos)
     return fail(2, fmt::format("the shim path {} contains ':' or a space, which LD_PRELOAD cannot express; move it",
                                out.shim));

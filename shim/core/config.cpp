@@ -43,6 +43,14 @@ Config parse_config(char** env, bool secure_execution) {
   std::optional<uint64_t> h2d_min, d2h_min;
   for (char** e = env; e && *e; ++e) {
     std::string_view kv(*e);
+    if (kv.rfind("CUDA_HOME=", 0) == 0) {
+      c.cuda_home = kv.substr(10);
+      continue;
+    }
+    if (kv.rfind("CUDA_PATH=", 0) == 0) {
+      c.cuda_path = kv.substr(10);
+      continue;
+    }
     if (kv.rfind("CUXFER_", 0) != 0) continue;
     auto eq = kv.find('=');
     if (eq == std::string_view::npos) continue;
@@ -128,6 +136,8 @@ Config parse_config(char** env, bool secure_execution) {
       else bad("a byte count from 1 up");
     } else if (key == "CUXFER_CUPTI_LIB") {
       c.cupti_library = val;
+    } else if (key == "CUXFER_CUPTI_SEARCH_PATH") {
+      c.cupti_search_path = val;
     } else if (key == "CUXFER_MANIFEST") {
       c.manifest = val;
     } else if (key == "CUXFER_BUFFER_EVENTS") {

@@ -47,6 +47,12 @@ struct Config {
   CuptiMode cupti = CuptiMode::Auto;  // CUXFER_CUPTI=auto|on|off
   CaptureRange capture_range = CaptureRange::None;  // CUXFER_CAPTURE_RANGE=none|cudaProfilerApi
   std::string cupti_library;      // CUXFER_CUPTI_LIB: explicit libcupti path
+  // CUXFER_CUPTI_SEARCH_PATH: ':'-separated folders to look for libcupti.so.13
+  // in, after the loaded runtime's (record/cupti_locate.h). The Python
+  // launcher sets it to the nvidia wheels' folders on its sys.path.
+  std::string cupti_search_path;
+  // CUDA_HOME, CUDA_PATH: toolkit roots searched before /usr/local/cuda.
+  std::string cuda_home, cuda_path;
   // CUXFER_CUPTI_KERNELS=1: also record kernels (CUPTI concurrent-kernel
   // activity) for the copy/compute overlap analysis. Off by default: it adds
   // CUPTI work to every kernel launch, which kernel-heavy programs would feel.

@@ -3,6 +3,8 @@
 
 #include <cupti.h>
 #include <dlfcn.h>
+#include <limits.h>
+#include <unistd.h>
 
 #include <cstdlib>
 
@@ -88,19 +90,21 @@ bool load(void* lib, const char* name, F& out) {
   return out != nullptr;
 }
 
-// Who loaded CUPTI is tried in order; the first that opens wins.
-void* open_libcupti(const std::string& override_path, std::string& tried) {
-  std::vector<std::string> candidates;
-  if (!override_path.empty()) candidates.push_back(override_path);
-  for (const char* c : {"libcupti.so.13", "libcupti.so", "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
-                        "/usr/local/cuda/lib64/libcupti.so.13", "/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.13"})
-    candidates.emplace_back(c);
+// The candidates are tried in order (record/cupti_locate.h); the first that
+// opens wins. A candidate that is no file is skipped without a dlopen, so
+// that the list of what was tried stays short and readable.
+void* open_libcupti(const std::vector<CuptiCandidate>& candidates, const CuptiCandidate*& chosen,
+                    std::string& tried) {
   for (const auto& c : candidates) {
-    void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (h) return h;
-    if (!tried.empty()) tried += ", ";
-    tried += c;
-    if (!override_path.empty()) break;  // an explicit path that fails is not silently replaced
+    const bool bare = c.path.find('/') == std::string::npos;
+    if (!bare && ::access(c.path.c_str(), R_OK) != 0) continue;
+    if (void* h = dlopen(c.path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      chosen = &c;
+      return h;
+    }
+    if (!tried.empty()) tried += "; ";
+    const char* err = dlerror();
+    tried += err ? err : c.path;
   }
   return nullptr;
 }
@@ -112,7 +116,7 @@ CUXFER_HOT CuptiCollector& CuptiCollector::instance() {
   return *c;
 }
 
-bool CuptiCollector::start(const std::string& library_override, std::string& reason) {
+bool CuptiCollector::start(const std::vector<CuptiCandidate>& candidates, std::string& reason) {
   // Threads libcupti starts while it is loaded and enabled inherit this
   // thread's mask: all signals blocked, so the app's handlers stay on its own.
   AllSignalsBlocked quiet;
@@ -122,12 +126,19 @@ bool CuptiCollector::start(const std::string& library_override, std::string& rea
     return false;
   }
   std::string tried;
-  void* lib = open_libcupti(library_override, tried);
+  const CuptiCandidate* chosen = nullptr;
+  void* lib = open_libcupti(candidates, chosen, tried);
   if (!lib) {
-    reason = "libcupti not found (tried " + tried + "); set CUXFER_CUPTI_LIB";
+    reason = "libcupti.so.13 not found (" + (tried.empty() ? std::string("no candidate exists") : tried) +
+             "); install the nvidia-cuda-cupti wheel or the CUDA toolkit, or set CUXFER_CUPTI_LIB";
     return false;
   }
   lib_ = lib;
+  char origin[PATH_MAX] = "";
+  library_ = dlinfo(lib, RTLD_DI_ORIGIN, origin) == 0 && chosen->path.find('/') == std::string::npos
+                 ? std::string(origin) + "/" + chosen->path
+                 : chosen->path;
+  library_why_ = chosen->why;
   bool ok = load(lib, "cuptiActivityEnable", g_api.activity_enable) &&
             load(lib, "cuptiActivityDisable", g_api.activity_disable) &&
             load(lib, "cuptiActivityRegisterCallbacks", g_api.register_callbacks) &&

@@ -11,6 +11,7 @@
 
 #include "core/hot_line.h"
 #include "core/bounded_lock.h"
+#include "record/cupti_locate.h"
 #include "trace/event.h"
 
 namespace cuxfer::shim {
@@ -19,7 +20,11 @@ class CuptiCollector {
  public:
   // Loads libcupti and enables memcpy and memset records.
   // On failure returns false and says why in `reason` (one line).
-  bool start(const std::string& library_override, std::string& reason);
+  // `candidates`: where to look, first first (record/cupti_locate.h).
+  bool start(const std::vector<CuptiCandidate>& candidates, std::string& reason);
+  // The libcupti started from, and why it was looked for there ("" before).
+  const std::string& library() const { return library_; }
+  const std::string& library_why() const { return library_why_; }
   bool active() const { return g_hot_line.cupti_active.load(std::memory_order_acquire); }
 
   // Unified-memory counters (migrations, CPU and GPU page faults). CUPTI
@@ -110,6 +115,7 @@ class CuptiCollector {
   std::atomic<uint64_t> incomplete_{0};
   std::atomic<bool> detached_{false};  // ours, but cuptiFinalize'd until the records are wanted again
   void* lib_ = nullptr;                 // our dlopen handle of libcupti
+  std::string library_, library_why_;   // its path, and why there
   std::mutex handover_mutex_;           // start() and hand_over() do not interleave
   std::string app_owner_;               // non-empty: the app took CUPTI before we started
   std::vector<int> enabled_kinds_;      // what hand_over() turns off again

@@ -8,12 +8,15 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/stat.h>
+#include <link.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+
+#include <cuxfer/build_info.h>
 
 #include "core/allocation.h"
 #include "core/bounded_lock.h"
@@ -25,6 +28,7 @@
 #include "memory/pointer_classifier.h"
 #include "python/python_stack.h"
 #include "record/cupti_collector.h"
+#include "record/cupti_locate.h"
 #include "record/hook_time.h"
 #include "record/nvtx_ranges.h"
 #include "memory/host_ranges.h"
@@ -271,6 +275,28 @@ void Recorder::stop_for_memory() {
   // cycling; shutdown writes the note and the End.
 }
 
+namespace {
+
+// Where to look for libcupti (record/cupti_locate.h): the configuration and
+// the objects loaded now, when the driver is first reached (the runtime the
+// app uses is loaded by then).
+CuptiSearch cupti_search(const Config& c) {
+  CuptiSearch s;
+  s.override_path = c.cupti_library;
+  s.search_path = c.cupti_search_path;
+  s.toolkit_roots = {c.cuda_home, c.cuda_path, "/usr/local/cuda"};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        if (info->dlpi_name && info->dlpi_name[0] == '/')
+          static_cast<std::vector<std::string>*>(out)->emplace_back(info->dlpi_name);
+        return 0;
+      },
+      &s.loaded);
+  return s;
+}
+
+}  // namespace
+
 bool Recorder::attach_driver_slow() {
   int expected = 0;
   if (!driver_state_.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return false;
@@ -293,7 +319,7 @@ bool Recorder::attach_driver_slow() {
     reason = "forked from a process that used CUPTI; CUPTI state does not survive fork";
   } else if (c.cupti == CuptiMode::Off) {
     reason = "disabled by CUXFER_CUPTI=off";
-  } else if (collector.start(c.cupti_library, reason) && !reason.empty()) {
+  } else if (collector.start(cupti_candidates(cupti_search(c)), reason) && !reason.empty()) {
     log::info(reason);
   }
   {
@@ -310,6 +336,8 @@ bool Recorder::attach_driver_slow() {
     // The analyzer's overlap analysis needs to know kernels were recorded at all.
     if (collector.active() && c.cupti_kernels && reason.rfind("kernel records unavailable", 0) != 0)
       notes_.push_back("cupti: kernel records on");
+    if (collector.active())
+      notes_.push_back("cupti: " + collector.library() + " (" + collector.library_why() + ")");
     if (!collector.active()) {
       notes_.push_back("CUPTI unavailable: " + reason + "; GPU times are not recorded");
       if (!simulated) log::info("CUPTI unavailable: " + reason + "; CPU timing only");
@@ -375,7 +403,7 @@ bool Recorder::open_trace() {
   p.argv = read_cmdline();
   p.hostname = host;
   p.trace_name = name;
-  p.cuxfer_version = CUXFER_VERSION;
+  p.cuxfer_version = CUXFER_BUILD_ID;
   p.stack_depth = g_hot_line.stack_depth;
   std::string payload;
   trace::encode(p, payload);

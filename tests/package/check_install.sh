@@ -44,7 +44,7 @@ done
 CUXFER=$P/bin/cuxfer
 unset CUXFER_SHIM CUXFER_CALIBRATE_PROGRAM LD_PRELOAD
 ver=$("$CUXFER" --version) || fail "cuxfer --version"
-grep -qE '^cuxfer [0-9]+\.[0-9]+\.[0-9]+$' <<<"$ver" || fail "cuxfer --version: '$ver'"
+grep -qE '^cuxfer [0-9]+\.[0-9]+\.[0-9]+ \(commit [0-9a-z]+, built [0-9]{4}-[0-9]{2}-[0-9]{2}\)$' <<<"$ver" || fail "cuxfer --version: '$ver'"
 "$CUXFER" --help >"$W/help" || fail "cuxfer --help"
 grep -q record "$W/help" || fail "cuxfer --help names no record command"
 "$CUXFER" record --help >"$W/help" || fail "cuxfer record --help"

@@ -3,7 +3,7 @@
 # launcher's contract with the shim (using a fake shim).
 #   cli_test.sh CASE CUXFER MAKE_TEST_TRACE FAKE_SHIM
 set -u
-case_name=$1 cuxfer=$2 make_trace=$3 fake_shim=$4
+case_name=$1 cuxfer=$2 make_trace=$3 fake_shim=$4 other_build_shim=${5:-}
 work=$(mktemp -d "${TMPDIR:-/tmp}/cuxfer-cli-test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -188,6 +188,21 @@ PY
     kill -TERM $pid
     wait $pid; rc=$?
     expect_rc 7 ;;
+  record-shim-version)
+    # The command and the shim come from one build, or nothing runs.
+    version_line=$("$cuxfer" --version) || fail "--version"
+    [[ $version_line =~ ^cuxfer\ [0-9]+\.[0-9]+\.[0-9]+\ \(commit\ [0-9a-z]+,\ built\ [0-9]{4}-[0-9]{2}-[0-9]{2}\)$ ]] ||
+      fail "--version printed '$version_line'"
+    run "$cuxfer" record --shim "$other_build_shim" -- touch ran; expect_rc 2; expect_lines err 1
+    expect_in err "is from cuxfer 0.0.9+0123456789ab, this cuxfer is "
+    [[ ! -e ran ]] || fail "the command ran under a shim of another build"
+    # A library that is no shim at all (no stamp): refused the same way.
+    run "$cuxfer" record --shim /lib/x86_64-linux-gnu/libc.so.6 -- touch ran; expect_rc 2; expect_lines err 1
+    expect_in err "carries no cuxfer build stamp"
+    [[ ! -e ran ]] || fail "the command ran under a library that is no shim"
+    # This build's own stand-in passes the check.
+    run "$cuxfer" record -q --shim "$fake_shim" -- touch ran; expect_rc 0
+    [[ -e ran ]] || fail "the command did not run under this build's shim" ;;
   *) echo "unknown case $case_name" >&2; exit 2 ;;
 esac
 exit 0

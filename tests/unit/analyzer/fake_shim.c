@@ -11,6 +11,14 @@
 
 extern char** environ;
 
+/* The build stamp `cuxfer record` checks before preloading (shim/build_stamp.cpp):
+ * this build's, or FAKE_SHIM_BUILD_ID for the stand-in of another build's shim. */
+#include <cuxfer/build_info.h>
+#ifndef FAKE_SHIM_BUILD_ID
+#define FAKE_SHIM_BUILD_ID CUXFER_BUILD_ID
+#endif
+__attribute__((used, retain, section(".cuxfer_build"))) const char fake_shim_stamp[] = "cuxfer-build-id=" FAKE_SHIM_BUILD_ID;
+
 __attribute__((constructor)) static void fake_shim_start(void) {
   const char* dir = getenv("CUXFER_OUTPUT_DIR");
   const char* manifest = getenv("CUXFER_MANIFEST");

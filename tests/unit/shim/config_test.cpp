@@ -165,6 +165,15 @@ TEST(ParseConfig, CuptiLibAndManifestTakeAnyValue) {
   EXPECT_TRUE(c.problems.empty());
 }
 
+TEST(ParseConfig, CuptiSearchPathAndToolkitRoots) {
+  Config c = parse({"CUXFER_CUPTI_SEARCH_PATH=/v/nvidia/cu13/lib:/w/lib", "CUDA_HOME=/opt/cuda-13",
+                    "CUDA_PATH=/opt/cuda"});
+  EXPECT_EQ(c.cupti_search_path, "/v/nvidia/cu13/lib:/w/lib");
+  EXPECT_EQ(c.cuda_home, "/opt/cuda-13");
+  EXPECT_EQ(c.cuda_path, "/opt/cuda");
+  EXPECT_TRUE(c.problems.empty());
+}
+
 TEST(ParseConfig, BufferEvents) {
   EXPECT_EQ(parse({"CUXFER_BUFFER_EVENTS=1024"}).buffer_events, 1024u);
   EXPECT_EQ(parse({"CUXFER_BUFFER_EVENTS=65536"}).buffer_events, 65536u);
