@@ -64,7 +64,7 @@ t0=$SECONDS
 # machine needs no index. build-dir is absolute so that the tarball below
 # finds the same CMake build whatever the current directory.
 CMAKE_BUILD_PARALLEL_LEVEL="$JOBS" "$PY" -m pip wheel --no-deps --no-build-isolation \
-  --disable-pip-version-check -w "$BUILD_DIR/raw" -C build-dir="$CMAKE_DIR" "$ROOT" >>"$LOG" 2>&1 ||
+  --disable-pip-version-check -v -w "$BUILD_DIR/raw" -C build-dir="$CMAKE_DIR" "$ROOT" >>"$LOG" 2>&1 ||
   { tail -n 40 "$LOG" >&2; die "pip wheel failed (whole log: $LOG)"; }
 raw=("$BUILD_DIR"/raw/cuxfer-*.whl)
 [[ -f "${raw[0]}" ]] || die "pip wheel made no wheel (see $LOG)"

@@ -40,8 +40,12 @@ CopyDecision on_covered(const CopyFacts& f, const RewriteSettings& s) {
   // A stream being captured cannot be waited on: the range is made pageable
   // again and the call goes to the driver as it was made.
   if (f.stream == StreamState::Capturing) return run(CopyPath::Original, Before::Release);
-  if (f.way == CopyWay::HtoD && f.stream == StreamState::Busy && !f.staging_declined)
-    return run(CopyPath::StageAny);
+  // With the staging pool full, the DMA in place would make the call wait for
+  // the whole stream: a stall the pageable original never had, and a
+  // deadlock where the stream waits on the host (cuStreamWaitValue32, a host
+  // function). The app's own call is the answer, on pageable memory again.
+  if (f.way == CopyWay::HtoD && f.stream == StreamState::Busy)
+    return f.staging_declined ? run(CopyPath::Original, Before::Release) : run(CopyPath::StageAny);
   // DMA in place, then wait: what the pageable original's return means (D2H:
   // complete; H2D: source consumed).
   return run(CopyPath::InPlace, Before::Nothing, /*wait=*/true);

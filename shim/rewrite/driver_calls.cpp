@@ -34,10 +34,12 @@ bool load(DriverCalls& d) {
   real(d.free_host, HookId::h_cuMemFreeHost);
   get(d.ctx_synchronize, "cuCtxSynchronize");
   get(d.event_destroy, "cuEventDestroy_v2");
+  get(d.exchange_capture_mode, "cuThreadExchangeStreamCaptureMode");
   get(d.event_record_ptsz, "cuEventRecord_ptsz");
   get(d.stream_synchronize_ptsz, "cuStreamSynchronize_ptsz");
   get(d.stream_query, "cuStreamQuery");
   get(d.stream_query_ptsz, "cuStreamQuery_ptsz");
+  get(d.stream_get_flags, "cuStreamGetFlags");
   get(d.stream_is_capturing, "cuStreamIsCapturing");
   get(d.stream_is_capturing_ptsz, "cuStreamIsCapturing_ptsz");
   return ok;

@@ -43,6 +43,7 @@ class DriverOps final : public RegistrationOps {
     const DriverCalls* d = driver_calls();
     if (!d) return -1;
     InternalScope internal;
+    RelaxedCaptureScope capture_safe(*d);
     CUcontext ctx = nullptr;
     if (d->ctx_get_current(&ctx) == CUDA_SUCCESS && ctx) {
       CUcontext expected = nullptr;
@@ -54,6 +55,7 @@ class DriverOps final : public RegistrationOps {
     const DriverCalls* d = driver_calls();
     if (!d) return -1;
     InternalScope internal;
+    RelaxedCaptureScope capture_safe(*d);
     // free() may run on a thread with no current context.
     CUcontext current = nullptr;
     bool pushed = false;

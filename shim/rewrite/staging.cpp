@@ -257,6 +257,10 @@ char* make_buffer(const Driver& drv, CUresult& r) {
 
 void Pool::fill(const Driver& drv) {
   InternalScope internal;  // nothing this thread does is the app's
+  // This thread pins and unpins buffers whenever the app runs low: in relaxed
+  // capture mode, so that an app's graph capture in global mode on another
+  // thread is never invalidated by it (driver_calls.h).
+  RelaxedCaptureScope capture_safe(drv);
   bool bound = false;
   for (;;) {
     {

@@ -247,7 +247,12 @@ Action try_zero_copy(const CallDesc& d, int& result) {
     if (s == 0 || s == reinterpret_cast<uint64_t>(CU_STREAM_LEGACY) ||
         s == reinterpret_cast<uint64_t>(CU_STREAM_PER_THREAD))
       return Action::Original;
-    if (!drv->idle(per_thread, reinterpret_cast<CUstream>(s))) return Action::Original;  // pending work or capture
+    const CUstream stream = reinterpret_cast<CUstream>(s);
+    if (!drv->idle(per_thread, stream)) return Action::Original;  // pending work or capture
+    // A blocking stream's copy also waits for the legacy default stream: a
+    // kernel still writing the buffer there must finish before the host
+    // reads or writes it, or the result is silently wrong.
+    if (drv->orders_after_legacy(stream) && !drv->idle(false, CU_STREAM_LEGACY)) return Action::Original;
   }
   void* dst = to ? reinterpret_cast<void*>(zdst.host + (d.dst - zdst.device)) : reinterpret_cast<void*>(d.dst);
   const void* src = from ? reinterpret_cast<const void*>(zsrc.host + (d.src - zsrc.device))

@@ -151,6 +151,11 @@ TEST(CopyDecision, LargeAsyncH2DOnARegisteredRange) {
   // Busy stream: waiting would wait for the queued work too; copy it out.
   EXPECT_EQ(decide(covered(CopyWay::HtoD, MiB, true, StreamState::Busy), pin()), path(CopyPath::StageAny));
   EXPECT_EQ(decide(covered(CopyWay::HtoD, 256 * MiB, true, StreamState::Busy), pin()), path(CopyPath::StageAny));
+  // Busy stream and the staging pool full: never wait for the stream; the
+  // app's own call on pageable memory again.
+  CopyFacts full = covered(CopyWay::HtoD, 4 * MiB, true, StreamState::Busy);
+  full.staging_declined = true;
+  EXPECT_EQ(decide(full, pin()), path(CopyPath::Original, Before::Release));
 }
 
 TEST(CopyDecision, AsyncD2HOnARegisteredRangeWaitsLikeThePageableOriginal) {
@@ -243,6 +248,10 @@ TEST(CopyDecision, EverySweepCellSettles) {
               if (d.wait_after) {
                 EXPECT_NE(f.stream, StreamState::Capturing);
                 EXPECT_EQ(d.path, CopyPath::InPlace);
+                // An async H2D returns once its source is consumed: it never
+                // waits for the work queued ahead of it on a busy stream.
+                EXPECT_FALSE(async && w == CopyWay::HtoD && f.stream == StreamState::Busy)
+                    << n << " bytes, declines=" << declines;
               }
             }
 }
