@@ -76,15 +76,24 @@ extern "C" CUXFER_EXPORT CUptiResult cuptiFinalize() {
 
 namespace cuxfer::shim {
 
-void* cupti_hook_for(const char* name, void* fn) {
+namespace {
+
+void* cupti_hook_named(const char* name) {
   if (std::strncmp(name, "cupti", 5) != 0) return nullptr;
-  void* hook = nullptr;
   if (std::strcmp(name, "cuptiActivityRegisterCallbacks") == 0)
-    hook = reinterpret_cast<void*>(&cuptiActivityRegisterCallbacks);
-  else if (std::strcmp(name, "cuptiActivityRegisterTimestampCallback") == 0)
-    hook = reinterpret_cast<void*>(&cuptiActivityRegisterTimestampCallback);
-  else if (std::strcmp(name, "cuptiFinalize") == 0)
-    hook = reinterpret_cast<void*>(&cuptiFinalize);
+    return reinterpret_cast<void*>(&cuptiActivityRegisterCallbacks);
+  if (std::strcmp(name, "cuptiActivityRegisterTimestampCallback") == 0)
+    return reinterpret_cast<void*>(&cuptiActivityRegisterTimestampCallback);
+  if (std::strcmp(name, "cuptiFinalize") == 0) return reinterpret_cast<void*>(&cuptiFinalize);
+  return nullptr;
+}
+
+}  // namespace
+
+bool cupti_hooks_name(const char* name) { return cupti_hook_named(name) != nullptr; }
+
+void* cupti_hook_for(const char* name, void* fn) {
+  void* hook = cupti_hook_named(name);
   if (!hook || fn == hook) return nullptr;
   void* ours = CuptiCollector::instance().own_symbol(name);
   return !ours || ours == fn ? hook : nullptr;

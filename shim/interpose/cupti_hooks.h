@@ -13,5 +13,7 @@ namespace cuxfer::shim {
 // and `fn` is in the libcupti the collector uses (or the collector has not
 // loaded one yet), else null.
 void* cupti_hook_for(const char* name, void* fn);
+// Whether `name` is one of these calls.
+bool cupti_hooks_name(const char* name);
 
 }  // namespace cuxfer::shim

@@ -4,13 +4,16 @@
 // what goes; after it, the fast unwinder's rules are retired if an object
 // was unmapped, since another one may be loaded at its addresses
 // (unwind/fast_unwind.h), and an interpreter being read whose library went
-// is no longer read (python/python_stack.h). The shim's own dlclose calls
-// come here too.
+// is no longer read (python/python_stack.h), and the runtime functions
+// remembered per calling object are forgotten, since they may lie in what
+// went (symbols/symbol_table.h). The shim's own dlclose calls come here too,
+// except the symbol table's (real_dlclose).
 #include <dlfcn.h>
 
 #include "core/export.h"
 #include "python/python_stack.h"
 #include "record/recorder.h"
+#include "symbols/elf_lookup.h"
 #include "symbols/symbol_table.h"
 #include "unwind/fast_unwind.h"
 
@@ -21,7 +24,11 @@ extern "C" CUXFER_EXPORT int dlclose(void* handle) {
   cuxfer::shim::python::PythonStacks::instance().before_dlclose();
   if (auto* recorder = cuxfer::shim::g_hot_line.recorder.load(std::memory_order_acquire))
     recorder->before_dlclose();
+  const uint64_t unloads = cuxfer::shim::loader_unloads();
   const int r = real(handle);
+  // Most dlcloses only drop a reference; only an unload costs the runtime
+  // hooks a lookup again.
+  if (cuxfer::shim::loader_unloads() != unloads) cuxfer::shim::forget_unloaded_definitions();
   cuxfer::shim::python::PythonStacks::instance().after_dlclose();
   cuxfer::shim::unwind::after_dlclose();
   return r;

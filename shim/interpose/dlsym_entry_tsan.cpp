@@ -6,8 +6,9 @@
 // crashes the process). Until the shim's constructor has run, this entry
 // jumps to glibc's dlsym with the caller's own return address still on the
 // stack, so RTLD_NEXT is resolved from the caller as without the shim; from
-// then on it jumps to the hook (lookup_hooks.cpp), as the release build's
-// dlsym is. Release builds do not contain this file.
+// then on it jumps to the entry the release build exports as dlsym
+// (dlsym_entry.cpp, here under the hidden name cuxfer_dlsym_routed). Release
+// builds do not contain this file.
 #include <dlfcn.h>
 
 #include "interpose/lookup_hooks.h"
@@ -41,7 +42,7 @@ asm(R"(
     .type dlsym, @function
 dlsym:
     cmpb $0, cuxfer_dlsym_ready(%rip)
-    jne cuxfer_dlsym_hook
+    jne cuxfer_dlsym_routed
     push %rdi
     push %rsi
     sub $8, %rsp

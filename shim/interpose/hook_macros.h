@@ -14,13 +14,17 @@
 // .text, one more cold page and line for every copy (export.h, CUXFER_INLINE).
 #define CUXFER_INLINE_LAMBDA __attribute__((always_inline))
 
-// The real function behind hook `name`, with the hook's own type.
-#define CUXFER_REAL(name) \
-  ::cuxfer::shim::real_function_as<decltype(&::name)>(::cuxfer::shim::HookId::h_##name)
+// The real function behind hook `name`, with the hook's own type (in the
+// hook's own body: the caller is its return address).
+#define CUXFER_REAL(name)                                                                       \
+  ::cuxfer::shim::real_function_as<decltype(&::name)>(::cuxfer::shim::HookId::h_##name, \
+                                                      __builtin_return_address(0))
 
 // Every hook's first lines: the exported definition, and the API's own
 // "not initialised" answer when no real function can be found (as without a
-// driver). The hook's body follows, with `real` in scope.
+// driver). The hook's body follows, with `real` in scope: for a runtime hook,
+// the function its caller would have bound to (symbols/symbol_table.h), so
+// the return address is passed.
 //
 // Every hook is declared by one such line, followed by its body and the
 // closing brace (compiler-rt's `INTERCEPTOR(ret, name, params) { ... }`):
@@ -39,7 +43,8 @@
 // (the _ptsz variants): the real function has `like`'s type.
 #define CUXFER_HOOK_BEGIN_AS(ret, name, like, params, missing)                                                 \
   extern "C" CUXFER_EXPORT ret name params {                                                                    \
-    auto real = ::cuxfer::shim::real_function_as<decltype(&::like)>(::cuxfer::shim::HookId::h_##name);        \
+    auto real = ::cuxfer::shim::real_function_as<decltype(&::like)>(::cuxfer::shim::HookId::h_##name,         \
+                                                                     __builtin_return_address(0));             \
     if (!real) return missing;
 
 // With the driver's and the runtime's own "not initialised" answers.

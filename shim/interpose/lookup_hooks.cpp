@@ -2,7 +2,8 @@
 // dlsym on the libcuda handle (JAX/XLA, CuPy, Triton) and cuGetProcAddress
 // (static and shared cudart, including cudart asking cuGetProcAddress for
 // itself). Both hand out our hook where the name is interposed and remember
-// the real function behind it.
+// the real function behind it. (The exported dlsym is dlsym_entry.cpp's: it
+// comes here only for a name the shim hooks; glibc answers every other.)
 #include <dlfcn.h>
 #include <link.h>
 
@@ -15,32 +16,11 @@
 #include "symbols/cuda_headers.h"
 #include "interpose/cupti_hooks.h"
 #include "interpose/hook_macros.h"
-#include "symbols/elf_lookup.h"
 #include "interpose/lookup_hooks.h"
 #include "symbols/symbol_table.h"
 
 namespace cuxfer::shim {
 namespace {
-
-// glibc resolves RTLD_NEXT relative to the object that called dlsym. Called
-// from here that would be libcuxfer, skipping everything between the real
-// caller and us, so the search is redone from the caller's object onwards:
-// the first definition in the objects after it, in link_map order. It reads
-// each object's own symbol table (elf_lookup.h) and never dlopen()s: this is
-// where libcuxfer_memhooks.so resolves the real malloc, often inside another
-// library's constructor (libcublasLt's), and a dlopen there can run the
-// constructors of a library loaded but not yet initialised (libcublas) before
-// those of the libraries it depends on have finished. When nothing after the
-// caller defines the name the result is null and, unlike glibc's dlsym, no
-// dlerror() message is set.
-void* dlsym_next_after(const void* caller, const char* name) {
-  Dl_info info;
-  link_map* caller_map = nullptr;
-  if (!dladdr1(caller, &info, reinterpret_cast<void**>(&caller_map), RTLD_DL_LINKMAP) ||
-      !caller_map)
-    return real_dlsym(RTLD_NEXT, name);
-  return elf_lookup_after(caller_map, name);
-}
 
 // cuGetProcAddress returned `fn` for `symbol`: if it is the driver's export of
 // one of our interposed variants, return our hook for that exact variant (so
@@ -112,17 +92,12 @@ void* find_next_definition(const void* caller, const char* name, const void* sel
 
 using namespace cuxfer::shim;
 
-#if defined(CUXFER_DLSYM_ENTRY_ASM)
-// A ThreadSanitizer build's exported dlsym is dlsym_entry_tsan.cpp's, which
-// comes here once the shim's constructor has run.
-extern "C" __attribute__((visibility("hidden"))) void* cuxfer_dlsym_hook(void* handle, const char* name) {
-#else
-extern "C" CUXFER_EXPORT void* dlsym(void* handle, const char* name) {
-#endif
-  void* fn = handle == RTLD_NEXT ? dlsym_next_after(__builtin_return_address(0), name)
-                                 : real_dlsym(handle, name);
-  // A cheap first filter before the exact-name lookup; this is not prefix hooking.
-  if (!fn || name[0] != 'c' || name[1] != 'u' || !config().enabled) return fn;
+// RTLD_DEFAULT is resolved from the shim here, not from the caller: for a
+// name the shim exports, the same answer (the global scope, where the shim
+// sits, comes first in every object's scope).
+extern "C" void* cuxfer_dlsym_hooked(void* handle, const char* name) {
+  void* fn = real_dlsym(handle, name);
+  if (!fn) return fn;
   if (void* hook = cupti_hook_for(name, fn)) return hook;
   const HookEntry* e = find_hook(name);
   if (!e) return fn;

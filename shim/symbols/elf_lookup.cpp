@@ -4,6 +4,7 @@
 #include <link.h>
 #include <sys/auxv.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -266,6 +267,19 @@ uint64_t loader_generation() {
       },
       &g);
   return g;
+}
+
+uint64_t loader_unloads() {
+  static std::atomic<uint64_t> calls{0};  // a fresh value each time where the loader does not count
+  uint64_t n = 0;
+  const bool counted = dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t size, void* data) -> int {
+        if (size < offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) return 2;
+        *static_cast<uint64_t*>(data) = info->dlpi_subs;
+        return 1;
+      },
+      &n) == 1;
+  return counted ? n : ~(calls.fetch_add(1, std::memory_order_relaxed));
 }
 
 }  // namespace cuxfer::shim

@@ -1,8 +1,8 @@
 // Symbol lookup in loaded objects' own dynamic symbol tables, without the
 // loader's dlopen/dlsym: nothing here opens a handle, runs another object's
 // initialisers or allocates, so it is safe inside any ELF constructor and
-// inside malloc's first resolution (libcuxfer_memhooks.so's RTLD_NEXT lookups
-// land in libcuxfer.so's dlsym hook; see lookup_hooks.cpp).
+// inside malloc's first resolution. (The symbol table no longer needs it for
+// RTLD_NEXT: the exported dlsym leaves that to glibc, interpose/dlsym_entry.cpp.)
 #pragma once
 
 #include <link.h>
@@ -38,5 +38,10 @@ const link_map* elf_object_defining(const char* name);
 // not count. One callback under the loader's list lock: a few dozen
 // instructions, where reading the whole list costs a few per object.
 uint64_t loader_generation();
+
+// The loader's count of objects unloaded so far (dlpi_subs); where the
+// loader does not count, a different value at every call, so that every
+// dlclose looks like an unload.
+uint64_t loader_unloads();
 
 }  // namespace cuxfer::shim

@@ -9,9 +9,11 @@
 #include <mutex>
 #include <string>
 
+#include "core/export.h"
 #include "core/log.h"
+#include "symbols/bound_definition.h"
+#include "symbols/caller_cache.h"
 #include "symbols/cuda_headers.h"
-#include "symbols/elf_lookup.h"
 
 // Our hooks are the CUDA entry points themselves: the CUDA headers declare
 // each one, with its own type, under its exact name (the hook files define
@@ -70,16 +72,42 @@ const Names& names() {
 using DlsymFn = void* (*)(void*, const char*);
 
 DlsymFn glibc_dlsym() {
-  static DlsymFn fn = [] {
+  // No function-local static: the exported dlsym asks for this on its way to
+  // glibc's, also while libcuxfer_memhooks.so resolves malloc, inside a
+  // static's guarded initialisation of our own perhaps. A race only looks
+  // it up twice.
+  static std::atomic<void*> fn{nullptr};
+  void* p = fn.load(std::memory_order_acquire);
+  if (!p) {
     // dlvsym is not interposed, so this cannot recurse into our dlsym.
-    void* p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
     if (!p) p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-    return reinterpret_cast<DlsymFn>(p);
-  }();
-  return fn;
+    fn.store(p, std::memory_order_release);
+  }
+  return reinterpret_cast<DlsymFn>(p);
 }
 
 std::atomic<void*> g_exported[kHookCount];
+
+// Each runtime hook's index among the runtime hooks (the per-object table's
+// columns); kHookCount for a driver hook.
+constexpr auto kRuntimeIndex = [] {
+  std::array<uint16_t, kHookCount> index{};
+  uint16_t next = 0;
+  for (size_t i = 0; i < kHookCount; ++i)
+    index[i] = kHookLayer[i] == Layer::Runtime ? next++ : static_cast<uint16_t>(kHookCount);
+  return index;
+}();
+
+// Calling objects whose runtime is outside the global scope, with the
+// functions found for each. 32 objects with their own libcudart is more than
+// any process has; one beyond is resolved at each call, correctly, slowly.
+using Callers = CallerCache<32, kRuntimeHookCount>;
+CUXFER_LARGE_BSS Callers g_callers;
+
+// Per runtime hook, the real function the app was handed our hook for by
+// name (remember_real): the answer for callers whose scope has none.
+std::atomic<void*> g_looked_up[kHookCount];
 
 }  // namespace
 
@@ -106,6 +134,19 @@ void* real_dlsym(void* handle, const char* name) {
   return fn ? fn(handle, name) : nullptr;
 }
 
+void* glibc_dlsym_address() { return reinterpret_cast<void*>(glibc_dlsym()); }
+
+int real_dlclose(void* handle) {
+  using DlcloseFn = int (*)(void*);
+  static std::atomic<DlcloseFn> fn{nullptr};
+  DlcloseFn f = fn.load(std::memory_order_acquire);
+  if (!f) {
+    f = reinterpret_cast<DlcloseFn>(real_dlsym(RTLD_NEXT, "dlclose"));
+    fn.store(f, std::memory_order_release);
+  }
+  return f ? f(handle) : -1;
+}
+
 void* libcuda_handle() {
   static std::atomic<void*> handle{nullptr};
   void* h = handle.load(std::memory_order_acquire);
@@ -130,6 +171,12 @@ void* driver_entry(std::atomic<void*>& slot, const char* name) {
 
 void remember_real(HookId id, void* fn) {
   if (!fn || is_own_hook(fn)) return;
+  if (layer_of(id) == Layer::Runtime) {
+    // Not the process's answer: which libcudart a handle named says nothing
+    // about the one a PLT call from another object binds to.
+    g_looked_up[static_cast<size_t>(id)].store(fn, std::memory_order_release);
+    return;
+  }
   void* expected = nullptr;
   detail::g_real[static_cast<size_t>(id)].compare_exchange_strong(expected, fn,
                                                                    std::memory_order_acq_rel);
@@ -148,41 +195,63 @@ void* exported_by_libcuda(HookId id) {
 
 namespace {
 
-// libcuxfer.so's own entry in the loader's list.
-const link_map* own_link_map() {
-  static const link_map* const self = [] {
-    Dl_info info;
-    link_map* m = nullptr;
-    return dladdr1(reinterpret_cast<void*>(&real_dlsym), &info, reinterpret_cast<void**>(&m), RTLD_DL_LINKMAP)
-               ? m
-               : nullptr;
-  }();
-  return self;
+void warn_missing(const HookEntry& e) {
+  static std::atomic<bool> warned{false};
+  log::warn_once(warned, std::string("cannot find the real ") + e.name +
+                             " (is CUDA loaded?); the call fails as without a driver");
 }
 
 }  // namespace
 
 void* detail::resolve_real(HookId id) {
   const HookEntry& e = hook_entry(id);
-  void* p = nullptr;
-  if (e.layer == Layer::Driver) {
-    p = exported_by_libcuda(id);
-  } else {
-    p = real_dlsym(RTLD_NEXT, e.name);
-    // Not in the global scope: a libcudart.so that a plugin dlopen()ed with
-    // the default RTLD_LOCAL depends on (or a Python extension module's,
-    // which Python loads so). The plugin's calls bind to our export all the
-    // same; the real one is found by walking every object after ours.
-    if (!p || is_own_hook(p)) p = elf_lookup_after(own_link_map(), e.name);
-  }
+  if (e.layer == Layer::Runtime) return resolve_real_for(id, nullptr);
+  void* p = exported_by_libcuda(id);
   if (p && !is_own_hook(p)) {
     remember_real(id, p);
     return detail::g_real[static_cast<size_t>(id)].load(std::memory_order_acquire);
   }
-  static std::atomic<bool> warned{false};
-  log::warn_once(warned, std::string("cannot find the real ") + e.name +
-                             " (is CUDA loaded?); the call fails as without a driver");
+  warn_missing(e);
   return nullptr;
+}
+
+void* detail::resolve_real_for(HookId id, const void* caller) {
+  const size_t column = kRuntimeIndex[static_cast<size_t>(id)];
+  const link_map* object = object_containing(caller);
+  const auto key = reinterpret_cast<uintptr_t>(object);
+  if (void* p = g_callers.find(key, column)) return p;
+  // Read before the loader is: an unload from here on keeps what is found
+  // out of the table (it may lie in the object that went).
+  const uint64_t seen = g_callers.epoch();
+  const HookEntry& e = hook_entry(id);
+  if (void* p = global_scope_definition(e.name)) {
+    g_callers.store_beside(g_real[static_cast<size_t>(id)], p, seen);
+    return p;
+  }
+  if (void* p = dependency_scope_definition(object, e.name)) {
+    g_callers.store(key, column, p, seen);
+    return p;
+  }
+  if (void* p = g_looked_up[static_cast<size_t>(id)].load(std::memory_order_acquire)) return p;
+  warn_missing(e);
+  return nullptr;
+}
+
+void forget_unloaded_definitions() {
+  // A function the app was handed by name stays while its object does
+  // (asked outside the table's lock: the loader has locks of its own).
+  bool keep[kHookCount];
+  for (size_t i = 0; i < kHookCount; ++i) {
+    void* p = g_looked_up[i].load(std::memory_order_acquire);
+    keep[i] = p && object_containing(p);
+  }
+  g_callers.empty([&] {
+    for (size_t i = 0; i < kHookCount; ++i) {
+      if (kHookLayer[i] != Layer::Runtime) continue;  // libcuda stays: the shim holds a handle to it
+      detail::g_real[i].store(nullptr, std::memory_order_release);
+      if (!keep[i]) g_looked_up[i].store(nullptr, std::memory_order_release);
+    }
+  });
 }
 
 }  // namespace cuxfer::shim

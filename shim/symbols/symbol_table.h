@@ -1,7 +1,15 @@
 // The table of interposed symbols: for each, our hook and the real function it
-// forwards to. Real functions are resolved once (at first use, or as soon as
-// the app looks them up through dlsym/cuGetProcAddress) and then read with a
-// single relaxed load on every call: no dlsym on a hot path.
+// forwards to. Real functions are resolved at first use (a driver entry point
+// also as soon as the app looks it up through dlsym/cuGetProcAddress) and
+// then read with a single load on every call: no dlsym on a hot path.
+//
+// A driver hook's real function is the process's libcuda's. A runtime hook's
+// is the one its calling object would have bound to (bound_definition.h):
+// the global scope's where it has one, which is every caller's, kept in one
+// slot per hook; else the caller's own dependencies' (a plugin or Python
+// extension module loaded RTLD_LOCAL with its own libcudart), kept per
+// calling object (caller_cache.h), so that two runtimes in one process each
+// keep their own state. Both are forgotten when an object is unloaded.
 #pragma once
 
 #include <dlfcn.h>
@@ -21,6 +29,14 @@ enum class HookId : uint16_t {
   kCount
 };
 inline constexpr size_t kHookCount = static_cast<size_t>(HookId::kCount);
+// How many hooks are of the runtime layer.
+inline constexpr size_t kRuntimeHookCount = 0
+#define CUXFER_DRIVER(n)
+#define CUXFER_RUNTIME(n) +1
+#include "symbols/hook_list.def"
+#undef CUXFER_DRIVER
+#undef CUXFER_RUNTIME
+    ;
 // Event::api of the shim's own pinned staging pool allocation (the rewrite's
 // pinning cost); the trace's API name table lists it after the hooks.
 // (Their names: trace/shim_names.h.)
@@ -58,8 +74,13 @@ const HookEntry* find_hook(const char* name);
 inline HookId id_of(const HookEntry& e) { return static_cast<HookId>(&e - &hook_entry(HookId{0})); }
 bool is_own_hook(const void* fn);
 
-// glibc's dlsym, bypassing our own interposed dlsym.
+// glibc's dlsym, bypassing our own interposed dlsym, and its address (null
+// if it cannot be found). Called from here, RTLD_NEXT and RTLD_DEFAULT are
+// resolved from the shim, not from the app's caller.
 void* real_dlsym(void* handle, const char* name);
+void* glibc_dlsym_address();
+// glibc's dlclose, bypassing our hook (for the shim's own handles).
+int real_dlclose(void* handle);
 // The next definition of `name` after the shim (libc's, for the libc
 // functions the shim hooks: _exit, the exec family, sigaction), typed.
 template <typename Fn>
@@ -76,28 +97,51 @@ void* driver_entry(std::atomic<void*>& slot, const char* name);
 int8_t current_device_ordinal();
 
 namespace detail {
+// Per hook: the driver's function, or the global scope's definition of a
+// runtime function; null until resolved (and a runtime one while the global
+// scope has none).
 extern std::atomic<void*> g_real[kHookCount];
 void* resolve_real(HookId id);
+void* resolve_real_for(HookId id, const void* caller);
 }  // namespace detail
 
-// The real function behind a hook, or null if it cannot be found (the hook
-// then returns the API's "not initialised/not supported" error, as a missing
-// driver would).
-inline void* real_function(HookId id) {
+// The real function behind a hook for a call whose return address is
+// `caller`, or null if it cannot be found (the hook then returns the API's
+// "not initialised/not supported" error, as a missing driver would). A
+// driver hook's does not depend on the caller; a runtime hook's does only
+// where the global scope has none, where it costs a lookup of the caller's
+// object in a small table.
+inline void* real_function(HookId id, const void* caller) {
   void* p = detail::g_real[static_cast<size_t>(id)].load(std::memory_order_acquire);
-  return p ? p : detail::resolve_real(id);
+  if (__builtin_expect(p != nullptr, 1)) return p;
+  return layer_of(id) == Layer::Driver ? detail::resolve_real(id) : detail::resolve_real_for(id, caller);
 }
+// The shim's own calls (driver entry points), which have no app caller.
+inline void* real_function(HookId id) { return real_function(id, nullptr); }
 // The same with its type: the one way code reaches a real function
 // (CUXFER_REAL in interpose/hook_macros.h names it by the hook and takes the
 // type from the CUDA headers' declaration).
+template <typename Fn>
+inline Fn real_function_as(HookId id, const void* caller) {
+  return reinterpret_cast<Fn>(real_function(id, caller));
+}
 template <typename Fn>
 inline Fn real_function_as(HookId id) {
   return reinterpret_cast<Fn>(real_function(id));
 }
 
-// Records `fn` as the real function of `id` unless one is known already or
-// `fn` is our own hook (which would make the hook call itself).
+// The app looked `fn` up by name (dlsym on a handle, cuGetProcAddress) and
+// was handed our hook for it: a driver function becomes the hook's real one
+// unless one is known already; a runtime function is kept as the answer for
+// callers whose own scope has none (they call the hook through the pointer
+// they were handed). Never `fn` if it is our own hook (which would make the
+// hook call itself).
 void remember_real(HookId id, void* fn);
+
+// An object was unloaded (interpose/dlclose_hook.cpp): every runtime function
+// remembered is forgotten and found again at its next call, except one the
+// app was handed by name whose object is still loaded.
+void forget_unloaded_definitions();
 
 // What libcuda exports under this hook's exact name (cached); used to tell
 // which variant cuGetProcAddress handed out.

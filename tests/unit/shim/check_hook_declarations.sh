@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every CUDA hook is declared through hook_macros.h (one line, the real
 # function reached one way). Only the hooks that find their next definition
-# another way may be written out: dlsym and cuGetProcAddress (lookup_hooks.cpp),
+# another way may be written out: dlsym (dlsym_entry.cpp, to glibc's or to
+# lookup_hooks.cpp) and cuGetProcAddress (lookup_hooks.cpp),
 # dlclose (dlclose_hook.cpp, libc's through RTLD_NEXT), _exit and _Exit
 # (exit_hooks.cpp, libc's through RTLD_NEXT, looked up at load), the exec
 # family (exec_hooks.cpp, likewise), sigaction and signal (signal_hooks.cpp,
@@ -11,7 +12,7 @@
 #   check_hook_declarations.sh SHIM_DIR
 set -euo pipefail
 dir=${1:?usage: check_hook_declarations.sh SHIM_DIR}
-allowed='^(lookup_hooks|dlclose_hook|exit_hooks|exec_hooks|signal_hooks|dlsym_entry_tsan|cupti_hooks|memhooks_api|nvtx_injection)\.cpp$'
+allowed='^(lookup_hooks|dlclose_hook|exit_hooks|exec_hooks|signal_hooks|dlsym_entry|dlsym_entry_tsan|cupti_hooks|memhooks_api|nvtx_injection)\.cpp$'
 bad=0
 for f in "$dir"/interpose/*.cpp; do
   base=$(basename "$f")
