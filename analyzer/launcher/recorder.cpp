@@ -152,8 +152,11 @@ PrepareResult prepare_recording(const RecordSettings& o, PreparedRecording& out)
   }
   out.shim = real_path(shim_arg);
   if (out.shim.empty() || ::access(out.shim.c_str(), R_OK) != 0)
-    return fail(2, fmt::format("the cuxfer shim is not at {} ({}): {}; name it with --shim PATH or CUXFER_SHIM",
-                               shim_arg, shim_source, std::strerror(errno)));
+    return fail(2, fmt::format("the cuxfer shim is not at {} ({}): {}; {}name it with --shim PATH or CUXFER_SHIM",
+                               shim_arg, shim_source, std::strerror(errno),
+                               o.shim.empty() && !std::getenv("CUXFER_SHIM")
+                                   ? "this installation is incomplete: reinstall cuxfer, or "
+                                   : ""));
   // Before anything runs: a shim from another build writes traces this
   // command may misread, and a library that is no shim records nothing.
   if (std::string line = shim_mismatch(out.shim, read_shim_stamp(out.shim), CUXFER_BUILD_ID); !line.empty())

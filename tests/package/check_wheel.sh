@@ -73,7 +73,7 @@ cd "$W/work"
 run_clean() {
   env -i HOME="$W/home" PATH="$W/venv/bin:/usr/bin:/bin" LANG=C.UTF-8 "$@"
 }
-run_clean command -v cuxfer | grep -qx "$W/venv/bin/cuxfer" || fail "cuxfer is not on the venv's PATH"
+[[ $(run_clean sh -c "command -v cuxfer") == "$W/venv/bin/cuxfer" ]] || fail "cuxfer is not on the venv's PATH"
 v1=$(run_clean cuxfer --version) && v2=$(run_clean python -m cuxfer --version) || fail "--version"
 [[ $v1 == "$v2" && $v1 =~ ^cuxfer\ [0-9.]+\ \(commit\ [0-9a-z]+,\ built\ [0-9-]+\)$ ]] || fail "--version: '$v1' / '$v2'"
 ok "cuxfer and python -m cuxfer: $v1"
@@ -90,7 +90,7 @@ assert r["processes"][0]["cuxfer_version"].startswith("0."), r["processes"][0]
 PY
 run_clean cuxfer report t-app/*.trace >report.txt 2>err || fail "text report: $(cat err)"
 grep -q "simulated" report.txt || fail "the text report does not say simulated: $(head -20 report.txt)"
-run_clean cuxfer report --html -o app.html t-app/*.trace 2>err || fail "report --html: $(cat err)"
+run_clean cuxfer report --html app.html t-app/*.trace 2>err || fail "report --html: $(cat err)"
 grep -q "<html" app.html || fail "report --html wrote no HTML"
 run_clean cuxfer export --sqlite app.db t-app/*.trace 2>err || fail "export --sqlite: $(cat err)"
 python3 -c "import sqlite3,sys; n=sqlite3.connect(sys.argv[1]).execute('select count(*) from sqlite_master').fetchone()[0]; assert n > 0" app.db ||
