@@ -287,8 +287,12 @@ CuptiSearch cupti_search(const Config& c) {
   s.toolkit_roots = {c.cuda_home, c.cuda_path, "/usr/local/cuda"};
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* out) {
-        if (info->dlpi_name && info->dlpi_name[0] == '/')
-          static_cast<std::vector<std::string>*>(out)->emplace_back(info->dlpi_name);
+        if (!info->dlpi_name || info->dlpi_name[0] != '/') return 0;
+        // Resolved: PyTorch's RUNPATH loads torch/lib/../../nvidia/cu13/lib/...,
+        // and the report should name the folder the user can find.
+        char real[PATH_MAX];
+        const char* name = ::realpath(info->dlpi_name, real) ? real : info->dlpi_name;
+        static_cast<std::vector<std::string>*>(out)->emplace_back(name);
         return 0;
       },
       &s.loaded);
