@@ -245,7 +245,7 @@ ReadStatus read_trace(const std::string& path, Trace& t, std::string& error) {
   if (fh.version > kFormatVersion || !file.skip(fh.header_bytes - sizeof fh)) {
     error = path + ": cuxfer trace format version " + std::to_string(fh.version) +
             " is not supported by this cuxfer (reads version " + std::to_string(kFormatVersion) +
-            ")";
+            "): it was written by a newer cuxfer; upgrade this one (pip install -U cuxfer)";
     return ReadStatus::Unsupported;
   }
 

@@ -20,13 +20,16 @@ Each must exit as the plain run did and print the same standard output (the
 app checks its own data; a checksum line must match); every cuxfer variant
 must leave a trace that `cuxfer report --json` reads with the copies in it.
 With --expect-stderr TEXT, every run with LIB must print TEXT on stderr (LIB
-really was in the chain). Exit 0 pass, 1 fail.
+really was in the chain). --ignore-line REGEX leaves lines out of the
+comparison that say how the allocator placed memory (which another allocator
+changes by itself, cuxfer or not). Exit 0 pass, 1 fail.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -53,6 +56,7 @@ def main() -> int:
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--other", required=True)
     ap.add_argument("--expect-stderr", default="")
+    ap.add_argument("--ignore-line", default="")
     ap.add_argument("rest", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = command_after_dashes(a.rest)
@@ -61,10 +65,15 @@ def main() -> int:
     hooks = os.path.join(os.path.dirname(shim), "libcuxfer_memhooks.so")
     base = {k: v for k, v in os.environ.items() if not k.startswith("CUXFER_") and k != "LD_PRELOAD"}
 
+    ignore = re.compile(a.ignore_line) if a.ignore_line else None
+
+    def output(r: subprocess.CompletedProcess) -> str:
+        return "".join(l for l in r.stdout.splitlines(keepends=True) if not (ignore and ignore.search(l)))
+
     plain = run(cmd, base)
     check(plain.returncode == 0, f"plain run: exit {plain.returncode}: {plain.stderr[-600:]}")
     alone = run(cmd, {**base, "LD_PRELOAD": a.other})
-    check(alone.returncode == plain.returncode and alone.stdout == plain.stdout,
+    check(alone.returncode == plain.returncode and output(alone) == output(plain),
           f"{a.other} alone changed the program: exit {alone.returncode}: {alone.stderr[-600:]}")
 
     variants = {
@@ -79,7 +88,8 @@ def main() -> int:
     for name, (argv, extra) in variants.items():
         r = run(argv, {**base, **extra})
         check(r.returncode == plain.returncode, f"{name}: exit {r.returncode}, plain {plain.returncode}: {r.stderr[-800:]}")
-        check(r.stdout == plain.stdout, f"{name}: output differs:\n--- plain\n{plain.stdout[-600:]}\n--- {name}\n{r.stdout[-600:]}")
+        check(output(r) == output(plain),
+              f"{name}: output differs:\n--- plain\n{output(plain)[-600:]}\n--- {name}\n{output(r)[-600:]}")
         if a.expect_stderr:
             check(a.expect_stderr in r.stderr, f"{name}: {a.other} was not in the chain (no '{a.expect_stderr}' on stderr)")
         traces = sorted((work / name).glob("*.trace"))

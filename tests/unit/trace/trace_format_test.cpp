@@ -253,6 +253,8 @@ TEST_F(TraceFormat, NewerVersionIsUnsupported) {
   std::string error;
   EXPECT_EQ(read_trace(path("v.trace"), r, error), ReadStatus::Unsupported);
   EXPECT_NE(error.find("version 2"), std::string::npos) << error;
+  EXPECT_NE(error.find("upgrade"), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << "one line: " << error;
 }
 
 TEST_F(TraceFormat, UnknownBlockTypesAreSkipped) {
