@@ -75,7 +75,10 @@ fi
 
 # --- CPU tier -------------------------------------------------------------------
 banner "CPU tier: build-test (RelWithDebInfo), ctest -LE gpu"
-timed configure_build "$TEST_DIR" RelWithDebInfo -DCUXFER_BUILD_TESTS=ON -DCUXFER_BUILD_BENCH=ON "${gpu_args[@]}"
+# The lock-order check (core/ranked_lock.h) is on here: every lock the shim
+# takes, and every libc-hook entry, checks its rank; the benchmarks use build/.
+timed configure_build "$TEST_DIR" RelWithDebInfo -DCUXFER_BUILD_TESTS=ON -DCUXFER_BUILD_BENCH=ON \
+  -DCUXFER_LOCK_ORDER_CHECK=ON "${gpu_args[@]}"
 step "ctest --test-dir $TEST_DIR --output-on-failure -LE gpu -j2"
 if timed ctest --test-dir "$TEST_DIR" --output-on-failure -LE gpu -j2 --timeout 300; then
   SUMMARY+=("PASS  CPU tier (build-test, ctest -LE gpu)")

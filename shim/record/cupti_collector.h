@@ -11,6 +11,7 @@
 
 #include "core/hot_line.h"
 #include "core/bounded_lock.h"
+#include "core/ranked_lock.h"
 #include "trace/event.h"
 
 namespace cuxfer::shim {
@@ -110,10 +111,10 @@ class CuptiCollector {
   std::atomic<uint64_t> incomplete_{0};
   std::atomic<bool> detached_{false};  // ours, but cuptiFinalize'd until the records are wanted again
   void* lib_ = nullptr;                 // our dlopen handle of libcupti
-  std::mutex handover_mutex_;           // start() and hand_over() do not interleave
+  RankedMutex handover_mutex_{LockRank::kCuptiHandover};         // start() and hand_over() do not interleave
   std::string app_owner_;               // non-empty: the app took CUPTI before we started
   std::vector<int> enabled_kinds_;      // what hand_over() turns off again
-  std::mutex mutex_;
+  RankedMutex mutex_{LockRank::kCuptiRecords};
   std::vector<trace::GpuRecord> pending_;
   uint64_t dropped_ = 0;
 };

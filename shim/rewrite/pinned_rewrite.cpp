@@ -354,6 +354,11 @@ void before_context_teardown(CUcontext ctx) {
   staging_teardown(ctx);
 }
 
+void before_fork() {
+  make_state_before_fork();
+  if (registrations_exist() || config().register_in_place) state();
+}
+
 void after_fork_child() {
   // The parent's registrations belong to its CUDA context; the child starts
   // with none (and, like the staging pool, no rewrite: CUDA does not survive

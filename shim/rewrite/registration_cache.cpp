@@ -44,9 +44,10 @@ RegistrationCache::~RegistrationCache() {
 // --- the writers' lock and the index (a seqlock, as memory/allocation_table) ----------
 
 void RegistrationCache::lock() const {
+  lock_order::check(LockRank::kRegistrationWriters, "lock");
   unsigned spins = 0;
   for (;;) {
-    if (!writer_.exchange(true, kAcquire)) return;
+    if (!writer_.exchange(true, kAcquire)) return lock_order::held(LockRank::kRegistrationWriters);
     while (writer_.load(kRelaxed)) spin_relax(spins);
   }
 }

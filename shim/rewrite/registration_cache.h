@@ -39,6 +39,7 @@
 #include <memory>
 
 #include "core/hot_line.h"
+#include "core/ranked_lock.h"
 
 namespace cuxfer::shim::rewrite {
 
@@ -178,8 +179,12 @@ class RegistrationCache {
   };
 
   // The writers' lock: one atomic word, so that a fork child can reset it.
+  // Ranked (core/ranked_lock.h) like the shim's mutexes: a leaf.
   void lock() const;
-  void unlock() const { writer_.store(false, std::memory_order_release); }
+  void unlock() const {
+    lock_order::released(LockRank::kRegistrationWriters);
+    writer_.store(false, std::memory_order_release);
+  }
 
   Found find(uint64_t p, uint64_t end) const;  // seqlock read of the index
   uint32_t index_lower(uint64_t key, uint32_t n) const;  // first index entry with begin > key (writer)
