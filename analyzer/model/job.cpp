@@ -380,6 +380,12 @@ bool rewrite_any_on(const trace::Trace& t) {
   return t.has_modes ? t.modes.rewrite_pin || t.modes.policy : note_starts(t, "rewrite: pin") || note_starts(t, "policy: ");
 }
 
+// More than any one call can move or allocate (a PiB): an event claiming it
+// comes from a damaged or crafted trace. Counted as a call, its bytes as 0,
+// and said in a note, so that no total carries (or wraps around) a size
+// that never was.
+constexpr uint64_t kImpossibleBytes = 1ull << 50;
+
 Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolizer,
               const symbolize::PythonSiteRule& python_sites) {
   Job job;
@@ -414,7 +420,13 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
     std::unordered_map<uint32_t, uint32_t> range_of_thread;
     std::vector<uint32_t> process_ranges;
     if (nvtx) ranges.emplace(p.trace, job.ranges, range_of_path);
-    for (const auto& e : p.trace.events) {
+    uint64_t impossible = 0, largest_impossible = 0;
+    for (auto& e : p.trace.events) {
+      if (e.bytes >= kImpossibleBytes) [[unlikely]] {
+        ++impossible;
+        largest_impossible = std::max<uint64_t>(largest_impossible, e.bytes);
+        e.bytes = 0;
+      }
       // Built where it stays, not on the stack and copied: this loop runs once
       // per event and was bound by that copy (docs/benchmarks.md).
       const bool shim = e.api < shim_api.size() && shim_api[e.api];
@@ -444,6 +456,11 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
         }
       }
     }
+    if (impossible > 0)
+      job.notes.push_back(fmt::format(
+          "pid {}: {} events claim impossible sizes (1 PiB or more each, the largest {} bytes): a damaged or "
+          "crafted trace; they count as calls of 0 bytes in every total",
+          p.pid(), impossible, largest_impossible));
     if (nvtx) {
       job.call_ranges.resize(first_call, kNoRange);
       job.call_ranges.insert(job.call_ranges.end(), process_ranges.begin(), process_ranges.end());
