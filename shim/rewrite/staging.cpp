@@ -356,7 +356,15 @@ bool run_htod(State& s, bool per_thread, bool async, CUdeviceptr dev, const char
   Buffer* last = nullptr;
   for (size_t i = 0; i < chunks; ++i) {
     Buffer* b = ring[i % k];
-    if (i >= k) d.event_synchronize(b->done);  // our own earlier chunk
+    if (i >= k) {
+      // Our own earlier chunk must have left the buffer. Its DMA's failure
+      // is this copy's error, as the driver would return it.
+      const CUresult w = d.event_synchronize(b->done);
+      if (w != CUDA_SUCCESS) {
+        result = w;
+        return true;
+      }
+    }
     size_t off = i * chunk, n = std::min(chunk, bytes - off);
     s.memcpy->copy(b->host, host + off, n);
     CUresult r = d.copy_async(per_thread, dev + off, reinterpret_cast<CUdeviceptr>(b->host), n, stream);
@@ -368,7 +376,11 @@ bool run_htod(State& s, bool per_thread, bool async, CUdeviceptr dev, const char
     d.record(per_thread, b->done, stream);
     last = b;
   }
-  if (!async && last) d.event_synchronize(last->done);
+  // A synchronous copy returns when its DMA is done, with the DMA's error if it failed.
+  if (!async && last) {
+    const CUresult w = d.event_synchronize(last->done);
+    if (result == CUDA_SUCCESS) result = w;
+  }
   return true;
 }
 
