@@ -14,7 +14,7 @@
 #   --skip-deps      do not run scripts/install-deps.sh
 #   -h, --help       this text
 #
-# Build directories: build-test/ (RelWithDebInfo), build-asan/
+# Build directories: build-test/ (RelWithDebInfo, the shim's lock-order check on), build-asan/
 # (CUXFER_SANITIZE=address,undefined, the unit tests), build-ubsan/
 # (CUXFER_SANITIZE=undefined, the end-to-end tests) and build-tsan/
 # (CUXFER_SANITIZE=thread, the shim's unit tests: rings, tables, registration
