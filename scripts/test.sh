@@ -14,8 +14,8 @@
 #   --skip-deps      do not run scripts/install-deps.sh
 #   -h, --help       this text
 #
-# Build directories: build-test/ (RelWithDebInfo), build-wheel/ (the wheel and
-# tarball: scripts/build-wheel.sh), build-asan/
+# Build directories: build-test/ (RelWithDebInfo, the shim's lock-order check on),
+# build-wheel/ (the wheel and tarball: scripts/build-wheel.sh), build-asan/
 # (CUXFER_SANITIZE=address,undefined, the unit tests), build-ubsan/
 # (CUXFER_SANITIZE=undefined, the end-to-end tests) and build-tsan/
 # (CUXFER_SANITIZE=thread, the shim's unit tests: rings, tables, registration
@@ -76,7 +76,10 @@ fi
 
 # --- CPU tier -------------------------------------------------------------------
 banner "CPU tier: build-test (RelWithDebInfo), ctest -LE gpu"
-timed configure_build "$TEST_DIR" RelWithDebInfo -DCUXFER_BUILD_TESTS=ON -DCUXFER_BUILD_BENCH=ON "${gpu_args[@]}"
+# The lock-order check (core/ranked_lock.h) is on here: every lock the shim
+# takes, and every libc-hook entry, checks its rank; the benchmarks use build/.
+timed configure_build "$TEST_DIR" RelWithDebInfo -DCUXFER_BUILD_TESTS=ON -DCUXFER_BUILD_BENCH=ON \
+  -DCUXFER_LOCK_ORDER_CHECK=ON "${gpu_args[@]}"
 step "ctest --test-dir $TEST_DIR --output-on-failure -LE gpu -j2"
 if timed ctest --test-dir "$TEST_DIR" --output-on-failure -LE gpu -j2 --timeout 300; then
   SUMMARY+=("PASS  CPU tier (build-test, ctest -LE gpu)")

@@ -20,6 +20,8 @@ void rewrite_before_shutdown() {
   if (cuxfer::shim::config().rewrite_any()) cuxfer::shim::rewrite::on_shutdown();
 }
 
+void rewrite_before_fork() { cuxfer::shim::rewrite::before_fork(); }
+
 void rewrite_in_fork_child() {
   cuxfer::shim::rewrite::disable_after_fork();
   cuxfer::shim::rewrite::after_fork_child();
@@ -37,7 +39,7 @@ __attribute__((constructor)) void cuxfer_load() {
   // Registers the fork handlers before the app can fork. Once recording, the
   // signals that end a process at their default action finish the trace.
   cuxfer::shim::Recorder::instance().set_dependents(
-      {&rewrite_before_shutdown, &rewrite_in_fork_child, &cuxfer::shim::hold_end_signals});
+      {&rewrite_before_shutdown, &rewrite_in_fork_child, &cuxfer::shim::hold_end_signals, &rewrite_before_fork});
   // The shim's memory runs out: recording stops, calls pass through (core/allocation.h).
   cuxfer::shim::allocation::set_out_of_memory_handler([] { cuxfer::shim::Recorder::instance().stop_for_memory(); });
 }

@@ -1,5 +1,6 @@
 #include "analyzer/cli/calibrate_command.h"
 
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -104,6 +105,31 @@ bool parse_byte_count(std::string v, uint64_t& out) {
   return true;
 }
 
+// Creates `path` (which must not exist: no symlink is followed) and writes
+// `text` into it; on a failure after creating it, removes it. errno says why.
+bool write_new_file(const std::string& path, const std::string& text) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  bool ok = done == text.size();
+  int error = ok ? 0 : (errno ? errno : EIO);
+  if (close(fd) != 0 && ok) {
+    ok = false;
+    error = errno;
+  }
+  if (!ok) {
+    unlink(path.c_str());
+    errno = error;
+  }
+  return ok;
+}
+
 bool make_dirs(const std::string& dir) {
   for (size_t i = 1; i <= dir.size(); ++i)
     if (i == dir.size() || dir[i] == '/') {
@@ -177,20 +203,24 @@ int run_calibrate(std::vector<std::string> args) {
   }
   if (out_path.empty()) {
     const std::string dir = model::machine_profile_dir();
+    if (dir.empty()) {
+      std::fprintf(stderr, "cuxfer calibrate: no home directory for the profile: set HOME or CUXFER_PROFILE_DIR, "
+                   "or name the file with -o\n");
+      return 1;
+    }
     if (!make_dirs(dir)) {
       std::fprintf(stderr, "cuxfer calibrate: cannot create %s: %s\n", dir.c_str(), std::strerror(errno));
       return 1;
     }
     out_path = dir + "/" + model::machine_profile_file_name(p.hostname, p.gpu_uuid);
   }
-  const std::string tmp = out_path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << text;
-    if (!f.good()) {
-      std::fprintf(stderr, "cuxfer calibrate: cannot write %s\n", tmp.c_str());
-      return 1;
-    }
+  // A new file of this process's own, never one that is there already: a
+  // symlink or file planted at that name is not followed or written through
+  // (O_EXCL|O_NOFOLLOW, as the trace writer creates traces).
+  const std::string tmp = out_path + ".tmp." + std::to_string(getpid());
+  if (!write_new_file(tmp, text)) {
+    std::fprintf(stderr, "cuxfer calibrate: cannot write %s: %s\n", tmp.c_str(), std::strerror(errno));
+    return 1;
   }
   if (rename(tmp.c_str(), out_path.c_str()) != 0) {
     std::fprintf(stderr, "cuxfer calibrate: cannot write %s: %s\n", out_path.c_str(), std::strerror(errno));

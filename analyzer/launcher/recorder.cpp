@@ -77,10 +77,13 @@ void apply_machine_profile(const RecordSettings& o, std::map<std::string, std::s
   gethostname(host, sizeof host - 1);
   auto profile = model::find_machine_profile(host);
   if (!profile) {
-    if (!o.quiet)
+    const std::string dir = model::machine_profile_dir();
+    if (!o.quiet && dir.empty())
+      std::fprintf(stderr, "%s: no machine profile: no home directory (set HOME or CUXFER_PROFILE_DIR); staging "
+                   "thresholds are the defaults measured on an H200\n", o.command_name);
+    else if (!o.quiet)
       std::fprintf(stderr, "%s: no machine profile for %s in %s (run 'cuxfer calibrate'); staging "
-                   "thresholds are the defaults measured on an H200\n", o.command_name, host,
-                   model::machine_profile_dir().c_str());
+                   "thresholds are the defaults measured on an H200\n", o.command_name, host, dir.c_str());
     return;
   }
   const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());

@@ -380,6 +380,14 @@ bool rewrite_any_on(const trace::Trace& t) {
   return t.has_modes ? t.modes.rewrite_pin || t.modes.policy : note_starts(t, "rewrite: pin") || note_starts(t, "policy: ");
 }
 
+// More than any one call can move or allocate (a PiB), or more than a job's
+// calls can move in all (2^63 bytes, which also leaves every sum of a subset
+// of them, and its double, room in 64 bits): an event claiming it comes from
+// a damaged or crafted trace. Counted as a call, its bytes as 0, and said in
+// a note, so that no total carries (or wraps around) a size that never was.
+constexpr uint64_t kImpossibleBytes = 1ull << 50;
+constexpr uint64_t kImpossibleJobBytes = 1ull << 63;
+
 Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolizer,
               const symbolize::PythonSiteRule& python_sites) {
   Job job;
@@ -397,6 +405,7 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
   trace::prefault_for_write(job.calls.data(), job.calls.capacity() * sizeof(Call));
 
   std::unordered_map<std::string, uint32_t> range_of_path;
+  uint64_t job_bytes = 0;  // every event's bytes so far (bounded by kImpossibleJobBytes)
   for (uint32_t pi = 0; pi < job.processes.size(); ++pi) {
     Process& p = job.processes[pi];
     auto site_of_id = build_sites(pi, p.trace, symbolizer, python_sites, job.sites, job.notes);
@@ -414,7 +423,14 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
     std::unordered_map<uint32_t, uint32_t> range_of_thread;
     std::vector<uint32_t> process_ranges;
     if (nvtx) ranges.emplace(p.trace, job.ranges, range_of_path);
-    for (const auto& e : p.trace.events) {
+    uint64_t impossible = 0, largest_impossible = 0;
+    for (auto& e : p.trace.events) {
+      if (e.bytes >= kImpossibleBytes || e.bytes > kImpossibleJobBytes - job_bytes) [[unlikely]] {
+        ++impossible;
+        largest_impossible = std::max<uint64_t>(largest_impossible, e.bytes);
+        e.bytes = 0;
+      }
+      job_bytes += e.bytes;
       // Built where it stays, not on the stack and copied: this loop runs once
       // per event and was bound by that copy (docs/benchmarks.md).
       const bool shim = e.api < shim_api.size() && shim_api[e.api];
@@ -444,6 +460,11 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
         }
       }
     }
+    if (impossible > 0)
+      job.notes.push_back(fmt::format(
+          "pid {}: {} events claim impossible sizes (1 PiB or more each, or past 2^63 bytes in all; the "
+          "largest {} bytes): a damaged or crafted trace; they count as calls of 0 bytes in every total",
+          p.pid(), impossible, largest_impossible));
     if (nvtx) {
       job.call_ranges.resize(first_call, kNoRange);
       job.call_ranges.insert(job.call_ranges.end(), process_ranges.begin(), process_ranges.end());

@@ -1,7 +1,9 @@
 #include "analyzer/model/machine_profile.h"
 
 #include <dirent.h>
+#include <pwd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -183,8 +185,13 @@ std::string machine_profile_json(const MachineProfile& p) {
 std::string machine_profile_dir() {
   if (const char* d = std::getenv("CUXFER_PROFILE_DIR"); d && *d) return d;
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/cuxfer/machines";
-  const char* home = std::getenv("HOME");
-  return std::string(home && *home ? home : "/tmp") + "/.cache/cuxfer/machines";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/cuxfer/machines";
+  // No HOME (a daemon, a scheduler's job): the user's home from the password
+  // database, never a shared directory such as /tmp, where another user could
+  // plant the profile that sets this user's thresholds.
+  if (const passwd* pw = getpwuid(getuid()); pw && pw->pw_dir && pw->pw_dir[0] == '/')
+    return std::string(pw->pw_dir) + "/.cache/cuxfer/machines";
+  return {};
 }
 
 std::string machine_profile_file_name(const std::string& hostname, const std::string& gpu_uuid) {
@@ -196,6 +203,7 @@ std::string machine_profile_file_name(const std::string& hostname, const std::st
 
 std::optional<MachineProfile> find_machine_profile(const std::string& hostname) {
   const std::string dir = machine_profile_dir();
+  if (dir.empty()) return std::nullopt;
   DIR* d = opendir(dir.c_str());
   if (!d) return std::nullopt;
   std::optional<MachineProfile> best;

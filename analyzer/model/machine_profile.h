@@ -67,7 +67,9 @@ bool parse_machine_profile(const std::string& text, MachineProfile& out, std::st
 std::string machine_profile_json(const MachineProfile& p);
 
 // Where profiles live: $CUXFER_PROFILE_DIR, else $XDG_CACHE_HOME/cuxfer/machines,
-// else ~/.cache/cuxfer/machines. One file per host and GPU: <host>-<gpu uuid>.json.
+// else ~/.cache/cuxfer/machines ($HOME, else the user's home in the password
+// database); empty when there is no home (then there is no profile: never a
+// shared directory). One file per host and GPU: <host>-<gpu uuid>.json.
 std::string machine_profile_dir();
 std::string machine_profile_file_name(const std::string& hostname, const std::string& gpu_uuid);
 // The newest readable profile of `hostname` in machine_profile_dir(), if any

@@ -11,11 +11,15 @@
 #include <new>
 
 #include "core/clock.h"
+#include "core/ranked_lock.h"
 
 namespace cuxfer::shim {
 
-// Locks `m` unless `deadline_ns` (now_ns()'s clock) passes first; true when held.
-inline bool lock_before(std::mutex& m, uint64_t deadline_ns) {
+// Locks `m` unless `deadline_ns` (now_ns()'s clock) passes first; true when
+// held. In the lock order like a plain lock: the deadline only bounds a wait
+// the order already makes safe among the shim's own threads.
+inline bool lock_before(RankedMutex& m, uint64_t deadline_ns) {
+  lock_order::check(m.rank(), "a bounded wait");
   while (!m.try_lock()) {
     if (now_ns() >= deadline_ns) return false;
     timespec pause{0, 50'000};
@@ -28,6 +32,6 @@ inline bool lock_before(std::mutex& m, uint64_t deadline_ns) {
 // not exist here: made unlocked again. The child runs one thread at this
 // point, and nothing the lock guarded is read again (the caller's contract).
 // (Constructed over, not destroyed first: glibc's mutex holds no resource.)
-inline void remake_in_fork_child(std::mutex& m) { new (&m) std::mutex(); }
+inline void remake_in_fork_child(RankedMutex& m) { new (&m.native()) std::mutex(); }
 
 }  // namespace cuxfer::shim

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <new>
 #include <optional>
 #include <cstring>
 #include <string_view>
@@ -201,8 +202,13 @@ uint64_t pinned_budget_bytes(const Config& c) {
 }
 
 CUXFER_HOT const Config& config() {
-  static const Config c = parse_config(environ, getauxval(AT_SECURE) != 0);
-  return c;
+  // Made in static storage and never destroyed, like the shim's other
+  // singletons: hooks on the app's other threads (and its exit handlers)
+  // read it while the process's static destructors run.
+  alignas(Config) static unsigned char storage[sizeof(Config)];
+  static const bool made = (new (storage) Config(parse_config(environ, getauxval(AT_SECURE) != 0)), true);
+  (void)made;
+  return *std::launder(reinterpret_cast<const Config*>(storage));
 }
 
 }  // namespace cuxfer::shim

@@ -9,6 +9,7 @@
 #include "interpose/copy_describe.h"
 #include "interpose/hook_macros.h"
 #include "core/log.h"
+#include "core/ranked_lock.h"
 #include "memory/pointer_classifier.h"
 
 using namespace cuxfer::shim;
@@ -56,7 +57,7 @@ CallDesc free_desc(EventKind kind, uint64_t address, MemKind memory) {
 
 // VMM: cuMemCreate hands out a handle; cuMemMap gives it an address.
 struct VmmHandles {
-  std::mutex mutex;
+  RankedMutex mutex{LockRank::kVmmMappings};
   std::unordered_map<CUmemGenericAllocationHandle, MemKind> kinds;
 };
 VmmHandles& vmm() {
@@ -141,7 +142,7 @@ CUXFER_DRIVER_HOOK_BEGIN(cuMemCreate, (CUmemGenericAllocationHandle* handle, siz
       CUXFER_CALLER, [&] { return real(handle, n, prop, flags); },
       [&](CUresult r, cuxfer::trace::Event*) {
         if (r != CUDA_SUCCESS || !handle) return;
-        std::lock_guard<std::mutex> lock(vmm().mutex);
+        std::lock_guard<RankedMutex> lock(vmm().mutex);
         vmm().kinds[*handle] = kind;
       });
 }
@@ -149,7 +150,7 @@ CUXFER_DRIVER_HOOK_BEGIN(cuMemCreate, (CUmemGenericAllocationHandle* handle, siz
 CUXFER_DRIVER_HOOK_BEGIN(cuMemRelease, (CUmemGenericAllocationHandle handle))
   CUresult r = real(handle);
   if (r == CUDA_SUCCESS) {
-    std::lock_guard<std::mutex> lock(vmm().mutex);
+    std::lock_guard<RankedMutex> lock(vmm().mutex);
     vmm().kinds.erase(handle);
   }
   return r;
@@ -162,7 +163,7 @@ CUXFER_DRIVER_HOOK_BEGIN(cuMemMap, (CUdeviceptr p, size_t n, size_t offset, CUme
   if (r == CUDA_SUCCESS) {
     MemKind kind = MemKind::Device;
     {
-      std::lock_guard<std::mutex> lock(vmm().mutex);
+      std::lock_guard<RankedMutex> lock(vmm().mutex);
       auto it = vmm().kinds.find(handle);
       if (it != vmm().kinds.end()) kind = it->second;
     }

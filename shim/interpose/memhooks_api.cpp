@@ -7,6 +7,7 @@
 
 #include "core/config.h"
 #include "core/export.h"
+#include "core/ranked_lock.h"
 #include "memory/host_ranges.h"
 #include "rewrite/pinned_rewrite.h"
 
@@ -54,5 +55,13 @@ CUXFER_EXPORT int cuxfer_mem_is_mapping(void* p) {
 CUXFER_EXPORT int cuxfer_mem_ranges_empty(void) { return host_ranges().empty(); }
 
 CUXFER_EXPORT int cuxfer_mem_registrations_exist(void) { return cuxfer::shim::rewrite::registrations_exist(); }
+
+#ifdef CUXFER_LOCK_ORDER_CHECK
+// The hooks may take host_ranges' lock: the caller must hold nothing ranked at
+// or above it, whether or not this call's size makes them take it.
+CUXFER_EXPORT void cuxfer_mem_check_lock_order(void) {
+  cuxfer::shim::lock_order::check(cuxfer::shim::LockRank::kHostRanges, "an allocation or free through the libc hooks");
+}
+#endif
 
 }  // extern "C"

@@ -56,6 +56,7 @@ struct Shim {
   decltype(&cuxfer_mem_is_mapping) is_mapping = nullptr;
   decltype(&cuxfer_mem_ranges_empty) ranges_empty = nullptr;
   decltype(&cuxfer_mem_registrations_exist) registrations_exist = nullptr;
+  decltype(&cuxfer_mem_check_lock_order) check_lock_order = nullptr;  // lock-order-checked builds only
 };
 Shim g_shim;
 std::atomic<uint64_t> g_track_min{0};  // 0 until attached: forward only
@@ -147,8 +148,16 @@ void resolve() {
   while (g_state.load(std::memory_order_acquire) != kReady) sched_yield();
 }
 
+// Every hook reaches the next definition through here. In a lock-order-checked
+// build (CUXFER_LOCK_ORDER_CHECK) the shim checks on each call that the
+// calling thread holds none of its locks that this hook's path may take
+// (core/ranked_lock.h): whether this call takes one depends on its size, the
+// fault on the order does not.
 inline const Real& real() {
   if (__builtin_expect(g_state.load(std::memory_order_acquire) != kReady, 0)) resolve();
+#ifdef CUXFER_LOCK_ORDER_CHECK
+  if (g_shim.check_lock_order && host_tracking_min()) g_shim.check_lock_order();
+#endif
   return g_real;
 }
 
@@ -195,6 +204,9 @@ __attribute__((constructor)) void attach() {
       !get(s.is_mapping, "cuxfer_mem_is_mapping") || !get(s.ranges_empty, "cuxfer_mem_ranges_empty") ||
       !get(s.registrations_exist, "cuxfer_mem_registrations_exist"))
     return;
+#ifdef CUXFER_LOCK_ORDER_CHECK
+  get(s.check_lock_order, "cuxfer_mem_check_lock_order");  // absent from an unchecked shim: no check
+#endif
   g_shim = s;
   g_track_min.store(attach_fn(), std::memory_order_release);
 }

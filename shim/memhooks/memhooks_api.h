@@ -30,4 +30,8 @@ int cuxfer_mem_is_mapping(void* p);
 // Cheap hints: nothing reported / nothing registered (skip the calls above).
 int cuxfer_mem_ranges_empty(void);
 int cuxfer_mem_registrations_exist(void);
+// Lock-order-checked builds only (CUXFER_LOCK_ORDER_CHECK): the hooks are
+// entered and may take the shim's host-ranges lock; aborts if the calling
+// thread holds a shim lock ranked at or above it (core/ranked_lock.h).
+void cuxfer_mem_check_lock_order(void);
 }

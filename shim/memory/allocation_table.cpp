@@ -36,7 +36,7 @@ CUXFER_HOT uint32_t AllocationTable::lower_bound(uint64_t key, uint32_t n) const
 
 bool AllocationTable::insert(uint64_t begin, uint64_t bytes, trace::MemKind kind, int8_t device) {
   if (bytes == 0) return true;
-  std::lock_guard<std::mutex> lock(write_mutex_);
+  std::lock_guard<RankedMutex> lock(write_mutex_);
   uint32_t n = count_.load(kRelaxed);
   uint32_t pos = lower_bound(begin, n);
   bool replace = pos > 0 && slots_[pos - 1].begin.load(kRelaxed) == begin;
@@ -56,7 +56,7 @@ bool AllocationTable::insert(uint64_t begin, uint64_t bytes, trace::MemKind kind
 }
 
 std::optional<Allocation> AllocationTable::erase(uint64_t begin) {
-  std::lock_guard<std::mutex> lock(write_mutex_);
+  std::lock_guard<RankedMutex> lock(write_mutex_);
   uint32_t n = count_.load(kRelaxed);
   uint32_t pos = lower_bound(begin, n);
   if (pos == 0 || slots_[pos - 1].begin.load(kRelaxed) != begin) return std::nullopt;
@@ -98,7 +98,7 @@ CUXFER_HOT std::optional<Allocation> AllocationTable::find(uint64_t ptr) const {
 }
 
 void AllocationTable::clear() {
-  std::lock_guard<std::mutex> lock(write_mutex_);
+  std::lock_guard<RankedMutex> lock(write_mutex_);
   write_begin();
   count_.store(0, kRelaxed);
   write_end();

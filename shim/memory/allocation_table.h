@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 
+#include "core/ranked_lock.h"
 #include "trace/event.h"
 
 namespace cuxfer::shim {
@@ -50,7 +51,7 @@ class AllocationTable {
   void copy_slot(uint32_t to, uint32_t from);
   uint32_t lower_bound(uint64_t key, uint32_t n) const;  // first slot with begin > key
 
-  std::mutex write_mutex_;
+  RankedMutex write_mutex_{LockRank::kAllocationTable};
   std::atomic<uint64_t> seq_{0};
   std::atomic<uint32_t> count_{0};
   Slot slots_[kCapacity];

@@ -27,7 +27,7 @@ void HostRanges::erase_at(uint32_t i) {
 bool HostRanges::track(uint64_t begin, uint64_t bytes, HostSource source) {
   if (bytes == 0 || begin + bytes < begin) return false;
   const uint64_t end = begin + bytes;
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<RankedMutex> lock(mutex_);
   uint32_t i = first_ending_after(begin);
   while (i < count_ && ranges_[i].begin < end) erase_at(i);  // stale: that memory was reused
   if (count_ == kCapacity) return false;
@@ -39,7 +39,7 @@ bool HostRanges::track(uint64_t begin, uint64_t bytes, HostSource source) {
 }
 
 bool HostRanges::untrack_exact(uint64_t begin, uint64_t* end) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<RankedMutex> lock(mutex_);
   uint32_t i = first_ending_after(begin);
   if (i == count_ || ranges_[i].begin != begin) return false;
   if (end) *end = ranges_[i].end;
@@ -48,7 +48,7 @@ bool HostRanges::untrack_exact(uint64_t begin, uint64_t* end) {
 }
 
 uint32_t HostRanges::untrack_overlapping(uint64_t begin, uint64_t end, uint64_t* lo, uint64_t* hi) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<RankedMutex> lock(mutex_);
   uint32_t n = 0;
   uint32_t i = first_ending_after(begin);
   while (i < count_ && ranges_[i].begin < end) {
@@ -61,14 +61,14 @@ uint32_t HostRanges::untrack_overlapping(uint64_t begin, uint64_t end, uint64_t*
 }
 
 HostSource HostRanges::source_of(uint64_t p) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<RankedMutex> lock(mutex_);
   uint32_t i = first_ending_after(p);
   return i < count_ && ranges_[i].begin <= p ? ranges_[i].source : HostSource{};
 }
 
 RegisterVerdict HostRanges::note_copy(uint64_t p, uint64_t n, uint64_t max_bytes) {
   RegisterVerdict v;
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<RankedMutex> lock(mutex_);
   uint32_t i = first_ending_after(p);
   if (i == count_ || ranges_[i].begin > p || ranges_[i].end < p + n) return v;
   Range& r = ranges_[i];
@@ -84,17 +84,17 @@ RegisterVerdict HostRanges::note_copy(uint64_t p, uint64_t n, uint64_t max_bytes
 }
 
 void HostRanges::forbid(uint64_t begin, uint64_t end) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<RankedMutex> lock(mutex_);
   for (uint32_t i = first_ending_after(begin); i < count_ && ranges_[i].begin < end; ++i) ranges_[i].forbidden = true;
 }
 
 uint32_t HostRanges::size() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<RankedMutex> lock(mutex_);
   return count_;
 }
 
 void HostRanges::clear() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<RankedMutex> lock(mutex_);
   count_ = 0;
   published_count_.store(0, std::memory_order_relaxed);
 }

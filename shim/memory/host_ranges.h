@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <mutex>
 
+#include "core/ranked_lock.h"
+
 namespace cuxfer::shim {
 
 enum class HostSource : uint8_t { Malloc = 1, Mmap = 2 };
@@ -71,7 +73,7 @@ class HostRanges {
   uint32_t first_ending_after(uint64_t p) const;  // first range with end > p
   void erase_at(uint32_t i);
 
-  mutable std::mutex mutex_;
+  mutable RankedMutex mutex_{LockRank::kHostRanges};
   uint32_t count_ = 0;
   std::atomic<uint32_t> published_count_{0};
   Range ranges_[kCapacity];  // sorted by begin, disjoint

@@ -227,7 +227,7 @@ bool PythonStacks::name_frame(uint64_t frame, std::string_view& file, std::strin
 }
 
 bool PythonStacks::take_note(std::string& note) {
-  std::lock_guard<std::mutex> lock(note_mutex_);
+  std::lock_guard<RankedMutex> lock(note_mutex_);
   if (notes_.empty()) return false;
   note = std::move(notes_.front());
   notes_.erase(notes_.begin());
@@ -236,7 +236,7 @@ bool PythonStacks::take_note(std::string& note) {
 
 void PythonStacks::turn_off(const std::string& why) noexcept {
   state_.store(kOff, std::memory_order_release);
-  std::lock_guard<std::mutex> lock(note_mutex_);
+  std::lock_guard<RankedMutex> lock(note_mutex_);
   notes_.push_back("no Python frames in call stacks: " + why);
 }
 
@@ -297,7 +297,7 @@ void PythonStacks::note_subinterpreter() noexcept {
   // (the checked walks, the state read agreeing with the C API) was proved
   // on them. The copies themselves are recorded as any.
   if (subinterpreter_noted_.load(std::memory_order_relaxed) || subinterpreter_noted_.exchange(true)) return;
-  std::lock_guard<std::mutex> lock(note_mutex_);
+  std::lock_guard<RankedMutex> lock(note_mutex_);
   notes_.push_back("Python frames: copies made on a subinterpreter's thread (concurrent.interpreters, "
                    "_interpreters) carry native frames only");
 }
@@ -409,7 +409,7 @@ void PythonStacks::resolve_interpreter() {
   const bool from_runtime = runtime_ && has_runtime_fields(layout_);
   runtime_reads_.store(from_runtime ? kApiUntilChecked : kApiOnly, std::memory_order_relaxed);
   {
-    std::lock_guard<std::mutex> lock(note_mutex_);
+    std::lock_guard<RankedMutex> lock(note_mutex_);
     notes_.push_back("Python frames in call stacks: " + name + " (frame layout " + source + symbols_note() +
                      "), under at most " +
                      std::to_string(std::min(config().python_native_depth, config().stack_depth)) +
@@ -572,7 +572,7 @@ void PythonStacks::check_runtime_read(uint64_t tstate, uint64_t main) noexcept {
   if (!runtime_reads_.compare_exchange_strong(expected, agree ? kFromRuntime : kApiOnly, std::memory_order_relaxed) ||
       agree)
     return;
-  std::lock_guard<std::mutex> lock(note_mutex_);
+  std::lock_guard<RankedMutex> lock(note_mutex_);
   notes_.push_back("Python thread state: _PyRuntime of CPython " + version_text(layout_.version) +
                    " did not read as its layout says; read through the C API instead (a copy costs more)");
 }

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "core/publish_order.h"
+#include "core/ranked_lock.h"
 #include "python/layout.h"
 #include "python/program_symbols.h"
 #include "trace/records.h"
@@ -244,7 +245,7 @@ class PythonStacks {
   std::atomic<int> runtime_reads_{kApiOnly};
   std::atomic<bool> subinterpreter_noted_{false};
   CodeTable codes_;
-  std::mutex note_mutex_;  // held only to hand one string over
+  RankedMutex note_mutex_{LockRank::kPythonNotes};  // held only to hand one string over
   std::vector<std::string> notes_;
 };
 

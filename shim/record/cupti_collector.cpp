@@ -120,7 +120,7 @@ bool CuptiCollector::start(const std::vector<CuptiCandidate>& candidates, std::s
   // Threads libcupti starts while it is loaded and enabled inherit this
   // thread's mask: all signals blocked, so the app's handlers stay on its own.
   AllSignalsBlocked quiet;
-  std::lock_guard<std::mutex> handover(handover_mutex_);
+  std::lock_guard<RankedMutex> handover(handover_mutex_);
   if (!app_owner_.empty()) {
     reason = "the application's own profiler holds CUPTI (" + app_owner_ + ")";
     return false;
@@ -221,7 +221,7 @@ bool CuptiCollector::attach(std::string& reason) {
 }
 
 bool CuptiCollector::enable_unified_memory(std::string& reason) {
-  std::lock_guard<std::mutex> handover(handover_mutex_);
+  std::lock_guard<RankedMutex> handover(handover_mutex_);
   if (!active()) {
     reason = "CUPTI is not active";
     return false;
@@ -260,7 +260,7 @@ bool CuptiCollector::enable_unified_memory(std::string& reason) {
 }
 
 bool CuptiCollector::set_copy_records(bool on) {
-  std::lock_guard<std::mutex> handover(handover_mutex_);
+  std::lock_guard<RankedMutex> handover(handover_mutex_);
   if (!active() || !g_api.activity_enable || !g_api.activity_disable) return false;
   if (detached()) {
     if (!on) return true;  // off already: detached
@@ -276,7 +276,7 @@ bool CuptiCollector::set_copy_records(bool on) {
 }
 
 bool CuptiCollector::detach() {
-  std::lock_guard<std::mutex> handover(handover_mutex_);
+  std::lock_guard<RankedMutex> handover(handover_mutex_);
   if (!active() || detached() || !g_api.finalize) return false;
   for (int kind : enabled_kinds_)
     if (kind != CUPTI_ACTIVITY_KIND_MEMCPY && kind != CUPTI_ACTIVITY_KIND_MEMSET) return false;
@@ -293,7 +293,7 @@ void* CuptiCollector::own_symbol(const char* name) const {
 }
 
 bool CuptiCollector::hand_over(const char* call, const void* real) {
-  std::lock_guard<std::mutex> handover(handover_mutex_);
+  std::lock_guard<RankedMutex> handover(handover_mutex_);
   if (!lib_) {
     // Not started yet (or never will be): leave CUPTI to the app for good.
     if (app_owner_.empty()) app_owner_ = call;
@@ -316,7 +316,7 @@ bool CuptiCollector::hand_over(const char* call, const void* real) {
 
 void CuptiCollector::flush(bool forced) {
   // Under the lock: a flush must not race a detach (or an attach) of CUPTI.
-  std::lock_guard<std::mutex> handover(handover_mutex_);
+  std::lock_guard<RankedMutex> handover(handover_mutex_);
   if (active() && !detached()) g_api.flush_all(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 }
 
@@ -394,12 +394,12 @@ void CuptiCollector::consume_buffer(uint8_t* buffer, size_t valid) {
     }
     got.push_back(g);
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<RankedMutex> lock(mutex_);
   pending_.insert(pending_.end(), got.begin(), got.end());
 }
 
 void CuptiCollector::take(std::vector<trace::GpuRecord>& out, uint64_t& dropped) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<RankedMutex> lock(mutex_);
   out.insert(out.end(), pending_.begin(), pending_.end());
   pending_.clear();
   dropped += dropped_;
@@ -407,7 +407,7 @@ void CuptiCollector::take(std::vector<trace::GpuRecord>& out, uint64_t& dropped)
 }
 
 void CuptiCollector::stop() {
-  std::lock_guard<std::mutex> handover(handover_mutex_);
+  std::lock_guard<RankedMutex> handover(handover_mutex_);
   if (!active()) return;
   if (!detached()) g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   g_hot_line.cupti_active.store(false, std::memory_order_release);

@@ -11,6 +11,7 @@
 
 #include "core/hot_line.h"
 #include "core/bounded_lock.h"
+#include "core/ranked_lock.h"
 #include "record/cupti_locate.h"
 #include "trace/event.h"
 
@@ -116,10 +117,10 @@ class CuptiCollector {
   std::atomic<bool> detached_{false};  // ours, but cuptiFinalize'd until the records are wanted again
   void* lib_ = nullptr;                 // our dlopen handle of libcupti
   std::string library_, library_why_;   // its path, and why there
-  std::mutex handover_mutex_;           // start() and hand_over() do not interleave
+  RankedMutex handover_mutex_{LockRank::kCuptiHandover};         // start() and hand_over() do not interleave
   std::string app_owner_;               // non-empty: the app took CUPTI before we started
   std::vector<int> enabled_kinds_;      // what hand_over() turns off again
-  std::mutex mutex_;
+  RankedMutex mutex_{LockRank::kCuptiRecords};
   std::vector<trace::GpuRecord> pending_;
   uint64_t dropped_ = 0;
 };

@@ -40,7 +40,7 @@ NvtxRanges& NvtxRanges::instance() {
 }
 
 uint32_t NvtxRanges::domain(const char* name) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<RankedMutex> lock(mutex_);
   domains_.emplace_back(name ? name : "");
   return static_cast<uint32_t>(domains_.size());
 }
@@ -62,7 +62,7 @@ uint32_t NvtxRanges::intern_slow(uint32_t domain, const char* message, size_t le
   if (allocation::exhausted()) return 0;
   std::string key(reinterpret_cast<const char*>(&domain), sizeof domain);
   key.append(message, length);
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<RankedMutex> lock(mutex_);
   auto [it, fresh] = ids_.try_emplace(std::move(key), static_cast<uint32_t>(names_.size() + 1));
   if (fresh) {
     trace::NvtxName n;
@@ -104,7 +104,7 @@ uint32_t NvtxRanges::stack_id(const ThreadState& ts) {
 
 void NvtxRanges::collect_new(std::vector<trace::NvtxName>& names, std::vector<trace::CallSite>& stacks) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<RankedMutex> lock(mutex_);
     names.insert(names.end(), names_.begin() + static_cast<ptrdiff_t>(names_written_), names_.end());
     names_written_ = names_.size();
   }

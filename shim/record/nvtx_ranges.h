@@ -26,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/ranked_lock.h"
 #include "record/callsite_table.h"
 #include "record/recorder.h"
 #include "trace/records.h"
@@ -70,7 +71,7 @@ class NvtxRanges {
   NvtxRanges() = default;
   uint32_t intern_slow(uint32_t domain, const char* message, size_t length, uint64_t hash);
 
-  std::mutex mutex_;  // names and domains; taken only for a name a thread has not met before
+  RankedMutex mutex_{LockRank::kNvtxNames};  // names and domains; taken only for a name a thread has not met before
   std::unordered_map<std::string, uint32_t> ids_;  // domain id + '\0' + message -> name id
   std::vector<trace::NvtxName> names_;             // by id - 1
   size_t names_written_ = 0;

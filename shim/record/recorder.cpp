@@ -144,9 +144,10 @@ Recorder& Recorder::make_instance() {
 Recorder::Recorder() : rings_(config().buffer_events) {
   capture_range_ = config().capture_range == CaptureRange::ProfilerApi;
   g_hot_line.capturing.store(!capture_range_, std::memory_order_relaxed);
-  // Made now, not at its first use: the fork handlers lock it, and making it
-  // there would allocate with the libc hooks' locks held (a deadlock).
+  // Made now, not at their first use: the fork handlers lock them, and making
+  // one there would allocate with the libc hooks' lock held (a deadlock).
   NvtxRanges::instance();
+  allocation_table();
   pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
 }
 
@@ -155,7 +156,7 @@ void Recorder::profiler_call(bool start) {
   const uint64_t t = now_ns();
   bool changed;
   {
-    std::lock_guard<std::mutex> lock(capture_mutex_);
+    std::lock_guard<RankedMutex> lock(capture_mutex_);
     changed = start ? capture_.start(t) : capture_.stop(t);
     if (changed) g_hot_line.capturing.store(start, std::memory_order_relaxed);
   }
@@ -170,13 +171,13 @@ bool Recorder::attach_ring(ThreadState& ts) {
 
 void Recorder::note(const std::string& msg, bool warning) {
   warning ? log::warn(msg) : log::info(msg);
-  std::lock_guard<std::mutex> lock(session_mutex_);
+  std::lock_guard<RankedMutex> lock(session_mutex_);
   notes_.push_back(msg);
 }
 
 void Recorder::before_dlclose() {
   if (!recording() || thread_state().internal) return;
-  std::lock_guard<std::mutex> lock(session_mutex_);
+  std::lock_guard<RankedMutex> lock(session_mutex_);
   if (!writer_ || writer_->failed() || allocation::exhausted()) return;
   const auto modules = modules_.poll();
   if (modules.empty()) return;
@@ -189,7 +190,7 @@ void Recorder::cupti_handed_over(const std::string& reason) {
   const uint64_t t = now_ns();
   log::warn("the application's profiler took CUPTI over (" + reason +
             "); cuxfer handed its buffers back and records CPU times only from here");
-  std::lock_guard<std::mutex> lock(session_mutex_);
+  std::lock_guard<RankedMutex> lock(session_mutex_);
   handover_ = {t, reason};
   handover_pending_ = true;
   cupti_reason_ = "handed to the application's profiler (" + reason + ")";
@@ -216,13 +217,13 @@ bool Recorder::start_slow() {
   // records, with the converter's first pair (core/event_clock.h).
   log::debug(event_clock::init(c.tsc_stamps));
   {
-    std::lock_guard<std::mutex> lock(session_mutex_);
+    std::lock_guard<RankedMutex> lock(session_mutex_);
     stamps_.set_ticks(g_hot_line.tsc_stamps);
     stamps_.add(event_clock::read_pair());
   }
   std::string unwinder = c.stack_depth ? init_stack_capture() : std::string();
   {
-    std::lock_guard<std::mutex> lock(session_mutex_);
+    std::lock_guard<RankedMutex> lock(session_mutex_);
     for (const auto& p : c.problems) notes_.push_back(p);
     if (c.rewrite_pin)
       notes_.push_back("rewrite: pin: enabled; 1D copies of pageable memory are staged from " +
@@ -252,7 +253,7 @@ bool Recorder::start_slow() {
     note("cannot start the trace writer's thread: this process is not recorded from here (its CUDA calls run "
          "as they would without cuxfer)");
     write_cycle(true);
-    std::lock_guard<std::mutex> lock(session_mutex_);
+    std::lock_guard<RankedMutex> lock(session_mutex_);
     writer_.reset();
     g_hot_line.recorder_state.store(kOff, std::memory_order_release);
     return false;
@@ -327,7 +328,7 @@ bool Recorder::attach_driver_slow() {
     log::info(reason);
   }
   {
-    std::lock_guard<std::mutex> lock(session_mutex_);
+    std::lock_guard<RankedMutex> lock(session_mutex_);
     simulated_ = simulated;
     cupti_state_ = collector.active() ? 1 : 2;
     cupti_reason_ = reason;
@@ -359,7 +360,7 @@ void Recorder::enable_unified_memory_records() {
   InternalScope internal;
   std::string reason;
   const bool on = collector.enable_unified_memory(reason);
-  std::lock_guard<std::mutex> lock(session_mutex_);
+  std::lock_guard<RankedMutex> lock(session_mutex_);
   // The managed-memory analysis needs to know whether no records means no migrations.
   notes_.push_back(on ? "cupti: unified memory records on" : "cupti: unified memory records unavailable: " + reason);
   if (!on) log::info("unified memory records unavailable: " + reason);
@@ -461,8 +462,8 @@ void Recorder::writer_loop() {
     {
       // An _exit is not signalled through wake_ (notifying is not
       // async-signal-safe): the tick sees it.
-      std::unique_lock<std::mutex> lock(wake_mutex_);
-      if (wake_.wait_for(lock, tick, [this] { return stop_ || exit_requested_.load(std::memory_order_acquire); })) {
+      RankedUniqueLock lock(wake_mutex_);
+      if (wake_.wait_for(lock.get(), tick, [this] { return stop_ || exit_requested_.load(std::memory_order_acquire); })) {
         if (stop_) return;
         lock.unlock();
         return finish_for_exit();
@@ -520,7 +521,7 @@ void Recorder::finish_for_exit() {
 }
 
 void Recorder::write_cycle(bool final) {
-  std::lock_guard<std::mutex> lock(session_mutex_);
+  std::lock_guard<RankedMutex> lock(session_mutex_);
   if (!writer_ || writer_->failed()) return;
   std::string payload;
   // Out of memory: only the notes, the status and the End are written (each
@@ -785,7 +786,7 @@ std::string Recorder::hook_time_summary() {
   // the ranges' time, not of the whole run's.
   uint64_t inside;
   {
-    std::lock_guard<std::mutex> lock(capture_mutex_);
+    std::lock_guard<RankedMutex> lock(capture_mutex_);
     inside = capture_.captured_ns(now);
   }
   return hook_time_note(t, inside, true);
@@ -803,7 +804,7 @@ void Recorder::shutdown() {
   InternalScope internal;
   if (auto before = before_shutdown_.load(std::memory_order_acquire)) before();
   {
-    std::lock_guard<std::mutex> lock(wake_mutex_);
+    std::lock_guard<RankedMutex> lock(wake_mutex_);
     stop_ = true;
   }
   wake_.notify_all();
@@ -813,18 +814,18 @@ void Recorder::shutdown() {
 
 void Recorder::finish_trace() {
   if (allocation::exhausted()) {
-    std::lock_guard<std::mutex> lock(session_mutex_);
+    std::lock_guard<RankedMutex> lock(session_mutex_);
     notes_.push_back(
         "out of memory inside the shim: recording stopped there, and the process's later CUDA calls ran as "
         "without cuxfer (this trace ends early)");
   }
   CuptiCollector::instance().stop();
   if (cupti_detaches_ > 0) {
-    std::lock_guard<std::mutex> lock(session_mutex_);
+    std::lock_guard<RankedMutex> lock(session_mutex_);
     notes_.push_back(cupti_detach_summary());
   }
   if (const uint64_t n = CuptiCollector::instance().incomplete_records()) {
-    std::lock_guard<std::mutex> lock(session_mutex_);
+    std::lock_guard<RankedMutex> lock(session_mutex_);
     notes_.push_back("cupti: " + std::to_string(n) +
                      " GPU records came back unfinished from a forced flush (work still in flight when CUPTI "
                      "was detached or the process ended) and were left out: their copies count as without a "
@@ -834,31 +835,31 @@ void Recorder::finish_trace() {
     std::string line;
     bool none;
     {
-      std::lock_guard<std::mutex> lock(capture_mutex_);
+      std::lock_guard<RankedMutex> lock(capture_mutex_);
       const uint64_t now = now_ns();
       line = capture_.note(now, now - start_ns_, config().rewrite_any());
       none = capture_.ranges() == 0;
     }
     if (none) log::warn(line);
-    std::lock_guard<std::mutex> lock(session_mutex_);
+    std::lock_guard<RankedMutex> lock(session_mutex_);
     notes_.push_back(std::move(line));
   }
   if (std::string line = hook_time_summary(); !line.empty()) {
-    std::lock_guard<std::mutex> lock(session_mutex_);
+    std::lock_guard<RankedMutex> lock(session_mutex_);
     notes_.push_back(std::move(line));
   }
   if (NvtxRanges::instance().used()) {
     std::string line = nvtx_summary();
-    std::lock_guard<std::mutex> lock(session_mutex_);
+    std::lock_guard<RankedMutex> lock(session_mutex_);
     if (!line.empty()) notes_.push_back(std::move(line));
   }
   if (g_hot_line.stack_depth > 0) {
     std::string line = unwinder_summary();
-    std::lock_guard<std::mutex> lock(session_mutex_);
+    std::lock_guard<RankedMutex> lock(session_mutex_);
     if (!line.empty()) notes_.push_back(std::move(line));
   }
   write_cycle(true);
-  std::lock_guard<std::mutex> lock(session_mutex_);
+  std::lock_guard<RankedMutex> lock(session_mutex_);
   if (writer_ && !config().launched)
     log::info("trace written to " + trace_path_ + " (" + std::to_string(events_recorded_) + " events)");
   writer_.reset();
@@ -915,12 +916,15 @@ void Recorder::await_exit_finish() noexcept {
 
 void Recorder::prepare_fork() {
   // Hold the writer's lock across fork so that the child never inherits it
-  // locked by a thread that does not exist there. In the order other threads
-  // nest them: the collector's before the memory tables', because the writer
-  // holds the collector's handover lock across CUPTI's flush, whose completion
-  // callback frees a 4 MiB buffer, and under --rewrite=pin that free goes
-  // through the libc hooks into host_ranges' lock (taking host_ranges first
-  // here deadlocked a forking app against the flush: e2e.rewrite.fork_during_flush).
+  // locked by a thread that does not exist there. In rank order
+  // (core/ranked_lock.h), the order other threads nest them: every lock under
+  // which the shim allocates or frees (the session's, the collector's, the
+  // NVTX names') before host_ranges', which the libc hooks take inside that
+  // allocation or free. The writer holds the collector's handover lock across
+  // CUPTI's flush, whose completion callback frees a 4 MiB buffer
+  // (e2e.rewrite.fork_during_flush), and a thread interning a new NVTX name
+  // grows the name table under the NVTX lock (e2e.rewrite.fork_stress.nvtx):
+  // taking host_ranges first here deadlocked a forking app against each.
   //
   // The writer holds the session's lock and the collector's across CUDA and
   // CUPTI calls (govern_cupti's attach and detach, the flush). A driver's own
@@ -932,22 +936,33 @@ void Recorder::prepare_fork() {
   // process that is recording cannot use CUDA anyway: CUDA does not survive
   // a fork once initialised. The other locks are never held across a CUDA
   // call.
+  //
+  // First, before any lock: every singleton the child's handlers use is made
+  // (a function-local static's first construction is a lock too: a child
+  // forked while another thread was inside it waits for ever), and every
+  // table is reached (a first use allocates).
+  if (auto before = before_fork_.load(std::memory_order_acquire)) before();
+  CuptiCollector& collector = CuptiCollector::instance();
+  python::PythonStacks::instance();
+  NvtxRanges& nvtx = NvtxRanges::instance();
+  HostRanges& ranges = host_ranges();
+  AllocationTable& table = allocation_table();
   const uint64_t deadline = now_ns() + kForkWaitNs;
   fork_writer_locked_ = lock_before(session_mutex_, deadline);
   capture_mutex_.lock();
-  if (fork_writer_locked_ && !CuptiCollector::instance().lock_for_fork(deadline)) {
+  if (fork_writer_locked_ && !collector.lock_for_fork(deadline)) {
     session_mutex_.unlock();
     fork_writer_locked_ = false;
   }
-  allocation_table().lock_for_fork();
-  host_ranges().lock_for_fork();
-  NvtxRanges::instance().lock_for_fork();
+  nvtx.lock_for_fork();
+  ranges.lock_for_fork();
+  table.lock_for_fork();
 }
 
 void Recorder::after_fork_parent() {
-  NvtxRanges::instance().unlock_after_fork();
-  host_ranges().unlock_after_fork();
   allocation_table().unlock_after_fork();
+  host_ranges().unlock_after_fork();
+  NvtxRanges::instance().unlock_after_fork();
   capture_mutex_.unlock();
   if (fork_writer_locked_) {
     CuptiCollector::instance().unlock_after_fork();
@@ -973,9 +988,9 @@ void Recorder::forsake_after_fork_child() {
 }
 
 void Recorder::after_fork_child() {
-  NvtxRanges::instance().unlock_after_fork();
-  host_ranges().unlock_after_fork();
   allocation_table().unlock_after_fork();
+  host_ranges().unlock_after_fork();
+  NvtxRanges::instance().unlock_after_fork();
   if (!fork_writer_locked_) return forsake_after_fork_child();
   CuptiCollector::instance().unlock_after_fork();
   {

@@ -18,6 +18,7 @@
 #include "core/event_clock.h"
 #include "core/export.h"
 #include "core/hot_line.h"
+#include "core/ranked_lock.h"
 #include "record/call_desc.h"
 #include "record/callsite_table.h"
 #include "record/capture_range.h"
@@ -85,11 +86,13 @@ class Recorder {
     void (*before_shutdown)() = nullptr;  // before the writer stops: the rewrite's last events are recorded
     void (*in_fork_child)() = nullptr;    // after the child's locks are released, before its trace state resets
     void (*at_start)() = nullptr;         // once the trace is open and recording (the app's thread)
+    void (*before_fork)() = nullptr;      // in the parent, first in the fork handler, before any lock
   };
   void set_dependents(const Dependents& d) {
     before_shutdown_.store(d.before_shutdown, std::memory_order_release);
     in_fork_child_.store(d.in_fork_child, std::memory_order_release);
     at_start_.store(d.at_start, std::memory_order_release);
+    before_fork_.store(d.before_fork, std::memory_order_release);
   }
 
   // False when the shim is inert (disabled, secure execution) or the trace
@@ -233,6 +236,7 @@ class Recorder {
 
   std::atomic<void (*)()> before_shutdown_{nullptr};
   std::atomic<void (*)()> in_fork_child_{nullptr};
+  std::atomic<void (*)()> before_fork_{nullptr};
   std::atomic<void (*)()> at_start_{nullptr};
   // The recorder's state, capture flag and the governor's word live on the
   // hot line (core/hot_line.h): g_hot_line.recorder_state, .capturing, .copy_records_on.
@@ -240,13 +244,13 @@ class Recorder {
   std::atomic<bool> um_requested_{false};  // 0 not attached, 1 attaching, 2 attached
   CorrelationIds correlation_;
   bool capture_range_ = false;  // CUXFER_CAPTURE_RANGE given (set once, in the constructor)
-  std::mutex capture_mutex_;    // guards capture_ (a start or stop, rare)
+  RankedMutex capture_mutex_{LockRank::kRecorderCapture};    // guards capture_ (a start or stop, rare)
   CaptureRanges capture_;
   RingRegistry rings_;
   CallSiteTable callsites_;
 
   // Writer side, guarded by session_mutex_.
-  std::mutex session_mutex_;
+  RankedMutex session_mutex_{LockRank::kRecorderSession};
   std::unique_ptr<trace::TraceWriter> writer_;
   std::string trace_path_;
   ModuleTracker modules_;
@@ -283,7 +287,7 @@ class Recorder {
   std::vector<trace::CuptiGateChange> gate_changes_;
   uint64_t last_status_ns_ = 0;
 
-  std::mutex wake_mutex_;
+  RankedMutex wake_mutex_{LockRank::kRecorderWake};
   std::condition_variable wake_;
   bool stop_ = false;
   QuietThread writer_thread_;

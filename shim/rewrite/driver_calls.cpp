@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "core/clock.h"
+#include "core/ranked_lock.h"
 #include "symbols/symbol_table.h"
 
 namespace cuxfer::shim::rewrite {
@@ -59,10 +60,10 @@ const DriverCalls* driver_calls() {
   // entry point missing) is tried again, at most every 100 ms.
   static std::atomic<DriverCalls*> ready{nullptr};
   static std::atomic<uint64_t> next_try_ns{0};
-  static std::mutex loading;
+  static RankedMutex loading{LockRank::kDriverLoading};
   if (DriverCalls* d = ready.load(std::memory_order_acquire)) return d;
   // Threads that arrive while another loads wait for its result.
-  std::lock_guard<std::mutex> lock(loading);
+  std::lock_guard<RankedMutex> lock(loading);
   if (DriverCalls* d = ready.load(std::memory_order_acquire)) return d;
   const uint64_t now = now_ns();
   if (now < next_try_ns.load(std::memory_order_relaxed)) return nullptr;

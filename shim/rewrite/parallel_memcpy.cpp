@@ -38,7 +38,7 @@ ParallelMemcpy::ParallelMemcpy(unsigned threads) {
 
 ParallelMemcpy::~ParallelMemcpy() {
   {
-    std::lock_guard<std::mutex> lock(wake_mutex_);
+    std::lock_guard<RankedMutex> lock(wake_mutex_);
     stop_.store(true, std::memory_order_release);
     generation_.fetch_add(1, std::memory_order_release);
   }
@@ -74,8 +74,8 @@ void ParallelMemcpy::worker_loop() {
            std::chrono::steady_clock::now() < spin_until) {
     }
     if (g == seen) {
-      std::unique_lock<std::mutex> lock(wake_mutex_);
-      wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+      RankedUniqueLock lock(wake_mutex_);
+      wake_.wait(lock.get(), [&] { return generation_.load(std::memory_order_acquire) != seen; });
       g = generation_.load(std::memory_order_acquire);
     }
     seen = g;
@@ -109,7 +109,7 @@ bool ParallelMemcpy::populate(void* dst, size_t bytes) {
 }
 
 void ParallelMemcpy::run_job(char* dst, const char* src, size_t bytes, size_t piece, bool populate) {
-  std::lock_guard<std::mutex> submit(submit_mutex_);
+  std::lock_guard<RankedMutex> submit(submit_mutex_);
   job_.dst = dst;
   job_.src = src;
   job_.bytes = bytes;
@@ -120,7 +120,7 @@ void ParallelMemcpy::run_job(char* dst, const char* src, size_t bytes, size_t pi
   uint64_t gen = (ticket_.load(std::memory_order_relaxed) >> 32) + 1;
   ticket_.store((gen << 32) | (static_cast<uint64_t>(job_.pieces) << 16), std::memory_order_release);
   {
-    std::lock_guard<std::mutex> lock(wake_mutex_);
+    std::lock_guard<RankedMutex> lock(wake_mutex_);
     generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/quiet_thread.h"
+#include "core/ranked_lock.h"
 
 namespace cuxfer::shim::rewrite {
 
@@ -52,8 +53,8 @@ class ParallelMemcpy {
   void run_pieces();
   void run_job(char* dst, const char* src, size_t bytes, size_t piece, bool populate);
 
-  std::mutex submit_mutex_;  // one job at a time
-  std::mutex wake_mutex_;
+  RankedMutex submit_mutex_{LockRank::kParallelMemcpySubmit};  // one job at a time
+  RankedMutex wake_mutex_{LockRank::kParallelMemcpyWake};
   std::condition_variable wake_;
   std::atomic<uint64_t> generation_{0};  // bumped per job; sleeping workers watch it
   std::atomic<bool> stop_{false};

@@ -78,6 +78,14 @@ class DriverOps final : public RegistrationOps {
     allocation_table().insert(begin, end - begin, MemKind::Pageable, -1);
   }
   void on_unregistered(uint64_t begin, uint64_t) override { allocation_table().erase(begin); }
+  // A failed unregister is retried by the cache; one that never succeeded is said.
+  void on_unregister_failed(uint64_t begin, uint64_t end, int status, bool given_up) override {
+    if (!given_up) return;
+    Recorder::instance().note("rewrite: pin: cuMemHostUnregister of " + std::to_string(end - begin) +
+                              " bytes failed " + std::to_string(RegistrationCache::kUnregisterTries) +
+                              " times (error " + std::to_string(status) +
+                              "); the driver may still hold those pages pinned");
+  }
   // The shim's cache: drain_pending_registrations() (registration_cache.h) drains it.
   bool process_wide() const override { return true; }
 
@@ -354,6 +362,11 @@ void before_context_teardown(CUcontext ctx) {
   }
   zero_copy_teardown();
   staging_teardown(ctx);
+}
+
+void before_fork() {
+  make_state_before_fork();
+  if (registrations_exist() || config().register_in_place) state();
 }
 
 void after_fork_child() {

@@ -62,6 +62,11 @@ void set_memhooks_attached();
 // one not known): registrations are dropped while it still exists, zero-copy
 // buffers freed, and staging stops if its pool lived there.
 void before_context_teardown(CUcontext ctx);
+// In the parent, first in the fork handler (before any lock): everything
+// after_fork_child() and the staging's fork child use is made, so that the
+// child never waits for a function-local static another thread of the
+// parent was constructing when it forked (it would wait for ever).
+void before_fork();
 void after_fork_child();
 void on_shutdown();  // summary note; registrations stay until the process ends
 

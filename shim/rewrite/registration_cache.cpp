@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <new>
 
+#include "core/clock.h"
 #include "core/spin.h"
 
 namespace cuxfer::shim::rewrite {
@@ -14,6 +15,14 @@ constexpr auto kAcquire = std::memory_order_acquire;
 constexpr auto kRelease = std::memory_order_release;
 constexpr auto kAcqRel = std::memory_order_acq_rel;
 constexpr uint64_t kGenMask = (1ull << 40) - 1;
+
+// An unregister error after which the driver holds nothing: the range was not
+// (or is no longer) registered, or its context or the driver is gone.
+bool nothing_left_registered(int status) {
+  constexpr int kDeinitialized = 4, kContextIsDestroyed = 709, kHostMemoryNotRegistered = 713;
+  return status == 0 || status == kHostMemoryNotRegistered || status == kContextIsDestroyed ||
+         status == kDeinitialized;
+}
 
 std::atomic<RegistrationCache*> g_process_cache{nullptr};
 
@@ -44,9 +53,10 @@ RegistrationCache::~RegistrationCache() {
 // --- the writers' lock and the index (a seqlock, as memory/allocation_table) ----------
 
 void RegistrationCache::lock() const {
+  lock_order::check(LockRank::kRegistrationWriters, "lock");
   unsigned spins = 0;
   for (;;) {
-    if (!writer_.exchange(true, kAcquire)) return;
+    if (!writer_.exchange(true, kAcquire)) return lock_order::held(LockRank::kRegistrationWriters);
     while (writer_.load(kRelaxed)) spin_relax(spins);
   }
 }
@@ -180,6 +190,8 @@ uint32_t RegistrationCache::alloc_slot(uint64_t begin, uint64_t end) {
   s.begin.store(begin, kRelaxed);
   s.end.store(end, kRelaxed);
   s.queued_at.store(~0ull, kRelaxed);
+  s.unregister_failures.store(0, kRelaxed);
+  s.retry_at_ns.store(0, kRelaxed);
   s.last_use.store(clock_.fetch_add(1, kRelaxed) + 1, kRelaxed);
   if (i == hw) high_water_.store(hw + 1, kRelease);
   s.word.store(next | Pending, kRelease);
@@ -217,10 +229,25 @@ void RegistrationCache::settle_notify() {
   settled_.notify_all();
 }
 
-void RegistrationCache::unregister_and_free(uint32_t i) {
+bool RegistrationCache::keep_for_retry(uint32_t i, uint64_t b, uint64_t e, int status) {
+  Slot& s = slots_[i];
+  const uint32_t failures = s.unregister_failures.fetch_add(1, kRelaxed) + 1;
+  const bool give_up = failures >= kUnregisterTries;
+  ops_.on_unregister_failed(b, e, status, give_up);
+  if (give_up) return false;
+  s.retry_at_ns.store(now_ns() + (kUnregisterRetryNs << (failures - 1)), kRelaxed);
+  // Still queued (queued_ unchanged) and never Covers: no copy trusts it and
+  // no registration is made over it while the driver may hold those pages.
+  s.word.store(with_state(s.word.load(kRelaxed), Invalid), kRelease);
+  settle_notify();
+  return true;
+}
+
+bool RegistrationCache::unregister_and_free(uint32_t i) {
   Slot& s = slots_[i];
   const uint64_t b = s.begin.load(kRelaxed), e = s.end.load(kRelaxed);
-  ops_.unregister_range(b);  // an error means CUDA already dropped it (e.g. context gone)
+  const int status = ops_.unregister_range(b);
+  if (!nothing_left_registered(status) && keep_for_retry(i, b, e, status)) return false;
   ops_.on_unregistered(b, e);
   lock();
   index_erase(b);
@@ -229,6 +256,7 @@ void RegistrationCache::unregister_and_free(uint32_t i) {
   unlock();
   queued_.fetch_sub(1, kAcqRel);
   settle_notify();
+  return true;
 }
 
 // --- invalidation: no lock, no driver, no wait ---------------------------------------
@@ -266,12 +294,15 @@ void RegistrationCache::drain_slow() {
     const uint32_t seen = settled_.load(kAcquire);
     bool wait = false;
     const uint32_t hw = high_water_.load(kAcquire);
+    uint64_t now = 0;  // read once, and only if a failed unregister waits for its retry
     for (uint32_t i = 0; i < hw; ++i) {
       Slot& s = slots_[i];
       for (;;) {
         uint64_t w = s.word.load(kAcquire);
         const State st = state_of(w);
         if (st == Invalid) {
+          if (const uint64_t at = s.retry_at_ns.load(kRelaxed); at != 0 && at > (now ? now : now = now_ns()))
+            break;  // a failed unregister, not due again yet
           if (!s.word.compare_exchange_strong(w, with_state(w, Unregistering), kAcqRel)) continue;
           unregister_and_free(i);
         } else if ((st == Doomed || st == Unregistering) && s.queued_at.load(kRelaxed) <= mine) {

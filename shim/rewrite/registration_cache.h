@@ -23,6 +23,13 @@
 //     the call returns. drain_pending() waits for such entries (and for those
 //     another thread is unregistering) that were queued before it was called,
 //     so when it returns nothing queued before it is still in the driver.
+//   - An unregister that fails while the driver may still hold the pages
+//     (any error but "not registered" or a context already gone) keeps the
+//     entry, queued and Invalid, and a later drain tries again, the first
+//     retry after kUnregisterRetryNs and each further one after twice as
+//     long; after kUnregisterTries failures it is forgotten and reported
+//     (RegistrationOps::on_unregister_failed). A drain does not wait for an
+//     entry whose retry is not due.
 //   - The budget counts every entry until it is unregistered, and is never exceeded.
 //   - Driver calls are made without the cache's lock held; lookups take no
 //     lock at all (a seqlock over a sorted index, as memory/allocation_table
@@ -39,6 +46,7 @@
 #include <memory>
 
 #include "core/hot_line.h"
+#include "core/ranked_lock.h"
 
 namespace cuxfer::shim::rewrite {
 
@@ -53,6 +61,11 @@ class RegistrationOps {
   // unregister): allocation table upkeep.
   virtual void on_registered(uint64_t, uint64_t) {}
   virtual void on_unregistered(uint64_t, uint64_t) {}
+  // An unregister of [begin, end) failed with `status` while the driver may
+  // still hold the pages: the entry stays (answering Touches, blocking any
+  // registration over it) and is tried again by a later drain, or, once
+  // `given_up`, is forgotten after kUnregisterTries failures (say so).
+  virtual void on_unregister_failed(uint64_t /*begin*/, uint64_t /*end*/, int /*status*/, bool /*given_up*/) {}
   // True for the shim's own cache (DriverOps): its queue of unregistrations
   // is then what drain_pending_registrations() below checks and drains.
   virtual bool process_wide() const { return false; }
@@ -97,6 +110,11 @@ class RegistrationCache {
   // Most entries the cache holds (registrations are >= CUXFER_REGISTER_MIN,
   // and the budget is at most 4 GiB); add() answers -1 when they are taken.
   static constexpr uint32_t kCapacity = 4096;
+  // A failed unregister is tried this many times in all, the retries spaced
+  // kUnregisterRetryNs, then twice that, and so on (about 150 ms in all: a
+  // graph capture or a driver busy elsewhere may pass meanwhile).
+  static constexpr uint32_t kUnregisterTries = 5;
+  static constexpr uint64_t kUnregisterRetryNs = 10'000'000;
 
   // `count` (optional) mirrors the number of entries, for lock-free "any?" checks.
   RegistrationCache(RegistrationOps& ops, uint64_t budget, std::atomic<uint32_t>* count = nullptr,
@@ -164,6 +182,8 @@ class RegistrationCache {
     std::atomic<uint64_t> begin{0}, end{0};
     std::atomic<uint64_t> last_use{0};
     std::atomic<uint64_t> queued_at{~0ull};  // lowest invalidation ticket that queued it
+    std::atomic<uint32_t> unregister_failures{0};
+    std::atomic<uint64_t> retry_at_ns{0};  // a failed unregister is not tried again before this
   };
   // The sorted index lookups search: [begin, end) and the slot, by begin.
   struct IndexEntry {
@@ -178,8 +198,12 @@ class RegistrationCache {
   };
 
   // The writers' lock: one atomic word, so that a fork child can reset it.
+  // Ranked (core/ranked_lock.h) like the shim's mutexes: a leaf.
   void lock() const;
-  void unlock() const { writer_.store(false, std::memory_order_release); }
+  void unlock() const {
+    lock_order::released(LockRank::kRegistrationWriters);
+    writer_.store(false, std::memory_order_release);
+  }
 
   Found find(uint64_t p, uint64_t end) const;  // seqlock read of the index
   uint32_t index_lower(uint64_t key, uint32_t n) const;  // first index entry with begin > key (writer)
@@ -195,8 +219,12 @@ class RegistrationCache {
   // False if the word changed under it.
   bool mark(uint32_t i, uint64_t w, uint64_t ticket);
   static void lower_to(std::atomic<uint64_t>& a, uint64_t v);
-  // Unregisters slot i, which this thread owns in state Unregistering, and frees it.
-  void unregister_and_free(uint32_t i);
+  // Unregisters slot i, which this thread owns in state Unregistering, and
+  // frees it; or, when the driver refused and may still hold the pages, puts
+  // it back Invalid for a later retry (false).
+  bool unregister_and_free(uint32_t i);
+  // After a failed unregister of slot i: true when it is to be tried again.
+  bool keep_for_retry(uint32_t i, uint64_t b, uint64_t e, int status);
   void settle_notify();
   void drain_slow();
 

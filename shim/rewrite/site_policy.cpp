@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/ranked_lock.h"
 #include "policy/site_matcher.h"
 #include "python/python_stack.h"
 #include "record/callsite_table.h"
@@ -23,7 +24,7 @@ struct Loaded {
   policy::Policy policy;
   policy::SiteMatcher matcher;
   uint64_t generation = 0;  // module generation the matcher was bound for
-  std::mutex bind_mutex;    // rebinding (new modules) is rare and off the hot path
+  RankedMutex bind_mutex{LockRank::kSitePolicyBind};    // rebinding (new modules) is rare and off the hot path
   std::atomic<uint32_t> decisions[CallSiteTable::kCapacity + 1] = {};
 };
 
@@ -96,7 +97,7 @@ SiteDecision site_decision(policy::SiteKind kind, uint64_t bytes) {
     uint32_t depth = 0;
     const uint64_t* frames = Recorder::instance().callsites().frames(id, &depth);
     if (!frames) return {};
-    std::lock_guard<std::mutex> lock(l->bind_mutex);
+    std::lock_guard<RankedMutex> lock(l->bind_mutex);
     // A stack never seen before may come from a library loaded since the last bind.
     if (l->matcher.unbound_entries() && loader_generation() != l->generation) bind(*l);
     // Decided without the size limit; min_bytes is applied per call below.

@@ -23,6 +23,7 @@
 #include "core/event_clock.h"
 #include "core/log.h"
 #include "core/quiet_thread.h"
+#include "core/ranked_lock.h"
 #include "symbols/cuda_headers.h"
 #include "symbols/symbol_table.h"
 #include "memory/pointer_classifier.h"
@@ -82,7 +83,7 @@ class Pool {
 
   // Up to `want` buffers whose last DMA has finished; never waits.
   size_t acquire(const Driver& drv, Buffer** out, size_t want) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<RankedMutex> lock(mutex_);
     size_t got = 0;
     for (size_t i = 0; i < free_.size() && got < want;) {
       Buffer* b = free_[i];
@@ -105,7 +106,7 @@ class Pool {
 
   void release(Buffer** bufs, size_t n, bool pending) {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::lock_guard<RankedMutex> lock(mutex_);
       for (size_t i = 0; i < n; ++i) {
         bufs[i]->pending = bufs[i]->pending || pending;
         free_.push_back(bufs[i]);
@@ -118,7 +119,7 @@ class Pool {
   // No more buffers are made (context teardown, fork child).
   void stop_filling() {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::lock_guard<RankedMutex> lock(mutex_);
       stop_.store(true, std::memory_order_release);
     }
     demand_.notify_all();
@@ -126,43 +127,43 @@ class Pool {
   // Whether the filler is still making the pool (its first ~20 ms on the
   // H200, a few hundred ms on a loaded CI machine's simulated driver).
   bool growing() const {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<RankedMutex> lock(mutex_);
     return buffers_.size() < wanted_ && !filled_.load(std::memory_order_acquire);
   }
   // While the pool is being made: waits until a buffer is made or given
   // back, the pool is complete, or `until`. False when there is nothing to
   // wait for any more.
   bool wait_buffer(std::chrono::steady_clock::time_point until) {
-    std::unique_lock<std::mutex> lock(mutex_);
+    RankedUniqueLock lock(mutex_);
     if (buffers_.size() >= wanted_ || filled_.load(std::memory_order_acquire)) return false;
     const size_t made = buffers_.size();
     const uint64_t seen = releases_;
-    return first_.wait_until(lock, until, [&] {
+    return first_.wait_until(lock.get(), until, [&] {
       return buffers_.size() != made || releases_ != seen || filled_.load(std::memory_order_acquire);
     });
   }
 
   // Waits (at most `limit`) until the filler has stopped.
   void wait_filled(std::chrono::milliseconds limit) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    first_.wait_for(lock, limit, [&] { return filled_.load(std::memory_order_acquire); });
+    RankedUniqueLock lock(mutex_);
+    first_.wait_for(lock.get(), limit, [&] { return filled_.load(std::memory_order_acquire); });
   }
   CUcontext context() const { return ctx_; }
   uint64_t bytes() const {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<RankedMutex> lock(mutex_);
     return buffers_.size() * kChunkBytes;
   }
   // Every buffer made so far: their allocation-table entries go with the context.
   template <typename F>
   void for_each_buffer(F&& f) const {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<RankedMutex> lock(mutex_);
     for (const Buffer& b : buffers_) f(b.host);
   }
 
  private:
   void fill(const Driver& drv);
 
-  mutable std::mutex mutex_;
+  mutable RankedMutex mutex_{LockRank::kStagingPool};
   std::condition_variable first_;  // a buffer was made or given back, or the filler stopped
   std::atomic<bool> filled_{false};
   std::vector<Buffer> buffers_;
@@ -264,8 +265,8 @@ void Pool::fill(const Driver& drv) {
   bool bound = false;
   for (;;) {
     {
-      std::unique_lock<std::mutex> lock(mutex_);
-      demand_.wait(lock, [&] { return stop_.load(std::memory_order_acquire) || buffers_.size() < wanted_; });
+      RankedUniqueLock lock(mutex_);
+      demand_.wait(lock.get(), [&] { return stop_.load(std::memory_order_acquire) || buffers_.size() < wanted_; });
       if (stop_.load(std::memory_order_acquire)) break;
     }
     if (!bound && drv.ctx_push_current(ctx_) != CUDA_SUCCESS) {
@@ -289,7 +290,7 @@ void Pool::fill(const Driver& drv) {
       // The first buffer failing means no staging at all; a later one, a smaller pool.
       bool none;
       {
-        std::lock_guard<std::mutex> lock(mutex_);
+        std::lock_guard<RankedMutex> lock(mutex_);
         none = buffers_.empty();
       }
       if (none)
@@ -299,7 +300,7 @@ void Pool::fill(const Driver& drv) {
     // The pool is ours: copies from it are pinned, not the app's pageable memory.
     allocation_table().insert(reinterpret_cast<uint64_t>(host), kChunkBytes, trace::MemKind::Pinned, -1);
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::lock_guard<RankedMutex> lock(mutex_);
       buffers_.push_back(Buffer{host, done, false});
       free_.push_back(&buffers_.back());  // under the lock: wait_buffer cannot miss it
     }
@@ -310,7 +311,7 @@ void Pool::fill(const Driver& drv) {
     drv.ctx_pop_current(&popped);
   }
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<RankedMutex> lock(mutex_);
     filled_.store(true, std::memory_order_release);
   }
   first_.notify_all();
@@ -359,7 +360,15 @@ bool run_htod(State& s, bool per_thread, bool async, CUdeviceptr dev, const char
   Buffer* last = nullptr;
   for (size_t i = 0; i < chunks; ++i) {
     Buffer* b = ring[i % k];
-    if (i >= k) d.event_synchronize(b->done);  // our own earlier chunk
+    if (i >= k) {
+      // Our own earlier chunk must have left the buffer. Its DMA's failure
+      // is this copy's error, as the driver would return it.
+      const CUresult w = d.event_synchronize(b->done);
+      if (w != CUDA_SUCCESS) {
+        result = w;
+        return true;
+      }
+    }
     size_t off = i * chunk, n = std::min(chunk, bytes - off);
     s.memcpy->copy(b->host, host + off, n);
     CUresult r = d.copy_async(per_thread, dev + off, reinterpret_cast<CUdeviceptr>(b->host), n, stream);
@@ -371,7 +380,11 @@ bool run_htod(State& s, bool per_thread, bool async, CUdeviceptr dev, const char
     d.record(per_thread, b->done, stream);
     last = b;
   }
-  if (!async && last) d.event_synchronize(last->done);
+  // A synchronous copy returns when its DMA is done, with the DMA's error if it failed.
+  if (!async && last) {
+    const CUresult w = d.event_synchronize(last->done);
+    if (result == CUDA_SUCCESS) result = w;
+  }
   return true;
 }
 
@@ -452,6 +465,8 @@ void staging_prewarm() {
 }
 
 void disable_after_fork() { state().disabled.store(true, std::memory_order_relaxed); }
+
+void make_state_before_fork() { state(); }
 
 bool try_stage(const CallDesc& desc, int& result, bool any_size) {
   const Config& c = config();

@@ -36,6 +36,10 @@ void staging_prewarm();
 
 // Fork child: the parent's CUDA context and pinned pool are not usable here.
 void disable_after_fork();
+// The fork handler's first step, in the parent before any lock: the state
+// disable_after_fork() uses exists, so that the child never waits for a first
+// construction another thread of the parent was inside when it forked.
+void make_state_before_fork();
 // The context `ctx` (null: a primary context) is going: if the staging pool
 // lives there, staging stops for the rest of the process (the pool is freed
 // with the context; it is not made again: one pool per process).

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/ranked_lock.h"
 #include "symbols/symbol_table.h"
 #include "memory/allocation_table.h"
 #include "memory/pointer_classifier.h"
@@ -32,7 +33,7 @@ struct Buffer {
 
 // Few buffers (the policy names small, hot ones): a vector under a mutex.
 struct Table {
-  std::mutex mutex;
+  RankedMutex mutex{LockRank::kZeroCopyBuffers};
   std::vector<Buffer> buffers;
   uint64_t bytes = 0, made = 0;
 };
@@ -45,7 +46,7 @@ Table& table() {
 // The buffer holding all of [p, p+n), if any.
 bool find(uint64_t p, uint64_t n, Buffer& out) {
   Table& t = table();
-  std::lock_guard<std::mutex> lock(t.mutex);
+  std::lock_guard<RankedMutex> lock(t.mutex);
   for (const Buffer& b : t.buffers)
     if (p >= b.device && p - b.device < b.bytes) {
       if (n > b.bytes - (p - b.device)) return false;  // runs past the end: not ours to handle
@@ -81,7 +82,7 @@ CUevent thread_event(const DriverCalls& d) {
 // legacy stream waits for their work. Beyond kMaxStreams the shortcut is off.
 struct Streams {
   static constexpr size_t kMaxStreams = 64;
-  std::mutex mutex;
+  RankedMutex mutex{LockRank::kZeroCopyStreams};
   CUstream list[kMaxStreams] = {};
   size_t count = 0;
   bool overflow = false;
@@ -97,7 +98,7 @@ bool legacy_order_idle(const DriverCalls& d) {
   if (g_per_thread_used.load(std::memory_order_relaxed) || !d.stream_query) return false;
   if (d.stream_query(CU_STREAM_LEGACY) != CUDA_SUCCESS) return false;
   Streams& s = streams();
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::lock_guard<RankedMutex> lock(s.mutex);
   if (s.overflow) return false;
   for (size_t i = 0; i < s.count; ++i)
     if (d.stream_query(s.list[i]) != CUDA_SUCCESS) return false;  // busy, or another context's: wait
@@ -112,14 +113,14 @@ bool host_memory(trace::MemKind k) {
 
 void blocking_stream_created(CUstream st) {
   Streams& s = streams();
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::lock_guard<RankedMutex> lock(s.mutex);
   if (s.count == Streams::kMaxStreams) s.overflow = true;
   else s.list[s.count++] = st;
 }
 
 void stream_destroyed(CUstream st) {
   Streams& s = streams();
-  std::lock_guard<std::mutex> lock(s.mutex);
+  std::lock_guard<RankedMutex> lock(s.mutex);
   for (size_t i = 0; i < s.count; ++i)
     if (s.list[i] == st) {
       s.list[i] = s.list[--s.count];
@@ -144,7 +145,7 @@ bool zero_copy_alloc(uint64_t bytes, uint64_t* out) {
   Table& t = table();
   const uint64_t budget = pinned_budget_bytes(config());
   {
-    std::lock_guard<std::mutex> lock(t.mutex);
+    std::lock_guard<RankedMutex> lock(t.mutex);
     if (t.bytes + bytes > budget) {
       note_once(said_budget, "policy: zero_copy: pinned budget (" + std::to_string(budget) +
                                  " bytes) reached; further allocations stay on the device");
@@ -164,7 +165,7 @@ bool zero_copy_alloc(uint64_t bytes, uint64_t* out) {
   }
   const int8_t ordinal = current_ordinal(*drv);
   {
-    std::lock_guard<std::mutex> lock(t.mutex);
+    std::lock_guard<RankedMutex> lock(t.mutex);
     t.buffers.push_back({device, reinterpret_cast<uint64_t>(host), bytes, ordinal});
     t.bytes += bytes;
     ++t.made;
@@ -182,7 +183,7 @@ void zero_copy_teardown() {
   std::vector<Buffer> gone;
   Table& t = table();
   {
-    std::lock_guard<std::mutex> lock(t.mutex);
+    std::lock_guard<RankedMutex> lock(t.mutex);
     gone.swap(t.buffers);
     t.bytes = 0;
   }
@@ -199,7 +200,7 @@ bool zero_copy_free(uint64_t p) {
   Buffer b;
   Table& t = table();
   {
-    std::lock_guard<std::mutex> lock(t.mutex);
+    std::lock_guard<RankedMutex> lock(t.mutex);
     auto it = t.buffers.begin();
     while (it != t.buffers.end() && it->device != p) ++it;
     if (it == t.buffers.end()) return false;

@@ -1194,7 +1194,16 @@ static CUresult event_check(CUevent e) {
   std::lock_guard lk(state().mu);
   return e && state().events.count(e) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
-CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) { return event_check(hEvent); }
+// Fault injection: SIMCUDA_FAIL_EVENT_SYNC=N makes the N-th cuEventSynchronize
+// of the process and every later one return CUDA_ERROR_LAUNCH_FAILED, as a
+// DMA that failed reports itself to whoever waits for it (0: never).
+CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
+  static const int fail_from = env_int("SIMCUDA_FAIL_EVENT_SYNC", 0, 0, 1 << 30);
+  static std::atomic<int> calls{0};
+  const CUresult r = event_check(hEvent);
+  if (r == CUDA_SUCCESS && fail_from > 0 && calls.fetch_add(1) + 1 >= fail_from) return CUDA_ERROR_LAUNCH_FAILED;
+  return r;
+}
 CUresult CUDAAPI cuEventQuery(CUevent hEvent) { return event_check(hEvent); }
 
 CUresult CUDAAPI cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart, CUevent hEnd) {

@@ -62,6 +62,42 @@ TEST_F(Analyses, ClassesPageableShareAndFailedCalls) {
   EXPECT_DOUBLE_EQ(r.pageable_share.fraction, 0.4);
 }
 
+// A crafted trace whose copies claim 2^64-1 bytes each: summed they wrapped
+// around to "16 copies, 16384 PiB". Impossible sizes count as 0 bytes, and a
+// note says so; the possible copies' bytes stay exact.
+TEST_F(Analyses, ImpossibleSizesAreNotedNotSummed) {
+  SyntheticTrace t;
+  for (int i = 0; i < 16; ++i) t.copy(Direction::HtoD, MemKind::Pageable, UINT64_MAX, 1'000);
+  t.copy(Direction::HtoD, MemKind::Pageable, 3 * MiB, 300'000);
+  model::Job job = load(t);
+  analyses::Report r = analyses::analyze(job);
+  EXPECT_EQ(r.totals.calls, 17u);
+  EXPECT_EQ(r.totals.bytes, 3 * MiB);
+  const auto* pageable = find_class(r, Direction::HtoD, MemKind::Pageable);
+  ASSERT_TRUE(pageable);
+  EXPECT_EQ(pageable->bytes, 3 * MiB);
+  bool noted = false;
+  for (const auto& n : job.notes)
+    noted = noted || n.find("16 events claim impossible sizes") != std::string::npos;
+  EXPECT_TRUE(noted) << "no note of the impossible sizes";
+}
+
+// Each under a PiB, but 20,000 of 2^49 bytes would pass 2^64 in all: those
+// past 2^63 bytes count as 0 bytes and are noted; no total wraps.
+TEST_F(Analyses, ImpossibleTotalsAreNotedNotWrapped) {
+  SyntheticTrace t;
+  constexpr uint64_t kHuge = 1ull << 49;
+  for (int i = 0; i < 20000; ++i) t.copy(Direction::HtoD, MemKind::Pageable, kHuge, 1'000);
+  model::Job job = load(t);
+  analyses::Report r = analyses::analyze(job);
+  EXPECT_EQ(r.totals.calls, 20000u);
+  EXPECT_EQ(r.totals.bytes, (1ull << 63));  // 2^14 copies fit exactly; the rest are noted
+  bool noted = false;
+  for (const auto& n : job.notes)
+    noted = noted || n.find(std::to_string(20000 - (1 << 14)) + " events claim impossible sizes") != std::string::npos;
+  EXPECT_TRUE(noted) << "no note of the impossible sizes";
+}
+
 TEST_F(Analyses, MemsetsAllocationsAndApis) {
   SyntheticTrace t;
   t.add(EventKind::Memset, "cudaMemset", Direction::Unknown, MemKind::Unknown, MemKind::Device, 4096, 100);

@@ -53,4 +53,26 @@ set +e
 set -e
 [[ $rc == 1 ]] || fail "--profile of a missing file: exit $rc, want 1"
 grep -q "cannot read /nonexistent.json" "$W/err" || fail "--profile of a missing file: $(cat "$W/err")"
+
+# 4. Files another user could plant. The temporary file is a new one of
+# calibrate's own: a symlink waiting at the old fixed name <profile>.tmp is
+# never written through.
+echo "victim" >"$W/victim"
+ln -s "$W/victim" "$W/planted.json.tmp"
+CUXFER_CALIBRATE_PROGRAM=$SIM "$CUXFER" calibrate --quick --max-size 64K -o "$W/planted.json" >/dev/null 2>"$W/err" ||
+  fail "calibrate beside a planted symlink: $(cat "$W/err")"
+[[ $(cat "$W/victim") == victim ]] || fail "calibrate wrote through the symlink at planted.json.tmp"
+[[ -s $W/planted.json && ! -L $W/planted.json ]] || fail "no profile written beside the planted symlink"
+# With HOME unset, no shared fallback (/tmp/.cache/cuxfer/machines): the
+# user's home from the password database, or no profile with one line.
+home=$(getent passwd "$(id -u)" | cut -d: -f6)
+set +e
+env -u HOME -u XDG_CACHE_HOME -u CUXFER_PROFILE_DIR CUXFER_CALIBRATE_PROGRAM=$SIM \
+  "$CUXFER" record --rewrite=pin -o "$W/nohome" -- "$APP" 1 64K >/dev/null 2>"$W/err"
+set -e
+grep -q "/tmp/.cache" "$W/err" && fail "HOME unset: the profile was looked for in /tmp: $(cat "$W/err")"
+if [[ -n $home && $home == /* ]]; then
+  grep -q "in $home/.cache/cuxfer/machines\|from the machine profile" "$W/err" ||
+    fail "HOME unset: not the password database's home ($home): $(cat "$W/err")"
+fi
 echo "calibrate_test: OK"

@@ -2,6 +2,8 @@
 #include "analyzer/model/machine_profile.h"
 
 #include <gtest/gtest.h>
+#include <pwd.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -104,6 +106,30 @@ TEST(MachineProfile, FindsTheHostsProfileInTheProfileDirectory) {
   EXPECT_FALSE(find_machine_profile("nohost").has_value());
   unsetenv("CUXFER_PROFILE_DIR");
   std::filesystem::remove_all(dir);
+}
+
+// Without HOME the profiles are never looked for (or written) in a shared
+// directory such as /tmp, where another user could plant one: the user's home
+// from the password database, else none at all.
+TEST(MachineProfileDir, WithoutHomeNoSharedFallback) {
+  std::string saved[3];
+  const char* names[3] = {"HOME", "XDG_CACHE_HOME", "CUXFER_PROFILE_DIR"};
+  bool had[3];
+  for (int i = 0; i < 3; ++i) {
+    const char* v = std::getenv(names[i]);
+    had[i] = v != nullptr;
+    if (v) saved[i] = v;
+    unsetenv(names[i]);
+  }
+  const std::string dir = machine_profile_dir();
+  for (int i = 0; i < 3; ++i)
+    if (had[i]) setenv(names[i], saved[i].c_str(), 1);
+  const passwd* pw = getpwuid(getuid());
+  if (pw && pw->pw_dir && pw->pw_dir[0] == '/')
+    EXPECT_EQ(dir, std::string(pw->pw_dir) + "/.cache/cuxfer/machines");
+  else
+    EXPECT_EQ(dir, "");
+  EXPECT_NE(dir, "/tmp/.cache/cuxfer/machines");
 }
 
 }  // namespace

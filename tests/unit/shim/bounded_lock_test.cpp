@@ -9,17 +9,17 @@
 using namespace cuxfer::shim;
 
 TEST(BoundedLock, TakesAFreeLockAtOnce) {
-  std::mutex m;
+  RankedMutex m{LockRank::kRecorderSession};
   ASSERT_TRUE(lock_before(m, now_ns()));  // a deadline already past: a free lock is still taken
   EXPECT_FALSE(m.try_lock());
   m.unlock();
 }
 
 TEST(BoundedLock, GivesUpAtTheDeadlineOnALockThatStaysHeld) {
-  std::mutex m;
+  RankedMutex m{LockRank::kRecorderSession};
   std::atomic<bool> held{false}, done{false};
   std::thread holder([&] {
-    std::lock_guard<std::mutex> lock(m);
+    std::lock_guard<RankedMutex> lock(m);
     held = true;
     while (!done) std::this_thread::yield();
   });
@@ -34,10 +34,10 @@ TEST(BoundedLock, GivesUpAtTheDeadlineOnALockThatStaysHeld) {
 }
 
 TEST(BoundedLock, WaitsForALockReleasedBeforeTheDeadline) {
-  std::mutex m;
+  RankedMutex m{LockRank::kRecorderSession};
   std::atomic<bool> held{false};
   std::thread holder([&] {
-    std::lock_guard<std::mutex> lock(m);
+    std::lock_guard<RankedMutex> lock(m);
     held = true;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   });
@@ -48,8 +48,8 @@ TEST(BoundedLock, WaitsForALockReleasedBeforeTheDeadline) {
 }
 
 TEST(BoundedLock, AForkChildsCopyIsUnlockedAgain) {
-  std::mutex m;
-  m.lock();  // as a thread of the parent that does not exist in the child held it
+  RankedMutex m{LockRank::kRecorderSession};
+  m.native().lock();  // as a thread of the parent that does not exist in the child held it
   remake_in_fork_child(m);
   EXPECT_TRUE(m.try_lock());
   m.unlock();

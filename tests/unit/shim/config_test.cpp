@@ -3,6 +3,8 @@
 // secure execution.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -382,6 +384,34 @@ TEST(ParseConfig, SecureExecutionWithEmptyEnvironment) {
   Config c = parse_config(nullptr, true);
   EXPECT_FALSE(c.enabled);
   EXPECT_EQ(c.problems.size(), 1u);
+}
+
+}  // namespace
+
+namespace {
+
+// The process's configuration is never destroyed: hooks on the app's other
+// threads read it while static destructors run at exit. An exit handler
+// registered before config() is first made runs after the configuration's
+// destructor would have: the string it reads must still be the value (a freed
+// heap string's first bytes are malloc's free-list links).
+constexpr char kLongOutputDir[] = "/an/output/directory/long/enough/to/be/on/the/heap";
+const Config* g_config_at_exit = nullptr;
+
+void check_config_after_static_destruction() {
+  _exit(g_config_at_exit && std::strcmp(g_config_at_exit->output_dir.c_str(), kLongOutputDir) == 0 ? 0 : 3);
+}
+
+TEST(ConfigLifetime, OutlivesStaticDestruction) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // a fresh process: config() not made yet
+  EXPECT_EXIT(
+      {
+        setenv("CUXFER_OUTPUT_DIR", kLongOutputDir, 1);
+        std::atexit(check_config_after_static_destruction);
+        g_config_at_exit = &config();
+        std::exit(0);
+      },
+      testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

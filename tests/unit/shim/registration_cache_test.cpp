@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -79,6 +80,10 @@ class FakeDriver : public RegistrationOps {
     if (serialised) serial.lock();
     if (cache) check_not_covered(b, "unregister");
     std::lock_guard<std::mutex> lock(mu);
+    if (fail_unregisters > 0) {  // the driver refuses and keeps the pages pinned
+      --fail_unregisters;
+      return 1;                  // CUDA_ERROR_INVALID_VALUE
+    }
     if (!live.erase(b)) return kNotRegistered;
     unregistered_by[b] = std::this_thread::get_id();
     log.push_back("unreg " + std::to_string(b / MiB));
@@ -86,6 +91,10 @@ class FakeDriver : public RegistrationOps {
   }
   void on_registered(uint64_t b, uint64_t e) override { marked += e - b; }
   void on_unregistered(uint64_t b, uint64_t e) override { marked -= e - b; }
+  void on_unregister_failed(uint64_t, uint64_t, int status, bool given_up) override {
+    std::lock_guard<std::mutex> lock(mu);
+    log.push_back(std::string(given_up ? "gave up " : "failed ") + std::to_string(status));
+  }
   bool process_wide() const override { return process; }
 
   // While the driver holds or drops a registration, the cache must not
@@ -131,6 +140,7 @@ class FakeDriver : public RegistrationOps {
   std::atomic<uint64_t> mapping_gen{0};  // bumped when the test "unmaps and maps again"
   std::atomic<int> invariant_errors{0};
   bool fail_next = false;
+  int fail_unregisters = 0;  // the next this many unregisters fail
   bool serialised = false;
   bool process = false;
   Gate* gate = nullptr;
@@ -214,6 +224,54 @@ TEST(RegistrationCache, DriverFailureLeavesNothingBehind) {
   EXPECT_TRUE(c.empty());
   EXPECT_EQ(c.bytes(), 0u);
   EXPECT_EQ(c.lookup(10 * MiB, 1), Cover::None);
+}
+
+// Drains until nothing is queued or `limit` passes (failed unregisters are
+// retried only after their delay).
+void drain_until_settled(RegistrationCache& c, std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (c.pending() > 0 && std::chrono::steady_clock::now() < until) {
+    c.drain_pending();
+    std::this_thread::sleep_for(1ms);
+  }
+}
+
+TEST(RegistrationCache, AFailedUnregisterIsKeptAndRetried) {
+  FakeDriver drv;
+  RegistrationCache c(drv, 64 * MiB);
+  ASSERT_EQ(c.add(10 * MiB, 12 * MiB).status, 0);
+  drv.fail_unregisters = 2;
+  c.invalidate_nowait(10 * MiB, 12 * MiB);
+  c.drain_pending();
+  // The driver still holds the pages: the entry stays, queued, never trusted,
+  // and no registration is made over it.
+  EXPECT_TRUE(drv.registered(10 * MiB));
+  EXPECT_EQ(c.pending(), 1u);
+  EXPECT_EQ(c.peek(10 * MiB, 1), Cover::Touches);
+  EXPECT_EQ(c.add(10 * MiB, 11 * MiB).status, -1);
+  drain_until_settled(c, 5s);
+  EXPECT_EQ(c.pending(), 0u);
+  EXPECT_FALSE(drv.registered(10 * MiB));
+  EXPECT_EQ(c.peek(10 * MiB, 1), Cover::None);
+  EXPECT_EQ(c.bytes(), 0u);
+  EXPECT_EQ(drv.marked.load(), 0);
+  const auto log = drv.log_copy();
+  EXPECT_EQ(std::count(log.begin(), log.end(), "failed 1"), 2) << ::testing::PrintToString(log);
+  EXPECT_EQ(std::count(log.begin(), log.end(), "unreg 10"), 1);
+}
+
+TEST(RegistrationCache, AnUnregisterThatNeverSucceedsIsGivenUpAndSaid) {
+  FakeDriver drv;
+  RegistrationCache c(drv, 64 * MiB);
+  ASSERT_EQ(c.add(10 * MiB, 12 * MiB).status, 0);
+  drv.fail_unregisters = 1000;
+  c.invalidate(10 * MiB, 12 * MiB);
+  drain_until_settled(c, 5s);
+  EXPECT_EQ(c.pending(), 0u);
+  EXPECT_TRUE(c.empty());
+  const auto log = drv.log_copy();
+  EXPECT_EQ(std::count(log.begin(), log.end(), "failed 1"), RegistrationCache::kUnregisterTries - 1);
+  EXPECT_EQ(std::count(log.begin(), log.end(), "gave up 1"), 1);
 }
 
 TEST(RegistrationCache, ForkChildForgetsWithoutTheDriver) {
