@@ -4,6 +4,7 @@
 #   cli_test.sh CASE CUXFER MAKE_TEST_TRACE FAKE_SHIM
 set -u
 case_name=$1 cuxfer=$2 make_trace=$3 fake_shim=$4 other_build_shim=${5:-}
+source_root=$(cd "$(dirname "$0")/../../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/cuxfer-cli-test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -26,6 +27,29 @@ case $case_name in
     run "$cuxfer" record --help; expect_rc 0; expect_in out "--check FILE"
     run "$cuxfer" --version; expect_rc 0; expect_in out "cuxfer "
     run "$cuxfer"; expect_rc 2; expect_in err "Usage: cuxfer" ;;
+  help-lists-commands)
+    # `cuxfer help` against the commands main.cpp dispatches (each a run_NAME
+    # function): every one listed, nothing listed that is not one, and every
+    # option a command's --help lists named in its entry of the overview (or
+    # among the symbol options the overview lists once).
+    main_cpp=$source_root/analyzer/cli/main.cpp
+    [ -r "$main_cpp" ] || fail "cannot read $main_cpp"
+    registered=$(grep -oE 'run_[a-z]+' "$main_cpp" | sed 's/^run_//' | sort -u)
+    [ -n "$registered" ] || fail "no run_* command in $main_cpp"
+    run "$cuxfer" help; expect_rc 0; cp out overview
+    listed=$(awk '/^Commands:/{on=1; next} on && /^[^ ]/{on=0} on && /^  [a-z]+( |$)/{print $1}' overview | grep -vx help | sort -u)
+    [ "$registered" = "$listed" ] || fail "commands dispatched: $(echo $registered); listed by 'cuxfer help': $(echo $listed)"
+    symbol_options=$(sed -n '/^Symbol options/,/^$/p' overview)
+    for c in $registered; do
+      run "$cuxfer" "$c" --help; expect_rc 0; expect_in out "Usage: cuxfer $c"
+      entry=$(awk -v c="$c" '/^Commands:/{on=1; next} on && /^[^ ]/{on=0}
+                             on && /^  [a-z]+( |$)/{mine = ($1 == c)} on && mine' overview)
+      # An option line "-o, --output FILE" is listed as -o; "--a, --b X" as each of them.
+      for opt in $(grep -E '^ +-' out | sed -E 's/^ +(-[a-zA-Z]), .*/\1/' | grep -oE -- '(^|[ ,])-(-[a-z][a-z-]*|[a-zA-Z]\b)' |
+                   tr -d ' ,' | grep -vxE -- '--help|-h' | sort -u); do
+        grep -qE -- "(^|[^a-z-])$opt([^a-z-]|$)" <<<"$entry$symbol_options" || fail "'cuxfer help' does not list $c's option $opt"
+      done
+    done ;;
   unknown-option)
     run "$cuxfer" --bogus; expect_rc 2; expect_lines err 1; expect_in err "unknown option '--bogus'"
     run "$cuxfer" report --bogus x.trace; expect_rc 2; expect_lines err 1
