@@ -98,9 +98,11 @@ Options:
   -h, --help     show this help
   --version      print the version
 
-Example:
-  cuxfer record -- python train.py
-  cuxfer report cuxfer-python-*.trace
+Examples:
+  cuxfer record -o run -- python train.py
+  cuxfer report run/
+  cuxfer record -o pinned --rewrite=pin -- python train.py
+  cuxfer diff run/ pinned/
 
 Documentation: docs/cli.md, docs/report.md, docs/check.md, docs/policy.md, docs/tune.md, docs/trace-format.md.
 )";
