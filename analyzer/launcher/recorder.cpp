@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -231,12 +232,30 @@ PrepareResult prepare_recording(const RecordSettings& o, PreparedRecording& out)
   return {true, 0, {}};
 }
 
+namespace {
+
+// Unique per run of the command on this host, and stable in every process of
+// it: the host, the launcher's pid and the time the run starts.
+std::string new_run_id() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::string word;
+  for (const char* p = host; *p && word.size() < 64; ++p)
+    word += std::isalnum(static_cast<unsigned char>(*p)) || *p == '.' || *p == '-' ? *p : '_';
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  return fmt::format("{}:{}:{}", word.empty() ? "host" : word, ::getpid(),
+                     std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
+}
+
+}  // namespace
+
 RecordedRun run_recording(const PreparedRecording& p, const ChildIo& io) {
   RecordedRun r;
   auto manifest = Manifest::create(&r.error);
   if (!manifest) return r;
   std::map<std::string, std::string> set = p.set;
   set["CUXFER_MANIFEST"] = manifest->path();
+  set["CUXFER_RUN_ID"] = new_run_id();
   const auto env = child_environment(set, p.unset);
   const auto start = std::chrono::steady_clock::now();
   r.child = run_child(p.program, p.argv, env, io);

@@ -133,8 +133,8 @@ PY
     run "$cuxfer" report --csv --json busy.trace; expect_rc 2; expect_lines err 1 ;;
   record-exit-status)
     run "$cuxfer" record --shim "$fake_shim" -- sh -c 'exit 3'; expect_rc 3
-    expect_in err "cuxfer: wrote 1 trace(s):"; expect_in err "cuxfer: see the report with: cuxfer report cuxfer-"
-    ls cuxfer-*.trace >/dev/null 2>&1 || fail "no trace in the current directory"
+    expect_in err "cuxfer: wrote 1 trace(s):"; expect_in err "cuxfer: see the report with: cuxfer report cuxfer-sh-1/"
+    ls cuxfer-sh-1/cuxfer-*.trace >/dev/null 2>&1 || fail "no trace in the run's own folder cuxfer-sh-1/"
     run "$cuxfer" record -q --shim "$fake_shim" -- true; expect_rc 0; expect_lines err 0
     run "$cuxfer" record --shim "$fake_shim" -- sh -c 'kill -TERM $$'; expect_rc 143
     expect_in err "killed by SIGTERM" ;;
@@ -207,7 +207,7 @@ PY
     pid=$!
     # Wait until the command runs (the fake shim has written its trace), then
     # signal cuxfer itself, as `kill` or a batch scheduler would.
-    for _ in $(seq 100); do ls cuxfer-*.trace >/dev/null 2>&1 && break; sleep 0.1; done
+    for _ in $(seq 100); do ls cuxfer-sh-1/cuxfer-*.trace >/dev/null 2>&1 && break; sleep 0.1; done
     sleep 0.2
     kill -TERM $pid
     wait $pid; rc=$?
