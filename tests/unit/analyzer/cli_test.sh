@@ -83,6 +83,17 @@ case $case_name in
     run "$cuxfer" report --json cut.trace; expect_rc 0
     python3 -c 'import json,sys; j=json.load(open("out")); p=j["processes"][0]; assert not p["complete"] and p["cut_reason"], p' \
       || fail "JSON does not say partial" ;;
+  report-cut)
+    # A cut trace is no all-clear: the findings say how much was read, and
+    # nothing read at all is exit 1 with one line (the report still says where it was cut).
+    "$make_trace" truncated cut.trace && "$make_trace" cut-empty nothing.trace || fail "make_test_trace"
+    run "$cuxfer" report cut.trace; expect_rc 0; expect_lines err 0
+    expect_in out "from what could be read only: 1 of 1 trace is cut short"
+    run "$cuxfer" report nothing.trace; expect_rc 1; expect_lines err 1
+    expect_in err "cuxfer report: no event could be read: nothing.trace is cut short"
+    expect_in out "unknown: no event could be read (1 of 1 trace is cut short"
+    grep -q "none: no async copy" out && fail "an unreadable trace reads as an all-clear"
+    run "$cuxfer" report --json nothing.trace; expect_rc 1; expect_lines err 1 ;;
   report-json)
     "$make_trace" busy busy.trace && "$make_trace" gpu gpu.trace || fail "make_test_trace"
     run "$cuxfer" report --json -o r.json busy.trace; expect_rc 0; expect_lines out 0
