@@ -100,6 +100,18 @@ void apply_machine_profile(const RecordSettings& o, std::map<std::string, std::s
                  profile->path.c_str(), line.c_str());
 }
 
+// access(W_OK) answers from the mode bits, which root passes everywhere: a
+// folder of sysfs or of a read-only mount says writable, and the shim only
+// finds out when the program has run. Creating a file is the real test.
+std::string cannot_create_file_in(const std::string& dir) {
+  std::string probe = dir + "/.cuxfer-probe.XXXXXX";
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) return std::strerror(errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return {};
+}
+
 }  // namespace
 
 PrepareResult prepare_recording(const RecordSettings& o, PreparedRecording& out) {
@@ -133,6 +145,8 @@ PrepareResult prepare_recording(const RecordSettings& o, PreparedRecording& out)
   if (!S_ISDIR(st.st_mode)) return fail(2, fmt::format("output directory {} is not a directory", o.output_dir));
   if (::access(out.output_dir.c_str(), W_OK | X_OK) != 0)
     return fail(2, fmt::format("output directory {} is not writable: {}", o.output_dir, std::strerror(errno)));
+  if (std::string why = cannot_create_file_in(out.output_dir); !why.empty())
+    return fail(2, fmt::format("output directory {} is not writable: {}", o.output_dir, why));
 
   ResolvedProgram program = resolve_program(o.command[0], std::getenv("PATH"));
   if (program.result == ResolvedProgram::Result::NotFound)

@@ -213,6 +213,18 @@ PY
     chmod 755 static-app
     run "$cuxfer" record --shim "$fake_shim" -- ./static-app; expect_rc 2; expect_lines err 1
     expect_in err "statically linked" ;;
+  record-unwritable-dir)
+    # An output directory no file can be created in is refused before the
+    # command runs: as root, where access() says yes to everything, sysfs;
+    # otherwise a directory without write permission.
+    if [ -w /sys/kernel ] && ! (: >/sys/kernel/.cuxfer-test) 2>/dev/null; then
+      dir=/sys/kernel
+    else
+      mkdir ro; chmod 555 ro; dir=ro
+    fi
+    run "$cuxfer" record --shim "$fake_shim" -o "$dir" -- sh -c ': >"$0"/ran' "$work"
+    expect_rc 2; expect_lines err 1; expect_in err "output directory $dir is not writable"
+    [ ! -e ran ] || fail "the command ran before the output directory was found unwritable" ;;
   record-forwards-signals)
     "$cuxfer" record -q --shim "$fake_shim" -- sh -c 'trap "exit 7" TERM; sleep 10 & wait' >out 2>err &
     pid=$!
