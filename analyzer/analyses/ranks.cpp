@@ -82,6 +82,13 @@ std::optional<RankIdentity> rank_of(const trace::Trace& t) {
   return std::nullopt;
 }
 
+std::optional<std::string> run_id_of(const trace::Trace& t) {
+  constexpr std::string_view kPrefix = "run: ";
+  for (const auto& n : t.notes)
+    if (std::string_view(n).starts_with(kPrefix)) return n.substr(kPrefix.size());
+  return std::nullopt;
+}
+
 RankSpread rank_spread(const std::vector<RankTotals>& ranks) {
   RankSpread s;
   std::tie(s.most_bytes_rank, s.most_bytes) = largest(ranks, [](const RankTotals& r) { return r.bytes; });
@@ -177,6 +184,22 @@ Ranks rank_totals(const model::Job& job, const std::vector<Finding>& findings) {
 }
 
 std::optional<std::string> mixed_runs(const model::Job& job) {
+  // Processes that `cuxfer record` started say which run they were of. The
+  // ranks of `mpirun cuxfer record ...` are one job of many record runs: two
+  // ranks are judged by the rank rules below instead.
+  struct Recorded {
+    const trace::Trace* t;
+    std::string run_id;
+    bool ranked;
+  };
+  std::vector<Recorded> recorded;
+  for (const auto& p : job.processes)
+    if (auto id = run_id_of(p.trace)) recorded.push_back({&p.trace, std::move(*id), rank_of(p.trace).has_value()});
+  for (size_t i = 0; i < recorded.size(); ++i)
+    for (size_t j = i + 1; j < recorded.size(); ++j)
+      if (recorded[i].run_id != recorded[j].run_id && !(recorded[i].ranked && recorded[j].ranked))
+        return fmt::format("{} and {} are from different runs (two `cuxfer record`s); report each run on its own",
+                           recorded[i].t->path, recorded[j].t->path);
   struct Ranked {
     const trace::Trace* t;
     RankIdentity id;

@@ -28,6 +28,10 @@ struct RankIdentity {
 std::optional<RankIdentity> parse_rank_note(std::string_view note);
 // The first rank note of the trace; none for a process that was no rank.
 std::optional<RankIdentity> rank_of(const trace::Trace& t);
+// The trace's run note ("run: <id>", written when `cuxfer record` started the
+// process): the same in every process of one record run. None for traces of
+// a shim preloaded by hand, and of older shims.
+std::optional<std::string> run_id_of(const trace::Trace& t);
 
 struct RankClass {
   std::string cls;  // "H2D pageable"
@@ -73,7 +77,9 @@ Ranks rank_totals(const model::Job& job, const std::vector<Finding>& findings);
 RankSpread rank_spread(const std::vector<RankTotals>& ranks);  // ranks not empty
 
 // One line naming two traces that cannot be one run, or none (the rule is in
-// docs/report.md, "Multi-rank jobs"): among the traces that carry a rank,
+// docs/report.md, "Multi-rank jobs"): two traces whose run notes differ
+// (two `cuxfer record`s), unless both are ranks; among the traces that carry
+// a rank,
 //   - two with different launch ids;
 //   - two of the same rank where neither process descends from the other;
 //   - two of different programs that started more than 60 s apart.

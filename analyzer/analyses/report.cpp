@@ -40,6 +40,19 @@ bool is_multiprocessing_helper(const std::vector<std::string>& argv) {
   return false;
 }
 
+ReadExtent read_extent(const Report& r) {
+  ReadExtent e;
+  for (const auto& p : r.processes) {
+    ++e.traces;
+    e.events += p.events;
+    if (!p.complete) {
+      if (!e.first_cut) e.first_cut = &p;
+      ++e.cut;
+    }
+  }
+  return e;
+}
+
 const ProcessSummary* command_process(const std::vector<ProcessSummary>& ps) {
   std::set<uint32_t> pids;
   for (const auto& p : ps) pids.insert(p.pid);

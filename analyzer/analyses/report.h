@@ -320,6 +320,18 @@ struct Report {
 // The whole report of a job.
 Report analyze(const model::Job& job, const Thresholds& thresholds = {});
 
+// How much of the job's traces could be read: a trace cut short (killed
+// process, full disk, a damaged copy) ends at its last complete block, so
+// whatever the report finds, or does not find, is about that part only.
+struct ReadExtent {
+  size_t traces = 0, cut = 0;  // processes, and those whose trace is cut short
+  uint64_t events = 0;         // events read, all processes
+  const ProcessSummary* first_cut = nullptr;
+  bool partial() const { return cut > 0; }
+  bool nothing_read() const { return cut > 0 && events == 0; }
+};
+ReadExtent read_extent(const Report& r);
+
 // The command the user ran, of a job's processes: one whose parent is not in
 // the job. Among several (ranks a launcher we did not trace started; the
 // workers of a multiprocessing forkserver, which records nothing itself),

@@ -17,75 +17,134 @@
 
 namespace {
 
-const char* const kUsage =
+// One subcommand: how `cuxfer NAME` is run, its own --help, and its entry in
+// `cuxfer help`. The overview is made from this table, so a command cannot be
+// dispatched without being listed there (tests/unit/analyzer/cli_test.sh,
+// help-lists-commands, checks the two against each other).
+struct Subcommand {
+  const char* name;
+  int (*run)(std::vector<std::string>);
+  const char* const* help;  // the command's --help text
+  const char* synopsis;     // every option but the symbol options; continuation lines start with spaces
+  const char* summary;      // what it does, a few indented lines
+};
+
+const Subcommand kSubcommands[] = {
+    {"record", cuxfer::cli::run_record, &cuxfer::cli::kRecordHelp,
+     "record [-o DIR] [--name NAME] [--stack-depth N | --no-stacks]\n"
+     "      [--cupti=auto|on|off] [--kernels] [--capture-range=cudaProfilerApi|none]\n"
+     "      [--rewrite=pin|off] [--policy FILE] [--check FILE] [--shim PATH] [-q]\n"
+     "      -- COMMAND [ARGS...]",
+     "run COMMAND with the cuxfer shim preloaded; writes one trace per process\n"
+     "that uses CUDA"},
+    {"report", cuxfer::cli::run_report, &cuxfer::cli::kReportHelp,
+     "report [--json | --csv | --ranges-csv] [--html FILE] [--top N] [-o FILE]\n"
+     "      [--stack] [--range NAME] [--profile FILE | --no-profile]\n"
+     "      [symbol options] TRACE...",
+     "read traces and report totals, call sites and findings; --html also\n"
+     "writes a self-contained HTML report with plots"},
+    {"diff", cuxfer::cli::run_diff, &cuxfer::cli::kDiffHelp,
+     "diff [--json] [--top N] [-o FILE] [--range NAME] [symbol options] BASE NEW",
+     "compare two runs of the same workload (e.g. without and with\n"
+     "--rewrite=pin) call site by call site; time recovered"},
+    {"export", cuxfer::cli::run_export, &cuxfer::cli::kExportHelp,
+     "export [--perfetto FILE] [--sqlite FILE [--force]] [symbol options] TRACE...",
+     "write the calls and GPU activity as Chrome/Perfetto trace-event JSON\n"
+     "(ui.perfetto.dev) or as an SQLite database for your own SQL"},
+    {"policy", cuxfer::cli::run_policy, &cuxfer::cli::kPolicyHelp,
+     "policy [-o FILE] [--force] [--profile FILE | --no-profile] [-q]\n"
+     "      [symbol options] TRACE...",
+     "write a policy file (docs/policy.md) with the rewrite paths the findings\n"
+     "support per call or allocation site (stage, register, zero_copy), each\n"
+     "with its estimated gain; apply it with record --policy FILE"},
+    {"tune", cuxfer::cli::run_tune, &cuxfer::cli::kTuneHelp,
+     "tune [--reps N] [--max-runs M] [-o FILE] [--report FILE] [--force]\n"
+     "      [--keep-traces DIR] [--shim PATH] [--profile FILE | --no-profile]\n"
+     "      [-q] [symbol options] -- COMMAND [ARGS...]",
+     "run COMMAND under observe, derive policy candidates, measure them in\n"
+     "repeated runs and write the policy of those that made it faster, with a\n"
+     "measured report (docs/tune.md)"},
+    {"check", cuxfer::cli::run_check, &cuxfer::cli::kCheckHelp,
+     "check --budget FILE [--junit FILE] [--any-program] [symbol options] TRACE...\n"
+     "check --write-budget FILE [--margin PCT] [--time-tolerance PCT] [--force]\n"
+     "      [symbol options] TRACE...",
+     "check the traces' memory movement against a budget file (docs/check.md):\n"
+     "exit 0 kept, 1 not, one line per violation; --write-budget writes one\n"
+     "from a known-good run"},
+    {"calibrate", cuxfer::cli::run_calibrate, &cuxfer::cli::kCalibrateHelp,
+     "calibrate [-o FILE] [--device N] [--max-size BYTES] [--quick]",
+     "measure this machine's transfer curves (pinned, pageable, registration,\n"
+     "host memcpy) into a machine profile that report and record --rewrite=pin\n"
+     "use"},
+};
+
+const char* const kIntroduction =
     R"(Usage: cuxfer <command> [options] [args]
 
 Finds slow host<->device transfers in CUDA programs (pageable memory, async
 copies that are not, storms of tiny copies) and shows where they come from.
 
 Commands:
-  record [options] -- COMMAND [ARGS...]
-                 run COMMAND with the cuxfer shim preloaded; writes one trace
-                 per process that uses CUDA
-  report [--json|--csv] [--top N] [-o FILE] TRACE...
-                 read traces and report totals, call sites and findings
-  export --perfetto FILE TRACE...
-                 write the calls and GPU activity as Chrome/Perfetto
-                 trace-event JSON (ui.perfetto.dev, chrome://tracing)
-  diff [--json] [-o FILE] BASE NEW
-                 compare two runs of the same workload (e.g. without and with
-                 --rewrite=pin) call site by call site; time recovered
-  policy [-o FILE] [--force] TRACE...
-                 write a policy file (docs/policy.md) with the rewrite paths
-                 the findings support per call or allocation site (stage,
-                 register, zero_copy), each with its estimated gain; apply it
-                 with record --policy FILE
-  tune [--reps N] [--max-runs M] [-o FILE] [--report FILE] -- COMMAND [ARGS...]
-                 run COMMAND under observe, derive policy candidates, measure
-                 them in repeated runs and write the policy of those that made
-                 it faster, with a measured report (docs/tune.md)
-  check --budget FILE [--junit FILE] TRACE...
-                 check the traces' memory movement against a budget file
-                 (docs/check.md): exit 0 kept, 1 not, one line per violation;
-                 --write-budget FILE writes one from a known-good run
-  calibrate [-o FILE] [--device N]
-                 measure this machine's transfer curves (pinned, pageable,
-                 registration, host memcpy) into a machine profile that
-                 report and record --rewrite=pin use
-  help [COMMAND] show help for a command
+)";
+
+const char* const kClosing =
+    R"(  help [COMMAND]
+      this overview, or COMMAND's help with every option (also: cuxfer COMMAND --help)
+
+Symbol options (report, diff, export, policy, tune, check):
+  --no-symbols  --sysroot DIR  --python-frames user|all  --python-user PKG,...
 
 Options:
   -h, --help     show this help
   --version      print the version
 
-Example:
-  cuxfer record -- python train.py
-  cuxfer report cuxfer-python-*.trace
+Examples:
+  cuxfer record -o run -- python train.py
+  cuxfer report run/
+  cuxfer record -o pinned --rewrite=pin -- python train.py
+  cuxfer diff run/ pinned/
 
 Documentation: docs/cli.md, docs/report.md, docs/check.md, docs/policy.md, docs/tune.md, docs/trace-format.md.
 )";
 
+// Indents every line of `text` by `indent` spaces.
+std::string indented(const char* text, const char* indent) {
+  std::string out = indent;
+  for (const char* p = text; *p; ++p) {
+    out += *p;
+    if (*p == '\n' && p[1]) out += indent;
+  }
+  return out + '\n';
+}
+
+std::string overview() {
+  std::string out = kIntroduction;
+  for (const Subcommand& c : kSubcommands) {
+    out += indented(c.synopsis, "  ");
+    out += indented(c.summary, "      ");
+  }
+  return out + kClosing;
+}
+
+std::string command_names() {
+  std::string names;
+  for (const Subcommand& c : kSubcommands) names += (names.empty() ? "" : ", ") + std::string(c.name);
+  return names;
+}
+
+const Subcommand* find_subcommand(const std::string& name) {
+  for (const Subcommand& c : kSubcommands)
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
 int help_for(const std::string& command) {
-  if (command == "record") {
-    std::fputs(cuxfer::cli::kRecordHelp, stdout);
-  } else if (command == "report") {
-    std::fputs(cuxfer::cli::kReportHelp, stdout);
-  } else if (command == "export") {
-    std::fputs(cuxfer::cli::kExportHelp, stdout);
-  } else if (command == "diff") {
-    std::fputs(cuxfer::cli::kDiffHelp, stdout);
-  } else if (command == "calibrate") {
-    std::fputs(cuxfer::cli::kCalibrateHelp, stdout);
-  } else if (command == "policy") {
-    std::fputs(cuxfer::cli::kPolicyHelp, stdout);
-  } else if (command == "check") {
-    std::fputs(cuxfer::cli::kCheckHelp, stdout);
-  } else if (command == "tune") {
-    std::fputs(cuxfer::cli::kTuneHelp, stdout);
-  } else {
-    std::fprintf(stderr, "cuxfer: no command '%s' (commands: record, report, diff, export, check, calibrate, policy, tune)\n", command.c_str());
+  const Subcommand* c = find_subcommand(command);
+  if (!c) {
+    std::fprintf(stderr, "cuxfer: no command '%s' (commands: %s)\n", command.c_str(), command_names().c_str());
     return cuxfer::cli::kExitUsage;
   }
+  std::fputs(*c->help, stdout);
   return 0;
 }
 
@@ -94,13 +153,13 @@ int help_for(const std::string& command) {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
-    std::fputs(kUsage, stderr);
+    std::fputs(overview().c_str(), stderr);
     return cuxfer::cli::kExitUsage;
   }
   const std::string command = args[0];
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (command == "-h" || command == "--help") {
-    std::fputs(kUsage, stdout);
+    std::fputs(overview().c_str(), stdout);
     return 0;
   }
   if (command == "--version" || command == "-V") {
@@ -109,24 +168,17 @@ int main(int argc, char** argv) {
   }
   if (command == "help") {
     if (rest.empty()) {
-      std::fputs(kUsage, stdout);
+      std::fputs(overview().c_str(), stdout);
       return 0;
     }
     return help_for(rest[0]);
   }
-  if (command == "record") return cuxfer::cli::run_record(std::move(rest));
-  if (command == "report") return cuxfer::cli::run_report(std::move(rest));
-  if (command == "export") return cuxfer::cli::run_export(std::move(rest));
-  if (command == "diff") return cuxfer::cli::run_diff(std::move(rest));
-  if (command == "calibrate") return cuxfer::cli::run_calibrate(std::move(rest));
-  if (command == "policy") return cuxfer::cli::run_policy(std::move(rest));
-  if (command == "tune") return cuxfer::cli::run_tune(std::move(rest));
-  if (command == "check") return cuxfer::cli::run_check(std::move(rest));
+  if (const Subcommand* c = find_subcommand(command)) return c->run(std::move(rest));
   if (command.size() > 1 && command[0] == '-') {
     std::fprintf(stderr, "cuxfer: unknown option '%s' (try 'cuxfer --help')\n", command.c_str());
     return cuxfer::cli::kExitUsage;
   }
-  std::fprintf(stderr, "cuxfer: unknown command '%s' (commands: record, report, diff, export, check, calibrate, policy, tune; try 'cuxfer --help')\n",
-               command.c_str());
+  std::fprintf(stderr, "cuxfer: unknown command '%s' (commands: %s; try 'cuxfer --help')\n", command.c_str(),
+               command_names().c_str());
   return cuxfer::cli::kExitUsage;
 }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -29,11 +30,13 @@ const char* const kRecordHelp =
 
 Runs COMMAND with the cuxfer shim preloaded. Every process of it that uses
 CUDA (children and forks included) writes one trace,
-<dir>/cuxfer-<name>-<pid>.trace. cuxfer exits as COMMAND did: same exit
-status, or the same signal.
+<dir>/cuxfer-<name>-<pid>.trace, into one folder per run (below). cuxfer
+exits as COMMAND did: same exit status, or the same signal.
 
 Options:
-  -o, --output-dir DIR  where traces go (default: the current directory)
+  -o, --output-dir DIR  where traces go (default: a new folder for this run,
+                        cuxfer-<name>-<n>, n the first number free; the
+                        current directory for a rank of mpirun/srun/torchrun)
   --name NAME           trace name (default: each process's executable name)
   --stack-depth N       native frames captured per call site, 0-32 (default:
                         CUXFER_STACK_DEPTH if set, else 16; 0 = only the
@@ -83,7 +86,7 @@ Options:
                         without registration in place (CUXFER_REGISTER=off)
   -h, --help            show this help
 
-Then: cuxfer report TRACE...
+Then: cuxfer report DIR/
 )";
 
 namespace {
@@ -121,7 +124,44 @@ std::string shell_quote(const std::string& s) {
 
 struct RecordOptions : RecordSettings {
   std::string check;  // --check FILE: a budget to check the traces against
+  bool output_dir_given = false;
 };
+
+// A rank of a multi-rank launch runs its own `cuxfer record`: a folder per
+// rank would scatter the job, so ranks keep writing into the current
+// directory (their trace names carry the rank). The variables are those the
+// shim takes ranks from (docs/report.md, "Multi-rank jobs"); SLURM_PROCID
+// only inside a job step, as a batch script has it too.
+bool launched_as_rank() {
+  auto set = [](const char* v) { return std::getenv(v) != nullptr; };
+  return (set("RANK") && set("LOCAL_RANK")) || set("OMPI_COMM_WORLD_RANK") || set("PMIX_RANK") || set("PMI_RANK") ||
+         (set("SLURM_PROCID") && set("SLURM_STEP_ID"));
+}
+
+// The run's own folder, cuxfer-<name>-<n> in the current directory, n the
+// first number whose folder does not exist yet (as nsys numbers its
+// reports); made here, so that two records started together never share one.
+// "" with `error` set when none can be made.
+std::string make_run_folder(const RecordOptions& o, std::string& error) {
+  std::string name = o.name;
+  if (name.empty()) {
+    const std::string& program = o.command[0];
+    name = program.substr(program.rfind('/') + 1);
+  }
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+  if (name.empty() || name[0] == '.') name = "run" + name;
+  for (unsigned n = 1; n < 100000; ++n) {
+    std::string dir = fmt::format("cuxfer-{}-{}", name, n);
+    if (::mkdir(dir.c_str(), 0777) == 0) return dir;
+    if (errno != EEXIST) {
+      error = fmt::format("cannot make the output folder {}: {} (name one with -o DIR)", dir, std::strerror(errno));
+      return {};
+    }
+  }
+  error = fmt::format("cannot make an output folder cuxfer-{}-<n>: all numbers taken (name one with -o DIR)", name);
+  return {};
+}
 
 // Parses; returns -1 to go on, else the exit status.
 int parse(std::vector<std::string> args, RecordOptions& o) {
@@ -152,7 +192,11 @@ int parse(std::vector<std::string> args, RecordOptions& o) {
                if (v != "pin" && v != "off") r.fail(fmt::format("--rewrite is pin or off, got '{}'", v));
                o.rewrite = v;
              })
-      .value("output-dir", 'o', [&](const std::string& v, ArgReader&) { o.output_dir = v; })
+      .value("output-dir", 'o',
+             [&](const std::string& v, ArgReader&) {
+               o.output_dir = v;
+               o.output_dir_given = true;
+             })
       .value("name", 0,
              [&](const std::string& v, ArgReader& r) {
                if (v.empty() || v.find('/') != std::string::npos || v == "." || v == "..")
@@ -186,12 +230,22 @@ int run_record(std::vector<std::string> args) {
   check::Budget budget;
   if (!o.check.empty() && !load_budget(o.check, "cuxfer record", "--check", budget)) return kExitUsage;
 
+  const bool own_folder = !o.output_dir_given && !launched_as_rank();
+  if (own_folder) {
+    std::string error;
+    o.output_dir = make_run_folder(o, error);
+    if (o.output_dir.empty()) return usage_error(error);
+  }
   PreparedRecording prepared;
   if (PrepareResult pr = prepare_recording(o, prepared); !pr.ok) {
+    if (own_folder) ::rmdir(o.output_dir.c_str());  // nothing ran: leave nothing behind
     std::fprintf(stderr, "cuxfer record: %s\n", pr.error.c_str());
     return pr.exit_status;
   }
   RecordedRun run = run_recording(prepared);
+  // A program that wrote no trace leaves no empty folder (rmdir keeps one
+  // that holds anything).
+  if (own_folder && run.traces.empty()) ::rmdir(prepared.output_dir.c_str());
   if (!run.error.empty()) return usage_error(run.error);
   const ChildResult& child = run.child;
   if (!child.started) {
@@ -219,7 +273,9 @@ int run_record(std::vector<std::string> args) {
         report += ' ';
         report += shell_quote(shown);
       }
-      if (traces.size() > 8) {
+      if (own_folder) {
+        report = "cuxfer report " + shell_quote(short_path(out_dir, cwd)) + "/";
+      } else if (traces.size() > 8) {
         std::string glob = o.name.empty() ? "cuxfer-*.trace" : "cuxfer-" + o.name + "-*.trace";
         report = out_dir == cwd ? "cuxfer report " + glob
                                 : "cuxfer report " + shell_quote(short_path(out_dir, cwd)) + "/" + glob;

@@ -67,6 +67,21 @@ inside the --range; 2 usage error, or
 the traces of two different runs (docs/report.md, "Multi-rank jobs").
 )";
 
+namespace {
+
+// A report of cut traces from which not one event could be read is written
+// (it says where each was cut), but is no result: one line and exit 1, so
+// that a script does not take its empty findings for an all-clear.
+bool refuse_unread(const analyses::Report& report, const char* command) {
+  const analyses::ReadExtent read = analyses::read_extent(report);
+  if (!read.nothing_read()) return false;
+  std::fprintf(stderr, "%s: no event could be read: %s is cut short (%s)\n", command,
+               read.first_cut->trace_path.c_str(), read.first_cut->cut_reason.c_str());
+  return true;
+}
+
+}  // namespace
+
 int run_report(std::vector<std::string> args) {
   ArgReader in("cuxfer report", std::move(args));
   bool json = false, csv = false, ranges_csv = false;
@@ -134,7 +149,7 @@ int run_report(std::vector<std::string> args) {
       return 1;
     if (!json && !csv && !ranges_csv && output.empty()) {
       std::fprintf(stderr, "cuxfer report: HTML report written to %s\n", html.c_str());
-      return 0;
+      return refuse_unread(report, "cuxfer report") ? 1 : 0;
     }
   }
   if (csv) {
@@ -150,7 +165,8 @@ int run_report(std::vector<std::string> args) {
     o.stacks = stacks;
     text = render::render_text(report, o);
   }
-  return write_output(output, text, "cuxfer report") ? 0 : 1;
+  if (!write_output(output, text, "cuxfer report")) return 1;
+  return refuse_unread(report, "cuxfer report") ? 1 : 0;
 }
 
 }  // namespace cuxfer::cli

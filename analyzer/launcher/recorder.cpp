@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -102,6 +103,18 @@ void apply_machine_profile(const RecordSettings& o, std::map<std::string, std::s
                  profile->path.c_str(), line.c_str());
 }
 
+// access(W_OK) answers from the mode bits, which root passes everywhere: a
+// folder of sysfs or of a read-only mount says writable, and the shim only
+// finds out when the program has run. Creating a file is the real test.
+std::string cannot_create_file_in(const std::string& dir) {
+  std::string probe = dir + "/.cuxfer-probe.XXXXXX";
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) return std::strerror(errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return {};
+}
+
 }  // namespace
 
 PrepareResult prepare_recording(const RecordSettings& o, PreparedRecording& out) {
@@ -135,6 +148,8 @@ PrepareResult prepare_recording(const RecordSettings& o, PreparedRecording& out)
   if (!S_ISDIR(st.st_mode)) return fail(2, fmt::format("output directory {} is not a directory", o.output_dir));
   if (::access(out.output_dir.c_str(), W_OK | X_OK) != 0)
     return fail(2, fmt::format("output directory {} is not writable: {}", o.output_dir, std::strerror(errno)));
+  if (std::string why = cannot_create_file_in(out.output_dir); !why.empty())
+    return fail(2, fmt::format("output directory {} is not writable: {}", o.output_dir, why));
 
   ResolvedProgram program = resolve_program(o.command[0], std::getenv("PATH"));
   if (program.result == ResolvedProgram::Result::NotFound)
@@ -237,12 +252,30 @@ PrepareResult prepare_recording(const RecordSettings& o, PreparedRecording& out)
   return {true, 0, {}};
 }
 
+namespace {
+
+// Unique per run of the command on this host, and stable in every process of
+// it: the host, the launcher's pid and the time the run starts.
+std::string new_run_id() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::string word;
+  for (const char* p = host; *p && word.size() < 64; ++p)
+    word += std::isalnum(static_cast<unsigned char>(*p)) || *p == '.' || *p == '-' ? *p : '_';
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  return fmt::format("{}:{}:{}", word.empty() ? "host" : word, ::getpid(),
+                     std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
+}
+
+}  // namespace
+
 RecordedRun run_recording(const PreparedRecording& p, const ChildIo& io) {
   RecordedRun r;
   auto manifest = Manifest::create(&r.error);
   if (!manifest) return r;
   std::map<std::string, std::string> set = p.set;
   set["CUXFER_MANIFEST"] = manifest->path();
+  set["CUXFER_RUN_ID"] = new_run_id();
   const auto env = child_environment(set, p.unset);
   const auto start = std::chrono::steady_clock::now();
   r.child = run_child(p.program, p.argv, env, io);

@@ -418,6 +418,21 @@ void callsite_stacks(std::string& out, const Report& r, size_t top) {
 
 void findings(std::string& out, const Report& r, size_t width) {
   out += "\nFindings\n";
+  // An empty list from a cut trace is no all-clear: say how much was read.
+  const analyses::ReadExtent read = analyses::read_extent(r);
+  if (read.nothing_read()) {
+    wrapped(out,
+            fmt::format("unknown: no event could be read ({} of {} trace{} cut short, PARTIAL above)", read.cut,
+                        read.traces, read.traces == 1 ? " is" : "s are"),
+            width, "  ", "    ");
+    return;
+  }
+  if (read.partial())
+    wrapped(out,
+            fmt::format("from what could be read only: {} of {} trace{} cut short (PARTIAL above); what the "
+                        "processes did after the cut is not in this report",
+                        read.cut, read.traces, read.traces == 1 ? " is" : "s are"),
+            width, "  ", "    ");
   if (r.findings.empty()) {
     out +=
         "  none: no async copy from pageable memory, no pageable transfer of 1 MiB or more, "

@@ -141,6 +141,12 @@ Config parse_config(char** env, bool secure_execution) {
       c.cupti_search_path = val;
     } else if (key == "CUXFER_MANIFEST") {
       c.manifest = val;
+    } else if (key == "CUXFER_RUN_ID") {
+      // One word of a note (docs/trace-format.md, "Run note").
+      if (!val.empty() && val.size() <= 128 &&
+          val.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-") == std::string::npos)
+        c.run_id = std::string(val);
+      else bad("letters, digits and ._:- (at most 128)");
     } else if (key == "CUXFER_BUFFER_EVENTS") {
       if (parse_uint(val, 1024, 1u << 22, n) && (n & (n - 1)) == 0)
         c.buffer_events = static_cast<uint32_t>(n);

@@ -87,6 +87,9 @@ struct Config {
   bool finish_on_signal = true;
   uint64_t fingerprint_min = 1u << 20;
   std::string manifest;           // CUXFER_MANIFEST: launcher's list of written traces
+  // CUXFER_RUN_ID: the `cuxfer record` run this process belongs to, written
+  // as the trace's run note so that the analyzer can tell runs apart.
+  std::string run_id;
   // CUXFER_BUFFER_EVENTS: per-thread ring capacity (4 MiB of address space;
   // pages are touched only as a thread records).
   uint32_t buffer_events = 65536;

@@ -436,6 +436,7 @@ bool Recorder::open_trace() {
     notes_.push_back(rank.problem);
   }
   if (rank.rank) notes_.push_back(rank_note(rank.rank));  // the analyzer's rank (docs/trace-format.md)
+  if (!c.run_id.empty()) notes_.push_back("run: " + c.run_id);  // which record run (docs/trace-format.md)
   append_manifest(c.manifest, trace_path_);
   if (!c.launched) log::info("recording to " + trace_path_);
   events_recorded_ = events_dropped_ = gpu_recorded_ = gpu_dropped_ = 0;

@@ -4,6 +4,7 @@
 #   cli_test.sh CASE CUXFER MAKE_TEST_TRACE FAKE_SHIM
 set -u
 case_name=$1 cuxfer=$2 make_trace=$3 fake_shim=$4 other_build_shim=${5:-}
+source_root=$(cd "$(dirname "$0")/../../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/cuxfer-cli-test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -26,6 +27,29 @@ case $case_name in
     run "$cuxfer" record --help; expect_rc 0; expect_in out "--check FILE"
     run "$cuxfer" --version; expect_rc 0; expect_in out "cuxfer "
     run "$cuxfer"; expect_rc 2; expect_in err "Usage: cuxfer" ;;
+  help-lists-commands)
+    # `cuxfer help` against the commands main.cpp dispatches (each a run_NAME
+    # function): every one listed, nothing listed that is not one, and every
+    # option a command's --help lists named in its entry of the overview (or
+    # among the symbol options the overview lists once).
+    main_cpp=$source_root/analyzer/cli/main.cpp
+    [ -r "$main_cpp" ] || fail "cannot read $main_cpp"
+    registered=$(grep -oE 'run_[a-z]+' "$main_cpp" | sed 's/^run_//' | sort -u)
+    [ -n "$registered" ] || fail "no run_* command in $main_cpp"
+    run "$cuxfer" help; expect_rc 0; cp out overview
+    listed=$(awk '/^Commands:/{on=1; next} on && /^[^ ]/{on=0} on && /^  [a-z]+( |$)/{print $1}' overview | grep -vx help | sort -u)
+    [ "$registered" = "$listed" ] || fail "commands dispatched: $(echo $registered); listed by 'cuxfer help': $(echo $listed)"
+    symbol_options=$(sed -n '/^Symbol options/,/^$/p' overview)
+    for c in $registered; do
+      run "$cuxfer" "$c" --help; expect_rc 0; expect_in out "Usage: cuxfer $c"
+      entry=$(awk -v c="$c" '/^Commands:/{on=1; next} on && /^[^ ]/{on=0}
+                             on && /^  [a-z]+( |$)/{mine = ($1 == c)} on && mine' overview)
+      # An option line "-o, --output FILE" is listed as -o; "--a, --b X" as each of them.
+      for opt in $(grep -E '^ +-' out | sed -E 's/^ +(-[a-zA-Z]), .*/\1/' | grep -oE -- '(^|[ ,])-(-[a-z][a-z-]*|[a-zA-Z]\b)' |
+                   tr -d ' ,' | grep -vxE -- '--help|-h' | sort -u); do
+        grep -qE -- "(^|[^a-z-])$opt([^a-z-]|$)" <<<"$entry$symbol_options" || fail "'cuxfer help' does not list $c's option $opt"
+      done
+    done ;;
   unknown-option)
     run "$cuxfer" --bogus; expect_rc 2; expect_lines err 1; expect_in err "unknown option '--bogus'"
     run "$cuxfer" report --bogus x.trace; expect_rc 2; expect_lines err 1
@@ -59,6 +83,17 @@ case $case_name in
     run "$cuxfer" report --json cut.trace; expect_rc 0
     python3 -c 'import json,sys; j=json.load(open("out")); p=j["processes"][0]; assert not p["complete"] and p["cut_reason"], p' \
       || fail "JSON does not say partial" ;;
+  report-cut)
+    # A cut trace is no all-clear: the findings say how much was read, and
+    # nothing read at all is exit 1 with one line (the report still says where it was cut).
+    "$make_trace" truncated cut.trace && "$make_trace" cut-empty nothing.trace || fail "make_test_trace"
+    run "$cuxfer" report cut.trace; expect_rc 0; expect_lines err 0
+    expect_in out "from what could be read only: 1 of 1 trace is cut short"
+    run "$cuxfer" report nothing.trace; expect_rc 1; expect_lines err 1
+    expect_in err "cuxfer report: no event could be read: nothing.trace is cut short"
+    expect_in out "unknown: no event could be read (1 of 1 trace is cut short"
+    grep -q "none: no async copy" out && fail "an unreadable trace reads as an all-clear"
+    run "$cuxfer" report --json nothing.trace; expect_rc 1; expect_lines err 1 ;;
   report-json)
     "$make_trace" busy busy.trace && "$make_trace" gpu gpu.trace || fail "make_test_trace"
     run "$cuxfer" report --json -o r.json busy.trace; expect_rc 0; expect_lines out 0
@@ -109,8 +144,8 @@ PY
     run "$cuxfer" report --csv --json busy.trace; expect_rc 2; expect_lines err 1 ;;
   record-exit-status)
     run "$cuxfer" record --shim "$fake_shim" -- sh -c 'exit 3'; expect_rc 3
-    expect_in err "cuxfer: wrote 1 trace(s):"; expect_in err "cuxfer: see the report with: cuxfer report cuxfer-"
-    ls cuxfer-*.trace >/dev/null 2>&1 || fail "no trace in the current directory"
+    expect_in err "cuxfer: wrote 1 trace(s):"; expect_in err "cuxfer: see the report with: cuxfer report cuxfer-sh-1/"
+    ls cuxfer-sh-1/cuxfer-*.trace >/dev/null 2>&1 || fail "no trace in the run's own folder cuxfer-sh-1/"
     run "$cuxfer" record -q --shim "$fake_shim" -- true; expect_rc 0; expect_lines err 0
     run "$cuxfer" record --shim "$fake_shim" -- sh -c 'kill -TERM $$'; expect_rc 143
     expect_in err "killed by SIGTERM" ;;
@@ -178,12 +213,24 @@ PY
     chmod 755 static-app
     run "$cuxfer" record --shim "$fake_shim" -- ./static-app; expect_rc 2; expect_lines err 1
     expect_in err "statically linked" ;;
+  record-unwritable-dir)
+    # An output directory no file can be created in is refused before the
+    # command runs: as root, where access() says yes to everything, sysfs;
+    # otherwise a directory without write permission.
+    if [ -w /sys/kernel ] && ! (: >/sys/kernel/.cuxfer-test) 2>/dev/null; then
+      dir=/sys/kernel
+    else
+      mkdir ro; chmod 555 ro; dir=ro
+    fi
+    run "$cuxfer" record --shim "$fake_shim" -o "$dir" -- sh -c ': >"$0"/ran' "$work"
+    expect_rc 2; expect_lines err 1; expect_in err "output directory $dir is not writable"
+    [ ! -e ran ] || fail "the command ran before the output directory was found unwritable" ;;
   record-forwards-signals)
     "$cuxfer" record -q --shim "$fake_shim" -- sh -c 'trap "exit 7" TERM; sleep 10 & wait' >out 2>err &
     pid=$!
     # Wait until the command runs (the fake shim has written its trace), then
     # signal cuxfer itself, as `kill` or a batch scheduler would.
-    for _ in $(seq 100); do ls cuxfer-*.trace >/dev/null 2>&1 && break; sleep 0.1; done
+    for _ in $(seq 100); do ls cuxfer-sh-1/cuxfer-*.trace >/dev/null 2>&1 && break; sleep 0.1; done
     sleep 0.2
     kill -TERM $pid
     wait $pid; rc=$?

@@ -1,5 +1,6 @@
 // Writes a synthetic trace for the command-line tests:
-//   make_test_trace busy|clean|gpu|truncated OUT
+//   make_test_trace busy|clean|gpu|truncated|cut-empty OUT
+// cut-empty: a process cut short before any event was written.
 #include <unistd.h>
 
 #include <cstdio>
@@ -14,7 +15,7 @@ using cuxfer::trace::MemKind;
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: make_test_trace busy|clean|gpu|truncated OUT\n");
+    std::fprintf(stderr, "usage: make_test_trace busy|clean|gpu|truncated|cut-empty OUT\n");
     return 2;
   }
   std::string kind = argv[1], out = argv[2];
@@ -23,7 +24,9 @@ int main(int argc, char** argv) {
   t.events_per_block = 64;
   t.modules.push_back({0x400000, 0x400000, 0x500000, "/opt/app/train", ""});
   uint32_t a = t.site(0x401000), b = t.site(0x402000);
-  if (kind == "clean") {
+  if (kind == "cut-empty") {
+    // no events: the cut below leaves only the metadata blocks
+  } else if (kind == "clean") {
     for (int i = 0; i < 10; ++i) t.copy(Direction::HtoD, MemKind::Pinned, 16 * MiB, 320'000, true, a);
   } else {
     for (int i = 0; i < 1200; ++i) t.copy(Direction::DtoH, MemKind::Pageable, 4, 9'000, false, a);
@@ -51,6 +54,12 @@ int main(int argc, char** argv) {
     long size = std::ftell(f);
     std::fclose(f);
     if (::truncate(out.c_str(), size / 2) != 0) return 1;
+  } else if (kind == "cut-empty") {
+    FILE* f = std::fopen(out.c_str(), "rb");
+    std::fseek(f, 0, SEEK_END);
+    long size = std::ftell(f);
+    std::fclose(f);
+    if (::truncate(out.c_str(), size - 3) != 0) return 1;  // inside the last block
   }
   return 0;
 }
