@@ -1,18 +1,19 @@
-# Sourced by the devtools GPU scripts: installs the carried libdw (for
-# symbolized call sites) and libunwind (fast stacks), which the GPU image lacks.
+# Sourced by the devtools GPU scripts: what the GPU image lacks, from the
+# carried .debs/ (Debian 12's libdw, libelf, zlib, lzma, bz2, zstd, SQLite and
+# nlohmann-json -dev packages, libunwind8), unpacked beside the system into
+# /opt/deps (never dpkg -x into /: a Debian package's directory entries break
+# Ubuntu's merged /usr) and found through pkg-config and CMake's search paths;
+# libunwind (the shim's fast stacks) where the loader finds it.
 if ls .debs/*.deb >/dev/null 2>&1; then
-  # Never dpkg -x into / (a Debian package's directory entries break Ubuntu's merged /usr).
-  mkdir -p /opt/uw && dpkg -x .debs/libunwind8_*.deb /opt/uw
-  cp -a /opt/uw/usr/lib/x86_64-linux-gnu/libunwind.so.8* /usr/local/lib/ && ldconfig
-  mkdir -p /opt/dw && for f in .debs/lib{dw,elf}*.deb .debs/zlib1g-dev*.deb .debs/liblzma-dev*.deb; do dpkg -x "$f" /opt/dw; done
-  sed -i 's|/usr|/opt/dw/usr|g' /opt/dw/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc
-  export PKG_CONFIG_PATH=/opt/dw/usr/lib/x86_64-linux-gnu/pkgconfig
-fi
-# SQLite's headers (cuxfer export --sqlite), when the image lacks libsqlite3-dev:
-# Debian's, unpacked beside the system, found through CMAKE_PREFIX_PATH.
-if [ ! -f /usr/include/sqlite3.h ] && ls .debs/libsqlite3-dev_*.deb >/dev/null 2>&1; then
-  mkdir -p /opt/sq && for f in .debs/libsqlite3-dev_*.deb .debs/libsqlite3-0_*.deb; do dpkg -x "$f" /opt/sq; done
-  export CMAKE_PREFIX_PATH=/opt/sq/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+  mkdir -p /opt/deps
+  for f in .debs/*.deb; do dpkg -x "$f" /opt/deps; done
+  sed -i 's|^prefix=/usr$|prefix=/opt/deps/usr|' /opt/deps/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc
+  export PKG_CONFIG_PATH=/opt/deps/usr/lib/x86_64-linux-gnu/pkgconfig
+  export CMAKE_PREFIX_PATH=/opt/deps/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+  export CMAKE_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu CMAKE_INCLUDE_PATH=/opt/deps/usr/include
+  if ls /opt/deps/usr/lib/x86_64-linux-gnu/libunwind.so.8* >/dev/null 2>&1; then
+    cp -a /opt/deps/usr/lib/x86_64-linux-gnu/libunwind.so.8* /usr/local/lib/ && ldconfig
+  fi
 fi
 
 # Configures and builds the GPU tree in $B (default /tmp/b), logs in $OUT;

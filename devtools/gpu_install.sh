@@ -22,13 +22,8 @@ exec > >(tee "$OUT/install.log") 2>&1
 say() { printf '\n=== %s\n' "$*"; }
 
 say "machine: $(nvidia-smi -L | head -1); driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
-say "static archives and headers from .debs/ into /opt/deps"
-mkdir -p /opt/deps
-for f in .debs/*.deb; do dpkg -x "$f" /opt/deps; done
-sed -i 's|^prefix=/usr|prefix=/opt/deps/usr|' /opt/deps/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc
-export PKG_CONFIG_PATH=/opt/deps/usr/lib/x86_64-linux-gnu/pkgconfig
-export CMAKE_PREFIX_PATH=/opt/deps/usr CMAKE_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu
-export CMAKE_INCLUDE_PATH=/opt/deps/usr/include
+say "static archives and headers from .debs/ (devtools/gpu_env.sh)"
+source devtools/gpu_env.sh
 
 say "build tools from .whl/ into /tmp/tools"
 python3 -m pip install -q --no-index --no-deps --target /tmp/tools .whl/*.whl || exit 1

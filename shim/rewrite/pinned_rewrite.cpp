@@ -55,13 +55,16 @@ class DriverOps final : public RegistrationOps {
     const DriverCalls* d = driver_calls();
     if (!d) return -1;
     InternalScope internal;
-    RelaxedCaptureScope capture_safe(*d);
     // free() may run on a thread with no current context.
     CUcontext current = nullptr;
     bool pushed = false;
     if ((d->ctx_get_current(&current) != CUDA_SUCCESS || !current) && context_.load())
       pushed = d->ctx_push_current(context_.load()) == CUDA_SUCCESS;
-    int r = d->host_unregister(reinterpret_cast<void*>(begin));
+    int r;
+    {
+      RelaxedCaptureScope capture_safe(*d);  // with the context bound
+      r = d->host_unregister(reinterpret_cast<void*>(begin));
+    }
     if (pushed) {
       CUcontext popped = nullptr;
       d->ctx_pop_current(&popped);
@@ -219,6 +222,18 @@ ReuseVerdict count_reuse(State& s, uint64_t host, uint64_t bytes, RegisterVerdic
   return ReuseVerdict::Wait;
 }
 
+// A staged copy is the shim's own work on the app's stream (a DMA from a
+// buffer of its own, events, waits, the pool made on first use): in relaxed
+// capture mode, so that a graph another thread captures in global mode is
+// not invalidated by it (driver_calls.h). The app's stream itself is never
+// being captured here: the decision passes such calls through.
+bool stage_capture_safe(const CallDesc& desc, int& result, bool any_size) {
+  const DriverCalls* d = driver_calls();
+  if (!d) return try_stage(desc, result, any_size);
+  RelaxedCaptureScope capture_safe(*d);
+  return try_stage(desc, result, any_size);
+}
+
 }  // namespace
 
 // The executor: gathers the facts decide() asks for, makes each step happen,
@@ -281,7 +296,7 @@ Action try_rewrite(const CallDesc& desc, int& result) {
     switch (k.path) {
       case CopyPath::Stage:
       case CopyPath::StageAny:
-        if (try_stage(desc, result, k.path == CopyPath::StageAny)) {
+        if (stage_capture_safe(desc, result, k.path == CopyPath::StageAny)) {
           ts.pending.flags |= trace::kFlagStaged;  // what the event records: the path that ran
           return Action::Done;
         }
@@ -302,6 +317,7 @@ int wait_for(const CallDesc& desc) {
   const DriverCalls* d = driver_calls();
   if (!d) return CUDA_SUCCESS;
   InternalScope internal;
+  RelaxedCaptureScope capture_safe(*d);  // the shim's own wait, beside an app's graph capture
   return d->sync_stream(desc.flags & trace::kFlagPerThreadStream, reinterpret_cast<CUstream>(desc.stream));
 }
 

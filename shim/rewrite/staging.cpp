@@ -258,10 +258,6 @@ char* make_buffer(const Driver& drv, CUresult& r) {
 
 void Pool::fill(const Driver& drv) {
   InternalScope internal;  // nothing this thread does is the app's
-  // This thread pins and unpins buffers whenever the app runs low: in relaxed
-  // capture mode, so that an app's graph capture in global mode on another
-  // thread is never invalidated by it (driver_calls.h).
-  RelaxedCaptureScope capture_safe(drv);
   bool bound = false;
   for (;;) {
     {
@@ -272,6 +268,14 @@ void Pool::fill(const Driver& drv) {
     if (!bound && drv.ctx_push_current(ctx_) != CUDA_SUCCESS) {
       disable("the staging pool's thread could not bind the app's context");
       break;
+    }
+    if (!bound && drv.exchange_capture_mode) {
+      // This thread pins and unpins buffers whenever the app runs low: in
+      // relaxed capture mode, so that an app's graph capture in global mode
+      // on another thread is never invalidated by it (driver_calls.h). Set
+      // once the context is bound, for the thread's life: it is the shim's.
+      CUstreamCaptureMode relaxed = CU_STREAM_CAPTURE_MODE_RELAXED;
+      drv.exchange_capture_mode(&relaxed);
     }
     bound = true;
     CUresult r = CUDA_SUCCESS;
