@@ -183,10 +183,10 @@ Ranks rank_totals(const model::Job& job, const std::vector<Finding>& findings) {
   return out;
 }
 
-std::optional<std::string> mixed_runs(const model::Job& job) {
+std::optional<std::string> separate_recordings(const model::Job& job) {
   // Processes that `cuxfer record` started say which run they were of. The
   // ranks of `mpirun cuxfer record ...` are one job of many record runs: two
-  // ranks are judged by the rank rules below instead.
+  // ranks are judged by the rank rules of mixed_runs instead.
   struct Recorded {
     const trace::Trace* t;
     std::string run_id;
@@ -198,8 +198,14 @@ std::optional<std::string> mixed_runs(const model::Job& job) {
   for (size_t i = 0; i < recorded.size(); ++i)
     for (size_t j = i + 1; j < recorded.size(); ++j)
       if (recorded[i].run_id != recorded[j].run_id && !(recorded[i].ranked && recorded[j].ranked))
-        return fmt::format("{} and {} are from different runs (two `cuxfer record`s); report each run on its own",
-                           recorded[i].t->path, recorded[j].t->path);
+        return fmt::format(
+            "{} and {} are from different runs (two `cuxfer record`s): their numbers are added up as one job; "
+            "report each run's folder on its own to see them apart",
+            recorded[i].t->path, recorded[j].t->path);
+  return std::nullopt;
+}
+
+std::optional<std::string> mixed_runs(const model::Job& job) {
   struct Ranked {
     const trace::Trace* t;
     RankIdentity id;

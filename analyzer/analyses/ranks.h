@@ -77,12 +77,16 @@ Ranks rank_totals(const model::Job& job, const std::vector<Finding>& findings);
 RankSpread rank_spread(const std::vector<RankTotals>& ranks);  // ranks not empty
 
 // One line naming two traces that cannot be one run, or none (the rule is in
-// docs/report.md, "Multi-rank jobs"): two traces whose run notes differ
-// (two `cuxfer record`s), unless both are ranks; among the traces that carry
-// a rank,
+// docs/report.md, "Multi-rank jobs"): among the traces that carry a rank,
 //   - two with different launch ids;
 //   - two of the same rank where neither process descends from the other;
 //   - two of different programs that started more than 60 s apart.
 std::optional<std::string> mixed_runs(const model::Job& job);
+
+// Two traces whose run notes differ (two `cuxfer record`s, neither pair both
+// ranks): read together they are one job's numbers, which the user may want
+// (two runs exported into one database) or not (two runs left in one folder).
+// The commands say so in their first line and go on; "" when not so.
+std::optional<std::string> separate_recordings(const model::Job& job);
 
 }  // namespace cuxfer::analyses

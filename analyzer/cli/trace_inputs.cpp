@@ -190,6 +190,8 @@ bool keep_only_range(model::Job& job, const std::string& name, const char* comma
 }
 
 bool refuse_mixed_runs(const model::Job& job, const char* command) {
+  if (const auto separate = analyses::separate_recordings(job))
+    std::fprintf(stderr, "%s: warning: %s\n", command, separate->c_str());
   const auto mixed = analyses::mixed_runs(job);
   if (mixed) std::fprintf(stderr, "%s: %s\n", command, mixed->c_str());
   return mixed.has_value();
