@@ -17,9 +17,12 @@
 // finishes the sums (O(call sites)).
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "analyzer/analyses/report.h"
 #include "analyzer/analyses/tally.h"
+#include "analyzer/text/units.h"
 
 namespace cuxfer::analyses {
 namespace {
@@ -111,6 +114,27 @@ void add_rewrite_copy(RewriteTally& r, const model::Call& c, bool measured_by_cp
   s.recoverable_ns += time - p;
 }
 
+namespace {
+
+// What the rewrite would do with the candidates, a clause per path taken:
+// "14 of these copies reuse a buffer ..., 1 would be staged ...". A path no
+// copy takes is left out ("0 of these copies reuse" told the user nothing).
+std::string rewrite_paths(const RewriteTally& r) {
+  std::vector<std::string> clauses;
+  if (r.registered)
+    clauses.push_back(text::format_count(r.registered) + " of these copies " +
+                      (r.registered == 1 ? "reuses" : "reuse") +
+                      " a buffer the rewrite would register in place after its first copy");
+  if (r.staged)
+    clauses.push_back(text::format_count(r.staged) + (clauses.empty() ? (r.staged == 1 ? " copy" : " copies") : "") +
+                      " would be staged through pinned buffers");
+  std::string out;
+  for (const auto& c : clauses) out += (out.empty() ? "" : ", ") + c;
+  return out;
+}
+
+}  // namespace
+
 std::vector<Finding> find_rewrite_candidates(const JobTally& tally, const Thresholds& t) {
   const RewriteTally& r = tally.rewrite;
   if (r.calls == 0 || r.time_ns <= r.predicted_ns) return {};
@@ -148,11 +172,9 @@ std::vector<Finding> find_rewrite_candidates(const JobTally& tally, const Thresh
   });
   for (const auto& s : f.sites)
     if (s.callsite != 0) f.callsites.push_back(s.callsite);
-  f.advice = "Record again with `cuxfer record --rewrite=pin` (no rebuild): " + std::to_string(r.registered) +
-             " of these copies reuse a buffer the rewrite would register in place after its first copy, " +
-             std::to_string(r.staged) +
-             " would be staged through pinned buffers. Compare the two runs with `cuxfer diff` to measure "
-             "what it brought. The estimate uses the shim's rules and the reference shown.";
+  f.advice = "Record again with `cuxfer record --rewrite=pin` (no rebuild): " + rewrite_paths(r) +
+             ". Compare the two runs with `cuxfer diff` to measure what it brought. The estimate uses the "
+             "shim's rules and the reference shown.";
   return {std::move(f)};
 }
 

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "analyzer/cli/options.h"
+#include "analyzer/cli/output_file.h"
 #include "analyzer/model/machine_profile.h"
 #include "analyzer/text/units.h"
 
@@ -105,31 +106,6 @@ bool parse_byte_count(std::string v, uint64_t& out) {
   return true;
 }
 
-// Creates `path` (which must not exist: no symlink is followed) and writes
-// `text` into it; on a failure after creating it, removes it. errno says why.
-bool write_new_file(const std::string& path, const std::string& text) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return false;
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
-  bool ok = done == text.size();
-  int error = ok ? 0 : (errno ? errno : EIO);
-  if (close(fd) != 0 && ok) {
-    ok = false;
-    error = errno;
-  }
-  if (!ok) {
-    unlink(path.c_str());
-    errno = error;
-  }
-  return ok;
-}
-
 bool make_dirs(const std::string& dir) {
   for (size_t i = 1; i <= dir.size(); ++i)
     if (i == dir.size() || dir[i] == '/') {
@@ -214,19 +190,10 @@ int run_calibrate(std::vector<std::string> args) {
     }
     out_path = dir + "/" + model::machine_profile_file_name(p.hostname, p.gpu_uuid);
   }
-  // A new file of this process's own, never one that is there already: a
-  // symlink or file planted at that name is not followed or written through
-  // (O_EXCL|O_NOFOLLOW, as the trace writer creates traces).
-  const std::string tmp = out_path + ".tmp." + std::to_string(getpid());
-  if (!write_new_file(tmp, text)) {
-    std::fprintf(stderr, "cuxfer calibrate: cannot write %s: %s\n", tmp.c_str(), std::strerror(errno));
-    return 1;
-  }
-  if (rename(tmp.c_str(), out_path.c_str()) != 0) {
-    std::fprintf(stderr, "cuxfer calibrate: cannot write %s: %s\n", out_path.c_str(), std::strerror(errno));
-    unlink(tmp.c_str());
-    return 1;
-  }
+  // Replaced atomically through a new temporary file of this process's own
+  // (O_EXCL): a symlink or file planted at any name beside the profile is
+  // never followed or written through.
+  if (!replace_file(out_path, text, "cuxfer calibrate")) return 1;
   using text::format_bytes;
   std::printf("cuxfer calibrate: %s%s on %s -> %s\n", p.gpu_name.c_str(), p.simulated ? " (SIMULATED CUDA)" : "",
               p.hostname.c_str(), out_path.c_str());

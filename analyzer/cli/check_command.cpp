@@ -17,7 +17,7 @@ namespace cuxfer::cli {
 
 const char* const kCheckHelp =
     R"(Usage: cuxfer check --budget FILE [options] TRACE...
-       cuxfer check --write-budget FILE [--margin PCT] [--time-tolerance PCT] [--force] TRACE...
+       cuxfer check --write-budget FILE [--margin PCT] [--time-tolerance PCT] TRACE...
 
 Checks a run's host<->device memory movement against a budget file
 (docs/check.md): bytes and copies per direction and host memory kind, total
@@ -40,7 +40,6 @@ Options:
                        the same bytes every run)
   --time-tolerance PCT with --write-budget: how far above the measured time
                        the time limits pass (default 100: twice the baseline)
-  --force              with --write-budget: replace FILE if it exists
   --no-symbols, --sysroot DIR, --python-frames user|all, --python-user PKG
                        as for cuxfer report (how call sites are named)
   -h, --help           show this help
@@ -97,13 +96,13 @@ bool analyze_traces(const std::vector<std::string>& paths, const SymbolOptions& 
 }
 
 int write_budget_file(const std::string& path, const std::vector<std::string>& traces, const SymbolOptions& symbols,
-                      const check::BudgetMargins& margins, bool force) {
+                      const check::BudgetMargins& margins) {
   const char* command = "cuxfer check";
   AnalyzedRun a;
   if (!analyze_traces(traces, symbols, command, a)) return kExitUsage;
   const check::Budget budget =
       check::budget_from_run(a.run, margins, fmt::format("cuxfer {} check --write-budget", CUXFER_VERSION));
-  if (!write_new_file(path, check::write_budget(budget), force, command)) return kExitUsage;
+  if (!write_output(path, check::write_budget(budget), command)) return kExitUsage;
   std::fprintf(stderr, "cuxfer check: wrote %s: %zu entries for program '%s' (margin %g %%, time tolerance %g %%)\n",
                path.c_str(), budget.entries.size(), budget.program.c_str(), margins.bytes_percent,
                margins.time_tolerance_percent);
@@ -185,7 +184,7 @@ int run_check(std::vector<std::string> args) {
   if (!budget_path.empty() && (margin_given || tolerance_given || force))
     return usage(command, "--margin, --time-tolerance and --force go with --write-budget, not --budget");
   if (paths.empty()) return usage(command, "no trace given (usage: cuxfer check --budget FILE TRACE...)");
-  if (!write_path.empty()) return write_budget_file(write_path, paths, symbols, margins, force);
+  if (!write_path.empty()) return write_budget_file(write_path, paths, symbols, margins);
 
   check::Budget budget;
   if (!load_budget(budget_path, command, "--budget", budget)) return kExitUsage;

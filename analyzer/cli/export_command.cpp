@@ -13,6 +13,7 @@
 #include "analyzer/analyses/report.h"
 
 #include "analyzer/cli/options.h"
+#include "analyzer/cli/output_file.h"
 #include "analyzer/cli/trace_inputs.h"
 #include "analyzer/model/job.h"
 #include "analyzer/render/perfetto_renderer.h"
@@ -23,7 +24,7 @@ namespace cuxfer::cli {
 
 const char* const kExportHelp =
     R"(Usage: cuxfer export --perfetto FILE [options] TRACE...
-       cuxfer export --sqlite FILE [--force] [options] TRACE...
+       cuxfer export --sqlite FILE [options] TRACE...
 
 Writes the recorded calls of one or more cuxfer traces (a directory stands for
 the cuxfer-*.trace files in it) as Chrome/Perfetto trace-event JSON, for
@@ -38,9 +39,7 @@ call_site_frames, findings and meta; times in nanoseconds, bytes in bytes.
 
 Options:
   --perfetto FILE write the trace-event JSON to FILE ('-': standard output)
-  --sqlite FILE   write an SQLite database to FILE (a new file: written under
-                  a temporary name in the same directory, then renamed)
-  --force         replace an existing --sqlite FILE
+  --sqlite FILE   write an SQLite database to FILE
   --no-symbols    do not open the traced binaries; name frames module+offset
   --sysroot DIR   look for the traced binaries under DIR first
   --python-frames user|all
@@ -53,46 +52,29 @@ Options:
                   console script is taken as yours without this)
   -h, --help      show this help
 
-Exit status: 0 written; 1 no trace could be read, or FILE could not be
-written; 2 usage error (also: the --sqlite FILE exists and --force is not given).
+Prints one line for each file written. Exit status: 0 written; 1 no trace
+could be read, or FILE could not be written; 2 usage error.
 )";
 
 namespace {
 
-// Writes the database under a temporary name beside `path` and renames it
-// over `path` when complete: a failed export leaves no file behind.
-bool export_sqlite(const model::Job& job, const std::string& path) {
-  const auto slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
-  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  std::string temp = fmt::format("{}/.{}.XXXXXX", dir, base);
-  const int fd = ::mkstemp(temp.data());
-  if (fd < 0) {
-    std::fprintf(stderr, "cuxfer export: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
-    return false;
-  }
-  ::close(fd);
-  ::chmod(temp.c_str(), 0644);
-  std::string error;
-  if (!render::write_sqlite(job, temp, error)) {
-    ::unlink(temp.c_str());
-    std::fprintf(stderr, "cuxfer export: cannot write %s: %s\n", path.c_str(), error.c_str());
-    return false;
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(temp.c_str());
-    std::fprintf(stderr, "cuxfer export: cannot write %s: %s\n", path.c_str(), std::strerror(err));
-    return false;
-  }
-  return true;
+// "wrote FILE: what" on standard output, or nothing when FILE is standard
+// output (the JSON is there).
+void say_written(const std::string& path, const std::string& what) {
+  if (path != "-") std::printf("cuxfer export: wrote %s: %s\n", path.c_str(), what.c_str());
+}
+
+std::string job_summary(const model::Job& job) {
+  const size_t calls = job.calls.size();
+  return fmt::format("{} call{} from {} process{}", calls, calls == 1 ? "" : "s", job.processes.size(),
+                     job.processes.size() == 1 ? "" : "es");
 }
 
 }  // namespace
 
 int run_export(std::vector<std::string> args) {
   ArgReader in("cuxfer export", std::move(args));
-  bool have_output = false, force = false;
+  bool have_output = false;
   SymbolOptions symbols;
   std::string output, sqlite;
   std::vector<std::string> paths;
@@ -103,7 +85,7 @@ int run_export(std::vector<std::string> args) {
         have_output = true;
       })
       .value("sqlite", 0, [&](const std::string& v, ArgReader&) { sqlite = v; })
-      .flag("force", 0, [&] { force = true; });
+      .flag("force", 0, [] {});  // files are always replaced
   if (auto status = options.read(in, &paths)) return *status;
   if ((!have_output || output.empty()) && sqlite.empty()) {
     std::fprintf(stderr, "cuxfer export: no format given (usage: cuxfer export --perfetto|--sqlite FILE TRACE...)\n");
@@ -117,20 +99,23 @@ int run_export(std::vector<std::string> args) {
     std::fprintf(stderr, "cuxfer export: --sqlite needs a file, not standard output\n");
     return kExitUsage;
   }
-  struct stat st {};
-  if (!sqlite.empty() && !force && ::lstat(sqlite.c_str(), &st) == 0) {
-    std::fprintf(stderr, "cuxfer export: %s exists (--force replaces it)\n", sqlite.c_str());
-    return kExitUsage;
-  }
   std::vector<std::string> errors;
   auto traces = load_traces(paths, "cuxfer export", errors);
   if (traces.empty()) return 1;
   auto symbolizer = symbols.make();
   model::Job job = model::build_job(std::move(traces), *symbolizer, symbols.python_sites);
   if (refuse_mixed_runs(job, "cuxfer export")) return kExitUsage;
-  if (have_output && !output.empty() && !write_output(output, render::render_perfetto(job), "cuxfer export"))
-    return 1;
-  if (!sqlite.empty() && !export_sqlite(job, sqlite)) return 1;
+  if (have_output && !output.empty()) {
+    if (!write_output(output, render::render_perfetto(job), "cuxfer export")) return 1;
+    say_written(output, "Perfetto trace-event JSON, " + job_summary(job) + " (open it in ui.perfetto.dev)");
+  }
+  if (!sqlite.empty()) {
+    const bool ok = replace_file_with(
+        sqlite, [&](int, const std::string& temp, std::string& error) { return render::write_sqlite(job, temp, error); },
+        "cuxfer export");
+    if (!ok) return 1;
+    say_written(sqlite, "SQLite database, " + job_summary(job) + " (schema cuxfer.sqlite/1, docs/sqlite.md)");
+  }
   return 0;
 }
 

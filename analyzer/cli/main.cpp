@@ -48,17 +48,17 @@ const Subcommand kSubcommands[] = {
      "compare two runs of the same workload (e.g. without and with\n"
      "--rewrite=pin) call site by call site; time recovered"},
     {"export", cuxfer::cli::run_export, &cuxfer::cli::kExportHelp,
-     "export [--perfetto FILE] [--sqlite FILE [--force]] [symbol options] TRACE...",
+     "export [--perfetto FILE] [--sqlite FILE] [symbol options] TRACE...",
      "write the calls and GPU activity as Chrome/Perfetto trace-event JSON\n"
      "(ui.perfetto.dev) or as an SQLite database for your own SQL"},
     {"policy", cuxfer::cli::run_policy, &cuxfer::cli::kPolicyHelp,
-     "policy [-o FILE] [--force] [--profile FILE | --no-profile] [-q]\n"
+     "policy [-o FILE] [--profile FILE | --no-profile] [-q]\n"
      "      [symbol options] TRACE...",
      "write a policy file (docs/policy.md) with the rewrite paths the findings\n"
      "support per call or allocation site (stage, register, zero_copy), each\n"
      "with its estimated gain; apply it with record --policy FILE"},
     {"tune", cuxfer::cli::run_tune, &cuxfer::cli::kTuneHelp,
-     "tune [--reps N] [--max-runs M] [-o FILE] [--report FILE] [--force]\n"
+     "tune [--reps N] [--max-runs M] [-o FILE] [--report FILE]\n"
      "      [--keep-traces DIR] [--shim PATH] [--profile FILE | --no-profile]\n"
      "      [-q] [symbol options] -- COMMAND [ARGS...]",
      "run COMMAND under observe, derive policy candidates, measure them in\n"
@@ -66,7 +66,7 @@ const Subcommand kSubcommands[] = {
      "measured report (docs/tune.md)"},
     {"check", cuxfer::cli::run_check, &cuxfer::cli::kCheckHelp,
      "check --budget FILE [--junit FILE] [--any-program] [symbol options] TRACE...\n"
-     "check --write-budget FILE [--margin PCT] [--time-tolerance PCT] [--force]\n"
+     "check --write-budget FILE [--margin PCT] [--time-tolerance PCT]\n"
      "      [symbol options] TRACE...",
      "check the traces' memory movement against a budget file (docs/check.md):\n"
      "exit 0 kept, 1 not, one line per violation; --write-budget writes one\n"
@@ -93,6 +93,9 @@ const char* const kClosing =
 
 Symbol options (report, diff, export, policy, tune, check):
   --no-symbols  --sysroot DIR  --python-frames user|all  --python-user PKG,...
+
+Every file a command writes (-o, --html, --sqlite, --write-budget, ...)
+replaces one already there, atomically, as cc -o does (docs/cli.md).
 
 Options:
   -h, --help     show this help

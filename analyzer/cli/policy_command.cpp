@@ -36,7 +36,6 @@ id) are skipped, and the summary says so. Review the file, then apply it with
 Options:
   -o, --output FILE  the policy file (default cuxfer-policy.json; '-': stdout,
                      the summary then goes to stderr)
-  --force            replace FILE if it exists (default: refuse)
   --no-symbols       do not open the traced binaries (readable names are then
                      module+offset only; the sites are the same)
   --sysroot DIR      look for the traced binaries under DIR first
@@ -95,7 +94,7 @@ int run_policy(std::vector<std::string> args) {
   ArgReader in("cuxfer policy", std::move(args));
   SymbolOptions symbols;
   std::string output = "cuxfer-policy.json", profile_path;
-  bool force = false, no_profile = false, quiet = false;
+  bool no_profile = false, quiet = false;
   std::vector<std::string> paths;
   OptionTable options(kPolicyHelp, Positionals::Collect);
   options.group([&](ArgReader& r) { return symbols.take(r); })
@@ -104,19 +103,14 @@ int run_policy(std::vector<std::string> args) {
                if (v.empty()) r.fail("--output needs a file name");
                output = v;
              })
-      .flag("force", 0, [&] { force = true; })
+      .flag("force", 0, [] {})  // files are always replaced
       .value("profile", 0, [&](const std::string& v, ArgReader&) { profile_path = v; })
       .flag("no-profile", 0, [&] { no_profile = true; })
       .flag("quiet", 'q', [&] { quiet = true; });
   if (auto status = options.read(in, &paths)) return *status;
   if (paths.empty()) {
-    std::fprintf(stderr, "cuxfer policy: no trace given (usage: cuxfer policy [-o FILE] [--force] TRACE...)\n");
+    std::fprintf(stderr, "cuxfer policy: no trace given (usage: cuxfer policy [-o FILE] TRACE...)\n");
     return kExitUsage;
-  }
-  // Refuse before the (possibly long) analysis when the file is already there.
-  if (!force && output != "-" && ::access(output.c_str(), F_OK) == 0) {
-    std::fprintf(stderr, "cuxfer policy: cannot write %s: File exists (--force replaces it)\n", output.c_str());
-    return 1;
   }
   std::vector<std::string> errors;
   auto traces = load_traces(paths, "cuxfer policy", errors);
@@ -136,11 +130,7 @@ int run_policy(std::vector<std::string> args) {
                               " process trace(s)" + (report.simulated ? " recorded on SIMULATED CUDA" : "") +
                               ". Gains are estimates (" + profile_note.substr(profile_note.rfind("estimates: ", 0) == 0 ? 11 : 0) + "). Review before use: docs/policy.md.";
   const std::string text = policy::write_policy(candidates.policy);
-  if (output == "-") {
-    if (!write_output(output, text, "cuxfer policy")) return 1;
-  } else if (!write_new_file(output, text, force, "cuxfer policy")) {
-    return 1;
-  }
+  if (!write_output(output, text, "cuxfer policy")) return 1;
   if (!quiet) {
     std::string s = summary(candidates, output == "-" ? "standard output" : output);
     std::fputs(s.c_str(), output == "-" ? stderr : stdout);

@@ -34,11 +34,13 @@ Options:
   --html FILE     also write the report as one self-contained HTML file with
                   plots (bandwidth against size with the pinned ceiling, bytes
                   and time per class, a timeline, findings); no network needed
-                  to view it
+                  to view it. The text (or --json/--csv) report is still
+                  printed
   --top N         call sites listed in the text report (default 10); with
                   --json, limits the call sites listed (default: all)
   -o, --output FILE
                   write the report to FILE instead of standard output
+                  (FILE and the --html FILE are replaced if they exist)
   --no-symbols    do not open the traced binaries; name frames module+offset
   --sysroot DIR   look for the traced binaries under DIR first (traces from
                   another machine, its files copied under DIR with their paths)
@@ -143,14 +145,12 @@ int run_report(std::vector<std::string> args) {
 
   std::string text;
   if (!html.empty()) {
-    // The HTML goes to its file; the text report still goes where asked, so
-    // `cuxfer report --html r.html run.trace` shows both.
+    // The HTML goes to its file and the report still goes where asked (the
+    // text report on the terminal by default), so `cuxfer report --html
+    // r.html run.trace` shows both; the line on stderr says where the HTML is.
     if (!write_output(html, render::render_html(report, job, profile ? &*profile : nullptr), "cuxfer report"))
       return 1;
-    if (!json && !csv && !ranges_csv && output.empty()) {
-      std::fprintf(stderr, "cuxfer report: HTML report written to %s\n", html.c_str());
-      return refuse_unread(report, "cuxfer report") ? 1 : 0;
-    }
+    std::fprintf(stderr, "cuxfer report: HTML report written to %s\n", html.c_str());
   }
   if (csv) {
     text = render::render_callsites_csv(report, job);

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "analyzer/analyses/ranks.h"
+#include "analyzer/cli/output_file.h"
 #include "analyzer/model/job.h"
 
 namespace cuxfer::cli {
@@ -100,44 +101,7 @@ bool write_output(const std::string& path, const std::string& text, const char* 
     std::fwrite(text.data(), 1, text.size(), stdout);
     return std::fflush(stdout) == 0;
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) {
-    std::fprintf(stderr, "%s: cannot write %s: %s\n", command, path.c_str(), std::strerror(errno));
-    return false;
-  }
-  out << text;
-  out.close();
-  if (!out) {
-    std::fprintf(stderr, "%s: cannot write %s\n", command, path.c_str());
-    return false;
-  }
-  return true;
-}
-
-bool write_new_file(const std::string& path, const std::string& text, bool force, const char* command) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (force ? O_TRUNC : O_EXCL), 0644);
-  if (fd < 0) {
-    const int err = errno;
-    std::fprintf(stderr, "%s: cannot write %s: %s%s\n", command, path.c_str(), std::strerror(err),
-                 err == EEXIST ? " (--force replaces it)" : "");
-    return false;
-  }
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      std::fprintf(stderr, "%s: cannot write %s: %s\n", command, path.c_str(), std::strerror(errno));
-      ::close(fd);
-      return false;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0) {
-    std::fprintf(stderr, "%s: cannot write %s: %s\n", command, path.c_str(), std::strerror(errno));
-    return false;
-  }
-  return true;
+  return replace_file(path, text, command);
 }
 
 // A directory stands for the cuxfer-*.trace files in it (a job's output

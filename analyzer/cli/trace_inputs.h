@@ -56,13 +56,9 @@ bool refuse_mixed_runs(const model::Job& job, const char* command);
 // "<command>: --range ...", naming the ranges there are) when none ran there.
 bool keep_only_range(model::Job& job, const std::string& name, const char* command);
 
-// Writes `text` to `path` ("" or "-": standard output); on failure prints one
-// line "<command>: cannot write ..." and returns false.
+// Writes `text` to `path` ("" or "-": standard output), replacing the file
+// atomically (replace_file); on failure prints one line "<command>: cannot
+// write ..." and returns false.
 bool write_output(const std::string& path, const std::string& text, const char* command);
-
-// Writes `text` to a new file `path` (O_EXCL) or, with `force`, replaces it;
-// on failure prints one line "<command>: cannot write PATH: <reason>" (with
-// "(--force replaces it)" when it exists) and returns false.
-bool write_new_file(const std::string& path, const std::string& text, bool force, const char* command);
 
 }  // namespace cuxfer::cli

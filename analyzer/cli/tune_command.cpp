@@ -65,7 +65,6 @@ Options:
                      each candidate's measurements and verdict, and the diff
                      of a median baseline run against a median run of the
                      winning policy, per call site
-  --force            replace FILE and the report if they exist (default: refuse)
   --keep-traces DIR  keep every run's traces and output under DIR (default:
                      a temporary directory, removed at the end)
   --shim PATH        the shim library (as for cuxfer record)
@@ -90,7 +89,7 @@ struct TuneOptions {
   uint64_t reps = 3, max_runs = 20;
   std::string output = "cuxfer-policy.json", report = "cuxfer-tune-report.txt";
   std::string keep_dir, shim, profile_path;
-  bool force = false, quiet = false, no_profile = false;
+  bool quiet = false, no_profile = false;
   SymbolOptions symbols;
   std::vector<std::string> command;
 };
@@ -232,7 +231,7 @@ void Tuner::cleanup() {
 
 std::string Tuner::write_work_policy(const std::string& name, const policy::Policy& p) {
   const std::string path = work_ + "/" + name;
-  return write_new_file(path, policy::write_policy(p), true, kCmd) ? path : std::string();
+  return write_output(path, policy::write_policy(p), kCmd) ? path : std::string();
 }
 
 int Tuner::fail_run(const Run& r, const std::string& why) {
@@ -680,8 +679,8 @@ void Tuner::print_summary(const Measured& m) const {
 }
 
 int Tuner::finish(const policy::Policy& winning, const std::string& report) {
-  if (!write_new_file(o_.output, policy::write_policy(winning), o_.force, kCmd)) return 1;
-  if (!write_new_file(o_.report, report, o_.force, kCmd)) return 1;
+  if (!write_output(o_.output, policy::write_policy(winning), kCmd)) return 1;
+  if (!write_output(o_.report, report, kCmd)) return 1;
   if (!o_.quiet)
     std::fprintf(stdout, "%s: wrote %s (%zu entr%s) and %s%s\n", kCmd, o_.output.c_str(), winning.entries.size(),
                  winning.entries.size() == 1 ? "y" : "ies", o_.report.c_str(),
@@ -717,7 +716,7 @@ int run_tune(std::vector<std::string> args) {
                if (v.empty() || v == "-") r.fail("--report needs a file name");
                o.report = v;
              })
-      .flag("force", 0, [&] { o.force = true; })
+      .flag("force", 0, [] {})  // files are always replaced
       .value("keep-traces", 0,
              [&](const std::string& v, ArgReader& r) {
                if (v.empty()) r.fail("--keep-traces needs a directory");
@@ -745,13 +744,8 @@ int run_tune(std::vector<std::string> args) {
     std::fprintf(stderr, "%s: the policy and the report cannot both be %s\n", kCmd, o.output.c_str());
     return kExitUsage;
   }
-  // Refuse before the (long) runs when a file is already there, or its
-  // directory cannot take it.
+  // Refuse before the (long) runs when a file's directory cannot take it.
   for (const std::string* f : {&o.output, &o.report}) {
-    if (!o.force && ::access(f->c_str(), F_OK) == 0) {
-      std::fprintf(stderr, "%s: cannot write %s: File exists (--force replaces it)\n", kCmd, f->c_str());
-      return 1;
-    }
     const size_t slash = f->rfind('/');
     const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : f->substr(0, slash);
     if (::access(dir.c_str(), W_OK | X_OK) != 0) {

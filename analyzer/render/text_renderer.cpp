@@ -81,13 +81,69 @@ void wrapped(std::string& out, const std::string& text, size_t width, const std:
   for (size_t i = 0; i < lines.size(); ++i) out += (i == 0 ? first : rest) + lines[i] + "\n";
 }
 
-std::string site_label(const Report& r, uint32_t id) {
-  if (id == 0) return "(no call site captured)";
-  for (const auto& s : r.locations)
-    if (s.id == id) return fmt::format("#{} {}", id, s.frame.short_display());
-  for (const auto& s : r.callsites)
-    if (s.id == id) return fmt::format("#{} {}", id, s.frame.short_display());
-  return fmt::format("#{}", id);
+// The numbers the text gives call sites: a location's rank in the call-site
+// table (#1 the most CPU-blocked time, as the user reads it down), for each
+// of its sites; any other site (an allocation site, say) the next number
+// when first named. The report's ids (Job::sites order, kept in --json) ran
+// #8, #5, #7, #6 down the ranked table.
+class SiteNumbers {
+ public:
+  explicit SiteNumbers(const Report& r) : report_(r) {
+    for (size_t i = 0; i < r.locations.size(); ++i) {
+      numbers_[r.locations[i].id] = static_cast<uint32_t>(i + 1);
+      for (uint32_t site : r.locations[i].callsites) numbers_.emplace(site, static_cast<uint32_t>(i + 1));
+    }
+    next_ = static_cast<uint32_t>(r.locations.size() + 1);
+  }
+  uint32_t number(uint32_t id) {
+    auto [it, added] = numbers_.emplace(id, next_);
+    next_ += added;
+    return it->second;
+  }
+  // "#3 main (app.cpp:12)"
+  std::string label(uint32_t id) {
+    if (id == 0) return "(no call site captured)";
+    for (const auto& s : report_.locations)
+      if (s.id == id) return fmt::format("#{} {}", number(id), s.frame.short_display());
+    for (const auto& s : report_.callsites)
+      if (s.id == id) return fmt::format("#{} {}", number(id), s.frame.short_display());
+    return fmt::format("#{}", number(id));
+  }
+
+ private:
+  const Report& report_;
+  std::map<uint32_t, uint32_t> numbers_;
+  uint32_t next_ = 1;
+};
+
+// What the header says when GPU time is n/a ("CUPTI unavailable: simulated
+// CUDA"), or "" when it says nothing; the Processes section leaves out what
+// this said, so that it is said once.
+std::string cpu_timing_reason(const Report& r) {
+  // Nothing to time (no copies: a managed-memory-only program) is no reason
+  // to say CUPTI was unavailable when it was active.
+  if (r.timing != "cpu" || r.totals.calls + r.totals.failed_calls == 0) return "";
+  for (const auto& p : r.processes)
+    if (p.cupti_state != "active" && p.copies > 0) {
+      std::string reason = p.cupti_state == "unknown" ? "CUPTI state unknown" : "CUPTI unavailable";
+      if (!p.cupti_reason.empty()) reason += ": " + p.cupti_reason;
+      return reason;
+    }
+  return "CUPTI unavailable";
+}
+
+// The process's CUPTI state as the header already said it.
+bool cupti_said_above(const analyses::ProcessSummary& p, const std::string& said) {
+  if (said.empty() || p.cupti_handover_s >= 0 || p.cupti_state == "active") return false;
+  const std::string mine = std::string(p.cupti_state == "unknown" ? "CUPTI state unknown" : "CUPTI unavailable") +
+                           (p.cupti_reason.empty() ? "" : ": " + p.cupti_reason);
+  return mine == said;
+}
+
+// The shim's note "CUPTI unavailable: <reason>; GPU times are not recorded"
+// repeats the state its trace records (the Processes line, or the header).
+bool repeats_cupti_state(const std::string& note, const analyses::ProcessSummary& p) {
+  return p.cupti_state != "active" && note.rfind("CUPTI unavailable: " + p.cupti_reason, 0) == 0;
 }
 
 void header(std::string& out, const Report& r, size_t width) {
@@ -100,9 +156,9 @@ void header(std::string& out, const Report& r, size_t width) {
     pids += (i ? ", " : "") + std::to_string(r.processes[i].pid);
   if (r.processes.size() > 8) pids += fmt::format(", … ({} in all)", r.processes.size());
   wrapped(out,
-          fmt::format("{} {}, traced span {}, {} copies, {} moved",
+          fmt::format("{} {}, traced span {}, {}, {} moved",
                       r.processes.size() == 1 ? "process" : "processes", pids, format_duration(r.span_ns),
-                      format_count(r.totals.calls), format_bytes(r.totals.bytes)),
+                      counted(r.totals.calls, "copy", "copies"), format_bytes(r.totals.bytes)),
           width, "  ", "    ");
 
   if (r.simulated) {
@@ -110,19 +166,8 @@ void header(std::string& out, const Report& r, size_t width) {
     const std::string banner = "SIMULATED CUDA (tests/simcuda) — no GPU was used; timings are not meaningful";
     out += display_width(banner) + 8 <= width ? "\n*** " + banner + " ***\n" : "\n" + banner + "\n";
   }
-  // Nothing to time (no copies: a managed-memory-only program) is no reason
-  // to say CUPTI was unavailable when it was active.
-  if (r.timing == "cpu" && r.totals.calls + r.totals.failed_calls > 0) {
-    std::string reason;
-    for (const auto& p : r.processes)
-      if (p.cupti_state != "active" && p.copies > 0) {
-        reason = p.cupti_state == "unknown" ? "CUPTI state unknown" : "CUPTI unavailable";
-        if (!p.cupti_reason.empty()) reason += ": " + p.cupti_reason;
-        break;
-      }
-    if (reason.empty()) reason = "CUPTI unavailable";
+  if (const std::string reason = cpu_timing_reason(r); !reason.empty())
     wrapped(out, fmt::format("GPU time: n/a ({}) — CPU timing shown", reason), width, "", "  ");
-  }
   for (const auto& p : r.processes) {
     if (!p.complete)
       wrapped(out, fmt::format("pid {} ({}): {}", p.pid, basename_of(p.trace_path), p.cut_reason), width,
@@ -188,13 +233,13 @@ void transfers(std::string& out, const Report& r, size_t width) {
                     format_percent(s.fraction), format_bytes(s.pageable_bytes), format_bytes(s.host_bytes)),
         width, "\nPageable share: ", "  ");
   if (r.memsets.calls || r.memsets.failed_calls)
-    out += fmt::format("Memsets: {} calls, {}, CPU-blocked {}\n", format_count(r.memsets.calls),
+    out += fmt::format("Memsets: {}, {}, CPU-blocked {}\n", counted(r.memsets.calls, "call", "calls"),
                        format_bytes(r.memsets.bytes), format_duration(r.memsets.cpu_blocked_ns));
   std::string allocs;
   auto alloc = [&](const char* name, const analyses::AllocTotals& a) {
     if (!a.calls && !a.frees) return;
-    allocs += fmt::format("{}{} {} call{}, {} ({} to allocate)", allocs.empty() ? "" : "; ", name,
-                          format_count(a.calls), a.calls == 1 ? "" : "s", format_bytes(a.bytes),
+    allocs += fmt::format("{}{} {}, {} ({} to allocate)", allocs.empty() ? "" : "; ", name,
+                          counted(a.calls, "call", "calls"), format_bytes(a.bytes),
                           format_duration(a.cpu_blocked_ns));
   };
   alloc("device", r.allocations.device);
@@ -245,9 +290,9 @@ void overlap(std::string& out, const Report& r, size_t width) {
       return whole ? format_percent(static_cast<double>(part) / static_cast<double>(whole)) : std::string("n/a");
     };
     wrapped(out,
-            fmt::format("pid {} GPU {}: {} kernels busy {}; copies' DMA {}, {} of it under kernels; synchronous "
+            fmt::format("pid {} GPU {}: {} busy {}; copies' DMA {}, {} of it under kernels; synchronous "
                         "copies between kernels blocked {}, the GPU idle for {} of it",
-                        d.pid, d.device, format_count(d.kernels), format_duration(d.kernel_busy_ns),
+                        d.pid, d.device, counted(d.kernels, "kernel", "kernels"), format_duration(d.kernel_busy_ns),
                         format_duration(d.dma_ns), pct(d.dma_under_kernels_ns, d.dma_ns),
                         format_duration(d.sync_copy_ns), pct(d.sync_copy_idle_ns, d.sync_copy_ns)),
             width, "  ", "    ");
@@ -256,7 +301,7 @@ void overlap(std::string& out, const Report& r, size_t width) {
 
 // Unified memory (CUPTI unified-memory records); only when the app allocated
 // managed memory.
-void managed(std::string& out, const Report& r, size_t width) {
+void managed(std::string& out, const Report& r, size_t width, SiteNumbers& sites) {
   const auto& m = r.managed;
   if (!m.records_on && m.unavailable.empty() && m.total.allocations == 0) return;
   out += "\nManaged memory\n";
@@ -281,12 +326,12 @@ void managed(std::string& out, const Report& r, size_t width) {
   size_t shown = 0;
   for (const auto& s : m.sites) {
     if (shown++ == 5) {
-      out += fmt::format("  … and {} more allocation sites\n", m.sites.size() - 5);
+      out += fmt::format("  … and {} more\n", counted(m.sites.size() - 5, "allocation site", "allocation sites"));
       break;
     }
     const std::string where = s.callsite && !s.frame.short_display().empty()
-                                  ? fmt::format("#{} {}", s.callsite, s.frame.short_display())
-                                  : site_label(r, s.callsite);
+                                  ? fmt::format("#{} {}", sites.number(s.callsite), s.frame.short_display())
+                                  : sites.label(s.callsite);
     line(fmt::format("pid {} allocated at {}", s.pid, where), s);
   }
 }
@@ -325,7 +370,7 @@ void rewrite(std::string& out, const Report& r, size_t width) {
     wrapped(out,
             fmt::format("staging pool: {} pinned, pinning cost {} (the shim's own allocation{}; not in Allocations)",
                         format_bytes(rw.pool_bytes), format_duration(rw.pinning_cost_ns),
-                        rw.pool_allocations == 1 ? "" : fmt::format("s: {}", rw.pool_allocations)),
+                        rw.pool_allocations == 1 ? "" : fmt::format("s: {}", format_count(rw.pool_allocations))),
             width, "  ", "    ");
   else
     out += "  staging pool: none allocated\n";
@@ -335,7 +380,8 @@ void rewrite(std::string& out, const Report& r, size_t width) {
                         format_count(rw.registrations), format_bytes(rw.registration_bytes),
                         format_duration(rw.registration_cost_ns),
                         rw.registrations_refused
-                            ? fmt::format("; {} refused by the driver (staged instead)", rw.registrations_refused)
+                            ? fmt::format("; {} refused by the driver (staged instead)",
+                                          format_count(rw.registrations_refused))
                             : ""),
             width, "  ", "    ");
   if (rw.zero_copy_allocations || rw.zero_copy_calls)
@@ -365,7 +411,7 @@ void apis(std::string& out, const Report& r, size_t width) {
 
 // One row per location: the sites of several processes at one line are
 // summed, named by the largest one's id and pid ("12034 +7": seven more).
-void callsites(std::string& out, const Report& r, size_t width, size_t top) {
+void callsites(std::string& out, const Report& r, size_t width, size_t top, SiteNumbers& sites) {
   if (r.locations.empty()) return;
   out += fmt::format("\nTop call sites by CPU-blocked time ({} of {})\n", std::min(top, r.locations.size()),
                      r.locations.size());
@@ -379,7 +425,7 @@ void callsites(std::string& out, const Report& r, size_t width, size_t top) {
   bool merged = false;
   for (size_t i = 0; i < r.locations.size() && i < top; ++i) {
     const auto& s = r.locations[i];
-    std::vector<std::string> row = {fmt::format("#{} {}", s.id, s.frame.short_display()), s.main_class,
+    std::vector<std::string> row = {fmt::format("#{} {}", sites.number(s.id), s.frame.short_display()), s.main_class,
                                     format_count(s.calls), format_bytes(s.bytes),
                                     format_duration(s.cpu_blocked_ns)};
     if (gpu) row.push_back(s.gpu_ns ? format_duration(*s.gpu_ns) : "n/a");
@@ -399,12 +445,12 @@ void callsites(std::string& out, const Report& r, size_t width, size_t top) {
 
 // Innermost first, as captured: Python frames where their interpreter loop
 // ran, native frames around them. A location's stack is its largest site's.
-void callsite_stacks(std::string& out, const Report& r, size_t top) {
+void callsite_stacks(std::string& out, const Report& r, size_t top, SiteNumbers& sites) {
   if (r.locations.empty()) return;
   out += "\nCall stacks of those sites (innermost first; \"*\" marks the frame that names the site)\n";
   for (size_t i = 0; i < r.locations.size() && i < top; ++i) {
     const auto& s = r.locations[i];
-    out += fmt::format("  #{} {}\n", s.id, s.frame.short_display());
+    out += fmt::format("  #{} {}\n", sites.number(s.id), s.frame.short_display());
     if (s.stacks_differ)
       out += fmt::format("      (pid {}'s; the other processes' stacks to this line differ: see --json)\n",
                          s.pid);
@@ -416,7 +462,7 @@ void callsite_stacks(std::string& out, const Report& r, size_t top) {
   }
 }
 
-void findings(std::string& out, const Report& r, size_t width) {
+void findings(std::string& out, const Report& r, size_t width, SiteNumbers& sites) {
   out += "\nFindings\n";
   // An empty list from a cut trace is no all-clear: say how much was read.
   const analyses::ReadExtent read = analyses::read_extent(r);
@@ -465,13 +511,13 @@ void findings(std::string& out, const Report& r, size_t width) {
     wrapped(out, numbers, width, "     ", "     ");
     if (f.estimated_recoverable_ns)
       wrapped(out,
-              fmt::format("estimated recoverable time (estimate): {}; reference: {}",
+              fmt::format("estimated recoverable time: {}; reference: {}",
                           format_duration(*f.estimated_recoverable_ns), f.reference_source),
               width, "     ", "       ");
     size_t shown = 0;
     for (const auto& s : f.locations) {
       if (shown++ == 5) {
-        out += fmt::format("     … and {} more call sites\n", f.locations.size() - 5);
+        out += fmt::format("     … and {} more\n", counted(f.locations.size() - 5, "call site", "call sites"));
         break;
       }
       std::string line = fmt::format("{} {}{}, {}, {}", format_count(s.calls), unit, s.calls == 1 ? "" : "s",
@@ -481,8 +527,9 @@ void findings(std::string& out, const Report& r, size_t width) {
         line += fmt::format(", {} calls/s", format_count(static_cast<uint64_t>(*s.calls_per_second)));
       if (s.achieved_gbps) line += fmt::format(", {} GB/s", format_gbps(s.achieved_gbps));
       const std::string where = s.processes > 1
-                                    ? fmt::format("{} ({} processes)", site_label(r, s.callsite), s.processes)
-                                    : site_label(r, s.callsite);
+                                    ? fmt::format("{} ({} processes)", sites.label(s.callsite),
+                                                  format_count(s.processes))
+                                    : sites.label(s.callsite);
       out += fit(fmt::format("     at {}: {}", where, line), width) + "\n";
     }
     wrapped(out, f.advice, width, "     fix: ", "          ");
@@ -510,7 +557,7 @@ void nvtx_ranges(std::string& out, const Report& r, size_t width) {
     if (g.classes.size() > 1) wrapped(out, detail, width, std::string(4 + 2 * (g.depth - 1), ' '), std::string(6 + 2 * (g.depth - 1), ' '));
     std::string found;
     for (const auto& f : g.findings)
-      found += fmt::format("{}{} ({} cop{})", found.empty() ? "" : ", ", f.kind, format_count(f.calls), f.calls == 1 ? "y" : "ies");
+      found += fmt::format("{}{} ({})", found.empty() ? "" : ", ", f.kind, counted(f.calls, "copy", "copies"));
     if (!found.empty())
       wrapped(out, "findings: " + found, width, std::string(4 + 2 * (g.depth - 1), ' '), std::string(6 + 2 * (g.depth - 1), ' '));
   }
@@ -554,8 +601,8 @@ void ranks(std::string& out, const Report& r, size_t width) {
     wrapped(out, line.empty() ? "no copies" : line, width, fmt::format("  rank {}: ", x.rank), "    ");
   }
   if (k.unranked_processes)
-    out += fmt::format("  {} process{} without a rank (not counted above)\n", k.unranked_processes,
-                       k.unranked_processes == 1 ? "" : "es");
+    out += fmt::format("  {} without a rank (not counted above)\n",
+                       counted(k.unranked_processes, "process", "processes"));
 }
 
 // The shim's notes that every process of a job wrote alike (the interpreter
@@ -576,7 +623,15 @@ std::vector<std::string> notes_of_every_process(const Report& r) {
 
 void processes(std::string& out, const Report& r, size_t width) {
   out += "\nProcesses\n";
-  const std::vector<std::string> shared = notes_of_every_process(r);
+  const std::string said_above = cpu_timing_reason(r);
+  // A note every process wrote is said once; the shim's CUPTI note not at
+  // all, since the header or the process's line says the same.
+  auto said_elsewhere = [&](const std::string& note) {
+    return std::all_of(r.processes.begin(), r.processes.end(),
+                       [&](const analyses::ProcessSummary& p) { return repeats_cupti_state(note, p); });
+  };
+  std::vector<std::string> shared = notes_of_every_process(r);
+  shared.erase(std::remove_if(shared.begin(), shared.end(), said_elsewhere), shared.end());
   if (!shared.empty()) {
     out += fmt::format("  every process ({}):\n", r.processes.size());
     for (const auto& note : shared) wrapped(out, note, width, "      shim: ", "        ");
@@ -585,15 +640,18 @@ void processes(std::string& out, const Report& r, size_t width) {
     std::string state = p.complete ? "complete" : "PARTIAL";
     std::string cupti =
         p.cupti_handover_s >= 0
-            ? fmt::format("CUPTI active until +{:.3f} s, then handed to the application's profiler ({}): "
+            ? fmt::format(", CUPTI active until +{:.3f} s, then handed to the application's profiler ({}): "
                           "CPU timing after that",
                           p.cupti_handover_s, p.cupti_handover_reason)
-            : "CUPTI " + p.cupti_state + (p.cupti_reason.empty() ? "" : " (" + p.cupti_reason + ")");
+        : cupti_said_above(p, said_above)
+            ? std::string()
+            : ", CUPTI " + p.cupti_state + (p.cupti_reason.empty() ? "" : " (" + p.cupti_reason + ")");
+    const std::string dropped =
+        p.events_dropped ? fmt::format(" ({} dropped)", format_count(p.events_dropped)) : std::string();
     wrapped(out,
-            fmt::format("pid {} (parent {}) {}: {}, {}, {} events ({} dropped), {} copies, {}, "
-                        "CPU-blocked {}; trace {}",
-                        p.pid, p.ppid, p.exe.empty() ? "?" : p.exe, state, cupti, format_count(p.events),
-                        format_count(p.events_dropped), format_count(p.copies), format_bytes(p.bytes),
+            fmt::format("pid {} (parent {}) {}: {}{}, {}{}, {}, {}, CPU-blocked {}; trace {}", p.pid, p.ppid,
+                        p.exe.empty() ? "?" : p.exe, state, cupti, counted(p.events, "event", "events"), dropped,
+                        counted(p.copies, "copy", "copies"), format_bytes(p.bytes),
                         format_duration(p.cpu_blocked_ns), p.trace_path),
             width, "  ", "      ");
     if (const auto& g = p.cupti_gate; g.governed)
@@ -601,17 +659,18 @@ void processes(std::string& out, const Report& r, size_t width) {
               fmt::format("GPU time: {} of {} copies and memsets. CUPTI's copy records were on {:.1f} % of the time "
                           "(--cupti=auto: off for synchronous copies, whose CPU-blocked time bounds their DMA, "
                           "for asynchronous copies from call sites they have already timed, and where they would "
-                          "cost over 1 %; {} sample window{}); records off: {} synchronous, {} asynchronous{}. "
+                          "cost over 1 %; {}); records off: {} synchronous, {} asynchronous{}. "
                           "--cupti=on times every copy",
                           format_count(g.timed), format_count(g.calls),
-                          100.0 * g.on_share, g.samples, g.samples == 1 ? "" : "s", format_count(g.untimed_sync),
+                          100.0 * g.on_share, counted(g.samples, "sample window", "sample windows"),
+                          format_count(g.untimed_sync),
                           format_count(g.untimed_async),
                           g.untimed_repeats > 0
                               ? fmt::format(" ({} from call sites already timed)", format_count(g.untimed_repeats))
                               : std::string()),
               width, "      ", "        ");
     for (const auto& note : p.notes)
-      if (std::find(shared.begin(), shared.end(), note) == shared.end())
+      if (std::find(shared.begin(), shared.end(), note) == shared.end() && !repeats_cupti_state(note, p))
         wrapped(out, note, width, "      shim: ", "        ");
   }
 }
@@ -621,17 +680,18 @@ void processes(std::string& out, const Report& r, size_t width) {
 std::string render_text(const Report& r, const TextOptions& o) {
   const size_t width = std::max<size_t>(o.width, 40);
   std::string out;
+  SiteNumbers sites(r);
   header(out, r, width);
   transfers(out, r, width);
   rewrite(out, r, width);
   overlap(out, r, width);
-  managed(out, r, width);
+  managed(out, r, width, sites);
   devices(out, r, width);
   peer_pairs(out, r, width);
   apis(out, r, width);
-  callsites(out, r, width, o.top_sites);
-  if (o.stacks) callsite_stacks(out, r, o.top_sites);
-  findings(out, r, width);
+  callsites(out, r, width, o.top_sites, sites);
+  if (o.stacks) callsite_stacks(out, r, o.top_sites, sites);
+  findings(out, r, width, sites);
   nvtx_ranges(out, r, width);
   ranks(out, r, width);
   processes(out, r, width);

@@ -47,6 +47,10 @@ std::string format_count(uint64_t n) {
   return out;
 }
 
+std::string counted(uint64_t n, std::string_view one, std::string_view many) {
+  return format_count(n) + " " + std::string(n == 1 ? one : many);
+}
+
 std::string format_gbps(std::optional<double> v) {
   if (!v) return "n/a";
   return *v < 10 ? fmt::format("{:.2f}", *v) : fmt::format("{:.1f}", *v);

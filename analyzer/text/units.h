@@ -13,6 +13,8 @@ namespace cuxfer::text {
 std::string format_bytes(uint64_t bytes);          // "512 B", "4.0 KiB", "1.50 GiB"
 std::string format_duration(uint64_t ns);          // "850 ns", "3.2 us", "12.3 ms", "1.24 s"
 std::string format_count(uint64_t n);              // "1,234,567"
+// A count and its noun, singular for one: "1 copy", "1,627 copies".
+std::string counted(uint64_t n, std::string_view one, std::string_view many);
 std::string format_gbps(std::optional<double> v);  // "12.3", "n/a"
 std::string format_percent(double fraction);       // "81.5%"
 

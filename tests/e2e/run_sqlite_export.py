@@ -11,7 +11,8 @@ pageable H2D copies of 64 B and one D2H of 76 800 B, a tiny_storm finding).
   - meta says cuxfer.sqlite/1; the computed columns (class, cpu_blocked_ns);
   - the three example queries of docs/sqlite.md, read from the file, run and
     give the report's numbers;
-  - an existing FILE: exit 2, one line, the file untouched; --force replaces it;
+  - an existing FILE is replaced (exit 0, one line on stdout naming it), and
+    --force is still accepted;
   - an unwritable directory, and traces that cannot be read: exit 1, one
     line, no file (nor temporary file) left behind.
 
@@ -192,16 +193,17 @@ def main() -> int:
         check(rows == want_dir, f"gpu_vs_cpu_by_direction {rows} vs report {want_dir}")
     con.close()
 
-    # An existing file is refused without --force and left as it was.
-    before = digest(db)
-    p = run([a.cuxfer, "export", "--sqlite", str(db), *dirs])
-    check(p.returncode == 2 and len(lines(p.stderr)) == 1 and "--force" in p.stderr,
-          f"existing file: exit {p.returncode}, stderr {p.stderr!r}")
-    check(digest(db) == before, "the existing file changed")
-    p = run([a.cuxfer, "export", "--sqlite", str(db), "--force", dirs[0]])
+    # An existing file is replaced, as every command's output is (docs/cli.md,
+    # "Files the commands write"); --force is still accepted.
+    p = run([a.cuxfer, "export", "--sqlite", str(db), dirs[0]])
+    check(p.returncode == 0 and len(lines(p.stdout)) == 1 and f"wrote {db}" in p.stdout,
+          f"existing file: exit {p.returncode}, stdout {p.stdout!r}, stderr {p.stderr!r}")
+    n = sqlite3.connect(str(db)).execute("SELECT count(*) FROM processes").fetchone()[0]
+    check(n == 1, f"replaced: {n} processes, expected the one trace given")
+    p = run([a.cuxfer, "export", "--sqlite", str(db), "--force", *dirs])
     check(p.returncode == 0, f"--force: exit {p.returncode}")
     n = sqlite3.connect(str(db)).execute("SELECT count(*) FROM processes").fetchone()[0]
-    check(n == 1, f"--force: {n} processes, expected the one trace given")
+    check(n == len(dirs), f"--force: {n} processes, expected {len(dirs)}")
 
     # An unwritable directory: one line, exit 1, nothing left behind.
     targets = [Path("/proc/self/cuxfer.db"), out / "missing" / "x.db"]

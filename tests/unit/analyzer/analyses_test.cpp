@@ -469,7 +469,7 @@ TEST_F(Analyses, RewriteWhatIfReuseIsPerAddressAndSize) {
   EXPECT_EQ(f->calls, 2u);
   EXPECT_EQ(f->bytes, 6 * MiB);
   EXPECT_NE(f->advice.find("2 of these copies reuse a buffer"), std::string::npos) << f->advice;
-  EXPECT_NE(f->advice.find("0 would be staged"), std::string::npos) << f->advice;
+  EXPECT_EQ(f->advice.find("would be staged"), std::string::npos) << f->advice;  // none: the clause is left out
   ASSERT_EQ(f->sites.size(), 1u);
   EXPECT_EQ(f->sites[0].calls, 2u);
 }

@@ -124,7 +124,7 @@ PY
     run "$cuxfer" report emptydir; expect_rc 1; expect_lines err 1; expect_in err "no cuxfer-*.trace" ;;
   export-perfetto)
     "$make_trace" gpu gpu.trace || fail "make_test_trace"
-    run "$cuxfer" export --perfetto p.json gpu.trace; expect_rc 0; expect_lines out 0
+    run "$cuxfer" export --perfetto p.json gpu.trace; expect_rc 0; expect_lines out 1; expect_in out "wrote p.json"
     python3 - p.json <<'PY' || fail "Perfetto JSON content"
 import json, sys
 ev = json.load(open(sys.argv[1]))["traceEvents"]
@@ -142,6 +142,46 @@ PY
     expect_in out "pid,site_id,function,file,line,module,offset,class,calls,bytes,cpu_blocked_ns,gpu_ns,staged_bytes"
     expect_in out ",1200,4800,"
     run "$cuxfer" report --csv --json busy.trace; expect_rc 2; expect_lines err 1 ;;
+  output-files-replaced)
+    # Every command that writes a file replaces it (docs/cli.md, "Files the
+    # commands write"): a new file renamed over the old one, so a hard link to
+    # the old file keeps the old content (a truncating rewrite would change
+    # it), and no temporary file is left behind. --force is still accepted.
+    "$make_trace" busy busy.trace && "$make_trace" busy base.trace || fail "make_test_trace"
+    replaced() {  # FILE COMMAND...: FILE exists before; COMMAND must replace it
+      local f=$1; shift
+      echo old >"$f"; ln -f "$f" "$f.link"
+      run "$@"; expect_rc 0
+      [ "$(cat "$f.link")" = old ] || fail "$*: wrote into the old $f instead of replacing it"
+      [ -s "$f" ] && [ "$(cat "$f")" != old ] || fail "$*: $f was not replaced"
+      rm -f "$f.link"
+    }
+    replaced r.json "$cuxfer" report --json -o r.json busy.trace
+    replaced r.csv "$cuxfer" report --csv -o r.csv busy.trace
+    replaced r.txt "$cuxfer" report -o r.txt busy.trace
+    replaced d.txt "$cuxfer" diff -o d.txt base.trace busy.trace
+    replaced p.json "$cuxfer" export --perfetto p.json busy.trace
+    expect_lines out 1; expect_in out "cuxfer export: wrote p.json"
+    replaced run.db "$cuxfer" export --sqlite run.db busy.trace
+    expect_lines out 1; expect_in out "cuxfer export: wrote run.db"
+    replaced policy.json "$cuxfer" policy -q -o policy.json busy.trace
+    replaced policy.json "$cuxfer" policy -q --force -o policy.json busy.trace
+    replaced budget.json "$cuxfer" check --write-budget budget.json busy.trace
+    replaced budget.json "$cuxfer" check --write-budget budget.json --force busy.trace
+    # --html writes its file and still prints the text report.
+    replaced r.html "$cuxfer" report --html r.html busy.trace
+    expect_in out "Findings"; expect_in err "HTML report written to r.html"
+    leftovers=$(ls -A | grep -vxE 'busy.trace|base.trace|out|err|r.json|r.csv|r.txt|d.txt|p.json|run.db|policy.json|budget.json|r.html')
+    [ -z "$leftovers" ] || fail "left behind: $leftovers"
+    # A file that cannot be written: one line, exit 1, the old file as it was.
+    mkdir ro && echo old >ro/r.json && chmod a-w ro
+    if [ ! -w ro ]; then  # root writes anyway
+      run "$cuxfer" report --json -o ro/r.json busy.trace; expect_rc 1; expect_lines err 1
+      expect_in err "cannot write ro/r.json"; [ "$(cat ro/r.json)" = old ] || fail "a failed write changed ro/r.json"
+    fi
+    chmod u+w ro
+    # A directory at FILE is not replaced.
+    mkdir adir; run "$cuxfer" export --perfetto adir busy.trace; expect_rc 1; expect_lines err 1 ;;
   record-exit-status)
     run "$cuxfer" record --shim "$fake_shim" -- sh -c 'exit 3'; expect_rc 3
     expect_in err "cuxfer: wrote 1 trace(s):"; expect_in err "cuxfer: see the report with: cuxfer report cuxfer-sh-1/"

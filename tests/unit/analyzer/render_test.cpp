@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "analyzer/render/json_renderer.h"
 #include "analyzer/render/markup.h"
 #include "analyzer/render/text_renderer.h"
@@ -135,7 +137,7 @@ TEST_F(Render, OneLineOfSeveralProcessesIsOneRow) {
   ASSERT_EQ(r.locations.size(), 2u);
   const std::string text = render::render_text(r, {120, 10});
   EXPECT_NE(text.find("Top call sites by CPU-blocked time (2 of 2)"), std::string::npos) << text;
-  EXPECT_NE(text.find(fmt::format("#{} train+0x1000", r.locations[0].id)), std::string::npos) << text;
+  EXPECT_NE(text.find("#1 train+0x1000"), std::string::npos) << text;  // numbered by rank
   EXPECT_NE(text.find("104 +3\n"), std::string::npos) << text;  // rank 104 copied most
   EXPECT_NE(text.find("A row sums one line of code over the processes that ran it"), std::string::npos)
       << text;
@@ -224,6 +226,103 @@ TEST_F(Render, TextOfACleanRun) {
   std::string text = render::render_text(analyses::analyze(load(t)), {100, 10});
   EXPECT_NE(text.find("Findings\n  none"), std::string::npos);
   EXPECT_EQ(text.find("SIMULATED"), std::string::npos);
+}
+
+// The text report says a thing once and counts one way (issue: "noise in
+// the text report"): each test below failed on the text before.
+
+// The header's "GPU time: n/a (CUPTI unavailable: ...)" says it; the
+// Processes line and the shim's note no longer repeat it, for one process
+// or several.
+TEST_F(Render, TextSaysCuptiUnavailableOnce) {
+  SyntheticTrace a = busy_trace(), b(4343);
+  for (SyntheticTrace* t : {&a, &b}) {
+    t->status.simulated = true;
+    t->status.cupti_reason = "simulated CUDA";
+    t->notes = {"CUPTI unavailable: simulated CUDA; GPU times are not recorded", "rewrite: off"};
+  }
+  b.copy(Direction::HtoD, MemKind::Pinned, MiB, 30'000);
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  for (const std::vector<SyntheticTrace>& job : {std::vector<SyntheticTrace>{a}, std::vector<SyntheticTrace>{a, b}}) {
+    const std::string text = render::render_text(analyses::analyze(load(job)), {200, 10});
+    EXPECT_EQ(count(text, "CUPTI unavailable"), 1u) << text;
+    EXPECT_NE(text.find("GPU time: n/a (CUPTI unavailable: simulated CUDA) — CPU timing shown"), std::string::npos);
+    EXPECT_NE(text.find("shim: rewrite: off"), std::string::npos) << text;  // other notes stay
+  }
+  // A process whose state the header did not say keeps it on its line.
+  SyntheticTrace c = busy_trace();
+  c.status.cupti = trace::CuptiState::Active;
+  const std::string text = render::render_text(analyses::analyze(load({a, c})), {200, 10});
+  EXPECT_NE(text.find("CUPTI active"), std::string::npos) << text;
+}
+
+TEST_F(Render, TextSaysEstimateOnce) {
+  const std::string text = render::render_text(analyses::analyze(load(busy_trace())), {200, 10});
+  EXPECT_NE(text.find("estimated recoverable time: "), std::string::npos) << text;
+  EXPECT_EQ(text.find("(estimate)"), std::string::npos) << text;
+}
+
+// "1 calls", "1 copies", "1 events": one is singular everywhere.
+TEST_F(Render, TextCountsOneInTheSingular) {
+  SyntheticTrace t;
+  t.copy(Direction::HtoD, MemKind::Pageable, 64 * MiB, 10'000'000, false, t.site(0x401000));
+  t.add(trace::EventKind::Memset, "cudaMemset", Direction::Unknown, MemKind::Device, MemKind::Device, MiB, 1000);
+  t.add(trace::EventKind::DeviceAlloc, "cudaMalloc", Direction::Unknown, MemKind::Device, MemKind::Device, MiB,
+        1000);
+  const std::string text = render::render_text(analyses::analyze(load(t)), {200, 10});
+  EXPECT_NE(text.find(", 1 copy, 64.0 MiB moved"), std::string::npos) << text;
+  const std::regex plural_one(R"((^|[^0-9.,])1 (calls|copies|events|kernels|processes|call sites))");
+  std::smatch m;
+  EXPECT_FALSE(std::regex_search(text, m, plural_one)) << m.str() << "\n" << text;
+}
+
+// "0 of these copies reuse a buffer ...": a clause that counts nothing is
+// left out.
+TEST_F(Render, TextLeavesOutClausesOfZero) {
+  const analyses::Report r = analyses::analyze(load(busy_trace()));  // one 64 MiB first use: staged
+  ASSERT_TRUE(testing::find_finding(r, "rewrite_candidates"));
+  const std::string text = render::render_text(r, {200, 10});
+  EXPECT_EQ(text.find(" 0 of these"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 copy would be staged through pinned buffers"), std::string::npos) << text;
+  EXPECT_EQ(text.find("(0 dropped)"), std::string::npos) << text;
+}
+
+// "1627" beside "1,627": every count in thousands.
+TEST_F(Render, TextWritesCountsOneWay) {
+  SyntheticTrace t;
+  const uint32_t s = t.site(0x401000);
+  for (int i = 0; i < 1'628; ++i) t.copy(Direction::HtoD, MemKind::Pageable, MiB, 400'000, false, s).address = 0x7000'0000;
+  const std::string text = render::render_text(analyses::analyze(load(t)), {200, 10});
+  EXPECT_NE(text.find("1,627 of these copies reuse a buffer"), std::string::npos) << text;
+  EXPECT_EQ(text.find("1627"), std::string::npos) << text;
+}
+
+// The call-site table's numbers run #1, #2, #3 down the ranking (they were
+// the sites' ids: #2, #3, #1), and the findings name sites by the same ones.
+TEST_F(Render, TextNumbersCallSitesByRank) {
+  SyntheticTrace t;
+  t.modules.push_back({0x400000, 0x400000, 0x500000, "/opt/app/train", ""});
+  const uint32_t low = t.site(0x401000), high = t.site(0x402000), middle = t.site(0x403000);
+  t.copy(Direction::HtoD, MemKind::Pageable, 32 * MiB, 2'000'000, false, low);
+  t.copy(Direction::HtoD, MemKind::Pageable, 32 * MiB, 9'000'000, false, high);
+  t.copy(Direction::HtoD, MemKind::Pageable, 32 * MiB, 5'000'000, false, middle);
+  const std::string text = render::render_text(analyses::analyze(load(t)), {200, 10});
+  const size_t table = text.find("Top call sites");
+  ASSERT_NE(table, std::string::npos) << text;
+  const size_t one = text.find("  #1 train+0x2000", table), two = text.find("  #2 train+0x3000", table),
+               three = text.find("  #3 train+0x1000", table);
+  ASSERT_NE(one, std::string::npos) << text;
+  ASSERT_NE(two, std::string::npos) << text;
+  ASSERT_NE(three, std::string::npos) << text;
+  EXPECT_LT(one, two);
+  EXPECT_LT(two, three);
+  const size_t findings = text.find("\nFindings\n");
+  EXPECT_NE(text.find("at #1 train+0x2000", findings), std::string::npos) << text;
+  EXPECT_NE(text.find("at #3 train+0x1000", findings), std::string::npos) << text;
 }
 
 TEST(Units, Formats) {
