@@ -15,14 +15,20 @@ using namespace cuxfer::shim;
 
 namespace {
 
-void skip_unless_checked() {
-  if (!lock_order::kChecked) GTEST_SKIP() << "built without CUXFER_LOCK_ORDER_CHECK";
-}
+}  // namespace
+
+// A macro: GTEST_SKIP returns from the function it is written in, which must
+// be the test's own body (in a helper the test went on, and a death test
+// "failed to die" in a build without the check).
+#define SKIP_UNLESS_CHECKED() \
+  if (!lock_order::kChecked) GTEST_SKIP() << "built without CUXFER_LOCK_ORDER_CHECK"
+
+namespace {
 
 }  // namespace
 
 TEST(LockOrder, LocksTakenInRankOrderPass) {
-  skip_unless_checked();
+  SKIP_UNLESS_CHECKED();
   RankedMutex session{LockRank::kRecorderSession}, nvtx{LockRank::kNvtxNames}, ranges{LockRank::kHostRanges};
   std::lock_guard<RankedMutex> a(session);
   std::lock_guard<RankedMutex> b(nvtx);
@@ -32,7 +38,7 @@ TEST(LockOrder, LocksTakenInRankOrderPass) {
 }
 
 TEST(LockOrder, TheForkDeadlockOrderAborts) {
-  skip_unless_checked();
+  SKIP_UNLESS_CHECKED();
   // prepare_fork's old order: host ranges, then NVTX names, while a thread
   // interning a name holds NVTX names and frees into host ranges.
   EXPECT_DEATH(
@@ -46,7 +52,7 @@ TEST(LockOrder, TheForkDeadlockOrderAborts) {
 }
 
 TEST(LockOrder, AnAllocationThroughTheHooksUnderHostRangesAborts) {
-  skip_unless_checked();
+  SKIP_UNLESS_CHECKED();
   // The check the libc hooks make on entry (cuxfer_mem_check_lock_order).
   EXPECT_DEATH(
       {
@@ -58,7 +64,7 @@ TEST(LockOrder, AnAllocationThroughTheHooksUnderHostRangesAborts) {
 }
 
 TEST(LockOrder, TheSameRankTwiceAborts) {
-  skip_unless_checked();
+  SKIP_UNLESS_CHECKED();
   EXPECT_DEATH(
       {
         RankedMutex one{LockRank::kZeroCopyBuffers};
@@ -70,7 +76,7 @@ TEST(LockOrder, TheSameRankTwiceAborts) {
 }
 
 TEST(LockOrder, ABoundedWaitChecksLikeALock) {
-  skip_unless_checked();
+  SKIP_UNLESS_CHECKED();
   EXPECT_DEATH(
       {
         RankedMutex session{LockRank::kRecorderSession};
@@ -82,7 +88,7 @@ TEST(LockOrder, ABoundedWaitChecksLikeALock) {
 }
 
 TEST(LockOrder, AReleasedLockIsForgottenInAnyOrder) {
-  skip_unless_checked();
+  SKIP_UNLESS_CHECKED();
   RankedMutex session{LockRank::kRecorderSession}, nvtx{LockRank::kNvtxNames}, ranges{LockRank::kHostRanges};
   session.lock();
   nvtx.lock();
@@ -94,7 +100,7 @@ TEST(LockOrder, AReleasedLockIsForgottenInAnyOrder) {
 }
 
 TEST(LockOrder, ATryLockIsHeldForWhatFollows) {
-  skip_unless_checked();
+  SKIP_UNLESS_CHECKED();
   RankedMutex nvtx{LockRank::kNvtxNames}, session{LockRank::kRecorderSession};
   ASSERT_TRUE(nvtx.try_lock());
   EXPECT_DEATH(std::lock_guard<RankedMutex> b(session), "lock of Recorder session \\(rank 10\\) while holding NVTX");
@@ -102,7 +108,7 @@ TEST(LockOrder, ATryLockIsHeldForWhatFollows) {
 }
 
 TEST(LockOrder, AConditionWaitKeepsTheRankHeld) {
-  skip_unless_checked();
+  SKIP_UNLESS_CHECKED();
   RankedMutex wake{LockRank::kRecorderWake}, ranges{LockRank::kHostRanges};
   std::condition_variable cv;
   RankedUniqueLock lock(wake);
@@ -113,7 +119,7 @@ TEST(LockOrder, AConditionWaitKeepsTheRankHeld) {
 }
 
 TEST(LockOrder, EachThreadHasItsOwnStack) {
-  skip_unless_checked();
+  SKIP_UNLESS_CHECKED();
   RankedMutex ranges{LockRank::kHostRanges};
   std::lock_guard<RankedMutex> held(ranges);
   std::thread other([] {
