@@ -12,6 +12,7 @@
 #include "interpose/lookup_hooks.h"
 #include "interpose/signal_hooks.h"
 #include "record/recorder.h"
+#include "rewrite/capture_watch.h"
 #include "rewrite/pinned_rewrite.h"
 
 namespace {
@@ -24,6 +25,7 @@ void rewrite_before_fork() { cuxfer::shim::rewrite::before_fork(); }
 
 void rewrite_in_fork_child() {
   cuxfer::shim::rewrite::disable_after_fork();
+  cuxfer::shim::rewrite::forget_captures_after_fork();
   cuxfer::shim::rewrite::after_fork_child();
 }
 

@@ -35,6 +35,7 @@ const char* name_of(LockRank r) {
     case LockRank::kZeroCopyStreams: return "zero-copy streams";
     case LockRank::kParallelMemcpySubmit: return "parallel memcpy submit";
     case LockRank::kParallelMemcpyWake: return "parallel memcpy wake";
+    case LockRank::kStagingContexts: return "staging contexts";
     case LockRank::kStagingPool: return "staging pool";
     case LockRank::kVmmMappings: return "VMM mappings";
     case LockRank::kDriverLoading: return "driver table loading";

@@ -31,6 +31,7 @@ enum class LockRank : uint8_t {
   kZeroCopyStreams = 42,     // zero_copy: the app's blocking streams
   kParallelMemcpySubmit = 45,  // ParallelMemcpy: one job at a time
   kParallelMemcpyWake = 47,    // ParallelMemcpy: its workers' sleep
+  kStagingContexts = 48,     // staging: making and giving back the contexts' pools (pool locks under it)
   kStagingPool = 50,         // staging: the pool's buffers
   kVmmMappings = 55,         // driver_memory_hooks: cuMemMap'd ranges
   kDriverLoading = 60,       // driver_calls: the rewrite's driver table, made once (dlopen)

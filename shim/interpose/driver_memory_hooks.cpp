@@ -11,6 +11,8 @@
 #include "core/log.h"
 #include "core/ranked_lock.h"
 #include "memory/pointer_classifier.h"
+#include "core/config.h"
+#include "rewrite/staging.h"
 
 using namespace cuxfer::shim;
 using cuxfer::trace::EventKind;
@@ -19,6 +21,11 @@ using cuxfer::trace::MemKind;
 namespace {
 
 int8_t current_device() { return current_device_ordinal(); }
+
+bool rewrite_pin_on() {
+  static const bool on = config().enabled && config().rewrite_pin;
+  return on;
+}
 
 void remember(uint64_t address, uint64_t bytes, MemKind kind) {
   if (!allocation_table().insert(address, bytes, kind, kind == MemKind::Device || kind == MemKind::Managed
@@ -43,6 +50,9 @@ auto on_alloc(const P* out, uint64_t bytes, MemKind kind) {
     // The zero-copy path made it and listed it as mapped (rewrite/zero_copy.h).
     if (!thread_state().mapped) remember(address, bytes, kind);
     if (kind == MemKind::Managed) Recorder::instance().managed_memory_seen();
+    // The app's first device memory: the staging pool's first buffers are
+    // pinned now, in the background, rather than inside its first copy.
+    if (kind == MemKind::Device && rewrite_pin_on()) rewrite::staging_prewarm(rewrite::Prewarm::OneCopy);
     if (e) {
       e->address = address;
       e->bytes = bytes;

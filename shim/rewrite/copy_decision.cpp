@@ -66,6 +66,16 @@ CopyDecision decide(const CopyFacts& f, const RewriteSettings& s) {
   if (f.way == CopyWay::Other) return run(CopyPath::Original);
   // The app's own pinned (or registered) memory: not the rewrite's business.
   if (f.host_kind != MemKind::Pageable && f.cover == Cover::None) return run(CopyPath::Original);
+  // Beside an open global-mode capture the call leaves its stream as the
+  // driver's pageable path would: nothing staged or registered; a range the
+  // shim registered before is copied in place and, when async, waited for
+  // (in relaxed mode) so that the stream is idle again; a range half
+  // registered is made pageable again first.
+  if (f.global_capture) {
+    if (f.cover == Cover::Covers) return run(CopyPath::InPlace, Before::Nothing, /*wait=*/f.async);
+    if (f.cover == Cover::Touches) return run(CopyPath::Original, Before::Release);
+    return run(CopyPath::Original);
+  }
   if (matched && f.site_path == Path::Stage)
     return f.staging_declined ? as_made(f) : run(CopyPath::StageAny);
   const bool force_register = matched && f.site_path == Path::Register;

@@ -62,6 +62,10 @@ struct CopyFacts {
   Cover cover = Cover::None;         // the shim's registrations over the host range
   StreamState stream = StreamState::Unknown;
   ReuseVerdict reuse = ReuseVerdict::NotAsked;
+  // A graph capture in global mode is open somewhere in the process
+  // (capture_watch.h): the copy must leave its stream as the app's own call
+  // would, or the app's next sync is refused and the capture invalidated.
+  bool global_capture = false;
   bool site_matched = false;  // the policy file names this call site
   policy::Path site_path = policy::Path::Passthrough;
   // Outcomes of earlier steps of the same call, decided again.

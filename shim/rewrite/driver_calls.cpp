@@ -55,6 +55,13 @@ bool DriverCalls::capturing(bool per_thread, CUstream s) const {
   return fn(s, &status) != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+bool DriverCalls::idle(bool per_thread, CUstream s) const {
+  auto fn = per_thread && stream_query_ptsz ? stream_query_ptsz : stream_query;
+  if (!fn) return false;
+  RelaxedCaptureScope capture_safe(*this);
+  return !capturing(per_thread, s) && fn(s) == CUDA_SUCCESS;
+}
+
 const DriverCalls* driver_calls() {
   // Only a complete table is kept: a failure (libcuda not loaded yet, an
   // entry point missing) is tried again, at most every 100 ms.

@@ -45,11 +45,13 @@ struct DriverCalls {
   CUresult sync_stream(bool per_thread, CUstream s) const {
     return per_thread && stream_synchronize_ptsz ? stream_synchronize_ptsz(s) : stream_synchronize(s);
   }
-  // True when everything queued on `s` has completed.
-  bool idle(bool per_thread, CUstream s) const {
-    auto fn = per_thread && stream_query_ptsz ? stream_query_ptsz : stream_query;
-    return fn && fn(s) == CUDA_SUCCESS;
-  }
+  // True when everything queued on `s` has completed. False for a stream
+  // being captured, which is never queried: cuStreamQuery on it would
+  // invalidate the app's capture. The query itself runs in relaxed capture
+  // mode (RelaxedCaptureScope): in global mode, while another thread
+  // captures, a stream or event query is a "potentially unsafe" call that
+  // the driver refuses and that invalidates that thread's capture.
+  bool idle(bool per_thread, CUstream s) const;
   // True when work on `s` waits for the legacy default stream: `s` was made
   // without CU_STREAM_NON_BLOCKING, or its flags cannot be read (assumed so).
   bool orders_after_legacy(CUstream s) const {

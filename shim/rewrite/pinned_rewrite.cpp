@@ -211,7 +211,7 @@ StreamState stream_state(const DriverCalls* d, const CallDesc& desc) {
   auto stream = reinterpret_cast<CUstream>(desc.stream);
   InternalScope internal;
   if (d->capturing(per_thread, stream)) return StreamState::Capturing;
-  return d->idle(per_thread, stream) ? StreamState::Idle : StreamState::Busy;
+  return d->idle(per_thread, stream) ? StreamState::Idle : StreamState::Busy;  // in relaxed mode
 }
 
 // Counts the copy toward its observed host range; `range` gets the range's bounds.
@@ -254,6 +254,7 @@ Action try_rewrite(const CallDesc& desc, int& result) {
   f.bytes = desc.bytes;
   f.async = desc.flags & trace::kFlagAsync;
   f.registrations_exist = registrations_exist();
+  f.global_capture = global_capture_open();
   f.site_matched = site.matched;
   f.site_path = site.path;
   State* s = f.registrations_exist || c.register_in_place ? &state() : nullptr;

@@ -47,6 +47,7 @@
 
 #include "core/hot_line.h"
 #include "core/ranked_lock.h"
+#include "rewrite/capture_watch.h"
 
 namespace cuxfer::shim::rewrite {
 
@@ -100,8 +101,13 @@ void drain_process_cache();
 // hooks queued, so that no driver call sees a registration over memory that
 // was freed or unmapped. One acquire load (a plain load on x86) when nothing
 // is queued.
+// Not while a graph capture in global mode is open (capture_watch.h): the
+// capturing thread itself may be the one here, and cuMemHostUnregister is no
+// call to make in the middle of its capture; the queue waits for the capture's
+// end (the queued entries already answer no lookup).
 inline void drain_pending_registrations() {
-  if (__builtin_expect(detail::g_unregistrations_queued.load(std::memory_order_acquire) != 0, 0))
+  if (__builtin_expect(detail::g_unregistrations_queued.load(std::memory_order_acquire) != 0, 0) &&
+      !global_capture_open())
     detail::drain_process_cache();
 }
 

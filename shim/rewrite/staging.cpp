@@ -67,13 +67,14 @@ struct Buffer {
 class Pool {
  public:
   // Starts the filler; returns at once. False when it cannot start.
-  bool start(const Driver& drv, CUcontext ctx, uint64_t budget, std::string& error) {
+  // `initial`: how many buffers to make now (at most the budget's count).
+  bool start(const Driver& drv, CUcontext ctx, uint64_t budget, size_t initial, std::string& error) {
     const size_t count = std::max<size_t>(1, std::min<size_t>(budget / kChunkBytes, 64));
     buffers_.reserve(count);  // never reallocated: free_ points into it
     free_.reserve(count);
     ctx_ = ctx;
     max_ = count;
-    wanted_ = count;  // all of the budget, made in the background at ~1 ms a buffer
+    wanted_ = std::clamp<size_t>(initial, 1, count);  // made in the background at ~1 ms a buffer
     if (!spawn_quiet_thread([this, &drv] { fill(drv); })) {
       error = "the staging pool's thread could not be started";
       return false;
@@ -116,6 +117,37 @@ class Pool {
     first_.notify_all();  // a caller waiting while the pool is made (wait_buffer)
   }
 
+  // Gives every buffer back to the system before the pool's context goes
+  // (the filler has stopped: wait_filled()): its allocation-table entry, its
+  // registration, its event, its memory. The pool can then start again for
+  // another context.
+  void free_all(const Driver& drv) {
+    std::lock_guard<RankedMutex> lock(mutex_);
+    for (const Buffer& b : buffers_) {
+      allocation_table().erase(reinterpret_cast<uint64_t>(b.host));
+      drv.host_unregister(b.host);
+      if (drv.event_destroy) drv.event_destroy(b.done);
+      syscall(SYS_munmap, b.host, kChunkBytes);
+    }
+    buffers_.clear();
+    free_.clear();
+    releases_ = 0;
+    wanted_ = max_ = 0;
+    ctx_ = nullptr;
+    stop_.store(false, std::memory_order_relaxed);
+    filled_.store(false, std::memory_order_relaxed);
+  }
+
+  // The whole budget from now on (a copy that may need staging was seen).
+  void want_all() {
+    {
+      std::lock_guard<RankedMutex> lock(mutex_);
+      if (wanted_ >= max_) return;
+      wanted_ = max_;
+    }
+    demand_.notify_one();
+  }
+
   // No more buffers are made (context teardown, fork child).
   void stop_filling() {
     {
@@ -144,9 +176,9 @@ class Pool {
   }
 
   // Waits (at most `limit`) until the filler has stopped.
-  void wait_filled(std::chrono::milliseconds limit) {
+  bool wait_filled(std::chrono::milliseconds limit) {
     RankedUniqueLock lock(mutex_);
-    first_.wait_for(lock.get(), limit, [&] { return filled_.load(std::memory_order_acquire); });
+    return first_.wait_for(lock.get(), limit, [&] { return filled_.load(std::memory_order_acquire); });
   }
   CUcontext context() const { return ctx_; }
   uint64_t bytes() const {
@@ -176,14 +208,29 @@ class Pool {
   std::atomic<bool> stop_{false};
 };
 
+// One context's pool. Every context the app makes gets its own, made on its
+// first copy that may need staging (or its first device allocation), given
+// back before the context goes (staging_teardown): PyCUDA makes a context per
+// test, a process per GPU makes one per device. A copy holds `users` while it
+// uses the pool; teardown waits for none.
+struct ContextPool {
+  std::atomic<CUcontext> ctx{nullptr};  // null: a free slot
+  std::atomic<int> users{0};
+  std::atomic<bool> whole{false};  // asked for its whole budget
+  Pool pool;
+};
+constexpr int kMaxContexts = 16;
+
 struct State {
   std::once_flag once;
-  std::atomic<bool> ready{false};
+  std::atomic<bool> ready{false};  // the memcpy threads are made
   std::atomic<bool> disabled{false};
   // Only used once driver_calls() has been checked non-null.
   const Driver& drv() const { return *driver_calls(); }
-  Pool pool;
   ParallelMemcpy* memcpy = nullptr;
+  uint64_t pool_budget = 0;  // each context's pool at most
+  mutable RankedMutex pools_mutex{LockRank::kStagingContexts};  // making and giving back pools
+  ContextPool pools[kMaxContexts];
 };
 
 State& state() {
@@ -247,7 +294,9 @@ char* make_buffer(const Driver& drv, CUresult& r) {
   // per-VMA locks and leaves munmap at ~0.1 ms; 1.4x slower, off the app's thread).
   static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   for (size_t off = 0; off < kChunkBytes; off += page) reinterpret_cast<volatile char*>(p)[off] = 0;
-  drain_pending_registrations();  // a queued stale registration could cover this new address
+  // A queued stale registration could cover this new address: drained even
+  // beside a graph capture (this thread is the shim's, in relaxed mode).
+  detail::drain_process_cache();
   r = drv.host_register(p, kChunkBytes, CU_MEMHOSTREGISTER_PORTABLE);
   if (r != CUDA_SUCCESS) {
     syscall(SYS_munmap, p, kChunkBytes);
@@ -321,24 +370,80 @@ void Pool::fill(const Driver& drv) {
   first_.notify_all();
 }
 
-bool initialise(CUcontext ctx) {
+// The memcpy threads and the budget, once per process.
+bool initialise() {
   State& s = state();
   std::call_once(s.once, [&] {
     InternalScope internal;
     const Config& c = config();
-    std::string error;
     unsigned threads = c.stage_threads ? c.stage_threads : default_threads();
     s.memcpy = new (std::nothrow) ParallelMemcpy(threads);
     if (!s.memcpy) return disable("out of memory");
-    // The pool takes at most half the pinned budget (and 128 MiB); registrations get the rest.
-    const uint64_t pool_budget = std::min<uint64_t>(pinned_budget_bytes(c) / 2, kPoolMax);
-    if (!s.pool.start(s.drv(), ctx, pool_budget, error)) return disable(error);
+    // A pool takes at most half the pinned budget (and 128 MiB); registrations get the rest.
+    s.pool_budget = std::min<uint64_t>(pinned_budget_bytes(c) / 2, kPoolMax);
     Recorder::instance().note("rewrite: pin: staging with " + std::to_string(threads) + " memcpy threads",
                               /*warning=*/false);
     s.ready.store(true, std::memory_order_release);
   });
   return s.ready.load(std::memory_order_acquire) && !s.disabled.load(std::memory_order_relaxed);
 }
+
+ContextPool* find_pool(State& s, CUcontext ctx) {
+  for (ContextPool& p : s.pools)
+    if (p.ctx.load(std::memory_order_acquire) == ctx) return &p;
+  return nullptr;
+}
+
+// The pool of `ctx`, made (with `initial` buffers first) if it has none.
+// Null when every slot is taken or the pool cannot start.
+ContextPool* pool_for(State& s, CUcontext ctx, size_t initial) {
+  if (ContextPool* p = find_pool(s, ctx)) return p;
+  std::string error;
+  {
+    // Notes are written after the lock: the recorder's locks rank above it.
+    std::lock_guard<RankedMutex> lock(s.pools_mutex);
+    if (ContextPool* p = find_pool(s, ctx)) return p;
+    for (ContextPool& p : s.pools) {
+      if (p.ctx.load(std::memory_order_acquire) != nullptr) continue;
+      if (!p.pool.start(s.drv(), ctx, s.pool_budget, initial, error)) break;
+      p.whole.store(initial >= SIZE_MAX, std::memory_order_relaxed);
+      p.ctx.store(ctx, std::memory_order_release);
+      return &p;
+    }
+  }
+  if (!error.empty()) {
+    disable(error);
+    return nullptr;
+  }
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true))
+    Recorder::instance().note("rewrite: pin: more than " + std::to_string(kMaxContexts) +
+                              " contexts at once; copies in the others pass through");
+  return nullptr;
+}
+
+// A copy's hold on its context's pool (teardown waits for it to end).
+class PoolUse {
+ public:
+  PoolUse(ContextPool* p, CUcontext ctx) : p_(p) {
+    if (!p_) return;
+    p_->users.fetch_add(1, std::memory_order_acq_rel);
+    if (p_->ctx.load(std::memory_order_acquire) != ctx) {  // given back meanwhile
+      p_->users.fetch_sub(1, std::memory_order_acq_rel);
+      p_ = nullptr;
+    }
+  }
+  ~PoolUse() {
+    if (p_) p_->users.fetch_sub(1, std::memory_order_acq_rel);
+  }
+  PoolUse(const PoolUse&) = delete;
+  PoolUse& operator=(const PoolUse&) = delete;
+  explicit operator bool() const { return p_ != nullptr; }
+  Pool& pool() const { return p_->pool; }
+
+ private:
+  ContextPool* p_;
+};
 
 enum class Way { HtoD, DtoH };
 
@@ -449,25 +554,54 @@ CUXFER_HOT bool enabled() {
 void staging_teardown(CUcontext ctx) {
   State& s = state();
   if (!s.ready.load(std::memory_order_acquire) || s.disabled.load(std::memory_order_relaxed)) return;
-  if (ctx && ctx != s.pool.context()) return;
-  // The filler makes no more buffers (it finishes the one it is making: at
-  // most one cuMemHostAlloc, a few ms), and every buffer goes with the context.
-  s.pool.stop_filling();
-  s.pool.wait_filled(std::chrono::seconds(2));
-  s.pool.for_each_buffer([](const char* host) { allocation_table().erase(reinterpret_cast<uint64_t>(host)); });
-  disable("its staging pool went with a context reset/destroy (cudaDeviceReset)");
+  const Driver* drv = driver_calls();
+  if (!drv) return;
+  InternalScope internal;
+  bool stuck = false;
+  {
+  std::lock_guard<RankedMutex> lock(s.pools_mutex);
+  for (ContextPool& p : s.pools) {
+    CUcontext owner = p.ctx.load(std::memory_order_acquire);
+    // A primary context's reset names no context: every pool goes, and the
+    // ones of contexts that stay are made again on their next copy.
+    if (!owner || (ctx && owner != ctx)) continue;
+    p.ctx.store(nullptr, std::memory_order_release);  // no copy finds it from now on
+    // A copy still using it would be the app's copy in a context it is
+    // destroying; wait for it a little all the same.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (p.users.load(std::memory_order_acquire) != 0 && std::chrono::steady_clock::now() < until) sched_yield();
+    // The filler makes no more buffers (it finishes the one it is making: at
+    // most one registration, a few ms); then every buffer is given back while
+    // the context still exists.
+    p.pool.stop_filling();
+    if (!p.pool.wait_filled(std::chrono::seconds(2)) || p.users.load(std::memory_order_acquire) != 0) {
+      p.ctx.store(reinterpret_cast<CUcontext>(uintptr_t{1}), std::memory_order_release);  // never reused
+      stuck = true;
+      continue;
+    }
+    p.pool.free_all(*drv);
+  }
+  }
+  if (stuck)
+    Recorder::instance().note("rewrite: pin: a staging pool could not be given back before its context went; "
+                              "its buffers stay mapped");
 }
-
-void staging_prewarm() {
+void staging_prewarm(Prewarm how) {
   State& s = state();
-  if (s.ready.load(std::memory_order_acquire) || s.disabled.load(std::memory_order_relaxed)) return;
+  if (s.disabled.load(std::memory_order_relaxed)) return;
   const Driver* drv = driver_calls();
   if (!drv) return;
   InternalScope internal;
   CUcontext ctx = nullptr;
-  if (drv->ctx_get_current(&ctx) == CUDA_SUCCESS && ctx) initialise(ctx);
+  if (drv->ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx) return;
+  if (ContextPool* p = find_pool(s, ctx)) {
+    if (how == Prewarm::Whole && !p->whole.load(std::memory_order_acquire) && !p->whole.exchange(true))
+      p->pool.want_all();
+    return;
+  }
+  if (!initialise()) return;
+  pool_for(s, ctx, how == Prewarm::OneCopy ? kRingPerCall : SIZE_MAX);
 }
-
 void disable_after_fork() { state().disabled.store(true, std::memory_order_relaxed); }
 
 void make_state_before_fork() { state(); }
@@ -508,9 +642,11 @@ bool try_stage(const CallDesc& desc, int& result, bool any_size) {
   }
   CUcontext ctx = nullptr;
   if (s.drv().ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx) return false;
-  if (!s.ready.load(std::memory_order_acquire) && !initialise(ctx)) return false;
-  if (s.disabled.load(std::memory_order_relaxed)) return false;
-  if (ctx != s.pool.context()) return false;  // one context for now: others pass through
+  if (!initialise()) return false;
+  // The calling context's own pool: its events belong to that context.
+  PoolUse use(pool_for(s, ctx, SIZE_MAX), ctx);
+  if (!use) return false;
+  Pool& pool = use.pool();
   const bool per_thread = desc.flags & trace::kFlagPerThreadStream;
   const bool async = desc.flags & trace::kFlagAsync;
   CUstream stream = reinterpret_cast<CUstream>(desc.stream);
@@ -518,18 +654,18 @@ bool try_stage(const CallDesc& desc, int& result, bool any_size) {
 
   Buffer* ring[kRingPerCall];
   size_t want = std::min(kRingPerCall, (desc.bytes + chunk_for(desc.bytes) - 1) / chunk_for(desc.bytes));
-  size_t k = s.pool.acquire(s.drv(), ring, want);
+  size_t k = pool.acquire(s.drv(), ring, want);
   // Only while the pool is still being made (staging_prewarm() usually
   // started it before the first copy that needs it): wait for a buffer (made,
   // or given back by another call) rather than send the copy down the driver's
   // slow path, as callers waited when the pool was made inside the first
   // staged copy. Once the pool is complete, a call that finds none free
   // declines at once, as before.
-  if (k == 0 && s.pool.growing()) {
+  if (k == 0 && pool.growing()) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-    while (s.pool.wait_buffer(until) && (k = s.pool.acquire(s.drv(), ring, want)) == 0) {
+    while (pool.wait_buffer(until) && (k = pool.acquire(s.drv(), ring, want)) == 0) {
     }
-    if (k == 0) k = s.pool.acquire(s.drv(), ring, want);
+    if (k == 0) k = pool.acquire(s.drv(), ring, want);
   }
   if (k == 0) return false;
   CUresult r = CUDA_SUCCESS;
@@ -539,7 +675,7 @@ bool try_stage(const CallDesc& desc, int& result, bool any_size) {
                   : run_dtoh(s, per_thread, desc.src, reinterpret_cast<char*>(desc.dst), desc.bytes, stream, ring,
                              k, r);
   // H2D buffers may still be in flight (async); their events say when they are free.
-  s.pool.release(ring, k, way == Way::HtoD);
+  pool.release(ring, k, way == Way::HtoD);
   if (!done) return false;
   result = static_cast<int>(r);
   return true;

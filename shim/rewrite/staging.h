@@ -32,7 +32,13 @@ bool try_stage(const CallDesc& d, int& result, bool any_size = false);
 // Starts filling the staging pool in the background for the current context
 // (once per process), so that the first copy that needs it finds it ready.
 // Cheap after the first call: one atomic load.
-void staging_prewarm();
+//   Whole:   all of the pool's budget (a copy that may need staging).
+//   OneCopy: the buffers one copy cycles through (the app's first device
+//            allocation): pinned before its first copy, off its thread, and
+//            no more until a copy asks for it (an app whose copies are all
+//            small pins 32 MiB, not the whole budget).
+enum class Prewarm { OneCopy, Whole };
+void staging_prewarm(Prewarm how = Prewarm::Whole);
 
 // Fork child: the parent's CUDA context and pinned pool are not usable here.
 void disable_after_fork();

@@ -232,6 +232,10 @@ Action try_zero_copy(const CallDesc& d, int& result) {
   const bool async = d.flags & trace::kFlagAsync;
   const bool per_thread = d.flags & trace::kFlagPerThreadStream;
   InternalScope internal;
+  // Its queries, event and wait are the shim's own: in relaxed capture mode,
+  // so that a graph another thread captures in global mode is not
+  // invalidated by them (driver_calls.h).
+  RelaxedCaptureScope capture_safe(*drv);
   if (!async) {
     // What the driver does first for a pageable copy: wait for the work ahead
     // of it in the default stream (and, as the legacy stream does, in the

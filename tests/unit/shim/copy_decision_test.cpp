@@ -166,6 +166,34 @@ TEST(CopyDecision, AsyncD2HOnARegisteredRangeWaitsLikeThePageableOriginal) {
             path(CopyPath::Original, Before::Release));
 }
 
+// While another thread captures a graph in global mode, a sync that has to
+// wait is refused and invalidates the capture: every copy leaves its stream
+// as the app's own call would (gpu.capture_while_copying).
+TEST(CopyDecision, BesideAGlobalCaptureCopiesLeaveTheStreamAsTheAppsCallWould) {
+  for (CopyWay w : {CopyWay::HtoD, CopyWay::DtoH})
+    for (bool async : {false, true})
+      for (uint64_t n : {4 * KiB, MiB, 4 * MiB, 64 * MiB}) {
+        CopyFacts f = copy(w, n, async);
+        f.global_capture = true;
+        f.registrations_exist = true;
+        for (ReuseVerdict r : {ReuseVerdict::NotAsked, ReuseVerdict::RegisterNow}) {
+          f.reuse = r;
+          EXPECT_EQ(decide(f, pin()), path(CopyPath::Original)) << n << " async=" << async;
+        }
+        CopyFacts c = covered(w, n, async);
+        c.global_capture = true;
+        EXPECT_EQ(decide(c, pin()), path(CopyPath::InPlace, Before::Nothing, /*wait=*/async)) << n;
+        c.cover = Cover::Touches;
+        EXPECT_EQ(decide(c, pin()), path(CopyPath::Original, Before::Release)) << n;
+      }
+  // Below the rewrite's thresholds and with registration off alike.
+  RewriteSettings s = pin();
+  s.registering = false;
+  CopyFacts f = copy(CopyWay::HtoD, 64 * MiB, true);
+  f.global_capture = true;
+  EXPECT_EQ(decide(f, s), path(CopyPath::Original));
+}
+
 TEST(CopyDecision, PartlyRegisteredRangeIsStagedOrMadePageable) {
   CopyFacts f = copy(CopyWay::HtoD, MiB, true);
   f.registrations_exist = true;
