@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Every context is served by the rewrite, not only the first (stdlib only).
+
+testapps/context_per_test makes a context per "test" (cuCtxCreate), copies
+pageable memory through it (H2D then D2H, twice, 16 MiB each: over the
+staging thresholds) and destroys it, as PyCUDA's test suite does. Under
+`cuxfer record --rewrite=pin`:
+  - the app's output is the plain run's (every byte checked by the app);
+  - every copy was staged or registered: the staged bytes plus the
+    registered bytes are all of the pageable bytes (a pool bound to the first
+    context served only the first context's copies; the others passed through);
+  - the report names no copy passed through for lack of a pool.
+
+  run_context_per_test.py --cuxfer build/bin/cuxfer --shim build/lib/libcuxfer.so \\
+      --workdir DIR -- build/testapps/sim/context_per_test-sim 4 16M
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from e2e_util import command_after_dashes, fresh_dir, run_diagnosed, verdict
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cuxfer", required=True)
+    ap.add_argument("--shim", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("command", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    app = command_after_dashes(a.command)
+    work = fresh_dir(a.workdir)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CUXFER_") and k != "LD_PRELOAD"}
+    env["CUXFER_PROFILE_DIR"] = "/nonexistent/cuxfer-test-profiles"
+    plain = run_diagnosed(app, 120, env=env)
+    if plain.returncode == 77:
+        print(plain.stdout)
+        return 77
+    run = run_diagnosed([a.cuxfer, "record", "-q", "--rewrite=pin", "--shim", a.shim, "-o", str(work / "t"),
+                         "--", *app], 120, env=env)
+    print(run.stdout, run.stderr, sep="\n")
+    fails = []
+    if run.returncode != 0 or run.stdout.strip() != plain.stdout.strip():
+        fails.append(f"exit {run.returncode}, output {run.stdout.strip()!r}; plain: {plain.stdout.strip()!r}")
+    rep = run_diagnosed([a.cuxfer, "report", "--json", str(work / "t")], 60, env=env)
+    if rep.returncode != 0:
+        fails.append(f"report failed: {rep.stderr}")
+        return verdict(fails)
+    j = json.loads(rep.stdout)
+    rw = j.get("rewrite", {})
+    served = rw.get("staged_bytes", 0) + rw.get("registered_bytes", 0)
+    passed = rw.get("passthrough_pageable_bytes", 0)
+    print(f"staged {rw.get('staged_bytes')}, registered {rw.get('registered_bytes')}, passed through {passed}")
+    if served == 0:
+        fails.append("the rewrite served no copy")
+    if passed != 0:
+        fails.append(f"{passed} pageable bytes passed through: some contexts' copies were not served")
+    return verdict(fails)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
