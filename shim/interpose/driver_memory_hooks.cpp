@@ -3,6 +3,7 @@
 // and record allocation events. A range is dropped from the table *before*
 // the real free, so an address reused by another thread right after the free
 // is never shadowed by the stale entry.
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 
@@ -22,9 +23,14 @@ namespace {
 
 int8_t current_device() { return current_device_ordinal(); }
 
-bool rewrite_pin_on() {
-  static const bool on = config().enabled && config().rewrite_pin;
-  return on;
+// Device allocations at least this large prewarm the staging pool (0: never):
+// as large as a copy the pool would stage, so that an app whose buffers are
+// all small (PyCUDA's tests make a context each) pins nothing for it.
+uint64_t prewarm_min_bytes() {
+  static const uint64_t min = config().enabled && config().rewrite_pin
+                                  ? std::max<uint64_t>(1, std::min(config().stage_min_h2d, config().stage_min_d2h))
+                                  : 0;
+  return min;
 }
 
 void remember(uint64_t address, uint64_t bytes, MemKind kind) {
@@ -50,9 +56,11 @@ auto on_alloc(const P* out, uint64_t bytes, MemKind kind) {
     // The zero-copy path made it and listed it as mapped (rewrite/zero_copy.h).
     if (!thread_state().mapped) remember(address, bytes, kind);
     if (kind == MemKind::Managed) Recorder::instance().managed_memory_seen();
-    // The app's first device memory: the staging pool's first buffers are
-    // pinned now, in the background, rather than inside its first copy.
-    if (kind == MemKind::Device && rewrite_pin_on()) rewrite::staging_prewarm(rewrite::Prewarm::OneCopy);
+    // Device memory as large as a staged copy: the staging pool's first
+    // buffers are pinned now, in the background, rather than inside the
+    // context's first copy.
+    if (kind == MemKind::Device && prewarm_min_bytes() && bytes >= prewarm_min_bytes())
+      rewrite::staging_prewarm(rewrite::Prewarm::OneCopy);
     if (e) {
       e->address = address;
       e->bytes = bytes;
