@@ -33,7 +33,8 @@ const Subcommand kSubcommands[] = {
     {"record", cuxfer::cli::run_record, &cuxfer::cli::kRecordHelp,
      "record [-o DIR] [--name NAME] [--stack-depth N | --no-stacks]\n"
      "      [--cupti=auto|on|off] [--kernels] [--capture-range=cudaProfilerApi|none]\n"
-     "      [--rewrite=pin|off] [--policy FILE] [--check FILE] [--shim PATH] [-q]\n"
+     "      [--rewrite=pin|off] [--policy FILE] [--check FILE [--any-program]]\n"
+     "      [--shim PATH] [-q]\n"
      "      -- COMMAND [ARGS...]",
      "run COMMAND with the cuxfer shim preloaded; writes one trace per process\n"
      "that uses CUDA"},
