@@ -53,7 +53,7 @@ const Subcommand kSubcommands[] = {
      "write the calls and GPU activity as Chrome/Perfetto trace-event JSON\n"
      "(ui.perfetto.dev) or as an SQLite database for your own SQL"},
     {"policy", cuxfer::cli::run_policy, &cuxfer::cli::kPolicyHelp,
-     "policy [-o FILE] [--profile FILE | --no-profile] [-q]\n"
+     "policy [-o FILE] [--speculative] [--profile FILE | --no-profile] [-q]\n"
      "      [symbol options] TRACE...",
      "write a policy file (docs/policy.md) with the rewrite paths the findings\n"
      "support per call or allocation site (stage, register, zero_copy), each\n"

@@ -437,7 +437,8 @@ int Tuner::run() {
     analyses::Thresholds thresholds;
     if (profile) thresholds.profile = &*profile;
     const analyses::Report report = analyses::analyze(job, thresholds);
-    candidates_ = analyses::derive_policy(job, report, thresholds);
+    // Speculative candidates too: measuring them is what tune is for.
+    candidates_ = analyses::derive_policy(job, report, thresholds, analyses::Speculation::Propose);
     report_simulated_ = report.simulated;
   }
   const size_t n = candidates_.policy.entries.size();
