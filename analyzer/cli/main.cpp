@@ -45,9 +45,12 @@ const Subcommand kSubcommands[] = {
      "read traces and report totals, call sites and findings; --html also\n"
      "writes a self-contained HTML report with plots"},
     {"diff", cuxfer::cli::run_diff, &cuxfer::cli::kDiffHelp,
-     "diff [--json] [--top N] [-o FILE] [--range NAME] [symbol options] BASE NEW",
-     "compare two runs of the same workload (e.g. without and with\n"
-     "--rewrite=pin) call site by call site; time recovered"},
+     "diff [--json] [--top N] [-o FILE] [--range NAME] [symbol options]\n"
+     "      BASE NEW | --base RUN [--base RUN...] --new RUN [--new RUN...]",
+     "compare runs of the same workload (e.g. without and with --rewrite=pin)\n"
+     "call site by call site; time recovered, with how far it stands from\n"
+     "run-to-run noise when each side has several runs (BASE, NEW: a run, or a\n"
+     "folder of run folders)"},
     {"export", cuxfer::cli::run_export, &cuxfer::cli::kExportHelp,
      "export [--perfetto FILE] [--sqlite FILE] [symbol options] TRACE...",
      "write the calls and GPU activity as Chrome/Perfetto trace-event JSON\n"
