@@ -121,7 +121,8 @@ DiffSide median_side(const std::vector<const DiffSide*>& sides) {
   for (const auto& cls : classes) {
     std::vector<uint64_t> calls, bytes;
     for (const DiffSide* s : sides) {
-      auto it = std::find_if(s->classes.begin(), s->classes.end(), [&](const DiffClassCount& k) { return k.cls == cls; });
+      auto it = std::find_if(s->classes.begin(), s->classes.end(),
+                             [&](const DiffClassCount& k) { return k.cls == cls; });
       calls.push_back(it == s->classes.end() ? 0 : it->calls);
       bytes.push_back(it == s->classes.end() ? 0 : it->bytes);
     }
@@ -243,7 +244,8 @@ TimeRecoveredNoise judge_noise(const std::vector<uint64_t>& base_ns, const std::
     }
   n.separated = n.pairs_min_ns > 0 || n.pairs_max_ns < 0;
   n.chance = std::min(1.0, 2.0 / binomial(m + k, m));
-  for (n.runs_for_separation = 2; 2.0 / binomial(2 * n.runs_for_separation, n.runs_for_separation) > kNoiseAlpha;)
+  for (n.runs_for_separation = 2;
+       2.0 / binomial(2 * n.runs_for_separation, n.runs_for_separation) > kNoiseAlpha;)
     ++n.runs_for_separation;
   if (m == 1 && k == 1)
     n.verdict = NoiseVerdict::OneRunEach;
@@ -256,7 +258,8 @@ TimeRecoveredNoise judge_noise(const std::vector<uint64_t>& base_ns, const std::
 
 Diff diff_jobs(const model::Job& base, const model::Job& now) { return diff_runs({&base}, {&now}); }
 
-Diff diff_runs(const std::vector<const model::Job*>& base_jobs, const std::vector<const model::Job*>& now_jobs) {
+Diff diff_runs(const std::vector<const model::Job*>& base_jobs,
+               const std::vector<const model::Job*>& now_jobs) {
   Diff d;
   SideSites b = combine(base_jobs), n = combine(now_jobs);
   d.base = std::move(b.run);

@@ -79,7 +79,7 @@ struct DiffRun {
 // How far the time recovered stands from run-to-run noise.
 enum class NoiseVerdict : uint8_t {
   OneRunEach,     // one run per side: nothing says how much runs vary
-  Beyond,         // every pair of runs differs the same way, and runs that do not differ rarely do (chance <= 5 %)
+  Beyond,         // every pair differs the same way, which runs that do not differ rarely do (<= 5 %)
   NotConclusive,  // every pair differs the same way, but with so few runs that happens by chance too often
   Within,         // the runs overlap: some pair differs the other way (or not at all)
 };

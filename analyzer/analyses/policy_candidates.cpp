@@ -376,10 +376,10 @@ void Derivation::whole_uploads(Speculation speculation) {
     if (w.uploads < 2) continue;  // uploaded once: nothing recurring to save
     if (speculation == Speculation::HoldBack) {
       if (!candidates.count(key))
-        held.emplace_back(w.time_ns, job.sites[w.allocation_site].frame.short_display() + ": zero_copy: all " +
-                                         text::format_bytes(w.bytes / w.uploads) + " of this allocation uploaded " +
-                                         std::to_string(w.uploads) + " times (" + text::format_duration(w.time_ns) +
-                                         ")");
+        held.emplace_back(w.time_ns, job.sites[w.allocation_site].frame.short_display() +
+                                         ": zero_copy: all " + text::format_bytes(w.bytes / w.uploads) +
+                                         " of this allocation uploaded " + std::to_string(w.uploads) +
+                                         " times (" + text::format_duration(w.time_ns) + ")");
       continue;
     }
     Candidate& c = candidates[key];

@@ -86,15 +86,16 @@ std::vector<std::string> expand_runs(const std::vector<std::string>& names) {
 // The exit status when a run cannot be used (after one line): 1 unreadable or
 // nothing in the --range, 2 two runs' traces in one; else -1.
 int load_side(const std::vector<std::string>& runs, bool base, const SymbolOptions& symbols,
-               symbolize::Symbolizer& symbolizer, const std::optional<std::string>& range,
-               std::deque<model::Job>& jobs, std::vector<std::string>& notes) {
+              symbolize::Symbolizer& symbolizer, const std::optional<std::string>& range,
+              std::deque<model::Job>& jobs, std::vector<std::string>& notes) {
   const char* command = base ? "cuxfer diff (base)" : "cuxfer diff (new)";
   for (const auto& run : runs) {
     std::vector<std::string> errors;
     auto traces = load_traces({run}, "cuxfer diff", errors);
     for (const auto& e : errors) notes.push_back("skipped " + e);
     if (traces.empty()) {
-      std::fprintf(stderr, "cuxfer diff: %s: no trace could be read (%s run)\n", run.c_str(), base ? "base" : "new");
+      std::fprintf(stderr, "cuxfer diff: %s: no trace could be read (%s run)\n", run.c_str(),
+                   base ? "base" : "new");
       return 1;
     }
     jobs.push_back(model::build_job(std::move(traces), symbolizer, symbols.python_sites));
@@ -150,8 +151,9 @@ int run_diff(std::vector<std::string> args) {
     return kExitUsage;
   }
   if (!named && paths.size() != 2) {
-    std::fprintf(stderr, "cuxfer diff: needs two runs, BASE and NEW (usage: cuxfer diff [--json] [-o FILE] BASE NEW, "
-                         "or --base RUN... --new RUN...)\n");
+    std::fprintf(stderr,
+                 "cuxfer diff: needs two runs, BASE and NEW (usage: cuxfer diff [--json] [-o FILE] BASE NEW, "
+                 "or --base RUN... --new RUN...)\n");
     return kExitUsage;
   }
   if (!named) {

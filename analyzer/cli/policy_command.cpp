@@ -109,7 +109,8 @@ std::string summary(const analyses::PolicyCandidates& c, const std::string& wher
     size_t width = 8;  // "findings"
     for (size_t i = 0; i < c.policy.entries.size(); ++i)
       width = std::max(width, entry_findings(c.policy.entries[i], c.speculative[i]).size());
-    out += fmt::format("  {:<11} {:<10} {:>10}  {:<{}}  {}\n", "path", "site", "est. gain", "findings", width, "where");
+    out += fmt::format("  {:<11} {:<10} {:>10}  {:<{}}  {}\n", "path", "site", "est. gain", "findings", width,
+                       "where");
     for (size_t i = 0; i < c.policy.entries.size(); ++i) {
       const policy::Entry& e = c.policy.entries[i];
       out += fmt::format("  {:<11} {:<10} {:>10}  {:<{}}  {}\n", policy::path_name(e.path),
@@ -119,17 +120,18 @@ std::string summary(const analyses::PolicyCandidates& c, const std::string& wher
     out += "  (gains are estimates: docs/policy.md says how each is made)\n";
     if (speculative)
       out += paragraph(fmt::format("SPECULATIVE: {} entr{} ({}); {}. The file says so in {} \"comment\".",
-                                   speculative, speculative == 1 ? "y" : "ies", kSpeculativeWhy, kHowToMeasure,
-                                   speculative == 1 ? "its" : "their"),
+                                   speculative, speculative == 1 ? "y" : "ies", kSpeculativeWhy,
+                                   kHowToMeasure, speculative == 1 ? "its" : "their"),
                        "  ");
   } else {
     out += "  no candidates: no finding supports a policy entry in these traces\n";
   }
   if (!c.held_back.empty()) {
-    out += paragraph(fmt::format("held back {} speculative candidate{} ({}): cuxfer policy --speculative writes {}, "
-                                 "cuxfer tune -- COMMAND measures {}:",
-                                 c.held_back.size(), c.held_back.size() == 1 ? "" : "s", kSpeculativeWhy,
-                                 c.held_back.size() == 1 ? "it" : "them", c.held_back.size() == 1 ? "it" : "them"),
+    const bool one = c.held_back.size() == 1;
+    out += paragraph(fmt::format("held back {} speculative candidate{} ({}): cuxfer policy --speculative "
+                                 "writes {}, cuxfer tune -- COMMAND measures {}:",
+                                 c.held_back.size(), one ? "" : "s", kSpeculativeWhy, one ? "it" : "them",
+                                 one ? "it" : "them"),
                      "  ");
     for (const auto& s : c.held_back) out += "    " + s + "\n";
   }
@@ -146,9 +148,11 @@ void mark_speculative(analyses::PolicyCandidates& c) {
   const size_t n = count_speculative(c);
   if (n == 0) return;
   for (size_t i = 0; i < c.policy.entries.size(); ++i)
-    if (c.speculative[i]) c.policy.entries[i].comment = std::string("SPECULATIVE: ") + kSpeculativeWhy + "; " + kHowToMeasure;
-  c.policy.comment += fmt::format(" {} entr{} SPECULATIVE (no report finding supports {}): see {} comment.", n,
-                                  n == 1 ? "y is" : "ies are", n == 1 ? "it" : "them", n == 1 ? "its" : "their");
+    if (c.speculative[i])
+      c.policy.entries[i].comment = std::string("SPECULATIVE: ") + kSpeculativeWhy + "; " + kHowToMeasure;
+  c.policy.comment += fmt::format(" {} entr{} SPECULATIVE (no report finding supports {}): see {} comment.",
+                                  n, n == 1 ? "y is" : "ies are", n == 1 ? "it" : "them",
+                                  n == 1 ? "its" : "their");
 }
 
 }  // namespace
@@ -188,8 +192,8 @@ int run_policy(std::vector<std::string> args) {
   analyses::Thresholds thresholds;
   if (profile) thresholds.profile = &*profile;
   const analyses::Report report = analyses::analyze(job, thresholds);
-  analyses::PolicyCandidates candidates = analyses::derive_policy(
-      job, report, thresholds, speculative ? analyses::Speculation::Propose : analyses::Speculation::HoldBack);
+  const auto speculation = speculative ? analyses::Speculation::Propose : analyses::Speculation::HoldBack;
+  analyses::PolicyCandidates candidates = analyses::derive_policy(job, report, thresholds, speculation);
   candidates.policy.generator = std::string("cuxfer ") + CUXFER_VERSION + " policy";
   candidates.policy.comment = "Candidates from the findings of " + std::to_string(job.processes.size()) +
                               " process trace(s)" + (report.simulated ? " recorded on SIMULATED CUDA" : "") +

@@ -178,8 +178,8 @@ bool budget_fits_command(const check::Budget& budget, const RecordOptions& o) {
   if (std::find(names.begin(), names.end(), budget.program) != names.end()) return true;
   const std::string program = o.command[0].substr(o.command[0].rfind('/') + 1);
   std::fprintf(stderr,
-               "cuxfer record: --check %s: the budget is for program '%s', which the command does not name (it runs "
-               "'%s'); --any-program runs it and applies the budget anyway\n",
+               "cuxfer record: --check %s: the budget is for program '%s', which the command does not name "
+               "(it runs '%s'); --any-program runs it and applies the budget anyway\n",
                o.check.c_str(), budget.program.c_str(), program.c_str());
   return false;
 }

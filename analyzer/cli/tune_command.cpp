@@ -642,7 +642,8 @@ render::TuneReport Tuner::report_of(const Measured& m) {
     render::DiffTextOptions opts;
     opts.width = 100;
     opts.top_sites = 20;
-    opts.noise_note = "One run of each, the median ones: the verdicts above weigh every run against run-to-run noise.";
+    opts.noise_note =
+        "One run of each, the median ones: the verdicts above weigh every run against run-to-run noise.";
     rep.diff_text = render::render_diff_text(d, opts);
   }
 

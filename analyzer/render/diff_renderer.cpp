@@ -67,10 +67,10 @@ std::string run_line(const char* name, const DiffRun& r) {
 std::string simulated_banner(const Diff& d) {
   if (!d.base.simulated && !d.now.simulated) return {};
   if (d.base.simulated && d.now.simulated)
-    return "!! SIMULATED CUDA (tests/simcuda): both sides ran without a GPU; their times say nothing about real "
-           "hardware\n";
-  return fmt::format("!! SIMULATED CUDA (tests/simcuda): the {} side ran without a GPU and the {} side on real "
-                     "CUDA; their times do not compare\n",
+    return "!! SIMULATED CUDA (tests/simcuda): both sides ran without a GPU; their times say nothing "
+           "about real hardware\n";
+  return fmt::format("!! SIMULATED CUDA (tests/simcuda): the {} side ran without a GPU and the {} side on "
+                     "real CUDA; their times do not compare\n",
                      d.base.simulated ? "base" : "new", d.base.simulated ? "new" : "base");
 }
 
@@ -84,20 +84,21 @@ std::string percent(double fraction) {
 std::string noise_sentences(const Diff& d) {
   const analyses::TimeRecoveredNoise& n = d.noise;
   if (n.verdict == analyses::NoiseVerdict::OneRunEach)
-    return fmt::format("One run each: nothing says how much runs vary, so this cannot be told apart from "
-                       "run-to-run noise. Record {} or more runs of each and compare them all (cuxfer diff --base "
-                       "RUN... --new RUN..., or a folder of run folders per side) for the difference with its "
-                       "uncertainty.",
+    return fmt::format("One run each: nothing says how much runs vary, so this cannot be told apart "
+                       "from run-to-run noise. Record {} or more runs of each and compare them all "
+                       "(cuxfer diff --base RUN... --new RUN..., or a folder of run folders per side) for "
+                       "the difference with its uncertainty.",
                        n.runs_for_separation);
   const size_t pairs = d.base.samples.size() * d.now.samples.size();
-  std::string out = fmt::format("The {} pairs of a base and a new run differ by {} to {}. ", pairs,
-                                format_signed_duration(n.pairs_min_ns), format_signed_duration(n.pairs_max_ns));
+  std::string out =
+      fmt::format("The {} pairs of a base and a new run differ by {} to {}. ", pairs,
+                  format_signed_duration(n.pairs_min_ns), format_signed_duration(n.pairs_max_ns));
   const std::string order = n.pairs_min_ns > 0 ? "every base run blocked longer than every new run"
                                                : "every new run blocked longer than every base run";
   switch (n.verdict) {
     case analyses::NoiseVerdict::Beyond:
-      out += fmt::format("Beyond run-to-run noise: {}, which runs that do not differ would do by chance {} of "
-                         "the time (exact permutation test).",
+      out += fmt::format("Beyond run-to-run noise: {}, which runs that do not differ would do by chance "
+                         "{} of the time (exact permutation test).",
                          order, percent(n.chance));
       break;
     case analyses::NoiseVerdict::NotConclusive:
@@ -168,7 +169,8 @@ json diff_to_json(const Diff& d) {
     j["totals"] = side_json(r.totals);
     json samples = json::array();
     for (const auto& s : r.samples)
-      samples.push_back(json{{"traces", s.traces}, {"cpu_blocked_ns", s.cpu_blocked_ns}, {"wall_ns", s.wall_ns}});
+      samples.push_back(
+          json{{"traces", s.traces}, {"cpu_blocked_ns", s.cpu_blocked_ns}, {"wall_ns", s.wall_ns}});
     j["samples"] = samples;
     j["work_spread"] = r.work_spread.empty() ? json(nullptr) : json(r.work_spread);
     return j;
@@ -214,10 +216,10 @@ json diff_to_json(const Diff& d) {
       {"separated", n.separated},
       {"chance", n.chance},
       {"runs_for_separation", n.runs_for_separation},
-      {"method", "every base run against every new run: the range of their CPU-blocked time differences; "
-                 "separated when all have one sign; chance: the probability of such a separation among runs "
-                 "that do not differ, 2 / C(m+n, m) (exact permutation test); beyond noise when separated with "
-                 "chance <= 5 %"}};
+      {"method",
+       "every base run against every new run: the range of their CPU-blocked time differences; separated "
+       "when all have one sign; chance: the probability of such a separation among runs that do not "
+       "differ, 2 / C(m+n, m) (exact permutation test); beyond noise when separated with chance <= 5 %"}};
   j["simulated"] = d.base.simulated || d.now.simulated;
   j["sites"] = sites;
   j["notes"] = d.notes;
@@ -234,8 +236,8 @@ std::string render_diff_text(const Diff& d, const DiffTextOptions& o) {
   if (const std::string banner = simulated_banner(d); !banner.empty()) out += banner + "\n";
   for (const auto* side : {&d.base, &d.now})
     if (!side->work_spread.empty())
-      for (const auto& line : wrap(fmt::format("!! NOT THE SAME WORK across the {} runs: {}; their medians mix "
-                                               "different work",
+      for (const auto& line : wrap(fmt::format("!! NOT THE SAME WORK across the {} runs: {}; their medians "
+                                               "mix different work",
                                                side == &d.base ? "base" : "new", side->work_spread),
                                    width))
         out += line + "\n";
@@ -243,8 +245,9 @@ std::string render_diff_text(const Diff& d, const DiffTextOptions& o) {
   size_t differing = 0;
   for (const auto& s : d.sites) differing += !s.same_work;
   if (d.same_work) {
-    out += fmt::format("Same work: yes (every call site made the same copies, calls and bytes per class, in {})\n\n",
-                       d.base.runs > 1 || d.now.runs > 1 ? "every run" : "both runs");
+    out += fmt::format(
+        "Same work: yes (every call site made the same copies, calls and bytes per class, in {})\n\n",
+        d.base.runs > 1 || d.now.runs > 1 ? "every run" : "both runs");
   } else if (differing > 0) {
     out += fmt::format("!! NOT THE SAME WORK: {} call site{} made different copies; times do not compare like "
                        "for like\n",

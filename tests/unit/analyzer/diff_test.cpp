@@ -193,7 +193,8 @@ TEST_F(Diff, OneRunEachSaysItCannotBeToldFromNoise) {
 TEST_F(Diff, SeveralRunsGiveMediansAndTheRangeOfEveryPair) {
   std::vector<model::Job> base, now;
   for (uint64_t h2d : {100'000, 130'000, 110'000, 120'000}) base.push_back(load(run(0x400000, h2d, 500'000)));
-  for (uint64_t h2d : {40'000, 70'000, 50'000, 60'000}) now.push_back(load(run(0x400000, h2d, 200'000, true)));
+  for (uint64_t h2d : {40'000, 70'000, 50'000, 60'000})
+    now.push_back(load(run(0x400000, h2d, 200'000, true)));
   std::vector<const model::Job*> b, n;
   for (const auto& j : base) b.push_back(&j);
   for (const auto& j : now) n.push_back(&j);
@@ -221,8 +222,10 @@ TEST_F(Diff, SeveralRunsGiveMediansAndTheRangeOfEveryPair) {
   EXPECT_EQ(j["time_recovered_basis"], "measured: median base minus median new CPU-blocked time");
   std::string text = render::render_diff_text(d, wide());
   EXPECT_NE(text.find("Totals: medians over 4 base and 4 new runs"), std::string::npos) << text;
-  EXPECT_NE(text.find("The 16 pairs of a base and a new run differ by +690 us to +870 us"), std::string::npos) << text;
-  EXPECT_NE(text.find("Beyond run-to-run noise: every base run blocked longer than every new run"), std::string::npos)
+  EXPECT_NE(text.find("The 16 pairs of a base and a new run differ by +690 us to +870 us"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Beyond run-to-run noise: every base run blocked longer than every new run"),
+            std::string::npos)
       << text;
 }
 
@@ -246,7 +249,8 @@ TEST_F(Diff, FewSeparatedRunsAreNotConclusive) {
   EXPECT_EQ(n.pairs_min_ns, 180);
   EXPECT_EQ(n.pairs_max_ns, 220);
   // One side of one run: the other side's spread still tells something.
-  EXPECT_EQ(analyses::judge_noise({100}, {10, 20, 30, 40, 50}).verdict, analyses::NoiseVerdict::NotConclusive);
+  EXPECT_EQ(analyses::judge_noise({100}, {10, 20, 30, 40, 50}).verdict,
+            analyses::NoiseVerdict::NotConclusive);
   EXPECT_EQ(analyses::judge_noise({100}, {100}).verdict, analyses::NoiseVerdict::OneRunEach);
 }
 
@@ -282,7 +286,8 @@ TEST_F(Diff, SimulatedRunsAreSaidFirst) {
   // One side only: the times do not compare.
   model::Job real = load(run(0x400000, 40'000, 200'000, true));
   text = render::render_diff_text(analyses::diff_jobs(base, real), {});
-  EXPECT_NE(text.find("the base side ran without a GPU and the new side on real CUDA"), std::string::npos) << text;
+  EXPECT_NE(text.find("the base side ran without a GPU and the new side on real CUDA"), std::string::npos)
+      << text;
 }
 
 }  // namespace

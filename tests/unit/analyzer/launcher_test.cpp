@@ -108,7 +108,7 @@ TEST_F(ProgramCheck, ProgramsNamedByACommandLine) {
   };
   auto names = programs_named({"tool"}, path_env.c_str());
   EXPECT_TRUE(has(names, "tool"));
-  EXPECT_TRUE(has(names, "tool-1.2"));  // its real path
+  EXPECT_TRUE(has(names, "tool-1.2"));                  // its real path
   names = programs_named({"./job"}, path_env.c_str());  // not in the current directory: its name only
   EXPECT_TRUE(has(names, "job"));
   EXPECT_FALSE(has(names, "tool-1.2"));

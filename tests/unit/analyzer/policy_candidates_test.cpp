@@ -146,7 +146,8 @@ TEST_F(PolicyCandidates, SpeculativeCandidatesAreHeldBackUnlessProposed) {
   for (const auto& e : held.policy.entries)
     for (const auto& f : e.findings) EXPECT_NE(f, analyses::kWholeUploads);
   ASSERT_EQ(held.held_back.size(), 1u);
-  EXPECT_NE(held.held_back[0].find("zero_copy: all 4.00 MiB of this allocation uploaded 3 times"), std::string::npos)
+  EXPECT_NE(held.held_back[0].find("zero_copy: all 4.00 MiB of this allocation uploaded 3 times"),
+            std::string::npos)
       << held.held_back[0];
   EXPECT_EQ(held.speculative, std::vector<bool>(held.policy.entries.size(), false));
 }
