@@ -65,6 +65,7 @@ struct Entry {
   std::optional<uint64_t> estimated_gain_ns;  // what the analyzer estimated; an estimate
   std::vector<std::string> findings;          // the report findings that support the entry
   std::string reason;                         // free text for people
+  std::string comment;                        // for people; `cuxfer policy` marks speculative entries
 };
 
 struct Policy {

@@ -161,8 +161,7 @@ bool parse_entry(FieldChecker& c, const json& j, const std::string& where, Entry
   e.min_bytes = min_bytes.value_or(0);
   if (!c.opt_unsigned(j, "estimated_gain_ns", where, e.estimated_gain_ns)) return false;
   if (auto f = j.find("findings"); f != j.end() && !c.strings(*f, where + ".findings", e.findings)) return false;
-  std::string comment;
-  return c.opt_string(j, "reason", where, e.reason) && c.opt_string(j, "comment", where, comment);
+  return c.opt_string(j, "reason", where, e.reason) && c.opt_string(j, "comment", where, e.comment);
 }
 
 std::string describe(const Site& s) { return std::string(site_kind_name(s.kind)) + " site " + site_identity(s); }

@@ -49,6 +49,8 @@ std::string write_policy(const Policy& policy) {
     nlohmann::ordered_json j;
     j["site"] = site_object(e.site);
     j["path"] = path_name(e.path);
+    // Beside the path it qualifies: "speculative: measure it first" is read before the numbers.
+    if (!e.comment.empty()) j["comment"] = e.comment;
     if (e.min_bytes) j["min_bytes"] = e.min_bytes;
     if (e.estimated_gain_ns) j["estimated_gain_ns"] = *e.estimated_gain_ns;
     if (!e.findings.empty()) j["findings"] = e.findings;

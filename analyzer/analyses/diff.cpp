@@ -1,6 +1,7 @@
 #include "analyzer/analyses/diff.h"
 
 #include <algorithm>
+#include <climits>
 #include <map>
 
 #include <fmt/format.h>
@@ -71,6 +72,8 @@ RunSites collect(const model::Job& job) {
   for (const auto& p : job.processes) {
     if (p.trace.has_process) start = std::min(start, p.trace.process.start_realtime_ns);
     if (model::rewrite_pin_on(p.trace)) out.run.rewrite = true;
+    if (p.trace.has_status && p.trace.status.simulated) out.run.simulated = true;
+    out.run.traces.push_back(p.trace.path);
   }
   for (const auto& c : job.calls) {
     const model::Process& p = job.processes[c.process];
@@ -79,6 +82,128 @@ RunSites collect(const model::Job& job) {
   }
   if (start != UINT64_MAX && end > start) out.run.wall_ns = end - start;
   return out;
+}
+
+// The median of the values (the mean of the middle two for an even count,
+// rounded down); 0 for none.
+uint64_t median(std::vector<uint64_t> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t mid = v.size() / 2;
+  if (v.size() % 2) return v[mid];
+  const uint64_t a = v[mid - 1], b = v[mid];
+  return a / 2 + b / 2 + (a % 2 + b % 2) / 2;
+}
+
+// Each field's median over the runs' sides. GPU time only when every run has
+// it; a class's counts are its medians, and a class whose median is nothing is left out.
+DiffSide median_side(const std::vector<const DiffSide*>& sides) {
+  DiffSide out;
+  auto field = [&](uint64_t DiffSide::*f) {
+    std::vector<uint64_t> v;
+    for (const DiffSide* s : sides) v.push_back(s->*f);
+    return median(std::move(v));
+  };
+  out.calls = field(&DiffSide::calls);
+  out.copy_bytes = field(&DiffSide::copy_bytes);
+  out.staged_calls = field(&DiffSide::staged_calls);
+  out.staged_bytes = field(&DiffSide::staged_bytes);
+  out.cpu_blocked_ns = field(&DiffSide::cpu_blocked_ns);
+  out.failed_calls = field(&DiffSide::failed_calls);
+  std::vector<uint64_t> gpu;
+  for (const DiffSide* s : sides)
+    if (s->gpu_ns) gpu.push_back(*s->gpu_ns);
+  if (gpu.size() == sides.size()) out.gpu_ns = median(std::move(gpu));
+  std::vector<model::TransferClass> classes;
+  for (const DiffSide* s : sides)
+    for (const auto& k : s->classes)
+      if (std::find(classes.begin(), classes.end(), k.cls) == classes.end()) classes.push_back(k.cls);
+  for (const auto& cls : classes) {
+    std::vector<uint64_t> calls, bytes;
+    for (const DiffSide* s : sides) {
+      auto it = std::find_if(s->classes.begin(), s->classes.end(),
+                             [&](const DiffClassCount& k) { return k.cls == cls; });
+      calls.push_back(it == s->classes.end() ? 0 : it->calls);
+      bytes.push_back(it == s->classes.end() ? 0 : it->bytes);
+    }
+    DiffClassCount k{cls, median(std::move(calls)), median(std::move(bytes))};
+    if (k.calls || k.bytes) out.classes.push_back(k);
+  }
+  sort_classes(out);
+  return out;
+}
+
+// One side of the comparison: its runs' sites, medians and samples.
+struct SideSites {
+  std::map<std::string, DiffSide> sides;  // per site key: the medians over the runs
+  std::map<std::string, std::string> display, label;
+  DiffRun run;
+};
+
+// The first place where a run did other work than the side's first run, or "".
+std::string work_spread(const std::vector<RunSites>& runs) {
+  static const DiffSide kNone;
+  for (size_t r = 1; r < runs.size(); ++r) {
+    std::map<std::string, bool> keys;
+    for (const auto* run : {&runs[0], &runs[r]})
+      for (const auto& [key, side] : run->sides) keys[key] = true;
+    for (const auto& [key, unused] : keys) {
+      auto first = runs[0].sides.find(key), other = runs[r].sides.find(key);
+      const std::string difference = work_difference(first == runs[0].sides.end() ? kNone : first->second,
+                                                     other == runs[r].sides.end() ? kNone : other->second);
+      if (difference.empty()) continue;
+      const auto& labels = first == runs[0].sides.end() ? runs[r].label : runs[0].label;
+      const std::string trace = runs[r].run.traces.empty() ? "" : " (" + runs[r].run.traces.front() + ")";
+      return fmt::format("run {}{} against run 1: {}: {}", r + 1, trace, labels.at(key), difference);
+    }
+  }
+  return {};
+}
+
+SideSites combine(const std::vector<const model::Job*>& jobs) {
+  std::vector<RunSites> runs;
+  for (const model::Job* job : jobs) runs.push_back(collect(*job));
+  SideSites out;
+  std::map<std::string, bool> keys;
+  for (const RunSites& r : runs)
+    for (const auto& [key, side] : r.sides) {
+      keys[key] = true;
+      out.display.try_emplace(key, r.display.at(key));
+      out.label.try_emplace(key, r.label.at(key));
+    }
+  static const DiffSide kNone;  // a site a run never copied at
+  for (const auto& [key, unused] : keys) {
+    std::vector<const DiffSide*> per_run;
+    for (const RunSites& r : runs) {
+      auto it = r.sides.find(key);
+      per_run.push_back(it == r.sides.end() ? &kNone : &it->second);
+    }
+    out.sides[key] = median_side(per_run);
+  }
+  std::vector<const DiffSide*> totals;
+  std::vector<uint64_t> processes, walls;
+  for (const RunSites& r : runs) {
+    totals.push_back(&r.run.totals);
+    processes.push_back(r.run.processes);
+    walls.push_back(r.run.wall_ns);
+    out.run.rewrite |= r.run.rewrite;
+    out.run.simulated |= r.run.simulated;
+    out.run.traces.insert(out.run.traces.end(), r.run.traces.begin(), r.run.traces.end());
+    out.run.samples.push_back({r.run.traces, r.run.totals.cpu_blocked_ns, r.run.wall_ns});
+  }
+  out.run.runs = static_cast<uint32_t>(runs.size());
+  out.run.totals = median_side(totals);
+  out.run.processes = static_cast<uint32_t>(median(std::move(processes)));
+  out.run.wall_ns = median(std::move(walls));
+  out.run.work_spread = work_spread(runs);
+  return out;
+}
+
+// C(n, k) as a double (exact for the run counts a diff sees).
+double binomial(uint32_t n, uint32_t k) {
+  double c = 1;
+  for (uint32_t i = 1; i <= k; ++i) c = c * (n - k + i) / i;
+  return c;
 }
 
 std::string describe(const std::vector<DiffClassCount>& v, const model::TransferClass& cls) {
@@ -105,9 +230,38 @@ std::string work_difference(const DiffSide& base, const DiffSide& now) {
   return out;
 }
 
-Diff diff_jobs(const model::Job& base, const model::Job& now) {
+TimeRecoveredNoise judge_noise(const std::vector<uint64_t>& base_ns, const std::vector<uint64_t>& now_ns) {
+  TimeRecoveredNoise n;
+  const auto m = static_cast<uint32_t>(base_ns.size()), k = static_cast<uint32_t>(now_ns.size());
+  if (m == 0 || k == 0) return n;
+  n.pairs_min_ns = INT64_MAX;
+  n.pairs_max_ns = INT64_MIN;
+  for (uint64_t b : base_ns)
+    for (uint64_t a : now_ns) {
+      const int64_t d = static_cast<int64_t>(b) - static_cast<int64_t>(a);
+      n.pairs_min_ns = std::min(n.pairs_min_ns, d);
+      n.pairs_max_ns = std::max(n.pairs_max_ns, d);
+    }
+  n.separated = n.pairs_min_ns > 0 || n.pairs_max_ns < 0;
+  n.chance = std::min(1.0, 2.0 / binomial(m + k, m));
+  for (n.runs_for_separation = 2;
+       2.0 / binomial(2 * n.runs_for_separation, n.runs_for_separation) > kNoiseAlpha;)
+    ++n.runs_for_separation;
+  if (m == 1 && k == 1)
+    n.verdict = NoiseVerdict::OneRunEach;
+  else if (!n.separated)
+    n.verdict = NoiseVerdict::Within;
+  else
+    n.verdict = n.chance <= kNoiseAlpha ? NoiseVerdict::Beyond : NoiseVerdict::NotConclusive;
+  return n;
+}
+
+Diff diff_jobs(const model::Job& base, const model::Job& now) { return diff_runs({&base}, {&now}); }
+
+Diff diff_runs(const std::vector<const model::Job*>& base_jobs,
+               const std::vector<const model::Job*>& now_jobs) {
   Diff d;
-  RunSites b = collect(base), n = collect(now);
+  SideSites b = combine(base_jobs), n = combine(now_jobs);
   d.base = std::move(b.run);
   d.now = std::move(n.run);
   std::map<std::string, DiffSite> sites;
@@ -135,6 +289,7 @@ Diff diff_jobs(const model::Job& base, const model::Job& now) {
     if (!s.same_work) d.same_work = false;
     d.sites.push_back(std::move(s));
   }
+  if (!d.base.work_spread.empty() || !d.now.work_spread.empty()) d.same_work = false;
   std::stable_sort(d.sites.begin(), d.sites.end(), [](const DiffSite& x, const DiffSite& y) {
     bool xm = x.in_base && x.in_new, ym = y.in_base && y.in_new;
     if (xm != ym) return xm;
@@ -143,8 +298,14 @@ Diff diff_jobs(const model::Job& base, const model::Job& now) {
     return std::max(x.base.cpu_blocked_ns, x.now.cpu_blocked_ns) >
            std::max(y.base.cpu_blocked_ns, y.now.cpu_blocked_ns);
   });
+  std::vector<uint64_t> base_ns, now_ns;
+  for (const auto& s : d.base.samples) base_ns.push_back(s.cpu_blocked_ns);
+  for (const auto& s : d.now.samples) now_ns.push_back(s.cpu_blocked_ns);
+  d.noise = judge_noise(base_ns, now_ns);
   if (!d.base.totals.gpu_ns || !d.now.totals.gpu_ns)
-    d.notes.push_back("GPU time is compared only where both runs have it (CUPTI active in both)");
+    d.notes.push_back(d.base.runs > 1 || d.now.runs > 1
+                          ? "GPU time is compared only where every run has it (CUPTI active in all)"
+                          : "GPU time is compared only where both runs have it (CUPTI active in both)");
   return d;
 }
 

@@ -63,7 +63,7 @@ bool unset(const policy::Site& s) { return s.build_id.empty() && !s.python(); }
 
 struct Candidate {
   policy::Entry entry;
-  // By finding name (FindingKind names, and "whole_uploads", which is the
+  // By finding name (FindingKind names, and kWholeUploads, which is the
   // zero-copy rule's own), summed over processes.
   std::map<std::string, uint64_t> gain_by_finding;
   std::vector<std::string> reasons;
@@ -182,7 +182,7 @@ class Derivation {
   Derivation(const model::Job& job, const Report& report, const Thresholds& t) : job(job), report(report), t(t) {}
   void call_sites();
   void storm_allocations();
-  void whole_uploads();
+  void whole_uploads(Speculation speculation);
   PolicyCandidates entries();
 
  private:
@@ -335,16 +335,19 @@ void Derivation::storm_allocations() {
          " (tiny_storm): their device pointer is in no recorded device allocation");
 }
 
-void Derivation::whole_uploads() {
+void Derivation::whole_uploads(Speculation speculation) {
   // Allocation sites whose whole contents are uploaded again and again (the
   // copies' fingerprints give the device pointer: from 1 MiB by default). Zero
   // copy is speculative there: a kernel that reads the data once streams it
   // over the link while it computes and the upload disappears; one that
   // re-reads it loses. Only `cuxfer tune` can tell, and the entry says so.
+  // The report lists no such finding: held back, such a candidate is one line
+  // in `held_back` (none for a site that a finding already gives an entry).
   const auto device_ptr = device_pointers(job);
   const AllocationIndex allocations(job);
   struct Whole {
     uint64_t uploads = 0, bytes = 0, time_ns = 0;
+    uint32_t allocation_site = 0;  // a job site index of the allocation, for held_back's line
     std::set<uint32_t> copy_sites;
   };
   std::map<SiteKey, Whole> whole;
@@ -362,24 +365,36 @@ void Derivation::whole_uploads() {
     const SiteKey key = key_of(id);
     ids[key] = id;
     Whole& w = whole[key];
+    w.allocation_site = a->site;
     ++w.uploads;
     w.bytes += c.bytes();
     w.time_ns += c.has_gpu_time() ? std::max(c.gpu_ns, c.cpu_ns()) : c.cpu_ns();
     if (c.site != model::kNoSite) w.copy_sites.insert(c.site);
   }
+  std::vector<std::pair<uint64_t, std::string>> held;  // (time, line), largest time first below
   for (auto& [key, w] : whole) {
     if (w.uploads < 2) continue;  // uploaded once: nothing recurring to save
+    if (speculation == Speculation::HoldBack) {
+      if (!candidates.count(key))
+        held.emplace_back(w.time_ns, job.sites[w.allocation_site].frame.short_display() +
+                                         ": zero_copy: all " + text::format_bytes(w.bytes / w.uploads) +
+                                         " of this allocation uploaded " + std::to_string(w.uploads) +
+                                         " times (" + text::format_duration(w.time_ns) + ")");
+      continue;
+    }
     Candidate& c = candidates[key];
     if (unset(c.entry.site)) c.entry.site = ids[key];
     c.entry.path = policy::Path::ZeroCopy;
     add_copy_sites(job, w.copy_sites, c);
-    c.gain_by_finding["whole_uploads"] += w.time_ns;
+    c.gain_by_finding[kWholeUploads] += w.time_ns;
     c.reasons.push_back("whole_uploads (speculative: measure it with cuxfer tune): all " +
                         text::format_bytes(w.bytes / w.uploads) + " of this allocation uploaded " +
                         std::to_string(w.uploads) + " times (" + text::format_duration(w.time_ns) +
                         "); mapped host memory removes the uploads, but kernels then read it over the bus: "
                         "a win only if they read it about once");
   }
+  std::stable_sort(held.begin(), held.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (auto& [time, line] : held) out.held_back.push_back(std::move(line));
 }
 
 PolicyCandidates Derivation::entries() {
@@ -406,6 +421,8 @@ PolicyCandidates Derivation::entries() {
     return a->entry.estimated_gain_ns.value_or(0) > b->entry.estimated_gain_ns.value_or(0);
   });
   for (Candidate* c : kept) {
+    // Speculative when nothing but the speculative pattern supports it.
+    out.speculative.push_back(c->gain_by_finding.size() == 1 && c->gain_by_finding.count(kWholeUploads));
     out.policy.entries.push_back(std::move(c->entry));
     out.copy_sites.push_back(std::move(c->copy_sites));
   }
@@ -414,11 +431,12 @@ PolicyCandidates Derivation::entries() {
 
 }  // namespace
 
-PolicyCandidates derive_policy(const model::Job& job, const Report& report, const Thresholds& t) {
+PolicyCandidates derive_policy(const model::Job& job, const Report& report, const Thresholds& t,
+                               Speculation speculation) {
   Derivation d(job, report, t);
   d.call_sites();
   d.storm_allocations();
-  d.whole_uploads();
+  d.whole_uploads(speculation);
   return d.entries();
 }
 

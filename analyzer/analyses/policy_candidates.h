@@ -13,6 +13,11 @@
 //       inside a live DeviceAlloc of the same process); gain: the copies'
 //       CPU-blocked time minus an estimate of the host memcpy that replaces
 //       each (kZeroCopyAccessNs + bytes at the host memcpy bandwidth).
+//   whole_uploads (speculative: not a report finding) -> per device
+//       allocation site: `zero_copy` for an allocation uploaded whole at
+//       least twice; gain: the uploads' time. A win only if kernels read the
+//       buffer about once per upload, which no trace shows: proposed only
+//       when asked for (Speculation::Propose), and marked so.
 //
 // Sites are named by build id + offset; a site whose frame lies in no
 // recorded module, or in one without a build id, cannot be named so and is
@@ -36,6 +41,14 @@ namespace cuxfer::analyses {
 inline constexpr uint64_t kZeroCopyAccessNs = 200;
 inline constexpr double kNominalHostMemcpyGbps = 5.0;
 
+// Whether candidates that no report finding supports (whole_uploads) become
+// entries. `cuxfer policy` holds them back unless asked (the report and the
+// policy then agree on what was found); `cuxfer tune` measures them.
+enum class Speculation : uint8_t { HoldBack, Propose };
+
+// The name of the speculative pattern, as entries' "findings" give it.
+inline constexpr const char* kWholeUploads = "whole_uploads";
+
 struct PolicyCandidates {
   policy::Policy policy;              // entries, largest estimated gain first
   std::vector<std::string> skipped;   // one line per site (or group of copies) not proposed, and why
@@ -45,9 +58,16 @@ struct PolicyCandidates {
   // tiny copies tied to the allocation (those that could be named). What
   // `cuxfer tune` measures an entry by.
   std::vector<std::vector<policy::Site>> copy_sites;
+  // Per entry: it rests on speculative patterns only (no report finding
+  // supports it). Only with Speculation::Propose.
+  std::vector<bool> speculative;
+  // With Speculation::HoldBack: one line per speculative candidate left out
+  // ("SITE: zero_copy: all 4.00 MiB of this allocation uploaded 8 times (5.74 ms)").
+  std::vector<std::string> held_back;
 };
 
-PolicyCandidates derive_policy(const model::Job& job, const Report& report, const Thresholds& t);
+PolicyCandidates derive_policy(const model::Job& job, const Report& report, const Thresholds& t,
+                               Speculation speculation);
 
 // Names a job site as a policy does: a Python line (file, function, line)
 // when the site is one, else its module's build id and the return address's

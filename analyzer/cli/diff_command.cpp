@@ -1,6 +1,7 @@
 #include "analyzer/cli/diff_command.h"
 
 #include <cstdio>
+#include <deque>
 #include <optional>
 
 #include <fmt/format.h>
@@ -17,17 +18,33 @@ namespace cuxfer::cli {
 
 const char* const kDiffHelp =
     R"(Usage: cuxfer diff [options] BASE NEW
+       cuxfer diff [options] --base RUN [--base RUN...] --new RUN [--new RUN...]
 
-Compares two runs of the same workload, e.g. without and with
-`cuxfer record --rewrite=pin`. BASE and NEW are each one trace or a directory
-of cuxfer-*.trace files (all the processes of one job). Call sites are matched
-by symbol (module, function, file:line; module+offset when unsymbolized), not
-by address. Reports per call site and in total: copies, bytes moved by DMA,
-bytes staged on the CPU by cuxfer, CPU-blocked time, GPU time (when both runs
-have it), wall time, and the time recovered (base minus new CPU-blocked time,
-measured). Warns when the two runs did not do the same work.
+Compares runs of the same workload, e.g. without and with
+`cuxfer record --rewrite=pin`. A run is one trace or a directory of
+cuxfer-*.trace files (all the processes of one job). BASE and NEW are each a
+run, or a folder of run folders (DIR/1/, DIR/2/, ... from `cuxfer record -o
+DIR/N`): several runs of that side. --base and --new name a side's runs one
+by one instead. Call sites are matched by symbol (module, function,
+file:line; module+offset when unsymbolized), not by address. Reports per call
+site and in total: copies, bytes moved by DMA, bytes staged on the CPU by
+cuxfer, CPU-blocked time, GPU time (when every run has it), wall time, and
+the time recovered (base minus new CPU-blocked time, measured). Warns when
+the runs did not do the same work, and first of all when they ran on the
+simulated CUDA (their times then mean nothing).
+
+One run each cannot tell a difference from run-to-run noise, and the output
+says so. With several runs per side every figure is the median over the
+side's runs, and the time recovered comes with the range of the differences
+of every pair of a base and a new run and a verdict: beyond noise when every
+pair differs the same way and runs that do not differ would do that by
+chance at most 5 % of the time (exact permutation test: 2 / C(m+n, m); 4
+runs of each are enough), else not conclusive or within noise.
 
 Options:
+  --base RUN      a run of the base side (repeat for several); with --new,
+                  instead of BASE NEW
+  --new RUN       a run of the new side (repeat for several)
   --json          write the comparison as JSON (schema cuxfer.diff/1, docs/report.md)
   --top N         matched call sites listed in the text output (default 10)
   -o, --output FILE
@@ -43,12 +60,58 @@ Options:
                   call sites (the package of `python -m PKG.mod` or of its
                   console script is taken as yours without this)
   --range NAME    compare only the calls made inside the NVTX range NAME (a
-                  message, domain::message or "outer / inner" path) in both runs
+                  message, domain::message or "outer / inner" path) in every run
   -h, --help      show this help
 
 Exit status: 0 comparison written; 1 a run has no readable trace, or no call
 inside the --range; 2 usage error.
 )";
+
+namespace {
+
+// A side's runs: each name a run, or a folder of run folders (each one run).
+std::vector<std::string> expand_runs(const std::vector<std::string>& names) {
+  std::vector<std::string> runs;
+  for (const auto& name : names) {
+    std::vector<std::string> folders = run_folders(name);
+    if (folders.empty())
+      runs.push_back(name);
+    else
+      runs.insert(runs.end(), folders.begin(), folders.end());
+  }
+  return runs;
+}
+
+// Reads each run of one side as a job of its own; skipped traces are notes.
+// The exit status when a run cannot be used (after one line): 1 unreadable or
+// nothing in the --range, 2 two runs' traces in one; else -1.
+int load_side(const std::vector<std::string>& runs, bool base, const SymbolOptions& symbols,
+              symbolize::Symbolizer& symbolizer, const std::optional<std::string>& range,
+              std::deque<model::Job>& jobs, std::vector<std::string>& notes) {
+  const char* command = base ? "cuxfer diff (base)" : "cuxfer diff (new)";
+  for (const auto& run : runs) {
+    std::vector<std::string> errors;
+    auto traces = load_traces({run}, "cuxfer diff", errors);
+    for (const auto& e : errors) notes.push_back("skipped " + e);
+    if (traces.empty()) {
+      std::fprintf(stderr, "cuxfer diff: %s: no trace could be read (%s run)\n", run.c_str(),
+                   base ? "base" : "new");
+      return 1;
+    }
+    jobs.push_back(model::build_job(std::move(traces), symbolizer, symbols.python_sites));
+    if (refuse_mixed_runs(jobs.back(), command)) return kExitUsage;
+    if (range && !keep_only_range(jobs.back(), *range, command)) return 1;
+  }
+  return -1;
+}
+
+std::vector<const model::Job*> pointers(const std::deque<model::Job>& jobs) {
+  std::vector<const model::Job*> out;
+  for (const auto& j : jobs) out.push_back(&j);
+  return out;
+}
+
+}  // namespace
 
 int run_diff(std::vector<std::string> args) {
   ArgReader in("cuxfer diff", std::move(args));
@@ -57,42 +120,56 @@ int run_diff(std::vector<std::string> args) {
   size_t top = 10;
   std::string output;
   std::optional<std::string> range;
-  std::vector<std::string> paths;
+  std::vector<std::string> paths, base_runs, new_runs;
   OptionTable options(kDiffHelp, Positionals::Collect);
   options.group([&](ArgReader& r) { return symbols.take(r); })
       .flag("json", 0, [&] { json = true; })
       .value("top", 0, [&](const std::string& v, ArgReader& r) { parse_count("top", v, 1000000, top, r); })
       .value("output", 'o', [&](const std::string& v, ArgReader&) { output = v; })
+      .value("base", 0,
+             [&](const std::string& v, ArgReader& r) {
+               if (v.empty()) r.fail("--base needs a run (a trace or a folder of traces)");
+               base_runs.push_back(v);
+             })
+      .value("new", 0,
+             [&](const std::string& v, ArgReader& r) {
+               if (v.empty()) r.fail("--new needs a run (a trace or a folder of traces)");
+               new_runs.push_back(v);
+             })
       .value("range", 0, [&](const std::string& v, ArgReader& r) {
         if (v.empty()) r.fail("--range needs a range name");
         range = v;
       });
   if (auto status = options.read(in, &paths)) return *status;
-  if (paths.size() != 2) {
-    std::fprintf(stderr, "cuxfer diff: needs two runs, BASE and NEW (usage: cuxfer diff [--json] [-o FILE] BASE NEW)\n");
+  const bool named = !base_runs.empty() || !new_runs.empty();
+  if (named && !paths.empty()) {
+    std::fprintf(stderr, "cuxfer diff: give BASE NEW or --base/--new runs, not both\n");
     return kExitUsage;
   }
-  auto symbolizer = symbols.make();
-  std::vector<model::Job> jobs;
-  std::vector<std::vector<std::string>> used(2);
-  std::vector<std::string> skipped;
-  for (size_t i = 0; i < 2; ++i) {
-    std::vector<std::string> errors;
-    auto traces = load_traces({paths[i]}, "cuxfer diff", errors);
-    for (const auto& e : errors) skipped.push_back("skipped " + e);
-    if (traces.empty()) {
-      std::fprintf(stderr, "cuxfer diff: %s: no trace could be read (%s run)\n", paths[i].c_str(),
-                   i == 0 ? "base" : "new");
-      return 1;
-    }
-    for (const auto& t : traces) used[i].push_back(t.path);
-    jobs.push_back(model::build_job(std::move(traces), *symbolizer, symbols.python_sites));
-    if (refuse_mixed_runs(jobs.back(), i == 0 ? "cuxfer diff (base)" : "cuxfer diff (new)")) return kExitUsage;
-    if (range && !keep_only_range(jobs.back(), *range, i == 0 ? "cuxfer diff (base)" : "cuxfer diff (new)")) return 1;
+  if (named && (base_runs.empty() || new_runs.empty())) {
+    std::fprintf(stderr, "cuxfer diff: needs runs of both sides: --base RUN... and --new RUN...\n");
+    return kExitUsage;
   }
-  analyses::Diff d = analyses::diff_jobs(jobs[0], jobs[1]);
-  d.base.traces = used[0];
-  d.now.traces = used[1];
+  if (!named && paths.size() != 2) {
+    std::fprintf(stderr,
+                 "cuxfer diff: needs two runs, BASE and NEW (usage: cuxfer diff [--json] [-o FILE] BASE NEW, "
+                 "or --base RUN... --new RUN...)\n");
+    return kExitUsage;
+  }
+  if (!named) {
+    base_runs = {paths[0]};
+    new_runs = {paths[1]};
+  }
+  auto symbolizer = symbols.make();
+  std::deque<model::Job> base_jobs, new_jobs;  // a deque: calls point into their jobs, which never move
+  std::vector<std::string> skipped;
+  if (int status = load_side(expand_runs(base_runs), true, symbols, *symbolizer, range, base_jobs, skipped);
+      status >= 0)
+    return status;
+  if (int status = load_side(expand_runs(new_runs), false, symbols, *symbolizer, range, new_jobs, skipped);
+      status >= 0)
+    return status;
+  analyses::Diff d = analyses::diff_runs(pointers(base_jobs), pointers(new_jobs));
   for (auto& s : skipped) d.notes.push_back(std::move(s));
 
   std::string text;

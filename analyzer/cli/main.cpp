@@ -33,7 +33,8 @@ const Subcommand kSubcommands[] = {
     {"record", cuxfer::cli::run_record, &cuxfer::cli::kRecordHelp,
      "record [-o DIR] [--name NAME] [--stack-depth N | --no-stacks]\n"
      "      [--cupti=auto|on|off] [--kernels] [--capture-range=cudaProfilerApi|none]\n"
-     "      [--rewrite=pin|off] [--policy FILE] [--check FILE] [--shim PATH] [-q]\n"
+     "      [--rewrite=pin|off] [--policy FILE] [--check FILE [--any-program]]\n"
+     "      [--shim PATH] [-q]\n"
      "      -- COMMAND [ARGS...]",
      "run COMMAND with the cuxfer shim preloaded; writes one trace per process\n"
      "that uses CUDA"},
@@ -44,15 +45,18 @@ const Subcommand kSubcommands[] = {
      "read traces and report totals, call sites and findings; --html also\n"
      "writes a self-contained HTML report with plots"},
     {"diff", cuxfer::cli::run_diff, &cuxfer::cli::kDiffHelp,
-     "diff [--json] [--top N] [-o FILE] [--range NAME] [symbol options] BASE NEW",
-     "compare two runs of the same workload (e.g. without and with\n"
-     "--rewrite=pin) call site by call site; time recovered"},
+     "diff [--json] [--top N] [-o FILE] [--range NAME] [symbol options]\n"
+     "      BASE NEW | --base RUN [--base RUN...] --new RUN [--new RUN...]",
+     "compare runs of the same workload (e.g. without and with --rewrite=pin)\n"
+     "call site by call site; time recovered, with how far it stands from\n"
+     "run-to-run noise when each side has several runs (BASE, NEW: a run, or a\n"
+     "folder of run folders)"},
     {"export", cuxfer::cli::run_export, &cuxfer::cli::kExportHelp,
      "export [--perfetto FILE] [--sqlite FILE] [symbol options] TRACE...",
      "write the calls and GPU activity as Chrome/Perfetto trace-event JSON\n"
      "(ui.perfetto.dev) or as an SQLite database for your own SQL"},
     {"policy", cuxfer::cli::run_policy, &cuxfer::cli::kPolicyHelp,
-     "policy [-o FILE] [--profile FILE | --no-profile] [-q]\n"
+     "policy [-o FILE] [--speculative] [--profile FILE | --no-profile] [-q]\n"
      "      [symbol options] TRACE...",
      "write a policy file (docs/policy.md) with the rewrite paths the findings\n"
      "support per call or allocation site (stage, register, zero_copy), each\n"

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -29,6 +31,12 @@ its estimated gain and the findings behind it:
                     copies write into or read from (record with
                     CUXFER_FINGERPRINT_MIN=1 so tiny copies carry their
                     device pointer)
+Every entry rests on a finding the report lists. Speculative candidates, which
+no report finding supports, are held back (the summary names them):
+  zero_copy         (--speculative) the allocation site of a device buffer
+                    uploaded whole again and again (whole_uploads): a win only
+                    if kernels read it about once per upload, which no trace
+                    shows; measure it with cuxfer tune before use
 Sites are named by module build id + offset; those that cannot be (no build
 id) are skipped, and the summary says so. Review the file, then apply it with
 `cuxfer record --policy FILE -- COMMAND`.
@@ -44,6 +52,8 @@ Options:
                      cuxfer report)
   --profile FILE     estimate from this machine profile (cuxfer calibrate)
   --no-profile       estimate without a machine profile
+  --speculative      also write the speculative candidates, each marked so in
+                     the summary and in its entry's "comment"
   -q, --quiet        no summary
   -h, --help         show this help
 
@@ -61,25 +71,69 @@ std::string site_name(const policy::Site& s) {
   return name;
 }
 
+// Why a speculative entry is one, and how to find out: said in the summary
+// and in the entry's comment, where the user reads it.
+constexpr const char* kSpeculativeWhy =
+    "whole_uploads is no report finding: zero copy removes a buffer's uploads, but kernels then read it over "
+    "the bus, a win only if they read it about once per upload, which no trace shows";
+constexpr const char* kHowToMeasure =
+    "measure before use: cuxfer tune -- COMMAND keeps an entry only if the run gets faster (docs/tune.md)";
+
+// `text` as lines of at most 100 columns, each indented by `indent`.
+std::string paragraph(const std::string& text, const char* indent) {
+  std::string out;
+  for (const auto& line : text::wrap(text, 100 - std::strlen(indent))) out += indent + line + "\n";
+  return out;
+}
+
+std::string entry_findings(const policy::Entry& e, bool speculative) {
+  std::string findings;
+  for (const auto& f : e.findings) findings += (findings.empty() ? "" : ", ") + f;
+  return speculative ? findings + " (speculative)" : findings;
+}
+
+size_t count_speculative(const analyses::PolicyCandidates& c) {
+  return static_cast<size_t>(std::count(c.speculative.begin(), c.speculative.end(), true));
+}
+
 std::string summary(const analyses::PolicyCandidates& c, const std::string& where) {
   std::string out;
   size_t calls = 0, allocations = 0;
   for (const auto& e : c.policy.entries) (e.site.kind == policy::SiteKind::Call ? calls : allocations)++;
-  out += fmt::format("cuxfer policy: wrote {}: {} entr{} ({} call site{}, {} allocation site{})\n", where,
+  const size_t speculative = count_speculative(c);
+  out += fmt::format("cuxfer policy: wrote {}: {} entr{} ({} call site{}, {} allocation site{}){}\n", where,
                      c.policy.entries.size(), c.policy.entries.size() == 1 ? "y" : "ies", calls, calls == 1 ? "" : "s",
-                     allocations, allocations == 1 ? "" : "s");
+                     allocations, allocations == 1 ? "" : "s",
+                     speculative ? fmt::format(", {} of them SPECULATIVE", speculative) : "");
   if (!c.policy.entries.empty()) {
-    out += fmt::format("  {:<11} {:<10} {:>10}  {:<36} {}\n", "path", "site", "est. gain", "findings", "where");
-    for (const auto& e : c.policy.entries) {
-      std::string findings;
-      for (const auto& f : e.findings) findings += (findings.empty() ? "" : ", ") + f;
-      out += fmt::format("  {:<11} {:<10} {:>10}  {:<36} {}\n", policy::path_name(e.path),
+    size_t width = 8;  // "findings"
+    for (size_t i = 0; i < c.policy.entries.size(); ++i)
+      width = std::max(width, entry_findings(c.policy.entries[i], c.speculative[i]).size());
+    out += fmt::format("  {:<11} {:<10} {:>10}  {:<{}}  {}\n", "path", "site", "est. gain", "findings", width,
+                       "where");
+    for (size_t i = 0; i < c.policy.entries.size(); ++i) {
+      const policy::Entry& e = c.policy.entries[i];
+      out += fmt::format("  {:<11} {:<10} {:>10}  {:<{}}  {}\n", policy::path_name(e.path),
                          policy::site_kind_name(e.site.kind), text::format_duration(e.estimated_gain_ns.value_or(0)),
-                         findings, site_name(e.site));
+                         entry_findings(e, c.speculative[i]), width, site_name(e.site));
     }
     out += "  (gains are estimates: docs/policy.md says how each is made)\n";
+    if (speculative)
+      out += paragraph(fmt::format("SPECULATIVE: {} entr{} ({}); {}. The file says so in {} \"comment\".",
+                                   speculative, speculative == 1 ? "y" : "ies", kSpeculativeWhy,
+                                   kHowToMeasure, speculative == 1 ? "its" : "their"),
+                       "  ");
   } else {
     out += "  no candidates: no finding supports a policy entry in these traces\n";
+  }
+  if (!c.held_back.empty()) {
+    const bool one = c.held_back.size() == 1;
+    out += paragraph(fmt::format("held back {} speculative candidate{} ({}): cuxfer policy --speculative "
+                                 "writes {}, cuxfer tune -- COMMAND measures {}:",
+                                 c.held_back.size(), one ? "" : "s", kSpeculativeWhy, one ? "it" : "them",
+                                 one ? "it" : "them"),
+                     "  ");
+    for (const auto& s : c.held_back) out += "    " + s + "\n";
   }
   if (!c.skipped.empty()) {
     out += fmt::format("  skipped {}:\n", c.skipped.size());
@@ -88,13 +142,26 @@ std::string summary(const analyses::PolicyCandidates& c, const std::string& wher
   return out;
 }
 
+// A speculative entry says so in the file, in its own comment and the
+// file's: whoever applies the file may never have seen the summary.
+void mark_speculative(analyses::PolicyCandidates& c) {
+  const size_t n = count_speculative(c);
+  if (n == 0) return;
+  for (size_t i = 0; i < c.policy.entries.size(); ++i)
+    if (c.speculative[i])
+      c.policy.entries[i].comment = std::string("SPECULATIVE: ") + kSpeculativeWhy + "; " + kHowToMeasure;
+  c.policy.comment += fmt::format(" {} entr{} SPECULATIVE (no report finding supports {}): see {} comment.",
+                                  n, n == 1 ? "y is" : "ies are", n == 1 ? "it" : "them",
+                                  n == 1 ? "its" : "their");
+}
+
 }  // namespace
 
 int run_policy(std::vector<std::string> args) {
   ArgReader in("cuxfer policy", std::move(args));
   SymbolOptions symbols;
   std::string output = "cuxfer-policy.json", profile_path;
-  bool no_profile = false, quiet = false;
+  bool no_profile = false, quiet = false, speculative = false;
   std::vector<std::string> paths;
   OptionTable options(kPolicyHelp, Positionals::Collect);
   options.group([&](ArgReader& r) { return symbols.take(r); })
@@ -106,6 +173,7 @@ int run_policy(std::vector<std::string> args) {
       .flag("force", 0, [] {})  // files are always replaced
       .value("profile", 0, [&](const std::string& v, ArgReader&) { profile_path = v; })
       .flag("no-profile", 0, [&] { no_profile = true; })
+      .flag("speculative", 0, [&] { speculative = true; })
       .flag("quiet", 'q', [&] { quiet = true; });
   if (auto status = options.read(in, &paths)) return *status;
   if (paths.empty()) {
@@ -124,11 +192,13 @@ int run_policy(std::vector<std::string> args) {
   analyses::Thresholds thresholds;
   if (profile) thresholds.profile = &*profile;
   const analyses::Report report = analyses::analyze(job, thresholds);
-  analyses::PolicyCandidates candidates = analyses::derive_policy(job, report, thresholds);
+  const auto speculation = speculative ? analyses::Speculation::Propose : analyses::Speculation::HoldBack;
+  analyses::PolicyCandidates candidates = analyses::derive_policy(job, report, thresholds, speculation);
   candidates.policy.generator = std::string("cuxfer ") + CUXFER_VERSION + " policy";
   candidates.policy.comment = "Candidates from the findings of " + std::to_string(job.processes.size()) +
                               " process trace(s)" + (report.simulated ? " recorded on SIMULATED CUDA" : "") +
                               ". Gains are estimates (" + profile_note.substr(profile_note.rfind("estimates: ", 0) == 0 ? 11 : 0) + "). Review before use: docs/policy.md.";
+  mark_speculative(candidates);
   const std::string text = policy::write_policy(candidates.policy);
   if (!write_output(output, text, "cuxfer policy")) return 1;
   if (!quiet) {

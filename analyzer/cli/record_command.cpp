@@ -81,7 +81,12 @@ Options:
                         when they keep it, 1 when not. The budget is read
                         before COMMAND starts (a bad one: exit 2). When
                         COMMAND fails, its exit status (or signal) stays
-                        cuxfer's and the budget is not checked
+                        cuxfer's and the budget is not checked. A budget
+                        for a program that COMMAND does not name (its
+                        "program": train, while COMMAND runs ./other) is
+                        refused before COMMAND starts (exit 2)
+  --any-program         with --check: apply a budget for another program
+                        (a program started by a script that COMMAND runs)
   -q, --quiet           print nothing but errors, and that a rewrite runs
                         without registration in place (CUXFER_REGISTER=off)
   -h, --help            show this help
@@ -124,6 +129,7 @@ std::string shell_quote(const std::string& s) {
 
 struct RecordOptions : RecordSettings {
   std::string check;  // --check FILE: a budget to check the traces against
+  bool any_program = false;  // --any-program: apply it whatever program it names
   bool output_dir_given = false;
 };
 
@@ -161,6 +167,21 @@ std::string make_run_folder(const RecordOptions& o, std::string& error) {
   }
   error = fmt::format("cannot make an output folder cuxfer-{}-<n>: all numbers taken (name one with -o DIR)", name);
   return {};
+}
+
+// A budget names the program it is for; a command that names no such
+// program would run to its end only for the check to refuse its traces (exit
+// 2). Said before it starts instead, with one line; false then.
+bool budget_fits_command(const check::Budget& budget, const RecordOptions& o) {
+  if (budget.program.empty()) return true;
+  const std::vector<std::string> names = programs_named(o.command, std::getenv("PATH"));
+  if (std::find(names.begin(), names.end(), budget.program) != names.end()) return true;
+  const std::string program = o.command[0].substr(o.command[0].rfind('/') + 1);
+  std::fprintf(stderr,
+               "cuxfer record: --check %s: the budget is for program '%s', which the command does not name "
+               "(it runs '%s'); --any-program runs it and applies the budget anyway\n",
+               o.check.c_str(), budget.program.c_str(), program.c_str());
+  return false;
 }
 
 // Parses; returns -1 to go on, else the exit status.
@@ -209,6 +230,7 @@ int parse(std::vector<std::string> args, RecordOptions& o) {
                if (v.empty()) r.fail("--check needs a budget file name");
                o.check = v;
              })
+      .flag("any-program", 0, [&] { o.any_program = true; })
       .value("policy", 0, [&](const std::string& v, ArgReader& r) {
         if (v.empty()) r.fail("--policy needs a file name");
         o.policy = v;
@@ -217,6 +239,7 @@ int parse(std::vector<std::string> args, RecordOptions& o) {
   o.command = in.rest();
   if (o.command.empty())
     return usage_error("no command given (usage: cuxfer record [options] -- COMMAND [ARGS...])");
+  if (o.any_program && o.check.empty()) return usage_error("--any-program goes with --check FILE");
   return -1;
 }
 
@@ -229,6 +252,7 @@ int run_record(std::vector<std::string> args) {
   // A bad budget is said before the command runs, as a bad policy is.
   check::Budget budget;
   if (!o.check.empty() && !load_budget(o.check, "cuxfer record", "--check", budget)) return kExitUsage;
+  if (!o.check.empty() && !o.any_program && !budget_fits_command(budget, o)) return kExitUsage;
 
   const bool own_folder = !o.output_dir_given && !launched_as_rank();
   if (own_folder) {
@@ -306,7 +330,9 @@ int run_record(std::vector<std::string> args) {
     }
     std::vector<std::string> paths;
     for (const auto& t : traces) paths.push_back(t.trace_path);
-    return check_traces(budget, o.check, paths, CheckSettings{}, "cuxfer record");
+    CheckSettings settings;
+    settings.any_program = o.any_program;
+    return check_traces(budget, o.check, paths, settings, "cuxfer record");
   }
   exit_like(child.wait_status);
 }

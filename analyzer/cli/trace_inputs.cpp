@@ -132,6 +132,30 @@ std::vector<std::string> expand_directories(const std::vector<std::string>& path
   return out;
 }
 
+namespace {
+
+bool holds_trace(const std::filesystem::path& dir) {
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.starts_with("cuxfer-") && name.ends_with(".trace") && it->is_regular_file(ec)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::string> run_folders(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec) || holds_trace(dir)) return {};
+  std::vector<std::string> out;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_directory(ec) && holds_trace(it->path())) out.push_back(it->path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 bool keep_only_range(model::Job& job, const std::string& name, const char* command) {
   const size_t before = job.calls.size();
   if (job.ranges.empty()) {

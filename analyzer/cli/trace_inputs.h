@@ -40,6 +40,12 @@ bool choose_profile(const model::Job& job, const std::string& path, bool none, c
 std::vector<std::string> expand_directories(const std::vector<std::string>& paths,
                                             std::vector<std::string>& errors);
 
+// The run folders in `dir`: its subdirectories that hold a cuxfer-*.trace
+// file, in name order, when `dir` itself holds none (several runs of one
+// workload: `cuxfer record -o DIR/1 ...`, `-o DIR/2 ...`, or the numbered
+// folders `record` makes in DIR). Empty for anything else.
+std::vector<std::string> run_folders(const std::string& dir);
+
 // Expands directories, drops repeated files and reads the traces; every file
 // that cannot be used gets one line "<command>: <why>" on stderr and in
 // `errors`. The result is empty when nothing could be read.

@@ -437,7 +437,8 @@ int Tuner::run() {
     analyses::Thresholds thresholds;
     if (profile) thresholds.profile = &*profile;
     const analyses::Report report = analyses::analyze(job, thresholds);
-    candidates_ = analyses::derive_policy(job, report, thresholds);
+    // Speculative candidates too: measuring them is what tune is for.
+    candidates_ = analyses::derive_policy(job, report, thresholds, analyses::Speculation::Propose);
     report_simulated_ = report.simulated;
   }
   const size_t n = candidates_.policy.entries.size();
@@ -641,6 +642,8 @@ render::TuneReport Tuner::report_of(const Measured& m) {
     render::DiffTextOptions opts;
     opts.width = 100;
     opts.top_sites = 20;
+    opts.noise_note =
+        "One run of each, the median ones: the verdicts above weigh every run against run-to-run noise.";
     rep.diff_text = render::render_diff_text(d, opts);
   }
 

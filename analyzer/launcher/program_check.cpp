@@ -5,6 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
 #include <vector>
@@ -49,7 +52,68 @@ int has_interpreter(int fd) {
   return 0;
 }
 
+std::string base_name(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+std::string real_path(const std::string& path) {
+  char buf[PATH_MAX];
+  return ::realpath(path.c_str(), buf) ? std::string(buf) : std::string();
+}
+
+// The words of a script's "#!" line (interpreter first), empty for any other file.
+std::vector<std::string> shebang_words(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  char buf[256] = {};
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  ::close(fd);
+  if (n < 2 || buf[0] != '#' || buf[1] != '!') return {};
+  std::string_view line(buf + 2, static_cast<size_t>(n) - 2);
+  line = line.substr(0, line.find('\n'));
+  std::vector<std::string> words;
+  for (size_t at = 0; at < line.size();) {
+    const size_t start = line.find_first_not_of(" \t", at);
+    if (start == std::string_view::npos) break;
+    const size_t end = std::min(line.find_first_of(" \t", start), line.size());
+    words.emplace_back(line.substr(start, end - start));
+    at = end;
+  }
+  return words;
+}
+
+// The program a "#!" line runs: its interpreter, or for "#!/usr/bin/env
+// [-S] [VAR=value...] NAME" the NAME that env looks up.
+std::string script_interpreter(const std::vector<std::string>& words, const char* path_env) {
+  if (words.empty()) return {};
+  if (base_name(words[0]) != "env") return words[0];
+  for (size_t i = 1; i < words.size(); ++i)
+    if (words[i][0] != '-' && words[i].find('=') == std::string::npos) {
+      ResolvedProgram r = resolve_program(words[i], path_env);
+      return r.result == ResolvedProgram::Result::Found ? r.path : std::string();
+    }
+  return {};
+}
+
+void add_name(std::vector<std::string>& names, const std::string& name) {
+  if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+}
+
 }  // namespace
+
+std::vector<std::string> programs_named(const std::vector<std::string>& command, const char* path_env) {
+  std::vector<std::string> names;
+  for (const std::string& word : command) {
+    if (word.empty() || word.back() == '/') continue;
+    add_name(names, base_name(word));
+    const ResolvedProgram found = resolve_program(word, path_env);
+    if (found.result != ResolvedProgram::Result::Found) continue;
+    add_name(names, base_name(real_path(found.path)));
+    const std::string interpreter = script_interpreter(shebang_words(found.path), path_env);
+    if (interpreter.empty()) continue;
+    add_name(names, base_name(interpreter));
+    add_name(names, base_name(real_path(interpreter)));
+  }
+  return names;
+}
 
 ResolvedProgram resolve_program(const std::string& name, const char* path_env) {
   ResolvedProgram r;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace cuxfer::launcher {
 
@@ -26,5 +27,15 @@ struct PreloadCheck {
 // linked) and mode bits. Scripts ("#!") pass: their interpreter inherits
 // LD_PRELOAD. Files that cannot be read or parsed pass too: exec decides.
 PreloadCheck check_preloadable(const std::string& path);
+
+// The executables COMMAND may run, as base names, the way the traces will name
+// them (a process's executable is its real path): for each word of the command
+// line (the program and every argument, so that `mpirun -n 2 ./train` and `env
+// X=1 train` name `train`), its own base name, and when it is a file (found as
+// exec would for a bare name), the base name of its real path and, for a "#!"
+// script, of its interpreter's (`python3 train.py` and a script starting with
+// "#!/usr/bin/env python3" name `python3.12` where python3 links to it). A
+// program started only by a script the command runs is not among them.
+std::vector<std::string> programs_named(const std::vector<std::string>& command, const char* path_env);
 
 }  // namespace cuxfer::launcher

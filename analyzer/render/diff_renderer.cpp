@@ -57,8 +57,71 @@ std::string run_line(const char* name, const DiffRun& r) {
   std::string paths;
   for (size_t i = 0; i < r.traces.size() && i < 3; ++i) paths += (i ? ", " : "") + r.traces[i];
   if (r.traces.size() > 3) paths += fmt::format(", +{} more", r.traces.size() - 3);
-  return fmt::format("{}: {} process{}{}{}", name, r.processes, r.processes == 1 ? "" : "es",
+  const std::string runs = r.runs > 1 ? fmt::format("{} runs of ", r.runs) : "";
+  return fmt::format("{}: {}{} process{}{}{}", name, runs, r.processes, r.processes == 1 ? "" : "es",
                      r.rewrite ? ", rewrite=pin" : "", paths.empty() ? "" : " (" + paths + ")");
+}
+
+// Said first, on one line whatever the width (people and scripts look for
+// it, as in the report): times on the simulated CUDA mean nothing.
+std::string simulated_banner(const Diff& d) {
+  if (!d.base.simulated && !d.now.simulated) return {};
+  if (d.base.simulated && d.now.simulated)
+    return "!! SIMULATED CUDA (tests/simcuda): both sides ran without a GPU; their times say nothing "
+           "about real hardware\n";
+  return fmt::format("!! SIMULATED CUDA (tests/simcuda): the {} side ran without a GPU and the {} side on "
+                     "real CUDA; their times do not compare\n",
+                     d.base.simulated ? "base" : "new", d.base.simulated ? "new" : "base");
+}
+
+std::string percent(double fraction) {
+  const double p = fraction * 100;
+  return p >= 10 ? fmt::format("{:.0f} %", p) : fmt::format("{:.1f} %", p);
+}
+
+// What the runs say about the time recovered: one run each cannot tell it
+// from noise; several give the range over every pair of runs and a verdict.
+std::string noise_sentences(const Diff& d) {
+  const analyses::TimeRecoveredNoise& n = d.noise;
+  if (n.verdict == analyses::NoiseVerdict::OneRunEach)
+    return fmt::format("One run each: nothing says how much runs vary, so this cannot be told apart "
+                       "from run-to-run noise. Record {} or more runs of each and compare them all "
+                       "(cuxfer diff --base RUN... --new RUN..., or a folder of run folders per side) for "
+                       "the difference with its uncertainty.",
+                       n.runs_for_separation);
+  const size_t pairs = d.base.samples.size() * d.now.samples.size();
+  std::string out =
+      fmt::format("The {} pairs of a base and a new run differ by {} to {}. ", pairs,
+                  format_signed_duration(n.pairs_min_ns), format_signed_duration(n.pairs_max_ns));
+  const std::string order = n.pairs_min_ns > 0 ? "every base run blocked longer than every new run"
+                                               : "every new run blocked longer than every base run";
+  switch (n.verdict) {
+    case analyses::NoiseVerdict::Beyond:
+      out += fmt::format("Beyond run-to-run noise: {}, which runs that do not differ would do by chance "
+                         "{} of the time (exact permutation test).",
+                         order, percent(n.chance));
+      break;
+    case analyses::NoiseVerdict::NotConclusive:
+      out += fmt::format("Not conclusive: {}, but with {} and {} runs that happens by chance {} of the time "
+                         "even when the runs do not differ; {} runs of each can tell.",
+                         order, d.base.samples.size(), d.now.samples.size(), percent(n.chance),
+                         n.runs_for_separation);
+      break;
+    default:
+      out += "Within run-to-run noise: the runs overlap (some pair differs the other way, or not at all), so "
+             "they cannot tell this difference from noise.";
+  }
+  return out;
+}
+
+const char* noise_verdict_name(analyses::NoiseVerdict v) {
+  switch (v) {
+    case analyses::NoiseVerdict::OneRunEach: return "one_run_each";
+    case analyses::NoiseVerdict::Beyond: return "beyond_noise";
+    case analyses::NoiseVerdict::NotConclusive: return "not_conclusive";
+    case analyses::NoiseVerdict::Within: return "within_noise";
+  }
+  return "?";
 }
 
 json class_json(const analyses::DiffClassCount& k) {
@@ -101,8 +164,15 @@ json ratios_json(const DiffSide& b, const DiffSide& n) {
 
 json diff_to_json(const Diff& d) {
   auto run = [](const DiffRun& r) {
-    json j{{"traces", r.traces}, {"processes", r.processes}, {"wall_ns", r.wall_ns}, {"rewrite", r.rewrite}};
+    json j{{"traces", r.traces}, {"runs", r.runs},         {"processes", r.processes},
+           {"wall_ns", r.wall_ns}, {"rewrite", r.rewrite}, {"simulated", r.simulated}};
     j["totals"] = side_json(r.totals);
+    json samples = json::array();
+    for (const auto& s : r.samples)
+      samples.push_back(
+          json{{"traces", s.traces}, {"cpu_blocked_ns", s.cpu_blocked_ns}, {"wall_ns", s.wall_ns}});
+    j["samples"] = samples;
+    j["work_spread"] = r.work_spread.empty() ? json(nullptr) : json(r.work_spread);
     return j;
   };
   json j;
@@ -135,7 +205,22 @@ json diff_to_json(const Diff& d) {
   totals["ratio"]["wall_ns"] = ratio_json(d.base.wall_ns, d.now.wall_ns);
   j["totals"] = totals;
   j["time_recovered_ns"] = d.time_recovered_ns();
-  j["time_recovered_basis"] = "measured: base minus new CPU-blocked time";
+  j["time_recovered_basis"] = d.base.runs > 1 || d.now.runs > 1
+                                  ? "measured: median base minus median new CPU-blocked time"
+                                  : "measured: base minus new CPU-blocked time (one run each)";
+  const analyses::TimeRecoveredNoise& n = d.noise;
+  j["time_recovered_noise"] = json{
+      {"verdict", noise_verdict_name(n.verdict)},
+      {"pairs_min_ns", n.pairs_min_ns},
+      {"pairs_max_ns", n.pairs_max_ns},
+      {"separated", n.separated},
+      {"chance", n.chance},
+      {"runs_for_separation", n.runs_for_separation},
+      {"method",
+       "every base run against every new run: the range of their CPU-blocked time differences; separated "
+       "when all have one sign; chance: the probability of such a separation among runs that do not "
+       "differ, 2 / C(m+n, m) (exact permutation test); beyond noise when separated with chance <= 5 %"}};
+  j["simulated"] = d.base.simulated || d.now.simulated;
   j["sites"] = sites;
   j["notes"] = d.notes;
   return j;
@@ -148,12 +233,22 @@ std::string render_diff_text(const Diff& d, const DiffTextOptions& o) {
   std::string out = "cuxfer diff\n";
   out += "  " + fit(run_line("base", d.base), width - 2) + "\n";
   out += "  " + fit(run_line("new ", d.now), width - 2) + "\n\n";
+  if (const std::string banner = simulated_banner(d); !banner.empty()) out += banner + "\n";
+  for (const auto* side : {&d.base, &d.now})
+    if (!side->work_spread.empty())
+      for (const auto& line : wrap(fmt::format("!! NOT THE SAME WORK across the {} runs: {}; their medians "
+                                               "mix different work",
+                                               side == &d.base ? "base" : "new", side->work_spread),
+                                   width))
+        out += line + "\n";
 
   size_t differing = 0;
   for (const auto& s : d.sites) differing += !s.same_work;
   if (d.same_work) {
-    out += "Same work: yes (every call site made the same copies, calls and bytes per class, in both runs)\n\n";
-  } else {
+    out += fmt::format(
+        "Same work: yes (every call site made the same copies, calls and bytes per class, in {})\n\n",
+        d.base.runs > 1 || d.now.runs > 1 ? "every run" : "both runs");
+  } else if (differing > 0) {
     out += fmt::format("!! NOT THE SAME WORK: {} call site{} made different copies; times do not compare like "
                        "for like\n",
                        differing, differing == 1 ? "" : "s");
@@ -170,6 +265,8 @@ std::string render_diff_text(const Diff& d, const DiffTextOptions& o) {
   }
 
   const DiffSide &b = d.base.totals, &n = d.now.totals;
+  if (d.base.runs > 1 || d.now.runs > 1)
+    out += fmt::format("Totals: medians over {} base and {} new runs\n", d.base.runs, d.now.runs);
   out += row("Totals", "base", "new", "delta", "new/base");
   out += row("copies", format_count(b.calls), format_count(n.calls), signed_count(b.calls, n.calls),
              format_ratio(b.calls, n.calls));
@@ -190,12 +287,19 @@ std::string render_diff_text(const Diff& d, const DiffTextOptions& o) {
              format_signed_duration(delta(d.base.wall_ns, d.now.wall_ns)),
              format_ratio(d.base.wall_ns, d.now.wall_ns));
   out += "\n";
+  const bool several = d.base.runs > 1 || d.now.runs > 1;
   for (const auto& line :
-       wrap(fmt::format("Time recovered: {} (base minus new CPU-blocked time; measured, not estimated){}",
+       wrap(fmt::format("Time recovered: {}{} ({}; measured, not estimated){}. {}",
                         format_signed_duration(d.time_recovered_ns()),
-                        n.staged_bytes ? fmt::format(". Staging copied {} once more on the CPU.",
+                        d.base.simulated || d.now.simulated ? " on SIMULATED CUDA" : "",
+                        several ? fmt::format("median of the {} base runs minus median of the {} new runs' "
+                                              "CPU-blocked time",
+                                              d.base.runs, d.now.runs)
+                                : "base minus new CPU-blocked time",
+                        n.staged_bytes ? fmt::format(". Staging copied {} once more on the CPU",
                                                      format_bytes(n.staged_bytes))
-                                       : ""),
+                                       : "",
+                        o.noise_note.empty() ? noise_sentences(d) : o.noise_note),
                   width))
     out += line + "\n";
 

@@ -16,6 +16,10 @@ struct DiffTextOptions {
   size_t width = 100;
   size_t top_sites = 10;      // matched call sites listed
   size_t max_differing = 20;  // differing sites named under the same-work warning
+  // Said after the time recovered instead of how far it stands from noise,
+  // where the caller judged the noise itself (tune's report: its verdicts
+  // weigh every run; the diff shows one run of each). Empty: the diff's own.
+  std::string noise_note;
 };
 
 std::string render_diff_text(const analyses::Diff& diff, const DiffTextOptions& options);

@@ -15,7 +15,8 @@ whose traffic is exactly known:
   - a malformed budget, an NVTX entry and an unknown option: exit 2 and one
     line, no verdict; `record --check` with a malformed budget does not run
     the command;
-  - a budget for another program is refused (exit 2) unless --any-program.
+  - a budget for another program is refused (exit 2) unless --any-program; `record --check`
+    refuses it before the app runs.
 
   run_check.py --cuxfer build/bin/cuxfer --sim build/testapps/sim --workdir DIR
 
@@ -195,12 +196,15 @@ def main() -> int:
         check(v.returncode != 0, f"{xsd.name} accepted a testcase without classname: the validation checks nothing")
         print(f"JUnit validated against {xsd.name} (xmllint); a broken copy was refused")
 
-    # The app's own failure stays its own.
+    # The app's own failure stays its own (a budget for that app: one for
+    # another program is refused before the app runs, below).
     exit_app = str(Path(a.sim) / "exit_app-simshared")
-    p = run([cuxfer, "record", "-q", "--check", str(budget_path), "-o", str(out / "exit"), "--", exit_app, "exit", "3"],
+    exit_budget = out / "exit-budget.json"
+    exit_budget.write_text(json.dumps(dict(json.loads(budget_path.read_text()), program="exit_app-simshared")))
+    p = run([cuxfer, "record", "-q", "--check", str(exit_budget), "-o", str(out / "exit"), "--", exit_app, "exit", "3"],
             env)
     check(p.returncode == 3, f"record --check of an app exiting 3: exit {p.returncode}")
-    check(lines(p.stderr) == [f"cuxfer record: {exit_app} exited with status 3: the budget {budget_path} was not checked"],
+    check(lines(p.stderr) == [f"cuxfer record: {exit_app} exited with status 3: the budget {exit_budget} was not checked"],
           f"record --check, failing app: stderr {lines(p.stderr)!r}")
     check(p.stdout == "", f"record --check, failing app: a verdict was printed: {p.stdout!r}")
 
@@ -234,6 +238,18 @@ def main() -> int:
     p = run([cuxfer, "check", "--budget", str(other_path), "--any-program", str(out / "good")], env)
     check(p.returncode == 0, f"--any-program: exit {p.returncode}, expected 0 (the limits are this run's)")
     check("applied anyway (--any-program)" in p.stderr, "--any-program did not say it applied another program's budget")
+    # record --check refuses it before the app runs; --any-program runs it and applies it.
+    p = run([cuxfer, "record", "-q", "--check", str(other_path), "-o", str(out / "other"), "--", app, "4", "1M"], env)
+    one_error_line(p, f"cuxfer record: --check {other_path}: the budget is for program 'pageable_loop-simshared', "
+                      f"which the command does not name (it runs '{program}'); --any-program runs it and applies the "
+                      f"budget anyway", "record --check, budget for another program")
+    check(not list((out / "other").glob("*.trace")), "record --check ran the app with a budget for another program")
+    p = run([cuxfer, "record", "-q", "--check", str(other_path), "--any-program", "-o", str(out / "other"), "--", app,
+             "4", "1M"], env)
+    # Checked (its times may exceed the budget's on a fresh run: 0 or 1).
+    check(p.returncode in (0, 1) and "applied anyway (--any-program)" in p.stderr and
+          list((out / "other").glob("*.trace")),
+          f"record --check --any-program: exit {p.returncode}, {p.stdout!r} {p.stderr!r}")
     return verdict(fails)
 
 

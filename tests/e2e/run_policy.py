@@ -9,7 +9,10 @@ simulated CUDA, writes their policy files and checks the entries.
     cudaMalloc site, supported by tiny_storm, with a gain; recorded without it,
     no zero_copy entry and a note that says how to get one;
   - pageable_loop 8 32M: the H2D and the D2H call sites, each `register` (the
-    same 32 MiB buffers every iteration), supported by rewrite_candidates;
+    same 32 MiB buffers every iteration), supported by rewrite_candidates; the
+    device buffer uploaded whole every iteration is a speculative zero_copy
+    candidate: held back and named by default, written and marked so with
+    --speculative; a default policy names only findings the report lists;
   - an existing file is replaced (a new file renamed over it: a hard link to
     the old one keeps the old content), --force still accepted; `cuxfer
     record --policy` takes the written file and refuses a bad one with one
@@ -129,18 +132,54 @@ def main() -> int:
     # finding, and with it this check, then missed). Three 32 MiB buffers leave the caches.
     p = run([a.cuxfer, "record", "-q", "-o", str(out / "loop"), "--", str(loop_app), "8", "32M"], env)
     check(p.returncode == 0, f"record pageable_loop exited {p.returncode}")
-    loop_policy = out / "loop.json"
-    p = run([a.cuxfer, "policy", "-o", str(loop_policy), str(out / "loop")], env)
+    # The device buffer is uploaded whole every iteration: a speculative
+    # zero_copy candidate, which no report finding supports. Held back by
+    # default (the summary names it); --speculative writes it, marked.
+    held_policy = out / "loop-held.json"
+    p = run([a.cuxfer, "policy", "-o", str(held_policy), str(out / "loop")], env)
     check(p.returncode == 0, f"policy loop exited {p.returncode}")
+    held = json.loads(held_policy.read_text())
+    check([e["path"] for e in held["entries"]] == ["register", "register"],
+          f"default policy: expected the two register entries only: {held['entries']}")
+    check("held back 1 speculative candidate" in p.stdout and "--speculative" in p.stdout and
+          "zero_copy: all 32.0 MiB of this allocation uploaded 8 times" in p.stdout,
+          "default policy: the summary does not name the held-back speculative candidate")
+    loop_policy = out / "loop.json"
+    p = run([a.cuxfer, "policy", "--speculative", "-o", str(loop_policy), str(out / "loop")], env)
+    check(p.returncode == 0, f"policy --speculative loop exited {p.returncode}")
     loop = json.loads(loop_policy.read_text())
     regs = [e for e in loop["entries"] if e["path"] == "register"]
     whole = [e for e in loop["entries"] if e["path"] == "zero_copy"]
     check(len(loop["entries"]) == 3 and len(regs) == 2, f"expected two register entries and one zero_copy: "
                                                        f"{loop['entries']}")
-    # The device buffer is uploaded whole every iteration: a speculative zero_copy candidate.
     check(len(whole) == 1 and whole[0]["findings"] == ["whole_uploads"] and
-          whole[0]["site"]["kind"] == "allocation" and "speculative" in whole[0].get("reason", ""),
+          whole[0]["site"]["kind"] == "allocation" and "speculative" in whole[0].get("reason", "") and
+          whole[0].get("comment", "").startswith("SPECULATIVE: ") and "cuxfer tune" in whole[0]["comment"],
           f"whole_uploads zero_copy entry: {whole}")
+    check(all("comment" not in e for e in regs), f"register entries marked: {regs}")
+    check("1 entry is SPECULATIVE" in loop.get("comment", ""), f"file comment {loop.get('comment')!r}")
+    summary_rows = [l for l in p.stdout.splitlines() if l.startswith("  zero_copy ")]
+    check(len(summary_rows) == 1 and "whole_uploads (speculative)" in summary_rows[0],
+          f"--speculative summary rows {summary_rows}")
+    check("3 entries (2 call sites, 1 allocation site), 1 of them SPECULATIVE" in p.stdout and
+          "SPECULATIVE: 1 entry" in p.stdout, "--speculative summary does not say which entry is speculative")
+
+    # The report and the policy agree on what was found: every finding a
+    # default policy's entries name is one the report lists; also for the
+    # demo's app (scripts/demo.sh), whose buffers are uploaded whole too.
+    demo_app = sim / f"async_streams-{a.mode}"
+    p = run([a.cuxfer, "record", "-q", "-o", str(out / "demo"), "--", str(demo_app), "8", "4M"], env)
+    check(p.returncode == 0, f"record async_streams exited {p.returncode}")
+    demo_policy = out / "demo.json"
+    p = run([a.cuxfer, "policy", "-o", str(demo_policy), str(out / "demo")], env)
+    check(p.returncode == 0 and "held back 2 speculative candidates" in p.stdout,
+          f"policy of the demo's run: exit {p.returncode}, no held-back candidates said")
+    for run_dir, policy_file in ((out / "loop", held_policy), (out / "tiny", policy), (out / "demo", demo_policy)):
+        r = run([a.cuxfer, "report", "--json", str(run_dir)], env)
+        listed = {f["kind"] for f in json.loads(r.stdout).get("findings", [])} if r.returncode == 0 else set()
+        named = {f for e in json.loads(policy_file.read_text())["entries"] for f in e.get("findings", [])}
+        check(named <= listed, f"{policy_file.name}: entries name findings {sorted(named - listed)} "
+                               f"that the report does not list ({sorted(listed)})")
     lines = {source_line(Path(a.testapps) / "pageable_loop.cpp", r"cudaMemcpyHostToDevice"),
              source_line(Path(a.testapps) / "pageable_loop.cpp", r"cudaMemcpyDeviceToHost")}
     for e in regs:

@@ -98,9 +98,10 @@ def check_tune(a, env, out: Path, name: str, app: list[str], reps: int, max_runs
     check(bool(each) and all(len(b.split(", ")) == reps and len(n.split(", ")) >= reps for b, n in each),
           f"{name}: no or short per-run site times: {each}")
     check("SIMULATED CUDA" in text, f"{name}: no simulated note")
-    # The kept entries are candidates: cuxfer policy on the observe run derives a superset.
-    p3 = run([a.cuxfer, "policy", "-q", "-o", str(work / "candidates.json"), str(work / "traces" / "run-01")],
-             env, work)
+    # The kept entries are candidates: cuxfer policy on the observe run derives a superset
+    # (--speculative: tune measures the speculative candidates that policy holds back).
+    p3 = run([a.cuxfer, "policy", "-q", "--speculative", "-o", str(work / "candidates.json"),
+              str(work / "traces" / "run-01")], env, work)
     check(p3.returncode == 0, f"{name}: cuxfer policy on the observe run exited {p3.returncode}")
     cands = json.loads((work / "candidates.json").read_text())["entries"]
     key = lambda e: (e["site"]["kind"], e["site"]["build_id"], e["site"]["offset"], e["path"])

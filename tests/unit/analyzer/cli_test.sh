@@ -265,6 +265,34 @@ PY
     run "$cuxfer" record --shim "$fake_shim" -o "$dir" -- sh -c ': >"$0"/ran' "$work"
     expect_rc 2; expect_lines err 1; expect_in err "output directory $dir is not writable"
     [ ! -e ran ] || fail "the command ran before the output directory was found unwritable" ;;
+  record-check-program)
+    # A budget for a program the command does not name is refused before the
+    # command runs (the check would refuse its traces only after the run).
+    printf '{"schema": "cuxfer.budget/1", "program": "train", "entries": [{"max_bytes": 1}]}\n' >b.json
+    run "$cuxfer" record --shim "$fake_shim" --check b.json -- sh -c ': >"$0"/ran' "$work"
+    expect_rc 2; expect_lines err 1
+    expect_in err "cuxfer record: --check b.json: the budget is for program 'train', which the command does not name (it runs 'sh')"
+    [ ! -e ran ] || fail "the command ran with a budget for another program"
+    ! ls -d cuxfer-sh-* >/dev/null 2>&1 || fail "a refused record left a run folder"
+    # Named by the command line: as an argument (a launcher's), through a
+    # link's real path, or as the interpreter of a script it runs.
+    printf '#!/bin/sh\n: >"$(dirname "$0")/ran"\n' >train; chmod +x train
+    run "$cuxfer" record -q --shim "$fake_shim" --check b.json -- env ./train
+    [ -e ran ] || fail "a budget for 'train' refused 'env ./train'"; rm -f ran
+    ! grep -q "does not name" err || fail "'env ./train' said not to name train"
+    mkdir bin; cp train bin/tool-1.2; ln -s tool-1.2 bin/tool
+    printf '#!/usr/bin/env tool\n' >job; chmod +x job
+    printf '{"schema": "cuxfer.budget/1", "program": "tool-1.2", "entries": [{"max_bytes": 1}]}\n' >tool.json
+    PATH="$work/bin:$PATH" run "$cuxfer" record -q --shim "$fake_shim" --check tool.json -- tool
+    ! grep -q "does not name" err || fail "'tool' (a link to tool-1.2) said not to name tool-1.2"
+    PATH="$work/bin:$PATH" run "$cuxfer" record -q --shim "$fake_shim" --check tool.json -- ./job
+    ! grep -q "does not name" err || fail "'./job' (#!/usr/bin/env tool) said not to name tool-1.2"
+    rm -f ran
+    # --any-program runs it anyway; it goes with --check only.
+    run "$cuxfer" record -q --shim "$fake_shim" --check b.json --any-program -- sh -c ': >"$0"/ran' "$work"
+    [ -e ran ] || fail "--any-program did not run the command"
+    ! grep -q "does not name" err || fail "--any-program still refused"
+    run "$cuxfer" record --any-program -- true; expect_rc 2; expect_lines err 1; expect_in err "--any-program goes with --check" ;;
   record-forwards-signals)
     "$cuxfer" record -q --shim "$fake_shim" -- sh -c 'trap "exit 7" TERM; sleep 10 & wait' >out 2>err &
     pid=$!

@@ -34,6 +34,13 @@ SyntheticTrace run(uint64_t base, uint64_t h2d_ns, uint64_t d2h_ns, bool staged 
   return t;
 }
 
+// Text options wide enough that no sentence is wrapped.
+render::DiffTextOptions wide() {
+  render::DiffTextOptions o;
+  o.width = 1000;
+  return o;
+}
+
 const analyses::DiffSite* find(const analyses::Diff& d, const std::string& key) {
   for (const auto& s : d.sites)
     if (s.key == key) return &s;
@@ -160,6 +167,127 @@ TEST_F(Diff, SiteKeyUsesSymbolsWhenKnown) {
   EXPECT_EQ(render::format_signed_duration(-1500), "-1.50 us");
   EXPECT_EQ(render::format_ratio(0, 5), "n/a");
   EXPECT_EQ(render::format_ratio(4, 2), "0.50x");
+}
+
+// One run each: the difference is measured, and the diff says that nothing
+// separates it from run-to-run noise.
+TEST_F(Diff, OneRunEachSaysItCannotBeToldFromNoise) {
+  model::Job base = load(run(0x400000, 100'000, 500'000));
+  model::Job now = load(run(0x400000, 40'000, 200'000, true));
+  analyses::Diff d = analyses::diff_jobs(base, now);
+  EXPECT_EQ(d.noise.verdict, analyses::NoiseVerdict::OneRunEach);
+  EXPECT_EQ(d.base.runs, 1u);
+  EXPECT_EQ(d.noise.pairs_min_ns, 780'000);
+  EXPECT_EQ(d.noise.pairs_max_ns, 780'000);
+  json j = render::diff_to_json(d);
+  EXPECT_EQ(j["time_recovered_noise"]["verdict"], "one_run_each");
+  EXPECT_EQ(j["base"]["runs"], 1);
+  EXPECT_EQ(j["simulated"], false);
+  std::string text = render::render_diff_text(d, wide());
+  EXPECT_NE(text.find("cannot be told apart from run-to-run noise"), std::string::npos) << text;
+  EXPECT_EQ(text.find("SIMULATED"), std::string::npos) << text;
+}
+
+// Several runs per side: medians, the range over every pair of runs, and a
+// verdict by the exact permutation test (4 against 4 separated: 2/70).
+TEST_F(Diff, SeveralRunsGiveMediansAndTheRangeOfEveryPair) {
+  std::vector<model::Job> base, now;
+  for (uint64_t h2d : {100'000, 130'000, 110'000, 120'000}) base.push_back(load(run(0x400000, h2d, 500'000)));
+  for (uint64_t h2d : {40'000, 70'000, 50'000, 60'000})
+    now.push_back(load(run(0x400000, h2d, 200'000, true)));
+  std::vector<const model::Job*> b, n;
+  for (const auto& j : base) b.push_back(&j);
+  for (const auto& j : now) n.push_back(&j);
+  analyses::Diff d = analyses::diff_runs(b, n);
+  EXPECT_TRUE(d.same_work);
+  EXPECT_EQ(d.base.runs, 4u);
+  ASSERT_EQ(d.base.samples.size(), 4u);
+  // Medians: base 3 x (110k + 120k) / 2 + 2 x 500k, new 3 x 55k + 2 x 200k.
+  EXPECT_EQ(d.base.totals.cpu_blocked_ns, 3 * 115'000u + 1'000'000u);
+  EXPECT_EQ(d.now.totals.cpu_blocked_ns, 3 * 55'000u + 400'000u);
+  EXPECT_EQ(d.time_recovered_ns(), 3 * 60'000 + 600'000);
+  EXPECT_EQ(d.base.totals.calls, 5u);
+  // Pairs: from 3 x (100k - 70k) + 600k to 3 x (130k - 40k) + 600k.
+  EXPECT_EQ(d.noise.pairs_min_ns, 3 * 30'000 + 600'000);
+  EXPECT_EQ(d.noise.pairs_max_ns, 3 * 90'000 + 600'000);
+  EXPECT_TRUE(d.noise.separated);
+  EXPECT_DOUBLE_EQ(d.noise.chance, 2.0 / 70);
+  EXPECT_EQ(d.noise.verdict, analyses::NoiseVerdict::Beyond);
+  json j = render::diff_to_json(d);
+  EXPECT_EQ(j["base"]["runs"], 4);
+  EXPECT_EQ(j["base"]["samples"].size(), 4u);
+  EXPECT_EQ(j["base"]["samples"][1]["cpu_blocked_ns"], 3 * 130'000 + 1'000'000);
+  EXPECT_EQ(j["time_recovered_noise"]["verdict"], "beyond_noise");
+  EXPECT_EQ(j["time_recovered_noise"]["pairs_min_ns"], 690'000);
+  EXPECT_EQ(j["time_recovered_basis"], "measured: median base minus median new CPU-blocked time");
+  std::string text = render::render_diff_text(d, wide());
+  EXPECT_NE(text.find("Totals: medians over 4 base and 4 new runs"), std::string::npos) << text;
+  EXPECT_NE(text.find("The 16 pairs of a base and a new run differ by +690 us to +870 us"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Beyond run-to-run noise: every base run blocked longer than every new run"),
+            std::string::npos)
+      << text;
+}
+
+TEST_F(Diff, OverlappingRunsAreWithinNoise) {
+  std::vector<model::Job> base, now;
+  for (uint64_t h2d : {100'000, 300'000}) base.push_back(load(run(0x400000, h2d, 500'000)));
+  for (uint64_t h2d : {200'000, 250'000}) now.push_back(load(run(0x400000, h2d, 500'000)));
+  analyses::Diff d = analyses::diff_runs({&base[0], &base[1]}, {&now[0], &now[1]});
+  EXPECT_FALSE(d.noise.separated);
+  EXPECT_EQ(d.noise.verdict, analyses::NoiseVerdict::Within);
+  std::string text = render::render_diff_text(d, wide());
+  EXPECT_NE(text.find("Within run-to-run noise"), std::string::npos) << text;
+}
+
+TEST_F(Diff, FewSeparatedRunsAreNotConclusive) {
+  const analyses::TimeRecoveredNoise n = analyses::judge_noise({300, 310, 320}, {100, 110, 120});
+  EXPECT_TRUE(n.separated);
+  EXPECT_DOUBLE_EQ(n.chance, 0.1);  // 2 / C(6, 3)
+  EXPECT_EQ(n.verdict, analyses::NoiseVerdict::NotConclusive);
+  EXPECT_EQ(n.runs_for_separation, 4u);  // 2 / C(8, 4) = 2.9 %, 2 / C(6, 3) = 10 %
+  EXPECT_EQ(n.pairs_min_ns, 180);
+  EXPECT_EQ(n.pairs_max_ns, 220);
+  // One side of one run: the other side's spread still tells something.
+  EXPECT_EQ(analyses::judge_noise({100}, {10, 20, 30, 40, 50}).verdict,
+            analyses::NoiseVerdict::NotConclusive);
+  EXPECT_EQ(analyses::judge_noise({100}, {100}).verdict, analyses::NoiseVerdict::OneRunEach);
+}
+
+// A side whose runs did different work is said: its medians mix them.
+TEST_F(Diff, RunsOfOneSideThatDifferAreSaid) {
+  model::Job b1 = load(run(0x400000, 100'000, 500'000));
+  model::Job b2 = load(run(0x400000, 100'000, 500'000, false, 1));
+  model::Job n1 = load(run(0x400000, 100'000, 500'000));
+  analyses::Diff d = analyses::diff_runs({&b1, &b2}, {&n1});
+  EXPECT_FALSE(d.same_work);
+  EXPECT_NE(d.base.work_spread.find("run 2"), std::string::npos) << d.base.work_spread;
+  EXPECT_NE(d.base.work_spread.find("H2D pageable"), std::string::npos) << d.base.work_spread;
+  EXPECT_TRUE(d.now.work_spread.empty());
+  std::string text = render::render_diff_text(d, wide());
+  EXPECT_NE(text.find("NOT THE SAME WORK across the base runs"), std::string::npos) << text;
+}
+
+// Runs on the simulated CUDA are said before anything else.
+TEST_F(Diff, SimulatedRunsAreSaidFirst) {
+  SyntheticTrace sb = run(0x400000, 100'000, 500'000), sn = run(0x400000, 40'000, 200'000, true);
+  sb.status.simulated = sn.status.simulated = true;
+  model::Job base = load(sb), now = load(sn);
+  analyses::Diff d = analyses::diff_jobs(base, now);
+  EXPECT_TRUE(d.base.simulated && d.now.simulated);
+  json j = render::diff_to_json(d);
+  EXPECT_EQ(j["simulated"], true);
+  EXPECT_EQ(j["base"]["simulated"], true);
+  std::string text = render::render_diff_text(d, {});
+  const size_t banner = text.find("!! SIMULATED CUDA"), work = text.find("Same work");
+  ASSERT_NE(banner, std::string::npos) << text;
+  EXPECT_LT(banner, work) << text;
+  EXPECT_NE(text.find("Time recovered: +780 us on SIMULATED CUDA"), std::string::npos) << text;
+  // One side only: the times do not compare.
+  model::Job real = load(run(0x400000, 40'000, 200'000, true));
+  text = render::render_diff_text(analyses::diff_jobs(base, real), {});
+  EXPECT_NE(text.find("the base side ran without a GPU and the new side on real CUDA"), std::string::npos)
+      << text;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -93,6 +94,32 @@ TEST_F(ProgramCheck, ResolvesLikeAShell) {
   EXPECT_EQ(resolve_program("nope", path_env.c_str()).result, ResolvedProgram::Result::NotFound);
   EXPECT_EQ(resolve_program(exe, "").result, ResolvedProgram::Result::Found);
   EXPECT_EQ(resolve_program("sh", nullptr).result, ResolvedProgram::Result::Found);
+}
+
+// The programs a command line may run, as the traces will name them.
+TEST_F(ProgramCheck, ProgramsNamedByACommandLine) {
+  write("tool-1.2", "#!/bin/sh\n", 0755);
+  std::filesystem::create_symlink("tool-1.2", dir_ / "tool");
+  write("job", "#!/usr/bin/env -S FOO=1 tool --flag\n", 0755);
+  write("direct", "#!" + (dir_ / "tool").string() + " -x\n", 0755);
+  const std::string path_env = dir_.string() + ":/usr/bin:/bin";
+  auto has = [](const std::vector<std::string>& names, const std::string& n) {
+    return std::find(names.begin(), names.end(), n) != names.end();
+  };
+  auto names = programs_named({"tool"}, path_env.c_str());
+  EXPECT_TRUE(has(names, "tool"));
+  EXPECT_TRUE(has(names, "tool-1.2"));                  // its real path
+  names = programs_named({"./job"}, path_env.c_str());  // not in the current directory: its name only
+  EXPECT_TRUE(has(names, "job"));
+  EXPECT_FALSE(has(names, "tool-1.2"));
+  names = programs_named({(dir_ / "job").string()}, path_env.c_str());
+  EXPECT_TRUE(has(names, "job"));
+  EXPECT_TRUE(has(names, "tool-1.2"));  // #!/usr/bin/env ... tool
+  names = programs_named({(dir_ / "direct").string()}, path_env.c_str());
+  EXPECT_TRUE(has(names, "tool-1.2"));  // #!DIR/tool
+  names = programs_named({"mpirun", "-n", "2", "./train", "--steps=3"}, path_env.c_str());
+  EXPECT_TRUE(has(names, "train"));
+  EXPECT_FALSE(has(names, "tool-1.2"));
 }
 
 TEST_F(ProgramCheck, StaticExecutablesAreRefused) {

@@ -28,11 +28,12 @@ class PolicyCandidates : public JobTest {
     t.modules.push_back({kBase, kBase, kBase + 0x100000, "/opt/app/train", build_id});
     return t;
   }
-  analyses::PolicyCandidates derive(const SyntheticTrace& t) {
+  analyses::PolicyCandidates derive(const SyntheticTrace& t,
+                                    analyses::Speculation s = analyses::Speculation::Propose) {
     model::Job job = load(t);
     analyses::Thresholds th;
     analyses::Report r = analyses::analyze(job, th);
-    return analyses::derive_policy(job, r, th);
+    return analyses::derive_policy(job, r, th, s);
   }
 };
 
@@ -103,6 +104,8 @@ TEST_F(PolicyCandidates, ZeroCopyForTheAllocationATinyStormWritesInto) {
   const size_t i = static_cast<size_t>(z - c.policy.entries.data());
   ASSERT_EQ(c.copy_sites[i].size(), 1u);
   EXPECT_EQ(c.copy_sites[i][0].offset, 0x400u);  // tune measures it by the storm's call site
+  ASSERT_EQ(c.speculative.size(), c.policy.entries.size());
+  EXPECT_FALSE(c.speculative[i]);  // the report's tiny_storm supports it
 }
 
 TEST_F(PolicyCandidates, SpeculativeZeroCopyForABufferUploadedWholeAgainAndAgain) {
@@ -118,6 +121,9 @@ TEST_F(PolicyCandidates, SpeculativeZeroCopyForABufferUploadedWholeAgainAndAgain
   EXPECT_EQ(z->findings, std::vector<std::string>{"whole_uploads"});
   EXPECT_NE(z->reason.find("speculative"), std::string::npos);
   EXPECT_EQ(z->estimated_gain_ns.value_or(0), 3u * 700'000u);
+  ASSERT_EQ(c.speculative.size(), c.policy.entries.size());
+  EXPECT_TRUE(c.speculative[static_cast<size_t>(z - c.policy.entries.data())]);
+  EXPECT_TRUE(c.held_back.empty());
   // Uploaded once, or only part of the buffer: nothing recurring to remove.
   SyntheticTrace once = app();
   const uint32_t a2 = once.site(kBase + 0x500), u2 = once.site(kBase + 0x600);
@@ -125,6 +131,25 @@ TEST_F(PolicyCandidates, SpeculativeZeroCopyForABufferUploadedWholeAgainAndAgain
   copy_to(once, Direction::HtoD, 0x7f0000000000, device, 4 * MiB, 700'000, u2);
   for (int i = 0; i < 3; ++i) copy_to(once, Direction::HtoD, 0x7f0000000000, device, 2 * MiB, 350'000, u2);
   EXPECT_FALSE(entry_at(derive(once), 0x500));
+}
+
+// What the report does not list, the policy does not propose unless asked:
+// held back, the speculative candidate is a line, and no entry.
+TEST_F(PolicyCandidates, SpeculativeCandidatesAreHeldBackUnlessProposed) {
+  SyntheticTrace t = app();
+  const uint32_t alloc_site = t.site(kBase + 0x500), upload = t.site(kBase + 0x600);
+  const uint64_t device = 0x7c0000000000;
+  device_alloc(t, device, 4 * MiB, alloc_site);
+  for (int i = 0; i < 3; ++i) copy_to(t, Direction::HtoD, 0x7f0000000000, device, 4 * MiB, 700'000, upload);
+  analyses::PolicyCandidates held = derive(t, analyses::Speculation::HoldBack);
+  EXPECT_FALSE(entry_at(held, 0x500));
+  for (const auto& e : held.policy.entries)
+    for (const auto& f : e.findings) EXPECT_NE(f, analyses::kWholeUploads);
+  ASSERT_EQ(held.held_back.size(), 1u);
+  EXPECT_NE(held.held_back[0].find("zero_copy: all 4.00 MiB of this allocation uploaded 3 times"),
+            std::string::npos)
+      << held.held_back[0];
+  EXPECT_EQ(held.speculative, std::vector<bool>(held.policy.entries.size(), false));
 }
 
 TEST_F(PolicyCandidates, SitesWithoutABuildIdAreSkippedWithAReason) {

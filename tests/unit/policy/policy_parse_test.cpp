@@ -54,6 +54,8 @@ TEST(PolicyParse, ReadsEveryField) {
   EXPECT_EQ(b.path, Path::ZeroCopy);
   EXPECT_EQ(b.min_bytes, 0u);
   EXPECT_FALSE(b.estimated_gain_ns);
+  EXPECT_EQ(a.comment, "people only");
+  EXPECT_TRUE(b.comment.empty());
 }
 
 TEST(PolicyParse, EmptyEntriesIsAPolicy) {

@@ -20,6 +20,7 @@ Policy sample() {
   Entry b;
   b.site = {SiteKind::Allocation, "00ff", 0x40, "", "", "", "", "", 0};
   b.path = Path::ZeroCopy;
+  b.comment = "SPECULATIVE: measure it first";
   Entry c;
   c.site = {SiteKind::Call, "00ff", 0x80, "", "", "", "", "", 0};
   c.path = Path::Exclude;
@@ -42,6 +43,7 @@ void expect_equal(const Policy& x, const Policy& y) {
     EXPECT_EQ(a.estimated_gain_ns, b.estimated_gain_ns);
     EXPECT_EQ(a.findings, b.findings);
     EXPECT_EQ(a.reason, b.reason);
+    EXPECT_EQ(a.comment, b.comment);
   }
 }
 
