@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace cuxfer::launcher {
 
@@ -26,5 +27,15 @@ struct PreloadCheck {
 // linked) and mode bits. Scripts ("#!") pass: their interpreter inherits
 // LD_PRELOAD. Files that cannot be read or parsed pass too: exec decides.
 PreloadCheck check_preloadable(const std::string& path);
+
+// The libraries a 64-bit ELF program names in its dynamic section (DT_NEEDED),
+// in order; empty for a script, a static program or a file that cannot be read.
+std::vector<std::string> needed_libraries(const std::string& path);
+
+// Of the libraries a program needs, the sanitizer runtime that insists on
+// being the first library loaded (AddressSanitizer's and HWASan's check the
+// initial library list and abort the program otherwise: GCC links libasan.so
+// by default), or "" when there is none.
+std::string runtime_needing_first_place(const std::vector<std::string>& needed);
 
 }  // namespace cuxfer::launcher
