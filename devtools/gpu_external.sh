@@ -4,6 +4,7 @@
 # UnifiedMemoryStreams, exported into the ignored .ext/ (never committed; see
 # docs/gpu-validation.md, "Programs not written for cuxfer"). This script holds
 # no fetched code: it builds them with .ext/build_samples.sh and runs what that built.
+# `bash devtools/gpu.sh external` runs it; by hand:
 #
 #   bash devtools/gpu_external.sh OUTDIR [--tar FILE]
 #

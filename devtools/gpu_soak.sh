@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Developer run on the GPU machine: testapps/soak under `cuxfer record --rewrite=pin`
-# for SOAK_SECONDS (default 630: over the 10-minute per-command limit, so start it
-# in the background and poll SOAK_LOG):
+# The soak steps of devtools/gpu.sh (soak, soak-start, soak-wait): testapps/soak under
+# `cuxfer record --rewrite=pin` for SOAK_SECONDS (default 630: over the 10-minute
+# per-command limit, so start it in the background and collect it in a later call):
 #
-#   setsid bash devtools/gpu_soak.sh > /dev/null 2>&1 < /dev/null &
-#   ... later: tail -3 /tmp/soak/log   (last line "SOAK DONE rc=N"; artifacts in /tmp/soak)
+#   bash devtools/gpu.sh build soak-start      ... later: bash devtools/gpu.sh soak-wait
+#
+# (soak-start runs `setsid bash devtools/gpu_soak.sh > /dev/null 2>&1 < /dev/null &`; the
+# last line of SOAK_LOG is then "SOAK DONE rc=N"; artifacts in /tmp/soak.)
 #
 # It reads the app process's VmRSS, VmLck and VmPin (/proc/PID/status) every second and
 # writes a line every 10 s into soak_samples.csv: t_s, vmrss_kb (the last reading),
@@ -31,11 +33,10 @@
 # The shim's per-thread event rings (CUXFER_BUFFER_EVENTS, 4 MiB a thread by default) are
 # touched as they fill: up to that much RSS growth per recording thread is by design.
 # Knobs: SOAK_SECONDS, SOAK_THREADS (4), SOAK_MAX_S (64M), SOAK_APP (soak-cudart_shared in
-# $B/testapps/gpu, or a path), B (build dir, /tmp/b). The build is made (gpu_env.sh) only
-# when cuxfer or the app is missing, or with SOAK_BUILD=1: a caller that built already may
-# run ctest in $B meanwhile.
+# $B/testapps/gpu, or a path), B (build dir, /tmp/b, made by `devtools/gpu.sh build`; the
+# caller may run ctest in $B meanwhile).
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; B=${B:-/tmp/b}
 SOAK_SECONDS=${SOAK_SECONDS:-630}; SOAK_THREADS=${SOAK_THREADS:-4}; SOAK_MAX_S=${SOAK_MAX_S:-64M}
 SOAK_APP=${SOAK_APP:-soak-cudart_shared}
@@ -48,11 +49,7 @@ soak_main() {
   echo "== $(date -u) $(nvidia-smi -L 2>&1 | head -2) commit $(git rev-parse --short HEAD 2>/dev/null)"
   local X=$B/bin/cuxfer APP=$SOAK_APP
   [[ $APP == */* ]] || APP=$B/testapps/gpu/$SOAK_APP
-  if [ "${SOAK_BUILD:-0}" = 1 ] || [ ! -x "$X" ] || [ ! -x "$APP" ]; then
-    OUT=$W source devtools/gpu_env.sh
-    OUT=$W gpu_configure_build cuxfer_cli cuxfer_shim cuxfer_memhooks "${APP##*/}"
-  fi
-  [ -x "$X" ] && [ -x "$APP" ] || { echo "FAIL: $X or $APP not built (see $W/build.log)"; return 2; }
+  [ -x "$X" ] && [ -x "$APP" ] || { echo "FAIL: $X or $APP not built (bash devtools/gpu.sh build)"; return 2; }
   rm -rf "$W/soak-traces"
   echo "== $SOAK_APP $SOAK_SECONDS $SOAK_THREADS $SOAK_MAX_S under cuxfer record --rewrite=pin"
   # Hermetic thresholds are not wanted here: the machine profile, if any, is what users get.

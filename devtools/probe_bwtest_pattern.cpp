@@ -3,7 +3,8 @@
 // first copies) can be told from one paid on every call. Our own code: a
 // fresh malloc per size, two 16 MiB cache-clearing buffers allocated and
 // freed around it, 100 synchronous cudaMemcpy timed with the CPU clock, a
-// 256 MiB memset of another buffer between copies.
+// 256 MiB memset of another buffer between copies. `devtools/gpu.sh bw-pattern`
+// builds and runs it.
 //
 //   probe_bwtest_pattern [--host KIND] [--iters N] SIZE...   (SIZE in bytes, K/M suffixes)
 // --host: the copied buffer (default pageable, bandwidthTest's):

@@ -2,7 +2,8 @@
 // per CUPTI setting, without cuxfer. Our own code. Pinned (cudaMallocHost) and
 // registered (malloc + cudaHostRegister) host buffers, H2D and D2H, sizes 4 B
 // to 32 MiB; per cell the median of ITERS calls timed with the CPU clock
-// around cudaMemcpy (the caller's view).
+// around cudaMemcpy (the caller's view). `devtools/gpu.sh cupti-cost` builds and
+// runs it.
 //
 //   probe_cupti_cost MODE [ITERS]
 // MODE: none | memcpy | memcpy_memset | memcpy_ts (+ a timestamp callback, as

@@ -1,6 +1,6 @@
 """tensor.cpu() of a 256 MiB CUDA tensor into fresh pageable memory, timed with
 the caller's clock (median of N), results checked. Issue 12's bar: >= 5x the
-driver's pageable path under cuxfer record --rewrite=pin."""
+driver's pageable path under cuxfer record --rewrite=pin (`devtools/gpu.sh torch-cpu`)."""
 import statistics
 import sys
 import time

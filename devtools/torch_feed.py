@@ -1,5 +1,6 @@
 """PyTorch, unmodified: .cuda()/.cpu() of 256 MiB and a training-style loop fed
-pageable batches (devtools/gpu_register.sh runs it with and without cuxfer)."""
+pageable batches (`devtools/gpu.sh torch-feed` runs it with and without cuxfer;
+the `install` step records it with the installed wheel)."""
 import hashlib
 import sys
 import time

@@ -124,7 +124,8 @@ if ((SANITIZE)); then
   # The end-to-end tier with the shim, the libc hooks and the simulated apps
   # built under UBSan: the shim runs preloaded into the apps, as in production.
   # (UBSan's runtime comes in as a library the shim needs; ASan's would have to
-  # be preloaded ahead of everything, which the launcher does not do.)
+  # be preloaded ahead of everything, which the launcher does for a program
+  # built with ASan, not for an instrumented shim in an uninstrumented one.)
   if timed configure_build "$UBSAN_DIR" RelWithDebInfo -DCUXFER_SANITIZE=undefined \
        -DCMAKE_CXX_FLAGS="-fno-sanitize-recover=undefined" -DCMAKE_C_FLAGS="-fno-sanitize-recover=undefined" \
        -DCUXFER_BUILD_TESTS=ON -DCUXFER_BUILD_BENCH=OFF -DCUXFER_GPU_TESTS=OFF &&

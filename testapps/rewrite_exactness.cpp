@@ -450,7 +450,8 @@ void case_f(Sum& sum) {
     TA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&mem[kPinned][side]), n));
     mem[kPageable][side] = static_cast<unsigned char*>(std::malloc(n));
     TA_CHECK(cudaMallocManaged(reinterpret_cast<void**>(&mem[kManaged][side]), n, cudaMemAttachGlobal));
-    mem[kRegistered][side] = static_cast<unsigned char*>(std::aligned_alloc(4096, n));
+    // aligned_alloc's size must be a multiple of the alignment (C11; ASan enforces it).
+    mem[kRegistered][side] = static_cast<unsigned char*>(std::aligned_alloc(4096, (n + 4095) / 4096 * 4096));
     TA_ASSERT(mem[kPageable][side] && mem[kRegistered][side]);
     TA_CHECK(cudaHostRegister(mem[kRegistered][side], n, cudaHostRegisterDefault));
   }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <cstdint>
 #include <cstring>
 #include <string_view>
 #include <vector>
@@ -97,6 +98,17 @@ void add_name(std::vector<std::string>& names, const std::string& name) {
   if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
 }
 
+
+// The file offset of virtual address `vaddr`, from the PT_LOAD segments; -1 if none holds it.
+off_t file_offset(const std::vector<Elf64_Phdr>& ph, uint64_t vaddr) {
+  for (const auto& p : ph)
+    if (p.p_type == PT_LOAD && vaddr >= p.p_vaddr && vaddr - p.p_vaddr < p.p_filesz)
+      return static_cast<off_t>(p.p_offset + (vaddr - p.p_vaddr));
+  return -1;
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
 }  // namespace
 
 std::vector<std::string> programs_named(const std::vector<std::string>& command, const char* path_env) {
@@ -113,6 +125,55 @@ std::vector<std::string> programs_named(const std::vector<std::string>& command,
     add_name(names, base_name(real_path(interpreter)));
   }
   return names;
+}
+
+std::vector<std::string> needed_libraries(const std::string& path) {
+  std::vector<std::string> out;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  Elf64_Ehdr eh{};
+  std::vector<Elf64_Phdr> ph;
+  std::vector<Elf64_Dyn> dyn;
+  uint64_t strtab = 0, strsz = 0;
+  const bool ok = read_at(fd, &eh, sizeof eh, 0) && std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+                  eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum > 0 &&
+                  eh.e_phnum <= 4096;
+  if (ok) {
+    ph.resize(eh.e_phnum);
+    if (!read_at(fd, ph.data(), ph.size() * sizeof(Elf64_Phdr), static_cast<off_t>(eh.e_phoff))) ph.clear();
+  }
+  for (const auto& p : ph) {
+    if (p.p_type != PT_DYNAMIC || p.p_filesz == 0 || p.p_filesz > (1u << 20)) continue;
+    dyn.resize(p.p_filesz / sizeof(Elf64_Dyn));
+    if (!read_at(fd, dyn.data(), dyn.size() * sizeof(Elf64_Dyn), static_cast<off_t>(p.p_offset))) dyn.clear();
+    break;
+  }
+  for (const auto& d : dyn) {
+    if (d.d_tag == DT_STRTAB) strtab = d.d_un.d_ptr;
+    if (d.d_tag == DT_STRSZ) strsz = d.d_un.d_val;
+  }
+  const off_t strings = strtab ? file_offset(ph, strtab) : -1;
+  if (strings >= 0 && strsz > 0 && strsz <= (16u << 20)) {
+    std::string table(strsz, '\0');
+    if (read_at(fd, table.data(), table.size(), strings)) {
+      for (const auto& d : dyn) {
+        if (d.d_tag == DT_NULL) break;
+        if (d.d_tag == DT_NEEDED && d.d_un.d_val < table.size()) out.emplace_back(table.c_str() + d.d_un.d_val);
+      }
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+std::string runtime_needing_first_place(const std::vector<std::string>& needed) {
+  for (const std::string& name : needed) {
+    const std::string_view base = std::string_view(name).substr(name.rfind('/') + 1);
+    if (starts_with(base, "libasan.so") || starts_with(base, "libhwasan.so") ||
+        starts_with(base, "libclang_rt.asan-") || starts_with(base, "libclang_rt.hwasan-"))
+      return name;
+  }
+  return {};
 }
 
 ResolvedProgram resolve_program(const std::string& name, const char* path_env) {

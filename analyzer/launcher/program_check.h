@@ -38,4 +38,14 @@ PreloadCheck check_preloadable(const std::string& path);
 // program started only by a script the command runs is not among them.
 std::vector<std::string> programs_named(const std::vector<std::string>& command, const char* path_env);
 
+// The libraries a 64-bit ELF program names in its dynamic section (DT_NEEDED),
+// in order; empty for a script, a static program or a file that cannot be read.
+std::vector<std::string> needed_libraries(const std::string& path);
+
+// Of the libraries a program needs, the sanitizer runtime that insists on
+// being the first library loaded (AddressSanitizer's and HWASan's check the
+// initial library list and abort the program otherwise: GCC links libasan.so
+// by default), or "" when there is none.
+std::string runtime_needing_first_place(const std::vector<std::string>& needed);
+
 }  // namespace cuxfer::launcher

@@ -188,7 +188,15 @@ PrepareResult prepare_recording(const RecordSettings& o, PreparedRecording& out)
   // so that observe mode leaves the app's allocator alone. Without it the
   // rewrite could only stage: that is an error unless CUXFER_REGISTER=off
   // asks for staging alone, and either way it is said even with -q.
-  std::string preload = prepend_preload(out.shim, std::getenv("LD_PRELOAD"));
+  // A sanitizer runtime that must be the first library loaded (GCC's
+  // -fsanitize=address links libasan.so, which aborts the program otherwise)
+  // goes in front of the shim; the shim after it records the same.
+  const std::string runtime_first = runtime_needing_first_place(needed_libraries(out.program));
+  const char* inherited_preload = std::getenv("LD_PRELOAD");
+  std::string preload = prepend_preload(out.shim, inherited_preload, runtime_first);
+  if (!runtime_first.empty() && !o.quiet && (!inherited_preload || !std::strstr(inherited_preload, runtime_first.c_str())))
+    std::fprintf(stderr, "%s: %s needs %s first in its library list: preloaded before the shim\n", o.command_name,
+                 out.program.c_str(), runtime_first.c_str());
   {
     const char* inherited = std::getenv("CUXFER_REWRITE");
     const std::string rewrite = !o.rewrite.empty() ? o.rewrite : inherited ? inherited : "";

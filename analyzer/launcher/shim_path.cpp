@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string_view>
 
 namespace cuxfer::launcher {
@@ -31,18 +32,45 @@ std::string default_shim_path() {
   return build_layout;
 }
 
-std::string prepend_preload(const std::string& shim, const char* existing) {
-  if (!existing || !*existing) return shim;
-  std::string_view rest(existing);
-  // ld.so separates entries with ':' or ' '.
-  size_t pos = 0;
-  while (pos <= rest.size()) {
-    size_t end = rest.find_first_of(": ", pos);
-    if (end == std::string_view::npos) end = rest.size();
-    if (rest.substr(pos, end - pos) == shim) return std::string(existing);
+bool is_sanitizer_runtime(const std::string& entry) {
+  const std::string_view base = std::string_view(entry).substr(entry.rfind('/') + 1);
+  for (std::string_view kind : {"asan", "hwasan", "tsan", "lsan", "msan", "ubsan"}) {
+    const std::string gcc = "lib" + std::string(kind) + ".so", clang = "libclang_rt." + std::string(kind) + "-";
+    if (base.substr(0, gcc.size()) == gcc || base.substr(0, clang.size()) == clang) return true;
+  }
+  return false;
+}
+
+std::string prepend_preload(const std::string& shim, const char* existing, const std::string& runtime_first) {
+  const std::string_view list = existing ? existing : "";
+  // ld.so separates entries with ':' or ' '. `front_end`: where the sanitizer
+  // runtimes at the front of the list end (the separator after the last one).
+  bool has_shim = false, has_runtime = false, leading = true, any_front = false;
+  size_t front_end = 0;
+  const std::string_view first_base = std::string_view(runtime_first).substr(runtime_first.rfind('/') + 1);
+  for (size_t pos = 0; pos < list.size();) {
+    size_t end = list.find_first_of(": ", pos);
+    if (end == std::string_view::npos) end = list.size();
+    const std::string entry(list.substr(pos, end - pos));
+    if (!entry.empty()) {
+      has_shim |= entry == shim;
+      has_runtime |= !runtime_first.empty() && std::string_view(entry).substr(entry.rfind('/') + 1) == first_base;
+      leading = leading && is_sanitizer_runtime(entry);
+      if (leading) front_end = end, any_front = true;
+    }
     pos = end + 1;
   }
-  return shim + ":" + std::string(existing);
+  const std::string first = runtime_first.empty() || has_runtime ? std::string() : runtime_first;
+  if (has_shim) return list.empty() ? first : first.empty() ? std::string(list) : first + ":" + std::string(list);
+  std::string out = first;
+  const std::string_view front = list.substr(0, front_end);
+  const std::string_view rest = any_front ? list.substr(std::min(front_end + 1, list.size())) : list;
+  for (std::string_view part : {std::string_view(front), std::string_view(shim), rest}) {
+    if (part.empty()) continue;
+    if (!out.empty()) out += ':';
+    out += part;
+  }
+  return out;
 }
 
 }  // namespace cuxfer::launcher

@@ -11,7 +11,16 @@ namespace cuxfer::launcher {
 std::string default_shim_path();
 
 // LD_PRELOAD with `shim` first and whatever was there kept after it (not
-// duplicated when it is already in the list).
-std::string prepend_preload(const std::string& shim, const char* existing);
+// duplicated when it is already in the list), except sanitizer runtimes:
+// those `existing` starts with stay in front of the shim, and
+// `runtime_first` (the runtime the program needs in first place, see
+// runtime_needing_first_place; "" for none) is put in front when the list
+// lacks it. AddressSanitizer aborts a program whose initial library list
+// does not start with its runtime; the shim after it works the same.
+std::string prepend_preload(const std::string& shim, const char* existing, const std::string& runtime_first = {});
+
+// Whether an LD_PRELOAD entry is a sanitizer runtime (libasan.so.8,
+// /usr/lib/.../libtsan.so.2, libclang_rt.asan-x86_64.so, ...).
+bool is_sanitizer_runtime(const std::string& entry);
 
 }  // namespace cuxfer::launcher

@@ -1,5 +1,5 @@
 // Where a hook's time goes, phase by phase: a development build's account
-// (cmake -DCUXFER_PHASE_PROBE=ON; devtools/gpu_phase_probe.sh runs it on the
+// (cmake -DCUXFER_PHASE_PROBE=ON; `devtools/gpu.sh phase-probe` runs it on the
 // copy storm). Each CUXFER_PHASE(p) reads the time-stamp counter and charges
 // the cycles since the previous mark to phase p; at exit the library prints
 // every phase's count and mean to stderr ("phase_probe ..." lines). With

@@ -25,8 +25,10 @@
 // tcmalloc) keeps working. Without libcuxfer.so, or with registration off,
 // the hooks only forward. The interface: memhooks/memhooks_api.h.
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <sched.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -40,6 +42,9 @@
 #include "memhooks/memhooks_api.h"
 
 #define CUXFER_EXPORT __attribute__((visibility("default")))
+
+// LeakSanitizer's (and ASan's) interface, where one is loaded (see for_leak_checker).
+extern "C" __attribute__((weak)) void __lsan_ignore_object(const void* p);
 
 #ifndef MADV_DONTNEED_LOCKED
 #define MADV_DONTNEED_LOCKED 24
@@ -112,6 +117,45 @@ void* arena_alloc(size_t n, size_t align = 16) {
 
 size_t arena_size(const void* p) { return reinterpret_cast<const size_t*>(p)[-1]; }
 
+// What the dynamic loader allocates (link maps, dynamic TLS blocks) lives as
+// long as the process and is reachable only through the loader's own data:
+// LeakSanitizer (in ASan too) treats a block as the loader's when the
+// allocation's immediate caller lies in ld.so. With these hooks in front of
+// its malloc that caller is this library, so the loader's blocks would be
+// reported as leaks at exit and the program's exit status changed (e.g. an
+// -fsanitize=leak program under `cuxfer record --rewrite=pin`, exit 23
+// instead of 0). A block the loader asks for is therefore handed to the leak
+// checker's __lsan_ignore_object here, as LeakSanitizer would have treated it.
+// Without a leak checker this is one predictable branch. The leak checker's
+// function is a weak reference, bound by the loader when these hooks are
+// loaded (null without one): looking it up with dlsym when it is absent would
+// allocate its error message, inside whatever allocator call made us resolve
+// (jemalloc's mmap during its own malloc: a deadlock on jemalloc's lock).
+uintptr_t g_loader_begin = 0, g_loader_end = 0;
+
+// The loader's mapped extent, from its own program headers (AT_BASE: where
+// the kernel put the interpreter; 0 when ld.so was run as the program).
+void find_loader() {
+  const uintptr_t base = getauxval(AT_BASE);
+  if (!base) return;
+  const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(base);
+  if (std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_phentsize != sizeof(Elf64_Phdr)) return;
+  const auto* ph = reinterpret_cast<const Elf64_Phdr*>(base + eh->e_phoff);
+  uintptr_t end = 0;
+  for (int i = 0; i < eh->e_phnum; ++i)
+    if (ph[i].p_type == PT_LOAD && base + ph[i].p_vaddr + ph[i].p_memsz > end) end = base + ph[i].p_vaddr + ph[i].p_memsz;
+  g_loader_begin = base;
+  g_loader_end = end;
+}
+
+// `p` was allocated for `caller`: the loader's blocks are not the app's leaks.
+inline void for_leak_checker(const void* p, const void* caller) {
+  if (__builtin_expect(__lsan_ignore_object != nullptr, 0) && p) {
+    const auto c = reinterpret_cast<uintptr_t>(caller);
+    if (c >= g_loader_begin && c < g_loader_end) __lsan_ignore_object(p);
+  }
+}
+
 template <typename F>
 void next(F& fn, const char* name) {
   // Through libcuxfer.so's dlsym when it is loaded: it redoes RTLD_NEXT
@@ -140,6 +184,7 @@ void resolve() {
     next(r.madvise, "madvise");
     next(r.brk, "brk");
     next(r.sbrk, "sbrk");
+    find_loader();
     g_real = r;
     t_resolving = false;
     g_state.store(kReady, std::memory_order_release);
@@ -219,6 +264,7 @@ CUXFER_EXPORT void* malloc(size_t n) noexcept {
   if (__builtin_expect(t_resolving, 0)) return arena_alloc(n);
   void* p = real().malloc(n);
   after_alloc(p, n);
+  for_leak_checker(p, __builtin_return_address(0));
   return p;
 }
 
@@ -237,6 +283,7 @@ CUXFER_EXPORT void* calloc(size_t count, size_t size) noexcept {
   if (__builtin_expect(t_resolving, 0)) return arena_alloc(n);  // static storage: already zero
   void* p = real().calloc(count, size);
   after_alloc(p, n);
+  for_leak_checker(p, __builtin_return_address(0));
   return p;
 }
 
@@ -249,6 +296,7 @@ CUXFER_EXPORT void* realloc(void* p, size_t n) noexcept {
   before_release(p);
   void* q = real().realloc(p, n);
   after_alloc(q, n);
+  for_leak_checker(q, __builtin_return_address(0));
   return q;
 }
 
@@ -268,6 +316,7 @@ CUXFER_EXPORT int posix_memalign(void** out, size_t align, size_t n) noexcept {
   }
   int r = real().posix_memalign(out, align, n);
   if (r == 0) after_alloc(*out, n);
+  if (r == 0) for_leak_checker(*out, __builtin_return_address(0));
   return r;
 }
 
@@ -275,6 +324,7 @@ CUXFER_EXPORT void* aligned_alloc(size_t align, size_t n) noexcept {
   if (__builtin_expect(t_resolving, 0)) return arena_alloc(n, align);
   void* p = real().aligned_alloc(align, n);
   after_alloc(p, n);
+  for_leak_checker(p, __builtin_return_address(0));
   return p;
 }
 
@@ -282,6 +332,7 @@ CUXFER_EXPORT void* memalign(size_t align, size_t n) noexcept {
   if (__builtin_expect(t_resolving, 0)) return arena_alloc(n, align);
   void* p = real().memalign(align, n);
   after_alloc(p, n);
+  for_leak_checker(p, __builtin_return_address(0));
   return p;
 }
 

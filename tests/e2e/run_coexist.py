@@ -23,6 +23,30 @@ With --expect-stderr TEXT, every run with LIB must print TEXT on stderr (LIB
 really was in the chain). --ignore-line REGEX leaves lines out of the
 comparison that say how the allocator placed memory (which another allocator
 changes by itself, cuxfer or not). Exit 0 pass, 1 fail.
+
+  run_coexist.py ... --asan-runtime RUNTIME -- ASAN_CMD [ARGS...]
+
+An AddressSanitizer-built program instead (RUNTIME: the ASan runtime it
+links, GCC's libasan.so; "" for one linked in statically, clang's default).
+ASan aborts a program whose initial library list does not start with its
+runtime ("ASan runtime does not come first in initial library list"), so
+under LD_PRELOAD the runtime must be preloaded before libcuxfer.so; `cuxfer
+record` does that itself, from the program's own list of libraries. Runs:
+
+  record-observe       cuxfer record                  (record: runtime, then shim)
+  record-pin           cuxfer record --rewrite=pin    (runtime, shim, libc hooks)
+  shim-first-pin       LD_PRELOAD=libcuxfer.so:libcuxfer_memhooks.so,
+                       CUXFER_REWRITE=pin, ASAN_OPTIONS=verify_asan_link_order=0:
+                       ASan's check off, the shim's hooks and the libc hooks'
+                       malloc in front of ASan's interceptors
+
+(A program whose runtime record cannot see, a script or Python loading an
+ASan-built extension, is recorded with LD_PRELOAD=RUNTIME: record keeps a
+sanitizer runtime that leads LD_PRELOAD in front of the shim; unit test
+Preload.SanitizerRuntimesStayFirst.)
+Each must exit as the plain run did, print the same standard output, print no
+AddressSanitizer or LeakSanitizer report, and leave a trace with the copies.
+--skip REASON prints REASON and exits 77 (the compiler has no ASan).
 """
 from __future__ import annotations
 
@@ -54,11 +78,18 @@ def main() -> int:
     ap.add_argument("--cuxfer", required=True)
     ap.add_argument("--shim", required=True)
     ap.add_argument("--workdir", required=True)
-    ap.add_argument("--other", required=True)
+    ap.add_argument("--other")
+    ap.add_argument("--asan-runtime")
+    ap.add_argument("--skip", default="")
     ap.add_argument("--expect-stderr", default="")
     ap.add_argument("--ignore-line", default="")
     ap.add_argument("rest", nargs=argparse.REMAINDER)
     a = ap.parse_args()
+    if a.skip:
+        print(f"SKIP: {a.skip}")
+        return 77
+    if (a.other is None) == (a.asan_runtime is None):
+        ap.error("give --other LIB or --asan-runtime RUNTIME")
     cmd = command_after_dashes(a.rest)
     work = fresh_dir(a.workdir)
     shim = os.path.realpath(a.shim)
@@ -72,26 +103,45 @@ def main() -> int:
 
     plain = run(cmd, base)
     check(plain.returncode == 0, f"plain run: exit {plain.returncode}: {plain.stderr[-600:]}")
-    alone = run(cmd, {**base, "LD_PRELOAD": a.other})
-    check(alone.returncode == plain.returncode and output(alone) == output(plain),
-          f"{a.other} alone changed the program: exit {alone.returncode}: {alone.stderr[-600:]}")
 
-    variants = {
-        "after-observe": ([a.cuxfer, "record", "-q", "-o", str(work / "after-observe"), "--"] + cmd,
-                          {"LD_PRELOAD": a.other}),
-        "after-pin": ([a.cuxfer, "record", "-q", "--rewrite=pin", "-o", str(work / "after-pin"), "--"] + cmd,
-                      {"LD_PRELOAD": a.other}),
-        "before-observe": (cmd, {"LD_PRELOAD": f"{a.other}:{shim}", "CUXFER_OUTPUT_DIR": str(work / "before-observe")}),
-        "before-pin": (cmd, {"LD_PRELOAD": f"{a.other}:{shim}:{hooks}", "CUXFER_REWRITE": "pin",
-                             "CUXFER_OUTPUT_DIR": str(work / "before-pin")}),
-    }
-    for name, (argv, extra) in variants.items():
+    def record(name: str, *opts: str) -> list[str]:
+        return [a.cuxfer, "record", *opts, "-o", str(work / name), "--"] + cmd
+
+    # name: (argv, environment added, text its stderr must hold)
+    variants: dict[str, tuple[list[str], dict[str, str], str]] = {}
+    if a.other is not None:
+        alone = run(cmd, {**base, "LD_PRELOAD": a.other})
+        check(alone.returncode == plain.returncode and output(alone) == output(plain),
+              f"{a.other} alone changed the program: exit {alone.returncode}: {alone.stderr[-600:]}")
+        variants = {
+            "after-observe": (record("after-observe", "-q"), {"LD_PRELOAD": a.other}, a.expect_stderr),
+            "after-pin": (record("after-pin", "-q", "--rewrite=pin"), {"LD_PRELOAD": a.other}, a.expect_stderr),
+            "before-observe": (cmd, {"LD_PRELOAD": f"{a.other}:{shim}",
+                                     "CUXFER_OUTPUT_DIR": str(work / "before-observe")}, a.expect_stderr),
+            "before-pin": (cmd, {"LD_PRELOAD": f"{a.other}:{shim}:{hooks}", "CUXFER_REWRITE": "pin",
+                                 "CUXFER_OUTPUT_DIR": str(work / "before-pin")}, a.expect_stderr),
+        }
+    else:
+        runtime = a.asan_runtime
+        # Without -q: record says that it put the runtime first (when the program links it).
+        variants["record-observe"] = (record("record-observe"), {},
+                                      "first in its library list: preloaded before the shim" if runtime else "")
+        variants["record-pin"] = (record("record-pin", "-q", "--rewrite=pin"), {}, "")
+        variants["shim-first-pin"] = (cmd, {"LD_PRELOAD": f"{shim}:{hooks}", "CUXFER_REWRITE": "pin",
+                                            "ASAN_OPTIONS": ":".join(filter(None, [
+                                                base.get("ASAN_OPTIONS", ""), "verify_asan_link_order=0"])),
+                                            "CUXFER_OUTPUT_DIR": str(work / "shim-first-pin")}, "")
+    for name, (argv, extra, said) in variants.items():
         r = run(argv, {**base, **extra})
         check(r.returncode == plain.returncode, f"{name}: exit {r.returncode}, plain {plain.returncode}: {r.stderr[-800:]}")
         check(output(r) == output(plain),
               f"{name}: output differs:\n--- plain\n{output(plain)[-600:]}\n--- {name}\n{output(r)[-600:]}")
-        if a.expect_stderr:
-            check(a.expect_stderr in r.stderr, f"{name}: {a.other} was not in the chain (no '{a.expect_stderr}' on stderr)")
+        if said:
+            check(said in r.stderr, f"{name}: no '{said}' on stderr: {r.stderr[-600:]}")
+        for report in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime does not come first"):
+            if report in r.stderr:
+                at = r.stderr.index(report)
+                check(False, f"{name}: {report}:\n{r.stderr[max(0, at - 200):at + 1500]}")
         traces = sorted((work / name).glob("*.trace"))
         check(bool(traces), f"{name}: no trace written: {r.stderr[-600:]}")
         if not traces:

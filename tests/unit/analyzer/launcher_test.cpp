@@ -51,6 +51,35 @@ TEST(Preload, PrependsKeepsAndDoesNotDuplicate) {
   EXPECT_EQ(prepend_preload("/l/libcuxfer.so", "/x/a.so:/l/libcuxfer.so"), "/x/a.so:/l/libcuxfer.so");
 }
 
+// AddressSanitizer aborts unless its runtime is the first library loaded: the
+// sanitizer runtimes leading LD_PRELOAD stay in front of the shim, and the
+// runtime a program needs in first place is put there when the list lacks it.
+TEST(Preload, SanitizerRuntimesStayFirst) {
+  const std::string shim = "/l/libcuxfer.so";
+  EXPECT_EQ(prepend_preload(shim, "/usr/lib/libasan.so.8"), "/usr/lib/libasan.so.8:/l/libcuxfer.so");
+  EXPECT_EQ(prepend_preload(shim, "libasan.so.8 /x/a.so"), "libasan.so.8:/l/libcuxfer.so:/x/a.so");
+  EXPECT_EQ(prepend_preload(shim, "/r/libclang_rt.asan-x86_64.so:/r/libtsan.so.2:/x/a.so"),
+            "/r/libclang_rt.asan-x86_64.so:/r/libtsan.so.2:/l/libcuxfer.so:/x/a.so");
+  // Not at the front: where the user put it (ASan would refuse that order without cuxfer too).
+  EXPECT_EQ(prepend_preload(shim, "/x/a.so:/usr/lib/libasan.so.8"), "/l/libcuxfer.so:/x/a.so:/usr/lib/libasan.so.8");
+  EXPECT_EQ(prepend_preload(shim, nullptr, "libasan.so.8"), "libasan.so.8:/l/libcuxfer.so");
+  EXPECT_EQ(prepend_preload(shim, "/x/a.so", "libasan.so.8"), "libasan.so.8:/l/libcuxfer.so:/x/a.so");
+  EXPECT_EQ(prepend_preload(shim, "/usr/lib/x86_64-linux-gnu/libasan.so.8:/x/a.so", "libasan.so.8"),
+            "/usr/lib/x86_64-linux-gnu/libasan.so.8:/l/libcuxfer.so:/x/a.so");
+  EXPECT_EQ(prepend_preload(shim, "/x/a.so:/l/libcuxfer.so", "libasan.so.8"), "libasan.so.8:/x/a.so:/l/libcuxfer.so");
+  EXPECT_TRUE(is_sanitizer_runtime("/usr/lib/gcc/x86_64-linux-gnu/12/libasan.so"));
+  EXPECT_TRUE(is_sanitizer_runtime("libubsan.so.1"));
+  EXPECT_FALSE(is_sanitizer_runtime("/x/libasanitizer_helper.so"));
+  EXPECT_FALSE(is_sanitizer_runtime("/l/libcuxfer.so"));
+}
+
+TEST(Preload, RuntimeNeedingFirstPlace) {
+  EXPECT_EQ(runtime_needing_first_place({"libasan.so.8", "libcudart.so.13", "libc.so.6"}), "libasan.so.8");
+  EXPECT_EQ(runtime_needing_first_place({"libc.so.6", "libclang_rt.hwasan-aarch64.so"}), "libclang_rt.hwasan-aarch64.so");
+  EXPECT_EQ(runtime_needing_first_place({"libtsan.so.2", "libc.so.6"}), "");  // TSan has no such check
+  EXPECT_EQ(runtime_needing_first_place({}), "");
+}
+
 class ProgramCheck : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -120,6 +149,14 @@ TEST_F(ProgramCheck, ProgramsNamedByACommandLine) {
   names = programs_named({"mpirun", "-n", "2", "./train", "--steps=3"}, path_env.c_str());
   EXPECT_TRUE(has(names, "train"));
   EXPECT_FALSE(has(names, "tool-1.2"));
+}
+
+TEST_F(ProgramCheck, ReadsTheLibrariesAProgramNeeds) {
+  const auto self = needed_libraries("/proc/self/exe");
+  EXPECT_NE(std::find(self.begin(), self.end(), "libc.so.6"), self.end()) << ::testing::PrintToString(self);
+  EXPECT_TRUE(needed_libraries(write("script", "#!/bin/sh\necho hi\n", 0755)).empty());
+  EXPECT_TRUE(needed_libraries(write("static", elf_with(PT_LOAD), 0755)).empty());
+  EXPECT_TRUE(needed_libraries((dir_ / "missing").string()).empty());
 }
 
 TEST_F(ProgramCheck, StaticExecutablesAreRefused) {
