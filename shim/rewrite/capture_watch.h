@@ -40,6 +40,12 @@ void global_capture_ended(uint64_t stream_key);
 // CU_STREAM_PER_THREAD) is a different stream in every thread.
 uint64_t capture_key(uint64_t s, bool per_thread);
 
+// For the shutdown note: global-mode captures seen, and copies the rewrite
+// left as made because one was open.
+uint64_t global_captures_seen();
+void copy_left_beside_capture();
+uint64_t copies_left_beside_captures();
+
 // Fork child: the parent's captures are not the child's.
 void forget_captures_after_fork();
 
