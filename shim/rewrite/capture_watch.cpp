@@ -10,6 +10,7 @@ namespace cuxfer::shim::rewrite {
 
 namespace detail {
 std::atomic<uint32_t> g_open_global_captures{0};
+std::atomic<uint64_t> g_global_captures_seen{0};
 }
 
 namespace {
@@ -19,7 +20,7 @@ namespace {
 // until the process ends (the count is raised for good).
 constexpr int kSlots = 64;
 std::atomic<uint64_t> g_slots[kSlots];
-std::atomic<uint64_t> g_seen{0}, g_copies_left{0};
+std::atomic<uint64_t> g_copies_left{0};
 
 }  // namespace
 
@@ -32,7 +33,7 @@ uint64_t capture_key(uint64_t s, bool per_thread) {
 
 void global_capture_began(uint64_t key) {
   if (key == 0) key = 0x1;  // the legacy stream is never captured; keep 0 for "free"
-  g_seen.fetch_add(1, std::memory_order_relaxed);
+  detail::g_global_captures_seen.fetch_add(1, std::memory_order_acq_rel);
   detail::g_open_global_captures.fetch_add(1, std::memory_order_acq_rel);
   for (auto& slot : g_slots) {
     uint64_t expected = 0;
@@ -55,13 +56,13 @@ void global_capture_ended(uint64_t key) {
   }
 }
 
-uint64_t global_captures_seen() { return g_seen.load(std::memory_order_relaxed); }
 void copy_left_beside_capture() { g_copies_left.fetch_add(1, std::memory_order_relaxed); }
 uint64_t copies_left_beside_captures() { return g_copies_left.load(std::memory_order_relaxed); }
 
 void forget_captures_after_fork() {
   for (auto& slot : g_slots) slot.store(0, std::memory_order_relaxed);
   detail::g_open_global_captures.store(0, std::memory_order_release);
+  detail::g_global_captures_seen.store(0, std::memory_order_release);
 }
 
 }  // namespace cuxfer::shim::rewrite

@@ -20,6 +20,7 @@ namespace cuxfer::shim::rewrite {
 
 namespace detail {
 extern std::atomic<uint32_t> g_open_global_captures;
+extern std::atomic<uint64_t> g_global_captures_seen;
 }
 
 // One load: whether a global-mode capture is open (or one could not be
@@ -27,6 +28,18 @@ extern std::atomic<uint32_t> g_open_global_captures;
 // says so).
 inline bool global_capture_open() {
   return detail::g_open_global_captures.load(std::memory_order_acquire) != 0;
+}
+
+// Whether the process has begun a global-mode capture at all. Measured on an
+// H100 (docs/gpu-validation.md, "Graph capture"): while one thread captures
+// in global mode, another thread's cudaStreamSynchronize is refused whenever
+// the stream's last work was a DMA the driver did not finish on the host --
+// even when that work has completed, and even after a sync in relaxed mode.
+// After the driver's own pageable copies it is (almost always) allowed. A
+// capture can begin between a rewritten async copy and the app's sync, so
+// from the first global capture on, async copies are left as made.
+inline bool global_capture_seen() {
+  return detail::g_global_captures_seen.load(std::memory_order_acquire) != 0;
 }
 
 // A global-mode capture began on the stream with key `stream_key`
@@ -42,7 +55,6 @@ uint64_t capture_key(uint64_t s, bool per_thread);
 
 // For the shutdown note: global-mode captures seen, and copies the rewrite
 // left as made because one was open.
-uint64_t global_captures_seen();
 void copy_left_beside_capture();
 uint64_t copies_left_beside_captures();
 

@@ -76,6 +76,11 @@ CopyDecision decide(const CopyFacts& f, const RewriteSettings& s) {
     if (f.cover == Cover::Touches) return run(CopyPath::Original, Before::Release);
     return run(CopyPath::Original);
   }
+  // After one: an async copy must leave its stream as the driver's pageable
+  // path does, since a capture may begin before the app's next sync (no DMA
+  // in place, nothing staged); a range the shim registered is made pageable
+  // again first. Synchronous copies are rewritten as before.
+  if (f.global_capture_seen && f.async) return as_made(f);
   if (matched && f.site_path == Path::Stage)
     return f.staging_declined ? as_made(f) : run(CopyPath::StageAny);
   const bool force_register = matched && f.site_path == Path::Register;

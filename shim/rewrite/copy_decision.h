@@ -66,6 +66,9 @@ struct CopyFacts {
   // (capture_watch.h): the copy must leave its stream as the app's own call
   // would, or the app's next sync is refused and the capture invalidated.
   bool global_capture = false;
+  // The process has begun a global-mode capture before (capture_watch.h):
+  // async copies are left as made from then on.
+  bool global_capture_seen = false;
   bool site_matched = false;  // the policy file names this call site
   policy::Path site_path = policy::Path::Passthrough;
   // Outcomes of earlier steps of the same call, decided again.

@@ -255,7 +255,8 @@ Action try_rewrite(const CallDesc& desc, int& result) {
   f.async = desc.flags & trace::kFlagAsync;
   f.registrations_exist = registrations_exist();
   f.global_capture = global_capture_open();
-  if (f.global_capture) copy_left_beside_capture();
+  f.global_capture_seen = global_capture_seen();
+  if (f.global_capture || (f.global_capture_seen && f.async)) copy_left_beside_capture();
   f.site_matched = site.matched;
   f.site_path = site.path;
   State* s = f.registrations_exist || c.register_in_place ? &state() : nullptr;
@@ -397,11 +398,14 @@ void after_fork_child() {
 }
 
 void on_shutdown() {
-  if (const uint64_t n = global_captures_seen())
-    Recorder::instance().note("rewrite: pin: " + std::to_string(n) + " graph captures in global mode; " +
-                                  std::to_string(copies_left_beside_captures()) +
-                                  " copies made while one was open were left as the app made them",
-                              /*warning=*/false);
+  if (const uint64_t n = detail::g_global_captures_seen.load(std::memory_order_relaxed))
+    Recorder::instance().note(
+        "rewrite: pin: " + std::to_string(n) + " graph captures in global mode; " +
+            std::to_string(copies_left_beside_captures()) +
+            " copies were left as the app made them (every copy while a capture was open, every async copy after "
+            "the first: a rewritten async copy would make the app's next stream sync a wait the driver refuses "
+            "beside a global capture)",
+        /*warning=*/false);
   if (!registrations_exist() && state().counters.made == 0 && state().counters.failed == 0) return;
   const Counters& k = state().counters;
   Recorder::instance().note(

@@ -194,6 +194,24 @@ TEST(CopyDecision, BesideAGlobalCaptureCopiesLeaveTheStreamAsTheAppsCallWould) {
   EXPECT_EQ(decide(f, s), path(CopyPath::Original));
 }
 
+// Once the process has captured in global mode, a capture may open between
+// an async copy and the app's sync: async copies are left as made; sync ones
+// are still rewritten.
+TEST(CopyDecision, AfterAGlobalCaptureAsyncCopiesAreLeftAsMade) {
+  for (CopyWay w : {CopyWay::HtoD, CopyWay::DtoH})
+    for (uint64_t n : {4 * KiB, 4 * MiB, 64 * MiB}) {
+      CopyFacts f = copy(w, n, /*async=*/true);
+      f.global_capture_seen = true;
+      EXPECT_EQ(decide(f, pin()), path(CopyPath::Original)) << n;
+      CopyFacts c = covered(w, n, /*async=*/true, StreamState::Idle);
+      c.global_capture_seen = true;
+      EXPECT_EQ(decide(c, pin()), path(CopyPath::Original, Before::Release)) << n;
+      CopyFacts sync = covered(w, n, /*async=*/false);
+      sync.global_capture_seen = true;
+      EXPECT_EQ(decide(sync, pin()), path(CopyPath::InPlace)) << n;
+    }
+}
+
 TEST(CopyDecision, PartlyRegisteredRangeIsStagedOrMadePageable) {
   CopyFacts f = copy(CopyWay::HtoD, MiB, true);
   f.registrations_exist = true;
