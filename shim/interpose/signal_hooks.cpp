@@ -61,6 +61,12 @@ struct Held {
   struct sigaction view {};       // what the app last set: the default
 };
 Held g_held[kCount];
+// An end signal's handler is finishing the trace. A second end signal in that
+// time (`timeout` sends SIGTERM to the whole process group and `cuxfer
+// record` forwards its own copy: two deliveries) reaches another thread,
+// since the first thread blocks it while its handler runs; that thread waits
+// for the same finish before the signal may end the process.
+std::atomic<bool> g_finishing{false};
 // The pid of the process whose thread changes the state, 0 when none: a fork
 // child inherits a taken word from a thread it does not have, and takes it
 // over instead of waiting for ever.
@@ -127,8 +133,16 @@ void on_end_signal(int sig) {
   const int saved_errno = errno;
   const int i = end_signal_index(sig);
   if (i >= 0 && g_held[i].held.exchange(false, std::memory_order_acq_rel)) {
+    g_finishing.store(true, std::memory_order_release);
     cuxfer::shim::Recorder::instance().finish_before_signal(sig);
     real_sigaction()(sig, &g_held[i].view, nullptr);
+  } else if (i >= 0 && g_finishing.load(std::memory_order_acquire)) {
+    // Another thread's handler is finishing the trace: wait for it (bounded,
+    // as its own wait), then end the process as the signal would.
+    cuxfer::shim::Recorder::instance().finish_before_signal(sig);
+    struct sigaction now {};
+    if (real_sigaction()(sig, nullptr, &now) == 0 && now.sa_handler == on_end_signal)
+      real_sigaction()(sig, &g_held[i].view, nullptr);
   } else if (i >= 0) {
     // Not held, yet this handler ran: the app is putting its own in place
     // this instant, or a fork cut that short. Raised again to this handler

@@ -6,6 +6,9 @@ tests/e2e/run_end_signals.py (the simulated CUDA through ctypes).
       TASKS tasks of COPIES copies each
   end_signal_copies.py LIBCUDART wait COPIES
       COPIES copies, then "ready <pid>" and a wait for a signal to end it
+  end_signal_copies.py LIBCUDART wait_threads COPIES
+      the same with a second thread that sleeps: a second signal to the
+      process, while the first one's handler runs, reaches that thread
   end_signal_copies.py LIBCUDART handler COPIES
       COPIES copies, then the app's own SIGTERM handler, "ready <pid>", and a
       wait: the handler prints "handled" and exits with status 3
@@ -22,6 +25,7 @@ import multiprocessing as mp
 import os
 import signal
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -70,6 +74,10 @@ def main():
         print(f"pool {ctx.get_start_method()} done {sum(done)}", flush=True)
     elif mode == "wait":
         copies(int(sys.argv[3]))
+        wait_for_signal()
+    elif mode == "wait_threads":
+        copies(int(sys.argv[3]))
+        threading.Thread(target=lambda: time.sleep(3600), daemon=True).start()
         wait_for_signal()
     elif mode == "handler":
         copies(int(sys.argv[3]))

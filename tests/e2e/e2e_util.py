@@ -24,13 +24,15 @@ def fresh_dir(path: str) -> Path:
 
 
 def recorded_python_app_args() -> argparse.Namespace:
-    """--cuxfer B/bin/cuxfer --shim B/lib/libcuxfer.so --libcudart B/simcuda/lib/libcudart.so --workdir DIR:
-    what a check that records one of testapps/python's scripts is given."""
+    """--cuxfer B/bin/cuxfer --shim B/lib/libcuxfer.so --libcudart B/simcuda/lib/libcudart.so --workdir DIR
+    [--cupti B/simcuda/lib/libcupti.so]: what a check that records one of testapps/python's scripts is
+    given (--cupti: the stand-in CUPTI, for checks that need one)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--cuxfer", required=True)
     ap.add_argument("--shim", required=True)
     ap.add_argument("--libcudart", required=True)
     ap.add_argument("--workdir", required=True)
+    ap.add_argument("--cupti")
     return ap.parse_args()
 
 

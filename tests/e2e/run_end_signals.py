@@ -23,6 +23,11 @@ simulated CUDA and checks, from `cuxfer report --json`:
   - libc's sigaction, asked from the app once it records, answers the
     default for SIGTERM and SIGHUP and Python's own handler for SIGINT,
     while the kernel says a handler catches SIGTERM;
+  - SIGTERM twice, as `timeout` delivers it to a recorded process (once to
+    the process group, once forwarded by `cuxfer record`), while the first
+    one's handler is still finishing (the stand-in CUPTI's final flush made
+    slow, SIMCUPTI_FORCED_FLUSH_DELAY_US): the second reaches another thread, which waits
+    for the same finish; the trace is complete (it was cut short);
   - CUXFER_FINISH_ON_SIGNAL=0: no handler, and the SIGTERM'd process's trace
     ends without its End block, as it did before.
 
@@ -35,6 +40,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from e2e_util import fresh_dir, recorded_python_app_args, site_markers, verdict
@@ -100,8 +106,9 @@ def pool(a, work: Path, method: str) -> None:
           f"{len(signal_notes(rep, 'SIGTERM'))} were ended by SIGTERM, the others through _exit", flush=True)
 
 
-def ended_by(a, work: Path, sig: signal.Signals, extra_env: dict | None = None, mode: str = "wait") -> tuple[int, str, dict]:
-    out = work / f"{mode}_{sig.name}{'_off' if extra_env else ''}"
+def ended_by(a, work: Path, sig: signal.Signals, extra_env: dict | None = None, mode: str = "wait",
+             twice: bool = False) -> tuple[int, str, dict]:
+    out = work / f"{mode}_{sig.name}{'_off' if extra_env and not twice else ''}{'_twice' if twice else ''}"
     cmd = record_cmd(a, out, mode, str(COPIES))
     print("+ " + " ".join(cmd), flush=True)
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -112,6 +119,12 @@ def ended_by(a, work: Path, sig: signal.Signals, extra_env: dict | None = None, 
         check(False, f"{mode}: the app did not get ready: {line!r} {p.stderr.read()[-400:]!r}")
         return -1, "", {}
     os.kill(int(line.split()[1]), sig)
+    if twice:
+        time.sleep(0.2)  # the first handler is inside the (slow) final flush
+        try:
+            os.kill(int(line.split()[1]), sig)
+        except ProcessLookupError:
+            check(False, f"{mode}: the process ended within 0.2 s of the first {sig.name}, before the second")
     try:
         rest, err = p.communicate(timeout=60)
     except subprocess.TimeoutExpired:
@@ -119,7 +132,7 @@ def ended_by(a, work: Path, sig: signal.Signals, extra_env: dict | None = None, 
         check(False, f"{mode}: the app did not end within 60 s of {sig.name}")
         return -1, "", {}
     # Without the shim's handler (CUXFER_FINISH_ON_SIGNAL=0) the trace is cut.
-    return p.returncode, line + rest, report(a, out, cut=bool(extra_env))
+    return p.returncode, line + rest, report(a, out, cut=bool(extra_env) and not twice)
 
 
 def main() -> int:
@@ -153,6 +166,15 @@ def main() -> int:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=dict(os.environ, **env))
         want = f"query SIGTERM=DFL SIGINT=OTHER SIGHUP=DFL caught_SIGTERM={caught}"
         check(r.returncode == 0 and want in r.stdout, f"query {env}: want {want!r}, got {r.stdout!r} {r.stderr[-300:]!r}")
+
+    if a.cupti:
+        slow_finish = {"CUXFER_CUPTI_LIB": a.cupti, "SIMCUPTI_FORCED_FLUSH_DELAY_US": "800000"}
+        rc, _, rep = ended_by(a, work, signal.SIGTERM, slow_finish, mode="wait_threads", twice=True)
+        check(rc == -signal.SIGTERM, f"SIGTERM twice: died of SIGTERM, got {rc}")
+        check(copies(rep) == COPIES and not partial(rep),
+              f"SIGTERM twice: every copy, the trace complete (partial: {partial(rep)}, copies {copies(rep)})")
+    else:
+        print("SKIPPED the SIGTERM-twice case: no --cupti (the stand-in CUPTI makes the finish slow)", flush=True)
 
     rc, _, rep = ended_by(a, work, signal.SIGTERM, {"CUXFER_FINISH_ON_SIGNAL": "0"})
     check(rc == -signal.SIGTERM, f"CUXFER_FINISH_ON_SIGNAL=0: died of SIGTERM, got {rc}")

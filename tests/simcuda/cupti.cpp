@@ -162,6 +162,11 @@ CUptiResult cuptiActivityFlushAll(uint32_t flag) {
   // flush (with whatever it holds) before its completion callback runs.
   static const long us = delay_us("SIMCUPTI_FLUSH_DELAY_US");
   if (!done.empty()) sleep_us(us);
+  // SIMCUPTI_FORCED_FLUSH_DELAY_US: a forced flush takes that long whatever
+  // it hands back, as a real one waits for the GPU's work in flight (the
+  // shim's final flush when the process ends).
+  static const long forced_us = delay_us("SIMCUPTI_FORCED_FLUSH_DELAY_US");
+  if (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) sleep_us(forced_us);
   std::unique_lock<std::mutex> driver(g_driver_lock, std::defer_lock);
   if (fork_lock_model()) driver.lock();
   for (const Outstanding& o : done) completed(nullptr, 0, o.buffer, o.size, o.valid);
