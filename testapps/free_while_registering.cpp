@@ -1,4 +1,4 @@
-// free_while_registering [ROUNDS=100] [S=1M] [BIG=32M] [LIMIT_US=1000]
+// free_while_registering [ROUNDS=100] [S=1M] [BIG=32M] [LIMIT_US=1000] [MIN_REGISTERED_PCT=90]
 //
 // free() and munmap() of a buffer the pinned rewrite registered in place must
 // not wait for another thread's slow cuMemHostRegister (docs/architecture.md,
@@ -17,6 +17,11 @@
 // writes new bytes and checks that the device receives exactly them (a
 // registration left in the driver over the old mapping would copy other
 // pages; the simulated driver aborts on it).
+//
+// With the registrations made off the copying thread (CUXFER_REGISTER=auto,
+// rewrite/background_registrar.h) a buffer may still be queued or being
+// registered when it is freed: MIN_REGISTERED_PCT 0 then, and what is
+// checked is that free() never waits for it and every byte still checks.
 //
 // Passes when every byte checks, at least half of the timed calls ran while
 // the other thread was registering, and the 99th percentile of the timed
@@ -97,6 +102,7 @@ int main(int argc, char** argv) {
   const size_t s = testapp::arg_size(argc, argv, 2, 1u << 20);
   const size_t big = testapp::arg_size(argc, argv, 3, 32u << 20);
   const double limit_us = static_cast<double>(testapp::arg_size(argc, argv, 4, 1000));
+  const size_t min_registered_pct = testapp::arg_size(argc, argv, 5, 90);
   testapp::require_gpu("free_while_registering");
   // Every malloc of S bytes is its own mapping: no neighbour shares its pages,
   // so each buffer is registered on its own.
@@ -183,7 +189,7 @@ int main(int argc, char** argv) {
     std::printf(" #%d %.1f us (control %.1f)", order[i], us[order[i]], control_us[order[i]]);
   std::printf("\n");
   TA_ASSERT(overlapped * 2 >= rounds);
-  TA_ASSERT(checkable == 0 || was_registered * 10 >= checkable * 9);
+  TA_ASSERT(checkable == 0 || static_cast<size_t>(was_registered) * 100 >= static_cast<size_t>(checkable) * min_registered_pct);
   // What the shim adds must stay under the limit: the same free/munmap of
   // memory never registered, in the same rounds, measures what the machine
   // itself takes (a loaded 2-core CI runner schedules a syscall out for ms).

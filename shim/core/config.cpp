@@ -172,9 +172,10 @@ Config parse_config(char** env, bool secure_execution) {
       if (parse_uint(val, 16ull << 20, 1ull << 40, n)) c.pinned_budget = n;
       else bad("a byte count from 16777216 (16 MiB) up");
     } else if (key == "CUXFER_REGISTER") {
-      if (val == "auto") c.register_in_place = true;
+      if (val == "auto") c.register_in_place = true, c.register_inline = false;
+      else if (val == "inline") c.register_in_place = true, c.register_inline = true;
       else if (val == "off") c.register_in_place = false;
-      else bad("auto or off");
+      else bad("auto, inline or off");
     } else if (key == "CUXFER_REGISTER_MIN") {
       if (parse_uint(val, 4096, 1ull << 40, n)) c.register_min = n;
       else bad("a byte count from 4096 up");

@@ -112,6 +112,10 @@ struct Config {
   // only stage. CUXFER_REGISTER_MIN: smallest host allocation that may be
   // registered (smaller ones are never tracked).
   bool register_in_place = true;
+  // CUXFER_REGISTER=inline: the registration is made inside the copy that
+  // asked for it (auto: on the background registrar's thread while that copy
+  // is staged; rewrite/background_registrar.h).
+  bool register_inline = false;
   uint64_t register_min = 1u << 20;
   // Smallest copy staged, per direction (CUXFER_STAGE_MIN sets both). Measured
   // on the H200 (docs/benchmarks.md): staging a D2H wins from 256 KiB, an H2D

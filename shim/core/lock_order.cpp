@@ -37,6 +37,7 @@ const char* name_of(LockRank r) {
     case LockRank::kParallelMemcpyWake: return "parallel memcpy wake";
     case LockRank::kStagingContexts: return "staging contexts";
     case LockRank::kStagingPool: return "staging pool";
+    case LockRank::kBackgroundRegistrar: return "background registrar";
     case LockRank::kVmmMappings: return "VMM mappings";
     case LockRank::kDriverLoading: return "driver table loading";
     case LockRank::kNvtxNames: return "NVTX names";

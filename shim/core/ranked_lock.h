@@ -33,6 +33,7 @@ enum class LockRank : uint8_t {
   kParallelMemcpyWake = 47,    // ParallelMemcpy: its workers' sleep
   kStagingContexts = 48,     // staging: making and giving back the contexts' pools (pool locks under it)
   kStagingPool = 50,         // staging: the pool's buffers
+  kBackgroundRegistrar = 52, // background_registrar: its queue (a leaf but for the driver-free wait)
   kVmmMappings = 55,         // driver_memory_hooks: cuMemMap'd ranges
   kDriverLoading = 60,       // driver_calls: the rewrite's driver table, made once (dlopen)
   kNvtxNames = 65,           // NvtxRanges: interned names and domains

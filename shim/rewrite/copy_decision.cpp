@@ -126,7 +126,18 @@ CopyDecision decide(const CopyFacts& f, const RewriteSettings& s) {
     const bool now = f.reuse == ReuseVerdict::RegisterNow || (force_register && f.reuse == ReuseVerdict::Wait);
     if (now) {
       if (f.async && f.stream == StreamState::Unknown) return ask_stream();
-      if (!(f.async && f.stream == StreamState::Capturing)) return run(CopyPath::Original, Before::Register);
+      if (!(f.async && f.stream == StreamState::Capturing)) {
+        // A policy's "register" entry: in place from this copy on, as asked.
+        if (!s.register_in_background || f.staging_declined || force_register)
+          return run(CopyPath::Original, Before::Register);
+        // The driver call goes to the registrar's thread; this copy is
+        // staged meanwhile. An async one always (the driver must never see
+        // the range being pinned under an async call: it could DMA from it
+        // after the call returned); a sync one at the staging thresholds,
+        // below them the app's own call (its semantics do not change).
+        const bool stage = f.async || f.bytes >= (f.way == CopyWay::HtoD ? s.stage_min_h2d : s.stage_min_d2h);
+        return run(stage ? CopyPath::StageAny : CopyPath::Original, Before::RegisterInBackground);
+      }
     }
   } else if (matched && f.site_path == Path::Passthrough) {
     return as_made(f);

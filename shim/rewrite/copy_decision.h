@@ -50,6 +50,8 @@ struct RewriteSettings {
   // Copies below this never count toward registering their buffer: the
   // driver's own path is as fast as pinned there (it inlines them).
   uint64_t count_min = 16u << 10;
+  // Registrations are made off the copying thread (CUXFER_REGISTER=auto; inline: in the copy).
+  bool register_in_background = false;
 };
 
 struct CopyFacts {
@@ -85,6 +87,11 @@ enum class CopyPath : uint8_t {
 enum class Before : uint8_t {
   Nothing,
   Register,  // register the counted range, then decide again (cover, or registration_failed)
+  // Reserve the counted range and have the background registrar register it
+  // (rewrite/background_registrar.h), then run `path` for this copy; the
+  // copies after it find the range registered. Not reserved:
+  // registration_failed, and decide again.
+  RegisterInBackground,
   Release,   // drop the shim's registrations under the range (they would change the call's semantics)
 };
 

@@ -1,5 +1,6 @@
 #include "rewrite/pinned_rewrite.h"
 
+#include "rewrite/background_registrar.h"
 #include "rewrite/site_policy.h"
 #include "rewrite/zero_copy.h"
 
@@ -141,10 +142,10 @@ void record_registration(const AddResult& r, uint64_t t0, uint64_t t1) {
 }
 
 // Registers the observed range [begin, end) now. True when it is registered.
-bool register_range(State& s, uint64_t begin, uint64_t end) {
-  const uint64_t t0 = event_clock::stamp();  // the event's stamps (core/event_clock.h)
-  AddResult r = s.cache.add(begin, end);
-  const uint64_t t1 = event_clock::stamp();
+// What a registration's outcome does to the counters, the host ranges and
+// the notes, and its event; from the thread that made it. True when it is
+// registered.
+bool account_registration(State& s, const AddResult& r, uint64_t begin, uint64_t end, uint64_t t0, uint64_t t1) {
   if (r.doomed) {
     // Pinned, and unpinned again because its memory went away meanwhile
     // (free() on another thread does not wait): the cost was paid, so it is
@@ -178,12 +179,44 @@ bool register_range(State& s, uint64_t begin, uint64_t end) {
   return true;
 }
 
+// Registers the observed range [begin, end) now, on this thread. True when it is registered.
+bool register_range(State& s, uint64_t begin, uint64_t end) {
+  const uint64_t t0 = event_clock::stamp();  // the event's stamps (core/event_clock.h)
+  AddResult r = s.cache.add(begin, end);
+  const uint64_t t1 = event_clock::stamp();
+  return account_registration(s, r, begin, end, t0, t1);
+}
+
+// The background registrar's half (background_registrar.h): the driver call
+// for a reservation, on its thread; its event names that thread.
+void complete_in_background(const RegistrationCache::Reservation& res) {
+  State& s = state();
+  const uint64_t t0 = event_clock::stamp();
+  AddResult r = s.cache.complete(res);
+  const uint64_t t1 = event_clock::stamp();
+  account_registration(s, r, res.result.begin, res.result.end, t0, t1);
+}
+
+// Reserves [begin, end) and hands its registration to the background
+// registrar. False when nothing was reserved (no room, or the range busy);
+// when the registrar cannot take it, it is completed here, inline.
+bool register_in_background(State& s, uint64_t begin, uint64_t end) {
+  const RegistrationCache::Reservation res = s.cache.reserve(begin, end);
+  if (!res.ok) return false;
+  const DriverCalls* d = driver_calls();
+  CUcontext ctx = nullptr;
+  if (d) d->ctx_get_current(&ctx);
+  if (!submit_registration(res, ctx, complete_in_background)) complete_in_background(res);
+  return true;
+}
+
 bool host_kind(MemKind k) { return k == MemKind::Pageable || k == MemKind::Pinned || k == MemKind::Registered; }
 
 RewriteSettings settings_for(const Config& c, bool registering) {
   RewriteSettings s;
   s.rewrite_pin = c.rewrite_pin;
   s.registering = registering;
+  s.register_in_background = registering && !c.register_inline;
   s.stage_min_h2d = c.stage_min_h2d;
   s.stage_min_d2h = c.stage_min_d2h;
   return s;
@@ -283,6 +316,19 @@ Action try_rewrite(const CallDesc& desc, int& result) {
       reg_end = range.end;
       continue;
     }
+    if (k.before == Before::RegisterInBackground) {
+      ++ts.internal;
+      const bool queued = s && reg_end > reg_begin && register_in_background(*s, reg_begin, reg_end);
+      --ts.internal;
+      if (!queued) {
+        f.registration_failed = true;
+        continue;
+      }
+      f.registrations_exist = true;
+      f.cover = s->cache.lookup(host, desc.bytes);  // Touches while it is being registered
+      // On to this copy's own path (below); if the staging path declines it,
+      // the next decision sees the range being registered.
+    }
     if (k.before == Before::Register) {
       ++ts.internal;
       const bool ok = s && reg_end > reg_begin && register_range(*s, reg_begin, reg_end);
@@ -373,6 +419,9 @@ void before_context_teardown(CUcontext ctx) {
   if (!c.enabled || !c.rewrite_any() || thread_state().internal) return;
   InternalScope internal;
   if (registrations_exist()) {
+    // Requests still queued would push the context that is going.
+    if (!wait_registrations_idle(2000))
+      Recorder::instance().note("rewrite: pin: background registrations still running when a context went");
     const uint32_t n = state().cache.clear();
     Recorder::instance().note("rewrite: pin: " + std::to_string(n) +
                                   " registrations dropped before a context reset/destroy; buffers are registered "
@@ -410,7 +459,8 @@ void on_shutdown() {
   const Counters& k = state().counters;
   Recorder::instance().note(
       "rewrite: pin: registrations: " + std::to_string(k.made.load()) + " made (" +
-          std::to_string(k.made_bytes.load()) + " bytes, " + std::to_string(k.made_ns.load() / 1000) + " us), " +
+          std::to_string(k.made_bytes.load()) + " bytes, " + std::to_string(k.made_ns.load() / 1000) + " us; " +
+          std::to_string(background_registrations()) + " made off the copying thread), " +
           std::to_string(k.failed.load()) + " failed, " + std::to_string(k.app_overlap.load()) +
           " left to the app's own registrations, " + std::to_string(k.gone.load()) +
           " dropped as their memory went away, " + std::to_string(k.evicted.load()) + " evicted or merged, " +

@@ -318,13 +318,14 @@ void RegistrationCache::drain_slow() {
 
 // --- registering --------------------------------------------------------------------
 
-AddResult RegistrationCache::add(uint64_t begin, uint64_t end) {
-  AddResult r;
+RegistrationCache::Reservation RegistrationCache::reserve(uint64_t begin, uint64_t end) {
+  Reservation res;
+  AddResult& r = res.result;
   r.status = -1;
   drain_pending();
   uint64_t b = begin & ~(page_ - 1);
   uint64_t e = (end + page_ - 1) & ~(page_ - 1);
-  if (e <= b || e - b > budget_ || capacity_ == 0) return r;
+  if (e <= b || e - b > budget_ || capacity_ == 0) return res;
 
   lock();
   // Merge: the union of every registration the new range overlaps (entries
@@ -339,7 +340,7 @@ AddResult RegistrationCache::add(uint64_t begin, uint64_t end) {
     const uint32_t slot = static_cast<uint32_t>(index_[last].slot_gen.load(kRelaxed) >> 40);
     if (state_of(slots_[slot].word.load(kAcquire)) != Live) {  // another thread is changing it: not now
       unlock();
-      return r;
+      return res;
     }
     b = std::min(b, mb);
     e = std::max(e, me);
@@ -356,7 +357,7 @@ AddResult RegistrationCache::add(uint64_t begin, uint64_t end) {
   };
   if (need > budget_) {
     unlock();
-    return r;
+    return res;
   }
   if (projected + need > budget_) {
     uint64_t room = 0;
@@ -364,7 +365,7 @@ AddResult RegistrationCache::add(uint64_t begin, uint64_t end) {
       if (evictable(i, slots_[i].word.load(kAcquire))) room += slots_[i].end.load(kRelaxed) - slots_[i].begin.load(kRelaxed);
     if (projected - std::min(projected, room) + need > budget_) {  // the rest is pending or on its way out
       unlock();
-      return r;
+      return res;
     }
   }
   // Claim the merged and evicted entries: queued like invalidated ones, then
@@ -403,23 +404,34 @@ AddResult RegistrationCache::add(uint64_t begin, uint64_t end) {
                      (pos < n2 && index_[pos].begin.load(kRelaxed) < e);
   if (taken || bytes_.load(kRelaxed) + need > budget_) {
     unlock();
-    return r;
+    return res;
   }
   const uint32_t i = alloc_slot(b, e);
   if (i == capacity_) {
     unlock();
-    return r;
+    return res;
   }
   Slot& s = slots_[i];
   const uint64_t w = s.word.load(kRelaxed);  // Pending, and only this thread or an invalidation changes it
   index_insert(b, e, i, gen_of(w));
   bytes_.fetch_add(need, kRelaxed);
   unlock();
-
-  const int status = ops_.register_range(b, need);
-  if (status == 0) ops_.on_registered(b, e);
+  res.ok = true;
+  res.slot = i;
+  res.word = w;
   r.begin = b;
   r.end = e;
+  return res;
+}
+
+AddResult RegistrationCache::complete(const Reservation& res) {
+  AddResult r = res.result;
+  const uint32_t i = res.slot;
+  const uint64_t w = res.word;
+  const uint64_t b = r.begin, e = r.end, need = e - b;
+  Slot& s = slots_[i];
+  const int status = ops_.register_range(b, need);
+  if (status == 0) ops_.on_registered(b, e);
   uint64_t cur = with_state(w, Pending);
   if (status == 0) {
     if (s.word.compare_exchange_strong(cur, with_state(w, Live), kAcqRel)) {
@@ -450,6 +462,12 @@ AddResult RegistrationCache::add(uint64_t begin, uint64_t end) {
   r.status = status;
   return r;
 }
+
+AddResult RegistrationCache::add(uint64_t begin, uint64_t end) {
+  const Reservation res = reserve(begin, end);
+  return res.ok ? complete(res) : res.result;
+}
+
 
 // --- synchronous drops, fork ----------------------------------------------------------
 

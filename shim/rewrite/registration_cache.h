@@ -134,6 +134,21 @@ class RegistrationCache {
   // Registers [begin, end) rounded out to pages (drains first). Merges with
   // overlapping entries; evicts the least recently used others to stay in budget.
   AddResult add(uint64_t begin, uint64_t end);
+  // add() in two steps, for a registration made on another thread than the
+  // copy that asked for it (rewrite/background_registrar.h): reserve() does
+  // everything but the driver's cuMemHostRegister -- the merges, the
+  // evictions and their unregistrations -- and leaves the range Pending (it
+  // answers Touches; a free() meanwhile makes it Doomed); complete() makes
+  // the driver call and settles it as add() does. A reservation that
+  // succeeded (`ok`) must be completed, by exactly one thread.
+  struct Reservation {
+    bool ok = false;
+    uint32_t slot = 0;
+    uint64_t word = 0;
+    AddResult result;  // when !ok: add()'s answer (status -1); else begin, end and what was evicted
+  };
+  Reservation reserve(uint64_t begin, uint64_t end);
+  AddResult complete(const Reservation& r);
   // Drops every registration overlapping [begin, end). Returns when they are
   // unregistered (waiting for any being registered by another thread). For
   // callers in control of the thread (copy hooks); the libc hooks use

@@ -97,6 +97,44 @@ TEST(CopyDecision, ReusedRangeIsRegisteredThenCopiedInPlace) {
   EXPECT_EQ(decide(f, pin()), path(CopyPath::InPlace));
 }
 
+// Registration off the copying thread: the copy that proved the buffer
+// reused is staged (always when async; from the thresholds when sync) while
+// the registrar pins the range; staging declined, it registers inline.
+TEST(CopyDecision, ReusedRangeIsRegisteredInTheBackgroundWhileThisCopyIsStaged) {
+  RewriteSettings s = pin();
+  s.register_in_background = true;
+  CopyFacts big = copy(CopyWay::HtoD, 16 * MiB);
+  big.reuse = ReuseVerdict::RegisterNow;
+  EXPECT_EQ(decide(big, s), path(CopyPath::StageAny, Before::RegisterInBackground));
+  CopyFacts small = copy(CopyWay::HtoD, 4 * MiB);  // below the 8 MiB H2D threshold: the app's own sync call
+  small.reuse = ReuseVerdict::RegisterNow;
+  EXPECT_EQ(decide(small, s), path(CopyPath::Original, Before::RegisterInBackground));
+  CopyFacts async = copy(CopyWay::HtoD, 4 * MiB, /*async=*/true);
+  async.reuse = ReuseVerdict::RegisterNow;
+  EXPECT_TRUE(decide(async, s).need_stream);
+  async.stream = StreamState::Idle;
+  EXPECT_EQ(decide(async, s), path(CopyPath::StageAny, Before::RegisterInBackground));
+  async.stream = StreamState::Capturing;
+  EXPECT_NE(decide(async, s).before, Before::RegisterInBackground);
+  CopyFacts declined = copy(CopyWay::DtoH, 4 * MiB);
+  declined.reuse = ReuseVerdict::RegisterNow;
+  declined.staging_declined = true;
+  EXPECT_EQ(decide(declined, s), path(CopyPath::Original, Before::Register));
+  // A policy's "register" entry: in place from this copy on, as asked (inline).
+  CopyFacts asked = copy(CopyWay::HtoD, 16 * MiB);
+  asked.site_matched = true;
+  asked.site_path = Path::Register;
+  asked.reuse = ReuseVerdict::Wait;
+  EXPECT_EQ(decide(asked, s), path(CopyPath::Original, Before::Register));
+  // Then, being registered (Touches): staged; the pool declining, made pageable again.
+  CopyFacts pending = copy(CopyWay::HtoD, 16 * MiB, /*async=*/true);
+  pending.registrations_exist = true;
+  pending.cover = Cover::Touches;
+  EXPECT_EQ(decide(pending, s), path(CopyPath::StageAny));
+  pending.staging_declined = true;
+  EXPECT_EQ(decide(pending, s), path(CopyPath::Original, Before::Release));
+}
+
 TEST(CopyDecision, FailedRegistrationStages) {
   CopyFacts f = copy(CopyWay::DtoH, 4 * MiB);
   f.reuse = ReuseVerdict::RegisterNow;

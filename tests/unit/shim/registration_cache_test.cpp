@@ -164,6 +164,45 @@ TEST(RegistrationCache, RegistersPageRoundedAndLooksUp) {
   EXPECT_FALSE(c.empty());
 }
 
+// add() in two steps, the second on another thread (the background
+// registrar): between them the range answers Touches and the driver has not
+// been called; a free() between them dooms it, and completing it then leaves
+// nothing registered.
+TEST(RegistrationCache, ReservedThenCompletedOnAnotherThread) {
+  FakeDriver drv;
+  RegistrationCache c(drv, 64 * MiB);
+  drv.cache = &c;
+  RegistrationCache::Reservation res = c.reserve(10 * MiB, 14 * MiB);
+  ASSERT_TRUE(res.ok);
+  EXPECT_EQ(c.lookup(10 * MiB, 4 * MiB), Cover::Touches);
+  EXPECT_EQ(drv.pinned(), 0u);  // no driver call yet
+  AddResult r;
+  std::thread([&] { r = c.complete(res); }).join();
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.begin, 10 * MiB);
+  EXPECT_EQ(r.end, 14 * MiB);
+  EXPECT_EQ(c.lookup(10 * MiB, 4 * MiB), Cover::Covers);
+  EXPECT_EQ(drv.pinned(), 4 * MiB);
+
+  // Freed between the two steps: the completion unregisters it again.
+  RegistrationCache::Reservation gone = c.reserve(20 * MiB, 24 * MiB);
+  ASSERT_TRUE(gone.ok);
+  EXPECT_EQ(c.invalidate_nowait(20 * MiB, 24 * MiB), 1u);
+  std::thread([&] { r = c.complete(gone); }).join();
+  EXPECT_TRUE(r.doomed);
+  EXPECT_FALSE(drv.registered(20 * MiB));
+  c.drain_pending();
+  EXPECT_EQ(c.lookup(20 * MiB, 4 * MiB), Cover::None);
+  EXPECT_EQ(drv.invariant_errors.load(), 0);
+
+  // A range being reserved cannot be reserved again, and a full budget reserves nothing.
+  RegistrationCache::Reservation first = c.reserve(30 * MiB, 31 * MiB);
+  ASSERT_TRUE(first.ok);
+  EXPECT_FALSE(c.reserve(30 * MiB, 31 * MiB).ok);
+  EXPECT_EQ(c.complete(first).status, 0);
+  EXPECT_FALSE(c.reserve(0, 65 * MiB).ok);
+}
+
 TEST(RegistrationCache, OverlapsMergeIntoOneRegistration) {
   // Two heap blocks sharing a page: the driver refuses overlapping
   // registrations, so the second becomes the union of both.

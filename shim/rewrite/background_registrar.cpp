@@ -1,0 +1,109 @@
+#include "rewrite/background_registrar.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+#include "core/quiet_thread.h"
+#include "core/ranked_lock.h"
+#include "record/recorder.h"
+#include "rewrite/driver_calls.h"
+
+namespace cuxfer::shim::rewrite {
+namespace {
+
+struct Request {
+  RegistrationCache::Reservation reservation;
+  CUcontext ctx = nullptr;
+  CompleteFn complete = nullptr;
+};
+
+constexpr uint32_t kQueue = 32;
+
+struct Registrar {
+  RankedMutex mutex{LockRank::kBackgroundRegistrar};
+  std::condition_variable work;  // a request was queued
+  std::condition_variable idle;  // the queue emptied and nothing is in progress
+  Request queue[kQueue];
+  uint32_t head = 0, size = 0;
+  bool busy = false;     // the thread is completing a request
+  bool started = false;  // under mutex
+  bool failed = false;   // the thread could not be started: never again
+  std::atomic<uint64_t> done{0};
+};
+
+Registrar& registrar() {
+  static auto* r = new Registrar;  // used until the last hook; never destroyed
+  return *r;
+}
+
+void run(Registrar& r) {
+  const DriverCalls* d = driver_calls();
+  InternalScope internal;  // nothing this thread does is the app's
+  if (d && d->exchange_capture_mode) {
+    // The shim's own registrations: in relaxed capture mode for the
+    // thread's life, as the staging pool's filler (driver_calls.h).
+    CUstreamCaptureMode relaxed = CU_STREAM_CAPTURE_MODE_RELAXED;
+    d->exchange_capture_mode(&relaxed);
+  }
+  for (;;) {
+    Request q;
+    {
+      RankedUniqueLock lock(r.mutex);
+      r.busy = false;
+      if (r.size == 0) r.idle.notify_all();
+      r.work.wait(lock.get(), [&] { return r.size != 0; });
+      q = r.queue[r.head];
+      r.head = (r.head + 1) % kQueue;
+      --r.size;
+      r.busy = true;
+    }
+    bool pushed = false;
+    if (d && q.ctx) pushed = d->ctx_push_current(q.ctx) == CUDA_SUCCESS;
+    q.complete(q.reservation);  // a failed push fails the driver call: the entry is removed
+    if (pushed) {
+      CUcontext popped = nullptr;
+      d->ctx_pop_current(&popped);
+    }
+    r.done.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace
+
+bool submit_registration(const RegistrationCache::Reservation& res, CUcontext ctx, CompleteFn complete) {
+  if (!res.ok || !complete) return false;
+  Registrar& r = registrar();
+  bool start = false;
+  {
+    std::lock_guard<RankedMutex> lock(r.mutex);
+    if (r.failed || r.size == kQueue) return false;
+    if (!r.started) start = r.started = true;
+    r.queue[(r.head + r.size) % kQueue] = Request{res, ctx, complete};
+    ++r.size;
+  }
+  if (start && !spawn_quiet_thread([&r] { run(r); })) {
+    // No thread: the request is taken back and completed by the caller.
+    {
+      std::lock_guard<RankedMutex> lock(r.mutex);
+      r.failed = true;
+      r.size = 0;
+    }
+    Recorder::instance().note("rewrite: pin: the background registration thread could not be started; "
+                              "buffers are registered on the copying thread");
+    return false;
+  }
+  r.work.notify_one();
+  return true;
+}
+
+bool wait_registrations_idle(uint32_t limit_ms) {
+  Registrar& r = registrar();
+  RankedUniqueLock lock(r.mutex);
+  return r.idle.wait_for(lock.get(), std::chrono::milliseconds(limit_ms), [&] { return r.size == 0 && !r.busy; });
+}
+
+uint64_t background_registrations() { return registrar().done.load(std::memory_order_relaxed); }
+
+}  // namespace cuxfer::shim::rewrite
