@@ -425,10 +425,13 @@ ContextPool* pool_for(State& s, CUcontext ctx, size_t initial) {
 // A copy's hold on its context's pool (teardown waits for it to end).
 class PoolUse {
  public:
+  // Sequentially consistent, with teardown's store of the slot and load of
+  // `users`: each side stores, then loads what the other stored (either the
+  // copy sees the slot given back, or teardown sees the copy).
   PoolUse(ContextPool* p, CUcontext ctx) : p_(p) {
     if (!p_) return;
-    p_->users.fetch_add(1, std::memory_order_acq_rel);
-    if (p_->ctx.load(std::memory_order_acquire) != ctx) {  // given back meanwhile
+    p_->users.fetch_add(1, std::memory_order_seq_cst);
+    if (p_->ctx.load(std::memory_order_seq_cst) != ctx) {  // given back meanwhile
       p_->users.fetch_sub(1, std::memory_order_acq_rel);
       p_ = nullptr;
     }
@@ -565,11 +568,11 @@ void staging_teardown(CUcontext ctx) {
     // A primary context's reset names no context: every pool goes, and the
     // ones of contexts that stay are made again on their next copy.
     if (!owner || (ctx && owner != ctx)) continue;
-    p.ctx.store(nullptr, std::memory_order_release);  // no copy finds it from now on
+    p.ctx.store(nullptr, std::memory_order_seq_cst);  // no copy finds it from now on (PoolUse)
     // A copy still using it would be the app's copy in a context it is
     // destroying; wait for it a little all the same.
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    while (p.users.load(std::memory_order_acquire) != 0 && std::chrono::steady_clock::now() < until) sched_yield();
+    while (p.users.load(std::memory_order_seq_cst) != 0 && std::chrono::steady_clock::now() < until) sched_yield();
     // The filler makes no more buffers (it finishes the one it is making: at
     // most one registration, a few ms); then every buffer is given back while
     // the context still exists.
@@ -579,7 +582,13 @@ void staging_teardown(CUcontext ctx) {
       stuck = true;
       continue;
     }
+    // Its buffers were registered with its context current: given back the same way.
+    const bool pushed = drv->ctx_push_current(owner) == CUDA_SUCCESS;
     p.pool.free_all(*drv);
+    if (pushed) {
+      CUcontext popped = nullptr;
+      drv->ctx_pop_current(&popped);
+    }
   }
   }
   if (stuck)
