@@ -119,7 +119,11 @@ TEST_F(RankScale, ThousandRanksReadOnOneScreen) {
   EXPECT_NE(text.find(fmt::format("rank {}: as the first, also #", planted.extra_site)), std::string::npos) << text;
   EXPECT_NE(text.find(fmt::format("rank {}: as the first, also D2H pinned", planted.pinned_reads)), std::string::npos)
       << text;
-  EXPECT_NE(text.find("Processes\n  all 1,000 complete"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n  all 1,000 complete;"), std::string::npos) << text;
+  // The rank notes, alike up to their numbers, said once and counted.
+  EXPECT_NE(text.find("rank: N launcher=torchrun variable=RANK local_rank=N world_size=N launch_id=" + planted.launch_id),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("(1,000 processes)"), std::string::npos) << text;
   // Per-rank detail stays in JSON.
   const std::string json = render::render_json(r, render::JsonOptions{});
   EXPECT_NE(json.find("\"rank\": 999"), std::string::npos);
