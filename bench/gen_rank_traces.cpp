@@ -8,12 +8,12 @@
 //
 // DIR is made if missing. Prints which ranks were planted, one line each, so
 // that a script can check that a report names them.
+#include <sys/stat.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <sys/stat.h>
 
 #include "bench/rank_trace_set.h"
 
@@ -35,14 +35,22 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (i + 1 >= argc) return usage();
     const char* v = argv[i + 1];
-    if (a == "--ranks") o.ranks = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
-    else if (a == "--events-per-rank") o.events_per_rank = std::strtoull(v, nullptr, 10);
-    else if (a == "--seed") o.seed = std::strtoull(v, nullptr, 10);
-    else if (a == "--slow-ranks") o.slow_ranks = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
-    else if (a == "--slow-factor") o.slow_factor = std::strtod(v, nullptr);
-    else if (a == "--ranks-per-host") o.ranks_per_host = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
-    else if (a == "--out") out = v;
-    else return usage();
+    if (a == "--ranks")
+      o.ranks = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
+    else if (a == "--events-per-rank")
+      o.events_per_rank = std::strtoull(v, nullptr, 10);
+    else if (a == "--seed")
+      o.seed = std::strtoull(v, nullptr, 10);
+    else if (a == "--slow-ranks")
+      o.slow_ranks = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
+    else if (a == "--slow-factor")
+      o.slow_factor = std::strtod(v, nullptr);
+    else if (a == "--ranks-per-host")
+      o.ranks_per_host = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
+    else if (a == "--out")
+      out = v;
+    else
+      return usage();
   }
   if (out.empty() || o.ranks == 0 || o.events_per_rank == 0 || !(o.slow_factor > 0)) return usage();
   if (::mkdir(out.c_str(), 0755) != 0 && errno != EEXIST) {

@@ -18,8 +18,8 @@ constexpr uint64_t KiB = 1024, MiB = 1024 * KiB;
 constexpr uint64_t kModuleBase = 0x400000;
 // The training step's call sites (offsets into /opt/app/train), and the
 // evaluation hook only one rank runs.
-constexpr uint64_t kUploadSite = 0x1040, kReadbackSite = 0x1280, kPinnedUploadSite = 0x14c0, kDeviceSite = 0x1700,
-                   kEvalSite = 0x2a10;
+constexpr uint64_t kUploadSite = 0x1040, kReadbackSite = 0x1280, kPinnedUploadSite = 0x14c0,
+                   kDeviceSite = 0x1700, kEvalSite = 0x2a10;
 constexpr uint64_t kStartRealtimeNs = 1'790'000'000'000'000'000ull;  // late 2026
 constexpr uint64_t kStartMonotonicNs = 5'000'000'000ull;
 
@@ -27,9 +27,9 @@ struct Copy {
   trace::Direction dir;
   trace::MemKind host;  // the host side (Device for D2D)
   uint64_t bytes;
-  uint64_t cpu_ns;      // before jitter and slowness
+  uint64_t cpu_ns;  // before jitter and slowness
   bool async;
-  uint32_t site;        // id in the trace's call-site table
+  uint32_t site;  // id in the trace's call-site table
 };
 
 // One step of the training loop: 8 copies.
@@ -38,15 +38,19 @@ Copy step_copy(size_t i, bool pinned_reads) {
   using D = trace::Direction;
   using K = trace::MemKind;
   switch (i % kStepCopies) {
-    case 0: return {D::HtoD, K::Pageable, 1 * MiB, 170'000, false, 1};  // batch upload
+    case 0:
+      return {D::HtoD, K::Pageable, 1 * MiB, 170'000, false, 1};  // batch upload
     case 1:
     case 2:
     case 3:
     case 4:  // metrics read back
-      return {D::DtoH, pinned_reads ? K::Pinned : K::Pageable, 4 * KiB, pinned_reads ? 2'500 : 9'000, true, 2};
+      return {D::DtoH, pinned_reads ? K::Pinned : K::Pageable, 4 * KiB, pinned_reads ? 2'500 : 9'000, true,
+              2};
     case 5:
-    case 6: return {D::HtoD, K::Pinned, 256 * KiB, 3'000, true, 3};  // prefetched tensors
-    default: return {D::DtoD, K::Device, 2 * MiB, 4'000, true, 4};   // a device-side copy
+    case 6:
+      return {D::HtoD, K::Pinned, 256 * KiB, 3'000, true, 3};  // prefetched tensors
+    default:
+      return {D::DtoD, K::Device, 2 * MiB, 4'000, true, 4};  // a device-side copy
   }
 }
 
@@ -97,8 +101,8 @@ bool write_rank(const RankTraceSetOptions& o, const PlantedRanks& p, uint32_t ra
   trace::encode_strings({"cudaMemcpy", "cudaMemcpyAsync"}, buf);
   w->write_block(trace::BlockType::ApiNames, buf);
   buf.clear();
-  trace::encode(std::vector<trace::ModuleInfo>{{kModuleBase, kModuleBase, kModuleBase + 0x100000, proc.exe, ""}},
-                buf);
+  trace::encode(
+      std::vector<trace::ModuleInfo>{{kModuleBase, kModuleBase, kModuleBase + 0x100000, proc.exe, ""}}, buf);
   w->write_block(trace::BlockType::Modules, buf);
   const bool extra = rank == p.extra_site;
   std::vector<trace::CallSite> sites;
@@ -147,7 +151,8 @@ bool write_rank(const RankTraceSetOptions& o, const PlantedRanks& p, uint32_t ra
     if (extra && i % (16 * kStepCopies) == kStepCopies - 1)
       push({trace::Direction::DtoH, trace::MemKind::Pageable, 8 * MiB, 1'600'000, false, 5});
   }
-  if (!block.empty()) w->write_block(trace::BlockType::Events, block.data(), block.size() * sizeof(trace::Event));
+  if (!block.empty())
+    w->write_block(trace::BlockType::Events, block.data(), block.size() * sizeof(trace::Event));
 
   // The notes the shim writes for a torchrun rank of a `cuxfer record` run
   // (shim/core/rank.cpp, shim/record/recorder.cpp).

@@ -36,11 +36,11 @@ struct RankTraceSetOptions {
 };
 
 struct PlantedRanks {
-  std::vector<uint32_t> slow;  // ascending
-  uint32_t extra_site = 0;     // the rank with a call site of its own
-  uint32_t pinned_reads = 0;   // the rank whose small reads go to pinned memory
-  std::string launch_id;       // torchrun's run id in every rank note
-  std::string run_id;          // the record run's id in every run note
+  std::vector<uint32_t> slow;      // ascending
+  uint32_t extra_site = 0;         // the rank with a call site of its own
+  uint32_t pinned_reads = 0;       // the rank whose small reads go to pinned memory
+  std::string launch_id;           // torchrun's run id in every rank note
+  std::string run_id;              // the record run's id in every run note
   std::vector<std::string> paths;  // the traces, in rank order
 };
 

@@ -79,7 +79,7 @@ struct Ranks {
 Ranks rank_totals(const model::Job& job, const std::vector<Finding>& findings,
                   const std::vector<LocationTotals>& locations);
 Ranks rank_totals(const model::Job& job, const std::vector<Finding>& findings);  // no sites
-RankSpread rank_spread(const std::vector<RankTotals>& ranks);  // ranks not empty
+RankSpread rank_spread(const std::vector<RankTotals>& ranks);                    // ranks not empty
 
 // --- Many ranks at a glance (the text report's layout above kPerRankLayoutMax
 // ranks; docs/report.md, "Multi-rank jobs") ---
@@ -122,16 +122,16 @@ struct RankPattern {
 
 // A call site or a finding over the ranks: in how many, and which when few.
 struct AcrossRanks {
-  uint32_t site = 0;    // a location id (sites), or 0
-  std::string finding;  // a finding kind (findings), or ""
-  std::vector<uint32_t> ranks;  // ascending
-  uint64_t calls = 0, time_ns = 0;        // summed over them (findings)
-  Distribution time_per_rank;             // findings: over the ranks that have it
+  uint32_t site = 0;                // a location id (sites), or 0
+  std::string finding;              // a finding kind (findings), or ""
+  std::vector<uint32_t> ranks;      // ascending
+  uint64_t calls = 0, time_ns = 0;  // summed over them (findings)
+  Distribution time_per_rank;       // findings: over the ranks that have it
 };
 
 struct RankDigest {
   Distribution copies, bytes, pageable, cpu_blocked;
-  std::optional<Distribution> gpu;   // when some rank has GPU time
+  std::optional<Distribution> gpu;    // when some rank has GPU time
   std::vector<RankOutlier> outliers;  // farthest from the median first (ratio either way)
   std::vector<RankPattern> patterns;  // most ranks first; a tie: lowest rank first
   std::vector<AcrossRanks> sites;     // in the order of the locations' ids

@@ -763,12 +763,11 @@ void ranks_at_scale(std::string& out, const Report& r, size_t width, SiteNumbers
     return sites.number(a->site) < sites.number(b->site);
   });
   std::string line;
-  for (const analyses::AcrossRanks* ap : site_order)
-    if (const auto& a = *ap; true)
-      line += fmt::format("{}{} {}", line.empty() ? "" : "; ", sites.label(a.site),
-                        a.ranks.size() == all.size() ? "every rank"
-                        : a.ranks.size() <= 3        ? id_set(a.ranks, all, "rank", "ranks")
-                                                     : counted(a.ranks.size(), "rank", "ranks"));
+  for (const analyses::AcrossRanks* a : site_order)
+    line += fmt::format("{}{} {}", line.empty() ? "" : "; ", sites.label(a->site),
+                        a->ranks.size() == all.size() ? "every rank"
+                        : a->ranks.size() <= 3        ? id_set(a->ranks, all, "rank", "ranks")
+                                                      : counted(a->ranks.size(), "rank", "ranks"));
   if (!line.empty()) wrapped(out, line, width, "  sites: ", "    ");
   for (const auto& a : d.findings)
     wrapped(out,

@@ -4,8 +4,8 @@
 // patterns) on small hand-made rank lists.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 
 #include "analyzer/analyses/ranks.h"
 #include "analyzer/analyses/report.h"
@@ -19,7 +19,9 @@ namespace {
 
 using analyses::RankTotals;
 
-size_t lines_of(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
+size_t lines_of(const std::string& text) {
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
 
 TEST(RankDistribution, MinMedianP95Max) {
   std::vector<std::pair<uint64_t, uint32_t>> v;
@@ -55,7 +57,9 @@ RankTotals rank(uint32_t id, uint64_t cpu_ns, std::vector<uint32_t> sites = {1, 
 // say why; a rank with a site of its own is a pattern of its own.
 TEST(RankDigest, OutliersAndPatterns) {
   std::vector<RankTotals> ranks;
-  for (uint32_t i = 0; i < 20; ++i) ranks.push_back(rank(i, i == 7 ? 4000 : 1000, i == 12 ? std::vector<uint32_t>{1, 2, 9} : std::vector<uint32_t>{1, 2}));
+  for (uint32_t i = 0; i < 20; ++i)
+    ranks.push_back(rank(i, i == 7 ? 4000 : 1000,
+                         i == 12 ? std::vector<uint32_t>{1, 2, 9} : std::vector<uint32_t>{1, 2}));
   const auto d = analyses::digest_ranks(ranks);
   ASSERT_EQ(d.outliers.size(), 1u);
   EXPECT_EQ(d.outliers[0].rank, 7u);
@@ -113,16 +117,21 @@ TEST_F(RankScale, ThousandRanksReadOnOneScreen) {
   // Three patterns: everyone else, the rank with the eval site, the rank with pinned reads.
   ASSERT_EQ(d.patterns.size(), 3u);
   EXPECT_EQ(d.patterns[0].ranks.size(), 998u);
-  const std::string except = fmt::format("ranks 0–999 except {} and {}", std::min(planted.extra_site, planted.pinned_reads),
-                                         std::max(planted.extra_site, planted.pinned_reads));
+  const std::string except =
+      fmt::format("ranks 0–999 except {} and {}", std::min(planted.extra_site, planted.pinned_reads),
+                  std::max(planted.extra_site, planted.pinned_reads));
   EXPECT_NE(text.find(except), std::string::npos) << text;
-  EXPECT_NE(text.find(fmt::format("rank {}: as the first, also #", planted.extra_site)), std::string::npos) << text;
-  EXPECT_NE(text.find(fmt::format("rank {}: as the first, also D2H pinned", planted.pinned_reads)), std::string::npos)
+  EXPECT_NE(text.find(fmt::format("rank {}: as the first, also #", planted.extra_site)), std::string::npos)
+      << text;
+  EXPECT_NE(text.find(fmt::format("rank {}: as the first, also D2H pinned", planted.pinned_reads)),
+            std::string::npos)
       << text;
   EXPECT_NE(text.find("\n  all 1,000 complete;"), std::string::npos) << text;
   // The rank notes, alike up to their numbers, said once and counted.
-  EXPECT_NE(text.find("rank: N launcher=torchrun variable=RANK local_rank=N world_size=N launch_id=" + planted.launch_id),
-            std::string::npos) << text;
+  EXPECT_NE(text.find("rank: N launcher=torchrun variable=RANK local_rank=N world_size=N launch_id=" +
+                      planted.launch_id),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("(1,000 processes)"), std::string::npos) << text;
   // Per-rank detail stays in JSON.
   const std::string json = render::render_json(r, render::JsonOptions{});
