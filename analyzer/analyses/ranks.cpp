@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -109,6 +110,11 @@ RankSpread rank_spread(const std::vector<RankTotals>& ranks) {
 }
 
 Ranks rank_totals(const model::Job& job, const std::vector<Finding>& findings) {
+  return rank_totals(job, findings, {});
+}
+
+Ranks rank_totals(const model::Job& job, const std::vector<Finding>& findings,
+                  const std::vector<LocationTotals>& locations) {
   Ranks out;
   std::map<uint32_t, size_t> slot;  // rank -> index into out.ranks
   std::vector<int64_t> rank_of_process(job.processes.size(), -1);
@@ -147,7 +153,18 @@ Ranks rank_totals(const model::Job& job, const std::vector<Finding>& findings) {
     RankClass& k = classes[static_cast<size_t>(ri)][class_index(c.cls)];
     ++k.calls;
     k.bytes += c.bytes();
+    k.cpu_blocked_ns += c.cpu_ns();
   }
+  // A location's sites belong to one process each, so to one rank.
+  for (const LocationTotals& loc : locations)
+    for (uint32_t site : loc.callsites) {
+      if (site == 0 || site > job.sites.size()) continue;
+      const int64_t ri = rank_of_process[job.sites[site - 1].process];
+      if (ri < 0) continue;
+      auto& mine = out.ranks[static_cast<size_t>(ri)].sites;
+      if (std::find(mine.begin(), mine.end(), loc.id) == mine.end()) mine.push_back(loc.id);
+    }
+  for (auto& r : out.ranks) std::sort(r.sites.begin(), r.sites.end());
   for (size_t i = 0; i < out.ranks.size(); ++i)
     for (unsigned k = 0; k < kClasses; ++k)
       if (classes[i][k].calls) {
@@ -181,6 +198,196 @@ Ranks rank_totals(const model::Job& job, const std::vector<Finding>& findings) {
             [](const RankTotals& a, const RankTotals& b) { return a.rank < b.rank; });
   out.spread = rank_spread(out.ranks);
   return out;
+}
+
+Distribution distribution_of(std::vector<std::pair<uint64_t, uint32_t>> values) {
+  Distribution d;
+  if (values.empty()) return d;
+  std::sort(values.begin(), values.end());  // by value, then the lower id
+  const size_t n = values.size();
+  d.min = values.front().first;
+  d.min_id = values.front().second;
+  d.max = values.back().first;
+  d.max_id = std::find_if(values.begin(), values.end(), [&](const auto& v) { return v.first == d.max; })->second;
+  d.median = n % 2 ? values[n / 2].first : values[n / 2 - 1].first / 2 + values[n / 2].first / 2 +
+                                               (values[n / 2 - 1].first % 2 + values[n / 2].first % 2) / 2;
+  const size_t p95 = (n * 95 + 99) / 100;  // ceil(0.95 n), 1-based
+  d.p95 = values[std::max<size_t>(p95, 1) - 1].first;
+  return d;
+}
+
+namespace {
+
+uint64_t median_of(std::vector<uint64_t> v) {
+  std::vector<std::pair<uint64_t, uint32_t>> p;
+  p.reserve(v.size());
+  for (uint64_t x : v) p.push_back({x, 0});
+  return distribution_of(std::move(p)).median;
+}
+
+// More than twice the median, less than half of it, or not 0 over a median 0.
+bool far_from(uint64_t value, uint64_t median) {
+  if (median == 0) return value > 0;
+  return value > 2 * median || 2 * value < median;
+}
+
+double distance(uint64_t value, uint64_t median) {
+  if (median == 0) return value ? 1e18 : 0;
+  const double r = static_cast<double>(value) / static_cast<double>(median);
+  return r >= 1 ? r : (value ? 1 / r : 1e18);
+}
+
+struct Metric {
+  const char* name;
+  uint64_t (*of)(const RankTotals&);
+  uint64_t (*of_class)(const RankClass&);  // the class's part of it
+};
+
+uint64_t class_pageable_bytes(const RankClass& c) {
+  const bool pageable = c.cls.find("pageable") != std::string::npos;
+  const bool host_link = c.cls.starts_with("H2D") || c.cls.starts_with("D2H");
+  return pageable && host_link ? c.bytes : 0;
+}
+
+}  // namespace
+
+RankDigest digest_ranks(const std::vector<RankTotals>& ranks) {
+  RankDigest d;
+  if (ranks.empty()) return d;
+  const Metric metrics[] = {
+      {"copies", [](const RankTotals& r) { return r.copies; }, [](const RankClass& c) { return c.calls; }},
+      {"bytes", [](const RankTotals& r) { return r.bytes; }, [](const RankClass& c) { return c.bytes; }},
+      {"pageable", [](const RankTotals& r) { return r.pageable_bytes; }, class_pageable_bytes},
+      {"CPU-blocked", [](const RankTotals& r) { return r.cpu_blocked_ns; },
+       [](const RankClass& c) { return c.cpu_blocked_ns; }},
+  };
+  Distribution* dists[] = {&d.copies, &d.bytes, &d.pageable, &d.cpu_blocked};
+  // Every class and finding kind any rank has, and each rank's value of it.
+  std::vector<std::string> classes, kinds;
+  for (const auto& r : ranks) {
+    for (const auto& c : r.classes)
+      if (std::find(classes.begin(), classes.end(), c.cls) == classes.end()) classes.push_back(c.cls);
+    for (const auto& f : r.findings)
+      if (std::find(kinds.begin(), kinds.end(), f.kind) == kinds.end()) kinds.push_back(f.kind);
+  }
+  auto class_of = [](const RankTotals& r, const std::string& cls) -> const RankClass* {
+    for (const auto& c : r.classes)
+      if (c.cls == cls) return &c;
+    return nullptr;
+  };
+  auto finding_time = [](const RankTotals& r, const std::string& kind) -> std::optional<uint64_t> {
+    for (const auto& f : r.findings)
+      if (f.kind == kind) return f.time_ns;
+    return std::nullopt;
+  };
+  // Each finding's median time over the ranks that have it.
+  std::map<std::string, uint64_t> finding_median;
+  for (const auto& kind : kinds) {
+    std::vector<uint64_t> v;
+    for (const auto& r : ranks)
+      if (auto t = finding_time(r, kind)) v.push_back(*t);
+    finding_median[kind] = median_of(std::move(v));
+  }
+
+  std::vector<std::pair<RankOutlier, double>> outliers;
+  for (size_t m = 0; m < std::size(metrics); ++m) {
+    std::vector<std::pair<uint64_t, uint32_t>> v;
+    for (const auto& r : ranks) v.push_back({metrics[m].of(r), r.rank});
+    *dists[m] = distribution_of(std::move(v));
+    const uint64_t median = dists[m]->median;
+    // Per class, its median over all ranks (0 where a rank lacks it).
+    std::vector<uint64_t> class_median;
+    for (const auto& cls : classes) {
+      std::vector<uint64_t> cv;
+      for (const auto& r : ranks) {
+        const RankClass* c = class_of(r, cls);
+        cv.push_back(c ? metrics[m].of_class(*c) : 0);
+      }
+      class_median.push_back(median_of(std::move(cv)));
+    }
+    for (const auto& r : ranks) {
+      const uint64_t value = metrics[m].of(r);
+      if (!far_from(value, median)) continue;
+      RankOutlier o;
+      o.rank = r.rank;
+      o.metric = metrics[m].name;
+      o.value = value;
+      o.median = median;
+      uint64_t widest = 0;
+      for (size_t k = 0; k < classes.size(); ++k) {
+        const RankClass* c = class_of(r, classes[k]);
+        const uint64_t cv = c ? metrics[m].of_class(*c) : 0;
+        const uint64_t gap = cv > class_median[k] ? cv - class_median[k] : class_median[k] - cv;
+        if (gap > widest) {
+          widest = gap;
+          o.cls = classes[k];
+          o.cls_value = cv;
+          o.cls_median = class_median[k];
+        }
+      }
+      for (const auto& f : r.findings)
+        if (f.time_ns > 2 * finding_median[f.kind]) o.findings.push_back(f.kind);
+      outliers.push_back({std::move(o), distance(value, median)});
+    }
+  }
+  std::stable_sort(outliers.begin(), outliers.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  for (auto& o : outliers) d.outliers.push_back(std::move(o.first));
+
+  bool any_gpu = false;
+  std::vector<std::pair<uint64_t, uint32_t>> gpu;
+  for (const auto& r : ranks) {
+    any_gpu |= r.gpu_ns.has_value();
+    gpu.push_back({r.gpu_ns.value_or(0), r.rank});
+  }
+  if (any_gpu) d.gpu = distribution_of(std::move(gpu));
+
+  // Patterns: ranks with the same sites, classes and findings.
+  std::map<std::tuple<std::vector<uint32_t>, std::vector<std::string>, std::vector<std::string>>, size_t> index;
+  for (const auto& r : ranks) {
+    std::vector<std::string> cls, fk;
+    for (const auto& c : r.classes) cls.push_back(c.cls);
+    for (const auto& f : r.findings) fk.push_back(f.kind);
+    std::sort(fk.begin(), fk.end());
+    auto [it, added] = index.try_emplace({r.sites, cls, fk}, d.patterns.size());
+    if (added) d.patterns.push_back({{}, r.sites, cls, fk});
+    d.patterns[it->second].ranks.push_back(r.rank);
+  }
+  for (auto& p : d.patterns) std::sort(p.ranks.begin(), p.ranks.end());
+  std::stable_sort(d.patterns.begin(), d.patterns.end(), [](const RankPattern& a, const RankPattern& b) {
+    return a.ranks.size() != b.ranks.size() ? a.ranks.size() > b.ranks.size() : a.ranks.front() < b.ranks.front();
+  });
+
+  std::map<uint32_t, AcrossRanks> sites;
+  for (const auto& r : ranks)
+    for (uint32_t s : r.sites) {
+      AcrossRanks& a = sites[s];
+      a.site = s;
+      a.ranks.push_back(r.rank);
+    }
+  for (auto& [id, a] : sites) {
+    std::sort(a.ranks.begin(), a.ranks.end());
+    d.sites.push_back(std::move(a));
+  }
+  for (const auto& kind : kinds) {
+    AcrossRanks a;
+    a.finding = kind;
+    std::vector<std::pair<uint64_t, uint32_t>> t;
+    for (const auto& r : ranks)
+      for (const auto& f : r.findings)
+        if (f.kind == kind) {
+          a.ranks.push_back(r.rank);
+          a.calls += f.calls;
+          a.time_ns += f.time_ns;
+          t.push_back({f.time_ns, r.rank});
+        }
+    std::sort(a.ranks.begin(), a.ranks.end());
+    a.time_per_rank = distribution_of(std::move(t));
+    d.findings.push_back(std::move(a));
+  }
+  std::stable_sort(d.findings.begin(), d.findings.end(), [](const AcrossRanks& a, const AcrossRanks& b) {
+    return a.ranks.size() != b.ranks.size() ? a.ranks.size() > b.ranks.size() : a.time_ns > b.time_ns;
+  });
+  return d;
 }
 
 std::optional<std::string> separate_recordings(const model::Job& job) {

@@ -16,7 +16,8 @@
 
 namespace cuxfer::analyses {
 
-struct Finding;  // report.h
+struct Finding;         // report.h
+struct LocationTotals;  // report.h
 
 // A trace's rank note: "rank: <R> launcher=<l> variable=<V>[ local_rank=<n>]
 // [ world_size=<n>][ launch_id=<id>]"; keys it does not know are ignored.
@@ -35,7 +36,7 @@ std::optional<std::string> run_id_of(const trace::Trace& t);
 
 struct RankClass {
   std::string cls;  // "H2D pageable"
-  uint64_t calls = 0, bytes = 0;
+  uint64_t calls = 0, bytes = 0, cpu_blocked_ns = 0;
 };
 
 struct RankFinding {
@@ -52,6 +53,7 @@ struct RankTotals {
   std::optional<uint64_t> gpu_ns;     // set when one of its copies had GPU time
   std::vector<RankClass> classes;     // direction x memory kind, in class order
   std::vector<RankFinding> findings;  // most time first
+  std::vector<uint32_t> sites;        // the report's locations (LocationTotals::id) it copied at, ascending
 };
 
 // Across ranks. Imbalance is max / median (median of an even count: the mean
@@ -72,9 +74,70 @@ struct Ranks {
   std::optional<RankSpread> spread;
 };
 
-// `findings`: the report's (their call sites tell whose they are).
-Ranks rank_totals(const model::Job& job, const std::vector<Finding>& findings);
-RankSpread rank_spread(const std::vector<RankTotals>& ranks);  // ranks not empty
+// `findings`: the report's (their call sites tell whose they are);
+// `locations`: the report's, for each rank's `sites`.
+Ranks rank_totals(const model::Job& job, const std::vector<Finding>& findings,
+                  const std::vector<LocationTotals>& locations);
+Ranks rank_totals(const model::Job& job, const std::vector<Finding>& findings);  // no sites
+RankSpread rank_spread(const std::vector<RankTotals>& ranks);                    // ranks not empty
+
+// --- Many ranks at a glance (the text report's layout above kPerRankLayoutMax
+// ranks; docs/report.md, "Multi-rank jobs") ---
+
+// Up to this many ranks (or processes) the text shows one line each; above,
+// the distribution, the outliers and the patterns instead (--json keeps
+// every rank).
+inline constexpr size_t kPerRankLayoutMax = 8;
+
+// min, median, 95th percentile, max of one number over ranks (or processes);
+// `*_id` the rank (pid) of the min and the max, the lowest on a tie. Median of
+// an even count: the mean of the middle two, rounded down; p95: the nearest
+// rank (the value at ceil(0.95 n)).
+struct Distribution {
+  uint64_t min = 0, median = 0, p95 = 0, max = 0;
+  uint32_t min_id = 0, max_id = 0;
+};
+// (value, id) pairs, in any order; all zero when empty.
+Distribution distribution_of(std::vector<std::pair<uint64_t, uint32_t>> values);
+
+// A rank whose number is more than twice the median or less than half of it
+// (or not 0 where the median is 0), and why: the class that moved it most
+// from the median rank, and the findings whose time there is over twice their
+// median over the ranks that have them.
+struct RankOutlier {
+  uint32_t rank = 0;
+  std::string metric;  // "copies" | "bytes" | "pageable" | "CPU-blocked"
+  uint64_t value = 0, median = 0;
+  std::string cls;  // the class whose value differs most from its median; "" when none does
+  uint64_t cls_value = 0, cls_median = 0;
+  std::vector<std::string> findings;  // finding kinds, most time first
+};
+
+// Ranks with the same call sites, classes and findings.
+struct RankPattern {
+  std::vector<uint32_t> ranks;  // ascending
+  std::vector<uint32_t> sites;  // locations (LocationTotals::id), ascending
+  std::vector<std::string> classes, findings;
+};
+
+// A call site or a finding over the ranks: in how many, and which when few.
+struct AcrossRanks {
+  uint32_t site = 0;                // a location id (sites), or 0
+  std::string finding;              // a finding kind (findings), or ""
+  std::vector<uint32_t> ranks;      // ascending
+  uint64_t calls = 0, time_ns = 0;  // summed over them (findings)
+  Distribution time_per_rank;       // findings: over the ranks that have it
+};
+
+struct RankDigest {
+  Distribution copies, bytes, pageable, cpu_blocked;
+  std::optional<Distribution> gpu;    // when some rank has GPU time
+  std::vector<RankOutlier> outliers;  // farthest from the median first (ratio either way)
+  std::vector<RankPattern> patterns;  // most ranks first; a tie: lowest rank first
+  std::vector<AcrossRanks> sites;     // in the order of the locations' ids
+  std::vector<AcrossRanks> findings;  // most ranks first, then most time
+};
+RankDigest digest_ranks(const std::vector<RankTotals>& ranks);
 
 // One line naming two traces that cannot be one run, or none (the rule is in
 // docs/report.md, "Multi-rank jobs"): among the traces that carry a rank,

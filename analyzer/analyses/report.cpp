@@ -127,7 +127,7 @@ Report analyze(const model::Job& job, const Thresholds& thresholds) {
 
   for (auto& f : r.findings) f.locations = finding_locations(f, r.locations);
   r.combined_estimate = combine_estimates(r.findings);
-  r.ranks = rank_totals(job, r.findings);
+  r.ranks = rank_totals(job, r.findings, r.locations);
   r.ranges = range_totals(job, r.findings, thresholds);
 
   r.notes = job.notes;

@@ -1,7 +1,9 @@
 #include "analyzer/render/text_renderer.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -70,6 +72,18 @@ class Table {
 std::string basename_of(const std::string& path) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string ratio_to(uint64_t value, uint64_t median) {
+  return median ? fmt::format("{:.2f}x the median", static_cast<double>(value) / static_cast<double>(median))
+                : std::string("median 0");
+}
+
+// A distribution's row: min, median, p95, max, and whose the max is.
+std::vector<std::string> distribution_row(const std::string& name, const analyses::Distribution& d,
+                                          std::string (*format)(uint64_t), const char* id_word) {
+  return {name, format(d.min), format(d.median), format(d.p95), format(d.max),
+          fmt::format("{} {}", id_word, d.max_id), ratio_to(d.max, d.median)};
 }
 
 void wrapped(std::string& out, const std::string& text, size_t width, const std::string& first,
@@ -253,6 +267,34 @@ void transfers(std::string& out, const Report& r, size_t width) {
 void devices(std::string& out, const Report& r, size_t width) {
   if (r.devices.size() < 2) return;
   out += "\nPer device\n";
+  if (r.devices.size() > analyses::kPerRankLayoutMax) {
+    std::set<uint32_t> pids;
+    std::set<int> gpus;
+    for (const auto& d : r.devices) pids.insert(d.pid), gpus.insert(d.device);
+    if (pids.size() == r.devices.size()) {  // one device each: the process's numbers are the device's
+      wrapped(out,
+              fmt::format("each of the {} processes copied on one device ({} in all); its numbers are the "
+                          "process's (Processes below; --json devices)",
+                          format_count(pids.size()), counted(gpus.size(), "device number", "device numbers")),
+              width, "  ", "    ");
+      return;
+    }
+    std::vector<std::pair<uint64_t, uint32_t>> copies, bytes, blocked;
+    for (const auto& d : r.devices) {
+      copies.push_back({d.calls, d.pid});
+      bytes.push_back({d.bytes, d.pid});
+      blocked.push_back({d.cpu_blocked_ns, d.pid});
+    }
+    out += fmt::format("  {} process and device pairs (each one's numbers: --json devices)\n",
+                       format_count(r.devices.size()));
+    Table t({"per pair", "min", "median", "p95", "max", "largest", "max/median"},
+            {false, false, false, false, false, false, true});
+    t.add(distribution_row("copies", analyses::distribution_of(copies), format_count, "pid"));
+    t.add(distribution_row("bytes", analyses::distribution_of(bytes), format_bytes, "pid"));
+    t.add(distribution_row("CPU-blocked", analyses::distribution_of(blocked), format_duration, "pid"));
+    t.render(out, width);
+    return;
+  }
   for (const auto& d : r.devices)
     wrapped(out,
             fmt::format("pid {} GPU {}: {} cop{}, {} (H2D {}, D2H {}, D2D {}, peer {}; pageable {}), CPU-blocked {}{}",
@@ -563,10 +605,188 @@ void nvtx_ranges(std::string& out, const Report& r, size_t width) {
   }
 }
 
+// "rank 17", "ranks 0–999 except 17 and 300", "ranks 3, 8–11 and 40": a set of
+// ranks (or pids) in one phrase, at most `most` pieces before "… (N in all)".
+// `all`: every id of the job, ascending, for "except".
+std::string id_set(const std::vector<uint32_t>& ids, const std::vector<uint32_t>& all, const char* one,
+                   const char* many, size_t most = 8) {
+  if (ids.empty()) return "";
+  if (ids.size() == 1) return fmt::format("{} {}", one, ids.front());
+  // "a, b and c"; cut short: "a, b, … (N ranks in all)".
+  auto join = [&](const std::vector<std::string>& parts, bool cut) {
+    std::string s;
+    for (size_t i = 0; i < parts.size(); ++i)
+      s += (i == 0 ? "" : i + 1 == parts.size() && !cut ? " and " : ", ") + parts[i];
+    if (cut) s += fmt::format(", … ({} {} in all)", format_count(ids.size()), many);
+    return s;
+  };
+  // Most of the job: name the few it lacks.
+  std::vector<uint32_t> missing;
+  for (uint32_t id : all)
+    if (!std::binary_search(ids.begin(), ids.end(), id)) missing.push_back(id);
+  if (missing.size() <= most && ids.size() > 2 * missing.size() && ids.size() + missing.size() == all.size()) {
+    std::string s = fmt::format("{} {}–{}", many, all.front(), all.back());
+    if (missing.empty()) return s;
+    std::vector<std::string> parts;
+    for (uint32_t id : missing) parts.push_back(std::to_string(id));
+    return s + " except " + join(parts, false);
+  }
+  std::vector<std::string> parts;
+  size_t runs = 0;
+  for (size_t i = 0; i < ids.size();) {
+    size_t j = i;
+    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+    if (parts.size() < most)
+      parts.push_back(j == i ? std::to_string(ids[i]) : fmt::format("{}–{}", ids[i], ids[j]));
+    ++runs;
+    i = j + 1;
+  }
+  return std::string(many) + " " + join(parts, parts.size() < runs);
+}
+
+// Many ranks: the distribution of each number, the ranks far from the median
+// and why, the ranks grouped by pattern, and the sites and findings over the
+// ranks. Each rank's own line is in --json (ranks).
+void ranks_at_scale(std::string& out, const Report& r, size_t width, SiteNumbers& sites) {
+  const analyses::Ranks& k = r.ranks;
+  const analyses::RankDigest d = analyses::digest_ranks(k.ranks);
+  std::vector<uint32_t> all;
+  std::vector<std::string> hosts;
+  for (const auto& x : k.ranks) {
+    all.push_back(x.rank);
+    hosts.push_back(x.host);
+  }
+  std::sort(hosts.begin(), hosts.end());
+  hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
+  out += fmt::format("\nRanks ({} on {}; each rank's numbers: --json ranks)\n", format_count(k.ranks.size()),
+                     counted(hosts.size(), "host", "hosts"));
+  Table t({"per rank", "min", "median", "p95", "max", "largest", "max/median"},
+          {false, false, false, false, false, false, true});
+  t.add(distribution_row("copies", d.copies, format_count, "rank"));
+  t.add(distribution_row("bytes", d.bytes, format_bytes, "rank"));
+  t.add(distribution_row("pageable", d.pageable, format_bytes, "rank"));
+  t.add(distribution_row("CPU-blocked", d.cpu_blocked, format_duration, "rank"));
+  if (d.gpu) t.add(distribution_row("GPU time", *d.gpu, format_duration, "rank"));
+  t.render(out, width);
+
+  // Outliers, one line per rank (its metrics farthest first).
+  std::vector<uint32_t> order;
+  for (const auto& o : d.outliers)
+    if (std::find(order.begin(), order.end(), o.rank) == order.end()) order.push_back(o.rank);
+  if (order.empty()) {
+    out += "  outliers: none (every rank within half to twice the median of each number)\n";
+  } else {
+    constexpr size_t kShown = 10;
+    out += fmt::format("  outliers ({} beyond twice or under half the median):\n",
+                       counted(order.size(), "rank", "ranks"));
+    auto amount = [](const std::string& metric, uint64_t v) {
+      return metric == "copies" ? format_count(v) : metric == "CPU-blocked" ? format_duration(v) : format_bytes(v);
+    };
+    for (size_t i = 0; i < order.size() && i < kShown; ++i) {
+      std::string line;
+      std::vector<std::string> findings;
+      for (const auto& o : d.outliers) {
+        if (o.rank != order[i]) continue;
+        line += fmt::format("{}{} {}, {}{}", line.empty() ? "" : "; ", o.metric, amount(o.metric, o.value),
+                            ratio_to(o.value, o.median),
+                            o.cls.empty() ? std::string()
+                                          : fmt::format(", mostly {} ({} vs {})", o.cls,
+                                                        amount(o.metric, o.cls_value), amount(o.metric, o.cls_median)));
+        for (const auto& f : o.findings)
+          if (std::find(findings.begin(), findings.end(), f) == findings.end()) findings.push_back(f);
+      }
+      if (!findings.empty()) {
+        std::string f;
+        for (const auto& x : findings) f += (f.empty() ? "" : ", ") + x;
+        line += "; over 2x in " + f;
+      }
+      wrapped(out, line, width, fmt::format("    rank {}: ", order[i]), "      ");
+    }
+    if (order.size() > kShown)
+      out += fmt::format("    … and {} more (--json ranks)\n", counted(order.size() - kShown, "rank", "ranks"));
+  }
+
+  // Patterns: the largest in full, the others by how they differ from it.
+  auto by_number = [&](std::vector<uint32_t> ids) {
+    std::stable_sort(ids.begin(), ids.end(), [&](uint32_t a, uint32_t b) { return sites.number(a) < sites.number(b); });
+    return ids;
+  };
+  auto site_names = [&](const std::vector<uint32_t>& ids) {
+    std::string s;
+    for (uint32_t id : by_number(ids)) s += (s.empty() ? "" : ", ") + sites.label(id);
+    return s;
+  };
+  auto words = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  };
+  out += fmt::format("  patterns ({}: the call sites, classes and findings a rank has):\n",
+                     format_count(d.patterns.size()));
+  const analyses::RankPattern& base = d.patterns.front();
+  constexpr size_t kPatternsShown = 8;
+  for (size_t i = 0; i < d.patterns.size() && i < kPatternsShown; ++i) {
+    const analyses::RankPattern& p = d.patterns[i];
+    const std::string who = id_set(p.ranks, all, "rank", "ranks");
+    std::string what;
+    if (i == 0) {
+      what = fmt::format("the same {}{}; {}{}", counted(p.sites.size(), "site", "sites"),
+                         p.sites.empty() ? "" : " (" + site_names(p.sites) + ")", words(p.classes),
+                         p.findings.empty() ? "; no finding" : "; findings " + words(p.findings));
+    } else {
+      auto diff = [](const auto& a, const auto& b) {  // in a, not in b
+        std::decay_t<decltype(a)> out;
+        for (const auto& x : a)
+          if (std::find(b.begin(), b.end(), x) == b.end()) out.push_back(x);
+        return out;
+      };
+      std::vector<std::string> parts;
+      if (auto v = diff(p.sites, base.sites); !v.empty()) parts.push_back("also " + site_names(v));
+      if (auto v = diff(base.sites, p.sites); !v.empty()) parts.push_back("not " + site_names(v));
+      if (auto v = diff(p.classes, base.classes); !v.empty()) parts.push_back("also " + words(v));
+      if (auto v = diff(base.classes, p.classes); !v.empty()) parts.push_back("no " + words(v));
+      if (auto v = diff(p.findings, base.findings); !v.empty()) parts.push_back("also finding " + words(v));
+      if (auto v = diff(base.findings, p.findings); !v.empty()) parts.push_back("without finding " + words(v));
+      what = "as the first, " + words(parts);
+    }
+    wrapped(out, fmt::format("{}{}: {}", who, p.ranks.size() > 1 && i > 0 ? fmt::format(" ({})", p.ranks.size()) : "",
+                             what),
+            width, "    ", "      ");
+  }
+  if (d.patterns.size() > kPatternsShown)
+    out += fmt::format("    … and {} more\n", counted(d.patterns.size() - kPatternsShown, "pattern", "patterns"));
+
+  // Sites and findings over the ranks: how many ranks have each.
+  std::vector<const analyses::AcrossRanks*> site_order;
+  for (const auto& a : d.sites) site_order.push_back(&a);
+  std::stable_sort(site_order.begin(), site_order.end(), [&](const auto* a, const auto* b) {
+    return sites.number(a->site) < sites.number(b->site);
+  });
+  std::string line;
+  for (const analyses::AcrossRanks* a : site_order)
+    line += fmt::format("{}{} {}", line.empty() ? "" : "; ", sites.label(a->site),
+                        a->ranks.size() == all.size() ? "every rank"
+                        : a->ranks.size() <= 3        ? id_set(a->ranks, all, "rank", "ranks")
+                                                      : counted(a->ranks.size(), "rank", "ranks"));
+  if (!line.empty()) wrapped(out, line, width, "  sites: ", "    ");
+  for (const auto& a : d.findings)
+    wrapped(out,
+            fmt::format("{}: {}, {}; a rank's median {}, most {} (rank {})", a.finding,
+                        a.ranks.size() == all.size() ? std::string("every rank")
+                                                     : id_set(a.ranks, all, "rank", "ranks", 4),
+                        format_duration(a.time_ns), format_duration(a.time_per_rank.median),
+                        format_duration(a.time_per_rank.max), a.time_per_rank.max_id),
+            width, "  finding ", "    ");
+  if (k.unranked_processes)
+    out += fmt::format("  {} without a rank (not counted above)\n",
+                       counted(k.unranked_processes, "process", "processes"));
+}
+
 // Per rank and the spread across ranks; only for a job of two ranks or more.
-void ranks(std::string& out, const Report& r, size_t width) {
+void ranks(std::string& out, const Report& r, size_t width, SiteNumbers& sites) {
   const analyses::Ranks& k = r.ranks;
   if (k.ranks.empty() || !k.spread) return;
+  if (k.ranks.size() > analyses::kPerRankLayoutMax) return ranks_at_scale(out, r, width, sites);
   out += fmt::format("\nRanks ({})\n", k.ranks.size());
   Table t({"rank", "host", "copies", "bytes", "pageable", "CPU-blocked", "GPU time"},
           {false, true, false, false, false, false, true});
@@ -621,6 +841,87 @@ std::vector<std::string> notes_of_every_process(const Report& r) {
   return shared;
 }
 
+// A note with its numbers masked ("rank: N launcher=torchrun ... world_size=N"):
+// the notes of many processes that differ only in their numbers are one.
+std::string masked(const std::string& note) {
+  std::string out;
+  for (size_t i = 0; i < note.size();) {
+    if (std::isdigit(static_cast<unsigned char>(note[i])) &&
+        (i == 0 || !std::isalnum(static_cast<unsigned char>(note[i - 1])))) {
+      size_t j = i;
+      while (j < note.size() && std::isdigit(static_cast<unsigned char>(note[j]))) ++j;
+      if (j == note.size() || !std::isalpha(static_cast<unsigned char>(note[j]))) {
+        out += 'N';
+        i = j;
+        continue;
+      }
+    }
+    out += note[i++];
+  }
+  return out;
+}
+
+// What a process of many keeps its own line for: it is cut short, dropped
+// events, or lost CUPTI to the application's profiler.
+bool stands_out(const analyses::ProcessSummary& p) {
+  return !p.complete || p.events_dropped || p.gpu_records_dropped || p.cupti_handover_s >= 0;
+}
+
+// Many processes: their states counted, the distribution of their numbers,
+// their programs and the notes they wrote (alike up to numbers, counted);
+// the processes that stand out keep their own lines after this.
+void processes_at_scale(std::string& out, const Report& r, size_t width, const std::vector<std::string>& shared) {
+  std::map<std::string, size_t> states, programs, notes;
+  std::vector<std::pair<uint64_t, uint32_t>> events, copies, bytes, blocked;
+  size_t complete = 0;
+  for (const auto& p : r.processes) {
+    complete += p.complete;
+    ++states["CUPTI " + p.cupti_state + (p.cupti_reason.empty() ? "" : " (" + p.cupti_reason + ")")];
+    ++programs[p.exe.empty() ? "?" : p.exe];
+    events.push_back({p.events, p.pid});
+    copies.push_back({p.copies, p.pid});
+    bytes.push_back({p.bytes, p.pid});
+    blocked.push_back({p.cpu_blocked_ns, p.pid});
+    std::set<std::string> mine;
+    for (const auto& n : p.notes)
+      if (std::find(shared.begin(), shared.end(), n) == shared.end() && !repeats_cupti_state(n, p))
+        mine.insert(masked(n));
+    for (const auto& n : mine) ++notes[n];
+  }
+  const size_t n = r.processes.size();
+  std::string state = complete == n ? fmt::format("all {} complete", format_count(n))
+                                    : fmt::format("{} of {} complete ({} PARTIAL, below)", format_count(complete),
+                                                  format_count(n), format_count(n - complete));
+  for (const auto& [s, count] : states)
+    state += fmt::format("; {} {}", count == n ? std::string("all") : format_count(count), s);
+  wrapped(out, state, width, "  ", "    ");
+  Table t({"per process", "min", "median", "p95", "max", "largest", "max/median"},
+          {false, false, false, false, false, false, true});
+  t.add(distribution_row("events", analyses::distribution_of(events), format_count, "pid"));
+  // One process a rank: the Ranks section has its copies, bytes and time.
+  const bool as_ranks = r.ranks.ranks.size() == n && r.ranks.unranked_processes == 0;
+  if (!as_ranks) {
+    t.add(distribution_row("copies", analyses::distribution_of(copies), format_count, "pid"));
+    t.add(distribution_row("bytes", analyses::distribution_of(bytes), format_bytes, "pid"));
+    t.add(distribution_row("CPU-blocked", analyses::distribution_of(blocked), format_duration, "pid"));
+  }
+  t.render(out, width);
+  if (as_ranks) out += "  copies, bytes and CPU-blocked time: as the Ranks above (one process a rank)\n";
+  std::string progs;
+  for (const auto& [exe, count] : programs) progs += fmt::format("{}{} ({})", progs.empty() ? "" : ", ", exe, format_count(count));
+  wrapped(out, progs, width, "  programs: ", "    ");
+  constexpr size_t kNotesShown = 8;
+  std::vector<std::pair<std::string, size_t>> by_count(notes.begin(), notes.end());
+  std::stable_sort(by_count.begin(), by_count.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  for (size_t i = 0; i < by_count.size() && i < kNotesShown; ++i)
+    wrapped(out, fmt::format("{} ({})", by_count[i].first, counted(by_count[i].second, "process", "processes")),
+            width, "  shim: ", "    ");
+  if (by_count.size() > kNotesShown)
+    out += fmt::format("  … and {} more (--json processes)\n",
+                       counted(by_count.size() - kNotesShown, "kind of note", "kinds of note"));
+  out += "  each process's line, trace and notes: --json processes\n";
+}
+
 void processes(std::string& out, const Report& r, size_t width) {
   out += "\nProcesses\n";
   const std::string said_above = cpu_timing_reason(r);
@@ -633,10 +934,13 @@ void processes(std::string& out, const Report& r, size_t width) {
   std::vector<std::string> shared = notes_of_every_process(r);
   shared.erase(std::remove_if(shared.begin(), shared.end(), said_elsewhere), shared.end());
   if (!shared.empty()) {
-    out += fmt::format("  every process ({}):\n", r.processes.size());
+    out += fmt::format("  every process ({}):\n", format_count(r.processes.size()));
     for (const auto& note : shared) wrapped(out, note, width, "      shim: ", "        ");
   }
+  const bool at_scale = r.processes.size() > analyses::kPerRankLayoutMax;
+  if (at_scale) processes_at_scale(out, r, width, shared);
   for (const auto& p : r.processes) {
+    if (at_scale && !stands_out(p)) continue;
     std::string state = p.complete ? "complete" : "PARTIAL";
     std::string cupti =
         p.cupti_handover_s >= 0
@@ -693,7 +997,7 @@ std::string render_text(const Report& r, const TextOptions& o) {
   if (o.stacks) callsite_stacks(out, r, o.top_sites, sites);
   findings(out, r, width, sites);
   nvtx_ranges(out, r, width);
-  ranks(out, r, width);
+  ranks(out, r, width, sites);
   processes(out, r, width);
   if (!r.notes.empty()) {
     out += "\nNotes\n";
