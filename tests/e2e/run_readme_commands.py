@@ -63,7 +63,8 @@ What each command must do, as the README says:
 Inline mentions of a command (`cuxfer tune`, `record`, `report --range NAME`)
 and of an option (`--rewrite=pin`, `--gpu`) are checked against that command's
 --help. Every relative link of the README leads to a file, and an #anchor to
-a heading in it. Exit 0 pass, 1 fail.
+a heading in it; the README stays an introduction: at most 150 lines, none
+wider than 100 columns. Exit 0 pass, 1 fail.
 """
 from __future__ import annotations
 
@@ -451,6 +452,12 @@ def main() -> int:
         if h.returncode != 0 or not re.search(rf"(^|[\s,]){re.escape(span.split('=')[0])}\b", h.stdout, re.M):
             fails.append(f"README line {n} names `{span}`: '{' '.join(owner)}' does not list it")
 
+    # An introduction, not a manual: what does not fit goes to docs/.
+    lines = readme.read_text().splitlines()
+    if len(lines) > 150:
+        fails.append(f"README.md has {len(lines)} lines: at most 150 (move the rest into docs/)")
+    fails += [f"README.md line {n} is {len(t)} columns wide: at most 100"
+              for n, t in enumerate(lines, start=1) if len(t) > 100]
     fails += resolve_links(readme)
     return verdict(fails)
 
