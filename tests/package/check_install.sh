@@ -76,6 +76,10 @@ h2d = sum(d["h2d_bytes"] for d in r["devices"])
 d2h = sum(d["d2h_bytes"] for d in r["devices"])
 assert (h2d, d2h) == (2 * 65536, 2 * 65536), (h2d, d2h)  # pageable_loop 2 64K
 PY
+# The HTML report links the docs it cites to the installed copy.
+"$CUXFER" report --html "$W/report.html" "$W/traces" >/dev/null 2>"$W/err" || fail "report --html: $(cat "$W/err")"
+grep -qF "<a href='file://$P/share/doc/cuxfer/docs/report.md'>docs/report.md</a>" "$W/report.html" ||
+  fail "report --html does not link the installed docs/report.md: $(grep -o '[^>]*docs/report.md[^<]*' "$W/report.html")"
 # 4. calibrate finds its program next to the installed cuxfer: without a GPU
 # it says so (77); with one it measures. Exit 1 would mean it is missing.
 set +e
