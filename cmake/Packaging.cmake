@@ -2,7 +2,7 @@
 #
 #   bin/cuxfer, bin/cuxfer-calibrate           (analyzer/, calibrate/)
 #   <libdir>/libcuxfer.so, libcuxfer_memhooks.so (shim/)
-#   share/doc/cuxfer/{README,CHANGELOG}.md, share/doc/cuxfer/docs/*.md (here)
+#   share/doc/cuxfer/{README,CHANGELOG}.md, share/doc/cuxfer/docs/ (the user docs, here)
 #
 # The targets install themselves; this file adds the documentation and the
 # package. `cuxfer record` finds the shim at <bin>/../lib or <bin>/../<libdir>
@@ -14,11 +14,23 @@ include(GNUInstallDirs)
 
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/CHANGELOG.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc)
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/
-        DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT doc
-        FILES_MATCHING PATTERN "*.md"
-        # Only what users read: the dated logs of measurements stay in the repository.
-        PATTERN "results" EXCLUDE)
+# Only what users read is installed: the commands, the report, installing, the
+# figures. What developers read (building and testing, the architecture and its
+# rationale, the simulated CUDA, the test apps, the GPU runs) stays in the
+# repository, as the dated logs of measurements in docs/results/ do. Every page
+# of docs/ is one or the other: a new page must be named in one of these lists.
+set(CUXFER_USER_DOCS guide cli report install calibrate check policy tune sqlite trace-format benchmarks)
+set(CUXFER_DEVELOPER_DOCS building architecture design-notes simcuda testapps gpu-validation gpu-external)
+file(GLOB _cuxfer_docs CONFIGURE_DEPENDS RELATIVE ${PROJECT_SOURCE_DIR}/docs ${PROJECT_SOURCE_DIR}/docs/*.md)
+foreach(_doc IN LISTS _cuxfer_docs)
+  string(REGEX REPLACE "\\.md$" "" _doc ${_doc})
+  if(NOT _doc IN_LIST CUXFER_USER_DOCS AND NOT _doc IN_LIST CUXFER_DEVELOPER_DOCS)
+    message(FATAL_ERROR "docs/${_doc}.md is in neither CUXFER_USER_DOCS (installed) nor "
+                        "CUXFER_DEVELOPER_DOCS (not installed) in cmake/Packaging.cmake: name it in one")
+  endif()
+endforeach()
+list(TRANSFORM CUXFER_USER_DOCS REPLACE "(.+)" "${PROJECT_SOURCE_DIR}/docs/\\1.md" OUTPUT_VARIABLE _cuxfer_user_doc_files)
+install(FILES ${_cuxfer_user_doc_files} DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT doc)
 if(EXISTS ${PROJECT_SOURCE_DIR}/LICENSE)
   install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc)
 endif()

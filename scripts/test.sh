@@ -146,8 +146,9 @@ if ((SANITIZE)); then
   # TSan's own thread start, before TSan can record), those that run an
   # uninstrumented Python interpreter, and those that preload a malloc stand-in
   # (faults.*, coexist.*: jemalloc, tcmalloc, a wrapper of malloc). help_examples
-  # runs Python and the rewrite. A race planted in the recorder fails e2e.threads here.
-  tsan_skip='rewrite|policy|tune|calibrate|memhooks|python_stacks|python_embed|python_finalize|python_exit|python_inline|python_installed|event_stamps|e2e\.exec$|end_signals|unwind_verify\.python|faults|signals\.pin|coexist|help_examples'
+  # and readme_commands run Python and the rewrite. A race planted in the
+  # recorder fails e2e.threads here.
+  tsan_skip='rewrite|policy|tune|calibrate|memhooks|python_stacks|python_embed|python_finalize|python_exit|python_inline|python_installed|event_stamps|e2e\.exec$|end_signals|unwind_verify\.python|faults|signals\.pin|coexist|help_examples|readme_commands'
   if timed configure_build "$TSAN_DIR" RelWithDebInfo \
        -DCUXFER_SANITIZE=thread -DCUXFER_BUILD_TESTS=ON -DCUXFER_BUILD_BENCH=OFF -DCUXFER_GPU_TESTS=OFF &&
      TSAN_OPTIONS="halt_on_error=1:${TSAN_OPTIONS:-}" timed "$TSAN_DIR/tests/unit/shim/cuxfer_shim_unit_tests" &&

@@ -1,5 +1,9 @@
 #include "analyzer/cli/report_command.h"
 
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -82,6 +86,22 @@ bool refuse_unread(const analyses::Report& report, const char* command) {
   return true;
 }
 
+// The user docs installed beside this command, <bin>/../share/doc/cuxfer/docs
+// (`cmake --install`, the tarball, the .deb), as a file:// URL ending in '/',
+// for the HTML report's links; "" where there are none (the wheel, a build tree).
+std::string installed_docs_url() {
+  char path[PATH_MAX];
+  if (!::realpath("/proc/self/exe", path)) return {};
+  std::string docs = path;
+  docs.erase(docs.rfind('/') + 1);
+  const std::string docdir = CUXFER_INSTALL_DOCDIR;
+  docs = (docdir.front() == '/' ? docdir : docs + "../" + docdir) + "/docs";
+  if (!::realpath(docs.c_str(), path)) return {};
+  docs = path;
+  if (::access((docs + "/report.md").c_str(), R_OK) != 0) return {};
+  return render::file_url(docs) + "/";
+}
+
 }  // namespace
 
 int run_report(std::vector<std::string> args) {
@@ -148,7 +168,9 @@ int run_report(std::vector<std::string> args) {
     // The HTML goes to its file and the report still goes where asked (the
     // text report on the terminal by default), so `cuxfer report --html
     // r.html run.trace` shows both; the line on stderr says where the HTML is.
-    if (!write_output(html, render::render_html(report, job, profile ? &*profile : nullptr), "cuxfer report"))
+    if (!write_output(html,
+                      render::render_html(report, job, profile ? &*profile : nullptr, installed_docs_url()),
+                      "cuxfer report"))
       return 1;
     std::fprintf(stderr, "cuxfer report: HTML report written to %s\n", html.c_str());
   }

@@ -1,6 +1,7 @@
 #include "analyzer/render/html_renderer.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <unordered_map>
@@ -19,6 +20,16 @@ using trace::Direction;
 using trace::MemKind;
 
 std::string esc(std::string_view s) { return markup_escaped(s); }
+
+// A page of the user docs the report cites: a link to it where the docs are
+// installed, else its name.
+std::string doc_citation(const std::string& docs_url, std::string_view page, std::string_view anchor) {
+  const std::string name = "docs/" + std::string(page);
+  if (docs_url.empty()) return esc(name);
+  std::string href = docs_url + std::string(page);
+  if (!anchor.empty()) href += "#" + std::string(anchor);
+  return "<a href='" + esc(href) + "'>" + esc(name) + "</a>";
+}
 
 std::string class_name(const model::TransferClass& c) {
   return std::string(trace::to_string(c.direction)) + " " + trace::to_string(c.memory);
@@ -305,7 +316,7 @@ void timeline(std::string& out, const model::Job& job) {
                      items.size(), total, rows, lane_names.size());
 }
 
-void findings(std::string& out, const analyses::Report& r) {
+void findings(std::string& out, const analyses::Report& r, const std::string& docs_url) {
   std::unordered_map<uint32_t, const symbolize::Frame*> site;  // by id: locations' and sites' frames
   for (const auto& s : r.callsites) site[s.id] = &s.frame;
   for (const auto& l : r.locations) site[l.id] = &l.frame;
@@ -321,8 +332,9 @@ void findings(std::string& out, const analyses::Report& r) {
     if (f.reference_gbps) out += fmt::format(" (reference {:.3g} GB/s)", *f.reference_gbps);
     out += "</p>";
     if (f.estimated_recoverable_ns)
-      out += fmt::format("<p class='est'>Estimated recoverable: {} (an estimate; model in docs/report.md)</p>",
-                         esc(format_duration(*f.estimated_recoverable_ns)));
+      out += fmt::format("<p class='est'>Estimated recoverable: {} (an estimate; model in {})</p>",
+                         esc(format_duration(*f.estimated_recoverable_ns)),
+                         doc_citation(docs_url, "report.md", "accounting-words"));
     if (!f.reference_source.empty()) out += "<p class='sub'>Reference: " + esc(f.reference_source) + "</p>";
     out += "<p class='advice'>" + esc(f.advice) + "</p>";
     out += "<table><tr><th>call site</th><th class='n'>calls</th><th class='n'>bytes</th><th class='n'>time</th>"
@@ -425,7 +437,19 @@ void nvtx_ranges(std::string& out, const analyses::Report& r) {
 
 }  // namespace
 
-std::string render_html(const analyses::Report& r, const model::Job& job, const model::MachineProfile* profile) {
+std::string file_url(const std::string& absolute_path) {
+  std::string url = "file://";
+  for (unsigned char c : absolute_path) {
+    if (std::isalnum(c) || c == '/' || c == '-' || c == '.' || c == '_' || c == '~')
+      url += static_cast<char>(c);
+    else
+      url += fmt::format("%{:02X}", c);
+  }
+  return url;
+}
+
+std::string render_html(const analyses::Report& r, const model::Job& job, const model::MachineProfile* profile,
+                        const std::string& docs_url) {
   std::string out;
   out.reserve(1 << 16);
   std::string cmd = r.program;
@@ -456,7 +480,7 @@ std::string render_html(const analyses::Report& r, const model::Job& job, const 
   out += "</div>\n";
 
   out += "<h2>Findings</h2>\n";
-  findings(out, r);
+  findings(out, r, docs_url);
   ranks(out, r);
   nvtx_ranges(out, r);
   out += "<h2>Achieved bandwidth against transfer size</h2>\n";
@@ -473,7 +497,8 @@ std::string render_html(const analyses::Report& r, const model::Job& job, const 
     for (const auto& n : r.notes) out += "<li>" + esc(n) + "</li>";
     out += "</ul>\n";
   }
-  out += "<p class='sub'>cuxfer " CUXFER_VERSION " · docs/report.md explains every number.</p></body></html>\n";
+  out += "<p class='sub'>cuxfer " CUXFER_VERSION " · " + doc_citation(docs_url, "report.md", "") +
+         " explains every number.</p></body></html>\n";
   return out;
 }
 

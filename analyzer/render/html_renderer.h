@@ -15,6 +15,14 @@
 namespace cuxfer::render {
 
 // `profile` (may be null) draws the pinned ceiling from a calibrated machine.
-std::string render_html(const analyses::Report& report, const model::Job& job, const model::MachineProfile* profile);
+// `docs_url`: where the user docs the page cites are (a file:// URL of the
+// installed docs/ folder, ending in '/'); each citation links there. Empty
+// where none are installed (the wheel, a build tree): they are named only.
+std::string render_html(const analyses::Report& report, const model::Job& job,
+                        const model::MachineProfile* profile, const std::string& docs_url = {});
+
+// The file:// URL of an absolute path, each byte outside the URL's unreserved
+// characters and '/' percent-encoded.
+std::string file_url(const std::string& absolute_path);
 
 }  // namespace cuxfer::render

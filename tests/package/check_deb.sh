@@ -6,6 +6,7 @@
 set -euo pipefail
 BUILD=$1 SRC=$2 LIBDIR=$3 VERSION=$4
 fail() { echo "FAIL: $*" >&2; exit 1; }
+USER_DOCS="benchmarks calibrate check cli guide install policy report sqlite trace-format tune"
 for tool in cpack dpkg-deb; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not found"; exit 77; }
 done
@@ -31,7 +32,9 @@ arch=$(dpkg --print-architecture 2>/dev/null || true)
   echo ./usr/share/doc/cuxfer/README.md
   echo ./usr/share/doc/cuxfer/CHANGELOG.md
   [[ -f $SRC/LICENSE ]] && echo ./usr/share/doc/cuxfer/LICENSE
-  for d in "$SRC"/docs/*.md; do echo "./usr/share/doc/cuxfer/docs/${d##*/}"; done
+  # The user docs only: building, architecture, design notes, simcuda, testapps
+  # and the GPU runs are for developers and stay in the repository.
+  for d in $USER_DOCS; do echo "./usr/share/doc/cuxfer/docs/$d.md"; done
 } | sort >"$W/want"
 dpkg-deb -c "$deb" >"$W/listing" || fail "dpkg-deb -c"
 awk '$1 !~ /^d/ {print $6}' "$W/listing" | sort >"$W/got"

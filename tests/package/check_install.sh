@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `cmake --install` into a temporary prefix: the layout is exactly the
-# product (no test or benchmark output), the installed binaries link nothing
-# of CUDA, and the installed `cuxfer` finds the installed shim, memhooks and
-# calibrate program by itself.
+# product (no test or benchmark output; of docs/, only the user docs), the
+# installed binaries link nothing of CUDA, and the installed `cuxfer` finds the
+# installed shim, memhooks and calibrate program by itself.
 #   check_install.sh BUILD_DIR SOURCE_DIR LIBDIR SIM_APP
 set -euo pipefail
 BUILD=$1 SRC=$2 LIBDIR=$3 APP=$4
@@ -14,6 +14,7 @@ if [[ -f $M ]]; then cp -p "$M" "$W/install_manifest.kept"; fi
 restore() { if [[ -f $W/install_manifest.kept ]]; then cp -p "$W/install_manifest.kept" "$M"; else rm -f "$M"; fi; rm -rf "$W"; }
 trap restore EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+USER_DOCS="benchmarks calibrate check cli guide install policy report sqlite trace-format tune"
 P=$W/prefix
 
 cmake --install "$BUILD" --prefix "$P" >"$W/install.log" 2>&1 || fail "cmake --install: $(cat "$W/install.log")"
@@ -27,7 +28,9 @@ cmake --install "$BUILD" --prefix "$P" >"$W/install.log" 2>&1 || fail "cmake --i
   echo share/doc/cuxfer/README.md
   echo share/doc/cuxfer/CHANGELOG.md
   [[ -f $SRC/LICENSE ]] && echo share/doc/cuxfer/LICENSE
-  for d in "$SRC"/docs/*.md; do echo "share/doc/cuxfer/docs/${d##*/}"; done
+  # The user docs only: building, architecture, design notes, simcuda, testapps
+  # and the GPU runs are for developers and stay in the repository.
+  for d in $USER_DOCS; do echo "share/doc/cuxfer/docs/$d.md"; done
 } | sort >"$W/want"
 (cd "$P" && find . \( -type f -o -type l \) | sed 's|^\./||' | sort) >"$W/got"
 diff -u "$W/want" "$W/got" >"$W/layout.diff" || fail "installed layout (- expected, + installed):
@@ -73,6 +76,10 @@ h2d = sum(d["h2d_bytes"] for d in r["devices"])
 d2h = sum(d["d2h_bytes"] for d in r["devices"])
 assert (h2d, d2h) == (2 * 65536, 2 * 65536), (h2d, d2h)  # pageable_loop 2 64K
 PY
+# The HTML report links the docs it cites to the installed copy.
+"$CUXFER" report --html "$W/report.html" "$W/traces" >/dev/null 2>"$W/err" || fail "report --html: $(cat "$W/err")"
+grep -qF "<a href='file://$P/share/doc/cuxfer/docs/report.md'>docs/report.md</a>" "$W/report.html" ||
+  fail "report --html does not link the installed docs/report.md: $(grep -o '[^>]*docs/report.md[^<]*' "$W/report.html")"
 # 4. calibrate finds its program next to the installed cuxfer: without a GPU
 # it says so (77); with one it measures. Exit 1 would mean it is missing.
 set +e

@@ -50,6 +50,26 @@ case $case_name in
         grep -qE -- "(^|[^a-z-])$opt([^a-z-]|$)" <<<"$entry$symbol_options" || fail "'cuxfer help' does not list $c's option $opt"
       done
     done ;;
+  doc-lists-commands)
+    # docs/cli.md against the same commands: its synopsis (the first code block)
+    # has a `cuxfer NAME` line for each and for nothing else, each has its
+    # "## `cuxfer NAME`" section, and every option of its --help is named in that
+    # section or the synopsis.
+    main_cpp=$source_root/analyzer/cli/main.cpp cli_md=$source_root/docs/cli.md
+    [ -r "$main_cpp" ] && [ -r "$cli_md" ] || fail "cannot read $main_cpp or $cli_md"
+    registered=$(grep -oE 'run_[a-z]+' "$main_cpp" | sed 's/^run_//' | sort -u)
+    synopsis=$(awk '/^```/{n++; next} n == 1' "$cli_md")
+    listed=$(grep -oE '^cuxfer [a-z]+' <<<"$synopsis" | awk '{print $2}' | grep -vx help | sort -u)
+    [ "$registered" = "$listed" ] || fail "commands dispatched: $(echo $registered); in docs/cli.md's synopsis: $(echo $listed)"
+    for c in $registered; do
+      section=$(awk -v h="## \`cuxfer $c\`" '$0 == h {on=1; next} on && /^## /{on=0} on' "$cli_md")
+      [ -n "$section" ] || fail "docs/cli.md has no section ## \`cuxfer $c\`"
+      run "$cuxfer" "$c" --help; expect_rc 0
+      for opt in $(grep -E '^ +-' out | sed -E 's/^ +(-[a-zA-Z]), .*/\1/' | grep -oE -- '(^|[ ,])-(-[a-z][a-z-]*|[a-zA-Z]\b)' |
+                   tr -d ' ,' | grep -vxE -- '--help|-h' | sort -u); do
+        grep -qE -- "(^|[^a-z-])$opt([^a-z-]|$)" <<<"$section$synopsis" || fail "docs/cli.md does not name $c's option $opt"
+      done
+    done ;;
   unknown-option)
     run "$cuxfer" --bogus; expect_rc 2; expect_lines err 1; expect_in err "unknown option '--bogus'"
     run "$cuxfer" report --bogus x.trace; expect_rc 2; expect_lines err 1

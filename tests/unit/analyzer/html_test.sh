@@ -17,6 +17,9 @@ for want in "<svg" "Findings" "Achieved bandwidth against transfer size" "Bytes 
             "Timeline" "Top call sites" "SIMULATED CUDA" "H2D pageable" "async_streams"; do
   grep -q "$want" "$H" || fail "the HTML lacks '$want'"
 done
+# The build tree has no installed docs: they are named, and nothing links into nowhere.
+grep -q "docs/report.md explains every number" "$H" || fail "the HTML does not name docs/report.md"
+if grep -q "<a " "$H"; then fail "the HTML links where no docs are installed: $(grep -o "<a [^>]*>" "$H" | head -3)"; fi
 # Self-contained: nothing fetched at view time, no script.
 if grep -Eiq "<script|src=['\"]?https?:|href=['\"]?https?:|@import|url\(" "$H"; then fail "the HTML refers to the network or runs script"; fi
 python3 - "$H" <<'PY' || fail "the HTML is not well-formed enough"

@@ -1,10 +1,11 @@
-// The renderers: the JSON schema other tools read, and the text report's
-// banners, labels and width.
+// The renderers: the JSON schema other tools read, the text report's
+// banners, labels and width, and the HTML report's links to the docs.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <regex>
 
+#include "analyzer/render/html_renderer.h"
 #include "analyzer/render/json_renderer.h"
 #include "analyzer/render/markup.h"
 #include "analyzer/render/text_renderer.h"
@@ -35,6 +36,29 @@ SyntheticTrace busy_trace() {
 }
 
 class Render : public JobTest {};
+
+// Every docs/ page the HTML report names is a link to the installed docs
+// where there are some, and only named where there are none (the wheel, a
+// build tree): no link that leads nowhere.
+TEST_F(Render, HtmlLinksTheDocsItCitesWhereTheyAreInstalled) {
+  const model::Job job = load(busy_trace());
+  const analyses::Report r = analyses::analyze(job);
+  const std::string docs = "file:///opt/cuxfer/share/doc/cuxfer/docs/";
+  const std::string linked = render::render_html(r, job, nullptr, docs);
+  EXPECT_NE(linked.find("model in <a href='" + docs + "report.md#accounting-words'>docs/report.md</a>"),
+            std::string::npos);
+  EXPECT_NE(linked.find("<a href='" + docs + "report.md'>docs/report.md</a> explains every number"),
+            std::string::npos);
+  EXPECT_FALSE(std::regex_search(linked, std::regex("[^>/]docs/[a-z-]+\\.md")))
+      << "a docs/ page named, not linked";
+
+  const std::string named = render::render_html(r, job, nullptr);
+  EXPECT_EQ(named.find("<a "), std::string::npos);
+  EXPECT_NE(named.find("model in docs/report.md"), std::string::npos);
+  EXPECT_NE(named.find("docs/report.md explains every number"), std::string::npos);
+
+  EXPECT_EQ(render::file_url("/opt/my docs/c#d'"), "file:///opt/my%20docs/c%23d%27");
+}
 
 TEST_F(Render, JsonFollowsTheSchema) {
   SyntheticTrace t = busy_trace();
