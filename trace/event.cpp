@@ -45,4 +45,31 @@ const char* to_string(EventKind k) {
   return "unknown";
 }
 
+const char* to_string(PassthroughReason r) {
+  switch (r) {
+    case PassthroughReason::None: return "not_recorded";
+    case PassthroughReason::BelowThreshold: return "below_threshold";
+    case PassthroughReason::GlobalCapture: return "global_capture";
+    case PassthroughReason::NoFreeBuffer: return "no_free_buffer";
+    case PassthroughReason::NotOneDimensional: return "not_1d";
+    case PassthroughReason::StreamCapturing: return "stream_capturing";
+    case PassthroughReason::PolicyPassthrough: return "policy_passthrough";
+    case PassthroughReason::PolicyExclude: return "policy_exclude";
+    case PassthroughReason::NotPolicySite: return "not_policy_site";
+    case PassthroughReason::NoPool: return "no_pool";
+    case PassthroughReason::PoolGoing: return "pool_going";
+    case PassthroughReason::NoContext: return "no_context";
+    case PassthroughReason::RewriteDisabled: return "rewrite_disabled";
+    case PassthroughReason::ForkChild: return "fork_child";
+    case PassthroughReason::NoDriver: return "no_driver";
+    case PassthroughReason::StagingFailed: return "staging_failed";
+    case PassthroughReason::NotPageable: return "not_pageable";
+    case PassthroughReason::NotHostDevice: return "not_host_device";
+    case PassthroughReason::Empty: return "empty";
+    case PassthroughReason::NoDecision: return "no_decision";
+    case PassthroughReason::AfterGlobalCapture: return "after_global_capture";
+  }
+  return "unknown";
+}
+
 }  // namespace cuxfer::trace

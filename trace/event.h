@@ -60,6 +60,36 @@ enum class MemKind : uint8_t {
   Mapped = 7,
 };
 
+// Why the pinned rewrite left a copy as the app made it (Event::passthrough),
+// set where the rewrite decided (rewrite/copy_decision.h, staging.h,
+// pinned_rewrite.h). Stored in traces: append, never renumber.
+enum class PassthroughReason : uint8_t {
+  // No reason recorded: the copy was rewritten, the rewrite never saw it (off,
+  // a call no driver hook reached), or the trace predates format version 2.
+  None = 0,
+  BelowThreshold = 1,     // smaller than CUXFER_STAGE_MIN_H2D / _D2H: the driver's path is as fast
+  GlobalCapture = 2,      // a graph capture in global mode was open: the call left its stream as made
+  NoFreeBuffer = 3,       // no staging buffer free at the time (the path never waits for one)
+  NotOneDimensional = 4,  // a 2D/3D, array or batch copy: the rewrite takes 1D copies only
+  StreamCapturing = 5,    // the copy's stream was being captured into a graph
+  PolicyPassthrough = 6,  // the policy file's passthrough for its call site
+  PolicyExclude = 7,      // the policy file's exclude for its call site
+  NotPolicySite = 8,      // a policy file alone (no CUXFER_REWRITE=pin) and it does not name the site
+  NoPool = 9,             // staging declined in its context: no pool there (every pool slot taken)
+  PoolGoing = 10,         // its context's pool was being given back (the context was going)
+  NoContext = 11,         // no current context at the call
+  RewriteDisabled = 12,   // the rewrite had turned itself off (a note says why)
+  ForkChild = 13,         // a fork child: the parent's CUDA state does not carry over
+  NoDriver = 14,          // the driver's entry points were not found (yet)
+  StagingFailed = 15,     // the staging path's first DMA was refused: the app's call reports the error
+  NotPageable = 16,       // its host side is not pageable memory (the app's pinned or registered memory)
+  NotHostDevice = 17,     // not a 1D host<->device copy as the shim classified its pointers
+  Empty = 18,             // zero bytes
+  NoDecision = 19,        // the decision did not settle (a note says so)
+  AfterGlobalCapture = 20,  // an async copy after the process's first global-mode capture (rewrite/capture_watch.h)
+};
+inline constexpr uint8_t kPassthroughReasons = static_cast<uint8_t>(PassthroughReason::AfterGlobalCapture) + 1;
+
 // Event::flags bits.
 enum EventFlags : uint8_t {
   kFlagAsync = 1u << 0,          // the API is an *Async variant
@@ -91,10 +121,19 @@ struct Event {
   uint8_t dst_kind;         // MemKind
   uint8_t flags;            // EventFlags
   int8_t device;            // device ordinal current at the call, -1 unknown
-  int32_t result;           // CUresult / cudaError_t returned to the app
+  int16_t result;           // CUresult / cudaError_t returned to the app (record_result(): saturated)
+  uint8_t passthrough;      // PassthroughReason: copies the rewrite left as made (format version 2)
+  uint8_t reserved;         // 0
 };
 static_assert(sizeof(Event) == 64);
 static_assert(std::is_trivially_copyable_v<Event>);
+
+// The value Event::result holds for a call's return code. CUDA's codes fit
+// (CUresult and cudaError_t stay below 10000); anything outside 16 bits is
+// recorded as the nearest value that fits, so a failure stays a failure.
+constexpr int16_t record_result(long long r) {
+  return static_cast<int16_t>(r > INT16_MAX ? INT16_MAX : r < INT16_MIN ? INT16_MIN : r);
+}
 
 // GPU-side activity from CUPTI. 48 bytes.
 //
@@ -142,5 +181,7 @@ inline void set_um_address(GpuRecord& g, uint64_t a) {
 const char* to_string(Direction d);
 const char* to_string(MemKind k);
 const char* to_string(EventKind k);
+// A stable key for reports and JSON ("below_threshold", ...); "unknown" for a value this build does not know.
+const char* to_string(PassthroughReason r);
 
 }  // namespace cuxfer::trace

@@ -14,7 +14,9 @@
 namespace cuxfer::trace {
 
 inline constexpr char kFileMagic[8] = {'C', 'U', 'X', 'F', 'E', 'R', 'T', 'R'};
-inline constexpr uint32_t kFormatVersion = 1;
+// 2: Event::result is 16 bits, followed by Event::passthrough (the rewrite's
+// reason for leaving a copy as made). Readers read version 1 too.
+inline constexpr uint32_t kFormatVersion = 2;
 inline constexpr uint32_t kBlockMagic = 0x4B424358;  // "XCBK" little-endian
 inline constexpr uint32_t kMaxBlockBytes = 64u << 20;  // refuse anything larger
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -54,6 +55,22 @@ size_t decompress_records(ZSTD_DCtx* dctx, std::string_view stored, uint32_t raw
   if (ZSTD_isError(got) || got != raw_size) out.resize(old);
   return got;
 }
+
+// Version 1 events held a 32-bit `result` where version 2 has a 16-bit one
+// and the rewrite's passthrough reason: same size, same other fields. Each
+// event read from a version 1 file is brought to the current layout (its
+// code saturated, as a version 2 writer stores it; no reason recorded).
+void upgrade_v1_events(Event* e, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    int32_t result;
+    std::memcpy(&result, reinterpret_cast<const char*>(&e[i]) + offsetof(Event, result), sizeof result);
+    e[i].result = record_result(result);
+    e[i].passthrough = static_cast<uint8_t>(PassthroughReason::None);
+    e[i].reserved = 0;
+  }
+}
+static_assert(offsetof(Event, result) == 60 && offsetof(Event, passthrough) == 62 && sizeof(Event) == 64,
+              "version 1's int32 result spans result, passthrough and reserved");
 
 bool apply_block(BlockType type, std::string_view payload, Trace& t) {
   switch (type) {
@@ -249,6 +266,7 @@ ReadStatus read_trace(const std::string& path, Trace& t, std::string& error) {
     return ReadStatus::Unsupported;
   }
 
+  t.format_version = fh.version;
   reserve_records(file, fh.header_bytes, t);
   // Each block is at most kMaxBlockBytes, but a file of many tiny blocks that
   // decompress to that much each would make the reader allocate thousands of
@@ -332,6 +350,7 @@ ReadStatus read_trace(const std::string& path, Trace& t, std::string& error) {
   }
   if (t.cut_reason.empty() && !t.complete)
     t.cut_reason = "no end marker: the process did not shut down cleanly (killed or crashed)";
+  if (fh.version < 2) upgrade_v1_events(t.events.data(), t.events.size());
   return ReadStatus::Ok;
 }
 

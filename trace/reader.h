@@ -14,6 +14,7 @@ namespace cuxfer::trace {
 
 struct Trace {
   std::string path;
+  uint32_t format_version = 0;  // the file header's; events of older versions are read into the current layout
   bool has_process = false;
   ProcessInfo process;
   std::vector<std::string> api_names;

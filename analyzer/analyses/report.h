@@ -89,6 +89,17 @@ struct PageableShare {
   double fraction = 0.0;
 };
 
+// Pageable copies the rewrite left as made for one reason, as the shim
+// recorded it where it decided (trace::PassthroughReason). Copies below the
+// staging threshold are counted per direction: each has its own threshold.
+struct PassthroughReasonTotals {
+  std::string reason;     // trace::to_string(PassthroughReason): "below_threshold", ..., "not_recorded"
+  std::string direction;  // below_threshold: "H2D" or "D2H"; otherwise empty
+  std::optional<uint64_t> threshold_bytes;  // below_threshold: the threshold the traces name, when they agree
+  std::string text;       // what the report says: "below the staging threshold (CUXFER_STAGE_MIN_H2D 8 MiB)"
+  uint64_t calls = 0, bytes = 0;
+};
+
 // What the pinned rewrite (`cuxfer record --rewrite=pin`, CUXFER_REWRITE=pin)
 // did. Staging copies every byte twice, as the driver's pageable path does:
 // it saves time, not bytes (docs/report.md).
@@ -96,8 +107,10 @@ struct RewriteTotals {
   bool active = false;  // some process ran with the rewrite on (its note, a staged copy or the pool)
   uint64_t staged_calls = 0, staged_bytes = 0;          // through the shim's pinned staging pool
   uint64_t registered_calls = 0, registered_bytes = 0;  // through in-place registration
-  // H2D/D2H copies with a pageable host side that neither: not eligible.
+  // H2D/D2H copies with a pageable host side that neither: left as made.
   uint64_t passthrough_pageable_calls = 0, passthrough_pageable_bytes = 0;
+  // The same copies per reason, most bytes first; they add up to the two above.
+  std::vector<PassthroughReasonTotals> passthrough_reasons;
   uint64_t pool_allocations = 0;  // the shim's staging pool allocations (not the app's)
   uint64_t pool_bytes = 0;        // pinned bytes the pool holds
   uint64_t pinning_cost_ns = 0;   // time the shim spent allocating (pinning) the pool

@@ -31,6 +31,15 @@ inline model::TransferClass class_of_index(unsigned i) {
   return {static_cast<trace::Direction>(i / kMemKinds), static_cast<trace::MemKind>(i % kMemKinds)};
 }
 
+// Pageable copies the rewrite left as made, per recorded reason and
+// direction: index trace::PassthroughReason (kPassthroughReasons: a value
+// this build does not know), then 0 H2D, 1 D2H.
+struct ReasonCount {
+  uint64_t calls = 0, bytes = 0;
+};
+inline constexpr size_t kReasonSlots = trace::kPassthroughReasons + 1;
+using ReasonCounts = std::array<std::array<ReasonCount, 2>, kReasonSlots>;
+
 // Per process: copies for the summary and the timing, the rewrite's copies,
 // and the end of the last call for the job's span.
 struct ProcessTally {
@@ -39,6 +48,7 @@ struct ProcessTally {
   bool rewrote = false;  // a staged or registered copy
   uint64_t staged_calls = 0, staged_bytes = 0, registered_calls = 0, registered_bytes = 0;
   uint64_t passthrough_pageable_calls = 0, passthrough_pageable_bytes = 0;
+  ReasonCounts passthrough_reasons{};  // the passthrough pageable copies, per reason
   uint64_t zero_copy_calls = 0, zero_copy_bytes = 0;  // a side is a zero-copy (mapped) buffer
   uint64_t last_end_realtime_ns = 0;  // max Process::realtime_of(t_exit) over its calls
   std::vector<ApiTotals> apis;        // by API index; names filled in when merged
@@ -197,6 +207,10 @@ JobTally tally_calls(const model::Job& job, const Thresholds& t);
 std::vector<ClassTotals> class_totals(const JobTally& tally);
 std::vector<ApiTotals> api_totals(const model::Job& job, const JobTally& tally);
 RewriteTotals rewrite_totals(const model::Job& job, const JobTally& tally);
+// The passthrough pageable copies of the processes that ran the rewrite
+// (`on`, per process), per reason, most bytes first (passthrough_reasons.cpp).
+std::vector<PassthroughReasonTotals> passthrough_reasons(const model::Job& job, const JobTally& tally,
+                                                         const std::vector<bool>& on);
 std::vector<ProcessSummary> process_summaries(const model::Job& job, const JobTally& tally);
 std::string job_timing(const model::Job& job, const JobTally& tally);
 std::vector<CallSiteTotals> callsite_totals(const model::Job& job, JobTally& tally);

@@ -125,6 +125,12 @@ void add_process_copy(ProcessTally& p, const model::Call& c) {
     const bool passthrough = model::crosses_host_link(c.cls.direction) && model::is_pageable(c.cls);
     p.passthrough_pageable_calls += passthrough;
     p.passthrough_pageable_bytes += passthrough ? c.bytes() : 0;
+    if (passthrough) {
+      const size_t why = std::min<size_t>(static_cast<size_t>(c.passthrough()), trace::kPassthroughReasons);
+      ReasonCount& n = p.passthrough_reasons[why][c.cls.direction == Direction::DtoH];
+      ++n.calls;
+      n.bytes += c.bytes();
+    }
   }
 }
 
@@ -351,6 +357,7 @@ RewriteTotals rewrite_totals(const model::Job& job, const JobTally& tally) {
       r.zero_copy_allocation_bytes += c.bytes();
     }
   for (bool b : on) r.active |= b;
+  r.passthrough_reasons = passthrough_reasons(job, tally, on);
   return r;
 }
 

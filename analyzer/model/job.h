@@ -63,6 +63,11 @@ struct Call {
   bool staged() const { return event->flags & trace::kFlagStaged; }
   // The rewrite ran this copy on a host range it registered in place.
   bool registered() const { return event->flags & trace::kFlagRegistered; }
+  // Why the rewrite left this copy as made (None: no reason recorded; may be
+  // a value this build does not know, from a newer shim).
+  trace::PassthroughReason passthrough() const {
+    return static_cast<trace::PassthroughReason>(event->passthrough);
+  }
   bool has_gpu_time() const { return gpu_records > 0; }
   uint64_t bytes() const { return event->bytes; }
   uint64_t cpu_ns() const {

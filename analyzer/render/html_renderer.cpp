@@ -417,6 +417,26 @@ void ranks(std::string& out, const analyses::Report& r) {
   out += "</table>\n";
 }
 
+// What the pinned rewrite did with pageable copies, and why it left the
+// others as made (per reason, as the shim recorded it); only when it was on.
+void rewrite_section(std::string& out, const analyses::Report& r) {
+  const analyses::RewriteTotals& rw = r.rewrite;
+  if (!rw.active) return;
+  out += "<h2>Rewrite (pin)</h2>\n";
+  out += fmt::format("<p class='sub'>staged: {} ({}); in-place registration: {} ({}); passed through as pageable: "
+                     "{} ({})</p>\n",
+                     esc(counted(rw.staged_calls, "copy", "copies")), esc(format_bytes(rw.staged_bytes)),
+                     esc(counted(rw.registered_calls, "copy", "copies")), esc(format_bytes(rw.registered_bytes)),
+                     esc(counted(rw.passthrough_pageable_calls, "copy", "copies")),
+                     esc(format_bytes(rw.passthrough_pageable_bytes)));
+  if (rw.passthrough_reasons.empty()) return;
+  out += "<table><tr><th>passed through because</th><th class='n'>copies</th><th class='n'>bytes</th></tr>\n";
+  for (const auto& p : rw.passthrough_reasons)
+    out += fmt::format("<tr><td title='{}'>{}</td><td class='n'>{}</td><td class='n'>{}</td></tr>\n", esc(p.reason),
+                       esc(p.text), format_count(p.calls), esc(format_bytes(p.bytes)));
+  out += "</table>\n";
+}
+
 // Copies per NVTX range, nested ranges indented under their outer ones.
 void nvtx_ranges(std::string& out, const analyses::Report& r) {
   if (r.ranges.empty()) return;
@@ -488,6 +508,7 @@ std::string render_html(const analyses::Report& r, const model::Job& job, const 
   bandwidth_plot(out, job, profile, nominal);
   out += "<h2>Bytes and time per direction and memory kind</h2>\n";
   class_bars(out, r);
+  rewrite_section(out, r);
   out += "<h2>Timeline</h2>\n";
   timeline(out, job);
   out += "<h2>Top call sites</h2>\n";

@@ -169,6 +169,14 @@ json report_to_json(const analyses::Report& r, const JsonOptions& options) {
                          {"host_bytes", r.pageable_share.host_bytes},
                          {"fraction", r.pageable_share.fraction}};
   const auto& rw = r.rewrite;
+  nlohmann::json reasons = nlohmann::json::array();
+  for (const auto& p : rw.passthrough_reasons)
+    reasons.push_back({{"reason", p.reason},
+                       {"direction", p.direction.empty() ? nlohmann::json() : nlohmann::json(p.direction)},
+                       {"threshold_bytes", p.threshold_bytes ? nlohmann::json(*p.threshold_bytes) : nlohmann::json()},
+                       {"text", p.text},
+                       {"calls", p.calls},
+                       {"bytes", p.bytes}});
   j["rewrite"] = {{"active", rw.active},
                   {"staged_calls", rw.staged_calls},
                   {"staged_bytes", rw.staged_bytes},
@@ -176,6 +184,7 @@ json report_to_json(const analyses::Report& r, const JsonOptions& options) {
                   {"registered_bytes", rw.registered_bytes},
                   {"passthrough_pageable_calls", rw.passthrough_pageable_calls},
                   {"passthrough_pageable_bytes", rw.passthrough_pageable_bytes},
+                  {"passthrough_reasons", std::move(reasons)},
                   {"pool_allocations", rw.pool_allocations},
                   {"pool_bytes", rw.pool_bytes},
                   {"pinning_cost_ns", rw.pinning_cost_ns},

@@ -397,17 +397,19 @@ void rewrite(std::string& out, const Report& r, size_t width) {
                         rw.registered_calls == 1 ? "y" : "ies", format_bytes(rw.registered_bytes),
                         share(rw.registered_bytes)),
             width, "  ", "    ");
-  if (rw.passthrough_pageable_calls)
+  if (rw.passthrough_pageable_calls) {
     wrapped(out,
-            fmt::format("passed through as pageable: {} cop{}, {} ({}): not eligible (e.g. smaller than "
-                        "CUXFER_STAGE_MIN, 2D/3D/array copies, copies during stream capture, no staging "
-                        "buffer free at the time)",
-                        format_count(rw.passthrough_pageable_calls),
-                        rw.passthrough_pageable_calls == 1 ? "y" : "ies",
+            fmt::format("passed through as pageable: {}, {} ({}), why:",
+                        counted(rw.passthrough_pageable_calls, "copy", "copies"),
                         format_bytes(rw.passthrough_pageable_bytes), share(rw.passthrough_pageable_bytes)),
             width, "  ", "    ");
-  else
+    // What the shim recorded where it decided, per reason, most bytes first.
+    for (const auto& p : rw.passthrough_reasons)
+      wrapped(out, fmt::format("{}: {}, {}", p.text, counted(p.calls, "copy", "copies"), format_bytes(p.bytes)),
+              width, "    ", "      ");
+  } else {
     out += "  passed through as pageable: none\n";
+  }
   if (rw.pool_allocations)
     wrapped(out,
             fmt::format("staging pool: {} pinned, pinning cost {} (the shim's own allocation{}; not in Allocations)",

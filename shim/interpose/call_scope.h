@@ -179,7 +179,7 @@ inline R intercept(HookId id, const CallDesc& d, Caller caller, Call&& call,
     e.flags |= trace::kFlagRuntimeOnly;
   // The rewrite's executor set kFlagStaged or kFlagRegistered on `e` for the path that ran.
   if (ts.mapped) e.dst_kind = static_cast<uint8_t>(trace::MemKind::Mapped);
-  e.result = static_cast<int32_t>(r);
+  e.result = trace::record_result(static_cast<long long>(r));
   if (r != 0) e.flags |= trace::kFlagFailed;
   if (capturing) {
     rec.emit(ts, e);

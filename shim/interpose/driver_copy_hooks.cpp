@@ -35,6 +35,16 @@ using D = cuxfer::trace::Direction;
                                  (o->op.ptr.layerHeight ? o->op.ptr.layerHeight : (ops[i].extent.height ? ops[i].extent.height : 1)) * \
                                  (ops[i].extent.depth ? ops[i].extent.depth : 1));       \
   }
+// Copies the rewrite never takes for their shape (arrays, 2D, 3D, batches):
+// their events say so (hook_macros.h). Synchronous ones need no guard.
+#define NO_GUARD [](const cuxfer::shim::CallDesc&) {}
+#define SHAPED_SYNC(name, params, args, ...)                                        \
+  CUXFER_SHAPED_COPY_HOOK(name, params, args, __VA_ARGS__(false), NO_GUARD)          \
+  CUXFER_SHAPED_COPY_HOOK(name##_ptds, params, args, __VA_ARGS__(true), NO_GUARD)
+#define SHAPED_ASYNC_GUARD(name, params, args, guard, ...)                          \
+  CUXFER_SHAPED_COPY_HOOK(name, params, args, __VA_ARGS__(false), guard)             \
+  CUXFER_SHAPED_COPY_HOOK(name##_ptsz, params, args, __VA_ARGS__(true), guard)
+#define SHAPED_ASYNC(name, params, args, ...) SHAPED_ASYNC_GUARD(name, params, args, GUARD_DESC, __VA_ARGS__)
 // 1D host<->device copies, which the pinned rewrite may stage.
 #define STAGEABLE_SYNC(name, params, args, ...)                   \
   CUXFER_STAGEABLE_HOOK(name, params, args, __VA_ARGS__(false))   \
@@ -70,54 +80,54 @@ ASYNC_AND_PTSZ(cuMemcpyPeerAsync, (CUdeviceptr dst, CUcontext dc, CUdeviceptr sr
 // Arrays: the array side has no pointer; its kind is fixed.
 #define ARRAY_SRC(c) (c.src_preset = cuxfer::trace::MemKind::Array, c)
 #define ARRAY_DST(c) (c.dst_preset = cuxfer::trace::MemKind::Array, c)
-SYNC_AND_PTDS(cuMemcpyHtoA_v2, (CUarray dst, size_t off, const void* src, size_t n), (dst, off, src, n),
-              [&](bool pt) { auto c = d::copy(D::HtoD, d::ptr(src), 0, n, nullptr, false, pt); return ARRAY_DST(c); })
-SYNC_AND_PTDS(cuMemcpyAtoH_v2, (void* dst, CUarray src, size_t off, size_t n), (dst, src, off, n),
-              [&](bool pt) { auto c = d::copy(D::DtoH, 0, d::ptr(dst), n, nullptr, false, pt); return ARRAY_SRC(c); })
-ASYNC_AND_PTSZ(cuMemcpyHtoAAsync_v2, (CUarray dst, size_t off, const void* src, size_t n, CUstream s),
-               (dst, off, src, n, s),
-               [&](bool pt) { auto c = d::copy(D::HtoD, d::ptr(src), 0, n, s, true, pt); return ARRAY_DST(c); })
-ASYNC_AND_PTSZ(cuMemcpyAtoHAsync_v2, (void* dst, CUarray src, size_t off, size_t n, CUstream s),
-               (dst, src, off, n, s),
-               [&](bool pt) { auto c = d::copy(D::DtoH, 0, d::ptr(dst), n, s, true, pt); return ARRAY_SRC(c); })
-SYNC_AND_PTDS(cuMemcpyDtoA_v2, (CUarray dst, size_t off, CUdeviceptr src, size_t n), (dst, off, src, n),
-              [&](bool pt) { auto c = d::copy(D::DtoD, src, 0, n, nullptr, false, pt); return ARRAY_DST(c); })
-SYNC_AND_PTDS(cuMemcpyAtoD_v2, (CUdeviceptr dst, CUarray src, size_t off, size_t n), (dst, src, off, n),
-              [&](bool pt) { auto c = d::copy(D::DtoD, 0, dst, n, nullptr, false, pt); return ARRAY_SRC(c); })
-SYNC_AND_PTDS(cuMemcpyAtoA_v2, (CUarray dst, size_t doff, CUarray src, size_t soff, size_t n),
-              (dst, doff, src, soff, n),
-              [&](bool pt) { auto c = d::copy(D::DtoD, 0, 0, n, nullptr, false, pt); c.src_preset = cuxfer::trace::MemKind::Array; return ARRAY_DST(c); })
+SHAPED_SYNC(cuMemcpyHtoA_v2, (CUarray dst, size_t off, const void* src, size_t n), (dst, off, src, n),
+            [&](bool pt) { auto c = d::copy(D::HtoD, d::ptr(src), 0, n, nullptr, false, pt); return ARRAY_DST(c); })
+SHAPED_SYNC(cuMemcpyAtoH_v2, (void* dst, CUarray src, size_t off, size_t n), (dst, src, off, n),
+            [&](bool pt) { auto c = d::copy(D::DtoH, 0, d::ptr(dst), n, nullptr, false, pt); return ARRAY_SRC(c); })
+SHAPED_ASYNC(cuMemcpyHtoAAsync_v2, (CUarray dst, size_t off, const void* src, size_t n, CUstream s),
+             (dst, off, src, n, s),
+             [&](bool pt) { auto c = d::copy(D::HtoD, d::ptr(src), 0, n, s, true, pt); return ARRAY_DST(c); })
+SHAPED_ASYNC(cuMemcpyAtoHAsync_v2, (void* dst, CUarray src, size_t off, size_t n, CUstream s),
+             (dst, src, off, n, s),
+             [&](bool pt) { auto c = d::copy(D::DtoH, 0, d::ptr(dst), n, s, true, pt); return ARRAY_SRC(c); })
+SHAPED_SYNC(cuMemcpyDtoA_v2, (CUarray dst, size_t off, CUdeviceptr src, size_t n), (dst, off, src, n),
+            [&](bool pt) { auto c = d::copy(D::DtoD, src, 0, n, nullptr, false, pt); return ARRAY_DST(c); })
+SHAPED_SYNC(cuMemcpyAtoD_v2, (CUdeviceptr dst, CUarray src, size_t off, size_t n), (dst, src, off, n),
+            [&](bool pt) { auto c = d::copy(D::DtoD, 0, dst, n, nullptr, false, pt); return ARRAY_SRC(c); })
+SHAPED_SYNC(cuMemcpyAtoA_v2, (CUarray dst, size_t doff, CUarray src, size_t soff, size_t n),
+            (dst, doff, src, soff, n),
+            [&](bool pt) { auto c = d::copy(D::DtoD, 0, 0, n, nullptr, false, pt); c.src_preset = cuxfer::trace::MemKind::Array; return ARRAY_DST(c); })
 
 // 2D / 3D
-SYNC_AND_PTDS(cuMemcpy2D_v2, (const CUDA_MEMCPY2D* p), (p), [&](bool pt) { return d::copy2d(p, nullptr, false, pt); })
-SYNC_AND_PTDS(cuMemcpy2DUnaligned_v2, (const CUDA_MEMCPY2D* p), (p),
-              [&](bool pt) { return d::copy2d(p, nullptr, false, pt); })
-ASYNC_AND_PTSZ(cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D* p, CUstream s), (p, s),
-               [&](bool pt) { return d::copy2d(p, s, true, pt); })
-SYNC_AND_PTDS(cuMemcpy3D_v2, (const CUDA_MEMCPY3D* p), (p), [&](bool pt) { return d::copy3d(p, nullptr, false, pt); })
-ASYNC_AND_PTSZ(cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D* p, CUstream s), (p, s),
-               [&](bool pt) { return d::copy3d(p, s, true, pt); })
-SYNC_AND_PTDS(cuMemcpy3DPeer, (const CUDA_MEMCPY3D_PEER* p), (p),
-              [&](bool pt) { return d::copy3d_peer(p, nullptr, false, pt); })
-ASYNC_AND_PTSZ(cuMemcpy3DPeerAsync, (const CUDA_MEMCPY3D_PEER* p, CUstream s), (p, s),
-               [&](bool pt) { return d::copy3d_peer(p, s, true, pt); })
+SHAPED_SYNC(cuMemcpy2D_v2, (const CUDA_MEMCPY2D* p), (p), [&](bool pt) { return d::copy2d(p, nullptr, false, pt); })
+SHAPED_SYNC(cuMemcpy2DUnaligned_v2, (const CUDA_MEMCPY2D* p), (p),
+            [&](bool pt) { return d::copy2d(p, nullptr, false, pt); })
+SHAPED_ASYNC(cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D* p, CUstream s), (p, s),
+             [&](bool pt) { return d::copy2d(p, s, true, pt); })
+SHAPED_SYNC(cuMemcpy3D_v2, (const CUDA_MEMCPY3D* p), (p), [&](bool pt) { return d::copy3d(p, nullptr, false, pt); })
+SHAPED_ASYNC(cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D* p, CUstream s), (p, s),
+             [&](bool pt) { return d::copy3d(p, s, true, pt); })
+SHAPED_SYNC(cuMemcpy3DPeer, (const CUDA_MEMCPY3D_PEER* p), (p),
+            [&](bool pt) { return d::copy3d_peer(p, nullptr, false, pt); })
+SHAPED_ASYNC(cuMemcpy3DPeerAsync, (const CUDA_MEMCPY3D_PEER* p, CUstream s), (p, s),
+             [&](bool pt) { return d::copy3d_peer(p, s, true, pt); })
 
 // Batches
-ASYNC_AND_PTSZ_GUARD(cuMemcpyBatchAsync,
-               (CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes* attrs,
-                size_t* attr_idx, size_t nattrs, size_t* fail_idx, CUstream s),
-               (dsts, srcs, sizes, count, attrs, attr_idx, nattrs, fail_idx, s), GUARD_BATCH,
-               [&](bool pt) { return d::batch(dsts, srcs, sizes, count, s, pt); })
-ASYNC_AND_PTSZ_GUARD(cuMemcpyBatchAsync_v2,
-               (CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes* attrs,
-                size_t* attr_idx, size_t nattrs, CUstream s),
-               (dsts, srcs, sizes, count, attrs, attr_idx, nattrs, s), GUARD_BATCH,
-               [&](bool pt) { return d::batch(dsts, srcs, sizes, count, s, pt); })
-ASYNC_AND_PTSZ_GUARD(cuMemcpy3DBatchAsync,
-               (size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* fail_idx, unsigned long long flags, CUstream s),
-               (n, ops, fail_idx, flags, s), GUARD_BATCH3D, [&](bool pt) { return d::batch3d(n, ops, s, pt); })
-ASYNC_AND_PTSZ_GUARD(cuMemcpy3DBatchAsync_v2, (size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, unsigned long long flags, CUstream s),
-               (n, ops, flags, s), GUARD_BATCH3D, [&](bool pt) { return d::batch3d(n, ops, s, pt); })
+SHAPED_ASYNC_GUARD(cuMemcpyBatchAsync,
+             (CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes* attrs,
+              size_t* attr_idx, size_t nattrs, size_t* fail_idx, CUstream s),
+             (dsts, srcs, sizes, count, attrs, attr_idx, nattrs, fail_idx, s), GUARD_BATCH,
+             [&](bool pt) { return d::batch(dsts, srcs, sizes, count, s, pt); })
+SHAPED_ASYNC_GUARD(cuMemcpyBatchAsync_v2,
+             (CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes* attrs,
+              size_t* attr_idx, size_t nattrs, CUstream s),
+             (dsts, srcs, sizes, count, attrs, attr_idx, nattrs, s), GUARD_BATCH,
+             [&](bool pt) { return d::batch(dsts, srcs, sizes, count, s, pt); })
+SHAPED_ASYNC_GUARD(cuMemcpy3DBatchAsync,
+             (size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* fail_idx, unsigned long long flags, CUstream s),
+             (n, ops, fail_idx, flags, s), GUARD_BATCH3D, [&](bool pt) { return d::batch3d(n, ops, s, pt); })
+SHAPED_ASYNC_GUARD(cuMemcpy3DBatchAsync_v2, (size_t n, CUDA_MEMCPY3D_BATCH_OP* ops, unsigned long long flags, CUstream s),
+             (n, ops, flags, s), GUARD_BATCH3D, [&](bool pt) { return d::batch3d(n, ops, s, pt); })
 
 // Memset: bytes = elements x element size (x rows for 2D).
 #define MEMSET_1D(name, T, size)                                                                  \

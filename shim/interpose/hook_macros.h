@@ -81,6 +81,20 @@
                                              [&]() CUXFER_INLINE_LAMBDA { return real args; });                   \
   }
 
+// A copy the pinned rewrite never takes over because of its shape (2D, 3D,
+// arrays, batches): guarded as above, and its event says why it ran as made
+// while the rewrite is on (one load while it is not).
+#define CUXFER_SHAPED_COPY_HOOK(name, params, args, describe, guard)                       \
+  CUXFER_DRIVER_HOOK_BEGIN(name, params)                                                  \
+  const ::cuxfer::shim::CallDesc desc = describe;                                           \
+  if (::cuxfer::shim::rewrite::registrations_exist()) guard(desc);                          \
+  return ::cuxfer::shim::intercept<CUresult>(                                               \
+      ::cuxfer::shim::HookId::h_##name, desc, CUXFER_CALLER, [&]() CUXFER_INLINE_LAMBDA {   \
+        ::cuxfer::shim::rewrite::passthrough_not_one_dimensional();                         \
+        return real args;                                                                   \
+      });                                                                                   \
+  }
+
 // A copy the pinned rewrite may take over: the description is computed once
 // and offered to the staging path before the original call is made.
 #define CUXFER_STAGEABLE_HOOK(name, params, args, describe)                                \
@@ -92,8 +106,10 @@
         int rewritten = 0;                                                                  \
         rw::Action act = rw::zero_copy_exists() ? rw::try_zero_copy(desc, rewritten)        \
                                                 : rw::Action::Original;                     \
-        if (act == rw::Action::Original && rw::enabled())                                   \
-          act = rw::try_rewrite(desc, rewritten);                                           \
+        if (act == rw::Action::Original) {                                                  \
+          if (rw::enabled()) act = rw::try_rewrite(desc, rewritten);                        \
+          else rw::passthrough_while_off();                                                 \
+        }                                                                                   \
         if (act == rw::Action::Done) return static_cast<CUresult>(rewritten);               \
         CUresult r = real args;                                                             \
         if (act == rw::Action::OriginalThenWait && r == CUDA_SUCCESS)                       \

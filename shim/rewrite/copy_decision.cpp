@@ -5,12 +5,20 @@ namespace {
 
 using policy::Path;
 using trace::MemKind;
+using Why = trace::PassthroughReason;
 
 CopyDecision run(CopyPath p, Before before = Before::Nothing, bool wait = false) {
   CopyDecision d;
   d.path = p;
   d.before = before;
   d.wait_after = wait;
+  return d;
+}
+
+// The app's call as made, for the reason `why` (what the event records).
+CopyDecision passed(Why why, Before before = Before::Nothing) {
+  CopyDecision d = run(CopyPath::Original, before);
+  d.reason = why;
   return d;
 }
 
@@ -23,8 +31,8 @@ CopyDecision ask_stream() {
 // The app's call as it made it. An async copy must then not run on memory
 // the shim registered (for this or another site): it would lose its pageable
 // semantics, so those registrations go first.
-CopyDecision as_made(const CopyFacts& f) {
-  return run(CopyPath::Original, f.async && f.registrations_exist ? Before::Release : Before::Nothing);
+CopyDecision as_made(const CopyFacts& f, Why why) {
+  return passed(why, f.async && f.registrations_exist ? Before::Release : Before::Nothing);
 }
 
 // A range the shim has registered, all of it.
@@ -35,17 +43,17 @@ CopyDecision on_covered(const CopyFacts& f, const RewriteSettings& s) {
   // is done. A small one is copied out through a pinned bounce buffer, as
   // fast as the driver's own pageable path; so is one on a busy stream, where
   // a DMA in place would make the call wait for the work ahead of it.
-  if (small_h2d && !f.staging_declined) return run(CopyPath::StageAny);
+  if (small_h2d && !f.declined()) return run(CopyPath::StageAny);
   if (f.stream == StreamState::Unknown) return ask_stream();
   // A stream being captured cannot be waited on: the range is made pageable
   // again and the call goes to the driver as it was made.
-  if (f.stream == StreamState::Capturing) return run(CopyPath::Original, Before::Release);
+  if (f.stream == StreamState::Capturing) return passed(Why::StreamCapturing, Before::Release);
   // With the staging pool full, the DMA in place would make the call wait for
   // the whole stream: a stall the pageable original never had, and a
   // deadlock where the stream waits on the host (cuStreamWaitValue32, a host
   // function). The app's own call is the answer, on pageable memory again.
   if (f.way == CopyWay::HtoD && f.stream == StreamState::Busy)
-    return f.staging_declined ? run(CopyPath::Original, Before::Release) : run(CopyPath::StageAny);
+    return f.declined() ? passed(f.staging_declined, Before::Release) : run(CopyPath::StageAny);
   // DMA in place, then wait: what the pageable original's return means (D2H:
   // complete; H2D: source consumed).
   return run(CopyPath::InPlace, Before::Nothing, /*wait=*/true);
@@ -54,18 +62,18 @@ CopyDecision on_covered(const CopyFacts& f, const RewriteSettings& s) {
 }  // namespace
 
 CopyDecision decide(const CopyFacts& f, const RewriteSettings& s) {
-  if (f.bytes == 0) return run(CopyPath::Original);
+  if (f.bytes == 0) return passed(Why::Empty);
   const bool matched = f.site_matched;
-  if (matched && f.site_path == Path::Exclude) return as_made(f);
-  if (!matched && !s.rewrite_pin) return as_made(f);  // a policy alone rewrites only its sites
+  if (matched && f.site_path == Path::Exclude) return as_made(f, Why::PolicyExclude);
+  if (!matched && !s.rewrite_pin) return as_made(f, Why::NotPolicySite);  // a policy alone rewrites only its sites
   if (f.way == CopyWay::Unknown) {
     CopyDecision d;
     d.need_classify = true;
     return d;
   }
-  if (f.way == CopyWay::Other) return run(CopyPath::Original);
+  if (f.way == CopyWay::Other) return passed(Why::NotHostDevice);
   // The app's own pinned (or registered) memory: not the rewrite's business.
-  if (f.host_kind != MemKind::Pageable && f.cover == Cover::None) return run(CopyPath::Original);
+  if (f.host_kind != MemKind::Pageable && f.cover == Cover::None) return passed(Why::NotPageable);
   // Beside an open global-mode capture the call leaves its stream as the
   // driver's pageable path would: nothing staged or registered; a range the
   // shim registered before is copied in place and, when async, waited for
@@ -73,25 +81,25 @@ CopyDecision decide(const CopyFacts& f, const RewriteSettings& s) {
   // registered is made pageable again first.
   if (f.global_capture) {
     if (f.cover == Cover::Covers) return run(CopyPath::InPlace, Before::Nothing, /*wait=*/f.async);
-    if (f.cover == Cover::Touches) return run(CopyPath::Original, Before::Release);
-    return run(CopyPath::Original);
+    if (f.cover == Cover::Touches) return passed(Why::GlobalCapture, Before::Release);
+    return passed(Why::GlobalCapture);
   }
   // After one: an async copy must leave its stream as the driver's pageable
   // path does, since a capture may begin before the app's next sync (no DMA
   // in place, nothing staged); a range the shim registered is made pageable
   // again first. Synchronous copies are rewritten as before.
-  if (f.global_capture_seen && f.async) return as_made(f);
+  if (f.global_capture_seen && f.async) return as_made(f, Why::AfterGlobalCapture);
   if (matched && f.site_path == Path::Stage)
-    return f.staging_declined ? as_made(f) : run(CopyPath::StageAny);
+    return f.declined() ? as_made(f, f.staging_declined) : run(CopyPath::StageAny);
   const bool force_register = matched && f.site_path == Path::Register;
 
   if (!s.registering && !f.registrations_exist) {
     // No registration here (CUXFER_REGISTER=off, or no libc hooks): a
     // policy's passthrough stays the app's call, its register is staged.
-    if (f.staging_declined) return run(CopyPath::Original);
-    if (matched) return force_register ? run(CopyPath::StageAny) : as_made(f);
+    if (f.declined()) return passed(f.staging_declined);
+    if (matched) return force_register ? run(CopyPath::StageAny) : as_made(f, Why::PolicyPassthrough);
     if (f.way != CopyWay::Unknown && f.bytes < (f.way == CopyWay::HtoD ? s.stage_min_h2d : s.stage_min_d2h))
-      return as_made(f);
+      return as_made(f, Why::BelowThreshold);
     return run(CopyPath::Stage);
   }
 
@@ -101,7 +109,7 @@ CopyDecision decide(const CopyFacts& f, const RewriteSettings& s) {
     // last page, or one is changing): the driver never sees such a range.
     // Staged it is exact in every direction and mode; else it is made
     // pageable again first.
-    return f.staging_declined ? run(CopyPath::Original, Before::Release) : run(CopyPath::StageAny);
+    return f.declined() ? passed(f.staging_declined, Before::Release) : run(CopyPath::StageAny);
   }
 
   // Not registered (yet): count the reuse; register when it has paid.
@@ -121,14 +129,14 @@ CopyDecision decide(const CopyFacts& f, const RewriteSettings& s) {
       }
     }
     // The policy's "passthrough" counts the reuse but never rewrites this call.
-    if (matched && f.site_path == Path::Passthrough) return as_made(f);
+    if (matched && f.site_path == Path::Passthrough) return as_made(f, Why::PolicyPassthrough);
     // The policy's "register" does not wait for the buffer's reuse to pay.
     const bool now = f.reuse == ReuseVerdict::RegisterNow || (force_register && f.reuse == ReuseVerdict::Wait);
     if (now) {
       if (f.async && f.stream == StreamState::Unknown) return ask_stream();
       if (!(f.async && f.stream == StreamState::Capturing)) {
         // A policy's "register" entry: in place from this copy on, as asked.
-        if (!s.register_in_background || f.staging_declined || force_register)
+        if (!s.register_in_background || f.declined() || force_register)
           return run(CopyPath::Original, Before::Register);
         // The driver call goes to the registrar's thread; this copy is
         // staged meanwhile. An async one always (the driver must never see
@@ -140,13 +148,13 @@ CopyDecision decide(const CopyFacts& f, const RewriteSettings& s) {
       }
     }
   } else if (matched && f.site_path == Path::Passthrough) {
-    return as_made(f);
+    return as_made(f, Why::PolicyPassthrough);
   }
-  if (f.staging_declined) return run(CopyPath::Original);
+  if (f.declined()) return passed(f.staging_declined);
   if (force_register) return run(CopyPath::StageAny);
   // Below the staging thresholds the driver's own path is the faster one:
   // the app's call, without asking the staging path to look at it again.
-  if (f.bytes < (f.way == CopyWay::HtoD ? s.stage_min_h2d : s.stage_min_d2h)) return as_made(f);
+  if (f.bytes < (f.way == CopyWay::HtoD ? s.stage_min_h2d : s.stage_min_d2h)) return as_made(f, Why::BelowThreshold);
   return run(CopyPath::Stage);
 }
 

@@ -13,6 +13,10 @@
 // the buffer (Before::Register), a staging path that declined
 // (staging_declined): the hook does the step, updates the facts and decides
 // again, until the decision is a path to run.
+//
+// A decision to run the app's call as made says why (CopyDecision::reason):
+// the event records it, and the report counts the copies the rewrite left
+// alone per reason, not as a list of possibilities.
 #pragma once
 
 #include <cstdint>
@@ -74,8 +78,12 @@ struct CopyFacts {
   bool site_matched = false;  // the policy file names this call site
   policy::Path site_path = policy::Path::Passthrough;
   // Outcomes of earlier steps of the same call, decided again.
-  bool staging_declined = false;     // the staging path could not take it (no free buffer, other context, ...)
+  // The staging path could not take it, and why (no free buffer, no pool in
+  // its context, ...); None: not asked, or not declined.
+  trace::PassthroughReason staging_declined = trace::PassthroughReason::None;
   bool registration_failed = false;  // Before::Register did not give a registration
+
+  bool declined() const { return staging_declined != trace::PassthroughReason::None; }
 };
 
 enum class CopyPath : uint8_t {
@@ -102,6 +110,9 @@ struct CopyDecision {
   Before before = Before::Nothing;  // Register: do it, then decide again with the new cover
   CopyPath path = CopyPath::Original;
   bool wait_after = false;   // InPlace async: wait for the stream (pageable semantics on pinned memory)
+  // Original, with no step left to take: why the app's call runs as made
+  // (what the event records). None on every other decision.
+  trace::PassthroughReason reason = trace::PassthroughReason::None;
 
   bool operator==(const CopyDecision&) const = default;
 };

@@ -136,7 +136,7 @@ void record_registration(const AddResult& r, uint64_t t0, uint64_t t1) {
   e.kind = static_cast<uint8_t>(trace::EventKind::HostRegister);
   e.dst_kind = static_cast<uint8_t>(MemKind::Registered);
   e.device = -1;
-  e.result = r.status;
+  e.result = trace::record_result(r.status);
   if (r.status != 0) e.flags |= trace::kFlagFailed;
   Recorder::instance().emit(ts, e);
 }
@@ -260,11 +260,16 @@ ReuseVerdict count_reuse(State& s, uint64_t host, uint64_t bytes, RegisterVerdic
 // capture mode, so that a graph another thread captures in global mode is
 // not invalidated by it (driver_calls.h). The app's stream itself is never
 // being captured here: the decision passes such calls through.
-bool stage_capture_safe(const CallDesc& desc, int& result, bool any_size) {
+trace::PassthroughReason stage_capture_safe(const CallDesc& desc, int& result, bool any_size) {
   const DriverCalls* d = driver_calls();
   if (!d) return try_stage(desc, result, any_size);
   RelaxedCaptureScope capture_safe(*d);
   return try_stage(desc, result, any_size);
+}
+
+// What the event of the call being made records as the reason it ran as made.
+void set_passthrough(ThreadState& ts, trace::PassthroughReason why) {
+  ts.pending.passthrough = static_cast<uint8_t>(why);
 }
 
 }  // namespace
@@ -274,8 +279,15 @@ bool stage_capture_safe(const CallDesc& desc, int& result, bool any_size) {
 // taken once); the last decision is what the event records.
 Action try_rewrite(const CallDesc& desc, int& result) {
   ThreadState& ts = thread_state();
-  if (desc.kind != trace::EventKind::Copy || desc.bytes == 0 || ts.internal) return Action::Original;
-  if (desc.src_preset == MemKind::Array || desc.dst_preset == MemKind::Array) return Action::Original;
+  if (desc.kind != trace::EventKind::Copy || ts.internal) return Action::Original;
+  if (desc.bytes == 0) {
+    set_passthrough(ts, trace::PassthroughReason::Empty);
+    return Action::Original;
+  }
+  if (desc.src_preset == MemKind::Array || desc.dst_preset == MemKind::Array) {
+    set_passthrough(ts, trace::PassthroughReason::NotOneDimensional);
+    return Action::Original;
+  }
   const Config& c = config();
   // The pool is made in the background from the first copy that could need
   // it (one load once it is on its way); an app whose copies are all small
@@ -344,23 +356,34 @@ Action try_rewrite(const CallDesc& desc, int& result) {
     }
     switch (k.path) {
       case CopyPath::Stage:
-      case CopyPath::StageAny:
-        if (stage_capture_safe(desc, result, k.path == CopyPath::StageAny)) {
+      case CopyPath::StageAny: {
+        const trace::PassthroughReason declined = stage_capture_safe(desc, result, k.path == CopyPath::StageAny);
+        if (declined == trace::PassthroughReason::None) {
           ts.pending.flags |= trace::kFlagStaged;  // what the event records: the path that ran
           return Action::Done;
         }
-        f.staging_declined = true;
+        f.staging_declined = declined;
         continue;
+      }
       case CopyPath::InPlace:
         ts.pending.flags |= trace::kFlagRegistered;
         return k.wait_after ? Action::OriginalThenWait : Action::Original;
       case CopyPath::Original:
+        set_passthrough(ts, k.reason);
         return Action::Original;
     }
   }
   Recorder::instance().note("rewrite: pin: no decision after 8 rounds; the call passes through untouched");
+  set_passthrough(ts, trace::PassthroughReason::NoDecision);
   return Action::Original;
 }
+
+void detail::record_passthrough(trace::PassthroughReason why) {
+  ThreadState& ts = thread_state();
+  if (!ts.internal) set_passthrough(ts, why);  // the shim's own calls are not recorded
+}
+
+void detail::record_passthrough_off() { record_passthrough(off_reason()); }
 
 int wait_for(const CallDesc& desc) {
   const DriverCalls* d = driver_calls();

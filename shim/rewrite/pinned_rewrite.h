@@ -28,8 +28,23 @@ enum class Action : uint8_t {
   OriginalThenWait,  // make it, then wait_for(d) before returning (pageable semantics on pinned memory)
 };
 
-// For the 1D copy hooks.
+// For the 1D copy hooks. A copy it leaves as made gets the reason in the
+// event being recorded (trace::PassthroughReason, one store).
 Action try_rewrite(const CallDesc& d, int& result);
+namespace detail {
+void record_passthrough(trace::PassthroughReason why);  // into the event being recorded
+void record_passthrough_off();                          // why the rewrite is off (staging.h: off_reason)
+}  // namespace detail
+// For the 1D copy hooks while the rewrite is configured but has turned itself
+// off (enabled() false): the event records why. One load when it was never on.
+inline void passthrough_while_off() {
+  if (g_hot_line.rewrite_any) [[unlikely]] detail::record_passthrough_off();
+}
+// For the copy hooks the rewrite never takes (2D/3D, arrays, batches): the
+// event records that, while the rewrite is on. One load when it is not.
+inline void passthrough_not_one_dimensional() {
+  if (g_hot_line.rewrite_any) detail::record_passthrough(trace::PassthroughReason::NotOneDimensional);
+}
 // Waits until the copy `d` (just issued on its stream) has completed.
 int wait_for(const CallDesc& d);
 

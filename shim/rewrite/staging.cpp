@@ -225,6 +225,8 @@ struct State {
   std::once_flag once;
   std::atomic<bool> ready{false};  // the memcpy threads are made
   std::atomic<bool> disabled{false};
+  // Why, once disabled: what the copies that pass through from then on record.
+  std::atomic<trace::PassthroughReason> off_reason{trace::PassthroughReason::None};
   // Only used once driver_calls() has been checked non-null.
   const Driver& drv() const { return *driver_calls(); }
   ParallelMemcpy* memcpy = nullptr;
@@ -245,6 +247,8 @@ unsigned default_threads() {
 
 void disable(const std::string& why) {
   State& s = state();
+  trace::PassthroughReason none = trace::PassthroughReason::None;
+  s.off_reason.compare_exchange_strong(none, trace::PassthroughReason::RewriteDisabled);
   if (!s.disabled.exchange(true)) Recorder::instance().note("rewrite: pin disabled: " + why + "; copies pass through");
 }
 
@@ -262,7 +266,7 @@ void record_pool_event(const void* base, uint64_t bytes, uint64_t t0, uint64_t t
   e.kind = static_cast<uint8_t>(trace::EventKind::HostAlloc);
   e.dst_kind = static_cast<uint8_t>(trace::MemKind::Pinned);
   e.device = -1;
-  e.result = status;
+  e.result = trace::record_result(status);
   if (status != 0) e.flags |= trace::kFlagFailed;
   Recorder::instance().emit(ts, e);
 }
@@ -611,28 +615,39 @@ void staging_prewarm(Prewarm how) {
   if (!initialise()) return;
   pool_for(s, ctx, how == Prewarm::OneCopy ? kRingPerCall : SIZE_MAX);
 }
-void disable_after_fork() { state().disabled.store(true, std::memory_order_relaxed); }
+void disable_after_fork() {
+  state().off_reason.store(trace::PassthroughReason::ForkChild, std::memory_order_relaxed);
+  state().disabled.store(true, std::memory_order_relaxed);
+}
+
+trace::PassthroughReason off_reason() {
+  const trace::PassthroughReason r = state().off_reason.load(std::memory_order_relaxed);
+  return r == trace::PassthroughReason::None ? trace::PassthroughReason::RewriteDisabled : r;
+}
 
 void make_state_before_fork() { state(); }
 
-bool try_stage(const CallDesc& desc, int& result, bool any_size) {
+trace::PassthroughReason try_stage(const CallDesc& desc, int& result, bool any_size) {
+  using Why = trace::PassthroughReason;
   const Config& c = config();
-  if (desc.kind != trace::EventKind::Copy || desc.bytes == 0 ||
-      (!any_size && desc.bytes < std::min(c.stage_min_h2d, c.stage_min_d2h)))
-    return false;
-  if (desc.src_preset == trace::MemKind::Array || desc.dst_preset == trace::MemKind::Array) return false;
+  if (desc.kind != trace::EventKind::Copy) return Why::NotHostDevice;
+  if (desc.bytes == 0) return Why::Empty;
+  if (!any_size && desc.bytes < std::min(c.stage_min_h2d, c.stage_min_d2h)) return Why::BelowThreshold;
+  if (desc.src_preset == trace::MemKind::Array || desc.dst_preset == trace::MemKind::Array)
+    return Why::NotOneDimensional;
   ThreadState& ts = thread_state();
-  if (ts.internal) return false;
+  if (ts.internal) return Why::NotHostDevice;  // the shim's own call: never recorded
   // Only pageable host memory on one side and device memory on the other.
   PointerInfo src = classify_pointer(desc.src), dst = classify_pointer(desc.dst);
   Way way;
   if (src.kind == trace::MemKind::Pageable && dst.kind == trace::MemKind::Device) way = Way::HtoD;
   else if (src.kind == trace::MemKind::Device && dst.kind == trace::MemKind::Pageable) way = Way::DtoH;
-  else return false;
-  if (!any_size && desc.bytes < (way == Way::HtoD ? c.stage_min_h2d : c.stage_min_d2h)) return false;
+  else if (src.kind == trace::MemKind::Device || dst.kind == trace::MemKind::Device) return Why::NotPageable;
+  else return Why::NotHostDevice;
+  if (!any_size && desc.bytes < (way == Way::HtoD ? c.stage_min_h2d : c.stage_min_d2h)) return Why::BelowThreshold;
   if (desc.direction != trace::Direction::Unknown &&
       desc.direction != (way == Way::HtoD ? trace::Direction::HtoD : trace::Direction::DtoH))
-    return false;
+    return Why::NotHostDevice;
 
   State& s = state();
   ++ts.internal;  // our own driver calls below are not the app's
@@ -647,19 +662,22 @@ bool try_stage(const CallDesc& desc, int& result, bool any_size) {
     static std::atomic<bool> said{false};
     if (!said.exchange(true))
       Recorder::instance().note("rewrite: pin: driver entry points not found (yet); copies pass through until they are");
-    return false;
+    return Why::NoDriver;
   }
   CUcontext ctx = nullptr;
-  if (s.drv().ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx) return false;
-  if (!initialise()) return false;
+  if (s.drv().ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx) return Why::NoContext;
+  if (!initialise()) return off_reason();
   // The calling context's own pool: its events belong to that context.
-  PoolUse use(pool_for(s, ctx, SIZE_MAX), ctx);
-  if (!use) return false;
+  ContextPool* found = pool_for(s, ctx, SIZE_MAX);
+  // None: every slot is taken, or the pool could not start (then staging is off).
+  if (!found) return s.disabled.load(std::memory_order_relaxed) ? off_reason() : Why::NoPool;
+  PoolUse use(found, ctx);
+  if (!use) return Why::PoolGoing;  // given back meanwhile: its context is going
   Pool& pool = use.pool();
   const bool per_thread = desc.flags & trace::kFlagPerThreadStream;
   const bool async = desc.flags & trace::kFlagAsync;
   CUstream stream = reinterpret_cast<CUstream>(desc.stream);
-  if (s.drv().capturing(per_thread, stream)) return false;
+  if (s.drv().capturing(per_thread, stream)) return Why::StreamCapturing;
 
   Buffer* ring[kRingPerCall];
   size_t want = std::min(kRingPerCall, (desc.bytes + chunk_for(desc.bytes) - 1) / chunk_for(desc.bytes));
@@ -676,7 +694,7 @@ bool try_stage(const CallDesc& desc, int& result, bool any_size) {
     }
     if (k == 0) k = pool.acquire(s.drv(), ring, want);
   }
-  if (k == 0) return false;
+  if (k == 0) return Why::NoFreeBuffer;
   CUresult r = CUDA_SUCCESS;
   bool done = way == Way::HtoD
                   ? run_htod(s, per_thread, async, desc.dst, reinterpret_cast<const char*>(desc.src), desc.bytes,
@@ -685,9 +703,9 @@ bool try_stage(const CallDesc& desc, int& result, bool any_size) {
                              k, r);
   // H2D buffers may still be in flight (async); their events say when they are free.
   pool.release(ring, k, way == Way::HtoD);
-  if (!done) return false;
+  if (!done) return Why::StagingFailed;
   result = static_cast<int>(r);
-  return true;
+  return Why::None;
 }
 
 }  // namespace cuxfer::shim::rewrite

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "record/call_desc.h"
+#include "trace/event.h"
 #include "symbols/cuda_headers.h"
 
 namespace cuxfer::shim::rewrite {
@@ -22,12 +23,17 @@ namespace cuxfer::shim::rewrite {
 // True when CUXFER_REWRITE=pin is in effect for this process.
 bool enabled();
 
+// Why copies pass through while enabled() is false (the rewrite turned
+// itself off: RewriteDisabled, or ForkChild in a fork child); None while it
+// has not.
+trace::PassthroughReason off_reason();
+
 // Tries to run the copy `d` (a 1D copy as described by a driver hook) through
-// staging. Returns false when it does not apply (not pageable, too small,
-// stream being captured, another context, no free buffer, internal failure):
-// the caller then makes the original call. When it returns true, `result` is
-// what the call returns to the app.
-bool try_stage(const CallDesc& d, int& result, bool any_size = false);
+// staging. Returns None when it ran, and then `result` is what the call
+// returns to the app. Anything else is why it declined (too small, not
+// pageable, stream being captured, no pool in the calling context, no free
+// buffer, ...): the caller then makes the original call.
+trace::PassthroughReason try_stage(const CallDesc& d, int& result, bool any_size = false);
 
 // Starts filling the staging pool in the background for the current context
 // (once per process), so that the first copy that needs it finds it ready.

@@ -58,6 +58,9 @@ def main() -> int:
         fails.append("the rewrite served no copy")
     if passed != 0:
         fails.append(f"{passed} pageable bytes passed through: some contexts' copies were not served")
+    no_pool = [r for r in rw.get("passthrough_reasons", []) if r.get("reason") == "no_pool"]
+    if no_pool:
+        fails.append(f"copies passed through for lack of a pool in their context: {no_pool}")
     return verdict(fails)
 
 

@@ -78,6 +78,9 @@ struct CUevent_st {
   unsigned flags = 0;
   bool recorded = false;
   uint64_t time_ns = 0;
+  // SIMCUDA_EVENTS_PENDING: recorded and not yet waited for (cuEventQuery: NOT_READY).
+  bool pending = false;
+  CUstream stream = nullptr;  // where it was last recorded
 };
 struct CUmemPoolHandle_st {
   int device = 0;
@@ -1047,8 +1050,26 @@ CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) {
   return CUDA_SUCCESS;
 }
 
+// SIMCUDA_EVENTS_PENDING=1 (default 0): work stands for DMA still in flight
+// until something waits for it. A recorded event stays pending (cuEventQuery
+// answers CUDA_ERROR_NOT_READY) until cuEventSynchronize of it, cuStreamSynchronize
+// of its stream (of the legacy stream: every stream's), or cuCtxSynchronize.
+// The work itself still runs at once; only the events say otherwise.
+static bool events_pending() {
+  static const bool on = env_int("SIMCUDA_EVENTS_PENDING", 0, 0, 1) != 0;
+  return on;
+}
+// `s` null: every event (a context or legacy-stream synchronisation).
+static void events_waited(CUstream s, bool all) {
+  if (!events_pending()) return;
+  std::lock_guard lk(state().mu);
+  for (CUevent e : state().events)
+    if (all || e->stream == s) e->pending = false;
+}
+
 CUresult CUDAAPI cuCtxSynchronize(void) {
   SIM_REQUIRE_CTX();
+  events_waited(nullptr, true);
   return CUDA_SUCCESS;  // all work already ran synchronously
 }
 
@@ -1100,8 +1121,13 @@ static CUresult stream_sync(CUstream s) {
   SIM_REQUIRE_CTX();
   return check_stream(s);
 }
-CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) { return stream_sync(hStream); }
-CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream) { return stream_sync(hStream); }
+static CUresult stream_wait(CUstream s) {
+  const CUresult r = stream_sync(s);
+  if (r == CUDA_SUCCESS) events_waited(s, !s || s == CU_STREAM_LEGACY);
+  return r;
+}
+CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) { return stream_wait(hStream); }
+CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream) { return stream_wait(hStream); }
 CUresult CUDAAPI cuStreamQuery(CUstream hStream) { return stream_sync(hStream); }
 CUresult CUDAAPI cuStreamQuery_ptsz(CUstream hStream) { return stream_sync(hStream); }
 
@@ -1178,6 +1204,8 @@ static CUresult event_record(CUevent e, CUstream s) {
   if (!e || !state().events.count(e)) return CUDA_ERROR_INVALID_HANDLE;
   e->recorded = true;
   e->time_ns = now_ns();
+  e->pending = events_pending();
+  e->stream = s;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream) { return event_record(hEvent, hStream); }
@@ -1194,17 +1222,31 @@ static CUresult event_check(CUevent e) {
   std::lock_guard lk(state().mu);
   return e && state().events.count(e) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
+// A wait for the event: it is complete from then on.
+static CUresult event_wait(CUevent e) {
+  const CUresult r = event_check(e);
+  if (r == CUDA_SUCCESS && events_pending()) {
+    std::lock_guard lk(state().mu);
+    e->pending = false;
+  }
+  return r;
+}
 // Fault injection: SIMCUDA_FAIL_EVENT_SYNC=N makes the N-th cuEventSynchronize
 // of the process and every later one return CUDA_ERROR_LAUNCH_FAILED, as a
 // DMA that failed reports itself to whoever waits for it (0: never).
 CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
   static const int fail_from = env_int("SIMCUDA_FAIL_EVENT_SYNC", 0, 0, 1 << 30);
   static std::atomic<int> calls{0};
-  const CUresult r = event_check(hEvent);
+  const CUresult r = event_wait(hEvent);
   if (r == CUDA_SUCCESS && fail_from > 0 && calls.fetch_add(1) + 1 >= fail_from) return CUDA_ERROR_LAUNCH_FAILED;
   return r;
 }
-CUresult CUDAAPI cuEventQuery(CUevent hEvent) { return event_check(hEvent); }
+CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
+  const CUresult r = event_check(hEvent);
+  if (r != CUDA_SUCCESS || !events_pending()) return r;
+  std::lock_guard lk(state().mu);
+  return hEvent->pending ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
 
 CUresult CUDAAPI cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
   SIM_REQUIRE_INIT();

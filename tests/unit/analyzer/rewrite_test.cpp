@@ -6,6 +6,7 @@
 
 #include <map>
 
+#include "analyzer/render/html_renderer.h"
 #include "analyzer/render/json_renderer.h"
 #include "analyzer/render/text_renderer.h"
 #include "analyzer/text/units.h"
@@ -34,14 +35,23 @@ trace::Event& staged(trace::Event& e) {
   return e;
 }
 
+// A copy the rewrite left as made, for the reason the shim recorded.
+trace::Event& passed(trace::Event& e, trace::PassthroughReason why) {
+  e.passthrough = static_cast<uint8_t>(why);
+  return e;
+}
+
+// The shim's note at start (record/recorder.cpp), which names the thresholds.
+constexpr const char* kEnabledNote =
+    "rewrite: pin: enabled; 1D copies of pageable memory are staged from 8388608 bytes (H2D) and 262144 bytes "
+    "(D2H); reused buffers from 1048576 bytes are registered in place; at most 268435456 bytes of pinned memory";
+
 // A run with the rewrite on, as the shim writes it: its note, the staging
 // pool (a pseudo-API after the hook names), staged pageable copies, pageable
-// copies that were not eligible, and the app's own pinned traffic.
+// copies it left as made (with their reasons), and the app's own pinned traffic.
 SyntheticTrace rewritten_trace() {
   SyntheticTrace t;
-  t.notes.push_back(
-      "rewrite: pin: enabled; 1D host<->device copies of pageable memory from 262144 bytes are staged "
-      "through at most 268435456 bytes of pinned memory");
+  t.notes.push_back(kEnabledNote);
   t.modules.push_back({0x400000, 0x400000, 0x500000, "/opt/app/train", ""});
   const uint32_t site = t.site(0x401000);
   // The app's own pinned allocation and copies.
@@ -55,9 +65,11 @@ SyntheticTrace rewritten_trace() {
   staged(t.copy(Direction::DtoH, MemKind::Pageable, 4 * MiB, 300'000, false, site));
   staged(t.copy(Direction::DtoH, MemKind::Pageable, 4 * MiB, 300'000, false, site));
   // Passed through: below the staging minimum, and a 2D copy.
-  t.copy(Direction::HtoD, MemKind::Pageable, 64 * KiB, 9'000, false, site);
-  t.add(EventKind::Copy, "cudaMemcpy2D", Direction::DtoH, MemKind::Device, MemKind::Pageable, 640 * KiB,
-        70'000);
+  passed(t.copy(Direction::HtoD, MemKind::Pageable, 64 * KiB, 9'000, false, site),
+         trace::PassthroughReason::BelowThreshold);
+  passed(t.add(EventKind::Copy, "cudaMemcpy2D", Direction::DtoH, MemKind::Device, MemKind::Pageable, 640 * KiB,
+               70'000),
+         trace::PassthroughReason::NotOneDimensional);
   // A failed staged copy moves nothing.
   auto& failed = staged(t.copy(Direction::HtoD, MemKind::Pageable, 8 * MiB, 1'000));
   failed.flags |= trace::kFlagFailed;
@@ -201,7 +213,13 @@ TEST_F(Rewrite, TextSectionOnlyWhenOn) {
   EXPECT_NE(text.find("\nRewrite (pin)\n"), std::string::npos) << text;
   EXPECT_NE(text.find("staged through pinned buffers: 5 copies, 11.0 MiB"), std::string::npos) << text;
   EXPECT_NE(text.find("passed through as pageable: 2 copies, 704 KiB"), std::string::npos) << text;
-  EXPECT_NE(text.find("not eligible"), std::string::npos);
+  // The reasons the shim recorded, most bytes first; no list of possibilities.
+  const size_t two_d = text.find("    2D/3D/array/batch copy (the rewrite takes 1D copies): 1 copy, 640 KiB\n");
+  const size_t small = text.find("    below the staging threshold (CUXFER_STAGE_MIN_H2D 8 MiB): 1 copy, 64.0 KiB\n");
+  EXPECT_NE(two_d, std::string::npos) << text;
+  EXPECT_NE(small, std::string::npos) << text;
+  EXPECT_LT(two_d, small) << text;
+  EXPECT_EQ(text.find("not eligible"), std::string::npos) << text;
   EXPECT_NE(text.find("staging pool: 256 MiB pinned, pinning cost 41.0 ms"), std::string::npos) << text;
   EXPECT_NE(text.find("saves time, not bytes"), std::string::npos);
   EXPECT_NE(text.find("staged"), std::string::npos);
@@ -234,6 +252,139 @@ TEST_F(Rewrite, TextFitsTheWidth) {
       start = nl + 1;
     }
   }
+}
+
+TEST_F(Rewrite, PassthroughReasonsAreCountedPerReasonMostBytesFirst) {
+  SyntheticTrace t;
+  t.notes.push_back(kEnabledNote);
+  using Why = trace::PassthroughReason;
+  for (int i = 0; i < 830; ++i)
+    passed(t.copy(Direction::HtoD, MemKind::Pageable, 15 * KiB, 2'000), Why::BelowThreshold);
+  for (int i = 0; i < 4; ++i)
+    passed(t.copy(Direction::DtoH, MemKind::Pageable, 100 * KiB, 9'000), Why::BelowThreshold);
+  for (int i = 0; i < 3; ++i)
+    passed(t.copy(Direction::HtoD, MemKind::Pageable, 16 * MiB, 900'000, true), Why::NoFreeBuffer);
+  passed(t.copy(Direction::DtoH, MemKind::Pageable, 2 * MiB, 9'000, true), Why::StreamCapturing);
+  passed(t.copy(Direction::HtoD, MemKind::Pageable, 2 * MiB, 9'000, true), Why::GlobalCapture);
+  passed(t.copy(Direction::HtoD, MemKind::Pageable, 2 * MiB, 9'000, true), Why::GlobalCapture);
+  staged(t.copy(Direction::HtoD, MemKind::Pageable, 16 * MiB, 900'000));
+  // Not pageable: whatever it says, not a passthrough pageable copy.
+  passed(t.copy(Direction::HtoD, MemKind::Pinned, MiB, 9'000), Why::NotPageable);
+  // A failed copy moves nothing.
+  passed(t.copy(Direction::HtoD, MemKind::Pageable, MiB, 9'000), Why::NoFreeBuffer).flags |= trace::kFlagFailed;
+  model::Job job = load(t);
+  analyses::Report r = analyses::analyze(job);
+  const auto& p = r.rewrite.passthrough_reasons;
+  ASSERT_EQ(p.size(), 5u);
+  EXPECT_EQ(p[0].reason, "no_free_buffer");
+  EXPECT_EQ(p[0].calls, 3u);
+  EXPECT_EQ(p[0].bytes, 48 * MiB);
+  EXPECT_EQ(p[0].text, "no staging buffer free at the time");
+  EXPECT_EQ(p[1].reason, "below_threshold");
+  EXPECT_EQ(p[1].direction, "H2D");
+  EXPECT_EQ(p[1].threshold_bytes, 8 * MiB);
+  EXPECT_EQ(p[1].calls, 830u);
+  EXPECT_EQ(p[1].bytes, 830 * 15 * KiB);
+  EXPECT_EQ(p[1].text, "below the staging threshold (CUXFER_STAGE_MIN_H2D 8 MiB)");
+  EXPECT_EQ(p[2].reason, "global_capture");
+  EXPECT_EQ(p[2].calls, 2u);
+  EXPECT_EQ(p[2].text, "beside a graph capture (global mode)");
+  EXPECT_EQ(p[3].reason, "stream_capturing");
+  EXPECT_EQ(p[3].bytes, 2 * MiB);
+  EXPECT_EQ(p[4].reason, "below_threshold");
+  EXPECT_EQ(p[4].direction, "D2H");
+  EXPECT_EQ(p[4].threshold_bytes, 256 * KiB);
+  EXPECT_EQ(p[4].text, "below the staging threshold (CUXFER_STAGE_MIN_D2H 256 KiB)");
+  EXPECT_EQ(p[4].calls, 4u);
+  // They add up to the passthrough totals.
+  uint64_t calls = 0, bytes = 0;
+  for (const auto& x : p) {
+    calls += x.calls;
+    bytes += x.bytes;
+  }
+  EXPECT_EQ(calls, r.rewrite.passthrough_pageable_calls);
+  EXPECT_EQ(bytes, r.rewrite.passthrough_pageable_bytes);
+
+  json j = json::parse(render::render_json(r, {}));
+  const json& jr = j["rewrite"]["passthrough_reasons"];
+  ASSERT_EQ(jr.size(), 5u);
+  EXPECT_EQ(jr[0]["reason"], "no_free_buffer");
+  EXPECT_TRUE(jr[0]["direction"].is_null());
+  EXPECT_TRUE(jr[0]["threshold_bytes"].is_null());
+  EXPECT_EQ(jr[0]["calls"], 3);
+  EXPECT_EQ(jr[0]["bytes"], 48 * MiB);
+  EXPECT_EQ(jr[1]["reason"], "below_threshold");
+  EXPECT_EQ(jr[1]["direction"], "H2D");
+  EXPECT_EQ(jr[1]["threshold_bytes"], 8 * MiB);
+  EXPECT_EQ(jr[1]["text"], "below the staging threshold (CUXFER_STAGE_MIN_H2D 8 MiB)");
+
+  std::string text = render::render_text(r, {100, 10});
+  EXPECT_NE(text.find("    below the staging threshold (CUXFER_STAGE_MIN_H2D 8 MiB): 830 copies, 12.2 MiB\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("    stream being captured: 1 copy, 2.00 MiB\n"), std::string::npos) << text;
+
+  std::string html = render::render_html(r, job, nullptr);
+  EXPECT_NE(html.find("<h2>Rewrite (pin)</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<td title='below_threshold'>below the staging threshold (CUXFER_STAGE_MIN_H2D 8 MiB)</td>"
+                      "<td class='n'>830</td>"),
+            std::string::npos)
+      << html;
+  EXPECT_LT(html.find("no staging buffer free at the time"), html.find("beside a graph capture"));
+}
+
+// Traces before format version 2 recorded no reason: their copies are
+// counted under "reason not recorded", never under a guessed one.
+TEST_F(Rewrite, OlderTracesSayTheReasonWasNotRecorded) {
+  SyntheticTrace t;
+  t.format_version = 1;
+  t.notes.push_back("rewrite: pin");
+  t.copy(Direction::HtoD, MemKind::Pageable, 64 * KiB, 5'000);
+  t.copy(Direction::DtoH, MemKind::Pageable, 64 * KiB, 5'000);
+  staged(t.copy(Direction::HtoD, MemKind::Pageable, 16 * MiB, 900'000));
+  analyses::Report r = analyses::analyze(load(t));
+  EXPECT_TRUE(errors.empty());
+  ASSERT_EQ(r.rewrite.passthrough_reasons.size(), 1u);
+  const auto& p = r.rewrite.passthrough_reasons[0];
+  EXPECT_EQ(p.reason, "not_recorded");
+  EXPECT_EQ(p.calls, 2u);
+  EXPECT_EQ(p.bytes, 128 * KiB);
+  EXPECT_EQ(p.text, "reason not recorded (traces before format version 2)");
+  EXPECT_EQ(r.rewrite.staged_calls, 1u);
+  std::string text = render::render_text(r, {100, 10});
+  EXPECT_NE(text.find("reason not recorded (traces before format version 2): 2 copies, 128 KiB"), std::string::npos)
+      << text;
+}
+
+// What the event cannot hold comes from the notes: why the rewrite turned
+// itself off, how many contexts had a pool. A value this build does not know
+// is said as such.
+TEST_F(Rewrite, ReasonDetailsComeFromTheNotes) {
+  using Why = trace::PassthroughReason;
+  SyntheticTrace t;
+  t.notes.push_back(kEnabledNote);
+  t.notes.push_back("rewrite: pin disabled: pinning a staging buffer of 8388608 bytes failed (2); copies pass through");
+  t.notes.push_back("rewrite: pin: more than 16 contexts at once; copies in the others pass through");
+  passed(t.copy(Direction::HtoD, MemKind::Pageable, 32 * MiB, 9'000), Why::RewriteDisabled);
+  passed(t.copy(Direction::HtoD, MemKind::Pageable, 16 * MiB, 9'000), Why::NoPool);
+  t.copy(Direction::HtoD, MemKind::Pageable, 8 * MiB, 9'000).passthrough = 200;  // from a newer shim
+  analyses::Report r = analyses::analyze(load(t));
+  const auto& p = r.rewrite.passthrough_reasons;
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(p[0].text, "rewrite disabled (pinning a staging buffer of 8388608 bytes failed (2))");
+  EXPECT_EQ(p[1].text, "staging declined in its context (no pool: more than 16 contexts at once)");
+  EXPECT_EQ(p[2].reason, "unknown");
+  EXPECT_EQ(p[2].text, "a reason this cuxfer does not know (written by a newer one)");
+  // Without the notes, the line still says what is known.
+  SyntheticTrace bare;
+  bare.notes.push_back("rewrite: pin");
+  passed(bare.copy(Direction::HtoD, MemKind::Pageable, 32 * MiB, 9'000), Why::RewriteDisabled);
+  passed(bare.copy(Direction::HtoD, MemKind::Pageable, 64 * KiB, 9'000), Why::BelowThreshold);
+  analyses::Report b = analyses::analyze(load(bare));
+  ASSERT_EQ(b.rewrite.passthrough_reasons.size(), 2u);
+  EXPECT_EQ(b.rewrite.passthrough_reasons[0].text, "rewrite disabled (see the notes)");
+  EXPECT_EQ(b.rewrite.passthrough_reasons[1].text, "below the staging threshold (CUXFER_STAGE_MIN_H2D)");
+  EXPECT_FALSE(b.rewrite.passthrough_reasons[1].threshold_bytes);
 }
 
 TEST_F(Rewrite, StagedCopyJoinsAPinnedGpuRecord) {

@@ -1,6 +1,8 @@
 // The pinned rewrite's decision table (shim/rewrite/copy_decision.h), case
 // by case. The "sweep" cases are the cells of bench/pattern_sweep.cpp: what
 // the rewrite does with each, and why it is never slower than the driver.
+// Every decision that runs the app's call as made names its reason (what the
+// event records, and the report counts): each such branch is asserted with it.
 #include "rewrite/copy_decision.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +12,7 @@ namespace {
 
 using policy::Path;
 using trace::MemKind;
+using Why = trace::PassthroughReason;
 constexpr uint64_t KiB = 1024, MiB = 1024 * KiB;
 
 RewriteSettings pin() {
@@ -44,6 +47,13 @@ CopyDecision path(CopyPath p, Before b = Before::Nothing, bool wait = false) {
   return d;
 }
 
+// The app's call as made, for the reason `why`.
+CopyDecision passed(Why why, Before b = Before::Nothing) {
+  CopyDecision d = path(CopyPath::Original, b);
+  d.reason = why;
+  return d;
+}
+
 TEST(CopyDecision, UnclassifiedAsksForClassification) {
   CopyFacts f;
   f.bytes = MiB;
@@ -55,17 +65,25 @@ TEST(CopyDecision, PolicyAloneLeavesUnnamedSitesAloneWithoutClassifying) {
   s.rewrite_pin = false;
   CopyFacts f;
   f.bytes = MiB;
-  EXPECT_EQ(decide(f, s), path(CopyPath::Original));
+  EXPECT_EQ(decide(f, s), passed(Why::NotPolicySite));
   f.async = true;
   f.registrations_exist = true;  // another site's registration may lie under it
-  EXPECT_EQ(decide(f, s), path(CopyPath::Original, Before::Release));
+  EXPECT_EQ(decide(f, s), passed(Why::NotPolicySite, Before::Release));
+}
+
+TEST(CopyDecision, EmptyCopiesAreLeftAsMade) {
+  CopyFacts f;
+  EXPECT_EQ(decide(f, pin()), passed(Why::Empty));
+  f = copy(CopyWay::HtoD, 0, /*async=*/true);
+  f.registrations_exist = true;
+  EXPECT_EQ(decide(f, pin()), passed(Why::Empty));
 }
 
 TEST(CopyDecision, AppsOwnPinnedMemoryAndDeviceCopiesAreUntouched) {
   for (bool async : {false, true}) {
-    EXPECT_EQ(decide(copy(CopyWay::HtoD, 4 * KiB, async, MemKind::Pinned), pin()), path(CopyPath::Original));
-    EXPECT_EQ(decide(copy(CopyWay::DtoH, 64 * MiB, async, MemKind::Registered), pin()), path(CopyPath::Original));
-    EXPECT_EQ(decide(copy(CopyWay::Other, 64 * MiB, async), pin()), path(CopyPath::Original));
+    EXPECT_EQ(decide(copy(CopyWay::HtoD, 4 * KiB, async, MemKind::Pinned), pin()), passed(Why::NotPageable));
+    EXPECT_EQ(decide(copy(CopyWay::DtoH, 64 * MiB, async, MemKind::Registered), pin()), passed(Why::NotPageable));
+    EXPECT_EQ(decide(copy(CopyWay::Other, 64 * MiB, async), pin()), passed(Why::NotHostDevice));
   }
 }
 
@@ -74,8 +92,46 @@ TEST(CopyDecision, FirstSightCountsThenStagesAtTheThresholds) {
   EXPECT_TRUE(decide(f, pin()).count_reuse);
   f.reuse = ReuseVerdict::Wait;
   EXPECT_EQ(decide(f, pin()), path(CopyPath::Stage));
-  f.staging_declined = true;  // below the threshold, or no buffer: the driver's own path
-  EXPECT_EQ(decide(f, pin()), path(CopyPath::Original));
+  f.staging_declined = Why::NoFreeBuffer;  // no buffer free: the driver's own path, and why
+  EXPECT_EQ(decide(f, pin()), passed(Why::NoFreeBuffer));
+}
+
+// Each direction has its threshold (CUXFER_STAGE_MIN_H2D 8 MiB, _D2H 256 KiB
+// by default); below it the app's call runs as made, registering or not.
+TEST(CopyDecision, BelowTheStagingThresholdsTheCallIsLeftAsMade) {
+  for (bool registering : {true, false}) {
+    RewriteSettings s = pin();
+    s.registering = registering;
+    for (bool async : {false, true}) {
+      CopyFacts h = copy(CopyWay::HtoD, 8 * MiB - 1, async);
+      h.reuse = ReuseVerdict::Wait;
+      h.stream = StreamState::Idle;
+      EXPECT_EQ(decide(h, s), passed(Why::BelowThreshold)) << registering << async;
+      h.bytes = 8 * MiB;
+      EXPECT_EQ(decide(h, s), path(CopyPath::Stage)) << registering << async;
+      CopyFacts d = copy(CopyWay::DtoH, 256 * KiB - 1, async);
+      d.reuse = ReuseVerdict::Wait;
+      EXPECT_EQ(decide(d, s), passed(Why::BelowThreshold)) << registering << async;
+      d.bytes = 256 * KiB;
+      EXPECT_EQ(decide(d, s), path(CopyPath::Stage)) << registering << async;
+    }
+  }
+}
+
+// Whatever the staging path said when it declined is what the call records.
+TEST(CopyDecision, AStagingDeclineIsPassedOnAsTheReason) {
+  const Why declines[] = {Why::NoFreeBuffer, Why::NoPool,       Why::PoolGoing,       Why::NoContext,
+                          Why::RewriteDisabled, Why::ForkChild, Why::NoDriver,        Why::StagingFailed,
+                          Why::StreamCapturing, Why::NotPageable, Why::NotHostDevice, Why::BelowThreshold};
+  for (Why why : declines)
+    for (bool registering : {true, false}) {
+      RewriteSettings s = pin();
+      s.registering = registering;
+      CopyFacts f = copy(CopyWay::DtoH, 64 * MiB);
+      f.reuse = ReuseVerdict::Never;
+      f.staging_declined = why;
+      EXPECT_EQ(decide(f, s), passed(why)) << trace::to_string(why) << " registering=" << registering;
+    }
 }
 
 TEST(CopyDecision, SmallCopiesNeverCountTowardRegistration) {
@@ -83,9 +139,9 @@ TEST(CopyDecision, SmallCopiesNeverCountTowardRegistration) {
   CopyFacts f = copy(CopyWay::HtoD, 4 * KiB, /*async=*/true);
   CopyDecision d = decide(f, pin());
   EXPECT_FALSE(d.count_reuse);
-  EXPECT_EQ(d, path(CopyPath::Original));  // below the staging thresholds: the app's call, untouched
-  f.registrations_exist = true;            // ... guarded if another site's registration may lie under it
-  EXPECT_EQ(decide(f, pin()), path(CopyPath::Original, Before::Release));
+  EXPECT_EQ(d, passed(Why::BelowThreshold));  // below the staging thresholds: the app's call, untouched
+  f.registrations_exist = true;               // ... guarded if another site's registration may lie under it
+  EXPECT_EQ(decide(f, pin()), passed(Why::BelowThreshold, Before::Release));
 }
 
 TEST(CopyDecision, ReusedRangeIsRegisteredThenCopiedInPlace) {
@@ -118,7 +174,7 @@ TEST(CopyDecision, ReusedRangeIsRegisteredInTheBackgroundWhileThisCopyIsStaged) 
   EXPECT_NE(decide(async, s).before, Before::RegisterInBackground);
   CopyFacts declined = copy(CopyWay::DtoH, 4 * MiB);
   declined.reuse = ReuseVerdict::RegisterNow;
-  declined.staging_declined = true;
+  declined.staging_declined = Why::NoFreeBuffer;
   EXPECT_EQ(decide(declined, s), path(CopyPath::Original, Before::Register));
   // A policy's "register" entry: in place from this copy on, as asked (inline).
   CopyFacts asked = copy(CopyWay::HtoD, 16 * MiB);
@@ -131,8 +187,8 @@ TEST(CopyDecision, ReusedRangeIsRegisteredInTheBackgroundWhileThisCopyIsStaged) 
   pending.registrations_exist = true;
   pending.cover = Cover::Touches;
   EXPECT_EQ(decide(pending, s), path(CopyPath::StageAny));
-  pending.staging_declined = true;
-  EXPECT_EQ(decide(pending, s), path(CopyPath::Original, Before::Release));
+  pending.staging_declined = Why::NoFreeBuffer;
+  EXPECT_EQ(decide(pending, s), passed(Why::NoFreeBuffer, Before::Release));
 }
 
 TEST(CopyDecision, FailedRegistrationStages) {
@@ -174,12 +230,12 @@ TEST(CopyDecision, SmallAsyncH2DOnARegisteredRangeBouncesWithoutAskingTheStream)
   }
   // No bounce buffer free: DMA in place and wait, unless captured.
   CopyFacts f = covered(CopyWay::HtoD, 4 * KiB, true);
-  f.staging_declined = true;
+  f.staging_declined = Why::NoFreeBuffer;
   EXPECT_TRUE(decide(f, pin()).need_stream);
   f.stream = StreamState::Idle;
   EXPECT_EQ(decide(f, pin()), path(CopyPath::InPlace, Before::Nothing, true));
   f.stream = StreamState::Capturing;
-  EXPECT_EQ(decide(f, pin()), path(CopyPath::Original, Before::Release));
+  EXPECT_EQ(decide(f, pin()), passed(Why::StreamCapturing, Before::Release));
 }
 
 TEST(CopyDecision, LargeAsyncH2DOnARegisteredRange) {
@@ -192,8 +248,8 @@ TEST(CopyDecision, LargeAsyncH2DOnARegisteredRange) {
   // Busy stream and the staging pool full: never wait for the stream; the
   // app's own call on pageable memory again.
   CopyFacts full = covered(CopyWay::HtoD, 4 * MiB, true, StreamState::Busy);
-  full.staging_declined = true;
-  EXPECT_EQ(decide(full, pin()), path(CopyPath::Original, Before::Release));
+  full.staging_declined = Why::NoFreeBuffer;
+  EXPECT_EQ(decide(full, pin()), passed(Why::NoFreeBuffer, Before::Release));
 }
 
 TEST(CopyDecision, AsyncD2HOnARegisteredRangeWaitsLikeThePageableOriginal) {
@@ -201,7 +257,7 @@ TEST(CopyDecision, AsyncD2HOnARegisteredRangeWaitsLikeThePageableOriginal) {
     for (uint64_t n : {4 * KiB, 4 * MiB, 256 * MiB})
       EXPECT_EQ(decide(covered(CopyWay::DtoH, n, true, st), pin()), path(CopyPath::InPlace, Before::Nothing, true));
   EXPECT_EQ(decide(covered(CopyWay::DtoH, 4 * MiB, true, StreamState::Capturing), pin()),
-            path(CopyPath::Original, Before::Release));
+            passed(Why::StreamCapturing, Before::Release));
 }
 
 // While another thread captures a graph in global mode, a sync that has to
@@ -216,20 +272,20 @@ TEST(CopyDecision, BesideAGlobalCaptureCopiesLeaveTheStreamAsTheAppsCallWould) {
         f.registrations_exist = true;
         for (ReuseVerdict r : {ReuseVerdict::NotAsked, ReuseVerdict::RegisterNow}) {
           f.reuse = r;
-          EXPECT_EQ(decide(f, pin()), path(CopyPath::Original)) << n << " async=" << async;
+          EXPECT_EQ(decide(f, pin()), passed(Why::GlobalCapture)) << n << " async=" << async;
         }
         CopyFacts c = covered(w, n, async);
         c.global_capture = true;
         EXPECT_EQ(decide(c, pin()), path(CopyPath::InPlace, Before::Nothing, /*wait=*/async)) << n;
         c.cover = Cover::Touches;
-        EXPECT_EQ(decide(c, pin()), path(CopyPath::Original, Before::Release)) << n;
+        EXPECT_EQ(decide(c, pin()), passed(Why::GlobalCapture, Before::Release)) << n;
       }
   // Below the rewrite's thresholds and with registration off alike.
   RewriteSettings s = pin();
   s.registering = false;
   CopyFacts f = copy(CopyWay::HtoD, 64 * MiB, true);
   f.global_capture = true;
-  EXPECT_EQ(decide(f, s), path(CopyPath::Original));
+  EXPECT_EQ(decide(f, s), passed(Why::GlobalCapture));
 }
 
 // Once the process has captured in global mode, a capture may open between
@@ -240,10 +296,10 @@ TEST(CopyDecision, AfterAGlobalCaptureAsyncCopiesAreLeftAsMade) {
     for (uint64_t n : {4 * KiB, 4 * MiB, 64 * MiB}) {
       CopyFacts f = copy(w, n, /*async=*/true);
       f.global_capture_seen = true;
-      EXPECT_EQ(decide(f, pin()), path(CopyPath::Original)) << n;
+      EXPECT_EQ(decide(f, pin()), passed(Why::AfterGlobalCapture)) << n;
       CopyFacts c = covered(w, n, /*async=*/true, StreamState::Idle);
       c.global_capture_seen = true;
-      EXPECT_EQ(decide(c, pin()), path(CopyPath::Original, Before::Release)) << n;
+      EXPECT_EQ(decide(c, pin()), passed(Why::AfterGlobalCapture, Before::Release)) << n;
       CopyFacts sync = covered(w, n, /*async=*/false);
       sync.global_capture_seen = true;
       EXPECT_EQ(decide(sync, pin()), path(CopyPath::InPlace)) << n;
@@ -255,8 +311,8 @@ TEST(CopyDecision, PartlyRegisteredRangeIsStagedOrMadePageable) {
   f.registrations_exist = true;
   f.cover = Cover::Touches;
   EXPECT_EQ(decide(f, pin()), path(CopyPath::StageAny));
-  f.staging_declined = true;
-  EXPECT_EQ(decide(f, pin()), path(CopyPath::Original, Before::Release));
+  f.staging_declined = Why::NoPool;
+  EXPECT_EQ(decide(f, pin()), passed(Why::NoPool, Before::Release));
 }
 
 TEST(CopyDecision, RegisterOffOnlyStages) {
@@ -264,8 +320,13 @@ TEST(CopyDecision, RegisterOffOnlyStages) {
   s.registering = false;
   CopyFacts f = copy(CopyWay::DtoH, 64 * MiB);
   EXPECT_EQ(decide(f, s), path(CopyPath::Stage));
-  f.staging_declined = true;
-  EXPECT_EQ(decide(f, s), path(CopyPath::Original));
+  f.staging_declined = Why::PoolGoing;
+  EXPECT_EQ(decide(f, s), passed(Why::PoolGoing));
+  // A policy's passthrough stays the app's call there too.
+  f = copy(CopyWay::DtoH, 64 * MiB);
+  f.site_matched = true;
+  f.site_path = Path::Passthrough;
+  EXPECT_EQ(decide(f, s), passed(Why::PolicyPassthrough));
 }
 
 TEST(CopyDecision, PolicyEntries) {
@@ -273,11 +334,11 @@ TEST(CopyDecision, PolicyEntries) {
   CopyFacts f = copy(CopyWay::HtoD, 4 * KiB, true);
   f.site_matched = true;
   f.site_path = Path::Exclude;
-  EXPECT_EQ(decide(f, s), path(CopyPath::Original));
+  EXPECT_EQ(decide(f, s), passed(Why::PolicyExclude));
   f.site_path = Path::Stage;
   EXPECT_EQ(decide(f, s), path(CopyPath::StageAny));
-  f.staging_declined = true;
-  EXPECT_EQ(decide(f, s), path(CopyPath::Original));
+  f.staging_declined = Why::NoFreeBuffer;
+  EXPECT_EQ(decide(f, s), passed(Why::NoFreeBuffer));
   // register: counts even when small, and registers without waiting for reuse to pay.
   f = copy(CopyWay::HtoD, 4 * KiB);
   f.site_matched = true;
@@ -293,7 +354,7 @@ TEST(CopyDecision, PolicyEntries) {
   f.site_path = Path::Passthrough;
   EXPECT_TRUE(decide(f, s).count_reuse);
   f.reuse = ReuseVerdict::RegisterNow;
-  EXPECT_EQ(decide(f, s), path(CopyPath::Original));
+  EXPECT_EQ(decide(f, s), passed(Why::PolicyPassthrough));
 }
 
 // Every sweep cell ends in a path after a bounded number of steps, whatever
@@ -321,13 +382,18 @@ TEST(CopyDecision, EverySweepCellSettles) {
                   f.registrations_exist = true;
                   continue;
                 }
-                if ((d.path == CopyPath::Stage || d.path == CopyPath::StageAny) && declines && !f.staging_declined) {
-                  f.staging_declined = true;
+                if ((d.path == CopyPath::Stage || d.path == CopyPath::StageAny) && declines && !f.declined()) {
+                  f.staging_declined = Why::NoFreeBuffer;
                   continue;
                 }
                 break;
               }
               ASSERT_LT(steps, 8) << n;
+              // The app's call as made always says why; nothing else names a reason.
+              if (d.path == CopyPath::Original)
+                EXPECT_NE(d.reason, Why::None) << n << " bytes, declines=" << declines;
+              else
+                EXPECT_EQ(d.reason, Why::None) << n << " bytes, declines=" << declines;
               // A wait is only ever asked where the stream can be waited on.
               if (d.wait_after) {
                 EXPECT_NE(f.stream, StreamState::Capturing);

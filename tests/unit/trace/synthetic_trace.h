@@ -5,6 +5,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <utility>
 #include <optional>
 #include <string>
 #include <vector>
@@ -125,48 +129,56 @@ class SyntheticTrace {
     gpu_records.push_back(r);
   }
 
-  // Writes the trace; false (and the error in `error`) on failure.
-  bool write(const std::string& path, std::string* error = nullptr) const {
-    auto w = trace::TraceWriter::create(path, 0644, error);
-    if (!w) return false;
+  // The blocks write() writes, in order; events in the layout of `version`.
+  std::vector<std::pair<trace::BlockType, std::string>> blocks(uint32_t version = trace::kFormatVersion) const {
+    std::vector<std::pair<trace::BlockType, std::string>> out;
+    auto add_block = [&](trace::BlockType type, std::string payload) { out.emplace_back(type, std::move(payload)); };
     std::string buf;
     trace::encode(process, buf);
-    w->write_block(trace::BlockType::Process, buf);
+    add_block(trace::BlockType::Process, buf);
     buf.clear();
     trace::encode_strings(apis, buf);
-    w->write_block(trace::BlockType::ApiNames, buf);
+    add_block(trace::BlockType::ApiNames, buf);
     buf.clear();
     trace::encode(modules, buf);
-    w->write_block(trace::BlockType::Modules, buf);
+    add_block(trace::BlockType::Modules, buf);
     buf.clear();
     trace::encode(callsites, buf);
-    w->write_block(trace::BlockType::CallSites, buf);
+    add_block(trace::BlockType::CallSites, buf);
     if (!py_codes.empty()) {
       buf.clear();
       trace::encode(py_codes, buf);
-      w->write_block(trace::BlockType::PyCodes, buf);
+      add_block(trace::BlockType::PyCodes, buf);
     }
     for (size_t i = 0; i < events.size(); i += events_per_block) {
       size_t n = std::min(events_per_block, events.size() - i);
-      w->write_block(trace::BlockType::Events, events.data() + i, n * sizeof(trace::Event));
+      std::string payload(reinterpret_cast<const char*>(events.data() + i), n * sizeof(trace::Event));
+      // Version 1: bytes 60-63 were one int32 result (no passthrough reason).
+      if (version < 2)
+        for (size_t k = 0; k < n; ++k) {
+          const int32_t result = events[i + k].result;
+          std::memcpy(&payload[k * sizeof(trace::Event) + 60], &result, sizeof result);
+        }
+      add_block(trace::BlockType::Events, std::move(payload));
     }
     if (!gpu_records.empty())
-      w->write_block(trace::BlockType::GpuRecords, gpu_records.data(),
-                     gpu_records.size() * sizeof(trace::GpuRecord));
+      add_block(trace::BlockType::GpuRecords,
+                std::string(reinterpret_cast<const char*>(gpu_records.data()),
+                            gpu_records.size() * sizeof(trace::GpuRecord)));
     if (!notes.empty()) {
       buf.clear();
       trace::encode_strings(notes, buf);
-      w->write_block(trace::BlockType::Notes, buf);
+      add_block(trace::BlockType::Notes, buf);
     }
     if (handover) {
       buf.clear();
       trace::encode(*handover, buf);
-      w->write_block(trace::BlockType::CuptiHandover, buf);
+      add_block(trace::BlockType::CuptiHandover, buf);
     }
     if (!cupti_gate.empty()) {
       buf.clear();
       trace::encode(cupti_gate, buf);
-      w->write_block(trace::BlockType::CuptiGate, buf);
+      add_block(trace::BlockType::CuptiGate, buf);
     }
     if (write_status) {
       trace::Status s = status;
@@ -174,11 +186,48 @@ class SyntheticTrace {
       s.gpu_records_recorded = gpu_records.size();
       buf.clear();
       trace::encode(s, buf);
-      w->write_block(trace::BlockType::Status, buf);
+      add_block(trace::BlockType::Status, buf);
     }
-    if (write_end) w->write_block(trace::BlockType::End, "", 0);
+    if (write_end) add_block(trace::BlockType::End, "");
+    return out;
+  }
+
+  // Writes the trace; false (and the error in `error`) on failure.
+  bool write(const std::string& path, std::string* error = nullptr) const {
+    if (format_version != trace::kFormatVersion) return write_raw(path, error);
+    auto w = trace::TraceWriter::create(path, 0644, error);
+    if (!w) return false;
+    for (const auto& [type, payload] : blocks()) w->write_block(type, payload.data(), payload.size());
     if (w->failed() && error) *error = w->error();
     return !w->failed();
+  }
+
+  // Format version of the file write() makes: an older one is written as its
+  // writer wrote it (uncompressed blocks, that version's event layout).
+  uint32_t format_version = trace::kFormatVersion;
+
+ private:
+  bool write_raw(const std::string& path, std::string* error) const {
+    std::string out;
+    trace::FileHeader fh{};
+    std::copy(std::begin(trace::kFileMagic), std::end(trace::kFileMagic), fh.magic);
+    fh.version = format_version;
+    fh.header_bytes = sizeof fh;
+    out.append(reinterpret_cast<const char*>(&fh), sizeof fh);
+    for (const auto& [type, payload] : blocks(format_version)) {
+      trace::BlockHeader h{};
+      h.magic = trace::kBlockMagic;
+      h.type = static_cast<uint16_t>(type);
+      h.codec = static_cast<uint16_t>(trace::Codec::Raw);
+      h.raw_size = h.stored_size = static_cast<uint32_t>(payload.size());
+      h.header_check = trace::block_header_check(h);
+      out.append(reinterpret_cast<const char*>(&h), sizeof h);
+      out += payload;
+    }
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f.write(out.data(), static_cast<std::streamsize>(out.size()));
+    if (!f && error) *error = path + ": cannot write";
+    return static_cast<bool>(f);
   }
 };
 

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -45,8 +46,9 @@ class TraceFormat : public ::testing::Test {
     uint32_t s1 = t.site(0x401234);
     t.modules.push_back({0x400000, 0x400000, 0x500000, "/opt/app/train", "abcdef"});
     t.callsites.push_back({7, {0x401000, 0x402000, 0x403000}});
-    t.copy(Direction::HtoD, MemKind::Pageable, 1 << 20, 5000, false, s1);
-    t.copy(Direction::DtoH, MemKind::Pinned, 4096, 700, true, 7);
+    t.copy(Direction::HtoD, MemKind::Pageable, 1 << 20, 5000, false, s1).passthrough =
+        static_cast<uint8_t>(PassthroughReason::NoFreeBuffer);
+    t.copy(Direction::DtoH, MemKind::Pinned, 4096, 700, true, 7).result = 700;
     t.gpu(t.events.back(), 300);
     t.notes = {"note one", "note two"};
     t.status.cupti = CuptiState::Active;
@@ -98,6 +100,65 @@ TEST_F(TraceFormat, RoundTripKeepsEveryField) {
   EXPECT_EQ(r.cupti_handover.reason, t.handover->reason);
   EXPECT_EQ(r.api_name(r.events[0].api), std::string("cudaMemcpy"));
   EXPECT_EQ(r.api_name(999), std::string("?"));
+  EXPECT_EQ(r.format_version, kFormatVersion);
+  EXPECT_EQ(r.events[0].passthrough, static_cast<uint8_t>(PassthroughReason::NoFreeBuffer));
+  EXPECT_EQ(r.events[1].result, 700);
+}
+
+// A version 1 file (a 32-bit result where version 2 has a 16-bit one and the
+// rewrite's passthrough reason) reads into the current layout: every other
+// field as written, the result as its writer recorded it, no reason.
+TEST_F(TraceFormat, Version1EventsReadIntoTheCurrentLayout) {
+  SyntheticTrace t = sample();
+  t.format_version = 1;
+  t.events[0].result = -2;  // bytes 62-63 of a version 1 event: 0xffff, not a reason
+  ASSERT_TRUE(t.write(path("v1.trace")));
+  Trace r;
+  std::string error;
+  ASSERT_EQ(read_trace(path("v1.trace"), r, error), ReadStatus::Ok) << error;
+  EXPECT_TRUE(r.complete);
+  EXPECT_EQ(r.format_version, 1u);
+  ASSERT_EQ(r.events.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(std::memcmp(&r.events[i], &t.events[i], offsetof(Event, result)), 0) << i;
+    EXPECT_EQ(r.events[i].passthrough, static_cast<uint8_t>(PassthroughReason::None)) << i;
+    EXPECT_EQ(r.events[i].reserved, 0) << i;
+  }
+  EXPECT_EQ(r.events[0].result, -2);
+  EXPECT_EQ(r.events[1].result, 700);
+  EXPECT_EQ(r.notes, t.notes);
+}
+
+// A version 1 result outside 16 bits (no CUDA code is) is kept as the nearest
+// value that fits: a failure stays a failure.
+TEST_F(TraceFormat, Version1ResultOutside16BitsSaturates) {
+  SyntheticTrace t = sample();
+  t.format_version = 1;
+  ASSERT_TRUE(t.write(path("v1.trace")));
+  std::string data = slurp(path("v1.trace"));
+  size_t pos = sizeof(FileHeader);
+  size_t events = std::string::npos;
+  while (pos + sizeof(BlockHeader) <= data.size()) {
+    BlockHeader h;
+    std::memcpy(&h, data.data() + pos, sizeof h);
+    if (h.type == static_cast<uint16_t>(BlockType::Events)) events = pos + sizeof h;
+    pos += sizeof h + h.stored_size;
+  }
+  ASSERT_NE(events, std::string::npos);
+  const int32_t big = 100000, low = -70000;
+  std::memcpy(&data[events + 60], &big, sizeof big);
+  std::memcpy(&data[events + sizeof(Event) + 60], &low, sizeof low);
+  spit(path("v1.trace"), data);
+  Trace r;
+  std::string error;
+  ASSERT_EQ(read_trace(path("v1.trace"), r, error), ReadStatus::Ok) << error;
+  ASSERT_EQ(r.events.size(), 2u);
+  EXPECT_EQ(r.events[0].result, INT16_MAX);
+  EXPECT_EQ(r.events[1].result, INT16_MIN);
+  EXPECT_EQ(r.events[0].passthrough, 0);
+  EXPECT_EQ(record_result(5), 5);
+  EXPECT_EQ(record_result(999), 999);
+  EXPECT_EQ(record_result(1LL << 40), INT16_MAX);
 }
 
 TEST_F(TraceFormat, ManyEventBlocksConcatenate) {
@@ -252,7 +313,8 @@ TEST_F(TraceFormat, NewerVersionIsUnsupported) {
   Trace r;
   std::string error;
   EXPECT_EQ(read_trace(path("v.trace"), r, error), ReadStatus::Unsupported);
-  EXPECT_NE(error.find("version 2"), std::string::npos) << error;
+  EXPECT_NE(error.find("version " + std::to_string(kFormatVersion + 1)), std::string::npos) << error;
+  EXPECT_NE(error.find("reads version " + std::to_string(kFormatVersion)), std::string::npos) << error;
   EXPECT_NE(error.find("upgrade"), std::string::npos) << error;
   EXPECT_EQ(error.find('\n'), std::string::npos) << "one line: " << error;
 }
@@ -435,6 +497,11 @@ TEST(TraceEvent, NamesForEveryEnumValue) {
   EXPECT_STREQ(to_string(static_cast<Direction>(77)), "unknown");
   EXPECT_STREQ(to_string(MemKind::Registered), "registered");
   EXPECT_STREQ(to_string(EventKind::HostRegister), "host_register");
+  for (uint8_t v = 0; v < kPassthroughReasons; ++v)
+    EXPECT_STRNE(to_string(static_cast<PassthroughReason>(v)), "unknown") << int(v);
+  EXPECT_STREQ(to_string(PassthroughReason::None), "not_recorded");
+  EXPECT_STREQ(to_string(PassthroughReason::BelowThreshold), "below_threshold");
+  EXPECT_STREQ(to_string(static_cast<PassthroughReason>(kPassthroughReasons)), "unknown");
 }
 
 }  // namespace
