@@ -104,6 +104,12 @@ The pinned rewrite's gain
                  and under --rewrite=pin, two rounds
   torch-train    tests/gpu/frameworks/torch_train.py (DataLoader with workers) plain, observed,
                  rewritten and with PyTorch's profiler; H2D/D2H bytes per report
+  torch-pipeline the input pipeline (bench/run_torch_input_pipeline.sh): a DataLoader with 4 workers
+                 feeding 38.5 MB batches to a small conv net, plain, under --rewrite=pin, with
+                 pin_memory=True plain and rewritten, and the floor (the batch's memcpy at the
+                 staging threads' count), PIPE_ROUNDS (5) interleaved rounds; step and .to() times,
+                 rewritten .to() / floor (PIPE_MODES, PIPE_ARGS e.g. "--steps 200 --blocking",
+                 PIPE_TIMEOUT 540 s)
   tune           `cuxfer tune` on zc_params, zc_reread and pageable_pipeline, then the kept
                  policy checked by independent runs (APPS, REPS 3, MAX_RUNS 16, SKIP_FORCED)
   zero-copy      `cuxfer policy` on zc_params and the zero-copy path's step times and checksums
@@ -604,6 +610,13 @@ h2d=sum(c['bytes'] for c in j['classes'] if c['direction']=='H2D'); d2h=sum(c['b
 print('$d', 'processes', len(j['processes']), 'H2D', h2d, 'D2H', d2h, 'cupti', [p['cupti']['state'] if isinstance(p.get('cupti'),dict) else p.get('cupti_state') for p in j['processes']], 'rewrite', {k:j['rewrite'][k] for k in ('staged_calls','registered_calls')})"
   done
   "$CUX" report "$D/prof" | grep -iE "cupti|subscriber" | head -5
+}
+
+step_torch_pipeline() {
+  need_build || return 1
+  # shellcheck disable=SC2086  # PIPE_ARGS: the script's options
+  timeout "${PIPE_TIMEOUT:-540}" bash bench/run_torch_input_pipeline.sh --build-dir "$B" --rounds "${PIPE_ROUNDS:-5}" \
+    ${PIPE_MODES:+--modes "$PIPE_MODES"} -- ${PIPE_ARGS:-}
 }
 
 step_tune() {
