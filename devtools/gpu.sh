@@ -86,10 +86,13 @@ The pinned rewrite's gain
                  (2) interleaved rounds, GB/s per mode, direction and size (BW_MODES, default
                  "pinned pageable rewrite"; also observe, rewrite_nocupti; BW_ARGS, default
                  --mode=range 4, 32 and 60 MiB)
-  bw-pattern     devtools/probe_bwtest_pattern.cpp: bandwidthTest's pageable pattern, each copy
-                 timed, per BWP_VARIANTS (default "plain appreg rewrite rewrite_nocupti"; also
-                 pinned, pageable, collapse, huge, obs_appreg, obs_appreg_nocupti, rw_bare,
-                 rw_stageonly), BWP_ROUNDS (1), BWP_SIZES ("4M 32M 68M")
+  bw-pattern     bandwidthTest's pageable loop as our own benchmark (bench/run_sync_copy_pattern.sh
+                 --gpu): the loop on cudaMallocHost memory (the reference), pageable, under
+                 --rewrite=pin and --rewrite=pin --cupti=off, BWP_ROUNDS (3) interleaved rounds;
+                 GB/s, rewrite/reference and each buffer's first two copies per size and direction
+                 (BWP_SIZES "4M 32M 60M", BWP_MODES a comma list, default
+                 reference,pageable,rewrite,rewrite_nocupti; also observe, registered;
+                 BWP_TIMEOUT 540 s); the raw lines in raw.txt
   sweep          the never-slower pattern sweep, bench/run_pattern_sweep.sh, one round
                  (SWEEP_ROUND 1, SWEEP_MODES baseline,observe,rewrite, SWEEP_ARGS e.g.
                  "--max-size 4K", SWEEP_TIMEOUT 400 s)
@@ -101,6 +104,12 @@ The pinned rewrite's gain
                  and under --rewrite=pin, two rounds
   torch-train    tests/gpu/frameworks/torch_train.py (DataLoader with workers) plain, observed,
                  rewritten and with PyTorch's profiler; H2D/D2H bytes per report
+  torch-pipeline the input pipeline (bench/run_torch_input_pipeline.sh): a DataLoader with 4 workers
+                 feeding 38.5 MB batches to a small conv net, plain, under --rewrite=pin, with
+                 pin_memory=True plain and rewritten, and the floor (the batch's memcpy at the
+                 staging threads' count), PIPE_ROUNDS (5) interleaved rounds; step and .to() times,
+                 rewritten .to() / floor (PIPE_MODES, PIPE_ARGS e.g. "--steps 200 --blocking",
+                 PIPE_TIMEOUT 540 s)
   tune           `cuxfer tune` on zc_params, zc_reread and pageable_pipeline, then the kept
                  policy checked by independent runs (APPS, REPS 3, MAX_RUNS 16, SKIP_FORCED)
   zero-copy      `cuxfer policy` on zc_params and the zero-copy path's step times and checksums
@@ -531,30 +540,10 @@ PY
 }
 
 step_bw_pattern() {
-  need_build || return 1
-  g++ -O2 -std=c++17 -I/usr/local/cuda/include devtools/probe_bwtest_pattern.cpp -L/usr/local/cuda/lib64 -lcudart \
-    -Wl,-rpath,/usr/local/cuda/lib64 -o "$B/probe" || return 1
-  local round v sizes
-  read -r -a sizes <<<"${BWP_SIZES:-4M 32M 68M}"
-  mkdir -p /tmp/tr
-  for round in $(seq "${BWP_ROUNDS:-1}"); do
-    for v in ${BWP_VARIANTS:-plain appreg rewrite rewrite_nocupti}; do
-      echo "== $v"
-      case $v in
-        plain) timeout 200 "$B/probe" "${sizes[@]}" ;;
-        appreg) timeout 200 "$B/probe" --appreg "${sizes[@]}" ;;
-        pinned|pageable|collapse|huge) timeout 100 "$B/probe" --host "$v" "${sizes[@]}" ;;
-        rewrite) timeout 200 "$CUX" record -q -o /tmp/tr --rewrite=pin -- "$B/probe" "${sizes[@]}" ;;
-        rewrite_nocupti) timeout 200 "$CUX" record -q -o /tmp/tr --cupti=off --rewrite=pin -- "$B/probe" "${sizes[@]}" ;;
-        obs_appreg) timeout 100 "$CUX" record -q -o /tmp/tr -- "$B/probe" --host appreg "${sizes[@]}" ;;
-        obs_appreg_nocupti) timeout 100 "$CUX" record -q -o /tmp/tr --cupti=off -- "$B/probe" --host appreg "${sizes[@]}" ;;
-        rw_bare) CUXFER_FINGERPRINT=0 CUXFER_PYTHON_STACKS=0 timeout 100 "$CUX" record -q -o /tmp/tr --rewrite=pin \
-                   --cupti=off --no-stacks -- "$B/probe" "${sizes[@]}" ;;
-        rw_stageonly) CUXFER_REGISTER=off timeout 100 "$CUX" record -q -o /tmp/tr --rewrite=pin -- "$B/probe" "${sizes[@]}" ;;
-        *) echo "unknown BWP_VARIANTS entry: $v" ;;
-      esac 2>&1 | sed "s/^/$v /"
-    done
-  done 2>&1 | tee "$D/probe.log" | grep -E "==|size="
+  need_build "$B/bench/sync_copy_pattern" || return 1
+  timeout "${BWP_TIMEOUT:-540}" bash bench/run_sync_copy_pattern.sh --build-dir "$B" --gpu --rounds "${BWP_ROUNDS:-3}" \
+    --sizes "${BWP_SIZES:-4M 32M 60M}" --modes "${BWP_MODES:-reference,pageable,rewrite,rewrite_nocupti}" \
+    --raw "$D/raw.txt"
 }
 
 step_sweep() {
@@ -621,6 +610,13 @@ h2d=sum(c['bytes'] for c in j['classes'] if c['direction']=='H2D'); d2h=sum(c['b
 print('$d', 'processes', len(j['processes']), 'H2D', h2d, 'D2H', d2h, 'cupti', [p['cupti']['state'] if isinstance(p.get('cupti'),dict) else p.get('cupti_state') for p in j['processes']], 'rewrite', {k:j['rewrite'][k] for k in ('staged_calls','registered_calls')})"
   done
   "$CUX" report "$D/prof" | grep -iE "cupti|subscriber" | head -5
+}
+
+step_torch_pipeline() {
+  need_build || return 1
+  # shellcheck disable=SC2086  # PIPE_ARGS: the script's options
+  timeout "${PIPE_TIMEOUT:-540}" bash bench/run_torch_input_pipeline.sh --build-dir "$B" --rounds "${PIPE_ROUNDS:-5}" \
+    ${PIPE_MODES:+--modes "$PIPE_MODES"} -- ${PIPE_ARGS:-}
 }
 
 step_tune() {
