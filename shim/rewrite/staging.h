@@ -36,8 +36,8 @@ trace::PassthroughReason off_reason();
 trace::PassthroughReason try_stage(const CallDesc& d, int& result, bool any_size = false);
 
 // Starts filling the staging pool in the background for the current context
-// (once per process), so that the first copy that needs it finds it ready.
-// Cheap after the first call: one atomic load.
+// (once per context), so that the first copy that needs it finds it ready.
+// Cheap once every pool has its whole budget: two atomic loads.
 //   Whole:   all of the pool's budget (a copy that may need staging).
 //   OneCopy: the buffers one copy cycles through (the app's first device
 //            allocation): pinned before its first copy, off its thread, and

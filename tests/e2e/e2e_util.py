@@ -36,6 +36,27 @@ def recorded_python_app_args() -> argparse.Namespace:
     return ap.parse_args()
 
 
+def shim_app_args(doc: str) -> tuple[argparse.Namespace, list[str]]:
+    """--cuxfer B/bin/cuxfer --shim B/lib/libcuxfer.so --workdir DIR -- APP ARGS...: what a check that
+    records one test app is given. Returns the options and the app's command line."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cuxfer", required=True)
+    ap.add_argument("--shim", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("command", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    return a, command_after_dashes(a.command)
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """This environment without cuxfer's or the simulated driver's variables or a preload, with no machine
+    profile to read (the defaults' thresholds), plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CUXFER_", "SIMCUDA_")) and k != "LD_PRELOAD"}
+    env["CUXFER_PROFILE_DIR"] = "/nonexistent/cuxfer-test-profiles"
+    env.update(extra)
+    return env
+
+
 def site_markers(path: Path) -> dict[str, int]:
     """The lines of a test script marked `# site: TAG`, by tag (the lines a report must name)."""
     lines = {}

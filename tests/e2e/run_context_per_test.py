@@ -16,25 +16,16 @@ staging thresholds) and destroys it, as PyCUDA's test suite does. Under
 """
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import sys
 
-from e2e_util import command_after_dashes, fresh_dir, run_diagnosed, verdict
+from e2e_util import clean_env, fresh_dir, run_diagnosed, shim_app_args, verdict
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cuxfer", required=True)
-    ap.add_argument("--shim", required=True)
-    ap.add_argument("--workdir", required=True)
-    ap.add_argument("command", nargs=argparse.REMAINDER)
-    a = ap.parse_args()
-    app = command_after_dashes(a.command)
+    a, app = shim_app_args(__doc__)
     work = fresh_dir(a.workdir)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CUXFER_") and k != "LD_PRELOAD"}
-    env["CUXFER_PROFILE_DIR"] = "/nonexistent/cuxfer-test-profiles"
+    env = clean_env()
     plain = run_diagnosed(app, 120, env=env)
     if plain.returncode == 77:
         print(plain.stdout)

@@ -20,12 +20,10 @@ in the HTML report's rewrite section. The app checks every byte it moved.
 """
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import sys
 
-from e2e_util import command_after_dashes, fresh_dir, run_diagnosed, verdict
+from e2e_util import clean_env, fresh_dir, run_diagnosed, shim_app_args, verdict
 from expectations import parse_size
 
 MIB = 1 << 20
@@ -38,18 +36,11 @@ def copies(n: int) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cuxfer", required=True)
-    ap.add_argument("--shim", required=True)
-    ap.add_argument("--workdir", required=True)
-    ap.add_argument("command", nargs=argparse.REMAINDER)
-    a = ap.parse_args()
-    app = command_after_dashes(a.command)
+    a, app = shim_app_args(__doc__)
     args = app[1:] + ["3", "64K", "8M"][len(app) - 1:]
     n, small, big = int(args[0]), parse_size(args[1]), parse_size(args[2])
     work = fresh_dir(a.workdir)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CUXFER_", "SIMCUDA_")) and k != "LD_PRELOAD"}
-    env["CUXFER_PROFILE_DIR"] = "/nonexistent/cuxfer-test-profiles"  # the shim's default thresholds
+    env = clean_env()  # the shim's default thresholds
     plain = run_diagnosed(app, 120, env=env)
     if plain.returncode == 77:
         print(plain.stdout)

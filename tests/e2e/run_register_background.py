@@ -20,27 +20,17 @@ matter. Checked, from the run and `cuxfer export --sqlite`:
 """
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import sqlite3
 import sys
 
-from e2e_util import command_after_dashes, fresh_dir, run_diagnosed, verdict
+from e2e_util import clean_env, fresh_dir, run_diagnosed, shim_app_args, verdict
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cuxfer", required=True)
-    ap.add_argument("--shim", required=True)
-    ap.add_argument("--workdir", required=True)
-    ap.add_argument("command", nargs=argparse.REMAINDER)
-    a = ap.parse_args()
-    app = command_after_dashes(a.command)
+    a, app = shim_app_args(__doc__)
     work = fresh_dir(a.workdir)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CUXFER_") and k != "LD_PRELOAD"}
-    env["CUXFER_PROFILE_DIR"] = "/nonexistent/cuxfer-test-profiles"
-    env["SIMCUDA_REGISTER_US_PER_MIB"] = "2000"
+    env = clean_env(SIMCUDA_REGISTER_US_PER_MIB="2000")
     plain = run_diagnosed(app, 120, env=env)
     if plain.returncode == 77:
         print(plain.stdout)
