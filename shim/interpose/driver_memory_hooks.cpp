@@ -14,6 +14,8 @@
 #include "memory/pointer_classifier.h"
 #include "core/config.h"
 #include "rewrite/staging.h"
+#include "rewrite/capture_watch.h"
+#include "record/cupti_warmup.h"
 
 using namespace cuxfer::shim;
 using cuxfer::trace::EventKind;
@@ -48,8 +50,10 @@ uint64_t forget(uint64_t address) { return forget_app_range(address); }
 uint64_t address_of(const CUdeviceptr* p) { return *p; }
 uint64_t address_of(void* const* p) { return reinterpret_cast<uint64_t>(*p); }
 
+// `first_use`: a synchronous device allocation, where the context's first
+// CUPTI record may be made ahead of the app's first copy (cupti_warmup.h).
 template <typename R, typename P>
-auto on_alloc(const P* out, uint64_t bytes, MemKind kind) {
+auto on_alloc(const P* out, uint64_t bytes, MemKind kind, bool first_use = false) {
   return [=](R r, cuxfer::trace::Event* e) {
     if (r != 0 || !out) return;
     uint64_t address = address_of(out);
@@ -61,6 +65,7 @@ auto on_alloc(const P* out, uint64_t bytes, MemKind kind) {
     // context's first copy.
     if (kind == MemKind::Device && prewarm_min_bytes() && bytes >= prewarm_min_bytes())
       rewrite::staging_prewarm(rewrite::Prewarm::OneCopy);
+    if (first_use && !thread_state().mapped) warm_cupti_records(rewrite::global_capture_open());
     if (e) {
       e->address = address;
       e->bytes = bytes;
@@ -97,7 +102,7 @@ CUXFER_DRIVER_HOOK_BEGIN(cuMemAlloc_v2, (CUdeviceptr* p, size_t n))
                                }
                                return real(p, n);
                              },
-                             on_alloc<CUresult>(p, n, MemKind::Device));
+                             on_alloc<CUresult>(p, n, MemKind::Device, /*first_use=*/true));
 }
 
 CUXFER_DRIVER_HOOK_BEGIN(cuMemAllocPitch_v2, (CUdeviceptr* p, size_t* pitch, size_t w, size_t h, unsigned int elem))
@@ -106,7 +111,7 @@ CUXFER_DRIVER_HOOK_BEGIN(cuMemAllocPitch_v2, (CUdeviceptr* p, size_t* pitch, siz
       CUXFER_CALLER, [&] { return real(p, pitch, w, h, elem); },
       [&](CUresult r, cuxfer::trace::Event* e) {
         if (r != CUDA_SUCCESS || !p || !pitch) return;
-        on_alloc<CUresult>(p, static_cast<uint64_t>(*pitch) * h, MemKind::Device)(r, e);
+        on_alloc<CUresult>(p, static_cast<uint64_t>(*pitch) * h, MemKind::Device, /*first_use=*/true)(r, e);
       });
 }
 

@@ -31,6 +31,8 @@ struct CuptiApi {
   decltype(&cuptiGetResultString) result_string = nullptr;
   decltype(&cuptiActivityConfigureUnifiedMemoryCounter) configure_um = nullptr;
   decltype(&cuptiFinalize) finalize = nullptr;
+  decltype(&cuptiGetContextId) context_id = nullptr;
+  decltype(&cuptiGetStreamIdEx) stream_id = nullptr;
 };
 CuptiApi g_api;
 
@@ -151,6 +153,8 @@ bool CuptiCollector::start(const std::vector<CuptiCandidate>& candidates, std::s
   load(lib, "cuptiActivityRegisterTimestampCallback", g_api.register_timestamp);
   load(lib, "cuptiActivityConfigureUnifiedMemoryCounter", g_api.configure_um);
   load(lib, "cuptiFinalize", g_api.finalize);
+  load(lib, "cuptiGetContextId", g_api.context_id);
+  load(lib, "cuptiGetStreamIdEx", g_api.stream_id);
   if (!ok) {
     reason = "libcupti lacks the activity API cuxfer needs (too old?)";
     return false;
@@ -320,6 +324,29 @@ void CuptiCollector::flush(bool forced) {
   if (active() && !detached()) g_api.flush_all(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 }
 
+bool CuptiCollector::ignore_stream_of(CUctx_st* ctx, CUstream_st* stream) {
+  if (!g_api.context_id || !g_api.stream_id) return false;
+  uint32_t context_id = 0, stream_id = 0;
+  if (g_api.context_id(ctx, &context_id) != CUPTI_SUCCESS ||
+      g_api.stream_id(ctx, stream, 0, &stream_id) != CUPTI_SUCCESS)
+    return false;
+  const uint32_t slot = ignored_count_.load(std::memory_order_acquire);
+  if (slot >= kMaxIgnored) return false;
+  // One warm-up at a time (cupti_warmup.cpp claims its context first): the
+  // slot is ours; published before the count that makes it visible.
+  ignored_[slot].store((uint64_t{context_id} << 32) | stream_id, std::memory_order_release);
+  ignored_count_.store(slot + 1, std::memory_order_release);
+  return true;
+}
+
+bool CuptiCollector::ignored(uint32_t context_id, uint32_t stream_id) const {
+  const uint32_t n = ignored_count_.load(std::memory_order_acquire);
+  const uint64_t key = (uint64_t{context_id} << 32) | stream_id;
+  for (uint32_t i = 0; i < n; ++i)
+    if (ignored_[i].load(std::memory_order_acquire) == key) return true;
+  return false;
+}
+
 void CuptiCollector::consume_buffer(uint8_t* buffer, size_t valid) {
   std::vector<trace::GpuRecord> got;
   CUpti_Activity* rec = nullptr;
@@ -328,6 +355,10 @@ void CuptiCollector::consume_buffer(uint8_t* buffer, size_t valid) {
     switch (rec->kind) {
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(rec);
+        if (ignored(m->contextId, m->streamId)) {
+          ignored_records_.fetch_add(1, std::memory_order_relaxed);
+          continue;
+        }
         g = common_fields(*m, trace::GpuRecordKind::Memcpy);
         g.cupti_copy_kind = m->copyKind;
         g.src_kind = static_cast<uint8_t>(map_kind(m->srcKind));

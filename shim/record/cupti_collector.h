@@ -13,6 +13,11 @@
 #include "core/bounded_lock.h"
 #include "core/ranked_lock.h"
 #include "record/cupti_locate.h"
+
+// The driver's handle types (cuda.h: CUcontext, CUstream), without cuda.h:
+// its declarations and cupti.h's cannot meet in one translation unit here.
+struct CUctx_st;
+struct CUstream_st;
 #include "trace/event.h"
 
 namespace cuxfer::shim {
@@ -51,6 +56,14 @@ class CuptiCollector {
   // Returns true when CUPTI was detached by this call.
   bool detach();
   bool detached() const { return detached_.load(std::memory_order_acquire); }
+
+  // The shim's own warm-up copies (record/cupti_warmup.h): their memcpy
+  // records are dropped as they arrive, by CUPTI's ids of the warm-up's
+  // context and stream. `ignore_stream_of` looks the ids up (false when this
+  // libcupti cannot: the caller then makes no warm-up copy) and adds them.
+  bool ignore_stream_of(CUctx_st* ctx, CUstream_st* stream);
+  // Warm-up records dropped so far.
+  uint64_t ignored_records() const { return ignored_records_.load(std::memory_order_relaxed); }
 
   // Ask CUPTI to hand over completed buffers (forced: also the partial ones).
   void flush(bool forced);
@@ -114,6 +127,13 @@ class CuptiCollector {
 
   // Whether CUPTI is in use lives on the hot line (g_hot_line.cupti_active): every recorded copy reads it.
   std::atomic<uint64_t> incomplete_{0};
+  // (context id << 32 | stream id) of the warm-up streams; lock-free, a
+  // handful at most (one per context, kMaxIgnored in all).
+  static constexpr size_t kMaxIgnored = 16;
+  std::atomic<uint64_t> ignored_[kMaxIgnored] = {};
+  std::atomic<uint32_t> ignored_count_{0};
+  std::atomic<uint64_t> ignored_records_{0};
+  bool ignored(uint32_t context_id, uint32_t stream_id) const;
   std::atomic<bool> detached_{false};  // ours, but cuptiFinalize'd until the records are wanted again
   void* lib_ = nullptr;                 // our dlopen handle of libcupti
   std::string library_, library_why_;   // its path, and why there

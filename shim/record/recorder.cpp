@@ -28,6 +28,7 @@
 #include "memory/pointer_classifier.h"
 #include "python/python_stack.h"
 #include "record/cupti_collector.h"
+#include "record/cupti_warmup.h"
 #include "record/cupti_locate.h"
 #include "record/hook_time.h"
 #include "record/nvtx_ranges.h"
@@ -824,6 +825,14 @@ void Recorder::finish_trace() {
   if (cupti_detaches_ > 0) {
     std::lock_guard<RankedMutex> lock(session_mutex_);
     notes_.push_back(cupti_detach_summary());
+  }
+  if (const unsigned n = cupti_warmups()) {
+    std::lock_guard<RankedMutex> lock(session_mutex_);
+    notes_.push_back("cupti: " + std::to_string(n) +
+                     (n == 1 ? " context's" : " contexts'") +
+                     " first GPU record made by the shim at the first device allocation (a 4-byte copy of its "
+                     "own, not recorded), so that CUPTI's setup is not paid inside the app's first copy; " +
+                     std::to_string(CuptiCollector::instance().ignored_records()) + " such record(s) left out");
   }
   if (const uint64_t n = CuptiCollector::instance().incomplete_records()) {
     std::lock_guard<RankedMutex> lock(session_mutex_);

@@ -197,18 +197,44 @@ void complete_in_background(const RegistrationCache::Reservation& res) {
   account_registration(s, r, res.result.begin, res.result.end, t0, t1);
 }
 
-// Reserves [begin, end) and hands its registration to the background
-// registrar. False when nothing was reserved (no room, or the range busy);
-// when the registrar cannot take it, it is completed here, inline.
-bool register_in_background(State& s, uint64_t begin, uint64_t end) {
-  const RegistrationCache::Reservation res = s.cache.reserve(begin, end);
-  if (!res.ok) return false;
-  const DriverCalls* d = driver_calls();
-  CUcontext ctx = nullptr;
-  if (d) d->ctx_get_current(&ctx);
-  if (!submit_registration(res, ctx, complete_in_background)) complete_in_background(res);
-  return true;
-}
+// A range reserved for registration by the copy that proved it reused,
+// handed to the background registrar when that copy's own work here is
+// done (when the executor returns: after a staged copy, before the app's own
+// call). Started before a staged copy, the driver call (cuMemHostRegister
+// holds the driver's lock, ~0.05 ms per MiB) delayed every chunk's DMA
+// call: on an H100 the second copy of a 32 MiB buffer took 5.1 ms staged
+// beside it, 1.5 ms staged alone (bandwidthTest's pattern,
+// docs/benchmarks.md). When the registrar cannot take it, it is completed
+// there, inline.
+class DeferredRegistration {
+ public:
+  explicit DeferredRegistration(ThreadState& ts) : ts_(ts) {}
+  // Reserves [begin, end). False when nothing was reserved (no room, or the
+  // range busy).
+  bool reserve(State& s, uint64_t begin, uint64_t end) {
+    if (held_) return false;  // one per copy
+    res_ = s.cache.reserve(begin, end);
+    if (!res_.ok) return false;
+    const DriverCalls* d = driver_calls();
+    if (d) d->ctx_get_current(&ctx_);
+    held_ = true;
+    return true;
+  }
+  ~DeferredRegistration() {
+    if (!held_) return;
+    ++ts_.internal;
+    if (!submit_registration(res_, ctx_, complete_in_background)) complete_in_background(res_);
+    --ts_.internal;
+  }
+  DeferredRegistration(const DeferredRegistration&) = delete;
+  DeferredRegistration& operator=(const DeferredRegistration&) = delete;
+
+ private:
+  ThreadState& ts_;
+  RegistrationCache::Reservation res_{};
+  CUcontext ctx_ = nullptr;
+  bool held_ = false;
+};
 
 bool host_kind(MemKind k) { return k == MemKind::Pageable || k == MemKind::Pinned || k == MemKind::Registered; }
 
@@ -309,6 +335,7 @@ Action try_rewrite(const CallDesc& desc, int& result) {
   const DriverCalls* d = nullptr;
   uint64_t host = 0;
   uint64_t reg_begin = 0, reg_end = 0;
+  DeferredRegistration deferred(ts);  // submitted as this function returns
   for (int round = 0; round < 8; ++round) {
     const CopyDecision k = decide(f, settings);
     if (k.need_classify) {
@@ -329,9 +356,7 @@ Action try_rewrite(const CallDesc& desc, int& result) {
       continue;
     }
     if (k.before == Before::RegisterInBackground) {
-      ++ts.internal;
-      const bool queued = s && reg_end > reg_begin && register_in_background(*s, reg_begin, reg_end);
-      --ts.internal;
+      const bool queued = s && reg_end > reg_begin && deferred.reserve(*s, reg_begin, reg_end);
       if (!queued) {
         f.registration_failed = true;
         continue;

@@ -8,7 +8,9 @@ Runs the app in each variant:
            launcher has no --rewrite option)
 Every variant must exit 0; the record variants must write a trace that `cuxfer report --json`
 reads. With --checksum, every variant must print a line `checksum=<hex>` and all of them
-must print the same one: the rewrite may change speed, never data.
+must print the same one: the rewrite may change speed, never data. With --not-fewer KEY,
+every variant must print `KEY=<hex>`, a set of bits (e.g. which calls returned without
+waiting), and hold every bit the plain run holds: the shim may add to it, never take away.
 
 Exit status: 0 pass, 1 fail, 77 skip (the app printed "no GPU" and exited 77, or no driver).
 
@@ -54,6 +56,8 @@ def main() -> int:
     ap.add_argument("--tier", choices=["sim", "gpu"], default="sim")
     ap.add_argument("--variants", default="plain,record,rewrite", help="comma list of plain, record, rewrite")
     ap.add_argument("--checksum", action="store_true", help="all variants must print the same checksum=<hex>")
+    ap.add_argument("--not-fewer", metavar="KEY",
+                    help="every variant's KEY=<hex> bit set must contain the plain run's")
     ap.add_argument("--workdir", help="output directory (recreated); default: a fresh temporary one")
     ap.add_argument("--timeout", type=int, default=540, help="seconds per run")
     ap.add_argument("command", nargs=argparse.REMAINDER, help="-- APP [ARGS...]")
@@ -77,6 +81,8 @@ def main() -> int:
     option = has_rewrite_option(a.cuxfer)
     failures: list[str] = []
     sums: dict[str, str] = {}
+    masks: dict[str, int] = {}
+    mask_re = re.compile(re.escape(a.not_fewer) + r"=([0-9a-fA-F]+)") if a.not_fewer else None
     for variant in a.variants.split(","):
         env = dict(os.environ)
         # Hermetic: a machine profile of the developer's own (cuxfer calibrate) would
@@ -119,6 +125,12 @@ def main() -> int:
                 failures.append(f"{variant}: no checksum=<hex> line")
             else:
                 sums[variant] = m[-1].lower()
+        if mask_re:
+            m = mask_re.findall(p.stdout)
+            if not m:
+                failures.append(f"{variant}: no {a.not_fewer}=<hex> line")
+            else:
+                masks[variant] = int(m[-1], 16)
         if variant != "plain":
             traces = find_traces(vdir)
             if not traces:
@@ -130,6 +142,12 @@ def main() -> int:
                     failures.append(f"{variant}: cuxfer report --json failed ({r.returncode}): {r.stderr.strip()}")
     if a.checksum and len(set(sums.values())) > 1:
         failures.append("checksums differ: " + ", ".join(f"{k}={v}" for k, v in sums.items()))
+    if mask_re and "plain" in masks:
+        for variant, bits in masks.items():
+            lost = masks["plain"] & ~bits
+            if lost:
+                failures.append(f"{variant}: {a.not_fewer}={bits:x} lacks bits {lost:x} of the plain run's "
+                                f"{masks['plain']:x}")
     if failures:
         print(f"FAIL: {os.path.basename(cmd[0])}, output in {out}")
         for f in failures:
