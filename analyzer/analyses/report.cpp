@@ -71,6 +71,23 @@ const ProcessSummary* command_process(const std::vector<ProcessSummary>& ps) {
   return best;
 }
 
+namespace {
+// The staged copies as they would run from memory pinned at the source
+// (RewriteTotals::staged_if_pinned_ns says how it is estimated).
+void estimate_pinned_at_source(RewriteTotals& rw, const Thresholds& t) {
+  if (rw.staged_calls == 0) return;
+  double ns = static_cast<double>(rw.staged_async_calls) * static_cast<double>(t.nominal_async_return_ns);
+  for (int dir = 0; dir < 2; ++dir) {
+    if (rw.staged_sync_calls[dir] == 0) continue;
+    const uint64_t mean = rw.staged_sync_bytes[dir] / rw.staged_sync_calls[dir];
+    const double gbps = t.profile ? t.profile->pinned_gbps(dir, mean) : t.nominal_pinned_gbps;
+    if (gbps > 0) ns += static_cast<double>(rw.staged_sync_bytes[dir]) / gbps;  // bytes / (GB/s) = ns
+  }
+  rw.staged_if_pinned_ns = static_cast<uint64_t>(ns);
+  rw.pinned_basis = t.profile ? "this machine's profile" : fmt::format("nominal {:.0f} GB/s", t.nominal_pinned_gbps);
+}
+}  // namespace
+
 Report analyze(const model::Job& job, const Thresholds& thresholds) {
   // One pass over the calls for every part (tally.h says why).
   JobTally tally = tally_calls(job, thresholds);
@@ -102,6 +119,7 @@ Report analyze(const model::Job& job, const Thresholds& thresholds) {
   r.apis = api_totals(job, tally);
   r.pageable_share = tally.pageable;
   r.rewrite = rewrite_totals(job, tally);
+  estimate_pinned_at_source(r.rewrite, thresholds);
   r.calls_without_site = tally.calls_without_site;
   r.callsites = callsite_totals(job, tally);
   r.locations = location_totals(r.callsites, tally);

@@ -106,6 +106,16 @@ struct PassthroughReasonTotals {
 struct RewriteTotals {
   bool active = false;  // some process ran with the rewrite on (its note, a staged copy or the pool)
   uint64_t staged_calls = 0, staged_bytes = 0;          // through the shim's pinned staging pool
+  // What pinning at the source would bring beyond the rewrite (PyTorch's
+  // pin_memory=True, cudaHostAlloc): the staged copies' time in the app's
+  // calls, and an estimate of the same copies from pinned memory: async ones
+  // return once queued (Thresholds::nominal_async_return_ns each), sync ones
+  // move their bytes at the pinned bandwidth (the machine profile's at their
+  // mean size, else the nominal figure). `pinned_basis` says which.
+  uint64_t staged_cpu_ns = 0, staged_async_calls = 0;
+  uint64_t staged_sync_bytes[2] = {0, 0}, staged_sync_calls[2] = {0, 0};  // 0 H2D, 1 D2H
+  uint64_t staged_if_pinned_ns = 0;
+  std::string pinned_basis;
   uint64_t registered_calls = 0, registered_bytes = 0;  // through in-place registration
   // H2D/D2H copies with a pageable host side that neither: left as made.
   uint64_t passthrough_pageable_calls = 0, passthrough_pageable_bytes = 0;

@@ -47,6 +47,11 @@ struct ProcessTally {
   uint64_t copies = 0, bytes = 0, cpu_blocked_ns = 0, failed_copies = 0;
   bool rewrote = false;  // a staged or registered copy
   uint64_t staged_calls = 0, staged_bytes = 0, registered_calls = 0, registered_bytes = 0;
+  // The staged copies' time in the app's calls, and what decides their cost
+  // from memory pinned at the source: async calls (they would return once
+  // queued) and the synchronous ones' bytes and calls per direction (0 H2D, 1 D2H).
+  uint64_t staged_cpu_ns = 0, staged_async_calls = 0;
+  uint64_t staged_sync_bytes[2] = {0, 0}, staged_sync_calls[2] = {0, 0};
   uint64_t passthrough_pageable_calls = 0, passthrough_pageable_bytes = 0;
   ReasonCounts passthrough_reasons{};  // the passthrough pageable copies, per reason
   uint64_t zero_copy_calls = 0, zero_copy_bytes = 0;  // a side is a zero-copy (mapped) buffer

@@ -118,6 +118,14 @@ void add_process_copy(ProcessTally& p, const model::Call& c) {
   } else if (c.staged()) {
     ++p.staged_calls;
     p.staged_bytes += c.bytes();
+    p.staged_cpu_ns += c.cpu_ns();
+    if (c.async()) {
+      ++p.staged_async_calls;
+    } else {
+      const int dir = c.cls.direction == Direction::DtoH ? 1 : 0;
+      p.staged_sync_bytes[dir] += c.bytes();
+      ++p.staged_sync_calls[dir];
+    }
   } else if (c.registered()) {
     ++p.registered_calls;
     p.registered_bytes += c.bytes();
@@ -344,6 +352,12 @@ RewriteTotals rewrite_totals(const model::Job& job, const JobTally& tally) {
     r.staged_bytes += p.staged_bytes;
     r.registered_calls += p.registered_calls;
     r.registered_bytes += p.registered_bytes;
+    r.staged_cpu_ns += p.staged_cpu_ns;
+    r.staged_async_calls += p.staged_async_calls;
+    for (int dir = 0; dir < 2; ++dir) {
+      r.staged_sync_bytes[dir] += p.staged_sync_bytes[dir];
+      r.staged_sync_calls[dir] += p.staged_sync_calls[dir];
+    }
     r.passthrough_pageable_calls += p.passthrough_pageable_calls;
     r.passthrough_pageable_bytes += p.passthrough_pageable_bytes;
     r.zero_copy_calls += p.zero_copy_calls;

@@ -195,6 +195,25 @@ TEST_F(Rewrite, JsonHasRewriteTotalsAndPerClassStaging) {
   for (const auto& a : j["apis"]) EXPECT_NE(a["name"], "cuxfer:staging_pool");
 }
 
+// Staged copies: 1 MiB H2D x 3 (90 us each, the third async), 4 MiB D2H x 2
+// (300 us each). From pinned memory (nominal 50 GB/s, async returns in 3 us):
+// 10 MiB synchronous = 209,715 ns, plus 3,000 ns: 212,715 ns of 870 us.
+TEST_F(Rewrite, SaysWhatPinningAtTheSourceWouldBringBeyondStaging) {
+  const analyses::Report r = analyses::analyze(load(rewritten_trace()));
+  EXPECT_EQ(r.rewrite.staged_cpu_ns, 870'000u);
+  EXPECT_EQ(r.rewrite.staged_async_calls, 1u);
+  EXPECT_EQ(r.rewrite.staged_sync_bytes[0], 2 * MiB);
+  EXPECT_EQ(r.rewrite.staged_sync_bytes[1], 8 * MiB);
+  EXPECT_EQ(r.rewrite.staged_if_pinned_ns, 212'715u);
+  EXPECT_EQ(r.rewrite.pinned_basis, "nominal 50 GB/s");
+  const std::string text = render::render_text(r, {100, 10});
+  EXPECT_NE(text.find("pinned at the source"), std::string::npos) << text;
+  EXPECT_NE(text.find("would take about 213 us instead of 870 us"), std::string::npos) << text;
+  json j = json::parse(render::render_json(r, {}));
+  EXPECT_EQ(j["rewrite"]["staged_cpu_ns"], 870'000);
+  EXPECT_EQ(j["rewrite"]["staged_if_pinned_at_source_ns"], 212'715);
+}
+
 TEST_F(Rewrite, JsonWithoutRewriteIsAllZero) {
   SyntheticTrace t;
   t.copy(Direction::HtoD, MemKind::Pageable, MiB, 90'000);
