@@ -205,7 +205,9 @@ void complete_in_background(const RegistrationCache::Reservation& res) {
 // call: on an H100 the second copy of a 32 MiB buffer took 5.1 ms staged
 // beside it, 1.5 ms staged alone (bandwidthTest's pattern,
 // docs/benchmarks.md). When the registrar cannot take it, it is completed
-// there, inline.
+// there, inline. It is handed over before anything that may wait for the
+// range to settle (making it pageable again waits for its registration):
+// held back then, it would wait for itself.
 class DeferredRegistration {
  public:
   explicit DeferredRegistration(ThreadState& ts) : ts_(ts) {}
@@ -220,12 +222,15 @@ class DeferredRegistration {
     held_ = true;
     return true;
   }
-  ~DeferredRegistration() {
+  // Hands the reservation to the registrar (or completes it here); once.
+  void submit() {
     if (!held_) return;
+    held_ = false;
     ++ts_.internal;
     if (!submit_registration(res_, ctx_, complete_in_background)) complete_in_background(res_);
     --ts_.internal;
   }
+  ~DeferredRegistration() { submit(); }
   DeferredRegistration(const DeferredRegistration&) = delete;
   DeferredRegistration& operator=(const DeferredRegistration&) = delete;
 
@@ -376,6 +381,7 @@ Action try_rewrite(const CallDesc& desc, int& result) {
       continue;
     }
     if (k.before == Before::Release) {
+      deferred.submit();  // the release below waits for it
       if (k.path == CopyPath::Original && host == 0) before_passthrough(desc);  // not classified: every side
       else release_range(host, desc.bytes);
     }
@@ -383,6 +389,7 @@ Action try_rewrite(const CallDesc& desc, int& result) {
       case CopyPath::Stage:
       case CopyPath::StageAny: {
         const trace::PassthroughReason declined = stage_capture_safe(desc, result, k.path == CopyPath::StageAny);
+        deferred.submit();  // this copy's own work is done (or declined)
         if (declined == trace::PassthroughReason::None) {
           ts.pending.flags |= trace::kFlagStaged;  // what the event records: the path that ran
           return Action::Done;
