@@ -71,16 +71,17 @@ std::vector<Finding> find_async_pageable(const JobTally& tally, const Thresholds
     const auto& ret = return_ns[c.dir];
     measured |= ret.has_value();
     uint64_t would_return = ret.value_or(t.nominal_async_return_ns);
-    uint64_t r = c.cpu_ns > would_return ? c.cpu_ns - would_return : 0;
-    ++f.calls;
-    f.bytes += c.bytes;
-    f.time_ns += c.cpu_ns;
+    const uint64_t n = c.count;  // equal copies (a summary's)
+    uint64_t r = (c.cpu_ns > would_return ? c.cpu_ns - would_return : 0) * n;
+    f.calls += n;
+    f.bytes += c.bytes * n;
+    f.time_ns += c.cpu_ns * n;
     f.max_ns = std::max(f.max_ns, c.cpu_ns);
     recoverable += r;
     SiteAcc& a = site_acc(by_site, c.site_id);
-    ++a.out.calls;
-    a.out.bytes += c.bytes;
-    a.out.time_ns += c.cpu_ns;
+    a.out.calls += n;
+    a.out.bytes += c.bytes * n;
+    a.out.time_ns += c.cpu_ns * n;
     a.out.max_ns = std::max(a.out.max_ns, c.cpu_ns);
     a.out.estimated_recoverable_ns = a.out.estimated_recoverable_ns.value_or(0) + r;
   }
@@ -116,18 +117,19 @@ std::vector<Finding> find_large_pageable(const JobTally& tally, const Thresholds
     double ref = profile ? profile->pinned_gbps(c.dir, c.bytes) : m.value_or(t.nominal_pinned_gbps);
     if (!profile) (m ? used_measured : used_nominal) = true;
     ref_for_title = std::max(ref_for_title, ref);
-    gpu_calls += c.gpu;
+    const uint64_t n = c.count;  // equal copies (a summary's)
+    gpu_calls += c.gpu ? n : 0;
     auto pinned_ns = static_cast<uint64_t>(std::llround(static_cast<double>(c.bytes) / ref));
-    uint64_t r = c.time > pinned_ns ? c.time - pinned_ns : 0;
-    ++f.calls;
-    f.bytes += c.bytes;
-    f.time_ns += c.time;
+    uint64_t r = (c.time > pinned_ns ? c.time - pinned_ns : 0) * n;
+    f.calls += n;
+    f.bytes += c.bytes * n;
+    f.time_ns += c.time * n;
     f.max_ns = std::max(f.max_ns, c.time);
     recoverable += r;
     SiteAcc& a = site_acc(by_site, c.site_id);
-    ++a.out.calls;
-    a.out.bytes += c.bytes;
-    a.out.time_ns += c.time;
+    a.out.calls += n;
+    a.out.bytes += c.bytes * n;
+    a.out.time_ns += c.time * n;
     a.out.max_ns = std::max(a.out.max_ns, c.time);
     a.out.estimated_recoverable_ns = a.out.estimated_recoverable_ns.value_or(0) + r;
   }

@@ -52,6 +52,22 @@ struct ProcessTally {
   uint64_t zero_copy_calls = 0, zero_copy_bytes = 0;  // a side is a zero-copy (mapped) buffer
   uint64_t last_end_realtime_ns = 0;  // max Process::realtime_of(t_exit) over its calls
   std::vector<ApiTotals> apis;        // by API index; names filled in when merged
+  // For the Ranks table (rank_totals): the successful copies per class, their
+  // pageable bytes and GPU time. Kept per process so that a summary carries
+  // them (analyses/summary.h) and the table needs no pass over the calls.
+  struct ClassCount {
+    uint64_t calls = 0, bytes = 0, cpu_blocked_ns = 0;
+  };
+  std::array<ClassCount, kClasses> classes{};
+  uint64_t pageable_bytes = 0, gpu_ns = 0;
+  bool has_gpu = false;
+  // The shim's own work in this process (rewrite_totals): in-place
+  // registrations, the staging pool, zero-copy allocations. `shim_rewrite`:
+  // one of the first two was seen (the rewrite was on here).
+  bool shim_rewrite = false;
+  uint64_t registrations = 0, registration_bytes = 0, registration_cost_ns = 0, registrations_refused = 0;
+  uint64_t pool_allocations = 0, pool_bytes = 0, pinning_cost_ns = 0;
+  uint64_t zero_copy_allocations = 0, zero_copy_allocation_bytes = 0;
 };
 
 // Per transfer class (class_totals).
@@ -72,10 +88,13 @@ struct SiteTally {
 // Inputs of the findings (findings.cpp). The async_pageable and
 // large_pageable estimates depend on figures measured over the whole run, so
 // their qualifying copies are kept in compact form and finished afterwards.
+// `count`: how many such copies (1 in a pass over calls; a summary stores
+// equal copies once, analyses/summary.h).
 struct AsyncPageableCopy {
   uint32_t site_id;  // Job::sites index + 1, 0 = none
   uint8_t dir;       // 0 H2D, 1 D2H
   uint64_t bytes, cpu_ns;
+  uint64_t count = 1;
 };
 struct LargePageableCopy {
   uint32_t site_id;
@@ -83,6 +102,7 @@ struct LargePageableCopy {
   bool gpu;       // time is GPU time
   uint64_t bytes;
   uint64_t time;  // GPU time when the copy has it, else CPU-blocked time
+  uint64_t count = 1;
 };
 struct StormSite {
   uint64_t calls = 0, bytes = 0, time_ns = 0, max_ns = 0;
@@ -201,6 +221,15 @@ struct JobTally {
 
 // The one pass (totals.cpp).
 JobTally tally_calls(const model::Job& job, const Thresholds& t);
+
+// The report from a tally. `events`: the job holds its calls (a job made from
+// summaries holds none): the parts that need them (overlap, sync_copy_idle,
+// duplicate_uploads, round_trips, managed memory, NVTX ranges, the Python
+// threads note) are computed only then.
+Report analyze_tally(const model::Job& job, JobTally& tally, const Thresholds& thresholds, bool events);
+// The Ranks table from the per-process tallies (ranks.cpp).
+Ranks rank_totals(const model::Job& job, const JobTally& tally, const std::vector<Finding>& findings,
+                  const std::vector<LocationTotals>& locations);
 
 // The report's parts from a tally: totals.cpp, callsites.cpp, findings.cpp,
 // rewrite_whatif.cpp, devices.cpp.
