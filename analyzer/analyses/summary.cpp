@@ -1,6 +1,7 @@
 #include "analyzer/analyses/summary.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <tuple>
@@ -473,8 +474,13 @@ std::string base_name(const std::string& path) {
 }  // namespace
 
 std::string ProcessRecord::identity() const {
+  // The notes carry the run's and the rank's ids: two runs whose processes
+  // happen to share host, pid and start (generated sets, containers) stay two.
   const trace::ProcessInfo& p = process.trace.process;
-  return fmt::format("{}/{}/{}/{}", p.hostname, p.pid, p.start_realtime_ns, p.trace_name);
+  std::string notes;
+  for (const auto& n : process.trace.notes) notes += n + '\n';
+  return fmt::format("{}/{}/{}/{}/{:016x}", p.hostname, p.pid, p.start_realtime_ns, p.trace_name,
+                     std::hash<std::string>{}(notes));
 }
 
 ProcessRecord record_process(model::Job&& job) {

@@ -36,8 +36,8 @@ struct ProcessRecord {
   std::vector<std::string> notes;  // the model's notes of this process (symbolization, impossible sizes)
   JobTally tally;                  // of this one process; per-copy lists as histograms
 
-  // The trace this record is of: host, pid, start and trace name. A trace
-  // and a summary of it have the same identity.
+  // The trace this record is of: host, pid, start, trace name and its notes
+  // (run and rank ids). A trace and a summary of it have the same identity.
   std::string identity() const;
 };
 
