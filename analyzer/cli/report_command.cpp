@@ -223,9 +223,12 @@ int run_report(std::vector<std::string> args) {
     return kExitUsage;
   }
   std::vector<std::string> errors;
-  InputPaths inputs = split_inputs(paths, errors);
+  // Without summaries, load_traces expands the directories again and says
+  // what it could not use itself: the lines of this pass would be twice.
+  std::vector<std::string> split_errors;
+  InputPaths inputs = split_inputs(paths, split_errors);
   if (!inputs.summaries.empty())
-    return report_summaries(inputs, symbols, jobs, errors, {json, csv, ranges_csv, top, output, html, profile_path,
+    return report_summaries(inputs, symbols, jobs, split_errors, {json, csv, ranges_csv, top, output, html, profile_path,
                                                              stacks, range.has_value()});
   auto traces = load_traces(paths, "cuxfer report", errors, jobs);
   if (traces.empty()) return 1;  // each path already has its one line
