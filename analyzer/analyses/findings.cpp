@@ -67,11 +67,12 @@ std::vector<Finding> find_async_pageable(const JobTally& tally, const Thresholds
   SiteAccs by_site(site_ids(tally));
   uint64_t recoverable = 0;
   bool measured = false;
-  for (const AsyncPageableCopy& c : tally.findings.async_pageable) {
+  for (size_t i = 0; i < tally.findings.async_pageable.size(); ++i) {
+    const AsyncPageableCopy& c = tally.findings.async_pageable[i];
     const auto& ret = return_ns[c.dir];
     measured |= ret.has_value();
     uint64_t would_return = ret.value_or(t.nominal_async_return_ns);
-    const uint64_t n = c.count;  // equal copies (a summary's)
+    const uint64_t n = tally.findings.async_count(i);  // equal copies (a summary's)
     uint64_t r = (c.cpu_ns > would_return ? c.cpu_ns - would_return : 0) * n;
     f.calls += n;
     f.bytes += c.bytes * n;
@@ -112,12 +113,13 @@ std::vector<Finding> find_large_pageable(const JobTally& tally, const Thresholds
   bool used_measured = false, used_nominal = false;
   double ref_for_title = 0;
   const model::MachineProfile* profile = t.profile;
-  for (const LargePageableCopy& c : tally.findings.large_pageable) {
+  for (size_t i = 0; i < tally.findings.large_pageable.size(); ++i) {
+    const LargePageableCopy& c = tally.findings.large_pageable[i];
     const auto& m = measured[c.dir];
     double ref = profile ? profile->pinned_gbps(c.dir, c.bytes) : m.value_or(t.nominal_pinned_gbps);
     if (!profile) (m ? used_measured : used_nominal) = true;
     ref_for_title = std::max(ref_for_title, ref);
-    const uint64_t n = c.count;  // equal copies (a summary's)
+    const uint64_t n = tally.findings.large_count(i);  // equal copies (a summary's)
     gpu_calls += c.gpu ? n : 0;
     auto pinned_ns = static_cast<uint64_t>(std::llround(static_cast<double>(c.bytes) / ref));
     uint64_t r = (c.time > pinned_ns ? c.time - pinned_ns : 0) * n;

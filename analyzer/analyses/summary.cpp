@@ -18,16 +18,23 @@ namespace {
 // Equal copies once, with their count: the findings only add them up
 // (findings.cpp multiplies by the count), so this is exact.
 template <typename T, typename Key>
-void compact(std::vector<T>& v, Key key) {
-  std::sort(v.begin(), v.end(), [&](const T& a, const T& b) { return key(a) < key(b); });
-  std::vector<T> out;
-  for (const T& c : v) {
-    if (!out.empty() && key(out.back()) == key(c))
-      out.back().count += c.count;
-    else
-      out.push_back(c);
+void compact(std::vector<T>& v, std::vector<uint64_t>& counts, Key key) {
+  std::vector<std::pair<T, uint64_t>> all;
+  all.reserve(v.size());
+  for (size_t i = 0; i < v.size(); ++i) all.push_back({v[i], counts.empty() ? 1 : counts[i]});
+  std::sort(all.begin(), all.end(), [&](const auto& a, const auto& b) { return key(a.first) < key(b.first); });
+  v.clear();
+  counts.clear();
+  for (const auto& [c, n] : all) {
+    if (!v.empty() && key(v.back()) == key(c)) {
+      counts.back() += n;
+    } else {
+      v.push_back(c);
+      counts.push_back(n);
+    }
   }
-  v = std::move(out);
+  v.shrink_to_fit();
+  counts.shrink_to_fit();
 }
 auto async_key(const AsyncPageableCopy& c) { return std::make_tuple(c.site_id, c.dir, c.bytes, c.cpu_ns); }
 auto large_key(const LargePageableCopy& c) { return std::make_tuple(c.site_id, c.dir, c.gpu, c.bytes, c.time); }
@@ -286,9 +293,14 @@ json tally_json(const JobTally& t) {
     pinned_return.push_back(h);
   }
   json async = json::array(), large = json::array(), storm = json::array();
-  for (const AsyncPageableCopy& c : f.async_pageable) async.push_back({c.site_id, c.dir, c.bytes, c.cpu_ns, c.count});
-  for (const LargePageableCopy& c : f.large_pageable)
-    large.push_back({c.site_id, c.dir, c.gpu, c.bytes, c.time, c.count});
+  for (size_t i = 0; i < f.async_pageable.size(); ++i) {
+    const AsyncPageableCopy& c = f.async_pageable[i];
+    async.push_back({c.site_id, c.dir, c.bytes, c.cpu_ns, f.async_count(i)});
+  }
+  for (size_t i = 0; i < f.large_pageable.size(); ++i) {
+    const LargePageableCopy& c = f.large_pageable[i];
+    large.push_back({c.site_id, c.dir, c.gpu, c.bytes, c.time, f.large_count(i)});
+  }
   for (size_t id = 1; id < f.storm.size(); ++id) {
     const StormSite& s = f.storm[id];
     storm.push_back({s.calls, s.bytes, s.time_ns, s.max_ns, s.first_enter, s.last_enter});
@@ -401,12 +413,15 @@ void tally_of(const json& j, JobTally& t, size_t sites, size_t api_count) {
     if (d > 1) throw std::out_of_range("direction out of range");
     return d;
   };
-  for (const json& c : j.at("async_pageable"))
-    f.async_pageable.push_back({site_id(c.at(0)), dir_of(c.at(1)), c.at(2).get<uint64_t>(), c.at(3).get<uint64_t>(),
-                                c.at(4).get<uint64_t>()});
-  for (const json& c : j.at("large_pageable"))
+  for (const json& c : j.at("async_pageable")) {
+    f.async_pageable.push_back({site_id(c.at(0)), dir_of(c.at(1)), c.at(2).get<uint64_t>(), c.at(3).get<uint64_t>()});
+    f.async_pageable_counts.push_back(c.at(4).get<uint64_t>());
+  }
+  for (const json& c : j.at("large_pageable")) {
     f.large_pageable.push_back({site_id(c.at(0)), dir_of(c.at(1)), c.at(2).get<bool>(), c.at(3).get<uint64_t>(),
-                                c.at(4).get<uint64_t>(), c.at(5).get<uint64_t>()});
+                                c.at(4).get<uint64_t>()});
+    f.large_pageable_counts.push_back(c.at(5).get<uint64_t>());
+  }
   const json& storm = j.at("storm");
   if (storm.size() != sites) throw std::out_of_range("storm sites and sites differ in number");
   f.storm.assign(sites + 1, {});
@@ -486,10 +501,8 @@ std::string ProcessRecord::identity() const {
 ProcessRecord record_process(model::Job&& job) {
   ProcessRecord r;
   JobTally tally = tally_calls(job, {});
-  compact(tally.findings.async_pageable, async_key);
-  compact(tally.findings.large_pageable, large_key);
-  tally.findings.async_pageable.shrink_to_fit();
-  tally.findings.large_pageable.shrink_to_fit();
+  compact(tally.findings.async_pageable, tally.findings.async_pageable_counts, async_key);
+  compact(tally.findings.large_pageable, tally.findings.large_pageable_counts, large_key);
   r.tally = std::move(tally);
   r.sites = std::move(job.sites);
   r.notes = std::move(job.notes);
@@ -658,13 +671,17 @@ MergedJob merge_records(std::vector<ProcessRecord> records) {
       f.pinned_large_ns[dir] += x.findings.pinned_large_ns[dir];
     }
     auto renumber = [&](uint32_t id) { return id == 0 ? 0 : id + site_base; };
-    for (AsyncPageableCopy c : x.findings.async_pageable) {
+    for (size_t i = 0; i < x.findings.async_pageable.size(); ++i) {
+      AsyncPageableCopy c = x.findings.async_pageable[i];
       c.site_id = renumber(c.site_id);
       f.async_pageable.push_back(c);
+      f.async_pageable_counts.push_back(x.findings.async_count(i));
     }
-    for (LargePageableCopy c : x.findings.large_pageable) {
+    for (size_t i = 0; i < x.findings.large_pageable.size(); ++i) {
+      LargePageableCopy c = x.findings.large_pageable[i];
       c.site_id = renumber(c.site_id);
       f.large_pageable.push_back(c);
+      f.large_pageable_counts.push_back(x.findings.large_count(i));
     }
     for (size_t id = 1; id < x.findings.storm.size(); ++id) f.storm.push_back(x.findings.storm[id]);
     RewriteTally& rw = t.rewrite;

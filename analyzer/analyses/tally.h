@@ -88,13 +88,10 @@ struct SiteTally {
 // Inputs of the findings (findings.cpp). The async_pageable and
 // large_pageable estimates depend on figures measured over the whole run, so
 // their qualifying copies are kept in compact form and finished afterwards.
-// `count`: how many such copies (1 in a pass over calls; a summary stores
-// equal copies once, analyses/summary.h).
 struct AsyncPageableCopy {
   uint32_t site_id;  // Job::sites index + 1, 0 = none
   uint8_t dir;       // 0 H2D, 1 D2H
   uint64_t bytes, cpu_ns;
-  uint64_t count = 1;
 };
 struct LargePageableCopy {
   uint32_t site_id;
@@ -102,7 +99,6 @@ struct LargePageableCopy {
   bool gpu;       // time is GPU time
   uint64_t bytes;
   uint64_t time;  // GPU time when the copy has it, else CPU-blocked time
-  uint64_t count = 1;
 };
 struct StormSite {
   uint64_t calls = 0, bytes = 0, time_ns = 0, max_ns = 0;
@@ -113,6 +109,12 @@ struct FindingsTally {
   uint64_t pinned_large_bytes[2] = {0, 0}, pinned_large_ns[2] = {0, 0};
   std::vector<AsyncPageableCopy> async_pageable;
   std::vector<LargePageableCopy> large_pageable;
+  // How many copies each entry above stands for: empty after a pass over
+  // calls (one each); a summary stores equal copies once (analyses/summary.h).
+  // Apart from the entries, which stay 24 and 32 bytes in the pass.
+  std::vector<uint64_t> async_pageable_counts, large_pageable_counts;
+  uint64_t async_count(size_t i) const { return async_pageable_counts.empty() ? 1 : async_pageable_counts[i]; }
+  uint64_t large_count(size_t i) const { return large_pageable_counts.empty() ? 1 : large_pageable_counts[i]; }
   std::vector<StormSite> storm;  // by site id (index 0 unused: storms need a site)
 };
 
