@@ -503,6 +503,7 @@ ProcessRecord record_process(model::Job&& job) {
   JobTally tally = tally_calls(job, {});
   compact(tally.findings.async_pageable, tally.findings.async_pageable_counts, async_key);
   compact(tally.findings.large_pageable, tally.findings.large_pageable_counts, large_key);
+  for (auto& v : tally.findings.pinned_async_return_ns) v.shrink_to_fit();  // reserved for every call
   r.tally = std::move(tally);
   r.sites = std::move(job.sites);
   r.notes = std::move(job.notes);
@@ -537,25 +538,30 @@ ProcessRecord record_process(model::Job&& job) {
 }
 
 std::string write_summary(const SummaryHeader& header, const std::vector<ProcessRecord>& records) {
-  json processes = json::array();
-  for (const ProcessRecord& r : records) {
+  // One process's JSON at a time, appended to the text: the document of a
+  // thousand processes is never built whole.
+  json head = {{"schema", header.schema}, {"cuxfer_version", header.cuxfer_version}, {"symbols", header.symbols}};
+  std::string out = head.dump();
+  out.pop_back();  // the closing brace: the processes follow
+  out += ",\"processes\":[";
+  for (size_t i = 0; i < records.size(); ++i) {
+    const ProcessRecord& r = records[i];
     json sites = json::array();
     for (const model::Site& s : r.sites) {
       json stack = json::array();
       for (const auto& f : s.stack) stack.push_back(frame_json(f));
       sites.push_back({frame_json(s.frame), stack});
     }
-    processes.push_back({{"trace", trace_json(r.process.trace)},
-                         {"model", model_json(r.process)},
-                         {"sites", sites},
-                         {"notes", r.notes},
-                         {"tally", tally_json(r.tally)}});
+    const json process = {{"trace", trace_json(r.process.trace)},
+                          {"model", model_json(r.process)},
+                          {"sites", sites},
+                          {"notes", r.notes},
+                          {"tally", tally_json(r.tally)}};
+    if (i) out += ',';
+    out += process.dump();
   }
-  json out = {{"schema", header.schema},
-              {"cuxfer_version", header.cuxfer_version},
-              {"symbols", header.symbols},
-              {"processes", processes}};
-  return out.dump() + "\n";
+  out += "]}\n";
+  return out;
 }
 
 bool read_summary(const std::string& text, SummaryHeader& header, std::vector<ProcessRecord>& records,

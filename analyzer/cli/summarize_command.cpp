@@ -72,18 +72,33 @@ int run_summarize(std::vector<std::string> args) {
   // The checks a report makes, made here too, so that a summary of two runs
   // is never written.
   {
-    analyses::MergedJob merged = analyses::merge_records(records);
-    if (refuse_mixed_runs(merged.job, "cuxfer summarize")) return kExitUsage;
-    if (!merged.duplicates.empty())
-      std::fprintf(stderr, "cuxfer summarize: %zu process%s given more than once, counted once (first: %s)\n",
-                   merged.duplicates.size(), merged.duplicates.size() == 1 ? "" : "es",
-                   merged.duplicates.front().c_str());
-    // Written once per identity, in the merged order.
+    // Each process once (a summary and its own trace, two summaries of one trace).
     std::set<std::string> seen;
     std::vector<analyses::ProcessRecord> unique;
-    for (auto& r : records)
-      if (seen.insert(r.identity()).second) unique.push_back(std::move(r));
+    size_t duplicates = 0;
+    std::string first_duplicate;
+    for (auto& r : records) {
+      if (seen.insert(r.identity()).second) {
+        unique.push_back(std::move(r));
+      } else if (duplicates++ == 0) {
+        first_duplicate = r.process.trace.path;
+      }
+    }
     records = std::move(unique);
+    if (duplicates)
+      std::fprintf(stderr, "cuxfer summarize: %zu process%s given more than once, counted once (first: %s)\n",
+                   duplicates, duplicates == 1 ? "" : "es", first_duplicate.c_str());
+    // The runs check needs the processes' headers only (analyses::mixed_runs).
+    model::Job headers;
+    for (const auto& r : records) {
+      model::Process p;
+      p.trace.path = r.process.trace.path;
+      p.trace.has_process = r.process.trace.has_process;
+      p.trace.process = r.process.trace.process;
+      p.trace.notes = r.process.trace.notes;
+      headers.processes.push_back(std::move(p));
+    }
+    if (refuse_mixed_runs(headers, "cuxfer summarize")) return kExitUsage;
   }
   analyses::SummaryHeader header;
   header.cuxfer_version = CUXFER_VERSION;
