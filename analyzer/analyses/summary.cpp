@@ -731,8 +731,8 @@ MergedJob merge_records(std::vector<ProcessRecord> records) {
 }
 
 std::string summary_report_note() {
-  return "from summaries (cuxfer summarize): copy/compute overlap, sync_copy_idle, duplicate_uploads, round_trips, "
-         "managed memory and NVTX ranges need the events and are not reported; report the traces for them";
+  return "from summaries: overlap, sync_copy_idle, duplicate_uploads, round_trips, managed memory and NVTX ranges "
+         "need the events (report the traces)";
 }
 
 }  // namespace cuxfer::analyses
