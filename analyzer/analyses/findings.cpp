@@ -6,6 +6,7 @@
 // inputs come from tally_calls() (totals.cpp, add_finding_inputs).
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "analyzer/analyses/report.h"
 #include "analyzer/analyses/tally.h"
@@ -45,12 +46,27 @@ std::optional<double> measured_pinned_gbps(const FindingsTally& t, int dir) {
   return static_cast<double>(t.pinned_large_bytes[dir]) / static_cast<double>(t.pinned_large_ns[dir]);
 }
 
-// Median time until an async copy from pinned memory returns, per direction.
+// Median time until an async copy from pinned memory returns, per direction:
+// the value at index n / 2 of the times sorted, over the pass's times and a
+// summary's histogram together.
 std::optional<uint64_t> measured_async_return_ns(const FindingsTally& t, int dir) {
-  std::vector<uint64_t> ns = t.pinned_async_return_ns[dir];
-  if (ns.empty()) return std::nullopt;
-  std::nth_element(ns.begin(), ns.begin() + ns.size() / 2, ns.end());
-  return ns[ns.size() / 2];
+  const auto& histogram = t.pinned_async_return_histogram[dir];
+  if (histogram.empty()) {
+    std::vector<uint64_t> ns = t.pinned_async_return_ns[dir];
+    if (ns.empty()) return std::nullopt;
+    std::nth_element(ns.begin(), ns.begin() + ns.size() / 2, ns.end());
+    return ns[ns.size() / 2];
+  }
+  std::map<uint64_t, uint64_t> all = histogram;
+  for (uint64_t ns : t.pinned_async_return_ns[dir]) ++all[ns];
+  uint64_t n = 0;
+  for (const auto& [ns, count] : all) n += count;
+  uint64_t seen = 0;
+  for (const auto& [ns, count] : all) {
+    seen += count;
+    if (seen > n / 2) return ns;
+  }
+  return std::nullopt;
 }
 
 size_t site_ids(const JobTally& tally) { return tally.sites.size() + 1; }

@@ -286,7 +286,7 @@ json tally_json(const JobTally& t) {
   const FindingsTally& f = t.findings;
   json pinned_return = json::array();
   for (int dir = 0; dir < 2; ++dir) {
-    std::map<uint64_t, uint64_t> histogram;  // exact: value -> how many
+    std::map<uint64_t, uint64_t> histogram = f.pinned_async_return_histogram[dir];  // exact: value -> how many
     for (uint64_t ns : f.pinned_async_return_ns[dir]) ++histogram[ns];
     json h = json::array();
     for (const auto& [ns, n] : histogram) h.push_back({ns, n});
@@ -395,9 +395,11 @@ void tally_of(const json& j, JobTally& t, size_t sites, size_t api_count) {
   t.calls_without_site = j.at("calls_without_site").get<uint64_t>();
   FindingsTally& f = t.findings;
   for (int dir = 0; dir < 2; ++dir)
-    for (const json& h : j.at("pinned_async_return_ns").at(dir))
-      f.pinned_async_return_ns[dir].insert(f.pinned_async_return_ns[dir].end(), h.at(1).get<uint64_t>(),
-                                           h.at(0).get<uint64_t>());
+    for (const json& h : j.at("pinned_async_return_ns").at(dir)) {
+      const uint64_t count = h.at(1).get<uint64_t>();
+      if (count == 0) throw std::out_of_range("a histogram count of 0");
+      f.pinned_async_return_histogram[dir][h.at(0).get<uint64_t>()] += count;
+    }
   const json& pl = j.at("pinned_large");
   f.pinned_large_bytes[0] = pl.at(0).get<uint64_t>();
   f.pinned_large_bytes[1] = pl.at(1).get<uint64_t>();
@@ -670,9 +672,10 @@ MergedJob merge_records(std::vector<ProcessRecord> records) {
     for (SiteTally& s : x.sites) t.sites.push_back(std::move(s));
     FindingsTally& f = t.findings;
     for (int dir = 0; dir < 2; ++dir) {
-      f.pinned_async_return_ns[dir].insert(f.pinned_async_return_ns[dir].end(),
-                                           x.findings.pinned_async_return_ns[dir].begin(),
-                                           x.findings.pinned_async_return_ns[dir].end());
+      // Into the job's histogram: its size is the distinct times, whatever the copies.
+      for (uint64_t ns : x.findings.pinned_async_return_ns[dir]) ++f.pinned_async_return_histogram[dir][ns];
+      for (const auto& [ns, count] : x.findings.pinned_async_return_histogram[dir])
+        f.pinned_async_return_histogram[dir][ns] += count;
       f.pinned_large_bytes[dir] += x.findings.pinned_large_bytes[dir];
       f.pinned_large_ns[dir] += x.findings.pinned_large_ns[dir];
     }

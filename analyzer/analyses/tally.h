@@ -106,6 +106,10 @@ struct StormSite {
 };
 struct FindingsTally {
   std::vector<uint64_t> pinned_async_return_ns[2];  // per direction
+  // The same times as an exact histogram (value -> how many), where a summary
+  // brought them (analyses/summary.h): a job's median is taken over both, and
+  // the histogram's size is its distinct values, not its copies.
+  std::map<uint64_t, uint64_t> pinned_async_return_histogram[2];
   uint64_t pinned_large_bytes[2] = {0, 0}, pinned_large_ns[2] = {0, 0};
   std::vector<AsyncPageableCopy> async_pageable;
   std::vector<LargePageableCopy> large_pageable;

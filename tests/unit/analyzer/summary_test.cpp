@@ -131,6 +131,10 @@ TEST_F(Summary, EveryTallyPartSurvivesTheSummary) {
       auto& up = t.copy(Direction::HtoD, MemKind::Pageable, (i % 3 + 1) * MiB, 400'000 + 1000 * i, i % 2, a);
       if (k == 1) t.gpu(up, 150'000 + 10 * i);
       t.copy(Direction::DtoH, MemKind::Pinned, 2 * MiB, 60'000 + 7 * i, true, b);
+      // Pinned async uploads of varied return times: the job's median (over
+      // every process's, a summary's from its histogram) prices the async
+      // pageable uploads above.
+      t.copy(Direction::HtoD, MemKind::Pinned, 4 * MiB, 2'000 + 13 * i * (k + 1), true, b);
       t.copy(Direction::HtoD, MemKind::Pinned, 4 * MiB, 90'000, false, b);
     }
     for (int i = 0; i < 1200; ++i) t.copy(Direction::DtoH, MemKind::Pageable, 4, 9'000 + i % 50, false, a);
@@ -164,6 +168,7 @@ TEST_F(Summary, EveryTallyPartSurvivesTheSummary) {
     paths.push_back(write(t, "cuxfer-train-" + std::to_string(k) + ".trace"));
   }
   const auto want = direct(paths);
+  EXPECT_NE(want.first.find("median return time of async copies from pinned memory"), std::string::npos);
   for (const char* part : {"rewrite_candidates", "tiny_storm", "async_pageable", "large_pageable", "\"pool_allocations\": 1", "\"registrations\": 1", "\"src_device\": 1"})
     EXPECT_NE(want.first.find(part), std::string::npos) << part << " not in the report: the test lost its point";
   EXPECT_EQ(of_records(round_trip(records_of(paths))), want);
