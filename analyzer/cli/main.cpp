@@ -100,7 +100,7 @@ const char* const kClosing =
     R"(  help [COMMAND]
       this overview, or COMMAND's help with every option (also: cuxfer COMMAND --help)
 
-Symbol options (report, diff, export, policy, tune, check):
+Symbol options (report, summarize, diff, export, policy, tune, check):
   --no-symbols  --sysroot DIR  --python-frames user|all  --python-user PKG,...
 
 Every file a command writes (-o, --html, --sqlite, --write-budget, ...)

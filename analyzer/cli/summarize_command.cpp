@@ -16,7 +16,7 @@ const char* const kSummarizeHelp =
 
 Reduces traces to a job summary (schema cuxfer.summary/1, docs/report.md,
 "Job summaries"): per process, the totals, call sites, findings' inputs and
-ranks the report needs, without the events; a few KiB per process. Run it
+ranks the report needs, without the events; tens of KiB per process. Run it
 next to the traces (on each node, or per rank at exit), then give the
 summaries to `cuxfer report` as you would the traces. Summaries given here
 are merged into the new one (a tree of merges is the same as one).
