@@ -6,6 +6,7 @@
 // inputs come from tally_calls() (totals.cpp, add_finding_inputs).
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "analyzer/analyses/report.h"
 #include "analyzer/analyses/tally.h"
@@ -45,12 +46,27 @@ std::optional<double> measured_pinned_gbps(const FindingsTally& t, int dir) {
   return static_cast<double>(t.pinned_large_bytes[dir]) / static_cast<double>(t.pinned_large_ns[dir]);
 }
 
-// Median time until an async copy from pinned memory returns, per direction.
+// Median time until an async copy from pinned memory returns, per direction:
+// the value at index n / 2 of the times sorted, over the pass's times and a
+// summary's histogram together.
 std::optional<uint64_t> measured_async_return_ns(const FindingsTally& t, int dir) {
-  std::vector<uint64_t> ns = t.pinned_async_return_ns[dir];
-  if (ns.empty()) return std::nullopt;
-  std::nth_element(ns.begin(), ns.begin() + ns.size() / 2, ns.end());
-  return ns[ns.size() / 2];
+  const auto& histogram = t.pinned_async_return_histogram[dir];
+  if (histogram.empty()) {
+    std::vector<uint64_t> ns = t.pinned_async_return_ns[dir];
+    if (ns.empty()) return std::nullopt;
+    std::nth_element(ns.begin(), ns.begin() + ns.size() / 2, ns.end());
+    return ns[ns.size() / 2];
+  }
+  std::map<uint64_t, uint64_t> all = histogram;
+  for (uint64_t ns : t.pinned_async_return_ns[dir]) ++all[ns];
+  uint64_t n = 0;
+  for (const auto& [ns, count] : all) n += count;
+  uint64_t seen = 0;
+  for (const auto& [ns, count] : all) {
+    seen += count;
+    if (seen > n / 2) return ns;
+  }
+  return std::nullopt;
 }
 
 size_t site_ids(const JobTally& tally) { return tally.sites.size() + 1; }
@@ -67,20 +83,22 @@ std::vector<Finding> find_async_pageable(const JobTally& tally, const Thresholds
   SiteAccs by_site(site_ids(tally));
   uint64_t recoverable = 0;
   bool measured = false;
-  for (const AsyncPageableCopy& c : tally.findings.async_pageable) {
+  for (size_t i = 0; i < tally.findings.async_pageable.size(); ++i) {
+    const AsyncPageableCopy& c = tally.findings.async_pageable[i];
     const auto& ret = return_ns[c.dir];
     measured |= ret.has_value();
     uint64_t would_return = ret.value_or(t.nominal_async_return_ns);
-    uint64_t r = c.cpu_ns > would_return ? c.cpu_ns - would_return : 0;
-    ++f.calls;
-    f.bytes += c.bytes;
-    f.time_ns += c.cpu_ns;
+    const uint64_t n = tally.findings.async_count(i);  // equal copies (a summary's)
+    uint64_t r = (c.cpu_ns > would_return ? c.cpu_ns - would_return : 0) * n;
+    f.calls += n;
+    f.bytes += c.bytes * n;
+    f.time_ns += c.cpu_ns * n;
     f.max_ns = std::max(f.max_ns, c.cpu_ns);
     recoverable += r;
     SiteAcc& a = site_acc(by_site, c.site_id);
-    ++a.out.calls;
-    a.out.bytes += c.bytes;
-    a.out.time_ns += c.cpu_ns;
+    a.out.calls += n;
+    a.out.bytes += c.bytes * n;
+    a.out.time_ns += c.cpu_ns * n;
     a.out.max_ns = std::max(a.out.max_ns, c.cpu_ns);
     a.out.estimated_recoverable_ns = a.out.estimated_recoverable_ns.value_or(0) + r;
   }
@@ -111,23 +129,25 @@ std::vector<Finding> find_large_pageable(const JobTally& tally, const Thresholds
   bool used_measured = false, used_nominal = false;
   double ref_for_title = 0;
   const model::MachineProfile* profile = t.profile;
-  for (const LargePageableCopy& c : tally.findings.large_pageable) {
+  for (size_t i = 0; i < tally.findings.large_pageable.size(); ++i) {
+    const LargePageableCopy& c = tally.findings.large_pageable[i];
     const auto& m = measured[c.dir];
     double ref = profile ? profile->pinned_gbps(c.dir, c.bytes) : m.value_or(t.nominal_pinned_gbps);
     if (!profile) (m ? used_measured : used_nominal) = true;
     ref_for_title = std::max(ref_for_title, ref);
-    gpu_calls += c.gpu;
+    const uint64_t n = tally.findings.large_count(i);  // equal copies (a summary's)
+    gpu_calls += c.gpu ? n : 0;
     auto pinned_ns = static_cast<uint64_t>(std::llround(static_cast<double>(c.bytes) / ref));
-    uint64_t r = c.time > pinned_ns ? c.time - pinned_ns : 0;
-    ++f.calls;
-    f.bytes += c.bytes;
-    f.time_ns += c.time;
+    uint64_t r = (c.time > pinned_ns ? c.time - pinned_ns : 0) * n;
+    f.calls += n;
+    f.bytes += c.bytes * n;
+    f.time_ns += c.time * n;
     f.max_ns = std::max(f.max_ns, c.time);
     recoverable += r;
     SiteAcc& a = site_acc(by_site, c.site_id);
-    ++a.out.calls;
-    a.out.bytes += c.bytes;
-    a.out.time_ns += c.time;
+    a.out.calls += n;
+    a.out.bytes += c.bytes * n;
+    a.out.time_ns += c.time * n;
     a.out.max_ns = std::max(a.out.max_ns, c.time);
     a.out.estimated_recoverable_ns = a.out.estimated_recoverable_ns.value_or(0) + r;
   }

@@ -115,6 +115,11 @@ Ranks rank_totals(const model::Job& job, const std::vector<Finding>& findings) {
 
 Ranks rank_totals(const model::Job& job, const std::vector<Finding>& findings,
                   const std::vector<LocationTotals>& locations) {
+  return rank_totals(job, tally_calls(job, {}), findings, locations);
+}
+
+Ranks rank_totals(const model::Job& job, const JobTally& tally, const std::vector<Finding>& findings,
+                  const std::vector<LocationTotals>& locations) {
   Ranks out;
   std::map<uint32_t, size_t> slot;  // rank -> index into out.ranks
   std::vector<int64_t> rank_of_process(job.processes.size(), -1);
@@ -135,25 +140,25 @@ Ranks rank_totals(const model::Job& job, const std::vector<Finding>& findings,
   if (out.ranks.size() < 2) return {};
   for (int64_t r : rank_of_process) out.unranked_processes += r < 0;
 
+  // The copies per rank: the sums of its processes' tallies (tally.h).
   std::vector<std::array<RankClass, kClasses>> classes(out.ranks.size());
-  for (const model::Call& c : job.calls) {
-    if (c.kind() != trace::EventKind::Copy) continue;
-    const int64_t ri = rank_of_process[c.process];
+  for (size_t i = 0; i < job.processes.size(); ++i) {
+    const int64_t ri = rank_of_process[i];
     if (ri < 0) continue;
+    const ProcessTally& p = tally.processes[i];
     RankTotals& r = out.ranks[static_cast<size_t>(ri)];
-    if (c.failed()) {
-      ++r.failed_calls;
-      continue;
+    r.failed_calls += p.failed_copies;
+    r.copies += p.copies;
+    r.bytes += p.bytes;
+    r.cpu_blocked_ns += p.cpu_blocked_ns;
+    r.pageable_bytes += p.pageable_bytes;
+    if (p.has_gpu) r.gpu_ns = r.gpu_ns.value_or(0) + p.gpu_ns;
+    for (unsigned k = 0; k < kClasses; ++k) {
+      RankClass& rc = classes[static_cast<size_t>(ri)][k];
+      rc.calls += p.classes[k].calls;
+      rc.bytes += p.classes[k].bytes;
+      rc.cpu_blocked_ns += p.classes[k].cpu_blocked_ns;
     }
-    ++r.copies;
-    r.bytes += c.bytes();
-    r.cpu_blocked_ns += c.cpu_ns();
-    if (model::crosses_host_link(c.cls.direction) && model::is_pageable(c.cls)) r.pageable_bytes += c.bytes();
-    if (c.has_gpu_time()) r.gpu_ns = r.gpu_ns.value_or(0) + c.gpu_ns;
-    RankClass& k = classes[static_cast<size_t>(ri)][class_index(c.cls)];
-    ++k.calls;
-    k.bytes += c.bytes();
-    k.cpu_blocked_ns += c.cpu_ns();
   }
   // A location's sites belong to one process each, so to one rank.
   for (const LocationTotals& loc : locations)

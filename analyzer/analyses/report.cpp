@@ -91,6 +91,10 @@ void estimate_pinned_at_source(RewriteTotals& rw, const Thresholds& t) {
 Report analyze(const model::Job& job, const Thresholds& thresholds) {
   // One pass over the calls for every part (tally.h says why).
   JobTally tally = tally_calls(job, thresholds);
+  return analyze_tally(job, tally, thresholds, true);
+}
+
+Report analyze_tally(const model::Job& job, JobTally& tally, const Thresholds& thresholds, bool events) {
   Report r;
   r.processes = process_summaries(job, tally);
   for (const auto& p : r.processes) r.simulated |= p.simulated;
@@ -132,11 +136,13 @@ Report analyze(const model::Job& job, const Thresholds& thresholds) {
   r.peer_pairs = peer_pairs(job, tally);
   // Overlap and sync_copy_idle need kernel records and make their own pass
   // over the copies only then (overlap.cpp): without them they return at once.
-  r.overlap = overlap_totals(job);
-  for (auto& f : find_sync_copy_idle(job, thresholds)) r.findings.push_back(std::move(f));
-  for (auto& f : find_duplicates_and_round_trips(job, thresholds)) r.findings.push_back(std::move(f));
-  r.managed = managed_totals(job);
-  for (auto& f : find_managed_migrations(job, r.managed, thresholds)) r.findings.push_back(std::move(f));
+  if (events) {
+    r.overlap = overlap_totals(job);
+    for (auto& f : find_sync_copy_idle(job, thresholds)) r.findings.push_back(std::move(f));
+    for (auto& f : find_duplicates_and_round_trips(job, thresholds)) r.findings.push_back(std::move(f));
+    r.managed = managed_totals(job);
+    for (auto& f : find_managed_migrations(job, r.managed, thresholds)) r.findings.push_back(std::move(f));
+  }
   std::stable_sort(r.findings.begin(), r.findings.end(), [](const Finding& a, const Finding& b) {
     uint64_t ka = a.estimated_recoverable_ns.value_or(a.time_ns);
     uint64_t kb = b.estimated_recoverable_ns.value_or(b.time_ns);
@@ -145,11 +151,12 @@ Report analyze(const model::Job& job, const Thresholds& thresholds) {
 
   for (auto& f : r.findings) f.locations = finding_locations(f, r.locations);
   r.combined_estimate = combine_estimates(r.findings);
-  r.ranks = rank_totals(job, r.findings, r.locations);
-  r.ranges = range_totals(job, r.findings, thresholds);
+  r.ranks = rank_totals(job, tally, r.findings, r.locations);
+  if (events) r.ranges = range_totals(job, r.findings, thresholds);
 
   r.notes = job.notes;
-  if (auto note = copies_without_python_note(job)) r.notes.push_back(std::move(*note));
+  if (events)
+    if (auto note = copies_without_python_note(job)) r.notes.push_back(std::move(*note));
   uint64_t sites_dropped = 0;
   for (const auto& p : r.processes) sites_dropped += p.callsites_dropped;
   if (r.calls_without_site > 0)

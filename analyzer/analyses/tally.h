@@ -57,6 +57,22 @@ struct ProcessTally {
   uint64_t zero_copy_calls = 0, zero_copy_bytes = 0;  // a side is a zero-copy (mapped) buffer
   uint64_t last_end_realtime_ns = 0;  // max Process::realtime_of(t_exit) over its calls
   std::vector<ApiTotals> apis;        // by API index; names filled in when merged
+  // For the Ranks table (rank_totals): the successful copies per class, their
+  // pageable bytes and GPU time. Kept per process so that a summary carries
+  // them (analyses/summary.h) and the table needs no pass over the calls.
+  struct ClassCount {
+    uint64_t calls = 0, bytes = 0, cpu_blocked_ns = 0;
+  };
+  std::array<ClassCount, kClasses> classes{};
+  uint64_t pageable_bytes = 0, gpu_ns = 0;
+  bool has_gpu = false;
+  // The shim's own work in this process (rewrite_totals): in-place
+  // registrations, the staging pool, zero-copy allocations. `shim_rewrite`:
+  // one of the first two was seen (the rewrite was on here).
+  bool shim_rewrite = false;
+  uint64_t registrations = 0, registration_bytes = 0, registration_cost_ns = 0, registrations_refused = 0;
+  uint64_t pool_allocations = 0, pool_bytes = 0, pinning_cost_ns = 0;
+  uint64_t zero_copy_allocations = 0, zero_copy_allocation_bytes = 0;
 };
 
 // Per transfer class (class_totals).
@@ -95,9 +111,19 @@ struct StormSite {
 };
 struct FindingsTally {
   std::vector<uint64_t> pinned_async_return_ns[2];  // per direction
+  // The same times as an exact histogram (value -> how many), where a summary
+  // brought them (analyses/summary.h): a job's median is taken over both, and
+  // the histogram's size is its distinct values, not its copies.
+  std::map<uint64_t, uint64_t> pinned_async_return_histogram[2];
   uint64_t pinned_large_bytes[2] = {0, 0}, pinned_large_ns[2] = {0, 0};
   std::vector<AsyncPageableCopy> async_pageable;
   std::vector<LargePageableCopy> large_pageable;
+  // How many copies each entry above stands for: empty after a pass over
+  // calls (one each); a summary stores equal copies once (analyses/summary.h).
+  // Apart from the entries, which stay 24 and 32 bytes in the pass.
+  std::vector<uint64_t> async_pageable_counts, large_pageable_counts;
+  uint64_t async_count(size_t i) const { return async_pageable_counts.empty() ? 1 : async_pageable_counts[i]; }
+  uint64_t large_count(size_t i) const { return large_pageable_counts.empty() ? 1 : large_pageable_counts[i]; }
   std::vector<StormSite> storm;  // by site id (index 0 unused: storms need a site)
 };
 
@@ -206,6 +232,15 @@ struct JobTally {
 
 // The one pass (totals.cpp).
 JobTally tally_calls(const model::Job& job, const Thresholds& t);
+
+// The report from a tally. `events`: the job holds its calls (a job made from
+// summaries holds none): the parts that need them (overlap, sync_copy_idle,
+// duplicate_uploads, round_trips, managed memory, NVTX ranges, the Python
+// threads note) are computed only then.
+Report analyze_tally(const model::Job& job, JobTally& tally, const Thresholds& thresholds, bool events);
+// The Ranks table from the per-process tallies (ranks.cpp).
+Ranks rank_totals(const model::Job& job, const JobTally& tally, const std::vector<Finding>& findings,
+                  const std::vector<LocationTotals>& locations);
 
 // The report's parts from a tally: totals.cpp, callsites.cpp, findings.cpp,
 // rewrite_whatif.cpp, devices.cpp.

@@ -112,6 +112,15 @@ void add_process_copy(ProcessTally& p, const model::Call& c) {
   ++p.copies;
   p.bytes += c.bytes();
   p.cpu_blocked_ns += c.cpu_ns();
+  ProcessTally::ClassCount& k = p.classes[class_index(c.cls)];
+  ++k.calls;
+  k.bytes += c.bytes();
+  k.cpu_blocked_ns += c.cpu_ns();
+  p.pageable_bytes += model::crosses_host_link(c.cls.direction) && model::is_pageable(c.cls) ? c.bytes() : 0;
+  if (c.has_gpu_time()) {
+    p.has_gpu = true;
+    p.gpu_ns += c.gpu_ns;
+  }
   if (mapped) {
     ++p.zero_copy_calls;
     p.zero_copy_bytes += c.bytes();
@@ -201,6 +210,29 @@ void add_finding_inputs(FindingsTally& f, const model::Call& c, const Thresholds
   }
 }
 
+// The shim's own events (few: its registrations and pool allocations), per process.
+void add_shim_work(JobTally& tally, const model::Job& job) {
+  for (const auto& c : job.shim_calls) {
+    ProcessTally& p = tally.processes[c.process];
+    const std::string_view api = job.processes[c.process].trace.api_name(c.event->api);
+    if (c.kind() == EventKind::HostRegister && api == model::kRegisterApi) {
+      p.shim_rewrite = true;
+      p.registration_cost_ns += c.cpu_ns();
+      if (c.failed()) {
+        ++p.registrations_refused;
+        continue;
+      }
+      ++p.registrations;
+      p.registration_bytes += c.bytes();
+    } else if (c.kind() == EventKind::HostAlloc && !c.failed() && api == model::kStagingPoolApi) {
+      p.shim_rewrite = true;
+      ++p.pool_allocations;
+      p.pool_bytes += c.bytes();
+      p.pinning_cost_ns += c.cpu_ns();
+    }
+  }
+}
+
 }  // namespace
 
 JobTally tally_calls(const model::Job& job, const Thresholds& t) {
@@ -249,9 +281,15 @@ JobTally tally_calls(const model::Job& job, const Thresholds& t) {
         break;
       default:
         add_allocation(tally.allocations, c);
+        if (c.kind() == EventKind::DeviceAlloc && !c.failed() &&
+            c.event->dst_kind == static_cast<uint8_t>(trace::MemKind::Mapped)) {
+          ++p.zero_copy_allocations;
+          p.zero_copy_allocation_bytes += c.bytes();
+        }
         break;
     }
   }
+  add_shim_work(tally, job);
   const PageableShare& s = tally.pageable;
   tally.pageable.fraction = s.host_bytes ? static_cast<double>(s.pageable_bytes) / s.host_bytes : 0.0;
   return tally;
@@ -318,36 +356,22 @@ std::vector<ApiTotals> api_totals(const model::Job& job, const JobTally& tally) 
 RewriteTotals rewrite_totals(const model::Job& job, const JobTally& tally) {
   RewriteTotals r;
   // Per process: the rewrite was on there (its note, a staged or registered
-  // copy, or a staging pool). Only there do pageable copies "pass through".
+  // copy, the shim's registrations or pool, a zero-copy allocation). Only
+  // there do pageable copies "pass through".
   std::vector<bool> on(job.processes.size(), false);
   for (size_t i = 0; i < job.processes.size(); ++i) {
-    if (tally.processes[i].rewrote || model::rewrite_any_on(job.processes[i].trace)) on[i] = true;
-  }
-  for (const auto& c : job.shim_calls) {
-    if (c.kind() != EventKind::HostRegister ||
-        job.processes[c.process].trace.api_name(c.event->api) != std::string_view(model::kRegisterApi))
-      continue;
-    on[c.process] = true;
-    r.registration_cost_ns += c.cpu_ns();
-    if (c.failed()) {
-      ++r.registrations_refused;
-      continue;
-    }
-    ++r.registrations;
-    r.registration_bytes += c.bytes();
-  }
-  for (const auto& c : job.shim_calls) {
-    if (c.kind() != EventKind::HostAlloc || c.failed()) continue;
-    if (job.processes[c.process].trace.api_name(c.event->api) != std::string_view(model::kStagingPoolApi))
-      continue;
-    on[c.process] = true;
-    ++r.pool_allocations;
-    r.pool_bytes += c.bytes();
-    r.pinning_cost_ns += c.cpu_ns();
-  }
-  for (size_t i = 0; i < job.processes.size(); ++i) {
-    if (!on[i]) continue;
     const ProcessTally& p = tally.processes[i];
+    on[i] = p.rewrote || p.shim_rewrite || p.zero_copy_allocations > 0 || model::rewrite_any_on(job.processes[i].trace);
+    r.registration_cost_ns += p.registration_cost_ns;
+    r.registrations_refused += p.registrations_refused;
+    r.registrations += p.registrations;
+    r.registration_bytes += p.registration_bytes;
+    r.pool_allocations += p.pool_allocations;
+    r.pool_bytes += p.pool_bytes;
+    r.pinning_cost_ns += p.pinning_cost_ns;
+    r.zero_copy_allocations += p.zero_copy_allocations;
+    r.zero_copy_allocation_bytes += p.zero_copy_allocation_bytes;
+    if (!on[i]) continue;
     r.staged_calls += p.staged_calls;
     r.staged_bytes += p.staged_bytes;
     r.registered_calls += p.registered_calls;
@@ -363,13 +387,6 @@ RewriteTotals rewrite_totals(const model::Job& job, const JobTally& tally) {
     r.zero_copy_calls += p.zero_copy_calls;
     r.zero_copy_bytes += p.zero_copy_bytes;
   }
-  for (const auto& c : job.calls)
-    if (c.kind() == EventKind::DeviceAlloc && !c.failed() &&
-        c.event->dst_kind == static_cast<uint8_t>(trace::MemKind::Mapped)) {
-      on[c.process] = true;
-      ++r.zero_copy_allocations;
-      r.zero_copy_allocation_bytes += c.bytes();
-    }
   for (bool b : on) r.active |= b;
   r.passthrough_reasons = passthrough_reasons(job, tally, on);
   return r;
@@ -406,9 +423,9 @@ std::vector<ProcessSummary> process_summaries(const model::Job& job, const JobTa
       s.cupti_handover_reason = t.cupti_handover.reason;
     }
     s.simulated = t.has_status && t.status.simulated;
-    s.events = t.events.size();
+    s.events = p.events_read;
     s.events_dropped = t.status.events_dropped;
-    s.gpu_records = t.gpu_records.size();
+    s.gpu_records = p.gpu_records_read;
     s.gpu_records_dropped = t.status.gpu_records_dropped;
     s.callsites_dropped = t.status.callsites_dropped;
     s.gpu_records_unmatched = p.gpu_records_unmatched;

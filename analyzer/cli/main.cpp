@@ -12,6 +12,7 @@
 #include "analyzer/cli/options.h"
 #include "analyzer/cli/policy_command.h"
 #include "analyzer/cli/report_command.h"
+#include "analyzer/cli/summarize_command.h"
 #include "analyzer/cli/tune_command.h"
 #include "analyzer/cli/record_command.h"
 
@@ -40,10 +41,14 @@ const Subcommand kSubcommands[] = {
      "that uses CUDA"},
     {"report", cuxfer::cli::run_report, &cuxfer::cli::kReportHelp,
      "report [--json | --csv | --ranges-csv] [--html FILE] [--top N] [-o FILE]\n"
-     "      [--stack] [--range NAME] [--profile FILE | --no-profile]\n"
-     "      [symbol options] TRACE...",
-     "read traces and report totals, call sites and findings; --html also\n"
-     "writes a self-contained HTML report with plots"},
+     "      [--stack] [--range NAME] [--profile FILE | --no-profile] [-j N]\n"
+     "      [symbol options] TRACE|SUMMARY...",
+     "read traces (or job summaries) and report totals, call sites and\n"
+     "findings; --html also writes a self-contained HTML report with plots"},
+    {"summarize", cuxfer::cli::run_summarize, &cuxfer::cli::kSummarizeHelp,
+     "summarize -o FILE [-j N] [symbol options] TRACE|SUMMARY...",
+     "reduce traces to a small job summary that report merges exactly (run it\n"
+     "next to the traces: per node, per rank, per array task)"},
     {"diff", cuxfer::cli::run_diff, &cuxfer::cli::kDiffHelp,
      "diff [--json] [--top N] [-o FILE] [--range NAME] [symbol options]\n"
      "      BASE NEW | --base RUN [--base RUN...] --new RUN [--new RUN...]",
@@ -95,7 +100,7 @@ const char* const kClosing =
     R"(  help [COMMAND]
       this overview, or COMMAND's help with every option (also: cuxfer COMMAND --help)
 
-Symbol options (report, diff, export, policy, tune, check):
+Symbol options (report, summarize, diff, export, policy, tune, check):
   --no-symbols  --sysroot DIR  --python-frames user|all  --python-user PKG,...
 
 Every file a command writes (-o, --html, --sqlite, --write-budget, ...)

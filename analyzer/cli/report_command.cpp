@@ -13,6 +13,9 @@
 #include "analyzer/model/machine_profile.h"
 #include "analyzer/render/html_renderer.h"
 #include "analyzer/cli/trace_inputs.h"
+#include "analyzer/cli/summary_inputs.h"
+#include "analyzer/analyses/summary.h"
+#include "analyzer/analyses/tally.h"
 #include "analyzer/model/job.h"
 #include "analyzer/render/csv_renderer.h"
 #include "analyzer/render/json_renderer.h"
@@ -23,11 +26,14 @@
 namespace cuxfer::cli {
 
 const char* const kReportHelp =
-    R"(Usage: cuxfer report [options] TRACE...
+    R"(Usage: cuxfer report [options] TRACE|SUMMARY...
 
 Reads one or more cuxfer traces (all the processes of one job: a fork tree,
 MPI ranks; a directory stands for the cuxfer-*.trace files in it) and reports host<->device transfers: totals per direction and host
 memory kind, pageable share, calls per API, top call sites, and findings.
+Job summaries (cuxfer summarize) may stand for traces, mixed with them: the
+report is the same as of the traces for every part that does not need the
+events (docs/report.md, "Job summaries"), and says which parts those are.
 
 Options:
   --json          write the report as JSON (schema cuxfer.report/1, docs/report.md)
@@ -66,11 +72,14 @@ Options:
   --range NAME    only the calls made inside the NVTX range NAME (its
                   message, domain::message, or an "outer / inner" path), at
                   any depth; the report says how many that kept
+  -j, --jobs N    traces read at once (default: the machine's cores); the
+                  report is the same for every N
   -h, --help      show this help
 
 Exit status: 0 report written; 1 no trace could be read, or no call ran
-inside the --range; 2 usage error, or
-the traces of two different runs (docs/report.md, "Multi-rank jobs").
+inside the --range; 2 usage error, a summary of another version, an option
+that needs the events given with summaries, or the traces of two different
+runs (docs/report.md, "Multi-rank jobs").
 )";
 
 namespace {
@@ -102,6 +111,67 @@ std::string installed_docs_url() {
   return render::file_url(docs) + "/";
 }
 
+// What the summary path needs of the options.
+struct SummaryReportOptions {
+  bool json, csv, ranges_csv;
+  std::optional<size_t> top;
+  std::string output, html, profile_path;
+  bool stacks, range;
+};
+
+// A report of summaries (and traces, each reduced to its record as
+// `summarize` would): the records merged, then the report's pure functions
+// on the merged tally (analyses/summary.h). An option that needs the events
+// is refused in one line rather than answered with a wrong or empty part.
+int report_summaries(const InputPaths& inputs, const SymbolOptions& symbols, size_t jobs,
+                     std::vector<std::string>& errors, const SummaryReportOptions& o) {
+  // --csv's staged column counts the calls per site (render_callsites_csv).
+  const char* needs_events = !o.html.empty() ? "--html"
+                             : o.csv         ? "--csv"
+                             : o.ranges_csv  ? "--ranges-csv"
+                             : o.range       ? "--range"
+                                             : nullptr;
+  if (needs_events) {
+    std::fprintf(stderr,
+                 "cuxfer report: %s needs the events, which a summary does not hold: give the traces instead of %s\n",
+                 needs_events, inputs.summaries.front().c_str());
+    return kExitUsage;
+  }
+  if (!o.profile_path.empty()) {
+    std::fprintf(stderr, "cuxfer report: --profile with summaries: a summary's estimates are made without a machine "
+                         "profile (as --no-profile); report the traces to use one\n");
+    return kExitUsage;
+  }
+  std::vector<analyses::ProcessRecord> records;
+  std::vector<std::string> symbol_kinds;
+  if (!load_summaries(inputs.summaries, "cuxfer report", records, symbol_kinds)) return kExitUsage;
+  auto traced = summarize_traces(inputs.traces, symbols, jobs, errors);
+  for (const auto& e : errors) std::fprintf(stderr, "cuxfer report: %s\n", e.c_str());
+  if (!traced.empty()) {
+    const std::string mine = symbols_description(symbols);
+    if (std::find(symbol_kinds.begin(), symbol_kinds.end(), mine) == symbol_kinds.end()) symbol_kinds.push_back(mine);
+  }
+  for (auto& r : traced) records.push_back(std::move(r));
+  if (records.empty()) return 1;
+  analyses::MergedJob merged = analyses::merge_records(std::move(records));
+  if (refuse_mixed_runs(merged.job, "cuxfer report")) return kExitUsage;
+  analyses::Report report = analyses::analyze_tally(merged.job, merged.tally, {}, false);
+  for (auto& n : merged_job_notes(merged, symbol_kinds)) report.notes.push_back(std::move(n));
+  for (const auto& e : errors) report.notes.push_back("skipped " + e);
+  std::string text;
+  if (o.json) {
+    text = render::render_json(report, {o.top});
+  } else {
+    render::TextOptions t;
+    t.width = o.output.empty() || o.output == "-" ? text::terminal_width() : 100;
+    t.top_sites = o.top.value_or(10);
+    t.stacks = o.stacks;  // the sites' stacks are in the summary
+    text = render::render_text(report, t);
+  }
+  if (!write_output(o.output, text, "cuxfer report")) return 1;
+  return refuse_unread(report, "cuxfer report") ? 1 : 0;
+}
+
 }  // namespace
 
 int run_report(std::vector<std::string> args) {
@@ -111,6 +181,7 @@ int run_report(std::vector<std::string> args) {
   std::optional<size_t> top;
   std::string output, profile_path, html;
   bool no_profile = false, stacks = false;
+  size_t jobs = default_jobs();
   std::optional<std::string> range;
   std::vector<std::string> paths;
   OptionTable options(kReportHelp, Positionals::Collect);
@@ -135,6 +206,10 @@ int run_report(std::vector<std::string> args) {
       .value("range", 0, [&](const std::string& v, ArgReader& r) {
         if (v.empty()) r.fail("--range needs a range name");
         range = v;
+      })
+      .value("jobs", 'j', [&](const std::string& v, ArgReader& r) {
+        size_t n = 0;
+        if (parse_count("jobs", v, 4096, n, r)) jobs = n == 0 ? 1 : n;
       });
   if (auto status = options.read(in, &paths)) return *status;
   if (int(json) + int(csv) + int(ranges_csv) > 1) {
@@ -148,7 +223,14 @@ int run_report(std::vector<std::string> args) {
     return kExitUsage;
   }
   std::vector<std::string> errors;
-  auto traces = load_traces(paths, "cuxfer report", errors);
+  // Without summaries, load_traces expands the directories again and says
+  // what it could not use itself: the lines of this pass would be twice.
+  std::vector<std::string> split_errors;
+  InputPaths inputs = split_inputs(paths, split_errors);
+  if (!inputs.summaries.empty())
+    return report_summaries(inputs, symbols, jobs, split_errors, {json, csv, ranges_csv, top, output, html, profile_path,
+                                                             stacks, range.has_value()});
+  auto traces = load_traces(paths, "cuxfer report", errors, jobs);
   if (traces.empty()) return 1;  // each path already has its one line
   auto symbolizer = symbols.make();
   model::Job job = model::build_job(std::move(traces), *symbolizer, symbols.python_sites);
@@ -161,6 +243,7 @@ int run_report(std::vector<std::string> args) {
   if (profile) thresholds.profile = &*profile;
   analyses::Report report = analyses::analyze(job, thresholds);
   if (!profile_note.empty()) report.notes.push_back(profile_note);
+  if (auto missing = missing_ranks(job)) report.notes.push_back(*missing);
   for (const auto& e : errors) report.notes.push_back("skipped " + e);
 
   std::string text;

@@ -16,6 +16,7 @@
 
 #include "analyzer/analyses/ranks.h"
 #include "analyzer/cli/output_file.h"
+#include "analyzer/cli/summary_inputs.h"
 #include "analyzer/model/job.h"
 
 namespace cuxfer::cli {
@@ -61,12 +62,24 @@ bool SymbolOptions::take(ArgReader& in) {
 }
 
 std::vector<trace::Trace> load_traces(const std::vector<std::string>& paths, const char* command,
-                                      std::vector<std::string>& errors) {
+                                      std::vector<std::string>& errors, size_t jobs) {
   std::set<std::string> seen;
   std::vector<std::string> unique;
   for (const auto& p : expand_directories(paths, errors))
     if (seen.insert(p).second) unique.push_back(p);
-  auto traces = model::read_traces(unique, errors);
+  std::vector<trace::Trace> traces;
+  if (jobs <= 1 || unique.size() <= 1) {
+    traces = model::read_traces(unique, errors);
+  } else {
+    // Each file on a worker, the results in the order of the paths.
+    std::vector<std::vector<trace::Trace>> read(unique.size());
+    std::vector<std::vector<std::string>> why(unique.size());
+    for_each_parallel(unique.size(), jobs, [&](size_t i) { read[i] = model::read_traces({unique[i]}, why[i]); });
+    for (size_t i = 0; i < unique.size(); ++i) {
+      for (auto& t : read[i]) traces.push_back(std::move(t));
+      errors.insert(errors.end(), why[i].begin(), why[i].end());
+    }
+  }
   for (const auto& e : errors) std::fprintf(stderr, "%s: %s\n", command, e.c_str());
   return traces;
 }

@@ -398,6 +398,8 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
     Process p;
     p.trace = std::move(t);
     p.gpu_timing = p.trace.has_status && p.trace.status.cupti == trace::CuptiState::Active;
+    p.events_read = p.trace.events.size();
+    p.gpu_records_read = p.trace.gpu_records.size();
     job.processes.push_back(std::move(p));
   }
   job.calls.reserve(total_events);

@@ -30,6 +30,9 @@ struct Process {
   uint64_t events_without_gpu = 0;          // events flagged GPU-expected that got no record
   uint64_t gpu_records_joined_by_time = 0;  // records without a correlation id, joined by time
   GateStats gate;                           // the CUPTI governor's doing (gpu_timing only)
+  // Events and GPU records read from the trace (its vectors' sizes; kept
+  // apart, as a process made from a summary holds none of them).
+  uint64_t events_read = 0, gpu_records_read = 0;
   // Per trace.gpu_records entry: the index into Job::calls of the call it was
   // joined to, or kNoCall (unjoined, kernel, or no GPU timing).
   std::vector<uint32_t> gpu_record_call;

@@ -1,0 +1,748 @@
+#include "analyzer/analyses/summary.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace cuxfer::analyses {
+
+using nlohmann::json;
+
+namespace {
+
+// Equal copies once, with their count: the findings only add them up
+// (findings.cpp multiplies by the count), so this is exact.
+template <typename T, typename Key>
+void compact(std::vector<T>& v, std::vector<uint64_t>& counts, Key key) {
+  std::vector<std::pair<T, uint64_t>> all;
+  all.reserve(v.size());
+  for (size_t i = 0; i < v.size(); ++i) all.push_back({v[i], counts.empty() ? 1 : counts[i]});
+  std::sort(all.begin(), all.end(), [&](const auto& a, const auto& b) { return key(a.first) < key(b.first); });
+  v.clear();
+  counts.clear();
+  for (const auto& [c, n] : all) {
+    if (!v.empty() && key(v.back()) == key(c)) {
+      counts.back() += n;
+    } else {
+      v.push_back(c);
+      counts.push_back(n);
+    }
+  }
+  v.shrink_to_fit();
+  counts.shrink_to_fit();
+}
+auto async_key(const AsyncPageableCopy& c) { return std::make_tuple(c.site_id, c.dir, c.bytes, c.cpu_ns); }
+auto large_key(const LargePageableCopy& c) { return std::make_tuple(c.site_id, c.dir, c.gpu, c.bytes, c.time); }
+
+// --- JSON of the parts (arrays where a part is a row of numbers: a summary
+// of a thousand processes stays small) ---
+
+json frame_json(const symbolize::Frame& f) {
+  return json::array({f.address, f.module, f.offset, f.function, f.file, f.line, f.python});
+}
+symbolize::Frame frame_of(const json& j) {
+  symbolize::Frame f;
+  f.address = j.at(0).get<uint64_t>();
+  f.module = j.at(1).get<std::string>();
+  f.offset = j.at(2).get<uint64_t>();
+  f.function = j.at(3).get<std::string>();
+  f.file = j.at(4).get<std::string>();
+  f.line = j.at(5).get<int>();
+  f.python = j.at(6).get<bool>();
+  return f;
+}
+
+json totals_json(const Totals& t) { return json::array({t.calls, t.bytes, t.cpu_blocked_ns, t.failed_calls}); }
+Totals totals_of(const json& j) {
+  return {j.at(0).get<uint64_t>(), j.at(1).get<uint64_t>(), j.at(2).get<uint64_t>(), j.at(3).get<uint64_t>()};
+}
+json alloc_json(const AllocTotals& t) { return json::array({t.calls, t.bytes, t.cpu_blocked_ns, t.frees}); }
+AllocTotals alloc_of(const json& j) {
+  return {j.at(0).get<uint64_t>(), j.at(1).get<uint64_t>(), j.at(2).get<uint64_t>(), j.at(3).get<uint64_t>()};
+}
+
+json optional_json(const std::optional<uint64_t>& v) { return v ? json(*v) : json(nullptr); }
+std::optional<uint64_t> optional_of(const json& j) {
+  if (j.is_null()) return std::nullopt;
+  return j.get<uint64_t>();
+}
+
+json trace_json(const trace::Trace& t) {
+  const trace::ProcessInfo& p = t.process;
+  const trace::Status& s = t.status;
+  return {
+      {"path", t.path},
+      {"format_version", t.format_version},
+      {"has_process", t.has_process},
+      {"process",
+       {{"pid", p.pid}, {"ppid", p.ppid}, {"start_realtime_ns", p.start_realtime_ns},
+        {"start_monotonic_ns", p.start_monotonic_ns}, {"exe", p.exe}, {"argv", p.argv}, {"hostname", p.hostname},
+        {"trace_name", p.trace_name}, {"cuxfer_version", p.cuxfer_version}, {"stack_depth", p.stack_depth}}},
+      {"api_names", t.api_names},
+      {"notes", t.notes},
+      {"has_status", t.has_status},
+      {"status",
+       {{"simulated", s.simulated}, {"cupti", static_cast<int>(s.cupti)}, {"cupti_reason", s.cupti_reason},
+        {"events_recorded", s.events_recorded}, {"events_dropped", s.events_dropped},
+        {"gpu_records_recorded", s.gpu_records_recorded}, {"gpu_records_dropped", s.gpu_records_dropped},
+        {"callsites_dropped", s.callsites_dropped}}},
+      {"has_modes", t.has_modes},
+      {"modes",
+       {{"rewrite_pin", t.modes.rewrite_pin}, {"policy", t.modes.policy},
+        {"register_in_place", t.modes.register_in_place}, {"python_stacks", t.modes.python_stacks},
+        {"policy_path", t.modes.policy_path}}},
+      {"has_cupti_handover", t.has_cupti_handover},
+      {"cupti_handover", {{"t_ns", t.cupti_handover.t_ns}, {"reason", t.cupti_handover.reason}}},
+      {"complete", t.complete},
+      {"cut_reason", t.cut_reason},
+      {"blocks_read", t.blocks_read},
+  };
+}
+
+trace::Trace trace_of(const json& j) {
+  trace::Trace t;
+  t.path = j.at("path").get<std::string>();
+  t.format_version = j.at("format_version").get<uint32_t>();
+  t.has_process = j.at("has_process").get<bool>();
+  const json& p = j.at("process");
+  t.process.pid = p.at("pid").get<uint32_t>();
+  t.process.ppid = p.at("ppid").get<uint32_t>();
+  t.process.start_realtime_ns = p.at("start_realtime_ns").get<uint64_t>();
+  t.process.start_monotonic_ns = p.at("start_monotonic_ns").get<uint64_t>();
+  t.process.exe = p.at("exe").get<std::string>();
+  t.process.argv = p.at("argv").get<std::vector<std::string>>();
+  t.process.hostname = p.at("hostname").get<std::string>();
+  t.process.trace_name = p.at("trace_name").get<std::string>();
+  t.process.cuxfer_version = p.at("cuxfer_version").get<std::string>();
+  t.process.stack_depth = p.at("stack_depth").get<uint32_t>();
+  t.api_names = j.at("api_names").get<std::vector<std::string>>();
+  t.notes = j.at("notes").get<std::vector<std::string>>();
+  t.has_status = j.at("has_status").get<bool>();
+  const json& s = j.at("status");
+  t.status.simulated = s.at("simulated").get<bool>();
+  t.status.cupti = static_cast<trace::CuptiState>(s.at("cupti").get<int>());
+  t.status.cupti_reason = s.at("cupti_reason").get<std::string>();
+  t.status.events_recorded = s.at("events_recorded").get<uint64_t>();
+  t.status.events_dropped = s.at("events_dropped").get<uint64_t>();
+  t.status.gpu_records_recorded = s.at("gpu_records_recorded").get<uint64_t>();
+  t.status.gpu_records_dropped = s.at("gpu_records_dropped").get<uint64_t>();
+  t.status.callsites_dropped = s.at("callsites_dropped").get<uint64_t>();
+  t.has_modes = j.at("has_modes").get<bool>();
+  const json& m = j.at("modes");
+  t.modes.rewrite_pin = m.at("rewrite_pin").get<bool>();
+  t.modes.policy = m.at("policy").get<bool>();
+  t.modes.register_in_place = m.at("register_in_place").get<bool>();
+  t.modes.python_stacks = m.at("python_stacks").get<bool>();
+  t.modes.policy_path = m.at("policy_path").get<std::string>();
+  t.has_cupti_handover = j.at("has_cupti_handover").get<bool>();
+  t.cupti_handover.t_ns = j.at("cupti_handover").at("t_ns").get<uint64_t>();
+  t.cupti_handover.reason = j.at("cupti_handover").at("reason").get<std::string>();
+  t.complete = j.at("complete").get<bool>();
+  t.cut_reason = j.at("cut_reason").get<std::string>();
+  t.blocks_read = j.at("blocks_read").get<uint64_t>();
+  return t;
+}
+
+json model_json(const model::Process& p) {
+  const model::GateStats& g = p.gate;
+  return {
+      {"gpu_timing", p.gpu_timing},
+      {"gpu_records_unmatched", p.gpu_records_unmatched},
+      {"events_without_gpu", p.events_without_gpu},
+      {"gpu_records_joined_by_time", p.gpu_records_joined_by_time},
+      {"events_read", p.events_read},
+      {"gpu_records_read", p.gpu_records_read},
+      {"gate", json::array({g.governed, g.changes, g.samples, g.on_share, g.calls, g.timed, g.untimed_sync,
+                            g.untimed_async, g.untimed_repeats})},
+  };
+}
+
+void model_of(const json& j, model::Process& p) {
+  p.gpu_timing = j.at("gpu_timing").get<bool>();
+  p.gpu_records_unmatched = j.at("gpu_records_unmatched").get<uint64_t>();
+  p.events_without_gpu = j.at("events_without_gpu").get<uint64_t>();
+  p.gpu_records_joined_by_time = j.at("gpu_records_joined_by_time").get<uint64_t>();
+  p.events_read = j.at("events_read").get<uint64_t>();
+  p.gpu_records_read = j.at("gpu_records_read").get<uint64_t>();
+  const json& g = j.at("gate");
+  p.gate.governed = g.at(0).get<bool>();
+  p.gate.changes = g.at(1).get<uint32_t>();
+  p.gate.samples = g.at(2).get<uint32_t>();
+  p.gate.on_share = g.at(3).get<double>();
+  p.gate.calls = g.at(4).get<uint64_t>();
+  p.gate.timed = g.at(5).get<uint64_t>();
+  p.gate.untimed_sync = g.at(6).get<uint64_t>();
+  p.gate.untimed_async = g.at(7).get<uint64_t>();
+  p.gate.untimed_repeats = g.at(8).get<uint64_t>();
+}
+
+json process_tally_json(const ProcessTally& p) {
+  json apis = json::array();
+  for (size_t i = 0; i < p.apis.size(); ++i) {
+    const ApiTotals& a = p.apis[i];
+    if (a.calls || a.failed_calls) apis.push_back({i, a.calls, a.bytes, a.cpu_blocked_ns, a.failed_calls});
+  }
+  json reasons = json::array();
+  for (size_t r = 0; r < kReasonSlots; ++r)
+    for (size_t d = 0; d < 2; ++d)
+      if (p.passthrough_reasons[r][d].calls)
+        reasons.push_back({r, d, p.passthrough_reasons[r][d].calls, p.passthrough_reasons[r][d].bytes});
+  json classes = json::array();
+  for (unsigned k = 0; k < kClasses; ++k)
+    if (p.classes[k].calls) classes.push_back({k, p.classes[k].calls, p.classes[k].bytes, p.classes[k].cpu_blocked_ns});
+  return {
+      {"copies", json::array({p.has_copies, p.copies, p.bytes, p.cpu_blocked_ns, p.failed_copies})},
+      {"rewrite", json::array({p.rewrote, p.staged_calls, p.staged_bytes, p.registered_calls, p.registered_bytes,
+                               p.passthrough_pageable_calls, p.passthrough_pageable_bytes, p.zero_copy_calls,
+                               p.zero_copy_bytes, p.staged_cpu_ns, p.staged_async_calls, p.staged_sync_bytes[0],
+                               p.staged_sync_bytes[1], p.staged_sync_calls[0], p.staged_sync_calls[1]})},
+      {"shim", json::array({p.shim_rewrite, p.registrations, p.registration_bytes, p.registration_cost_ns,
+                            p.registrations_refused, p.pool_allocations, p.pool_bytes, p.pinning_cost_ns,
+                            p.zero_copy_allocations, p.zero_copy_allocation_bytes})},
+      {"passthrough_reasons", reasons},
+      {"last_end_realtime_ns", p.last_end_realtime_ns},
+      {"apis", apis},
+      {"classes", classes},
+      {"pageable_gpu", json::array({p.pageable_bytes, p.has_gpu, p.gpu_ns})},
+  };
+}
+
+void process_tally_of(const json& j, ProcessTally& p, size_t api_count) {
+  const json& c = j.at("copies");
+  p.has_copies = c.at(0).get<bool>();
+  p.copies = c.at(1).get<uint64_t>();
+  p.bytes = c.at(2).get<uint64_t>();
+  p.cpu_blocked_ns = c.at(3).get<uint64_t>();
+  p.failed_copies = c.at(4).get<uint64_t>();
+  const json& r = j.at("rewrite");
+  p.rewrote = r.at(0).get<bool>();
+  p.staged_calls = r.at(1).get<uint64_t>();
+  p.staged_bytes = r.at(2).get<uint64_t>();
+  p.registered_calls = r.at(3).get<uint64_t>();
+  p.registered_bytes = r.at(4).get<uint64_t>();
+  p.passthrough_pageable_calls = r.at(5).get<uint64_t>();
+  p.passthrough_pageable_bytes = r.at(6).get<uint64_t>();
+  p.zero_copy_calls = r.at(7).get<uint64_t>();
+  p.zero_copy_bytes = r.at(8).get<uint64_t>();
+  p.staged_cpu_ns = r.at(9).get<uint64_t>();
+  p.staged_async_calls = r.at(10).get<uint64_t>();
+  for (int dir = 0; dir < 2; ++dir) {
+    p.staged_sync_bytes[dir] = r.at(11 + dir).get<uint64_t>();
+    p.staged_sync_calls[dir] = r.at(13 + dir).get<uint64_t>();
+  }
+  const json& s = j.at("shim");
+  p.shim_rewrite = s.at(0).get<bool>();
+  p.registrations = s.at(1).get<uint64_t>();
+  p.registration_bytes = s.at(2).get<uint64_t>();
+  p.registration_cost_ns = s.at(3).get<uint64_t>();
+  p.registrations_refused = s.at(4).get<uint64_t>();
+  p.pool_allocations = s.at(5).get<uint64_t>();
+  p.pool_bytes = s.at(6).get<uint64_t>();
+  p.pinning_cost_ns = s.at(7).get<uint64_t>();
+  p.zero_copy_allocations = s.at(8).get<uint64_t>();
+  p.zero_copy_allocation_bytes = s.at(9).get<uint64_t>();
+  for (const json& x : j.at("passthrough_reasons")) {
+    const size_t slot = x.at(0).get<size_t>(), dir = x.at(1).get<size_t>();
+    if (slot >= kReasonSlots || dir >= 2) throw std::out_of_range("passthrough reason out of range");
+    p.passthrough_reasons[slot][dir] = {x.at(2).get<uint64_t>(), x.at(3).get<uint64_t>()};
+  }
+  p.last_end_realtime_ns = j.at("last_end_realtime_ns").get<uint64_t>();
+  p.apis.assign(api_count, {});
+  for (const json& a : j.at("apis")) {
+    const size_t i = a.at(0).get<size_t>();
+    if (i >= 65536) throw std::out_of_range("API index out of range");
+    if (i >= p.apis.size()) p.apis.resize(i + 1);
+    p.apis[i] = {"", a.at(1).get<uint64_t>(), a.at(2).get<uint64_t>(), a.at(3).get<uint64_t>(),
+                 a.at(4).get<uint64_t>()};
+  }
+  for (const json& k : j.at("classes")) {
+    const unsigned i = k.at(0).get<unsigned>();
+    if (i >= kClasses) throw std::out_of_range("class out of range");
+    p.classes[i] = {k.at(1).get<uint64_t>(), k.at(2).get<uint64_t>(), k.at(3).get<uint64_t>()};
+  }
+  const json& g = j.at("pageable_gpu");
+  p.pageable_bytes = g.at(0).get<uint64_t>();
+  p.has_gpu = g.at(1).get<bool>();
+  p.gpu_ns = g.at(2).get<uint64_t>();
+}
+
+// The one-process tally, apart from its process part.
+json tally_json(const JobTally& t) {
+  json classes = json::array();
+  for (unsigned k = 0; k < kClasses; ++k) {
+    const ClassTally& c = t.classes[k];
+    if (!c.seen) continue;
+    const ClassTotals& o = c.out;
+    classes.push_back({k, o.calls, o.bytes, o.cpu_blocked_ns, o.failed_calls, o.async_calls, o.staged_calls,
+                       o.staged_bytes, o.gpu_calls, c.gpu_ns, c.cpu_measured_bytes, c.cpu_measured_ns});
+  }
+  json sites = json::array();
+  for (const SiteTally& s : t.sites) {
+    json class_bytes = json::array();
+    for (unsigned k = 0; k < kClasses; ++k)
+      if (s.class_bytes[k]) class_bytes.push_back({k, s.class_bytes[k]});
+    const CallSiteTotals& o = s.out;
+    sites.push_back({s.used, o.calls, o.bytes, o.cpu_blocked_ns, o.max_cpu_ns, o.failed_calls,
+                     optional_json(o.gpu_ns), s.classes_seen, class_bytes});
+  }
+  const FindingsTally& f = t.findings;
+  json pinned_return = json::array();
+  for (int dir = 0; dir < 2; ++dir) {
+    std::map<uint64_t, uint64_t> histogram = f.pinned_async_return_histogram[dir];  // exact: value -> how many
+    for (uint64_t ns : f.pinned_async_return_ns[dir]) ++histogram[ns];
+    json h = json::array();
+    for (const auto& [ns, n] : histogram) h.push_back({ns, n});
+    pinned_return.push_back(h);
+  }
+  json async = json::array(), large = json::array(), storm = json::array();
+  for (size_t i = 0; i < f.async_pageable.size(); ++i) {
+    const AsyncPageableCopy& c = f.async_pageable[i];
+    async.push_back({c.site_id, c.dir, c.bytes, c.cpu_ns, f.async_count(i)});
+  }
+  for (size_t i = 0; i < f.large_pageable.size(); ++i) {
+    const LargePageableCopy& c = f.large_pageable[i];
+    large.push_back({c.site_id, c.dir, c.gpu, c.bytes, c.time, f.large_count(i)});
+  }
+  for (size_t id = 1; id < f.storm.size(); ++id) {
+    const StormSite& s = f.storm[id];
+    storm.push_back({s.calls, s.bytes, s.time_ns, s.max_ns, s.first_enter, s.last_enter});
+  }
+  const RewriteTally& r = t.rewrite;
+  json rewrite_sites = json::array();
+  for (const RewriteSite& s : r.sites) rewrite_sites.push_back({s.calls, s.bytes, s.time_ns, s.max_ns, s.recoverable_ns});
+  json devices = json::array();
+  if (!t.devices.by_process.empty()) {
+    const auto& slots = t.devices.by_process[0];
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const DeviceAcc& a = slots[i];
+      if (a.out.calls == 0) continue;
+      devices.push_back({i, a.out.calls, a.out.bytes, a.out.cpu_blocked_ns, a.out.pageable_bytes, a.dir_bytes, a.gpu_ns,
+                         a.gpu});
+    }
+  }
+  json peers = json::array();
+  for (const auto& [key, p] : t.devices.peers)
+    peers.push_back({std::get<1>(key), std::get<2>(key), p.calls, p.bytes, p.cpu_blocked_ns, optional_json(p.gpu_ns)});
+  return {
+      {"copies", totals_json(t.copies)},
+      {"memsets", totals_json(t.memsets)},
+      {"allocations", json::array({alloc_json(t.allocations.device), alloc_json(t.allocations.managed),
+                                   alloc_json(t.allocations.host_pinned), alloc_json(t.allocations.host_registered)})},
+      {"pageable", json::array({t.pageable.pageable_bytes, t.pageable.host_bytes})},
+      {"classes", classes},
+      {"process", process_tally_json(t.processes.at(0))},
+      {"sites", sites},
+      {"calls_without_site", t.calls_without_site},
+      {"pinned_async_return_ns", pinned_return},
+      {"pinned_large", json::array({t.findings.pinned_large_bytes[0], t.findings.pinned_large_bytes[1],
+                                    t.findings.pinned_large_ns[0], t.findings.pinned_large_ns[1]})},
+      {"async_pageable", async},
+      {"large_pageable", large},
+      {"storm", storm},
+      {"rewrite", json::array({r.calls, r.bytes, r.time_ns, r.max_ns, r.gpu_calls, r.predicted_ns, r.largest,
+                               r.registered, r.staged})},
+      {"rewrite_sites", rewrite_sites},
+      {"devices", devices},
+      {"peers", peers},
+  };
+}
+
+void tally_of(const json& j, JobTally& t, size_t sites, size_t api_count) {
+  t.copies = totals_of(j.at("copies"));
+  t.memsets = totals_of(j.at("memsets"));
+  const json& a = j.at("allocations");
+  t.allocations = {alloc_of(a.at(0)), alloc_of(a.at(1)), alloc_of(a.at(2)), alloc_of(a.at(3))};
+  t.pageable.pageable_bytes = j.at("pageable").at(0).get<uint64_t>();
+  t.pageable.host_bytes = j.at("pageable").at(1).get<uint64_t>();
+  for (const json& c : j.at("classes")) {
+    const unsigned k = c.at(0).get<unsigned>();
+    if (k >= kClasses) throw std::out_of_range("class out of range");
+    ClassTally& x = t.classes[k];
+    x.seen = true;
+    x.out.cls = class_of_index(k);
+    x.out.calls = c.at(1).get<uint64_t>();
+    x.out.bytes = c.at(2).get<uint64_t>();
+    x.out.cpu_blocked_ns = c.at(3).get<uint64_t>();
+    x.out.failed_calls = c.at(4).get<uint64_t>();
+    x.out.async_calls = c.at(5).get<uint64_t>();
+    x.out.staged_calls = c.at(6).get<uint64_t>();
+    x.out.staged_bytes = c.at(7).get<uint64_t>();
+    x.out.gpu_calls = c.at(8).get<uint64_t>();
+    x.gpu_ns = c.at(9).get<uint64_t>();
+    x.cpu_measured_bytes = c.at(10).get<uint64_t>();
+    x.cpu_measured_ns = c.at(11).get<uint64_t>();
+  }
+  t.processes.resize(1);
+  process_tally_of(j.at("process"), t.processes[0], api_count);
+  const json& js = j.at("sites");
+  if (js.size() != sites) throw std::out_of_range("site tallies and sites differ in number");
+  t.sites.resize(sites);
+  for (size_t i = 0; i < sites; ++i) {
+    const json& s = js.at(i);
+    SiteTally& x = t.sites[i];
+    x.used = s.at(0).get<bool>();
+    x.out.calls = s.at(1).get<uint64_t>();
+    x.out.bytes = s.at(2).get<uint64_t>();
+    x.out.cpu_blocked_ns = s.at(3).get<uint64_t>();
+    x.out.max_cpu_ns = s.at(4).get<uint64_t>();
+    x.out.failed_calls = s.at(5).get<uint64_t>();
+    x.out.gpu_ns = optional_of(s.at(6));
+    x.classes_seen = s.at(7).get<uint64_t>();
+    for (const json& kb : s.at(8)) {
+      const unsigned k = kb.at(0).get<unsigned>();
+      if (k >= kClasses) throw std::out_of_range("class out of range");
+      x.class_bytes[k] = kb.at(1).get<uint64_t>();
+    }
+  }
+  t.calls_without_site = j.at("calls_without_site").get<uint64_t>();
+  FindingsTally& f = t.findings;
+  for (int dir = 0; dir < 2; ++dir)
+    for (const json& h : j.at("pinned_async_return_ns").at(dir)) {
+      const uint64_t count = h.at(1).get<uint64_t>();
+      if (count == 0) throw std::out_of_range("a histogram count of 0");
+      f.pinned_async_return_histogram[dir][h.at(0).get<uint64_t>()] += count;
+    }
+  const json& pl = j.at("pinned_large");
+  f.pinned_large_bytes[0] = pl.at(0).get<uint64_t>();
+  f.pinned_large_bytes[1] = pl.at(1).get<uint64_t>();
+  f.pinned_large_ns[0] = pl.at(2).get<uint64_t>();
+  f.pinned_large_ns[1] = pl.at(3).get<uint64_t>();
+  auto site_id = [&](const json& v) {
+    const uint32_t id = v.get<uint32_t>();
+    if (id > sites) throw std::out_of_range("call site id out of range");
+    return id;
+  };
+  auto dir_of = [](const json& v) {
+    const uint8_t d = v.get<uint8_t>();
+    if (d > 1) throw std::out_of_range("direction out of range");
+    return d;
+  };
+  for (const json& c : j.at("async_pageable")) {
+    f.async_pageable.push_back({site_id(c.at(0)), dir_of(c.at(1)), c.at(2).get<uint64_t>(), c.at(3).get<uint64_t>()});
+    f.async_pageable_counts.push_back(c.at(4).get<uint64_t>());
+  }
+  for (const json& c : j.at("large_pageable")) {
+    f.large_pageable.push_back({site_id(c.at(0)), dir_of(c.at(1)), c.at(2).get<bool>(), c.at(3).get<uint64_t>(),
+                                c.at(4).get<uint64_t>()});
+    f.large_pageable_counts.push_back(c.at(5).get<uint64_t>());
+  }
+  const json& storm = j.at("storm");
+  if (storm.size() != sites) throw std::out_of_range("storm sites and sites differ in number");
+  f.storm.assign(sites + 1, {});
+  for (size_t i = 0; i < sites; ++i) {
+    const json& s = storm.at(i);
+    f.storm[i + 1] = {s.at(0).get<uint64_t>(), s.at(1).get<uint64_t>(), s.at(2).get<uint64_t>(),
+                      s.at(3).get<uint64_t>(), s.at(4).get<uint64_t>(), s.at(5).get<uint64_t>()};
+  }
+  RewriteTally& r = t.rewrite;
+  const json& rw = j.at("rewrite");
+  r.calls = rw.at(0).get<uint64_t>();
+  r.bytes = rw.at(1).get<uint64_t>();
+  r.time_ns = rw.at(2).get<uint64_t>();
+  r.max_ns = rw.at(3).get<uint64_t>();
+  r.gpu_calls = rw.at(4).get<uint64_t>();
+  r.predicted_ns = rw.at(5).get<uint64_t>();
+  r.largest = rw.at(6).get<uint64_t>();
+  r.registered = rw.at(7).get<uint64_t>();
+  r.staged = rw.at(8).get<uint64_t>();
+  const json& rs = j.at("rewrite_sites");
+  if (rs.size() != sites + 1) throw std::out_of_range("rewrite sites and sites differ in number");
+  r.sites.resize(sites + 1);
+  for (size_t i = 0; i <= sites; ++i) {
+    const json& s = rs.at(i);
+    r.sites[i] = {s.at(0).get<uint64_t>(), s.at(1).get<uint64_t>(), s.at(2).get<uint64_t>(), s.at(3).get<uint64_t>(),
+                  s.at(4).get<uint64_t>()};
+  }
+  t.devices.by_process.resize(1);
+  for (const json& d : j.at("devices")) {
+    const size_t slot = d.at(0).get<size_t>();
+    if (slot >= 256) throw std::out_of_range("device out of range");
+    auto& slots = t.devices.by_process[0];
+    if (slot >= slots.size()) slots.resize(slot + 1);
+    DeviceAcc& x = slots[slot];
+    x.out.calls = d.at(1).get<uint64_t>();
+    x.out.bytes = d.at(2).get<uint64_t>();
+    x.out.cpu_blocked_ns = d.at(3).get<uint64_t>();
+    x.out.pageable_bytes = d.at(4).get<uint64_t>();
+    x.dir_bytes = d.at(5).get<std::array<uint64_t, kDirections>>();
+    x.gpu_ns = d.at(6).get<uint64_t>();
+    x.gpu = d.at(7).get<bool>();
+  }
+  for (const json& p : j.at("peers")) {
+    const int src = p.at(0).get<int>(), dst = p.at(1).get<int>();
+    PeerPair& x = t.devices.peers[{0u, src, dst}];
+    x.src_device = src;
+    x.dst_device = dst;
+    x.calls = p.at(2).get<uint64_t>();
+    x.bytes = p.at(3).get<uint64_t>();
+    x.cpu_blocked_ns = p.at(4).get<uint64_t>();
+    x.gpu_ns = optional_of(p.at(5));
+  }
+}
+
+template <typename T>
+void add_max(T& a, const T& b) {
+  a = std::max(a, b);
+}
+
+std::string base_name(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+std::string ProcessRecord::identity() const {
+  // The notes carry the run's and the rank's ids: two runs whose processes
+  // happen to share host, pid and start (generated sets, containers) stay two.
+  const trace::ProcessInfo& p = process.trace.process;
+  std::string notes;
+  for (const auto& n : process.trace.notes) notes += n + '\n';
+  return fmt::format("{}/{}/{}/{}/{:016x}", p.hostname, p.pid, p.start_realtime_ns, p.trace_name,
+                     std::hash<std::string>{}(notes));
+}
+
+ProcessRecord record_process(model::Job&& job) {
+  ProcessRecord r;
+  JobTally tally = tally_calls(job, {});
+  compact(tally.findings.async_pageable, tally.findings.async_pageable_counts, async_key);
+  compact(tally.findings.large_pageable, tally.findings.large_pageable_counts, large_key);
+  for (auto& v : tally.findings.pinned_async_return_ns) v.shrink_to_fit();  // reserved for every call
+  r.tally = std::move(tally);
+  r.sites = std::move(job.sites);
+  r.notes = std::move(job.notes);
+  model::Process& p = job.processes.at(0);
+  // The header only: the events, records, stacks and modules are what a
+  // summary leaves behind.
+  trace::Trace header;
+  header.path = std::move(p.trace.path);
+  header.format_version = p.trace.format_version;
+  header.has_process = p.trace.has_process;
+  header.process = std::move(p.trace.process);
+  header.api_names = std::move(p.trace.api_names);
+  header.notes = std::move(p.trace.notes);
+  header.has_status = p.trace.has_status;
+  header.status = std::move(p.trace.status);
+  header.has_modes = p.trace.has_modes;
+  header.modes = std::move(p.trace.modes);
+  header.has_cupti_handover = p.trace.has_cupti_handover;
+  header.cupti_handover = std::move(p.trace.cupti_handover);
+  header.complete = p.trace.complete;
+  header.cut_reason = std::move(p.trace.cut_reason);
+  header.blocks_read = p.trace.blocks_read;
+  r.process.trace = std::move(header);
+  r.process.gpu_timing = p.gpu_timing;
+  r.process.gpu_records_unmatched = p.gpu_records_unmatched;
+  r.process.events_without_gpu = p.events_without_gpu;
+  r.process.gpu_records_joined_by_time = p.gpu_records_joined_by_time;
+  r.process.gate = p.gate;
+  r.process.events_read = p.events_read;
+  r.process.gpu_records_read = p.gpu_records_read;
+  return r;
+}
+
+std::string write_summary(const SummaryHeader& header, const std::vector<ProcessRecord>& records) {
+  // One process's JSON at a time, appended to the text: the document of a
+  // thousand processes is never built whole.
+  json head = {{"schema", header.schema}, {"cuxfer_version", header.cuxfer_version}, {"symbols", header.symbols}};
+  std::string out = head.dump();
+  out.pop_back();  // the closing brace: the processes follow
+  out += ",\"processes\":[";
+  for (size_t i = 0; i < records.size(); ++i) {
+    const ProcessRecord& r = records[i];
+    json sites = json::array();
+    for (const model::Site& s : r.sites) {
+      json stack = json::array();
+      for (const auto& f : s.stack) stack.push_back(frame_json(f));
+      sites.push_back({frame_json(s.frame), stack});
+    }
+    const json process = {{"trace", trace_json(r.process.trace)},
+                          {"model", model_json(r.process)},
+                          {"sites", sites},
+                          {"notes", r.notes},
+                          {"tally", tally_json(r.tally)}};
+    if (i) out += ',';
+    out += process.dump();
+  }
+  out += "]}\n";
+  return out;
+}
+
+bool read_summary(const std::string& text, SummaryHeader& header, std::vector<ProcessRecord>& records,
+                  std::string& error) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("schema") || !j["schema"].is_string()) {
+    error = "not a cuxfer summary (no schema)";
+    return false;
+  }
+  header.schema = j["schema"].get<std::string>();
+  if (header.schema != kSummarySchema) {
+    error = fmt::format("a summary of schema {}; this cuxfer reads {} (make it again with this cuxfer's `cuxfer "
+                        "summarize` from the traces)",
+                        header.schema, kSummarySchema);
+    return false;
+  }
+  try {
+    header.cuxfer_version = j.at("cuxfer_version").get<std::string>();
+    header.symbols = j.at("symbols").get<std::string>();
+    for (const json& p : j.at("processes")) {
+      ProcessRecord r;
+      r.process.trace = trace_of(p.at("trace"));
+      model_of(p.at("model"), r.process);
+      for (const json& s : p.at("sites")) {
+        model::Site site;
+        site.frame = frame_of(s.at(0));
+        for (const json& f : s.at(1)) site.stack.push_back(frame_of(f));
+        r.sites.push_back(std::move(site));
+      }
+      r.notes = p.at("notes").get<std::vector<std::string>>();
+      tally_of(p.at("tally"), r.tally, r.sites.size(), r.process.trace.api_names.size());
+      records.push_back(std::move(r));
+    }
+  } catch (const std::exception& e) {
+    error = fmt::format("damaged summary: {}", e.what());
+    return false;
+  }
+  return true;
+}
+
+MergedJob merge_records(std::vector<ProcessRecord> records) {
+  // Trace file name order, as a directory is read; the identity breaks ties
+  // so that the order never depends on the order given.
+  std::stable_sort(records.begin(), records.end(), [](const ProcessRecord& a, const ProcessRecord& b) {
+    const std::string an = base_name(a.process.trace.path), bn = base_name(b.process.trace.path);
+    if (an != bn) return an < bn;
+    if (a.process.trace.path != b.process.trace.path) return a.process.trace.path < b.process.trace.path;
+    return a.identity() < b.identity();
+  });
+  MergedJob m;
+  model::Job& job = m.job;
+  JobTally& t = m.tally;
+  std::set<std::string> seen;
+  t.findings.storm.resize(1);
+  t.rewrite.sites.resize(1);
+  for (ProcessRecord& r : records) {
+    if (!seen.insert(r.identity()).second) {
+      m.duplicates.push_back(r.process.trace.path);
+      continue;
+    }
+    const auto pi = static_cast<uint32_t>(job.processes.size());
+    const auto site_base = static_cast<uint32_t>(job.sites.size());  // ids of this record's sites: base + 1 ...
+    JobTally& x = r.tally;
+    // Sums.
+    auto add_totals = [](Totals& a, const Totals& b) {
+      a.calls += b.calls;
+      a.bytes += b.bytes;
+      a.cpu_blocked_ns += b.cpu_blocked_ns;
+      a.failed_calls += b.failed_calls;
+    };
+    auto add_alloc = [](AllocTotals& a, const AllocTotals& b) {
+      a.calls += b.calls;
+      a.bytes += b.bytes;
+      a.cpu_blocked_ns += b.cpu_blocked_ns;
+      a.frees += b.frees;
+    };
+    add_totals(t.copies, x.copies);
+    add_totals(t.memsets, x.memsets);
+    add_alloc(t.allocations.device, x.allocations.device);
+    add_alloc(t.allocations.managed, x.allocations.managed);
+    add_alloc(t.allocations.host_pinned, x.allocations.host_pinned);
+    add_alloc(t.allocations.host_registered, x.allocations.host_registered);
+    t.pageable.pageable_bytes += x.pageable.pageable_bytes;
+    t.pageable.host_bytes += x.pageable.host_bytes;
+    for (unsigned k = 0; k < kClasses; ++k) {
+      const ClassTally& b = x.classes[k];
+      if (!b.seen) continue;
+      ClassTally& a = t.classes[k];
+      a.seen = true;
+      a.out.cls = b.out.cls;
+      a.out.calls += b.out.calls;
+      a.out.bytes += b.out.bytes;
+      a.out.cpu_blocked_ns += b.out.cpu_blocked_ns;
+      a.out.failed_calls += b.out.failed_calls;
+      a.out.async_calls += b.out.async_calls;
+      a.out.staged_calls += b.out.staged_calls;
+      a.out.staged_bytes += b.out.staged_bytes;
+      a.out.gpu_calls += b.out.gpu_calls;
+      a.gpu_ns += b.gpu_ns;
+      a.cpu_measured_bytes += b.cpu_measured_bytes;
+      a.cpu_measured_ns += b.cpu_measured_ns;
+    }
+    t.calls_without_site += x.calls_without_site;
+    // Per process and per site: appended, the sites renumbered.
+    t.processes.push_back(std::move(x.processes.at(0)));
+    for (SiteTally& s : x.sites) t.sites.push_back(std::move(s));
+    FindingsTally& f = t.findings;
+    for (int dir = 0; dir < 2; ++dir) {
+      // Into the job's histogram: its size is the distinct times, whatever the copies.
+      for (uint64_t ns : x.findings.pinned_async_return_ns[dir]) ++f.pinned_async_return_histogram[dir][ns];
+      for (const auto& [ns, count] : x.findings.pinned_async_return_histogram[dir])
+        f.pinned_async_return_histogram[dir][ns] += count;
+      f.pinned_large_bytes[dir] += x.findings.pinned_large_bytes[dir];
+      f.pinned_large_ns[dir] += x.findings.pinned_large_ns[dir];
+    }
+    auto renumber = [&](uint32_t id) { return id == 0 ? 0 : id + site_base; };
+    for (size_t i = 0; i < x.findings.async_pageable.size(); ++i) {
+      AsyncPageableCopy c = x.findings.async_pageable[i];
+      c.site_id = renumber(c.site_id);
+      f.async_pageable.push_back(c);
+      f.async_pageable_counts.push_back(x.findings.async_count(i));
+    }
+    for (size_t i = 0; i < x.findings.large_pageable.size(); ++i) {
+      LargePageableCopy c = x.findings.large_pageable[i];
+      c.site_id = renumber(c.site_id);
+      f.large_pageable.push_back(c);
+      f.large_pageable_counts.push_back(x.findings.large_count(i));
+    }
+    for (size_t id = 1; id < x.findings.storm.size(); ++id) f.storm.push_back(x.findings.storm[id]);
+    RewriteTally& rw = t.rewrite;
+    rw.calls += x.rewrite.calls;
+    rw.bytes += x.rewrite.bytes;
+    rw.time_ns += x.rewrite.time_ns;
+    add_max(rw.max_ns, x.rewrite.max_ns);
+    rw.gpu_calls += x.rewrite.gpu_calls;
+    rw.predicted_ns += x.rewrite.predicted_ns;
+    add_max(rw.largest, x.rewrite.largest);
+    rw.registered += x.rewrite.registered;
+    rw.staged += x.rewrite.staged;
+    if (!x.rewrite.sites.empty()) {
+      RewriteSite& none = rw.sites[0];  // copies without a site: one slot for the job
+      const RewriteSite& b = x.rewrite.sites[0];
+      none.calls += b.calls;
+      none.bytes += b.bytes;
+      none.time_ns += b.time_ns;
+      add_max(none.max_ns, b.max_ns);
+      none.recoverable_ns += b.recoverable_ns;
+      for (size_t id = 1; id < x.rewrite.sites.size(); ++id) rw.sites.push_back(x.rewrite.sites[id]);
+    }
+    t.devices.by_process.push_back(x.devices.by_process.empty() ? std::vector<DeviceAcc>{}
+                                                                : std::move(x.devices.by_process[0]));
+    for (const auto& [key, p] : x.devices.peers) t.devices.peers[{pi, std::get<1>(key), std::get<2>(key)}] = p;
+    // The model: the process, its sites, its notes each once.
+    for (model::Site& s : r.sites) {
+      s.process = pi;
+      job.sites.push_back(std::move(s));
+    }
+    for (std::string& n : r.notes)
+      if (std::find(job.notes.begin(), job.notes.end(), n) == job.notes.end()) job.notes.push_back(std::move(n));
+    job.processes.push_back(std::move(r.process));
+  }
+  // Sized as tally_calls sizes them for a job of these sites.
+  t.findings.storm.resize(job.sites.size() + 1);
+  t.rewrite.sites.resize(job.sites.size() + 1);
+  const PageableShare& s = t.pageable;
+  t.pageable.fraction = s.host_bytes ? static_cast<double>(s.pageable_bytes) / s.host_bytes : 0.0;
+  return m;
+}
+
+std::string summary_report_note() {
+  return "from summaries: overlap, sync_copy_idle, duplicate_uploads, round_trips, managed memory and NVTX ranges "
+         "need the events (report the traces)";
+}
+
+}  // namespace cuxfer::analyses

@@ -1,0 +1,79 @@
+// A job summary (`cuxfer summarize`): what the report needs of each process,
+// without its events. One record per process: the trace's header (process,
+// status, notes, API names), the model's per-process facts (GPU timing, the
+// CUPTI governor's stats), its call sites (symbolized where the traces were)
+// and its one-process tally (tally.h) with every per-copy list stored as an
+// exact histogram (equal copies once, with a count).
+//
+// Merging is a union of records, so it is associative and exact by
+// construction: a report of summaries puts every record in trace-file-name
+// order (as `cuxfer report DIR` reads a directory), renumbers the call sites
+// in that order and adds the tallies up with integer sums; the report's
+// pure functions (analyze_tally) then run on the result, the same code as
+// for the traces. What needs the events themselves (copy/compute overlap,
+// sync_copy_idle, duplicate_uploads, round_trips, managed memory, NVTX
+// ranges, the HTML timeline, Perfetto) is not in a summary: the report says
+// so in one note. The schema is versioned (kSummarySchema); a summary of
+// another version is refused, never read as this one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analyzer/analyses/report.h"
+#include "analyzer/analyses/tally.h"
+#include "analyzer/model/job.h"
+
+namespace cuxfer::analyses {
+
+inline constexpr const char* kSummarySchema = "cuxfer.summary/1";
+
+// One process of a summary.
+struct ProcessRecord {
+  model::Process process;  // its trace holds the header only: no events, records, stacks or modules
+  std::vector<model::Site> sites;  // Site::process is 0
+  std::vector<std::string> notes;  // the model's notes of this process (symbolization, impossible sizes)
+  JobTally tally;                  // of this one process; per-copy lists as histograms
+
+  // The trace this record is of: host, pid, start, trace name and its notes
+  // (run and rank ids). A trace and a summary of it have the same identity.
+  std::string identity() const;
+};
+
+// The record of a job of one process (build_job of one trace). Takes the
+// job's contents; the trace's events are freed with it. Thresholds are the
+// defaults without a machine profile: a summary's estimates are those of
+// `cuxfer report --no-profile`.
+ProcessRecord record_process(model::Job&& job);
+
+// The symbolization a summary was made with ("on", "off", "python=all",
+// "sysroot=DIR", ...): summaries made differently name sites differently.
+struct SummaryHeader {
+  std::string schema = kSummarySchema;
+  std::string cuxfer_version;
+  std::string symbols;
+};
+
+std::string write_summary(const SummaryHeader& header, const std::vector<ProcessRecord>& records);
+// Parses a summary. False with one line in `error` for anything that is not
+// a summary of this version (the line names the version found).
+bool read_summary(const std::string& text, SummaryHeader& header, std::vector<ProcessRecord>& records,
+                  std::string& error);
+
+// Records merged into one job: sorted by trace file name (then path), one per
+// identity (`duplicates` names the traces given twice: a summary and its own
+// trace, two summaries of one trace), call sites renumbered in that order,
+// tallies added up. `job` holds processes, sites and notes but no calls: run
+// analyze_tally(job, tally, thresholds, /*events=*/false).
+struct MergedJob {
+  model::Job job;
+  JobTally tally;
+  std::vector<std::string> duplicates;  // trace paths counted once although given more than once
+};
+MergedJob merge_records(std::vector<ProcessRecord> records);
+
+// The note a report of summaries carries: which parts need the events.
+std::string summary_report_note();
+
+}  // namespace cuxfer::analyses

@@ -1,0 +1,238 @@
+// Job summaries (analyses/summary.h): the report of summaries equals the
+// report of the traces, exactly, however the processes are grouped into
+// summaries and in whatever order the summaries come; bad summaries are
+// refused in one line; -j gives the same summary as one thread.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "analyzer/analyses/summary.h"
+#include "analyzer/analyses/tally.h"
+#include "analyzer/cli/summary_inputs.h"
+#include "analyzer/render/json_renderer.h"
+#include "analyzer/render/text_renderer.h"
+#include "bench/rank_trace_set.h"
+#include "tests/unit/analyzer/job_fixture.h"
+
+namespace cuxfer::testing {
+namespace {
+
+using trace::Direction;
+using trace::EventKind;
+using trace::MemKind;
+
+constexpr uint64_t KiB = 1 << 10;
+constexpr uint64_t MiB = 1 << 20;
+
+class Summary : public JobTest {
+ protected:
+  // The report of the traces, as `cuxfer report --no-profile --no-symbols` makes it.
+  std::pair<std::string, std::string> direct(std::vector<std::string> paths) {
+    std::sort(paths.begin(), paths.end());  // as a directory is read
+    const model::Job job = load_paths(paths);
+    return render(analyses::analyze(job));
+  }
+  // Each trace reduced to its record, as `cuxfer summarize` does.
+  std::vector<analyses::ProcessRecord> records_of(const std::vector<std::string>& paths) {
+    cli::SymbolOptions symbols;
+    symbols.enabled = false;
+    std::vector<std::string> errors;
+    auto out = cli::summarize_traces(paths, symbols, 1, errors);
+    EXPECT_TRUE(errors.empty());
+    return out;
+  }
+  // Records through a summary file's text and back.
+  std::vector<analyses::ProcessRecord> round_trip(const std::vector<analyses::ProcessRecord>& records) {
+    analyses::SummaryHeader header;
+    header.symbols = "off";
+    const std::string text = analyses::write_summary(header, records);
+    std::vector<analyses::ProcessRecord> out;
+    std::string error;
+    EXPECT_TRUE(analyses::read_summary(text, header, out, error)) << error;
+    return out;
+  }
+  std::pair<std::string, std::string> of_records(std::vector<analyses::ProcessRecord> records) {
+    analyses::MergedJob m = analyses::merge_records(std::move(records));
+    return render(analyses::analyze_tally(m.job, m.tally, {}, false));
+  }
+  static std::pair<std::string, std::string> render(const analyses::Report& r) {
+    render::TextOptions to;
+    to.width = 120;
+    to.stacks = true;
+    return {render::render_json(r, render::JsonOptions{}), render::render_text(r, to)};
+  }
+  std::vector<std::string> rank_set(uint32_t ranks, uint64_t events, uint64_t seed) {
+    bench::RankTraceSetOptions o;
+    o.ranks = ranks;
+    o.events_per_rank = events;
+    o.seed = seed;
+    o.slow_ranks = 2;
+    bench::PlantedRanks planted;
+    std::string error;
+    EXPECT_TRUE(bench::write_rank_trace_set(o, dir_.string(), planted, error)) << error;
+    return planted.paths;
+  }
+};
+
+// Groupings: one summary of all; one per trace; random groups in random
+// order, each through its file's text; a summary of summaries (a tree).
+TEST_F(Summary, MergedSummariesEqualTheDirectReportOnEveryGrouping) {
+  const auto paths = rank_set(24, 400, 5);
+  const auto want = direct(paths);
+  ASSERT_NE(want.second.find("Ranks"), std::string::npos) << want.second;
+
+  EXPECT_EQ(of_records(round_trip(records_of(paths))), want) << "one summary of all";
+  std::vector<analyses::ProcessRecord> singles;
+  for (const auto& p : paths)
+    for (auto& r : round_trip(records_of({p}))) singles.push_back(std::move(r));
+  EXPECT_EQ(of_records(std::move(singles)), want) << "one summary per trace";
+
+  std::mt19937_64 rng(17);
+  for (int trial = 0; trial < 4; ++trial) {
+    std::vector<std::string> shuffled = paths;
+    std::shuffle(shuffled.begin(), shuffled.end(), rng);
+    std::vector<analyses::ProcessRecord> all;
+    std::vector<std::vector<analyses::ProcessRecord>> summaries;
+    for (size_t at = 0; at < shuffled.size();) {
+      const size_t n = std::min<size_t>(shuffled.size() - at, 1 + rng() % 7);
+      summaries.push_back(round_trip(records_of({shuffled.begin() + at, shuffled.begin() + at + n})));
+      at += n;
+    }
+    // Merge the first half of the summaries into one (a node's summary of
+    // its tasks' summaries), then all together.
+    std::vector<analyses::ProcessRecord> tree;
+    for (size_t i = 0; i < summaries.size() / 2; ++i)
+      for (auto& r : summaries[i]) tree.push_back(std::move(r));
+    for (auto& r : round_trip(tree)) all.push_back(std::move(r));
+    for (size_t i = summaries.size() / 2; i < summaries.size(); ++i)
+      for (auto& r : summaries[i]) all.push_back(std::move(r));
+    std::shuffle(all.begin(), all.end(), rng);
+    EXPECT_EQ(of_records(std::move(all)), want) << "trial " << trial;
+  }
+}
+
+// Processes that exercise every tally-based part: the rewrite (staged and
+// registered copies, the pool, registrations, passthrough reasons), failed
+// copies, memsets, allocations, GPU times, async and large pageable copies,
+// a tiny-copy storm, peer copies, two devices, copies without a site.
+TEST_F(Summary, EveryTallyPartSurvivesTheSummary) {
+  std::vector<std::string> paths;
+  for (uint32_t k = 0; k < 3; ++k) {
+    SyntheticTrace t(5000 + k, k == 0 ? 1 : 5000);
+    t.process.trace_name = "train-" + std::to_string(k);
+    t.status.cupti = k == 1 ? trace::CuptiState::Active : trace::CuptiState::Unavailable;
+    if (k == 2)
+      t.notes.push_back("rewrite: pin: enabled; 1D copies of pageable memory are staged from 8388608 bytes (H2D) and "
+                        "262144 bytes (D2H); reused buffers from 1048576 bytes are registered in place");
+    t.modules.push_back({0x400000, 0x400000, 0x500000, "/opt/app/train", ""});
+    const uint32_t a = t.site(0x401000 + k), b = t.site({0x402000, 0x403000});
+    for (int i = 0; i < 30; ++i) {
+      auto& up = t.copy(Direction::HtoD, MemKind::Pageable, (i % 3 + 1) * MiB, 400'000 + 1000 * i, i % 2, a);
+      if (k == 1) t.gpu(up, 150'000 + 10 * i);
+      t.copy(Direction::DtoH, MemKind::Pinned, 2 * MiB, 60'000 + 7 * i, true, b);
+      // Pinned async uploads of varied return times: the job's median (over
+      // every process's, a summary's from its histogram) prices the async
+      // pageable uploads above.
+      t.copy(Direction::HtoD, MemKind::Pinned, 4 * MiB, 2'000 + 13 * i * (k + 1), true, b);
+      t.copy(Direction::HtoD, MemKind::Pinned, 4 * MiB, 90'000, false, b);
+    }
+    for (int i = 0; i < 1200; ++i) t.copy(Direction::DtoH, MemKind::Pageable, 4, 9'000 + i % 50, false, a);
+    if (k == 2) {
+      auto& s = t.copy(Direction::HtoD, MemKind::Pageable, 16 * MiB, 700'000, false, a);
+      s.flags |= trace::kFlagStaged;
+      auto& r = t.copy(Direction::HtoD, MemKind::Pageable, 2 * MiB, 50'000, false, b);
+      r.flags |= trace::kFlagRegistered;
+      t.copy(Direction::HtoD, MemKind::Pageable, 64 * KiB, 9'000, false, a).passthrough =
+          static_cast<uint8_t>(trace::PassthroughReason::BelowThreshold);
+      t.add(EventKind::HostAlloc, "cuxfer:staging_pool", Direction::Unknown, MemKind::Unknown, MemKind::Pinned,
+            256 * MiB, 41'000'000, 0, t.site(0x404000));
+      t.add(EventKind::HostRegister, "cuxfer:register", Direction::Unknown, MemKind::Unknown, MemKind::Registered,
+            2 * MiB, 300'000);
+    }
+    auto& failed = t.copy(Direction::HtoD, MemKind::Pageable, 8 * MiB, 1'000);
+    failed.flags |= trace::kFlagFailed;
+    failed.result = 1;
+    t.copy(Direction::HtoD, MemKind::Pageable, 3 * MiB, 500'000);  // no call site
+    t.add(EventKind::Memset, "cudaMemset", Direction::Unknown, MemKind::Device, MemKind::Device, MiB, 5'000);
+    t.add(EventKind::DeviceAlloc, "cudaMalloc", Direction::Unknown, MemKind::Unknown, MemKind::Device, 64 * MiB,
+          80'000);
+    t.add(EventKind::HostAlloc, "cudaMallocHost", Direction::Unknown, MemKind::Unknown, MemKind::Pinned, 8 * MiB,
+          200'000);
+    auto& peer = t.add(EventKind::Copy, "cudaMemcpyPeer", Direction::Peer, MemKind::Device, MemKind::Device, MiB,
+                       20'000, 0, b);
+    peer.address = 2;  // from device 1
+    peer.device = 0;
+    auto& other = t.copy(Direction::HtoD, MemKind::Pinned, MiB, 30'000, false, b);
+    other.device = 1;
+    paths.push_back(write(t, "cuxfer-train-" + std::to_string(k) + ".trace"));
+  }
+  const auto want = direct(paths);
+  EXPECT_NE(want.first.find("median return time of async copies from pinned memory"), std::string::npos);
+  for (const char* part : {"rewrite_candidates", "tiny_storm", "async_pageable", "large_pageable", "\"pool_allocations\": 1", "\"registrations\": 1", "\"src_device\": 1", "\"staged_cpu_ns\": 700000"})
+    EXPECT_NE(want.first.find(part), std::string::npos) << part << " not in the report: the test lost its point";
+  EXPECT_EQ(of_records(round_trip(records_of(paths))), want);
+  std::vector<analyses::ProcessRecord> reversed;
+  for (auto it = paths.rbegin(); it != paths.rend(); ++it)
+    for (auto& r : round_trip(records_of({*it}))) reversed.push_back(std::move(r));
+  EXPECT_EQ(of_records(std::move(reversed)), want);
+}
+
+TEST_F(Summary, SummaryOfAnotherVersionIsRefusedInOneLine) {
+  analyses::SummaryHeader header;
+  std::vector<analyses::ProcessRecord> records;
+  std::string error;
+  EXPECT_FALSE(analyses::read_summary(R"({"schema": "cuxfer.summary/2", "processes": []})", header, records, error));
+  EXPECT_NE(error.find("cuxfer.summary/2"), std::string::npos) << error;
+  EXPECT_NE(error.find(analyses::kSummarySchema), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  EXPECT_FALSE(analyses::read_summary("not json", header, records, error));
+  EXPECT_FALSE(analyses::read_summary(R"({"schema": "cuxfer.summary/1", "cuxfer_version": "x", "symbols": "off",
+                                          "processes": [{"trace": {}}]})",
+                                      header, records, error));
+  EXPECT_NE(error.find("damaged summary"), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+}
+
+// A trace given twice (a summary and the trace itself, two summaries of it)
+// counts once, and is named.
+TEST_F(Summary, ATraceGivenTwiceCountsOnce) {
+  const auto paths = rank_set(4, 200, 2);
+  const auto want = direct(paths);
+  auto records = round_trip(records_of(paths));
+  for (auto& r : records_of({paths[1], paths[3]})) records.push_back(std::move(r));
+  analyses::MergedJob m = analyses::merge_records(std::move(records));
+  ASSERT_EQ(m.duplicates.size(), 2u);
+  EXPECT_EQ(render(analyses::analyze_tally(m.job, m.tally, {}, false)), want);
+  const auto notes = cli::merged_job_notes(m, {"off"});
+  EXPECT_NE(notes.at(1).find("2 processes given more than once"), std::string::npos) << notes.at(1);
+}
+
+// Ranks missing from a job are named, in runs.
+TEST_F(Summary, MissingRanksAreNamed) {
+  auto paths = rank_set(12, 50, 3);
+  std::vector<std::string> kept;
+  for (size_t r = 0; r < paths.size(); ++r)
+    if (r != 3 && (r < 5 || r > 7)) kept.push_back(paths[r]);
+  analyses::MergedJob m = analyses::merge_records(records_of(kept));
+  const auto note = cli::missing_ranks(m.job);
+  ASSERT_TRUE(note.has_value());
+  EXPECT_EQ(*note, "ranks missing: 4 of world size 12 have no trace or summary here: 3, 5-7");
+  EXPECT_FALSE(cli::missing_ranks(analyses::merge_records(records_of(paths)).job).has_value());
+}
+
+// -j N: the same records as one thread, in the same order.
+TEST_F(Summary, ParallelSummarizeEqualsOneThread) {
+  const auto paths = rank_set(10, 300, 4);
+  cli::SymbolOptions symbols;
+  symbols.enabled = false;
+  std::vector<std::string> errors;
+  analyses::SummaryHeader header;
+  const std::string one = analyses::write_summary(header, cli::summarize_traces(paths, symbols, 1, errors));
+  const std::string four = analyses::write_summary(header, cli::summarize_traces(paths, symbols, 4, errors));
+  EXPECT_EQ(one, four);
+  EXPECT_TRUE(errors.empty());
+}
+
+}  // namespace
+}  // namespace cuxfer::testing
