@@ -142,6 +142,9 @@ What recording costs
   detach-note    how often CUPTI was detached and attached again on the storm, and its cost
   cupti-cost     devtools/probe_cupti_cost.cpp: what CUPTI adds to a 4-byte copy without
                  cuxfer (CUPTI_ROUNDS 5, CUPTI_ITERS 400)
+  cupti-first    devtools/probe_cupti_first.cpp: CUPTI's first record in a context, without
+                 cuxfer: the first 4 MiB copies with records enabled before and after the context,
+                 after a flush, after a 4-byte warm-up copy (CUPTI_FIRST_ROUNDS 2)
   py-stacks      bench/python_stacks.py at 10 and 50 Python frames, simulated and real runtime
   phase-probe    a -DCUXFER_PHASE_PROBE=ON build in PB (/tmp/pb) and the storm phase by phase
                  (PROBE_CASES htod_pinned, PROBE_ROUNDS 2, PROBE_N 100000, PROBE_CPUS 2-9,
@@ -889,6 +892,18 @@ step_detach_note() {
   "$CUX" record -q -o /tmp/detach_storm -- "$B/bench/call_overhead" -n "${STORM_N:-200000}" > "$D/detach_storm.log" 2>&1
   "$CUX" report --json /tmp/detach_storm | python3 -c "import json,sys; p=json.load(sys.stdin)['processes'][0]; print('storm:', [n for n in p.get('notes', []) if 'cupti' in n], json.dumps(p.get('cupti', {}).get('copy_records')))"
   rm -rf /tmp/detach_storm
+}
+
+step_cupti_first() {
+  g++ -O2 -std=c++17 -I/usr/local/cuda/include -I/usr/local/cuda/extras/CUPTI/include devtools/probe_cupti_first.cpp \
+    -L/usr/local/cuda/lib64 -L/usr/local/cuda/extras/CUPTI/lib64 -Wl,-rpath,/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64 \
+    -lcudart -lcupti -o /tmp/probe_cupti_first || { echo "probe build failed"; return 1; }
+  local r m
+  for r in $(seq "${CUPTI_FIRST_ROUNDS:-2}"); do
+    for m in none enable enable_warm enable_warm_d2d enable_flush enable_before; do
+      timeout 30 /tmp/probe_cupti_first "$m" 4
+    done
+  done | tee "$D/cupti_first.log"
 }
 
 step_cupti_cost() {

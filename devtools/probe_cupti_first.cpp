@@ -9,7 +9,8 @@
 // the shim's own, untimed) | enable_flush (enable, then cuptiActivityFlushAll) |
 // enable_before (enabled before the context exists) | enable_warm_d2d (the
 // warm-up a device-to-device 4-byte copy)
-// Prints "MODE setup_us=<enable + warm-up> copy_us=<c1>,<c2>,..."
+// Prints "MODE setup_us=<enable + warm-up> copy_us=<c1>,<c2>,..."; `devtools/gpu.sh cupti-first` builds
+// and runs it (docs/benchmarks.md, "Programs not written for cuxfer").
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <time.h>
