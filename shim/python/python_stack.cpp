@@ -204,6 +204,7 @@ PythonStacks::PythonStacks(const PyLayout& layout, const KnownObjects& objects) 
   api_.unicode_type = objects.unicode_type;
   api_.bytes_type = objects.bytes_type;
   api_.none_object = objects.none_object;
+  api_.is_finalizing = objects.is_finalizing;
   state_.store(kReady, std::memory_order_release);
 }
 
@@ -629,12 +630,13 @@ CUXFER_HOT uint32_t PythonStacks::walk_thread(uint64_t tstate, uint64_t main, ui
     get<ReadMode::Direct>(tstate + layout_.ts_interp, interp);
     if (interp != main) return note_subinterpreter(), 0;
     n = walk<ReadMode::Direct>(tstate, out, max, failed);
-    // Finalization frees daemon threads' states and frames, and may have
-    // begun after thread_state() found the interpreter live: a walk that
-    // overlapped it read memory that may belong to something else by now.
-    // Its frames are not trusted; the copy is recorded without them.
-    if (n && api_.is_finalizing && api_.is_finalizing()) return 0;
   }
+  // Finalization frees daemon threads' states and frames, and may have
+  // begun after thread_state() found the interpreter live: a walk that
+  // overlapped it read memory that may belong to something else by now.
+  // Its frames are not trusted (the copy is recorded without them), and a
+  // frame that failed to read then says nothing about the layout.
+  if ((n || failed) && api_.is_finalizing && api_.is_finalizing()) return 0;
   if (failed) {
     state_.store(kOff, std::memory_order_release);
     turn_off("a frame of CPython " + version_text(layout_.version) +

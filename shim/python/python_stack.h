@@ -178,6 +178,7 @@ class PythonStacks {
   // memory the test lays out. Not the instance capture() uses.
   struct KnownObjects {
     uint64_t code_type = 0, unicode_type = 0, bytes_type = 0, none_object = 0;
+    int (*is_finalizing)() = nullptr;  // the interpreter's Py_IsFinalizing, when the test has one
   };
   PythonStacks(const PyLayout& layout, const KnownObjects& objects);
   PythonStacks() = default;

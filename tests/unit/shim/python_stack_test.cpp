@@ -503,6 +503,42 @@ TEST_F(FrameWalk, AWrongLayoutIsTurnedOffNotFollowed) {
   EXPECT_NE(note.find("did not read as its layout says"), std::string::npos) << note;
 }
 
+// Interpreter shutdown: finalization frees daemon threads' states and frames,
+// and may begin after the liveness check and before or during the walk. A
+// walk that finds it begun when done keeps no frame (what it read may belong
+// to something else by now) and does not blame the layout, in the checked
+// walks and the direct ones alike.
+bool g_finalizing = false;
+int finalizing() { return g_finalizing ? 1 : 0; }
+
+TEST_F(FrameWalk, AWalkThatFinalizationOverlappedKeepsNoFrame) {
+  const uint64_t load = code("train.py", "load_batch", 40);
+  const uint64_t tstate = thread(frame(load | 1, 0, frame(load, 0, 0)), kMain);
+  PythonStacks::KnownObjects objects = known();
+  objects.is_finalizing = finalizing;
+  PythonStacks stacks(l_, objects);
+  for (uint32_t i = 0; i < PythonStacks::kCheckedWalks + 4; ++i) {
+    uint64_t out[8] = {};
+    g_finalizing = false;
+    ASSERT_EQ(stacks.walk_thread(tstate, kMain, out, 8), 2u) << "walk " << i;
+    g_finalizing = true;
+    EXPECT_EQ(stacks.walk_thread(tstate, kMain, out, 8), 0u) << "walk " << i << ": frames kept across finalization";
+  }
+  std::string note;
+  EXPECT_FALSE(stacks.take_note(note)) << note;
+  // A state already freed and reused, its frame pointer leading nowhere (a
+  // checked walk: one that faults no more): no frame, and during
+  // finalization no blame on the layout, Python frames left on.
+  PythonStacks fresh(l_, objects);
+  const uint64_t reused = thread(frame(load | 1, 0, /*unmapped*/ 0x10), kMain);
+  uint64_t out[8] = {};
+  g_finalizing = true;
+  EXPECT_EQ(fresh.walk_thread(reused, kMain, out, 8), 0u);
+  EXPECT_FALSE(fresh.take_note(note)) << note;
+  g_finalizing = false;
+  EXPECT_EQ(fresh.walk_thread(tstate, kMain, out, 8), 2u);
+}
+
 TEST_F(FrameWalk, ASubinterpretersThreadIsNotWalkedAndSaysSo) {
   const uint64_t load = code("train.py", "load_batch", 40);
   PythonStacks stacks(l_, known());
