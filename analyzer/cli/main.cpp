@@ -35,7 +35,7 @@ const Subcommand kSubcommands[] = {
      "record [-o DIR] [--name NAME] [--stack-depth N | --no-stacks]\n"
      "      [--cupti=auto|on|off] [--kernels] [--capture-range=cudaProfilerApi|none]\n"
      "      [--rewrite=pin|off] [--policy FILE] [--check FILE [--any-program]]\n"
-     "      [--shim PATH] [-q]\n"
+     "      [--summary] [--shim PATH] [-q]\n"
      "      -- COMMAND [ARGS...]",
      "run COMMAND with the cuxfer shim preloaded; writes one trace per process\n"
      "that uses CUDA"},
@@ -46,7 +46,7 @@ const Subcommand kSubcommands[] = {
      "read traces (or job summaries) and report totals, call sites and\n"
      "findings; --html also writes a self-contained HTML report with plots"},
     {"summarize", cuxfer::cli::run_summarize, &cuxfer::cli::kSummarizeHelp,
-     "summarize -o FILE [-j N] [symbol options] TRACE|SUMMARY...",
+     "summarize -o FILE [-j N] [-q] [symbol options] TRACE|SUMMARY...",
      "reduce traces to a small job summary that report merges exactly (run it\n"
      "next to the traces: per node, per rank, per array task)"},
     {"diff", cuxfer::cli::run_diff, &cuxfer::cli::kDiffHelp,

@@ -15,6 +15,7 @@
 
 #include "analyzer/cli/check_command.h"
 #include "analyzer/cli/options.h"
+#include "analyzer/cli/summarize_command.h"
 #include "analyzer/launcher/child_process.h"
 #include "analyzer/launcher/manifest.h"
 #include "analyzer/launcher/program_check.h"
@@ -87,6 +88,14 @@ Options:
                         refused before COMMAND starts (exit 2)
   --any-program         with --check: apply a budget for another program
                         (a program started by a script that COMMAND runs)
+  --summary             after COMMAND, reduce its traces to a job summary
+                        beside them, named after the first trace
+                        (cuxfer-...summary.json; cuxfer summarize -j 1; docs/
+                        report.md, "Job summaries"): run by each task of a
+                        large job, `cuxfer report *.summary.json` then reads
+                        summaries instead of traces. A summary that cannot be
+                        written is said in one line; the exit status stays
+                        the program's
   -q, --quiet           print nothing but errors, and that a rewrite runs
                         without registration in place (CUXFER_REGISTER=off)
   -h, --help            show this help
@@ -130,6 +139,7 @@ std::string shell_quote(const std::string& s) {
 struct RecordOptions : RecordSettings {
   std::string check;  // --check FILE: a budget to check the traces against
   bool any_program = false;  // --any-program: apply it whatever program it names
+  bool summary = false;      // --summary: a job summary of the traces beside them
   bool output_dir_given = false;
 };
 
@@ -231,6 +241,7 @@ int parse(std::vector<std::string> args, RecordOptions& o) {
                o.check = v;
              })
       .flag("any-program", 0, [&] { o.any_program = true; })
+      .flag("summary", 0, [&] { o.summary = true; })
       .value("policy", 0, [&](const std::string& v, ArgReader& r) {
         if (v.empty()) r.fail("--policy needs a file name");
         o.policy = v;
@@ -245,6 +256,28 @@ int parse(std::vector<std::string> args, RecordOptions& o) {
 
 }  // namespace
 
+
+namespace {
+
+// --summary: the traces reduced to a job summary beside the first of them,
+// on one thread (every task of a job does this at once on its node). Its
+// failure is said in one line; the program's exit status stays cuxfer's.
+void write_summary_of(const std::vector<ManifestEntry>& traces, bool quiet) {
+  if (traces.empty()) return;
+  std::string path = traces.front().trace_path;
+  constexpr std::string_view kTrace = ".trace";
+  if (path.size() > kTrace.size() && path.ends_with(kTrace)) path.resize(path.size() - kTrace.size());
+  path += ".summary.json";
+  std::vector<std::string> args = {"-q", "-j", "1", "-o", path};
+  for (const auto& t : traces) args.push_back(t.trace_path);
+  if (run_summarize(std::move(args)) != 0) {
+    std::fprintf(stderr, "cuxfer record: --summary: no summary written (above: why)\n");
+    return;
+  }
+  if (!quiet) std::fprintf(stderr, "cuxfer: wrote the summary %s\n", short_path(path, current_dir()).c_str());
+}
+
+}  // namespace
 
 int run_record(std::vector<std::string> args) {
   RecordOptions o;
@@ -316,6 +349,7 @@ int run_record(std::vector<std::string> args) {
       std::fprintf(stderr, "cuxfer: see the report with: %s\n", report.c_str());
     }
   }
+  if (o.summary) write_summary_of(traces, o.quiet);
   if (!o.check.empty()) {
     // The app's own failure is the result: a check of a failed run would
     // hide it behind 0/1.

@@ -28,6 +28,7 @@ Options:
   --no-symbols, --sysroot DIR, --python-frames user|all, --python-user PKG
                      as for `cuxfer report`: call sites are named here, where
                      the traced binaries are
+  -q, --quiet        print nothing but errors
   -h, --help         show this help
 
 Exit status: 0 summary written; 1 no trace or summary could be read; 2 usage
@@ -39,8 +40,10 @@ int run_summarize(std::vector<std::string> args) {
   SymbolOptions symbols;
   std::string output;
   size_t jobs = default_jobs();
+  bool quiet = false;
   std::vector<std::string> paths;
   OptionTable options(kSummarizeHelp, Positionals::Collect);
+  options.flag("quiet", 'q', [&] { quiet = true; });
   options.group([&](ArgReader& r) { return symbols.take(r); })
       .value("output", 'o', [&](const std::string& v, ArgReader&) { output = v; })
       .value("jobs", 'j', [&](const std::string& v, ArgReader& r) {
@@ -104,8 +107,9 @@ int run_summarize(std::vector<std::string> args) {
   header.cuxfer_version = CUXFER_VERSION;
   for (const auto& s : symbol_kinds) header.symbols += (header.symbols.empty() ? "" : "; ") + s;
   if (!write_output(output, analyses::write_summary(header, records), "cuxfer summarize")) return 1;
-  std::fprintf(stderr, "cuxfer summarize: %zu process%s summarized into %s\n", records.size(),
-               records.size() == 1 ? "" : "es", output.c_str());
+  if (!quiet)
+    std::fprintf(stderr, "cuxfer summarize: %zu process%s summarized into %s\n", records.size(),
+                 records.size() == 1 ? "" : "es", output.c_str());
   return 0;
 }
 
