@@ -11,10 +11,13 @@
 //     not even synchronize a stream while another thread captures in global
 //     mode: CUDA refuses it, shim or not; measured on an H100, 5,809 of 6,108
 //     rounds, docs/gpu-validation.md), on a non-blocking stream of its own,
-//     rounds of H2D and D2H
-//     of S bytes from reused pageable buffers (the rewrite registers them)
-//     and from fresh malloc'd ones freed after use (unregistrations queued
-//     and drained), every byte checked.
+//     rounds of H2D and D2H of S bytes from reused pageable buffers (the
+//     rewrite registers them) and from fresh malloc'd ones freed after use
+//     (unregistrations queued and drained), every byte checked. Relaxed mode
+//     lifts the restriction from the shim's own calls on this thread too:
+//     what is tested is that the capturing thread's hooks, and the
+//     unregistrations this thread's frees leave to be drained there, never
+//     invalidate its capture.
 // Prints "capture_while_copying: captures=<n> copies=<m> OK" and exits 0;
 // exits 1 on any CUDA error, a failed capture or wrong data.
 #include <atomic>

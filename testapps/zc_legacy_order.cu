@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
   testapp::require_gpu("zc_legacy_order");
   int clock_khz = 0;
   TA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+  TA_ASSERT(clock_khz > 0);  // else no spin, and the order checks would prove little
   const long long cycles = static_cast<long long>(clock_khz) * 20 / 1000;  // ~20 us
 
   // Allocation sites: one line each (a policy names them).

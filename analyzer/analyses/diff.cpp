@@ -84,6 +84,67 @@ RunSites collect(const model::Job& job) {
   return out;
 }
 
+// A run read from job summaries: the same sides from the per-site and
+// per-process tallies (tally.h: each site's successful copies per class,
+// staged, failed; each process's copies without a site as one more site).
+void add_site_tally(DiffSide& s, const SiteTally& t) {
+  s.calls += t.out.calls;
+  s.copy_bytes += t.out.bytes;
+  s.cpu_blocked_ns += t.out.cpu_blocked_ns;
+  s.failed_calls += t.out.failed_calls;
+  s.staged_calls += t.staged_calls;
+  s.staged_bytes += t.staged_bytes;
+  if (t.out.gpu_ns) s.gpu_ns = s.gpu_ns.value_or(0) + *t.out.gpu_ns;
+  for (unsigned k = 0; k < kClasses; ++k) {
+    if (!t.class_calls[k]) continue;
+    const model::TransferClass cls = class_of_index(k);
+    auto it = std::find_if(s.classes.begin(), s.classes.end(), [&](const DiffClassCount& c) { return c.cls == cls; });
+    if (it == s.classes.end()) {
+      s.classes.push_back({cls, 0, 0});
+      it = s.classes.end() - 1;
+    }
+    it->calls += t.class_calls[k];
+    it->bytes += t.class_bytes[k];
+  }
+}
+
+RunSites collect(const model::Job& job, const JobTally& tally) {
+  RunSites out;
+  for (size_t i = 0; i < job.sites.size() && i < tally.sites.size(); ++i) {
+    const SiteTally& t = tally.sites[i];
+    if (!t.used) continue;
+    const std::string key = site_key(job.sites[i].frame);
+    out.display.try_emplace(key, job.sites[i].frame.display());
+    out.label.try_emplace(key, job.sites[i].frame.short_display());
+    add_site_tally(out.sides[key], t);
+    add_site_tally(out.run.totals, t);
+  }
+  for (const ProcessTally& p : tally.processes) {
+    if (!p.no_site.used) continue;
+    out.display.try_emplace(kNoSiteKey, kNoSiteKey);
+    out.label.try_emplace(kNoSiteKey, kNoSiteKey);
+    add_site_tally(out.sides[kNoSiteKey], p.no_site);
+    add_site_tally(out.run.totals, p.no_site);
+  }
+  for (auto& [k, s] : out.sides) sort_classes(s);
+  sort_classes(out.run.totals);
+  out.run.processes = static_cast<uint32_t>(job.processes.size());
+  uint64_t start = UINT64_MAX, end = 0;
+  for (size_t i = 0; i < job.processes.size(); ++i) {
+    const model::Process& p = job.processes[i];
+    if (p.trace.has_process) start = std::min(start, p.trace.process.start_realtime_ns);
+    if (model::rewrite_pin_on(p.trace)) out.run.rewrite = true;
+    if (p.trace.has_status && p.trace.status.simulated) out.run.simulated = true;
+    out.run.traces.push_back(p.trace.path);
+    if (i < tally.processes.size()) {
+      end = std::max(end, tally.processes[i].last_end_realtime_ns);
+      if (tally.processes[i].staged_calls) out.run.rewrite = true;
+    }
+  }
+  if (start != UINT64_MAX && end > start) out.run.wall_ns = end - start;
+  return out;
+}
+
 // The median of the values (the mean of the middle two for an even count,
 // rounded down); 0 for none.
 uint64_t median(std::vector<uint64_t> v) {
@@ -160,9 +221,9 @@ std::string work_spread(const std::vector<RunSites>& runs) {
   return {};
 }
 
-SideSites combine(const std::vector<const model::Job*>& jobs) {
+SideSites combine(const std::vector<DiffInput>& inputs) {
   std::vector<RunSites> runs;
-  for (const model::Job* job : jobs) runs.push_back(collect(*job));
+  for (const DiffInput& in : inputs) runs.push_back(in.tally ? collect(*in.job, *in.tally) : collect(*in.job));
   SideSites out;
   std::map<std::string, bool> keys;
   for (const RunSites& r : runs)
@@ -260,8 +321,15 @@ Diff diff_jobs(const model::Job& base, const model::Job& now) { return diff_runs
 
 Diff diff_runs(const std::vector<const model::Job*>& base_jobs,
                const std::vector<const model::Job*>& now_jobs) {
+  std::vector<DiffInput> b, n;
+  for (const model::Job* j : base_jobs) b.push_back({j, nullptr});
+  for (const model::Job* j : now_jobs) n.push_back({j, nullptr});
+  return diff_inputs(b, n);
+}
+
+Diff diff_inputs(const std::vector<DiffInput>& base_inputs, const std::vector<DiffInput>& now_inputs) {
   Diff d;
-  SideSites b = combine(base_jobs), n = combine(now_jobs);
+  SideSites b = combine(base_inputs), n = combine(now_inputs);
   d.base = std::move(b.run);
   d.now = std::move(n.run);
   std::map<std::string, DiffSite> sites;

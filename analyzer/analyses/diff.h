@@ -17,6 +17,7 @@
 
 #include "analyzer/analyses/report.h"  // site_key: the identity sites are matched by
 #include "analyzer/model/job.h"
+#include "analyzer/analyses/tally.h"
 
 namespace cuxfer::analyses {
 
@@ -120,6 +121,16 @@ Diff diff_jobs(const model::Job& base, const model::Job& now);
 // The same over several runs per side (each at least one): per side, every
 // number is the median over its runs; `noise` compares the runs pairwise.
 Diff diff_runs(const std::vector<const model::Job*>& base, const std::vector<const model::Job*>& now);
+
+// One run: its job, and for a run read from job summaries (analyses/summary.h:
+// a job without calls) the merged tally the comparison is made from. The
+// numbers are the same as the traces' (the tally holds per site and per
+// process what the calls would give).
+struct DiffInput {
+  const model::Job* job = nullptr;
+  const JobTally* tally = nullptr;
+};
+Diff diff_inputs(const std::vector<DiffInput>& base, const std::vector<DiffInput>& now);
 
 // The noise judgement of CPU-blocked times, m base runs against n new runs.
 TimeRecoveredNoise judge_noise(const std::vector<uint64_t>& base_ns, const std::vector<uint64_t>& now_ns);

@@ -181,6 +181,41 @@ void model_of(const json& j, model::Process& p) {
   p.gate.untimed_repeats = g.at(8).get<uint64_t>();
 }
 
+// A call site's tally: [used, calls, bytes, cpu, max cpu, failed, gpu,
+// classes seen, [[class, bytes]...], [[class, calls]...], staged calls, staged bytes].
+json site_tally_json(const SiteTally& s) {
+  json class_bytes = json::array(), class_calls = json::array();
+  for (unsigned k = 0; k < kClasses; ++k) {
+    if (s.class_bytes[k]) class_bytes.push_back({k, s.class_bytes[k]});
+    if (s.class_calls[k]) class_calls.push_back({k, s.class_calls[k]});
+  }
+  const CallSiteTotals& o = s.out;
+  return {s.used, o.calls, o.bytes, o.cpu_blocked_ns, o.max_cpu_ns, o.failed_calls, optional_json(o.gpu_ns),
+          s.classes_seen, class_bytes, class_calls, s.staged_calls, s.staged_bytes};
+}
+
+void site_tally_of(const json& s, SiteTally& x) {
+  x.used = s.at(0).get<bool>();
+  x.out.calls = s.at(1).get<uint64_t>();
+  x.out.bytes = s.at(2).get<uint64_t>();
+  x.out.cpu_blocked_ns = s.at(3).get<uint64_t>();
+  x.out.max_cpu_ns = s.at(4).get<uint64_t>();
+  x.out.failed_calls = s.at(5).get<uint64_t>();
+  x.out.gpu_ns = optional_of(s.at(6));
+  x.classes_seen = s.at(7).get<uint64_t>();
+  auto per_class = [](const json& list, std::array<uint64_t, kClasses>& out) {
+    for (const json& kv : list) {
+      const unsigned k = kv.at(0).get<unsigned>();
+      if (k >= kClasses) throw std::out_of_range("class out of range");
+      out[k] = kv.at(1).get<uint64_t>();
+    }
+  };
+  per_class(s.at(8), x.class_bytes);
+  per_class(s.at(9), x.class_calls);
+  x.staged_calls = s.at(10).get<uint64_t>();
+  x.staged_bytes = s.at(11).get<uint64_t>();
+}
+
 json process_tally_json(const ProcessTally& p) {
   json apis = json::array();
   for (size_t i = 0; i < p.apis.size(); ++i) {
@@ -209,10 +244,12 @@ json process_tally_json(const ProcessTally& p) {
       {"apis", apis},
       {"classes", classes},
       {"pageable_gpu", json::array({p.pageable_bytes, p.has_gpu, p.gpu_ns})},
+      {"no_site", site_tally_json(p.no_site)},
   };
 }
 
 void process_tally_of(const json& j, ProcessTally& p, size_t api_count) {
+  site_tally_of(j.at("no_site"), p.no_site);
   const json& c = j.at("copies");
   p.has_copies = c.at(0).get<bool>();
   p.copies = c.at(1).get<uint64_t>();
@@ -282,14 +319,7 @@ json tally_json(const JobTally& t) {
                        o.staged_bytes, o.gpu_calls, c.gpu_ns, c.cpu_measured_bytes, c.cpu_measured_ns});
   }
   json sites = json::array();
-  for (const SiteTally& s : t.sites) {
-    json class_bytes = json::array();
-    for (unsigned k = 0; k < kClasses; ++k)
-      if (s.class_bytes[k]) class_bytes.push_back({k, s.class_bytes[k]});
-    const CallSiteTotals& o = s.out;
-    sites.push_back({s.used, o.calls, o.bytes, o.cpu_blocked_ns, o.max_cpu_ns, o.failed_calls,
-                     optional_json(o.gpu_ns), s.classes_seen, class_bytes});
-  }
+  for (const SiteTally& s : t.sites) sites.push_back(site_tally_json(s));
   const FindingsTally& f = t.findings;
   json pinned_return = json::array();
   for (int dir = 0; dir < 2; ++dir) {
@@ -384,20 +414,7 @@ void tally_of(const json& j, JobTally& t, size_t sites, size_t api_count) {
   t.sites.resize(sites);
   for (size_t i = 0; i < sites; ++i) {
     const json& s = js.at(i);
-    SiteTally& x = t.sites[i];
-    x.used = s.at(0).get<bool>();
-    x.out.calls = s.at(1).get<uint64_t>();
-    x.out.bytes = s.at(2).get<uint64_t>();
-    x.out.cpu_blocked_ns = s.at(3).get<uint64_t>();
-    x.out.max_cpu_ns = s.at(4).get<uint64_t>();
-    x.out.failed_calls = s.at(5).get<uint64_t>();
-    x.out.gpu_ns = optional_of(s.at(6));
-    x.classes_seen = s.at(7).get<uint64_t>();
-    for (const json& kb : s.at(8)) {
-      const unsigned k = kb.at(0).get<unsigned>();
-      if (k >= kClasses) throw std::out_of_range("class out of range");
-      x.class_bytes[k] = kb.at(1).get<uint64_t>();
-    }
+    site_tally_of(s, t.sites[i]);
   }
   t.calls_without_site = j.at("calls_without_site").get<uint64_t>();
   FindingsTally& f = t.findings;

@@ -40,6 +40,18 @@ struct ReasonCount {
 inline constexpr size_t kReasonSlots = trace::kPassthroughReasons + 1;
 using ReasonCounts = std::array<std::array<ReasonCount, 2>, kReasonSlots>;
 
+// Per job site (callsite_totals), and per process its copies without a site.
+struct SiteTally {
+  bool used = false;
+  CallSiteTotals out;  // numbers only until finished
+  uint64_t classes_seen = 0;  // bit class_index(): a successful copy of that class
+  std::array<uint64_t, kClasses> class_bytes{};
+  // What `cuxfer diff` compares per site, for a diff of summaries: the
+  // successful copies per class, and those the rewrite staged.
+  std::array<uint64_t, kClasses> class_calls{};
+  uint64_t staged_calls = 0, staged_bytes = 0;
+};
+
 // Per process: copies for the summary and the timing, the rewrite's copies,
 // and the end of the last call for the job's span.
 struct ProcessTally {
@@ -56,6 +68,7 @@ struct ProcessTally {
   ReasonCounts passthrough_reasons{};  // the passthrough pageable copies, per reason
   uint64_t zero_copy_calls = 0, zero_copy_bytes = 0;  // a side is a zero-copy (mapped) buffer
   uint64_t last_end_realtime_ns = 0;  // max Process::realtime_of(t_exit) over its calls
+  SiteTally no_site;  // its copies without a call site, as a site of their own (for diff)
   std::vector<ApiTotals> apis;        // by API index; names filled in when merged
   // For the Ranks table (rank_totals): the successful copies per class, their
   // pageable bytes and GPU time. Kept per process so that a summary carries
@@ -80,14 +93,6 @@ struct ClassTally {
   bool seen = false;
   ClassTotals out;
   uint64_t gpu_ns = 0, cpu_measured_bytes = 0, cpu_measured_ns = 0;
-};
-
-// Per job site (callsite_totals).
-struct SiteTally {
-  bool used = false;
-  CallSiteTotals out;  // numbers only until finished
-  uint64_t classes_seen = 0;  // bit class_index(): a successful copy of that class
-  std::array<uint64_t, kClasses> class_bytes{};
 };
 
 // Inputs of the findings (findings.cpp). The async_pageable and

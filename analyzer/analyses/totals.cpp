@@ -151,12 +151,7 @@ void add_process_copy(ProcessTally& p, const model::Call& c) {
   }
 }
 
-void add_site_copy(JobTally& t, const model::Call& c) {
-  if (c.site == model::kNoSite) {
-    ++t.calls_without_site;
-    return;
-  }
-  SiteTally& s = t.sites[c.site];
+void add_to_site(SiteTally& s, const model::Call& c) {
   s.used = true;
   if (c.failed()) {
     ++s.out.failed_calls;
@@ -170,6 +165,20 @@ void add_site_copy(JobTally& t, const model::Call& c) {
   const unsigned k = class_index(c.cls);
   s.classes_seen |= uint64_t{1} << k;
   s.class_bytes[k] += c.bytes();
+  ++s.class_calls[k];
+  if (c.staged()) {
+    ++s.staged_calls;
+    s.staged_bytes += c.bytes();
+  }
+}
+
+void add_site_copy(JobTally& t, const model::Call& c) {
+  if (c.site == model::kNoSite) {
+    ++t.calls_without_site;
+    add_to_site(t.processes[c.process].no_site, c);
+    return;
+  }
+  add_to_site(t.sites[c.site], c);
 }
 
 bool pinned_or_registered(const model::TransferClass& c) {

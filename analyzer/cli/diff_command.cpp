@@ -8,6 +8,7 @@
 
 #include "analyzer/analyses/diff.h"
 #include "analyzer/cli/options.h"
+#include "analyzer/cli/summary_inputs.h"
 #include "analyzer/cli/trace_inputs.h"
 #include "analyzer/model/job.h"
 #include "analyzer/render/diff_renderer.h"
@@ -21,8 +22,9 @@ const char* const kDiffHelp =
        cuxfer diff [options] --base RUN [--base RUN...] --new RUN [--new RUN...]
 
 Compares runs of the same workload, e.g. without and with
-`cuxfer record --rewrite=pin`. A run is one trace or a directory of
-cuxfer-*.trace files (all the processes of one job). BASE and NEW are each a
+`cuxfer record --rewrite=pin`. A run is one trace, a directory of
+cuxfer-*.trace files (all the processes of one job), or a job summary
+(cuxfer summarize; the same numbers, --range aside). BASE and NEW are each a
 run, or a folder of run folders (DIR/1/, DIR/2/, ... from `cuxfer record -o
 DIR/N`): several runs of that side. --base and --new name a side's runs one
 by one instead. Call sites are matched by symbol (module, function,
@@ -85,11 +87,28 @@ std::vector<std::string> expand_runs(const std::vector<std::string>& names) {
 // Reads each run of one side as a job of its own; skipped traces are notes.
 // The exit status when a run cannot be used (after one line): 1 unreadable or
 // nothing in the --range, 2 two runs' traces in one; else -1.
+// A run given as a job summary (cuxfer summarize) is compared from its
+// tallies: the same numbers, without the events.
 int load_side(const std::vector<std::string>& runs, bool base, const SymbolOptions& symbols,
               symbolize::Symbolizer& symbolizer, const std::optional<std::string>& range,
-              std::deque<model::Job>& jobs, std::vector<std::string>& notes) {
+              std::deque<model::Job>& jobs, std::deque<analyses::MergedJob>& merged,
+              std::vector<analyses::DiffInput>& inputs, std::vector<std::string>& notes) {
   const char* command = base ? "cuxfer diff (base)" : "cuxfer diff (new)";
   for (const auto& run : runs) {
+    if (is_summary_file(run)) {
+      if (range) {
+        std::fprintf(stderr, "cuxfer diff: %s: --range needs the events, which a job summary does not hold: give "
+                     "the traces\n", run.c_str());
+        return kExitUsage;
+      }
+      std::vector<analyses::ProcessRecord> records;
+      std::vector<std::string> symbol_kinds;
+      if (!load_summaries({run}, "cuxfer diff", records, symbol_kinds)) return kExitUsage;
+      merged.push_back(analyses::merge_records(std::move(records)));
+      if (refuse_mixed_runs(merged.back().job, command)) return kExitUsage;
+      inputs.push_back({&merged.back().job, &merged.back().tally});
+      continue;
+    }
     std::vector<std::string> errors;
     auto traces = load_traces({run}, "cuxfer diff", errors);
     for (const auto& e : errors) notes.push_back("skipped " + e);
@@ -101,14 +120,9 @@ int load_side(const std::vector<std::string>& runs, bool base, const SymbolOptio
     jobs.push_back(model::build_job(std::move(traces), symbolizer, symbols.python_sites));
     if (refuse_mixed_runs(jobs.back(), command)) return kExitUsage;
     if (range && !keep_only_range(jobs.back(), *range, command)) return 1;
+    inputs.push_back({&jobs.back(), nullptr});
   }
   return -1;
-}
-
-std::vector<const model::Job*> pointers(const std::deque<model::Job>& jobs) {
-  std::vector<const model::Job*> out;
-  for (const auto& j : jobs) out.push_back(&j);
-  return out;
 }
 
 }  // namespace
@@ -161,15 +175,20 @@ int run_diff(std::vector<std::string> args) {
     new_runs = {paths[1]};
   }
   auto symbolizer = symbols.make();
-  std::deque<model::Job> base_jobs, new_jobs;  // a deque: calls point into their jobs, which never move
+  // Deques: calls point into their jobs, and inputs into jobs and merged summaries, which never move.
+  std::deque<model::Job> jobs;
+  std::deque<analyses::MergedJob> merged;
+  std::vector<analyses::DiffInput> base_inputs, new_inputs;
   std::vector<std::string> skipped;
-  if (int status = load_side(expand_runs(base_runs), true, symbols, *symbolizer, range, base_jobs, skipped);
+  if (int status = load_side(expand_runs(base_runs), true, symbols, *symbolizer, range, jobs, merged, base_inputs,
+                             skipped);
       status >= 0)
     return status;
-  if (int status = load_side(expand_runs(new_runs), false, symbols, *symbolizer, range, new_jobs, skipped);
+  if (int status = load_side(expand_runs(new_runs), false, symbols, *symbolizer, range, jobs, merged, new_inputs,
+                             skipped);
       status >= 0)
     return status;
-  analyses::Diff d = analyses::diff_runs(pointers(base_jobs), pointers(new_jobs));
+  analyses::Diff d = analyses::diff_inputs(base_inputs, new_inputs);
   for (auto& s : skipped) d.notes.push_back(std::move(s));
 
   std::string text;

@@ -621,22 +621,23 @@ CUXFER_HOT uint32_t PythonStacks::walk_thread(uint64_t tstate, uint64_t main, ui
   bool failed = false;
   uint32_t n = 0;
   uint64_t interp = 0;
-  if (checked_walks_.load(std::memory_order_relaxed) < kCheckedWalks) {
-    if (!get<ReadMode::Checked>(tstate + layout_.ts_interp, interp)) failed = true;
-    else if (interp != main) return note_subinterpreter(), 0;  // a subinterpreter's thread: not walked
-    else n = walk<ReadMode::Checked>(tstate, out, max, failed);
-    if (!failed && n) checked_walks_.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    get<ReadMode::Direct>(tstate + layout_.ts_interp, interp);
-    if (interp != main) return note_subinterpreter(), 0;
-    n = walk<ReadMode::Direct>(tstate, out, max, failed);
-  }
   // Finalization frees daemon threads' states and frames, and may have
   // begun after thread_state() found the interpreter live: a walk that
   // overlapped it read memory that may belong to something else by now.
-  // Its frames are not trusted (the copy is recorded without them), and a
-  // frame that failed to read then says nothing about the layout.
-  if ((n || failed) && api_.is_finalizing && api_.is_finalizing()) return 0;
+  // Its frames are not trusted (the copy is recorded without them), and
+  // what it read says nothing about the layout or the interpreter.
+  auto finalizing = [&] { return api_.is_finalizing && api_.is_finalizing(); };
+  const bool checked = checked_walks_.load(std::memory_order_relaxed) < kCheckedWalks;
+  if (checked) {
+    if (!get<ReadMode::Checked>(tstate + layout_.ts_interp, interp)) failed = true;
+    else if (interp == main) n = walk<ReadMode::Checked>(tstate, out, max, failed);
+  } else {
+    get<ReadMode::Direct>(tstate + layout_.ts_interp, interp);
+    if (interp == main) n = walk<ReadMode::Direct>(tstate, out, max, failed);
+  }
+  if (finalizing()) return 0;
+  if (!failed && interp != main) return note_subinterpreter(), 0;  // a subinterpreter's thread: not walked
+  if (checked && !failed && n) checked_walks_.fetch_add(1, std::memory_order_relaxed);
   if (failed) {
     state_.store(kOff, std::memory_order_release);
     turn_off("a frame of CPython " + version_text(layout_.version) +

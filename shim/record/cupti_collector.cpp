@@ -325,7 +325,10 @@ void CuptiCollector::flush(bool forced) {
 }
 
 bool CuptiCollector::ignore_stream_of(CUctx_st* ctx, CUstream_st* stream) {
-  if (!g_api.context_id || !g_api.stream_id) return false;
+  // Every CUPTI call the collector makes is serialized with the writer's
+  // detach (cuptiFinalize) and a hand-over to the app's profiler.
+  std::lock_guard<RankedMutex> handover(handover_mutex_);
+  if (!active() || detached() || !g_api.context_id || !g_api.stream_id) return false;
   uint32_t context_id = 0, stream_id = 0;
   if (g_api.context_id(ctx, &context_id) != CUPTI_SUCCESS ||
       g_api.stream_id(ctx, stream, 0, &stream_id) != CUPTI_SUCCESS)
@@ -339,11 +342,15 @@ bool CuptiCollector::ignore_stream_of(CUctx_st* ctx, CUstream_st* stream) {
   return true;
 }
 
-bool CuptiCollector::ignored(uint32_t context_id, uint32_t stream_id) const {
+bool CuptiCollector::take_ignored(uint32_t context_id, uint32_t stream_id) {
   const uint32_t n = ignored_count_.load(std::memory_order_acquire);
-  const uint64_t key = (uint64_t{context_id} << 32) | stream_id;
+  if (n == 0) return false;
+  uint64_t key = (uint64_t{context_id} << 32) | stream_id;
+  // Single use: the warm-up makes one copy, so its entry goes with its one
+  // record (a stream id CUPTI gave again later is the app's).
   for (uint32_t i = 0; i < n; ++i)
-    if (ignored_[i].load(std::memory_order_acquire) == key) return true;
+    if (ignored_[i].compare_exchange_strong(key, kIgnoredUsed, std::memory_order_acq_rel)) return true;
+    else key = (uint64_t{context_id} << 32) | stream_id;
   return false;
 }
 
@@ -355,7 +362,7 @@ void CuptiCollector::consume_buffer(uint8_t* buffer, size_t valid) {
     switch (rec->kind) {
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(rec);
-        if (ignored(m->contextId, m->streamId)) {
+        if (take_ignored(m->contextId, m->streamId)) {
           ignored_records_.fetch_add(1, std::memory_order_relaxed);
           continue;
         }

@@ -60,7 +60,8 @@ class CuptiCollector {
   // The shim's own warm-up copies (record/cupti_warmup.h): their memcpy
   // records are dropped as they arrive, by CUPTI's ids of the warm-up's
   // context and stream. `ignore_stream_of` looks the ids up (false when this
-  // libcupti cannot: the caller then makes no warm-up copy) and adds them.
+  // libcupti cannot, or CUPTI is detached or handed over: the caller then
+  // makes no warm-up copy) and adds them, under the hand-over lock.
   bool ignore_stream_of(CUctx_st* ctx, CUstream_st* stream);
   // Warm-up records dropped so far.
   uint64_t ignored_records() const { return ignored_records_.load(std::memory_order_relaxed); }
@@ -133,7 +134,9 @@ class CuptiCollector {
   std::atomic<uint64_t> ignored_[kMaxIgnored] = {};
   std::atomic<uint32_t> ignored_count_{0};
   std::atomic<uint64_t> ignored_records_{0};
-  bool ignored(uint32_t context_id, uint32_t stream_id) const;
+  static constexpr uint64_t kIgnoredUsed = ~uint64_t{0};  // an entry whose record came
+  // True (once) for the record of a warm-up stream; the entry is used up.
+  bool take_ignored(uint32_t context_id, uint32_t stream_id);
   std::atomic<bool> detached_{false};  // ours, but cuptiFinalize'd until the records are wanted again
   void* lib_ = nullptr;                 // our dlopen handle of libcupti
   std::string library_, library_why_;   // its path, and why there

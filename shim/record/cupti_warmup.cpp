@@ -1,7 +1,10 @@
 #include "record/cupti_warmup.h"
 
+#include <sched.h>
+
 #include <atomic>
 
+#include "core/clock.h"
 #include "core/config.h"
 #include "record/cupti_collector.h"
 #include "record/recorder.h"
@@ -13,17 +16,18 @@ namespace {
 
 constexpr unsigned kMaxContexts = 16;
 constexpr size_t kBufferBytes = 256;
+constexpr uint64_t kWaitLimitNs = 50'000'000;  // 50 ms; the setup measured 4-5 ms
 
 struct Calls {
   decltype(&::cuCtxGetCurrent) ctx_get_current = nullptr;
   decltype(&::cuStreamCreate) stream_create = nullptr;
-  decltype(&::cuStreamSynchronize) stream_synchronize = nullptr;
+  decltype(&::cuStreamQuery) stream_query = nullptr;
   decltype(&::cuStreamDestroy_v2) stream_destroy = nullptr;
   decltype(&::cuMemAlloc_v2) mem_alloc = nullptr;
   decltype(&::cuMemcpyDtoDAsync_v2) copy_dtod_async = nullptr;
   decltype(&::cuThreadExchangeStreamCaptureMode) exchange_capture_mode = nullptr;
   bool complete() const {
-    return ctx_get_current && stream_create && stream_synchronize && stream_destroy && mem_alloc &&
+    return ctx_get_current && stream_create && stream_query && stream_destroy && mem_alloc &&
            copy_dtod_async && exchange_capture_mode;
   }
 };
@@ -37,7 +41,7 @@ const Calls* calls() {
     auto get = [&](const char* name, auto& out) { out = reinterpret_cast<std::decay_t<decltype(out)>>(real_dlsym(cuda, name)); };
     get("cuCtxGetCurrent", r.ctx_get_current);
     get("cuStreamCreate", r.stream_create);
-    get("cuStreamSynchronize", r.stream_synchronize);
+    get("cuStreamQuery", r.stream_query);
     get("cuStreamDestroy_v2", r.stream_destroy);
     get("cuMemAlloc_v2", r.mem_alloc);
     get("cuMemcpyDtoDAsync_v2", r.copy_dtod_async);
@@ -69,7 +73,16 @@ bool warm(const Calls& d, CUcontext ctx) {
   ok = ok && CuptiCollector::instance().ignore_stream_of(ctx, stream);
   ok = ok && d.mem_alloc(&buffer, kBufferBytes) == CUDA_SUCCESS;
   ok = ok && d.copy_dtod_async(buffer + kBufferBytes / 2, buffer, 4, stream) == CUDA_SUCCESS;
-  ok = ok && d.stream_synchronize(stream) == CUDA_SUCCESS;
+  // Waited for a while, never for good: behind a kernel that holds every SM
+  // until this thread does something later, the copy would not run, and the
+  // app's allocation would never return. Left behind, it still runs later
+  // (its stream is destroyed without waiting; its buffer is the shim's).
+  if (ok) {
+    const uint64_t until = now_ns() + kWaitLimitNs;
+    CUresult q;
+    while ((q = d.stream_query(stream)) == CUDA_ERROR_NOT_READY && now_ns() < until) sched_yield();
+    ok = q == CUDA_SUCCESS;
+  }
   if (stream) d.stream_destroy(stream);
   d.exchange_capture_mode(&mode);  // the thread's own mode back
   return ok;

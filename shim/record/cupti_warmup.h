@@ -12,11 +12,15 @@
 //
 // So at a context's first synchronous device allocation, while CUPTI's
 // records are on, the shim makes that copy itself: in a 256-byte device
-// buffer of its own (kept for the context's life: freeing it would wait for
-// the device), on a non-blocking stream of its own, in relaxed capture mode,
-// and never while a graph is captured in global mode anywhere. Its record is
-// dropped by the collector (by CUPTI's ids of that stream). Once per
-// context, at most 16 contexts; nothing is recorded.
+// buffer of its own (kept for the context's life: freeing it could wait for
+// the whole device; the driver may map a page for it, which
+// cudaMemGetInfo then shows), on a non-blocking stream of its own, in
+// relaxed capture mode, never while a graph is captured in global mode
+// anywhere, and waited for at most 50 ms (a kernel that holds every SM must
+// not hold the app's allocation). Its record is dropped by the collector
+// (by CUPTI's ids of that stream, once). Once per context, at most 16
+// contexts; nothing is recorded. The cost moves to that allocation: an app
+// that never copies pays it once per context too.
 #pragma once
 
 namespace cuxfer::shim {

@@ -197,49 +197,23 @@ void complete_in_background(const RegistrationCache::Reservation& res) {
   account_registration(s, r, res.result.begin, res.result.end, t0, t1);
 }
 
-// A range reserved for registration by the copy that proved it reused,
-// handed to the background registrar when that copy's own work here is
-// done (when the executor returns: after a staged copy, before the app's own
-// call). Started before a staged copy, the driver call (cuMemHostRegister
-// holds the driver's lock, ~0.05 ms per MiB) delayed every chunk's DMA
-// call: on an H100 the second copy of a 32 MiB buffer took 5.1 ms staged
-// beside it, 1.5 ms staged alone (bandwidthTest's pattern,
-// docs/benchmarks.md). When the registrar cannot take it, it is completed
-// there, inline. It is handed over before anything that may wait for the
-// range to settle (making it pageable again waits for its registration):
-// held back then, it would wait for itself.
-class DeferredRegistration {
- public:
-  explicit DeferredRegistration(ThreadState& ts) : ts_(ts) {}
-  // Reserves [begin, end). False when nothing was reserved (no room, or the
-  // range busy).
-  bool reserve(State& s, uint64_t begin, uint64_t end) {
-    if (held_) return false;  // one per copy
-    res_ = s.cache.reserve(begin, end);
-    if (!res_.ok) return false;
-    const DriverCalls* d = driver_calls();
-    if (d) d->ctx_get_current(&ctx_);
-    held_ = true;
-    return true;
-  }
-  // Hands the reservation to the registrar (or completes it here); once.
-  void submit() {
-    if (!held_) return;
-    held_ = false;
-    ++ts_.internal;
-    if (!submit_registration(res_, ctx_, complete_in_background)) complete_in_background(res_);
-    --ts_.internal;
-  }
-  ~DeferredRegistration() { submit(); }
-  DeferredRegistration(const DeferredRegistration&) = delete;
-  DeferredRegistration& operator=(const DeferredRegistration&) = delete;
-
- private:
-  ThreadState& ts_;
-  RegistrationCache::Reservation res_{};
-  CUcontext ctx_ = nullptr;
-  bool held_ = false;
-};
+// Reserves [begin, end) and hands its registration to the background
+// registrar at once (when it cannot take it, it is completed here, inline).
+// At once: a reservation is a Pending entry, which an invalidation by any
+// thread (free, munmap, another copy's release) makes Doomed, and every
+// thread's next drain waits for a Doomed entry until its driver call is
+// done; held back by this copy while it is staged, that wait would last as
+// long as this copy (and for ever if this copy waits for the other thread).
+// False when nothing was reserved (no room, or the range busy).
+bool register_in_background(State& s, uint64_t begin, uint64_t end) {
+  const RegistrationCache::Reservation res = s.cache.reserve(begin, end);
+  if (!res.ok) return false;
+  const DriverCalls* d = driver_calls();
+  CUcontext ctx = nullptr;
+  if (d) d->ctx_get_current(&ctx);
+  if (!submit_registration(res, ctx, complete_in_background)) complete_in_background(res);
+  return true;
+}
 
 bool host_kind(MemKind k) { return k == MemKind::Pageable || k == MemKind::Pinned || k == MemKind::Registered; }
 
@@ -340,7 +314,6 @@ Action try_rewrite(const CallDesc& desc, int& result) {
   const DriverCalls* d = nullptr;
   uint64_t host = 0;
   uint64_t reg_begin = 0, reg_end = 0;
-  DeferredRegistration deferred(ts);  // submitted as this function returns
   for (int round = 0; round < 8; ++round) {
     const CopyDecision k = decide(f, settings);
     if (k.need_classify) {
@@ -361,7 +334,9 @@ Action try_rewrite(const CallDesc& desc, int& result) {
       continue;
     }
     if (k.before == Before::RegisterInBackground) {
-      const bool queued = s && reg_end > reg_begin && deferred.reserve(*s, reg_begin, reg_end);
+      ++ts.internal;
+      const bool queued = s && reg_end > reg_begin && register_in_background(*s, reg_begin, reg_end);
+      --ts.internal;
       if (!queued) {
         f.registration_failed = true;
         continue;
@@ -381,7 +356,6 @@ Action try_rewrite(const CallDesc& desc, int& result) {
       continue;
     }
     if (k.before == Before::Release) {
-      deferred.submit();  // the release below waits for it
       if (k.path == CopyPath::Original && host == 0) before_passthrough(desc);  // not classified: every side
       else release_range(host, desc.bytes);
     }
@@ -389,7 +363,6 @@ Action try_rewrite(const CallDesc& desc, int& result) {
       case CopyPath::Stage:
       case CopyPath::StageAny: {
         const trace::PassthroughReason declined = stage_capture_safe(desc, result, k.path == CopyPath::StageAny);
-        deferred.submit();  // this copy's own work is done (or declined)
         if (declined == trace::PassthroughReason::None) {
           ts.pending.flags |= trace::kFlagStaged;  // what the event records: the path that ran
           return Action::Done;

@@ -5,8 +5,9 @@ The app under `cuxfer record --summary -o DIR`: DIR holds the trace and
 cuxfer-<...>.summary.json named after it; `cuxfer report --json` of the
 summary equals the report of the trace (notes aside, both --no-profile); the
 record's exit status stays the app's (a failing app: its status, the summary
-still written). With --summary and no trace (a program that never loads the
-shim): nothing written, nothing said but the usual line.
+still written). `cuxfer diff` of two such summaries (observed against
+rewritten) equals the diff of their traces, and of a trace against a summary;
+`--range` with a summary is refused (it needs the events).
 
   run_record_summary.py --cuxfer build/bin/cuxfer --shim build/lib/libcuxfer.so \\
       --workdir DIR -- build/testapps/sim/pageable_loop-simshared 4 1M
@@ -54,6 +55,40 @@ def main() -> int:
     for key in direct:
         if key not in ("overlap", "ranges", "managed") and direct[key] != summarized.get(key):
             fails.append(f"report of the summary differs from the trace's in {key!r}")
+    # cuxfer diff of two summaries: the same comparison as of their traces
+    # (observed against rewritten, so that staged copies count too).
+    new = work / "new"
+    r = run_diagnosed([a.cuxfer, "record", "-q", "--summary", "--rewrite=pin", "--shim", a.shim, "-o", str(new), "--",
+                       *app], 120, env=dict(env, CUXFER_STAGE_MIN_H2D="65536", CUXFER_REGISTER="off"))
+    new_trace = sorted(glob.glob(str(new / "cuxfer-*.trace")))
+    new_summary = sorted(glob.glob(str(new / "cuxfer-*.summary.json")))
+    if r.returncode != 0 or len(new_trace) != 1 or len(new_summary) != 1:
+        fails.append(f"record --rewrite=pin --summary: exit {r.returncode}, {new_trace}, {new_summary}")
+    else:
+        def diff(b: str, n: str) -> dict:
+            d = run_diagnosed([a.cuxfer, "diff", "--json", b, n], 120, env=env)
+            if d.returncode != 0:
+                raise SystemExit(f"FAIL: diff {b} {n}: exit {d.returncode}: {d.stderr}")
+            j = json.loads(d.stdout)
+            j.pop("notes", None)
+            return j
+        by_traces = diff(traces[0], new_trace[0])
+        by_summaries = diff(summaries[0], new_summary[0])
+        staged = by_traces.get("new", {}).get("totals", {}).get("staged_calls")
+        print(f"diff: {len(by_traces.get('sites', []))} sites, staged calls in the new run: {staged}")
+        if not staged:
+            fails.append("the rewritten run staged nothing: the diff does not test staged copies")
+        if by_traces != by_summaries:
+            for k in by_traces:
+                if by_traces[k] != by_summaries.get(k):
+                    fails.append(f"diff of the summaries differs from the diff of the traces in {k!r}")
+        mixed = diff(traces[0], new_summary[0])
+        if mixed != by_traces:
+            fails.append("diff of a trace against a summary differs from the diff of the traces")
+        d = run_diagnosed([a.cuxfer, "diff", "--range", "x", summaries[0], new_summary[0]], 120, env=env)
+        if d.returncode != 2 or "--range needs the events" not in d.stderr:
+            fails.append(f"diff --range of summaries: exit {d.returncode}, {d.stderr.strip()!r}")
+
     # The app's exit status stays record's; its summary is written all the same.
     failing = work / "failing"
     exit_app = str(Path(app[0]).with_name(Path(app[0]).name.replace("pageable_loop", "exit_app")))

@@ -11,6 +11,8 @@ reads. With --checksum, every variant must print a line `checksum=<hex>` and all
 must print the same one: the rewrite may change speed, never data. With --not-fewer KEY,
 every variant must print `KEY=<hex>`, a set of bits (e.g. which calls returned without
 waiting), and hold every bit the plain run holds: the shim may add to it, never take away.
+With --rewrite-bits KEY=HEX the rewrite variant's set must hold HEX: what the rewrite itself
+is for (e.g. a call that must return at once under it).
 
 Exit status: 0 pass, 1 fail, 77 skip (the app printed "no GPU" and exited 77, or no driver).
 
@@ -58,6 +60,8 @@ def main() -> int:
     ap.add_argument("--checksum", action="store_true", help="all variants must print the same checksum=<hex>")
     ap.add_argument("--not-fewer", metavar="KEY",
                     help="every variant's KEY=<hex> bit set must contain the plain run's")
+    ap.add_argument("--rewrite-bits", metavar="KEY=HEX",
+                    help="the rewrite variant's KEY=<hex> bit set must contain HEX (what the rewrite itself must do)")
     ap.add_argument("--workdir", help="output directory (recreated); default: a fresh temporary one")
     ap.add_argument("--timeout", type=int, default=540, help="seconds per run")
     ap.add_argument("command", nargs=argparse.REMAINDER, help="-- APP [ARGS...]")
@@ -82,7 +86,10 @@ def main() -> int:
     failures: list[str] = []
     sums: dict[str, str] = {}
     masks: dict[str, int] = {}
-    mask_re = re.compile(re.escape(a.not_fewer) + r"=([0-9a-fA-F]+)") if a.not_fewer else None
+    if a.rewrite_bits and a.not_fewer and a.rewrite_bits.split("=")[0] != a.not_fewer:
+        ap.error("--rewrite-bits and --not-fewer name the same KEY")
+    key = a.not_fewer or (a.rewrite_bits.split("=")[0] if a.rewrite_bits else None)
+    mask_re = re.compile(re.escape(key) + r"=([0-9a-fA-F]+)") if key else None
     for variant in a.variants.split(","):
         env = dict(os.environ)
         # Hermetic: a machine profile of the developer's own (cuxfer calibrate) would
@@ -128,7 +135,7 @@ def main() -> int:
         if mask_re:
             m = mask_re.findall(p.stdout)
             if not m:
-                failures.append(f"{variant}: no {a.not_fewer}=<hex> line")
+                failures.append(f"{variant}: no {key}=<hex> line")
             else:
                 masks[variant] = int(m[-1], 16)
         if variant != "plain":
@@ -142,7 +149,12 @@ def main() -> int:
                     failures.append(f"{variant}: cuxfer report --json failed ({r.returncode}): {r.stderr.strip()}")
     if a.checksum and len(set(sums.values())) > 1:
         failures.append("checksums differ: " + ", ".join(f"{k}={v}" for k, v in sums.items()))
-    if mask_re and "plain" in masks:
+    if a.rewrite_bits and "rewrite" in masks:
+        want = int(a.rewrite_bits.split("=")[1], 16)
+        if masks["rewrite"] & want != want:
+            failures.append(f"rewrite: {key}={masks['rewrite']:x} lacks bits {want & ~masks['rewrite']:x} the rewrite "
+                            f"must set")
+    if a.not_fewer and "plain" in masks:
         for variant, bits in masks.items():
             lost = masks["plain"] & ~bits
             if lost:

@@ -7,9 +7,10 @@
   2. APP recorded with its tiny copies' device pointers (CUXFER_FINGERPRINT_MIN=64);
   3. `cuxfer policy` of that recording: a zero_copy entry for each allocation
      site the tiny copies use (at least --min-entries);
-  4. APP under `cuxfer record --policy`: the shim must say it made the named
-     allocations mapped host memory, APP must pass its own checks (it exits 1
-     at the first value read out of stream order) and print the same checksum.
+  4. APP under `cuxfer record --policy`: the report must count the named
+     allocations as zero-copy and at least --min-copies copies into or out of
+     them, APP must pass its own checks (it exits 1 at the first value read out
+     of stream order) and print the same checksum.
 
 Exit status: 0 pass, 1 fail, 77 skip (no GPU).
 """
@@ -40,7 +41,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cuxfer", required=True)
     ap.add_argument("--workdir", required=True)
-    ap.add_argument("--min-entries", type=int, default=1)
+    ap.add_argument("--min-entries", type=int, default=1, help="zero_copy entries and allocations at least")
+    ap.add_argument("--min-copies", type=int, default=1, help="copies into or out of zero-copy buffers at least")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = a.command[1:] if a.command and a.command[0] == "--" else a.command
@@ -65,6 +67,9 @@ def main() -> int:
         print(f"FAIL: the app alone exited {plain.returncode}")
         return 1
     want = CHECKSUM.findall(plain.stdout)
+    if not want:
+        print("FAIL: the app alone printed no checksum=<hex>")
+        return 1
     p = run([a.cuxfer, "record", "-q", "-o", str(out / "observed"), "--", *cmd], dict(env, CUXFER_FINGERPRINT_MIN="64"))
     if p.returncode != 0:
         failures.append(f"record exited {p.returncode}")
@@ -82,9 +87,14 @@ def main() -> int:
         got = CHECKSUM.findall(p.stdout)
         if got != want:
             failures.append(f"checksum under the policy {got}, alone {want}")
-        r = run([a.cuxfer, "report", str(out / "zero_copy")], env)
-        if "mapped host memory" not in r.stdout + r.stderr + p.stderr:
-            failures.append("the shim did not say it made the policy's allocations mapped host memory")
+        r = run([a.cuxfer, "report", "--json", str(out / "zero_copy")], env)
+        rw = json.loads(r.stdout).get("rewrite", {}) if r.returncode == 0 else {}
+        print(f"zero copy: {rw.get('zero_copy_allocations')} allocations, {rw.get('zero_copy_calls')} copies")
+        if (rw.get("zero_copy_allocations") or 0) < a.min_entries:
+            failures.append(f"{rw.get('zero_copy_allocations')} allocations made zero-copy, expected {a.min_entries}")
+        if (rw.get("zero_copy_calls") or 0) < a.min_copies:
+            failures.append(f"{rw.get('zero_copy_calls')} copies into or out of zero-copy buffers, expected at least "
+                            f"{a.min_copies}")
     if failures:
         print("FAIL: " + "; ".join(failures))
         return 1
