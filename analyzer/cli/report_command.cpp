@@ -144,14 +144,7 @@ int report_summaries(const InputPaths& inputs, const SymbolOptions& symbols, siz
   }
   std::vector<analyses::ProcessRecord> records;
   std::vector<std::string> symbol_kinds;
-  if (!load_summaries(inputs.summaries, "cuxfer report", records, symbol_kinds)) return kExitUsage;
-  auto traced = summarize_traces(inputs.traces, symbols, jobs, errors);
-  for (const auto& e : errors) std::fprintf(stderr, "cuxfer report: %s\n", e.c_str());
-  if (!traced.empty()) {
-    const std::string mine = symbols_description(symbols);
-    if (std::find(symbol_kinds.begin(), symbol_kinds.end(), mine) == symbol_kinds.end()) symbol_kinds.push_back(mine);
-  }
-  for (auto& r : traced) records.push_back(std::move(r));
+  if (!gather_records(inputs, symbols, jobs, "cuxfer report", records, symbol_kinds, errors)) return kExitUsage;
   if (records.empty()) return 1;
   analyses::MergedJob merged = analyses::merge_records(std::move(records));
   if (refuse_mixed_runs(merged.job, "cuxfer report")) return kExitUsage;

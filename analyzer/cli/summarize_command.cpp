@@ -63,14 +63,7 @@ int run_summarize(std::vector<std::string> args) {
   InputPaths inputs = split_inputs(paths, errors);
   std::vector<analyses::ProcessRecord> records;
   std::vector<std::string> symbol_kinds;
-  if (!load_summaries(inputs.summaries, "cuxfer summarize", records, symbol_kinds)) return kExitUsage;
-  auto traced = summarize_traces(inputs.traces, symbols, jobs, errors);
-  for (const auto& e : errors) std::fprintf(stderr, "cuxfer summarize: %s\n", e.c_str());
-  if (!traced.empty()) {
-    const std::string mine = symbols_description(symbols);
-    if (std::find(symbol_kinds.begin(), symbol_kinds.end(), mine) == symbol_kinds.end()) symbol_kinds.push_back(mine);
-  }
-  for (auto& r : traced) records.push_back(std::move(r));
+  if (!gather_records(inputs, symbols, jobs, "cuxfer summarize", records, symbol_kinds, errors)) return kExitUsage;
   if (records.empty()) return 1;
   // The checks a report makes, made here too, so that a summary of two runs
   // is never written.

@@ -1,5 +1,6 @@
 #include "analyzer/cli/summary_inputs.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cstdio>
@@ -60,6 +61,20 @@ std::string symbols_description(const SymbolOptions& symbols) {
   if (symbols.python_sites.frames == symbolize::PythonFrames::All) s += " python-frames=all";
   for (const auto& p : symbols.python_sites.user_packages) s += " python-user=" + p;
   return s;
+}
+
+bool gather_records(const InputPaths& inputs, const SymbolOptions& options, size_t jobs, const char* command,
+                    std::vector<analyses::ProcessRecord>& records, std::vector<std::string>& symbols,
+                    std::vector<std::string>& errors) {
+  if (!load_summaries(inputs.summaries, command, records, symbols)) return false;
+  auto traced = summarize_traces(inputs.traces, options, jobs, errors);
+  for (const auto& e : errors) std::fprintf(stderr, "%s: %s\n", command, e.c_str());
+  if (!traced.empty()) {
+    const std::string mine = symbols_description(options);
+    if (std::find(symbols.begin(), symbols.end(), mine) == symbols.end()) symbols.push_back(mine);
+  }
+  for (auto& r : traced) records.push_back(std::move(r));
+  return true;
 }
 
 std::vector<analyses::ProcessRecord> summarize_traces(const std::vector<std::string>& paths,

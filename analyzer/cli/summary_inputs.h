@@ -51,6 +51,15 @@ std::vector<analyses::ProcessRecord> summarize_traces(const std::vector<std::str
 bool load_summaries(const std::vector<std::string>& paths, const char* command,
                     std::vector<analyses::ProcessRecord>& records, std::vector<std::string>& symbols);
 
+// The records of the inputs: the summaries read (false, after one line, for
+// one that cannot be: the caller exits 2), then the traces reduced on `jobs`
+// threads (a trace that cannot be used adds its line to `errors`); every line
+// of `errors` is then said on stderr as "<command>: <why>"; `symbols` gets
+// every symbolization used, once each.
+bool gather_records(const InputPaths& inputs, const SymbolOptions& options, size_t jobs, const char* command,
+                    std::vector<analyses::ProcessRecord>& records, std::vector<std::string>& symbols,
+                    std::vector<std::string>& errors);
+
 // The traces' ranks say how many there are (world_size) and some are not
 // among them: one line naming them ("ranks missing: 3, 17-19 (world size
 // 1000)"), or none.

@@ -338,19 +338,25 @@ bool CuptiCollector::ignore_stream_of(CUctx_st* ctx, CUstream_st* stream) {
   // One warm-up at a time (cupti_warmup.cpp claims its context first): the
   // slot is ours; published before the count that makes it visible.
   ignored_[slot].store((uint64_t{context_id} << 32) | stream_id, std::memory_order_release);
+  ignored_live_.fetch_add(1, std::memory_order_acq_rel);
   ignored_count_.store(slot + 1, std::memory_order_release);
   return true;
 }
 
 bool CuptiCollector::take_ignored(uint32_t context_id, uint32_t stream_id) {
+  if (ignored_live_.load(std::memory_order_acquire) == 0) return false;  // every record: one load
   const uint32_t n = ignored_count_.load(std::memory_order_acquire);
-  if (n == 0) return false;
-  uint64_t key = (uint64_t{context_id} << 32) | stream_id;
+  const uint64_t key = (uint64_t{context_id} << 32) | stream_id;
   // Single use: the warm-up makes one copy, so its entry goes with its one
   // record (a stream id CUPTI gave again later is the app's).
-  for (uint32_t i = 0; i < n; ++i)
-    if (ignored_[i].compare_exchange_strong(key, kIgnoredUsed, std::memory_order_acq_rel)) return true;
-    else key = (uint64_t{context_id} << 32) | stream_id;
+  for (uint32_t i = 0; i < n; ++i) {
+    uint64_t expected = key;
+    if (ignored_[i].load(std::memory_order_acquire) == key &&
+        ignored_[i].compare_exchange_strong(expected, kIgnoredUsed, std::memory_order_acq_rel)) {
+      ignored_live_.fetch_sub(1, std::memory_order_acq_rel);
+      return true;
+    }
+  }
   return false;
 }
 

@@ -133,6 +133,7 @@ class CuptiCollector {
   static constexpr size_t kMaxIgnored = 16;
   std::atomic<uint64_t> ignored_[kMaxIgnored] = {};
   std::atomic<uint32_t> ignored_count_{0};
+  std::atomic<uint32_t> ignored_live_{0};  // entries whose record has not come yet
   std::atomic<uint64_t> ignored_records_{0};
   static constexpr uint64_t kIgnoredUsed = ~uint64_t{0};  // an entry whose record came
   // True (once) for the record of a warm-up stream; the entry is used up.
