@@ -11,8 +11,11 @@
 #   pageable         malloc'd memory, no cuxfer (bandwidthTest --memory=pageable)
 #   rewrite          the same under `cuxfer record --rewrite=pin` (default recording)
 #   rewrite_nocupti  the same under `cuxfer record --rewrite=pin --cupti=off`
-# and, when named in --modes, observe (`cuxfer record`, no rewrite) and
-# registered (--host registered: the program registers its own buffer).
+# and, when named in --modes, observe (`cuxfer record`, no rewrite),
+# registered (--host registered: the program registers its own buffer),
+# registered_huge and registered_collapse (the same on transparent huge pages:
+# sync_copy_pattern.cpp says how) and rewrite_stage (the rewrite with every
+# copy staged: CUXFER_REGISTER=off CUXFER_STAGE_MIN=0).
 # Prints per size and direction the median over rounds of each mode's GB/s
 # (bandwidthTest's figure: bytes / summed copy times) with its range, the
 # ratio of each rewrite mode to the reference (paired round by round: drift
@@ -71,8 +74,8 @@ done
 IFS=, read -r -a MODE_LIST <<<"$MODES"
 for m in "${MODE_LIST[@]}"; do
   case "$m" in
-    reference | pageable | registered | observe | rewrite | rewrite_nocupti) ;;
-    *) echo "run_sync_copy_pattern: unknown mode '$m' (reference, pageable, registered, observe, rewrite, rewrite_nocupti)" >&2; exit 2 ;;
+    reference | pageable | registered | registered_huge | registered_collapse | observe | rewrite | rewrite_nocupti | rewrite_stage) ;;
+    *) echo "run_sync_copy_pattern: unknown mode '$m' (reference, pageable, registered, registered_huge, registered_collapse, observe, rewrite, rewrite_nocupti, rewrite_stage)" >&2; exit 2 ;;
   esac
 done
 read -r -a SIZE_LIST <<<"${SIZES//,/ }"
@@ -103,10 +106,11 @@ run_mode() {
   case "$mode" in
     reference) cmd=("$BIN" --host pinned) ;;
     pageable) cmd=("$BIN") ;;
-    registered) cmd=("$BIN" --host registered) ;;
+    registered | registered_huge | registered_collapse) cmd=("$BIN" --host "$mode") ;;
     observe) cmd=("${rec[@]}" -- "$BIN") ;;
     rewrite) cmd=("${rec[@]}" --rewrite=pin -- "$BIN") ;;
     rewrite_nocupti) cmd=("${rec[@]}" --rewrite=pin --cupti=off -- "$BIN") ;;
+    rewrite_stage) cmd=(env CUXFER_REGISTER=off CUXFER_STAGE_MIN=0 "${rec[@]}" --rewrite=pin -- "$BIN") ;;
   esac
   "${cmd[@]}" "${ARGS[@]}" >"$TMP/out" 2>"$TMP/stderr" || rc=$?
   rm -rf "$TMP/trace"

@@ -29,6 +29,13 @@
 //               pageable buffers from cudaMallocHost)
 //   registered  malloc, then cudaHostRegister of the timed buffer by the
 //               program itself before the loop
+//   registered_huge      the same, the buffer a 2 MiB-aligned mapping with
+//               MADV_HUGEPAGE before its first touch (transparent huge pages)
+//   registered_collapse  registered, after MADV_COLLAPSE of the malloc'd
+//               buffer's whole 2 MiB pages once filled (Linux 6.1+): what a
+//               registrar could do to an app's buffer without moving it
+// The three registered kinds say why registered memory DMAs slower than
+// cudaMallocHost's at some sizes (the GPU's page size for the mapping?).
 //
 // One line per direction and size:
 //   dir=<H2D|D2H> size=<B> host=<kind> iters=<n> mean_gbps=<x> first_us=<t1>,<t2>
@@ -40,9 +47,12 @@
 // Exit status: 0 measured; 77 no GPU; 1 a CUDA call failed or data=BAD;
 // 2 bad arguments.
 #include <cuda_runtime_api.h>
+#include <sys/mman.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -69,7 +79,8 @@ struct Opts {
 
 void usage() {
   std::fprintf(stderr,
-               "usage: sync_copy_pattern [--host pageable|pinned|registered] [--iters N] [--memset-size N]\n"
+               "usage: sync_copy_pattern [--host pageable|pinned|registered|registered_huge|registered_collapse]\n"
+               "                         [--iters N] [--memset-size N]\n"
                "                         [--label TEXT] [SIZE...]\n"
                "  SIZE             copy sizes (K/M/G suffixes; default 4M 32M 60M, bandwidthTest's\n"
                "                   --mode=range --start=4194304 --end=62914560 --increment=29360128)\n"
@@ -86,17 +97,65 @@ void* xmalloc(size_t size) {
   return p;
 }
 
+constexpr size_t kHugePage = size_t{2} << 20;
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+
+bool is_registered_kind(const std::string& h) {
+  return h == "registered" || h == "registered_huge" || h == "registered_collapse";
+}
+
+size_t huge_round(size_t size) { return (size + kHugePage - 1) / kHugePage * kHugePage; }
+
+// A 2 MiB-aligned anonymous mapping that asks for transparent huge pages
+// before anything touches it; the pointer is its start (freed by unmapping
+// the rounded size).
+void* huge_alloc(size_t size) {
+  const size_t len = huge_round(size);
+  void* raw = mmap(nullptr, len + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) {
+    std::fprintf(stderr, "sync_copy_pattern: mmap(%zu) failed\n", len + kHugePage);
+    std::exit(1);
+  }
+  const auto base = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t start = (base + kHugePage - 1) / kHugePage * kHugePage;
+  if (start > base) munmap(raw, start - base);
+  const uintptr_t end = base + len + kHugePage;
+  if (end > start + len) munmap(reinterpret_cast<void*>(start + len), end - (start + len));
+  if (madvise(reinterpret_cast<void*>(start), len, MADV_HUGEPAGE) != 0)
+    std::fprintf(stderr, "sync_copy_pattern: MADV_HUGEPAGE: %s\n", std::strerror(errno));
+  return reinterpret_cast<void*>(start);
+}
+
 // The buffers bandwidthTest mallocs in pageable mode (the cache-clear ones aside).
 void* host_alloc(const Opts& o, size_t size) {
   void* p = nullptr;
   if (o.host == "pinned") CHECK(cudaMallocHost(&p, size));
+  else if (o.host == "registered_huge") p = huge_alloc(size);
   else p = xmalloc(size);
   return p;
 }
 
-void host_free(const Opts& o, void* p) {
+void host_free(const Opts& o, void* p, size_t size) {
   if (o.host == "pinned") CHECK(cudaFreeHost(p));
+  else if (o.host == "registered_huge") munmap(p, huge_round(size));
   else std::free(p);
+}
+
+// MADV_COLLAPSE over the buffer's whole 2 MiB pages: the kernel copies their
+// small pages into huge ones in place (same addresses, same bytes). Returns
+// how many bytes it was asked to collapse, or -1 (errno said on stderr).
+long long collapse(void* p, size_t size) {
+  const auto b = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t start = (b + kHugePage - 1) / kHugePage * kHugePage;
+  const uintptr_t end = (b + size) / kHugePage * kHugePage;
+  if (end <= start) return 0;
+  if (madvise(reinterpret_cast<void*>(start), end - start, MADV_COLLAPSE) != 0) {
+    std::fprintf(stderr, "sync_copy_pattern: MADV_COLLAPSE: %s\n", std::strerror(errno));
+    return -1;
+  }
+  return static_cast<long long>(end - start);
 }
 
 void fill(void* p, size_t n) {  // bandwidthTest's byte loop
@@ -138,7 +197,10 @@ bool run_case(const Opts& o, bool h2d, size_t size, char* flush) {
   CHECK(cudaMalloc(&dev, size));
   if (!h2d) CHECK(cudaMemcpy(dev, src, size, cudaMemcpyHostToDevice));
   void* timed = h2d ? src : dst;
-  const bool reg = o.host == "registered";
+  const bool reg = is_registered_kind(o.host);
+  long long collapsed = 0;
+  if (o.host == "registered_collapse" && !h2d) fill(timed, size);  // the pages must exist to collapse
+  if (o.host == "registered_collapse") collapsed = collapse(timed, size);
   if (reg) CHECK(cudaHostRegister(timed, size, cudaHostRegisterDefault));
 
   std::vector<double> us(static_cast<size_t>(o.iters));
@@ -169,14 +231,15 @@ bool run_case(const Opts& o, bool h2d, size_t size, char* flush) {
               us.size() > 1 ? us[1] : 0.0, rest_med, rest_med > 0 ? static_cast<double>(size) / rest_med * 1e-3 : 0.0,
               ok ? "ok" : "BAD");
   for (size_t i = 0; i < us.size(); ++i) std::printf("%s%.1f", i ? "," : "", us[i]);
+  if (o.host == "registered_collapse") std::printf(" collapsed=%lld", collapsed);
   std::printf("%s%s\n", o.label.empty() ? "" : " label=", o.label.c_str());
   std::fflush(stdout);
 
   if (reg) CHECK(cudaHostUnregister(timed));
   CHECK(cudaEventDestroy(ev[0]));
   CHECK(cudaEventDestroy(ev[1]));
-  host_free(o, src);
-  if (dst) host_free(o, dst);
+  host_free(o, src, size);
+  if (dst) host_free(o, dst, size);
   std::free(clear[0]);
   std::free(clear[1]);
   CHECK(cudaFree(dev));
@@ -200,7 +263,7 @@ int main(int argc, char** argv) {
     size_t v = 0;
     if (a == "--host") {
       o.host = next();
-      if (o.host != "pageable" && o.host != "pinned" && o.host != "registered") {
+      if (o.host != "pageable" && o.host != "pinned" && !is_registered_kind(o.host)) {
         std::fprintf(stderr, "sync_copy_pattern: unknown --host '%s'\n", o.host.c_str());
         return 2;
       }
