@@ -64,6 +64,9 @@ Correctness
                  "torch cupy jax"; torch with its profiler on)
   pycuda         the PyCUDA trial (pycuda_trial.py --bar 0.90, then --context primary) on
                  PyCUDA built from .whl/
+  pycuda-suite   PyCUDA's own tests (test_driver, test_gpuarray, test_cumath from its sdist)
+                 plain and under --rewrite=pin: every test's outcome the same, the share of
+                 pageable bytes the rewrite served (PYCUDA_FILES, PYCUDA_TIMEOUT 300 s a run)
   external       NVIDIA's samples from .ext/ plain, observed and rewritten, and bandwidthTest's
                  ratios (devtools/gpu_external.sh; EXT_ROUNDS 2, EXT_DEADLINE 300 s)
   install        the wheel as users get it: scripts/build-wheel.sh, pip install --target outside
@@ -316,6 +319,19 @@ step_pycuda() {
   echo "primary-context trial rc=$rc2"
   grep -E "^bar|^PASS|^FAIL|^  - " "$D/trial_pycuda_primary.log"
   ((rc == 0)) && rc=$rc2
+  return "$rc"
+}
+
+step_pycuda_suite() {
+  need_build || return 1
+  [ -f "$PYCUDA_LOG" ] || { echo "no PyCUDA build: carry .whl/ and .ext/install_pycuda.sh (docs/gpu-external.md)"; return 77; }
+  wait_pycuda
+  [ -d /tmp/pycuda-src/test ] || { echo "no PyCUDA test folder in /tmp/pycuda-src"; return 77; }
+  PYTHONPATH=/tmp/site python3 tests/gpu/frameworks/pycuda_suite.py --cuxfer "$CUX" --tests /tmp/pycuda-src/test \
+    --files "${PYCUDA_FILES:-test_driver.py,test_cumath.py,test_gpuarray.py}" --timeout "${PYCUDA_TIMEOUT:-300}" \
+    --work "$D/work" --summary "$D/suite.json"
+  local rc=$?
+  rm -rf "$D"/work/*.trace
   return "$rc"
 }
 
@@ -1060,7 +1076,7 @@ done
 mkdir -p "$OUT" || exit 2
 echo "== $(date -u '+%F %T UTC'), $(nvidia-smi -L 2>&1 | head -1), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); steps: $*"
 # PyCUDA builds from its sdist (~130 s of CPU): started first, beside the build.
-case " $* " in *" tier "* | *" pycuda "*)
+case " $* " in *" tier "* | *" pycuda "* | *" pycuda-suite "*)
   if [ -d .whl ] && [ -f .ext/install_pycuda.sh ]; then
     mkdir -p "$(dirname "$PYCUDA_LOG")"
     (timeout 300 bash .ext/install_pycuda.sh > "$PYCUDA_LOG" 2>&1; echo "install rc=$?" >> "$PYCUDA_LOG") &
