@@ -107,6 +107,8 @@ The pinned rewrite's gain
                  and under --rewrite=pin, two rounds
   torch-train    tests/gpu/frameworks/torch_train.py (DataLoader with workers) plain, observed,
                  rewritten and with PyTorch's profiler; H2D/D2H bytes per report
+  hf-generate    Hugging Face generate() on a small GPT-2 (bench/run_hf_generate.sh): plain,
+                 plain again (the noise), observed and rewritten; HF_ROUNDS 5, HF_ARGS
   torch-pipeline the input pipeline (bench/run_torch_input_pipeline.sh): a DataLoader with 4 workers
                  feeding 38.5 MB batches to a small conv net, plain, under --rewrite=pin, with
                  pin_memory=True plain and rewritten, and the floor (the batch's memcpy at the
@@ -629,6 +631,12 @@ h2d=sum(c['bytes'] for c in j['classes'] if c['direction']=='H2D'); d2h=sum(c['b
 print('$d', 'processes', len(j['processes']), 'H2D', h2d, 'D2H', d2h, 'cupti', [p['cupti']['state'] if isinstance(p.get('cupti'),dict) else p.get('cupti_state') for p in j['processes']], 'rewrite', {k:j['rewrite'][k] for k in ('staged_calls','registered_calls')})"
   done
   "$CUX" report "$D/prof" | grep -iE "cupti|subscriber" | head -5
+}
+
+step_hf_generate() {
+  need_build || return 1
+  # shellcheck disable=SC2086  # HF_ARGS: options
+  timeout "${HF_TIMEOUT:-400}" bash bench/run_hf_generate.sh --build-dir "$B" --rounds "${HF_ROUNDS:-5}" -- ${HF_ARGS:-}
 }
 
 step_torch_pipeline() {
