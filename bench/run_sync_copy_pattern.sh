@@ -13,7 +13,8 @@
 #   rewrite_nocupti  the same under `cuxfer record --rewrite=pin --cupti=off`
 # and, when named in --modes, observe (`cuxfer record`, no rewrite),
 # registered (--host registered: the program registers its own buffer),
-# registered_huge and registered_collapse (the same on transparent huge pages:
+# registered_portable (registered as the rewrite does), registered_huge and
+# registered_collapse (the same on transparent huge pages:
 # sync_copy_pattern.cpp says how) and rewrite_stage (the rewrite with every
 # copy staged: CUXFER_REGISTER=off CUXFER_STAGE_MIN=0).
 # Prints per size and direction the median over rounds of each mode's GB/s
@@ -74,8 +75,8 @@ done
 IFS=, read -r -a MODE_LIST <<<"$MODES"
 for m in "${MODE_LIST[@]}"; do
   case "$m" in
-    reference | pageable | registered | registered_huge | registered_collapse | observe | rewrite | rewrite_nocupti | rewrite_stage) ;;
-    *) echo "run_sync_copy_pattern: unknown mode '$m' (reference, pageable, registered, registered_huge, registered_collapse, observe, rewrite, rewrite_nocupti, rewrite_stage)" >&2; exit 2 ;;
+    reference | pageable | registered | registered_portable | registered_huge | registered_collapse | observe | rewrite | rewrite_nocupti | rewrite_stage) ;;
+    *) echo "run_sync_copy_pattern: unknown mode '$m' (reference, pageable, registered, registered_portable, registered_huge, registered_collapse, observe, rewrite, rewrite_nocupti, rewrite_stage)" >&2; exit 2 ;;
   esac
 done
 read -r -a SIZE_LIST <<<"${SIZES//,/ }"
@@ -106,7 +107,7 @@ run_mode() {
   case "$mode" in
     reference) cmd=("$BIN" --host pinned) ;;
     pageable) cmd=("$BIN") ;;
-    registered | registered_huge | registered_collapse) cmd=("$BIN" --host "$mode") ;;
+    registered | registered_portable | registered_huge | registered_collapse) cmd=("$BIN" --host "$mode") ;;
     observe) cmd=("${rec[@]}" -- "$BIN") ;;
     rewrite) cmd=("${rec[@]}" --rewrite=pin -- "$BIN") ;;
     rewrite_nocupti) cmd=("${rec[@]}" --rewrite=pin --cupti=off -- "$BIN") ;;

@@ -31,6 +31,8 @@
 //               program itself before the loop
 //   registered_huge      the same, the buffer a 2 MiB-aligned mapping with
 //               MADV_HUGEPAGE before its first touch (transparent huge pages)
+//   registered_portable  registered with cudaHostRegisterPortable, as the
+//               rewrite registers (pinned for every context)
 //   registered_collapse  registered, after MADV_COLLAPSE of the malloc'd
 //               buffer's whole 2 MiB pages once filled (Linux 6.1+): what a
 //               registrar could do to an app's buffer without moving it
@@ -79,7 +81,7 @@ struct Opts {
 
 void usage() {
   std::fprintf(stderr,
-               "usage: sync_copy_pattern [--host pageable|pinned|registered|registered_huge|registered_collapse]\n"
+               "usage: sync_copy_pattern [--host pageable|pinned|registered|registered_portable|registered_huge|registered_collapse]\n"
                "                         [--iters N] [--memset-size N]\n"
                "                         [--label TEXT] [SIZE...]\n"
                "  SIZE             copy sizes (K/M/G suffixes; default 4M 32M 60M, bandwidthTest's\n"
@@ -103,7 +105,7 @@ constexpr size_t kHugePage = size_t{2} << 20;
 #endif
 
 bool is_registered_kind(const std::string& h) {
-  return h == "registered" || h == "registered_huge" || h == "registered_collapse";
+  return h == "registered" || h == "registered_huge" || h == "registered_collapse" || h == "registered_portable";
 }
 
 size_t huge_round(size_t size) { return (size + kHugePage - 1) / kHugePage * kHugePage; }
@@ -201,7 +203,9 @@ bool run_case(const Opts& o, bool h2d, size_t size, char* flush) {
   long long collapsed = 0;
   if (o.host == "registered_collapse" && !h2d) fill(timed, size);  // the pages must exist to collapse
   if (o.host == "registered_collapse") collapsed = collapse(timed, size);
-  if (reg) CHECK(cudaHostRegister(timed, size, cudaHostRegisterDefault));
+  if (reg)
+    CHECK(cudaHostRegister(timed, size,
+                           o.host == "registered_portable" ? cudaHostRegisterPortable : cudaHostRegisterDefault));
 
   std::vector<double> us(static_cast<size_t>(o.iters));
   for (int i = 0; i < o.iters; ++i) {
