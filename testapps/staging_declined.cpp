@@ -1,9 +1,9 @@
 // staging_declined [S=4M] [N=4]
 // A reused buffer's copy that reserves its registration for the shim's
 // background registrar while the staging pool has no buffer free: the copy
-// is left as made, and making the range pageable again for it must not wait
-// for a registration that this same copy was still holding back (it hung
-// for ever: gpu.rewrite_exactness on an H100). Run under --rewrite=pin with
+// is left as made, and nothing about its range may wait for the registration
+// this same copy is still holding back (it hung for ever once:
+// gpu.rewrite_exactness on an H100). Run under --rewrite=pin with
 // a staging pool of one buffer (CUXFER_PINNED_BUDGET=16M), the H2D staging
 // threshold at 1 MiB and, on the simulated CUDA, SIMCUDA_EVENTS_PENDING=1
 // (an async copy's DMA counts as in flight until the app synchronises)

@@ -104,10 +104,11 @@
       ::cuxfer::shim::HookId::h_##name, desc, CUXFER_CALLER, [&]() CUXFER_INLINE_LAMBDA {   \
         namespace rw = ::cuxfer::shim::rewrite;                                             \
         int rewritten = 0;                                                                  \
+        rw::DeferredRegistration later; /* handed over when this call is done */            \
         rw::Action act = rw::zero_copy_exists() ? rw::try_zero_copy(desc, rewritten)        \
                                                 : rw::Action::Original;                     \
         if (act == rw::Action::Original) {                                                  \
-          if (rw::enabled()) act = rw::try_rewrite(desc, rewritten);                        \
+          if (rw::enabled()) act = rw::try_rewrite(desc, rewritten, later);                 \
           else rw::passthrough_while_off();                                                 \
         }                                                                                   \
         if (act == rw::Action::Done) return static_cast<CUresult>(rewritten);               \

@@ -2,9 +2,11 @@
 // (cuMemHostRegister, ~0.05 ms per MiB under the driver's lock: 1.6 ms at
 // 32 MiB, 2.9 ms at 60 MiB on an H100) was paid inside the app's copy that
 // proved the buffer reused. Now that copy reserves the range in the cache
-// (RegistrationCache::reserve: the range answers Touches, and a free() dooms
-// it as before), hands the driver call to this thread and is staged; the
-// copies after it find the range Live and run in place.
+// (RegistrationCache::reserve: the range answers Touches, and a free()
+// withdraws it), is staged (or made as the app made it), and then hands the
+// driver call to this thread (pinned_rewrite.h: DeferredRegistration), so
+// that the driver's pinning does not slow the copy's own DMA; the copies
+// after it find the range Live and run in place.
 //
 // One thread, started on first use, in relaxed capture mode, with the
 // requesting copy's context pushed while it registers. A bounded queue: when

@@ -108,8 +108,11 @@ CopyDecision decide(const CopyFacts& f, const RewriteSettings& s) {
     // Partly registered (a neighbour's registration reaches into its first or
     // last page, or one is changing): the driver never sees such a range.
     // Staged it is exact in every direction and mode; else it is made
-    // pageable again first.
-    return f.declined() ? passed(f.staging_declined, Before::Release) : run(CopyPath::StageAny);
+    // pageable again first -- unless this call reserved it itself: nothing
+    // is in the driver yet, the app's call runs on pageable memory as made,
+    // and the registration follows it for the copies after it.
+    if (!f.declined()) return run(CopyPath::StageAny);
+    return passed(f.staging_declined, f.reserved_here ? Before::Nothing : Before::Release);
   }
 
   // Not registered (yet): count the reuse; register when it has paid.

@@ -82,6 +82,11 @@ struct CopyFacts {
   // its context, ...); None: not asked, or not declined.
   trace::PassthroughReason staging_declined = trace::PassthroughReason::None;
   bool registration_failed = false;  // Before::Register did not give a registration
+  // This call reserved its range for the background registrar
+  // (Before::RegisterInBackground): the range answers Touches, but the
+  // driver holds no registration over it until the call is done, so the
+  // app's own call on it needs nothing released.
+  bool reserved_here = false;
 
   bool declined() const { return staging_declined != trace::PassthroughReason::None; }
 };
@@ -95,8 +100,8 @@ enum class CopyPath : uint8_t {
 enum class Before : uint8_t {
   Nothing,
   Register,  // register the counted range, then decide again (cover, or registration_failed)
-  // Reserve the counted range and have the background registrar register it
-  // (rewrite/background_registrar.h), then run `path` for this copy; the
+  // Reserve the counted range, run `path` for this copy, then have the
+  // background registrar register it (rewrite/background_registrar.h); the
   // copies after it find the range registered. Not reserved:
   // registration_failed, and decide again.
   RegisterInBackground,

@@ -197,21 +197,18 @@ void complete_in_background(const RegistrationCache::Reservation& res) {
   account_registration(s, r, res.result.begin, res.result.end, t0, t1);
 }
 
-// Reserves [begin, end) and hands its registration to the background
-// registrar at once (when it cannot take it, it is completed here, inline).
-// At once: a reservation is a Pending entry, which an invalidation by any
-// thread (free, munmap, another copy's release) makes Doomed, and every
-// thread's next drain waits for a Doomed entry until its driver call is
-// done; held back by this copy while it is staged, that wait would last as
-// long as this copy (and for ever if this copy waits for the other thread).
+// Reserves [begin, end) for the background registrar; `later` hands it over
+// when the copy hook's call is done (pinned_rewrite.h). A reservation is
+// Reserved until then: an invalidation by any thread withdraws it without
+// waiting, so holding it across this copy makes nobody wait for the copy.
 // False when nothing was reserved (no room, or the range busy).
-bool register_in_background(State& s, uint64_t begin, uint64_t end) {
+bool reserve_for_background(State& s, uint64_t begin, uint64_t end, DeferredRegistration& later) {
   const RegistrationCache::Reservation res = s.cache.reserve(begin, end);
   if (!res.ok) return false;
   const DriverCalls* d = driver_calls();
   CUcontext ctx = nullptr;
   if (d) d->ctx_get_current(&ctx);
-  if (!submit_registration(res, ctx, complete_in_background)) complete_in_background(res);
+  later.hold(res, ctx);
   return true;
 }
 
@@ -282,7 +279,15 @@ void set_passthrough(ThreadState& ts, trace::PassthroughReason why) {
 // The executor: gathers the facts decide() asks for, makes each step happen,
 // and runs the path it settles on. At most a handful of rounds (each step is
 // taken once); the last decision is what the event records.
-Action try_rewrite(const CallDesc& desc, int& result) {
+void DeferredRegistration::hand_over() {
+  ThreadState& ts = thread_state();
+  ++ts.internal;  // an inline completion's driver calls are the shim's own
+  if (!submit_registration(res_, ctx_, complete_in_background)) complete_in_background(res_);
+  --ts.internal;
+  res_.ok = false;
+}
+
+Action try_rewrite(const CallDesc& desc, int& result, DeferredRegistration& later) {
   ThreadState& ts = thread_state();
   if (desc.kind != trace::EventKind::Copy || ts.internal) return Action::Original;
   if (desc.bytes == 0) {
@@ -335,13 +340,14 @@ Action try_rewrite(const CallDesc& desc, int& result) {
     }
     if (k.before == Before::RegisterInBackground) {
       ++ts.internal;
-      const bool queued = s && reg_end > reg_begin && register_in_background(*s, reg_begin, reg_end);
+      const bool queued = s && reg_end > reg_begin && reserve_for_background(*s, reg_begin, reg_end, later);
       --ts.internal;
       if (!queued) {
         f.registration_failed = true;
         continue;
       }
       f.registrations_exist = true;
+      f.reserved_here = true;
       f.cover = s->cache.lookup(host, desc.bytes);  // Touches while it is being registered
       // On to this copy's own path (below); if the staging path declines it,
       // the next decision sees the range being registered.

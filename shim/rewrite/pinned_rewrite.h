@@ -13,6 +13,7 @@
 #include "core/hot_line.h"
 #include "record/call_desc.h"
 #include "symbols/cuda_headers.h"
+#include "rewrite/registration_cache.h"
 #include "rewrite/staging.h"
 
 namespace cuxfer::shim::rewrite {
@@ -28,9 +29,39 @@ enum class Action : uint8_t {
   OriginalThenWait,  // make it, then wait_for(d) before returning (pageable semantics on pinned memory)
 };
 
+// A registration the copy being made reserved, handed to the background
+// registrar (background_registrar.h) when the copy hook's call is done, so
+// that the driver pinning its pages does not slow the copy's own DMA. Until
+// then the range is Reserved: any thread that invalidates it (a free(), a
+// copy that needs it pageable, this copy's own path) withdraws it without
+// waiting for anyone (registration_cache.h), so holding it makes no thread
+// wait for this copy. One on each copy hook's stack; its destructor hands
+// the reservation over (or completes it there when the registrar cannot
+// take it). Never copied.
+class DeferredRegistration {
+ public:
+  DeferredRegistration() = default;
+  ~DeferredRegistration() {
+    if (res_.ok) hand_over();
+  }
+  DeferredRegistration(const DeferredRegistration&) = delete;
+  DeferredRegistration& operator=(const DeferredRegistration&) = delete;
+
+  void hold(const RegistrationCache::Reservation& res, CUcontext ctx) {
+    res_ = res;
+    ctx_ = ctx;
+  }
+
+ private:
+  void hand_over();
+  RegistrationCache::Reservation res_;
+  CUcontext ctx_ = nullptr;
+};
+
 // For the 1D copy hooks. A copy it leaves as made gets the reason in the
-// event being recorded (trace::PassthroughReason, one store).
-Action try_rewrite(const CallDesc& d, int& result);
+// event being recorded (trace::PassthroughReason, one store). A registration
+// it reserves for the copies after this one is left in `later`.
+Action try_rewrite(const CallDesc& d, int& result, DeferredRegistration& later);
 namespace detail {
 void record_passthrough(trace::PassthroughReason why);  // into the event being recorded
 void record_passthrough_off();                          // why the rewrite is off (staging.h: off_reason)

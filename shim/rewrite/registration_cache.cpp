@@ -176,14 +176,14 @@ Cover RegistrationCache::lookup(uint64_t p, uint64_t n) {
 
 // --- slots --------------------------------------------------------------------------
 
-uint32_t RegistrationCache::alloc_slot(uint64_t begin, uint64_t end) {
+uint32_t RegistrationCache::alloc_slot(uint64_t begin, uint64_t end, State initial) {
   const uint32_t hw = high_water_.load(kRelaxed);
   uint32_t i = 0;
   while (i < hw && state_of(slots_[i].word.load(kRelaxed)) != Free) ++i;
   if (i == capacity_) return capacity_;
   Slot& s = slots_[i];
   // A new generation while still Free, then the bounds, then the publication:
-  // a reader that sees Pending/Live of this generation sees these bounds.
+  // a reader that sees this generation in any other state sees these bounds.
   const uint64_t next = (gen_of(s.word.load(kRelaxed)) + 1) << kStateBits;
   s.word.store(next | Free, kRelaxed);
   std::atomic_thread_fence(kRelease);
@@ -194,7 +194,7 @@ uint32_t RegistrationCache::alloc_slot(uint64_t begin, uint64_t end) {
   s.retry_at_ns.store(0, kRelaxed);
   s.last_use.store(clock_.fetch_add(1, kRelaxed) + 1, kRelaxed);
   if (i == hw) high_water_.store(hw + 1, kRelease);
-  s.word.store(next | Pending, kRelease);
+  s.word.store(next | initial, kRelease);
   ++entries_;
   count_.store(entries_, kRelease);
   return i;
@@ -215,7 +215,8 @@ void RegistrationCache::lower_to(std::atomic<uint64_t>& a, uint64_t v) {
 
 bool RegistrationCache::mark(uint32_t i, uint64_t w, uint64_t ticket) {
   Slot& s = slots_[i];
-  const State to = state_of(w) == Live ? Invalid : Doomed;
+  const State st = state_of(w);
+  const State to = st == Live ? Invalid : st == Reserved ? Withdrawn : Doomed;
   lower_to(s.queued_at, ticket);
   // Counted before it is visible as queued: whoever drains it subtracts after.
   queued_.fetch_add(1, std::memory_order_seq_cst);
@@ -241,6 +242,18 @@ bool RegistrationCache::keep_for_retry(uint32_t i, uint64_t b, uint64_t e, int s
   s.word.store(with_state(s.word.load(kRelaxed), Invalid), kRelease);
   settle_notify();
   return true;
+}
+
+void RegistrationCache::free_withdrawn(uint32_t i) {
+  Slot& s = slots_[i];
+  const uint64_t b = s.begin.load(kRelaxed), e = s.end.load(kRelaxed);
+  lock();
+  index_erase(b);
+  bytes_.fetch_sub(e - b, kRelaxed);
+  free_slot_locked(i);
+  unlock();
+  queued_.fetch_sub(1, kAcqRel);
+  settle_notify();
 }
 
 bool RegistrationCache::unregister_and_free(uint32_t i) {
@@ -271,7 +284,7 @@ uint32_t RegistrationCache::invalidate_nowait(uint64_t begin, uint64_t end) {
     for (;;) {
       uint64_t w = s.word.load(kAcquire);
       const State st = state_of(w);
-      if (st != Live && st != Pending) break;  // free, or already on its way out
+      if (st != Live && st != Pending && st != Reserved) break;  // free, or already on its way out
       const uint64_t b = s.begin.load(kRelaxed), e = s.end.load(kRelaxed);
       std::atomic_thread_fence(kAcquire);
       if (s.word.load(kRelaxed) != w) continue;  // changed while we read its bounds
@@ -305,6 +318,9 @@ void RegistrationCache::drain_slow() {
             break;  // a failed unregister, not due again yet
           if (!s.word.compare_exchange_strong(w, with_state(w, Unregistering), kAcqRel)) continue;
           unregister_and_free(i);
+        } else if (st == Withdrawn) {
+          if (!s.word.compare_exchange_strong(w, with_state(w, Unregistering), kAcqRel)) continue;
+          free_withdrawn(i);
         } else if ((st == Doomed || st == Unregistering) && s.queued_at.load(kRelaxed) <= mine) {
           wait = true;  // another thread's register or unregister is still in the driver
         }
@@ -406,13 +422,13 @@ RegistrationCache::Reservation RegistrationCache::reserve(uint64_t begin, uint64
     unlock();
     return res;
   }
-  const uint32_t i = alloc_slot(b, e);
+  const uint32_t i = alloc_slot(b, e, Reserved);
   if (i == capacity_) {
     unlock();
     return res;
   }
   Slot& s = slots_[i];
-  const uint64_t w = s.word.load(kRelaxed);  // Pending, and only this thread or an invalidation changes it
+  const uint64_t w = s.word.load(kRelaxed);  // Reserved; only complete() or an invalidation changes it
   index_insert(b, e, i, gen_of(w));
   bytes_.fetch_add(need, kRelaxed);
   unlock();
@@ -430,6 +446,18 @@ AddResult RegistrationCache::complete(const Reservation& res) {
   const uint64_t w = res.word;
   const uint64_t b = r.begin, e = r.end, need = e - b;
   Slot& s = slots_[i];
+  // Into the driver only while still Reserved. Withdrawn meanwhile (its
+  // memory went away, or a copy needed it unregistered): no driver call; the
+  // slot is freed here unless a drain got to it first.
+  uint64_t reserved = with_state(w, Reserved);
+  if (!s.word.compare_exchange_strong(reserved, with_state(w, Pending), kAcqRel)) {
+    if (reserved == with_state(w, Withdrawn) &&
+        s.word.compare_exchange_strong(reserved, with_state(w, Unregistering), kAcqRel))
+      free_withdrawn(i);
+    r.status = -1;
+    r.withdrawn = true;
+    return r;
+  }
   const int status = ops_.register_range(b, need);
   if (status == 0) ops_.on_registered(b, e);
   uint64_t cur = with_state(w, Pending);

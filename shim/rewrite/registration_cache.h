@@ -7,10 +7,15 @@
 // Invariants:
 //   - Registrations are page-aligned and disjoint. A new range that overlaps
 //     existing ones replaces them with their union.
-//   - Only a Live entry ever answers Covers. An entry being registered
-//     (Pending), invalidated (Invalid, Doomed) or unregistered
-//     (Unregistering) is still in the map and answers Touches, so that no
-//     copy trusts a registration that may or may not be there.
+//   - Only a Live entry ever answers Covers. An entry reserved (Reserved,
+//     Withdrawn), being registered (Pending), invalidated (Invalid, Doomed)
+//     or unregistered (Unregistering) is still in the map and answers
+//     Touches, so that no copy trusts a registration that may or may not be
+//     there.
+//   - A Reserved entry has had no driver call: an invalidation withdraws it
+//     (Withdrawn) and the next drain frees it without the driver and without
+//     waiting for anyone, so a reservation may be held across a copy without
+//     making any other thread wait for that copy.
 //   - The libc hooks never call the driver and never wait (DESIGN principle
 //     10): invalidate_nowait() marks the entries over memory that is going
 //     away Invalid (lock-free) and queues them. The actual cuMemHostUnregister
@@ -84,6 +89,7 @@ struct AddResult {
   uint64_t evicted_bytes = 0;  // registrations dropped to make room
   uint32_t unregistered = 0;   // entries unregistered on the way (evicted or merged)
   bool doomed = false;         // registered, but its memory went away meanwhile: unregistered again (status -1)
+  bool withdrawn = false;      // reserved, then invalidated before its registration began: no driver call (status -1)
 };
 
 class RegistrationCache;
@@ -135,12 +141,14 @@ class RegistrationCache {
   // overlapping entries; evicts the least recently used others to stay in budget.
   AddResult add(uint64_t begin, uint64_t end);
   // add() in two steps, for a registration made on another thread than the
-  // copy that asked for it (rewrite/background_registrar.h): reserve() does
-  // everything but the driver's cuMemHostRegister -- the merges, the
-  // evictions and their unregistrations -- and leaves the range Pending (it
-  // answers Touches; a free() meanwhile makes it Doomed); complete() makes
-  // the driver call and settles it as add() does. A reservation that
-  // succeeded (`ok`) must be completed, by exactly one thread.
+  // copy that asked for it (rewrite/background_registrar.h), and later than
+  // that copy: reserve() does everything but the driver's cuMemHostRegister
+  // -- the merges, the evictions and their unregistrations -- and leaves the
+  // range Reserved (it answers Touches; an invalidation meanwhile withdraws
+  // it, waiting for nobody); complete() makes it Pending, makes the driver
+  // call (a free() now makes it Doomed) and settles it as add() does, or,
+  // withdrawn, makes no call (`withdrawn`). A reservation that succeeded
+  // (`ok`) must be completed, by exactly one thread.
   struct Reservation {
     bool ok = false;
     uint32_t slot = 0;
@@ -188,6 +196,8 @@ class RegistrationCache {
     Invalid = 3,        // queued: to be unregistered by whoever drains first
     Doomed = 4,         // invalidated while Pending: the adding thread unregisters it
     Unregistering = 5,  // a drainer (or the adding thread) is inside cuMemHostUnregister
+    Reserved = 6,       // reserve() made it; no thread is in the driver for it yet
+    Withdrawn = 7,      // invalidated while Reserved: whoever drains first frees it, without the driver
   };
   static constexpr unsigned kStateBits = 3;
   static State state_of(uint64_t w) { return static_cast<State>(w & ((1u << kStateBits) - 1)); }
@@ -234,7 +244,7 @@ class RegistrationCache {
   void write_end();
 
   // Writer lock held.
-  uint32_t alloc_slot(uint64_t begin, uint64_t end);  // kCapacity when full
+  uint32_t alloc_slot(uint64_t begin, uint64_t end, State initial);  // kCapacity when full
   void free_slot_locked(uint32_t i);
   // Marks slot i (word w, overlap already checked) invalid for `ticket`.
   // False if the word changed under it.
@@ -244,6 +254,9 @@ class RegistrationCache {
   // frees it; or, when the driver refused and may still hold the pages, puts
   // it back Invalid for a later retry (false).
   bool unregister_and_free(uint32_t i);
+  // Frees slot i, withdrawn before any driver call and owned by this thread
+  // in state Unregistering.
+  void free_withdrawn(uint32_t i);
   // After a failed unregister of slot i: true when it is to be tried again.
   bool keep_for_retry(uint32_t i, uint64_t b, uint64_t e, int status);
   void settle_notify();

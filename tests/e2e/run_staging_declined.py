@@ -7,11 +7,12 @@ the background, the default), with a staging pool of one buffer
 simulated CUDA holding async copies' DMA "in flight" until the app
 synchronises (SIMCUDA_EVENTS_PENDING=1): the app's reused buffers prove
 themselves reused while no staging buffer is free, so the copy that reserves
-a buffer's registration is declined by staging and left as made, its range
-made pageable again first. It must end (it hung: the release waited for the
-registration the same copy had not yet handed to the registrar), print what
-it prints alone, and the report must show the scenario happened: copies
-passed through for "no staging buffer free" and registrations made.
+a buffer's registration is declined by staging and left as made, on pageable
+memory (the reservation is not in the driver yet), and the registration is
+handed over after it. It must end (it hung once: the copy released its range
+and the release waited for the registration the same copy was holding back),
+print what it prints alone, and the report must show the scenario happened:
+copies passed through for "no staging buffer free" and registrations made.
 
   run_staging_declined.py --cuxfer build/bin/cuxfer --shim build/lib/libcuxfer.so \\
       --workdir DIR -- build/testapps/sim/staging_declined-simshared 4M 4

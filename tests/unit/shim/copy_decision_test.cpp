@@ -155,7 +155,8 @@ TEST(CopyDecision, ReusedRangeIsRegisteredThenCopiedInPlace) {
 
 // Registration off the copying thread: the copy that proved the buffer
 // reused is staged (always when async; from the thresholds when sync) while
-// the registrar pins the range; staging declined, it registers inline.
+// the registrar pins the range once the copy is done; staging declined, it
+// registers inline.
 TEST(CopyDecision, ReusedRangeIsRegisteredInTheBackgroundWhileThisCopyIsStaged) {
   RewriteSettings s = pin();
   s.register_in_background = true;
@@ -189,6 +190,10 @@ TEST(CopyDecision, ReusedRangeIsRegisteredInTheBackgroundWhileThisCopyIsStaged) 
   EXPECT_EQ(decide(pending, s), path(CopyPath::StageAny));
   pending.staging_declined = Why::NoFreeBuffer;
   EXPECT_EQ(decide(pending, s), passed(Why::NoFreeBuffer, Before::Release));
+  // This copy's own reservation (nothing in the driver yet): the app's call
+  // as made, nothing released, and the registration follows the call.
+  pending.reserved_here = true;
+  EXPECT_EQ(decide(pending, s), passed(Why::NoFreeBuffer));
 }
 
 TEST(CopyDecision, FailedRegistrationStages) {

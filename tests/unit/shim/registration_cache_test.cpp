@@ -166,8 +166,8 @@ TEST(RegistrationCache, RegistersPageRoundedAndLooksUp) {
 
 // add() in two steps, the second on another thread (the background
 // registrar): between them the range answers Touches and the driver has not
-// been called; a free() between them dooms it, and completing it then leaves
-// nothing registered.
+// been called; a free() between them withdraws it, and completing it then
+// makes no driver call at all.
 TEST(RegistrationCache, ReservedThenCompletedOnAnotherThread) {
   FakeDriver drv;
   RegistrationCache c(drv, 64 * MiB);
@@ -184,15 +184,21 @@ TEST(RegistrationCache, ReservedThenCompletedOnAnotherThread) {
   EXPECT_EQ(c.lookup(10 * MiB, 4 * MiB), Cover::Covers);
   EXPECT_EQ(drv.pinned(), 4 * MiB);
 
-  // Freed between the two steps: the completion unregisters it again.
+  // Freed between the two steps: withdrawn, and the completion calls nobody.
   RegistrationCache::Reservation gone = c.reserve(20 * MiB, 24 * MiB);
   ASSERT_TRUE(gone.ok);
   EXPECT_EQ(c.invalidate_nowait(20 * MiB, 24 * MiB), 1u);
+  const size_t calls = drv.log_copy().size();
   std::thread([&] { r = c.complete(gone); }).join();
-  EXPECT_TRUE(r.doomed);
+  EXPECT_TRUE(r.withdrawn);
+  EXPECT_FALSE(r.doomed);
+  EXPECT_EQ(r.status, -1);
+  EXPECT_EQ(drv.log_copy().size(), calls);  // neither a register nor an unregister
   EXPECT_FALSE(drv.registered(20 * MiB));
   c.drain_pending();
   EXPECT_EQ(c.lookup(20 * MiB, 4 * MiB), Cover::None);
+  EXPECT_EQ(c.pending(), 0u);
+  EXPECT_EQ(c.bytes(), 4 * MiB);  // the first one only
   EXPECT_EQ(drv.invariant_errors.load(), 0);
 
   // A range being reserved cannot be reserved again, and a full budget reserves nothing.
@@ -201,6 +207,91 @@ TEST(RegistrationCache, ReservedThenCompletedOnAnotherThread) {
   EXPECT_FALSE(c.reserve(30 * MiB, 31 * MiB).ok);
   EXPECT_EQ(c.complete(first).status, 0);
   EXPECT_FALSE(c.reserve(0, 65 * MiB).ok);
+}
+
+// A copy may hold its reservation while it runs (the registration is handed
+// over after its staged DMA): no other thread may then wait for that copy.
+// Invalidating the reserved range -- a free() and the drain of the freeing
+// thread's next call, or a copy that needs the range pageable -- withdraws
+// it at once, on any thread, the reserving one included (with the range
+// left Pending instead, the drain waited for the holder: for ever when the
+// holder was the thread itself).
+TEST(RegistrationCache, AHeldReservationMakesNobodyWait) {
+  FakeDriver drv;
+  RegistrationCache c(drv, 64 * MiB);
+  drv.cache = &c;
+  RegistrationCache::Reservation held = c.reserve(10 * MiB, 14 * MiB);
+  ASSERT_TRUE(held.ok);
+  // The holder itself releases the range (a copy passed through as made).
+  auto same = std::async(std::launch::async, [&] { return c.invalidate(10 * MiB, 14 * MiB); });
+  ASSERT_EQ(same.wait_for(2s), std::future_status::ready);
+  EXPECT_EQ(same.get(), 1u);
+  EXPECT_EQ(c.peek(10 * MiB, 4 * MiB), Cover::None);
+  EXPECT_TRUE(c.empty());
+  EXPECT_EQ(c.bytes(), 0u);
+  EXPECT_TRUE(c.complete(held).withdrawn);
+
+  // Another thread frees it, then drains: returns while the holder still holds it.
+  RegistrationCache::Reservation held2 = c.reserve(20 * MiB, 24 * MiB);
+  ASSERT_TRUE(held2.ok);
+  auto other = std::async(std::launch::async, [&] {
+    c.invalidate_nowait(20 * MiB, 21 * MiB);
+    c.drain_pending();
+    return c.peek(20 * MiB, 1);
+  });
+  ASSERT_EQ(other.wait_for(2s), std::future_status::ready);
+  EXPECT_EQ(other.get(), Cover::None);
+  EXPECT_EQ(c.pending(), 0u);
+  // The range may be reserved again at once; the old reservation completes as withdrawn.
+  RegistrationCache::Reservation again = c.reserve(20 * MiB, 24 * MiB);
+  ASSERT_TRUE(again.ok);
+  EXPECT_TRUE(c.complete(held2).withdrawn);
+  EXPECT_EQ(c.complete(again).status, 0);
+  EXPECT_EQ(c.peek(20 * MiB, 4 * MiB), Cover::Covers);
+  EXPECT_EQ(drv.log_copy(), std::vector<std::string>{"reg 20+4"});
+  EXPECT_EQ(drv.invariant_errors.load(), 0);
+}
+
+// Reservations held for a while (as across a staged copy) while other threads
+// invalidate, look up and add over the same ranges: the driver and the cache
+// stay in step and every reservation is settled exactly once.
+TEST(RegistrationCache, HeldReservationsUnderConcurrentInvalidation) {
+  FakeDriver drv;
+  RegistrationCache c(drv, 32 * MiB);
+  drv.cache = &c;
+  std::atomic<int> driver_errors{0}, withdrawn{0}, made{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 300; ++i) {
+        const uint64_t base = uint64_t((t + i) % 10) * 4 * MiB;
+        if (t % 2 == 0) {
+          RegistrationCache::Reservation res = c.reserve(base, base + 3 * MiB);
+          if (!res.ok) continue;
+          c.lookup(base, MiB);  // the holder's own staged copy looks the range up
+          std::this_thread::yield();
+          AddResult r = c.complete(res);
+          if (r.status > 0) ++driver_errors;
+          if (r.withdrawn) ++withdrawn;
+          if (r.status == 0) ++made;
+        } else if (i % 2) {
+          c.invalidate_nowait(base, base + MiB);
+        } else {
+          c.invalidate(base + MiB, base + 2 * MiB);
+        }
+      }
+    });
+  for (auto& th : threads) th.join();
+  c.drain_pending();
+  EXPECT_EQ(driver_errors.load(), 0);
+  EXPECT_GT(made.load() + withdrawn.load(), 0);
+  EXPECT_EQ(drv.pinned(), c.bytes());
+  EXPECT_LE(c.bytes(), 32 * MiB);
+  EXPECT_EQ(drv.invariant_errors.load(), 0);
+  c.clear();
+  EXPECT_EQ(drv.pinned(), 0u);
+  EXPECT_TRUE(c.empty());
+  EXPECT_EQ(c.pending(), 0u);
 }
 
 TEST(RegistrationCache, OverlapsMergeIntoOneRegistration) {
