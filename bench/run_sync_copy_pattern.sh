@@ -15,8 +15,11 @@
 # registered (--host registered: the program registers its own buffer),
 # registered_portable (registered as the rewrite does), registered_huge and
 # registered_collapse (the same on transparent huge pages:
-# sync_copy_pattern.cpp says how) and rewrite_stage (the rewrite with every
-# copy staged: CUXFER_REGISTER=off CUXFER_STAGE_MIN=0).
+# sync_copy_pattern.cpp says how), rewrite_stage (the rewrite with every
+# copy staged: CUXFER_REGISTER=off CUXFER_STAGE_MIN=0), rewrite_lean (the
+# rewrite recording the least: no stacks, no fingerprints, no CUPTI) and
+# observe_registered (`cuxfer record` of the program registering its own
+# buffer: the recording's cost on a copy at pinned speed).
 # Prints per size and direction the median over rounds of each mode's GB/s
 # (bandwidthTest's figure: bytes / summed copy times) with its range, the
 # ratio of each rewrite mode to the reference (paired round by round: drift
@@ -75,8 +78,8 @@ done
 IFS=, read -r -a MODE_LIST <<<"$MODES"
 for m in "${MODE_LIST[@]}"; do
   case "$m" in
-    reference | pageable | registered | registered_portable | registered_huge | registered_collapse | observe | rewrite | rewrite_nocupti | rewrite_stage) ;;
-    *) echo "run_sync_copy_pattern: unknown mode '$m' (reference, pageable, registered, registered_portable, registered_huge, registered_collapse, observe, rewrite, rewrite_nocupti, rewrite_stage)" >&2; exit 2 ;;
+    reference | pageable | registered | registered_portable | registered_huge | registered_collapse | observe | observe_registered | rewrite | rewrite_nocupti | rewrite_stage | rewrite_lean) ;;
+    *) echo "run_sync_copy_pattern: unknown mode '$m' (reference, pageable, registered, registered_portable, registered_huge, registered_collapse, observe, observe_registered, rewrite, rewrite_nocupti, rewrite_stage, rewrite_lean)" >&2; exit 2 ;;
   esac
 done
 read -r -a SIZE_LIST <<<"${SIZES//,/ }"
@@ -112,6 +115,8 @@ run_mode() {
     rewrite) cmd=("${rec[@]}" --rewrite=pin -- "$BIN") ;;
     rewrite_nocupti) cmd=("${rec[@]}" --rewrite=pin --cupti=off -- "$BIN") ;;
     rewrite_stage) cmd=(env CUXFER_REGISTER=off CUXFER_STAGE_MIN=0 "${rec[@]}" --rewrite=pin -- "$BIN") ;;
+    rewrite_lean) cmd=(env CUXFER_STACK_DEPTH=0 CUXFER_FINGERPRINT=off "${rec[@]}" --rewrite=pin --cupti=off -- "$BIN") ;;
+    observe_registered) cmd=("${rec[@]}" -- "$BIN" --host registered) ;;
   esac
   "${cmd[@]}" "${ARGS[@]}" >"$TMP/out" 2>"$TMP/stderr" || rc=$?
   rm -rf "$TMP/trace"
