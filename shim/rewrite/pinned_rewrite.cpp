@@ -302,8 +302,7 @@ Action try_rewrite(const CallDesc& desc, int& result, DeferredRegistration& late
   // The pool is made in the background from the first copy that could need
   // it (one load once it is on its way); an app whose copies are all small
   // never pins it.
-  if (c.rewrite_pin && desc.bytes >= std::min({c.stage_min_h2d, c.stage_min_d2h, c.register_min}))
-    staging_prewarm(Prewarm::FirstUse);
+  if (c.rewrite_pin && desc.bytes >= std::min({c.stage_min_h2d, c.stage_min_d2h, c.register_min})) staging_prewarm();
   // The policy file's word for this call site, if it names it (site_policy.h).
   const SiteDecision site = site_decision(policy::SiteKind::Call, desc.bytes);
   CopyFacts f;

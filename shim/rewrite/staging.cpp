@@ -138,6 +138,16 @@ class Pool {
     filled_.store(false, std::memory_order_relaxed);
   }
 
+  // The whole budget from now on (a copy that may need staging was seen).
+  void want_all() {
+    {
+      std::lock_guard<RankedMutex> lock(mutex_);
+      if (wanted_ >= max_) return;
+      wanted_ = max_;
+    }
+    demand_.notify_one();
+  }
+
   // No more buffers are made (context teardown, fork child).
   void stop_filling() {
     {
@@ -206,6 +216,7 @@ class Pool {
 struct ContextPool {
   std::atomic<CUcontext> ctx{nullptr};  // null: a free slot
   std::atomic<int> users{0};
+  std::atomic<bool> whole{false};  // asked for its whole budget
   Pool pool;
 };
 constexpr int kMaxContexts = 16;
@@ -222,8 +233,10 @@ struct State {
   uint64_t pool_budget = 0;  // each context's pool at most
   mutable RankedMutex pools_mutex{LockRank::kStagingContexts};  // making and giving back pools
   ContextPool pools[kMaxContexts];
-  // For staging_prewarm(FirstUse)'s one-load answer on every large copy: a pool was made.
+  // For staging_prewarm(Whole)'s one-load answer on every large copy: a pool
+  // was made, and how many live pools still have only one copy's buffers.
   std::atomic<bool> any_pool{false};
+  std::atomic<int> partial_pools{0};
 };
 
 State& state() {
@@ -401,6 +414,8 @@ ContextPool* pool_for(State& s, CUcontext ctx, size_t initial) {
     for (ContextPool& p : s.pools) {
       if (p.ctx.load(std::memory_order_acquire) != nullptr) continue;
       if (!p.pool.start(s.drv(), ctx, s.pool_budget, initial, error)) break;
+      p.whole.store(initial >= SIZE_MAX, std::memory_order_relaxed);
+      if (initial < SIZE_MAX) s.partial_pools.fetch_add(1, std::memory_order_acq_rel);
       s.any_pool.store(true, std::memory_order_release);
       p.ctx.store(ctx, std::memory_order_release);
       return &p;
@@ -564,6 +579,7 @@ void staging_teardown(CUcontext ctx) {
     // ones of contexts that stay are made again on their next copy.
     if (!owner || (ctx && owner != ctx)) continue;
     p.ctx.store(nullptr, std::memory_order_seq_cst);  // no copy finds it from now on (PoolUse)
+    if (!p.whole.exchange(true)) s.partial_pools.fetch_sub(1, std::memory_order_acq_rel);
     // A copy still using it would be the app's copy in a context it is
     // destroying; wait for it a little all the same.
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
@@ -593,18 +609,26 @@ void staging_teardown(CUcontext ctx) {
 void staging_prewarm(Prewarm how) {
   State& s = state();
   if (s.disabled.load(std::memory_order_relaxed)) return;
-  // On every copy that may need staging: one load once a pool was made. A
-  // context made later gets its pool from its first large device allocation
-  // or its first staged copy.
-  if (how == Prewarm::FirstUse && s.any_pool.load(std::memory_order_acquire)) return;
+  // On every copy that may need staging: one load once every pool has its
+  // whole budget. A context made later gets its pool from its first large
+  // device allocation or its first staged copy.
+  if (how == Prewarm::Whole && s.any_pool.load(std::memory_order_acquire) &&
+      s.partial_pools.load(std::memory_order_acquire) == 0)
+    return;
   const Driver* drv = driver_calls();
   if (!drv) return;
   InternalScope internal;
   CUcontext ctx = nullptr;
   if (drv->ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx) return;
-  if (find_pool(s, ctx)) return;
+  if (ContextPool* p = find_pool(s, ctx)) {
+    if (how == Prewarm::Whole && !p->whole.load(std::memory_order_acquire) && !p->whole.exchange(true)) {
+      s.partial_pools.fetch_sub(1, std::memory_order_acq_rel);
+      p->pool.want_all();
+    }
+    return;
+  }
   if (!initialise()) return;
-  pool_for(s, ctx, kRingPerCall);
+  pool_for(s, ctx, how == Prewarm::OneCopy ? kRingPerCall : SIZE_MAX);
 }
 void disable_after_fork() {
   state().off_reason.store(trace::PassthroughReason::ForkChild, std::memory_order_relaxed);

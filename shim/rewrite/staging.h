@@ -35,19 +35,16 @@ trace::PassthroughReason off_reason();
 // buffer, ...): the caller then makes the original call.
 trace::PassthroughReason try_stage(const CallDesc& d, int& result, bool any_size = false);
 
-// Starts filling the staging pool in the background for the current context,
-// so that the first copy that needs it finds it ready: the buffers one copy
-// cycles through (32 MiB), pinned off the app's thread. The pool grows from
-// there only when staged copies find too few buffers free (up to the budget,
-// in the background), never ahead of them: pinning takes the driver's lock,
-// and pinning the whole budget beside an app's first copies slowed them
-// (bandwidthTest's pattern, docs/benchmarks.md).
-//   OneCopy:  a large device allocation: once per context.
-//   FirstUse: a copy that may need staging: one load once any pool was made
-//             (later contexts get theirs from their allocations or their
-//             first staged copy).
-enum class Prewarm { OneCopy, FirstUse };
-void staging_prewarm(Prewarm how);
+// Starts filling the staging pool in the background for the current context
+// (once per context), so that the first copy that needs it finds it ready.
+// Cheap once every pool has its whole budget: two atomic loads.
+//   Whole:   all of the pool's budget (a copy that may need staging).
+//   OneCopy: the buffers one copy cycles through (the app's first device
+//            allocation): pinned before its first copy, off its thread, and
+//            no more until a copy asks for it (an app whose copies are all
+//            small pins 32 MiB, not the whole budget).
+enum class Prewarm { OneCopy, Whole };
+void staging_prewarm(Prewarm how = Prewarm::Whole);
 
 // Fork child: the parent's CUDA context and pinned pool are not usable here.
 void disable_after_fork();
