@@ -108,11 +108,11 @@ CopyDecision decide(const CopyFacts& f, const RewriteSettings& s) {
     // Partly registered (a neighbour's registration reaches into its first or
     // last page, or one is changing): the driver never sees such a range.
     // Staged it is exact in every direction and mode; else it is made
-    // pageable again first -- unless this call reserved it itself: nothing
-    // is in the driver yet, the app's call runs on pageable memory as made,
-    // and the registration follows it for the copies after it.
+    // pageable again first -- unless the range is this call's own
+    // reservation: then it is registered now, and the copy runs on it.
     if (!f.declined()) return run(CopyPath::StageAny);
-    return passed(f.staging_declined, f.reserved_here ? Before::Nothing : Before::Release);
+    if (f.reserved_here) return run(CopyPath::Original, Before::RegisterReserved);
+    return passed(f.staging_declined, Before::Release);
   }
 
   // Not registered (yet): count the reuse; register when it has paid.

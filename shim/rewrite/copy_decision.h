@@ -82,10 +82,9 @@ struct CopyFacts {
   // its context, ...); None: not asked, or not declined.
   trace::PassthroughReason staging_declined = trace::PassthroughReason::None;
   bool registration_failed = false;  // Before::Register did not give a registration
-  // This call reserved its range for the background registrar
-  // (Before::RegisterInBackground): the range answers Touches, but the
-  // driver holds no registration over it until the call is done, so the
-  // app's own call on it needs nothing released.
+  // This call holds its range's reservation for the background registrar
+  // (Before::RegisterInBackground): the range answers Touches because of it
+  // alone, and nothing over it is in the driver yet.
   bool reserved_here = false;
 
   bool declined() const { return staging_declined != trace::PassthroughReason::None; }
@@ -105,6 +104,11 @@ enum class Before : uint8_t {
   // copies after it find the range registered. Not reserved:
   // registration_failed, and decide again.
   RegisterInBackground,
+  // Register the range this call reserved (RegisterInBackground) now, on this
+  // thread, then decide again (cover, or registration_failed): the staging
+  // path declined the copy, and the reservation must not be left answering
+  // Touches under the app's own call.
+  RegisterReserved,
   Release,   // drop the shim's registrations under the range (they would change the call's semantics)
 };
 

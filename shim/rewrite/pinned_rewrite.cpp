@@ -187,15 +187,19 @@ bool register_range(State& s, uint64_t begin, uint64_t end) {
   return account_registration(s, r, begin, end, t0, t1);
 }
 
-// The background registrar's half (background_registrar.h): the driver call
-// for a reservation, on its thread; its event names that thread.
-void complete_in_background(const RegistrationCache::Reservation& res) {
+// The driver call for a reservation, on the calling thread (its event names
+// it), and its accounting. True when the range is registered. A reservation
+// withdrawn meanwhile makes no call and records nothing.
+bool complete_reservation(const RegistrationCache::Reservation& res) {
   State& s = state();
   const uint64_t t0 = event_clock::stamp();
   AddResult r = s.cache.complete(res);
   const uint64_t t1 = event_clock::stamp();
-  account_registration(s, r, res.result.begin, res.result.end, t0, t1);
+  return account_registration(s, r, res.result.begin, res.result.end, t0, t1);
 }
+
+// The background registrar's half (background_registrar.h), on its thread.
+void complete_in_background(const RegistrationCache::Reservation& res) { complete_reservation(res); }
 
 // Reserves [begin, end) for the background registrar; `later` hands it over
 // when the copy hook's call is done (pinned_rewrite.h). A reservation is
@@ -279,6 +283,16 @@ void set_passthrough(ThreadState& ts, trace::PassthroughReason why) {
 // The executor: gathers the facts decide() asks for, makes each step happen,
 // and runs the path it settles on. At most a handful of rounds (each step is
 // taken once); the last decision is what the event records.
+bool DeferredRegistration::complete_here() {
+  if (!res_.ok) return false;
+  res_.ok = false;
+  ThreadState& ts = thread_state();
+  ++ts.internal;  // the registration's driver calls are the shim's own
+  const bool ok = complete_reservation(res_);
+  --ts.internal;
+  return ok;
+}
+
 void DeferredRegistration::hand_over() {
   ThreadState& ts = thread_state();
   ++ts.internal;  // an inline completion's driver calls are the shim's own
@@ -340,7 +354,9 @@ Action try_rewrite(const CallDesc& desc, int& result, DeferredRegistration& late
     }
     if (k.before == Before::RegisterInBackground) {
       ++ts.internal;
-      const bool queued = s && reg_end > reg_begin && reserve_for_background(*s, reg_begin, reg_end, later);
+      // One reservation per call (one withdrawn at once is not made again).
+      const bool queued =
+          s && reg_end > reg_begin && !later.holding() && reserve_for_background(*s, reg_begin, reg_end, later);
       --ts.internal;
       if (!queued) {
         f.registration_failed = true;
@@ -351,6 +367,13 @@ Action try_rewrite(const CallDesc& desc, int& result, DeferredRegistration& late
       f.cover = s->cache.lookup(host, desc.bytes);  // Touches while it is being registered
       // On to this copy's own path (below); if the staging path declines it,
       // the next decision sees the range being registered.
+    }
+    if (k.before == Before::RegisterReserved) {
+      const bool ok = later.complete_here();
+      f.reserved_here = false;
+      f.cover = s->cache.lookup(host, desc.bytes);
+      f.registration_failed = !ok || f.cover != Cover::Covers;
+      continue;
     }
     if (k.before == Before::Register) {
       ++ts.internal;

@@ -47,10 +47,15 @@ class DeferredRegistration {
   DeferredRegistration(const DeferredRegistration&) = delete;
   DeferredRegistration& operator=(const DeferredRegistration&) = delete;
 
+  // One reservation per copy: try_rewrite reserves at most once.
   void hold(const RegistrationCache::Reservation& res, CUcontext ctx) {
     res_ = res;
     ctx_ = ctx;
   }
+  bool holding() const { return res_.ok; }
+  // Completes the reservation here, on this thread, now (the copy needs the
+  // registration before its own call). True when the range is registered.
+  bool complete_here();
 
  private:
   void hand_over();

@@ -190,10 +190,17 @@ TEST(CopyDecision, ReusedRangeIsRegisteredInTheBackgroundWhileThisCopyIsStaged) 
   EXPECT_EQ(decide(pending, s), path(CopyPath::StageAny));
   pending.staging_declined = Why::NoFreeBuffer;
   EXPECT_EQ(decide(pending, s), passed(Why::NoFreeBuffer, Before::Release));
-  // This copy's own reservation (nothing in the driver yet): the app's call
-  // as made, nothing released, and the registration follows the call.
+  // This copy's own reservation (nothing in the driver yet): registered now,
+  // then decided again (in place once it covers; else made pageable again).
   pending.reserved_here = true;
-  EXPECT_EQ(decide(pending, s), passed(Why::NoFreeBuffer));
+  EXPECT_EQ(decide(pending, s), path(CopyPath::Original, Before::RegisterReserved));
+  pending.reserved_here = false;  // withdrawn meanwhile, or the registration failed
+  pending.registration_failed = true;
+  EXPECT_EQ(decide(pending, s), passed(Why::NoFreeBuffer, Before::Release));
+  pending.cover = Cover::Covers;
+  pending.registration_failed = false;
+  pending.stream = StreamState::Idle;
+  EXPECT_EQ(decide(pending, s), path(CopyPath::InPlace, Before::Nothing, /*wait=*/true));
 }
 
 TEST(CopyDecision, FailedRegistrationStages) {
