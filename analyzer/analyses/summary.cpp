@@ -524,6 +524,19 @@ std::string ProcessRecord::identity() const {
                      std::hash<std::string>{}(notes));
 }
 
+void compact_finding_inputs(FindingsTally& f) {
+  // Entries added since the last compaction stand for one copy each.
+  if (!f.async_pageable_counts.empty()) f.async_pageable_counts.resize(f.async_pageable.size(), 1);
+  if (!f.large_pageable_counts.empty()) f.large_pageable_counts.resize(f.large_pageable.size(), 1);
+  compact(f.async_pageable, f.async_pageable_counts, async_key);
+  compact(f.large_pageable, f.large_pageable_counts, large_key);
+  for (int dir = 0; dir < 2; ++dir) {
+    for (uint64_t ns : f.pinned_async_return_ns[dir]) ++f.pinned_async_return_histogram[dir][ns];
+    f.pinned_async_return_ns[dir].clear();
+    f.pinned_async_return_ns[dir].shrink_to_fit();
+  }
+}
+
 ProcessRecord record_process(model::Job&& job) {
   ProcessRecord r;
   JobTally tally = tally_calls(job, {});
@@ -628,15 +641,16 @@ bool read_summary(const std::string& text, SummaryHeader& header, std::vector<Pr
   return true;
 }
 
-MergedJob merge_records(std::vector<ProcessRecord> records) {
+MergedJob merge_records(std::vector<ProcessRecord> records, MergeOrder order) {
   // Trace file name order, as a directory is read; the identity breaks ties
   // so that the order never depends on the order given.
-  std::stable_sort(records.begin(), records.end(), [](const ProcessRecord& a, const ProcessRecord& b) {
-    const std::string an = base_name(a.process.trace.path), bn = base_name(b.process.trace.path);
-    if (an != bn) return an < bn;
-    if (a.process.trace.path != b.process.trace.path) return a.process.trace.path < b.process.trace.path;
-    return a.identity() < b.identity();
-  });
+  if (order == MergeOrder::ByTraceName)
+    std::stable_sort(records.begin(), records.end(), [](const ProcessRecord& a, const ProcessRecord& b) {
+      const std::string an = base_name(a.process.trace.path), bn = base_name(b.process.trace.path);
+      if (an != bn) return an < bn;
+      if (a.process.trace.path != b.process.trace.path) return a.process.trace.path < b.process.trace.path;
+      return a.identity() < b.identity();
+    });
   MergedJob m;
   model::Job& job = m.job;
   JobTally& t = m.tally;
@@ -644,7 +658,7 @@ MergedJob merge_records(std::vector<ProcessRecord> records) {
   t.findings.storm.resize(1);
   t.rewrite.sites.resize(1);
   for (ProcessRecord& r : records) {
-    if (!seen.insert(r.identity()).second) {
+    if (order == MergeOrder::ByTraceName && !seen.insert(r.identity()).second) {
       m.duplicates.push_back(r.process.trace.path);
       continue;
     }
@@ -717,6 +731,27 @@ MergedJob merge_records(std::vector<ProcessRecord> records) {
       f.large_pageable_counts.push_back(x.findings.large_count(i));
     }
     for (size_t id = 1; id < x.findings.storm.size(); ++id) f.storm.push_back(x.findings.storm[id]);
+    // Copies summed per site in a streamed pass (FindingsTally::async_sites).
+    auto merge_sums = [&](std::vector<FindingsTally::SiteSum>& into, const std::vector<FindingsTally::SiteSum>& from) {
+      if (from.empty()) return;
+      into.resize(std::max(into.size(), site_base + from.size()));
+      for (size_t id = 0; id < from.size(); ++id) {
+        FindingsTally::SiteSum& a = into[id == 0 ? 0 : site_base + id];
+        const FindingsTally::SiteSum& b = from[id];
+        a.calls += b.calls;
+        a.bytes += b.bytes;
+        a.time_ns += b.time_ns;
+        add_max(a.max_ns, b.max_ns);
+        a.recoverable_ns += b.recoverable_ns;
+      }
+    };
+    merge_sums(f.async_sites, x.findings.async_sites);
+    merge_sums(f.large_sites, x.findings.large_sites);
+    f.async_measured |= x.findings.async_measured;
+    f.large_used_measured |= x.findings.large_used_measured;
+    f.large_used_nominal |= x.findings.large_used_nominal;
+    f.large_ref_max = std::max(f.large_ref_max, x.findings.large_ref_max);
+    f.large_gpu_calls += x.findings.large_gpu_calls;
     RewriteTally& rw = t.rewrite;
     rw.calls += x.rewrite.calls;
     rw.bytes += x.rewrite.bytes;
@@ -752,6 +787,8 @@ MergedJob merge_records(std::vector<ProcessRecord> records) {
   // Sized as tally_calls sizes them for a job of these sites.
   t.findings.storm.resize(job.sites.size() + 1);
   t.rewrite.sites.resize(job.sites.size() + 1);
+  for (auto* sums : {&t.findings.async_sites, &t.findings.large_sites})
+    if (!sums->empty()) sums->resize(job.sites.size() + 1);
   const PageableShare& s = t.pageable;
   t.pageable.fraction = s.host_bytes ? static_cast<double>(s.pageable_bytes) / s.host_bytes : 0.0;
   return m;

@@ -71,7 +71,15 @@ struct MergedJob {
   JobTally tally;
   std::vector<std::string> duplicates;  // trace paths counted once although given more than once
 };
-MergedJob merge_records(std::vector<ProcessRecord> records);
+// `order`: AsGiven keeps the records' order and every one of them (the
+// processes of one job streamed from its traces, analyses/stream.h).
+enum class MergeOrder { ByTraceName, AsGiven };
+MergedJob merge_records(std::vector<ProcessRecord> records, MergeOrder order = MergeOrder::ByTraceName);
+
+// The findings' per-copy inputs held compactly: equal copies once with their
+// count, the pinned async return times as a histogram. The findings come out
+// the same (record_process; the references pass of a streamed report).
+void compact_finding_inputs(FindingsTally& f);
 
 // The note a report of summaries carries: which parts need the events.
 std::string summary_report_note();
