@@ -283,6 +283,8 @@ ReadStatus read_trace(const std::string& path, Trace& t, std::string& error, con
   const uint64_t expansion_limit = std::max<uint64_t>(uint64_t{256} << 20, uint64_t{file.size()} * 1024);
   uint64_t expanded = 0;
   std::string raw;
+  std::unique_ptr<Event[]> block_events;  // streaming: one block's events
+  size_t block_capacity = 0;
   DCtx dctx(ZSTD_createDCtx());
   if (!dctx) throw std::bad_alloc();
   for (uint64_t pos = fh.header_bytes;;) {
@@ -330,12 +332,17 @@ ReadStatus read_trace(const std::string& path, Trace& t, std::string& error, con
           pos += sizeof h + h.stored_size;
           continue;
         }
-        // The events pass through one reused array, as a block at a time.
-        t.events.clear();
-        got = decompress_records(dctx.get(), stored, h.raw_size, t.events);
+        // The events pass through one array reused from block to block and
+        // never zeroed: the decompression fills what the sink sees.
+        const size_t n = h.raw_size / sizeof(Event);
+        if (n > block_capacity) {
+          block_events = std::make_unique_for_overwrite<Event[]>(n);
+          block_capacity = n;
+        }
+        got = ZSTD_decompressDCtx(dctx.get(), block_events.get(), h.raw_size, stored.data(), stored.size());
         if (!ZSTD_isError(got) && got == h.raw_size) {
-          if (fh.version < 2) upgrade_v1_events(t.events.data(), t.events.size());
-          if (!event_blocks.sink(t.events)) {
+          if (fh.version < 2) upgrade_v1_events(block_events.get(), n);
+          if (!event_blocks.sink(std::span<Event>(block_events.get(), n))) {
             t.cut_reason = kStoppedByReader;
             break;
           }

@@ -531,9 +531,15 @@ void compact_finding_inputs(FindingsTally& f) {
   compact(f.async_pageable, f.async_pageable_counts, async_key);
   compact(f.large_pageable, f.large_pageable_counts, large_key);
   for (int dir = 0; dir < 2; ++dir) {
-    for (uint64_t ns : f.pinned_async_return_ns[dir]) ++f.pinned_async_return_histogram[dir][ns];
-    f.pinned_async_return_ns[dir].clear();
-    f.pinned_async_return_ns[dir].shrink_to_fit();
+    // Sorted first: one histogram update per distinct time, not per copy.
+    std::vector<uint64_t>& ns = f.pinned_async_return_ns[dir];
+    std::sort(ns.begin(), ns.end());
+    for (size_t i = 0, j; i < ns.size(); i = j) {
+      for (j = i + 1; j < ns.size() && ns[j] == ns[i];) ++j;
+      f.pinned_async_return_histogram[dir][ns[i]] += j - i;
+    }
+    ns.clear();
+    ns.shrink_to_fit();
   }
 }
 
