@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "analyzer/symbolize/symbolizer.h"
+
 namespace cuxfer::analyses {
 
 using nlohmann::json;
@@ -72,6 +74,20 @@ std::optional<uint64_t> optional_of(const json& j) {
   return j.get<uint64_t>();
 }
 
+// Modules as rows [base, low, high, path, build id].
+json modules_json(const std::vector<trace::ModuleInfo>& modules) {
+  json out = json::array();
+  for (const auto& m : modules) out.push_back(json::array({m.base, m.low, m.high, m.path, m.build_id}));
+  return out;
+}
+std::vector<trace::ModuleInfo> modules_of(const json& j) {
+  std::vector<trace::ModuleInfo> out;
+  for (const json& m : j)
+    out.push_back({m.at(0).get<uint64_t>(), m.at(1).get<uint64_t>(), m.at(2).get<uint64_t>(),
+                   m.at(3).get<std::string>(), m.at(4).get<std::string>()});
+  return out;
+}
+
 json trace_json(const trace::Trace& t) {
   const trace::ProcessInfo& p = t.process;
   const trace::Status& s = t.status;
@@ -98,6 +114,7 @@ json trace_json(const trace::Trace& t) {
         {"policy_path", t.modes.policy_path}}},
       {"has_cupti_handover", t.has_cupti_handover},
       {"cupti_handover", {{"t_ns", t.cupti_handover.t_ns}, {"reason", t.cupti_handover.reason}}},
+      {"modules", modules_json(t.modules)},
       {"complete", t.complete},
       {"cut_reason", t.cut_reason},
       {"blocks_read", t.blocks_read},
@@ -142,6 +159,8 @@ trace::Trace trace_of(const json& j) {
   t.has_cupti_handover = j.at("has_cupti_handover").get<bool>();
   t.cupti_handover.t_ns = j.at("cupti_handover").at("t_ns").get<uint64_t>();
   t.cupti_handover.reason = j.at("cupti_handover").at("reason").get<std::string>();
+  // Summaries written before the modules were kept have none (ProcessRecord::site_modules).
+  if (j.contains("modules")) t.modules = modules_of(j.at("modules"));
   t.complete = j.at("complete").get<bool>();
   t.cut_reason = j.at("cut_reason").get<std::string>();
   t.blocks_read = j.at("blocks_read").get<uint64_t>();
@@ -568,6 +587,15 @@ ProcessRecord record_process(model::Job&& job) {
   header.modes = std::move(p.trace.modes);
   header.has_cupti_handover = p.trace.has_cupti_handover;
   header.cupti_handover = std::move(p.trace.cupti_handover);
+  // The modules that name the native sites (identify_site), in trace order
+  // (find_module takes the last that holds an address).
+  std::vector<bool> names_site(p.trace.modules.size(), false);
+  for (const model::Site& site : r.sites)
+    if (!site.frame.python)
+      if (const trace::ModuleInfo* m = symbolize::find_module(p.trace.modules, site.frame.address))
+        names_site[static_cast<size_t>(m - p.trace.modules.data())] = true;
+  for (size_t i = 0; i < names_site.size(); ++i)
+    if (names_site[i]) header.modules.push_back(std::move(p.trace.modules[i]));
   header.complete = p.trace.complete;
   header.cut_reason = std::move(p.trace.cut_reason);
   header.blocks_read = p.trace.blocks_read;
@@ -629,6 +657,7 @@ bool read_summary(const std::string& text, SummaryHeader& header, std::vector<Pr
     for (const json& p : j.at("processes")) {
       ProcessRecord r;
       r.process.trace = trace_of(p.at("trace"));
+      r.site_modules = p.at("trace").contains("modules");
       model_of(p.at("model"), r.process);
       for (const json& s : p.at("sites")) {
         model::Site site;

@@ -31,7 +31,13 @@ inline constexpr const char* kSummarySchema = "cuxfer.summary/1";
 
 // One process of a summary.
 struct ProcessRecord {
-  model::Process process;  // its trace holds the header only: no events, records, stacks or modules
+  // Its trace holds the header only: no events, records or stacks, and of its
+  // modules those that hold a native site's frame (what names the site by
+  // build id and offset: `cuxfer check`'s budgets, policy::Site).
+  model::Process process;
+  // False for a summary written before summaries kept those modules: its
+  // native sites cannot be named by build id.
+  bool site_modules = true;
   std::vector<model::Site> sites;  // Site::process is 0
   std::vector<std::string> notes;  // the model's notes of this process (symbolization, impossible sizes)
   JobTally tally;                  // of this one process; per-copy lists as histograms
