@@ -257,6 +257,51 @@ std::optional<StreamedJob> stream_job(const model::Job& frame, const analyses::T
   return StreamedJob{std::move(*merged), known};
 }
 
+// What a streamed report needs of the command line.
+struct StreamSettings {
+  const SymbolOptions& symbols;
+  const std::string& profile_path;
+  bool no_profile;
+  size_t jobs;
+  WriteOptions write;
+};
+
+// The report of the traces at `paths` streamed (analyses/stream.h): its exit
+// status; or nullopt when the traces need their events, `traces` then the
+// traces read whole (none when none could be read: each has its one line).
+std::optional<int> report_streamed(const std::vector<std::string>& paths, const StreamSettings& s,
+                                   std::vector<std::string>& errors, std::vector<trace::Trace>& traces) {
+  trace::EventBlocks skip;
+  skip.skip = true;
+  auto headers = load_traces(paths, "cuxfer report", errors, s.jobs, skip);
+  if (headers.empty()) return 1;  // each path already has its one line
+  const bool may_stream = std::none_of(headers.begin(), headers.end(),
+                                       [](const trace::Trace& t) { return analyses::needs_events(t).has_value(); });
+  if (!may_stream) {
+    traces = reread_with_events(headers, s.jobs, errors);
+    return std::nullopt;
+  }
+  auto symbolizer = s.symbols.make();
+  model::Job frame = model::build_job(std::move(headers), *symbolizer, s.symbols.python_sites);
+  if (refuse_mixed_runs(frame, "cuxfer report")) return kExitUsage;
+  std::optional<model::MachineProfile> profile;
+  std::string profile_note;
+  if (!choose_profile(frame, s.profile_path, s.no_profile, "cuxfer report", profile, profile_note)) return 1;
+  analyses::Thresholds thresholds;
+  if (profile) thresholds.profile = &*profile;
+  auto streamed = stream_job(frame, thresholds, s.jobs);
+  if (!streamed) {
+    for (auto& p : frame.processes) traces.push_back(std::move(p.trace));
+    traces = reread_with_events(traces, s.jobs, errors);
+    return std::nullopt;
+  }
+  thresholds.known = &streamed->known;
+  analyses::MergedJob& m = streamed->merged;
+  analyses::Report report = analyses::analyze_tally(m.job, m.tally, thresholds, false);
+  add_report_notes(report, m.job, profile_note, errors);
+  return write_report(report, nullptr, s.write);
+}
+
 }  // namespace
 
 int run_report(std::vector<std::string> args) {
@@ -320,39 +365,14 @@ int run_report(std::vector<std::string> args) {
   // they turn out to need their events, from the traces read whole.
   const bool events_option = !html.empty() || csv || ranges_csv || range.has_value();
   std::vector<trace::Trace> traces;
-  auto symbolizer = symbols.make();
-  if (events_option) {
+  if (events_option)
     traces = load_traces(paths, "cuxfer report", errors, jobs);
-  } else {
-    trace::EventBlocks skip;
-    skip.skip = true;
-    auto headers = load_traces(paths, "cuxfer report", errors, jobs, skip);
-    if (headers.empty()) return 1;  // each path already has its one line
-    const bool may_stream = std::none_of(headers.begin(), headers.end(),
-                                         [](const trace::Trace& t) { return analyses::needs_events(t).has_value(); });
-    if (!may_stream) {
-      traces = reread_with_events(headers, jobs, errors);
-    } else {
-      model::Job frame = model::build_job(std::move(headers), *symbolizer, symbols.python_sites);
-      if (refuse_mixed_runs(frame, "cuxfer report")) return kExitUsage;
-      std::optional<model::MachineProfile> profile;
-      std::string profile_note;
-      if (!choose_profile(frame, profile_path, no_profile, "cuxfer report", profile, profile_note)) return 1;
-      analyses::Thresholds thresholds;
-      if (profile) thresholds.profile = &*profile;
-      if (auto streamed = stream_job(frame, thresholds, jobs)) {
-        thresholds.known = &streamed->known;
-        analyses::MergedJob& m = streamed->merged;
-        analyses::Report report = analyses::analyze_tally(m.job, m.tally, thresholds, false);
-        add_report_notes(report, m.job, profile_note, errors);
-        return write_report(report, nullptr, {json, csv, ranges_csv, top, output, stacks});
-      }
-      for (auto& p : frame.processes) traces.push_back(std::move(p.trace));
-      traces = reread_with_events(traces, jobs, errors);
-      symbolizer = symbols.make();  // its notes and cache start afresh, as for a first read
-    }
-  }
+  else if (auto status = report_streamed(paths, {symbols, profile_path, no_profile, jobs,
+                                                 {json, csv, ranges_csv, top, output, stacks}},
+                                         errors, traces))
+    return *status;
   if (traces.empty()) return 1;  // each path already has its one line
+  auto symbolizer = symbols.make();
   model::Job job = model::build_job(std::move(traces), *symbolizer, symbols.python_sites);
   if (refuse_mixed_runs(job, "cuxfer report")) return kExitUsage;  // ranks of two runs in one directory
   if (range && !keep_only_range(job, *range, "cuxfer report")) return 1;
