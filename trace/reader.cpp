@@ -72,6 +72,8 @@ void upgrade_v1_events(Event* e, size_t n) {
 static_assert(offsetof(Event, result) == 60 && offsetof(Event, passthrough) == 62 && sizeof(Event) == 64,
               "version 1's int32 result spans result, passthrough and reserved");
 
+constexpr const char* kStoppedByReader = "the reader stopped here";
+
 bool apply_block(BlockType type, std::string_view payload, Trace& t) {
   switch (type) {
     case BlockType::Process:
@@ -231,6 +233,11 @@ bool trace_ends_cleanly(const std::string& path) {
 }
 
 ReadStatus read_trace(const std::string& path, Trace& t, std::string& error) {
+  return read_trace(path, t, error, EventBlocks{});
+}
+
+ReadStatus read_trace(const std::string& path, Trace& t, std::string& error, const EventBlocks& event_blocks) {
+  const bool streaming = event_blocks.skip || event_blocks.sink;
   t = Trace{};
   t.path = path;
   TraceFile file;
@@ -267,7 +274,7 @@ ReadStatus read_trace(const std::string& path, Trace& t, std::string& error) {
   }
 
   t.format_version = fh.version;
-  reserve_records(file, fh.header_bytes, t);
+  if (!streaming) reserve_records(file, fh.header_bytes, t);
   // Each block is at most kMaxBlockBytes, but a file of many tiny blocks that
   // decompress to that much each would make the reader allocate thousands of
   // times the file's size. Real traces expand 3-20x (docs/benchmarks.md:
@@ -276,6 +283,8 @@ ReadStatus read_trace(const std::string& path, Trace& t, std::string& error) {
   const uint64_t expansion_limit = std::max<uint64_t>(uint64_t{256} << 20, uint64_t{file.size()} * 1024);
   uint64_t expanded = 0;
   std::string raw;
+  std::unique_ptr<Event[]> block_events;  // streaming: one block's events
+  size_t block_capacity = 0;
   DCtx dctx(ZSTD_createDCtx());
   if (!dctx) throw std::bad_alloc();
   for (uint64_t pos = fh.header_bytes;;) {
@@ -317,7 +326,28 @@ ReadStatus read_trace(const std::string& path, Trace& t, std::string& error) {
       const auto type = static_cast<BlockType>(h.type);
       size_t got = 0;
       bool direct = true;
-      if (type == BlockType::Events && h.raw_size % sizeof(Event) == 0)
+      if (streaming && type == BlockType::Events && h.raw_size % sizeof(Event) == 0) {
+        if (event_blocks.skip) {
+          ++t.blocks_read;
+          pos += sizeof h + h.stored_size;
+          continue;
+        }
+        // The events pass through one array reused from block to block and
+        // never zeroed: the decompression fills what the sink sees.
+        const size_t n = h.raw_size / sizeof(Event);
+        if (n > block_capacity) {
+          block_events = std::make_unique_for_overwrite<Event[]>(n);
+          block_capacity = n;
+        }
+        got = ZSTD_decompressDCtx(dctx.get(), block_events.get(), h.raw_size, stored.data(), stored.size());
+        if (!ZSTD_isError(got) && got == h.raw_size) {
+          if (fh.version < 2) upgrade_v1_events(block_events.get(), n);
+          if (!event_blocks.sink(std::span<Event>(block_events.get(), n))) {
+            t.cut_reason = kStoppedByReader;
+            break;
+          }
+        }
+      } else if (type == BlockType::Events && h.raw_size % sizeof(Event) == 0)
         got = decompress_records(dctx.get(), stored, h.raw_size, t.events);
       else if (type == BlockType::GpuRecords && h.raw_size % sizeof(GpuRecord) == 0)
         got = decompress_records(dctx.get(), stored, h.raw_size, t.gpu_records);
@@ -341,6 +371,25 @@ ReadStatus read_trace(const std::string& path, Trace& t, std::string& error) {
       t.cut_reason = "unknown block codec at offset " + std::to_string(pos);
       break;
     }
+    if (streaming && static_cast<BlockType>(h.type) == BlockType::Events) {
+      // A raw events block, or a compressed one of no whole number of
+      // events: checked as read_trace checks it, then handed over.
+      t.events.clear();
+      if (!append_records(payload, t.events)) {
+        t.cut_reason = "malformed block contents at offset " + std::to_string(pos);
+        break;
+      }
+      if (!event_blocks.skip) {
+        if (fh.version < 2) upgrade_v1_events(t.events.data(), t.events.size());
+        if (!event_blocks.sink(t.events)) {
+          t.cut_reason = kStoppedByReader;
+          break;
+        }
+      }
+      ++t.blocks_read;
+      pos += sizeof h + h.stored_size;
+      continue;
+    }
     if (!apply_block(static_cast<BlockType>(h.type), payload, t)) {
       t.cut_reason = "malformed block contents at offset " + std::to_string(pos);
       break;
@@ -350,6 +399,11 @@ ReadStatus read_trace(const std::string& path, Trace& t, std::string& error) {
   }
   if (t.cut_reason.empty() && !t.complete)
     t.cut_reason = "no end marker: the process did not shut down cleanly (killed or crashed)";
+  if (streaming) {
+    t.events.clear();
+    t.events.shrink_to_fit();
+    return ReadStatus::Ok;
+  }
   if (fh.version < 2) upgrade_v1_events(t.events.data(), t.events.size());
   return ReadStatus::Ok;
 }

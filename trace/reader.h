@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -52,6 +54,22 @@ enum class ReadStatus {
 
 // Fills `out`; on anything but Ok, `error` holds one line for the user.
 ReadStatus read_trace(const std::string& path, Trace& out, std::string& error);
+
+// What a streaming read does with the event blocks, which are nearly all of a
+// trace: a report of a trace of millions of events reads it twice, once for
+// everything else (skip) and once to hand the events over a block at a time
+// (sink), so that memory holds one block, never the trace's events.
+// Either way Trace::events stays empty; every other part is read as by
+// read_trace, and a file cut short is cut at the same block, except that a
+// skipped block is not decompressed (a corrupt one is found by the second read).
+struct EventBlocks {
+  bool skip = false;
+  // Called with each block's events (in the current layout), in file order;
+  // the span is valid during the call only. The callee may change them.
+  // False stops the read there (Trace::cut_reason says so).
+  std::function<bool(std::span<Event>)> sink;
+};
+ReadStatus read_trace(const std::string& path, Trace& out, std::string& error, const EventBlocks& events);
 
 // Whether the file at `path` ends with an End block (its last 24 bytes, a
 // valid header of an empty End): the process shut the trace down cleanly.

@@ -71,11 +71,81 @@ std::optional<uint64_t> measured_async_return_ns(const FindingsTally& t, int dir
 
 size_t site_ids(const JobTally& tally) { return tally.sites.size() + 1; }
 
+// One async_pageable copy's estimate: its CPU-blocked time beyond what an
+// async copy from pinned memory takes to return.
+uint64_t async_recoverable(const AsyncPageableCopy& c, const std::optional<uint64_t>& return_ns, const Thresholds& t) {
+  const uint64_t would_return = return_ns.value_or(t.nominal_async_return_ns);
+  return c.cpu_ns > would_return ? c.cpu_ns - would_return : 0;
+}
+
+// One large_pageable copy's reference bandwidth (the profile's at its size,
+// else the run's measured one, else nominal) and estimate against it.
+double large_reference(const LargePageableCopy& c, const std::optional<double>& measured, const Thresholds& t) {
+  return t.profile ? t.profile->pinned_gbps(c.dir, c.bytes) : measured.value_or(t.nominal_pinned_gbps);
+}
+uint64_t large_recoverable(const LargePageableCopy& c, double ref) {
+  const auto pinned_ns = static_cast<uint64_t>(std::llround(static_cast<double>(c.bytes) / ref));
+  return c.time > pinned_ns ? c.time - pinned_ns : 0;
+}
+
+// The copies summed per site in the pass (FindingsTally::async_sites,
+// large_sites) into the finding and its sites, as listed copies add up.
+void add_site_sums(const std::vector<FindingsTally::SiteSum>& sums, Finding& f, uint64_t& recoverable,
+                   SiteAccs& by_site) {
+  for (uint32_t id = 0; id < sums.size(); ++id) {
+    const FindingsTally::SiteSum& s = sums[id];
+    if (s.calls == 0) continue;
+    f.calls += s.calls;
+    f.bytes += s.bytes;
+    f.time_ns += s.time_ns;
+    f.max_ns = std::max(f.max_ns, s.max_ns);
+    recoverable += s.recoverable_ns;
+    SiteAcc& a = site_acc(by_site, id);
+    a.out.calls += s.calls;
+    a.out.bytes += s.bytes;
+    a.out.time_ns += s.time_ns;
+    a.out.max_ns = std::max(a.out.max_ns, s.max_ns);
+    a.out.estimated_recoverable_ns = a.out.estimated_recoverable_ns.value_or(0) + s.recoverable_ns;
+  }
+}
+
+void add_to_sum(FindingsTally::SiteSum& s, uint64_t bytes, uint64_t time, uint64_t recoverable) {
+  ++s.calls;
+  s.bytes += bytes;
+  s.time_ns += time;
+  s.max_ns = std::max(s.max_ns, time);
+  s.recoverable_ns += recoverable;
+}
+
 }  // namespace
 
+Thresholds::RunReferences run_references(const FindingsTally& f) {
+  Thresholds::RunReferences r;
+  for (int dir = 0; dir < 2; ++dir) {
+    r.async_return_ns[dir] = measured_async_return_ns(f, dir);
+    r.pinned_gbps[dir] = measured_pinned_gbps(f, dir);
+  }
+  return r;
+}
+
+void add_summed_async(FindingsTally& f, const AsyncPageableCopy& c, const Thresholds& t) {
+  const std::optional<uint64_t>& return_ns = t.known->async_return_ns[c.dir];
+  f.async_measured |= return_ns.has_value();
+  add_to_sum(f.async_sites[c.site_id], c.bytes, c.cpu_ns, async_recoverable(c, return_ns, t));
+}
+
+void add_summed_large(FindingsTally& f, const LargePageableCopy& c, const Thresholds& t) {
+  const std::optional<double>& measured = t.known->pinned_gbps[c.dir];
+  const double ref = large_reference(c, measured, t);
+  if (!t.profile) (measured ? f.large_used_measured : f.large_used_nominal) = true;
+  f.large_ref_max = std::max(f.large_ref_max, ref);
+  f.large_gpu_calls += c.gpu;
+  add_to_sum(f.large_sites[c.site_id], c.bytes, c.time, large_recoverable(c, ref));
+}
+
 std::vector<Finding> find_async_pageable(const JobTally& tally, const Thresholds& t) {
-  const std::optional<uint64_t> return_ns[2] = {measured_async_return_ns(tally.findings, 0),
-                                                measured_async_return_ns(tally.findings, 1)};
+  const Thresholds::RunReferences refs = t.known ? *t.known : run_references(tally.findings);
+  const std::optional<uint64_t>(&return_ns)[2] = refs.async_return_ns;
   Finding f;
   f.kind = FindingKind::AsyncPageable;
   f.title = "Async copies with pageable host memory ran synchronously";
@@ -87,9 +157,8 @@ std::vector<Finding> find_async_pageable(const JobTally& tally, const Thresholds
     const AsyncPageableCopy& c = tally.findings.async_pageable[i];
     const auto& ret = return_ns[c.dir];
     measured |= ret.has_value();
-    uint64_t would_return = ret.value_or(t.nominal_async_return_ns);
     const uint64_t n = tally.findings.async_count(i);  // equal copies (a summary's)
-    uint64_t r = (c.cpu_ns > would_return ? c.cpu_ns - would_return : 0) * n;
+    uint64_t r = async_recoverable(c, ret, t) * n;
     f.calls += n;
     f.bytes += c.bytes * n;
     f.time_ns += c.cpu_ns * n;
@@ -102,6 +171,8 @@ std::vector<Finding> find_async_pageable(const JobTally& tally, const Thresholds
     a.out.max_ns = std::max(a.out.max_ns, c.cpu_ns);
     a.out.estimated_recoverable_ns = a.out.estimated_recoverable_ns.value_or(0) + r;
   }
+  add_site_sums(tally.findings.async_sites, f, recoverable, by_site);
+  measured |= tally.findings.async_measured;
   if (f.calls == 0) return {};
   f.estimated_recoverable_ns = recoverable;
   f.reference_source = measured ? "median return time of async copies from pinned memory in "
@@ -119,8 +190,8 @@ std::vector<Finding> find_async_pageable(const JobTally& tally, const Thresholds
 }
 
 std::vector<Finding> find_large_pageable(const JobTally& tally, const Thresholds& t) {
-  const std::optional<double> measured[2] = {measured_pinned_gbps(tally.findings, 0),
-                                             measured_pinned_gbps(tally.findings, 1)};
+  const Thresholds::RunReferences refs = t.known ? *t.known : run_references(tally.findings);
+  const std::optional<double>(&measured)[2] = refs.pinned_gbps;
   Finding f;
   f.kind = FindingKind::LargePageable;
   f.title = "Large transfers through pageable host memory";
@@ -132,13 +203,12 @@ std::vector<Finding> find_large_pageable(const JobTally& tally, const Thresholds
   for (size_t i = 0; i < tally.findings.large_pageable.size(); ++i) {
     const LargePageableCopy& c = tally.findings.large_pageable[i];
     const auto& m = measured[c.dir];
-    double ref = profile ? profile->pinned_gbps(c.dir, c.bytes) : m.value_or(t.nominal_pinned_gbps);
+    const double ref = large_reference(c, m, t);
     if (!profile) (m ? used_measured : used_nominal) = true;
     ref_for_title = std::max(ref_for_title, ref);
     const uint64_t n = tally.findings.large_count(i);  // equal copies (a summary's)
     gpu_calls += c.gpu ? n : 0;
-    auto pinned_ns = static_cast<uint64_t>(std::llround(static_cast<double>(c.bytes) / ref));
-    uint64_t r = (c.time > pinned_ns ? c.time - pinned_ns : 0) * n;
+    uint64_t r = large_recoverable(c, ref) * n;
     f.calls += n;
     f.bytes += c.bytes * n;
     f.time_ns += c.time * n;
@@ -151,6 +221,12 @@ std::vector<Finding> find_large_pageable(const JobTally& tally, const Thresholds
     a.out.max_ns = std::max(a.out.max_ns, c.time);
     a.out.estimated_recoverable_ns = a.out.estimated_recoverable_ns.value_or(0) + r;
   }
+  add_site_sums(tally.findings.large_sites, f, recoverable, by_site);
+  const FindingsTally& summed = tally.findings;
+  gpu_calls += summed.large_gpu_calls;
+  used_measured |= summed.large_used_measured;
+  used_nominal |= summed.large_used_nominal;
+  ref_for_title = std::max(ref_for_title, summed.large_ref_max);
   if (f.calls == 0) return {};
   for (SiteAcc& a : by_site)
     if (a.out.time_ns) a.out.achieved_gbps = static_cast<double>(a.out.bytes) / a.out.time_ns;

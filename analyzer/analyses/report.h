@@ -29,6 +29,15 @@ struct Thresholds {
   const model::MachineProfile* profile = nullptr;
   // The shim's defaults, for the rewrite what-if without a profile.
   uint64_t stage_min_h2d = 8u << 20, stage_min_d2h = 256u << 10, register_min = 1u << 20;
+  // The run's own references, when a pass before the tally's measured them
+  // (a streamed report, analyses/stream.h): the async_pageable and
+  // large_pageable copies are then summed per site as the tally meets them,
+  // instead of listed until the references are known.
+  struct RunReferences {
+    std::optional<uint64_t> async_return_ns[2];  // per direction (0 H2D, 1 D2H): median, pinned async copies
+    std::optional<double> pinned_gbps[2];        // per direction: large pinned transfers
+  };
+  const RunReferences* known = nullptr;
 };
 
 struct ProcessSummary {

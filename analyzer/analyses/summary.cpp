@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "analyzer/symbolize/symbolizer.h"
+
 namespace cuxfer::analyses {
 
 using nlohmann::json;
@@ -72,6 +74,20 @@ std::optional<uint64_t> optional_of(const json& j) {
   return j.get<uint64_t>();
 }
 
+// Modules as rows [base, low, high, path, build id].
+json modules_json(const std::vector<trace::ModuleInfo>& modules) {
+  json out = json::array();
+  for (const auto& m : modules) out.push_back(json::array({m.base, m.low, m.high, m.path, m.build_id}));
+  return out;
+}
+std::vector<trace::ModuleInfo> modules_of(const json& j) {
+  std::vector<trace::ModuleInfo> out;
+  for (const json& m : j)
+    out.push_back({m.at(0).get<uint64_t>(), m.at(1).get<uint64_t>(), m.at(2).get<uint64_t>(),
+                   m.at(3).get<std::string>(), m.at(4).get<std::string>()});
+  return out;
+}
+
 json trace_json(const trace::Trace& t) {
   const trace::ProcessInfo& p = t.process;
   const trace::Status& s = t.status;
@@ -98,6 +114,7 @@ json trace_json(const trace::Trace& t) {
         {"policy_path", t.modes.policy_path}}},
       {"has_cupti_handover", t.has_cupti_handover},
       {"cupti_handover", {{"t_ns", t.cupti_handover.t_ns}, {"reason", t.cupti_handover.reason}}},
+      {"modules", modules_json(t.modules)},
       {"complete", t.complete},
       {"cut_reason", t.cut_reason},
       {"blocks_read", t.blocks_read},
@@ -142,6 +159,8 @@ trace::Trace trace_of(const json& j) {
   t.has_cupti_handover = j.at("has_cupti_handover").get<bool>();
   t.cupti_handover.t_ns = j.at("cupti_handover").at("t_ns").get<uint64_t>();
   t.cupti_handover.reason = j.at("cupti_handover").at("reason").get<std::string>();
+  // Summaries written before the modules were kept have none (ProcessRecord::site_modules).
+  if (j.contains("modules")) t.modules = modules_of(j.at("modules"));
   t.complete = j.at("complete").get<bool>();
   t.cut_reason = j.at("cut_reason").get<std::string>();
   t.blocks_read = j.at("blocks_read").get<uint64_t>();
@@ -524,6 +543,25 @@ std::string ProcessRecord::identity() const {
                      std::hash<std::string>{}(notes));
 }
 
+void compact_finding_inputs(FindingsTally& f) {
+  // Entries added since the last compaction stand for one copy each.
+  if (!f.async_pageable_counts.empty()) f.async_pageable_counts.resize(f.async_pageable.size(), 1);
+  if (!f.large_pageable_counts.empty()) f.large_pageable_counts.resize(f.large_pageable.size(), 1);
+  compact(f.async_pageable, f.async_pageable_counts, async_key);
+  compact(f.large_pageable, f.large_pageable_counts, large_key);
+  for (int dir = 0; dir < 2; ++dir) {
+    // Sorted first: one histogram update per distinct time, not per copy.
+    std::vector<uint64_t>& ns = f.pinned_async_return_ns[dir];
+    std::sort(ns.begin(), ns.end());
+    for (size_t i = 0, j; i < ns.size(); i = j) {
+      for (j = i + 1; j < ns.size() && ns[j] == ns[i];) ++j;
+      f.pinned_async_return_histogram[dir][ns[i]] += j - i;
+    }
+    ns.clear();
+    ns.shrink_to_fit();
+  }
+}
+
 ProcessRecord record_process(model::Job&& job) {
   ProcessRecord r;
   JobTally tally = tally_calls(job, {});
@@ -549,6 +587,15 @@ ProcessRecord record_process(model::Job&& job) {
   header.modes = std::move(p.trace.modes);
   header.has_cupti_handover = p.trace.has_cupti_handover;
   header.cupti_handover = std::move(p.trace.cupti_handover);
+  // The modules that name the native sites (identify_site), in trace order
+  // (find_module takes the last that holds an address).
+  std::vector<bool> names_site(p.trace.modules.size(), false);
+  for (const model::Site& site : r.sites)
+    if (!site.frame.python)
+      if (const trace::ModuleInfo* m = symbolize::find_module(p.trace.modules, site.frame.address))
+        names_site[static_cast<size_t>(m - p.trace.modules.data())] = true;
+  for (size_t i = 0; i < names_site.size(); ++i)
+    if (names_site[i]) header.modules.push_back(std::move(p.trace.modules[i]));
   header.complete = p.trace.complete;
   header.cut_reason = std::move(p.trace.cut_reason);
   header.blocks_read = p.trace.blocks_read;
@@ -610,6 +657,7 @@ bool read_summary(const std::string& text, SummaryHeader& header, std::vector<Pr
     for (const json& p : j.at("processes")) {
       ProcessRecord r;
       r.process.trace = trace_of(p.at("trace"));
+      r.site_modules = p.at("trace").contains("modules");
       model_of(p.at("model"), r.process);
       for (const json& s : p.at("sites")) {
         model::Site site;
@@ -628,15 +676,16 @@ bool read_summary(const std::string& text, SummaryHeader& header, std::vector<Pr
   return true;
 }
 
-MergedJob merge_records(std::vector<ProcessRecord> records) {
+MergedJob merge_records(std::vector<ProcessRecord> records, MergeOrder order) {
   // Trace file name order, as a directory is read; the identity breaks ties
   // so that the order never depends on the order given.
-  std::stable_sort(records.begin(), records.end(), [](const ProcessRecord& a, const ProcessRecord& b) {
-    const std::string an = base_name(a.process.trace.path), bn = base_name(b.process.trace.path);
-    if (an != bn) return an < bn;
-    if (a.process.trace.path != b.process.trace.path) return a.process.trace.path < b.process.trace.path;
-    return a.identity() < b.identity();
-  });
+  if (order == MergeOrder::ByTraceName)
+    std::stable_sort(records.begin(), records.end(), [](const ProcessRecord& a, const ProcessRecord& b) {
+      const std::string an = base_name(a.process.trace.path), bn = base_name(b.process.trace.path);
+      if (an != bn) return an < bn;
+      if (a.process.trace.path != b.process.trace.path) return a.process.trace.path < b.process.trace.path;
+      return a.identity() < b.identity();
+    });
   MergedJob m;
   model::Job& job = m.job;
   JobTally& t = m.tally;
@@ -644,7 +693,7 @@ MergedJob merge_records(std::vector<ProcessRecord> records) {
   t.findings.storm.resize(1);
   t.rewrite.sites.resize(1);
   for (ProcessRecord& r : records) {
-    if (!seen.insert(r.identity()).second) {
+    if (order == MergeOrder::ByTraceName && !seen.insert(r.identity()).second) {
       m.duplicates.push_back(r.process.trace.path);
       continue;
     }
@@ -717,6 +766,27 @@ MergedJob merge_records(std::vector<ProcessRecord> records) {
       f.large_pageable_counts.push_back(x.findings.large_count(i));
     }
     for (size_t id = 1; id < x.findings.storm.size(); ++id) f.storm.push_back(x.findings.storm[id]);
+    // Copies summed per site in a streamed pass (FindingsTally::async_sites).
+    auto merge_sums = [&](std::vector<FindingsTally::SiteSum>& into, const std::vector<FindingsTally::SiteSum>& from) {
+      if (from.empty()) return;
+      into.resize(std::max(into.size(), site_base + from.size()));
+      for (size_t id = 0; id < from.size(); ++id) {
+        FindingsTally::SiteSum& a = into[id == 0 ? 0 : site_base + id];
+        const FindingsTally::SiteSum& b = from[id];
+        a.calls += b.calls;
+        a.bytes += b.bytes;
+        a.time_ns += b.time_ns;
+        add_max(a.max_ns, b.max_ns);
+        a.recoverable_ns += b.recoverable_ns;
+      }
+    };
+    merge_sums(f.async_sites, x.findings.async_sites);
+    merge_sums(f.large_sites, x.findings.large_sites);
+    f.async_measured |= x.findings.async_measured;
+    f.large_used_measured |= x.findings.large_used_measured;
+    f.large_used_nominal |= x.findings.large_used_nominal;
+    f.large_ref_max = std::max(f.large_ref_max, x.findings.large_ref_max);
+    f.large_gpu_calls += x.findings.large_gpu_calls;
     RewriteTally& rw = t.rewrite;
     rw.calls += x.rewrite.calls;
     rw.bytes += x.rewrite.bytes;
@@ -752,6 +822,8 @@ MergedJob merge_records(std::vector<ProcessRecord> records) {
   // Sized as tally_calls sizes them for a job of these sites.
   t.findings.storm.resize(job.sites.size() + 1);
   t.rewrite.sites.resize(job.sites.size() + 1);
+  for (auto* sums : {&t.findings.async_sites, &t.findings.large_sites})
+    if (!sums->empty()) sums->resize(job.sites.size() + 1);
   const PageableShare& s = t.pageable;
   t.pageable.fraction = s.host_bytes ? static_cast<double>(s.pageable_bytes) / s.host_bytes : 0.0;
   return m;

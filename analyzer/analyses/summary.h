@@ -31,7 +31,13 @@ inline constexpr const char* kSummarySchema = "cuxfer.summary/1";
 
 // One process of a summary.
 struct ProcessRecord {
-  model::Process process;  // its trace holds the header only: no events, records, stacks or modules
+  // Its trace holds the header only: no events, records or stacks, and of its
+  // modules those that hold a native site's frame (what names the site by
+  // build id and offset: `cuxfer check`'s budgets, policy::Site).
+  model::Process process;
+  // False for a summary written before summaries kept those modules: its
+  // native sites cannot be named by build id.
+  bool site_modules = true;
   std::vector<model::Site> sites;  // Site::process is 0
   std::vector<std::string> notes;  // the model's notes of this process (symbolization, impossible sizes)
   JobTally tally;                  // of this one process; per-copy lists as histograms
@@ -71,7 +77,15 @@ struct MergedJob {
   JobTally tally;
   std::vector<std::string> duplicates;  // trace paths counted once although given more than once
 };
-MergedJob merge_records(std::vector<ProcessRecord> records);
+// `order`: AsGiven keeps the records' order and every one of them (the
+// processes of one job streamed from its traces, analyses/stream.h).
+enum class MergeOrder { ByTraceName, AsGiven };
+MergedJob merge_records(std::vector<ProcessRecord> records, MergeOrder order = MergeOrder::ByTraceName);
+
+// The findings' per-copy inputs held compactly: equal copies once with their
+// count, the pinned async return times as a histogram. The findings come out
+// the same (record_process; the references pass of a streamed report).
+void compact_finding_inputs(FindingsTally& f);
 
 // The note a report of summaries carries: which parts need the events.
 std::string summary_report_note();

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <span>
 #include <tuple>
 #include <cstdint>
 #include <vector>
@@ -130,7 +131,24 @@ struct FindingsTally {
   uint64_t async_count(size_t i) const { return async_pageable_counts.empty() ? 1 : async_pageable_counts[i]; }
   uint64_t large_count(size_t i) const { return large_pageable_counts.empty() ? 1 : large_pageable_counts[i]; }
   std::vector<StormSite> storm;  // by site id (index 0 unused: storms need a site)
+  // Where the references were known before the pass (Thresholds::known),
+  // the async_pageable and large_pageable copies summed per site id instead
+  // of listed (empty otherwise): memory that does not grow with the copies.
+  struct SiteSum {
+    uint64_t calls = 0, bytes = 0, time_ns = 0, max_ns = 0, recoverable_ns = 0;
+  };
+  std::vector<SiteSum> async_sites, large_sites;
+  bool async_measured = false;  // a summed copy's reference was measured in the run
+  bool large_used_measured = false, large_used_nominal = false;
+  double large_ref_max = 0;  // the largest reference of a summed copy
+  uint64_t large_gpu_calls = 0;
 };
+// Sum one qualifying copy into FindingsTally::async_sites / large_sites with
+// the known references (findings.cpp; the same arithmetic as for a listed copy).
+void add_summed_async(FindingsTally& f, const AsyncPageableCopy& c, const Thresholds& t);
+void add_summed_large(FindingsTally& f, const LargePageableCopy& c, const Thresholds& t);
+// The run's references from the pass's (or summaries') pinned copies.
+Thresholds::RunReferences run_references(const FindingsTally& f);
 
 // Rewrite what-if (finding "rewrite_candidates", rewrite_whatif.cpp). Its
 // own pass kept a hash map of every buffer's copies; here each pageable
@@ -237,6 +255,16 @@ struct JobTally {
 
 // The one pass (totals.cpp).
 JobTally tally_calls(const model::Job& job, const Thresholds& t);
+// The same in steps, for calls made a block at a time (analyses/stream.h):
+// a tally sized for the job, the calls and the shim's own calls added (in
+// trace order), the shares computed.
+JobTally start_tally(const model::Job& job, const Thresholds& t);
+void tally_more(JobTally& tally, const model::Job& job, std::span<const model::Call> calls,
+                std::span<const model::Call> shim_calls, const Thresholds& t);
+void finish_tally(JobTally& tally);
+// Only the references of the calls (FindingsTally's pinned_* fields): the
+// pass a streamed report makes before the tally's (Thresholds::known).
+void tally_references(FindingsTally& f, std::span<const model::Call> calls, const Thresholds& t);
 
 // The report from a tally. `events`: the job holds its calls (a job made from
 // summaries holds none): the parts that need them (overlap, sync_copy_idle,

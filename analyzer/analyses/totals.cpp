@@ -185,6 +185,23 @@ bool pinned_or_registered(const model::TransferClass& c) {
   return c.memory == MemKind::Pinned || c.memory == MemKind::Registered;
 }
 
+// The references from a successful pinned or registered H2D/D2H copy: how
+// fast pinned memory went in this run. The async return times are listed
+// only while no pass before measured them (Thresholds::known).
+void add_pinned_reference(FindingsTally& f, const model::Call& c, const Thresholds& t, bool measured) {
+  const uint8_t dir = c.cls.direction == Direction::HtoD ? 0 : 1;
+  if (c.async() && !t.known) f.pinned_async_return_ns[dir].push_back(c.cpu_ns());
+  if (c.bytes() >= t.large_bytes) {
+    if (c.has_gpu_time()) {
+      f.pinned_large_bytes[dir] += c.bytes();
+      f.pinned_large_ns[dir] += c.gpu_ns;
+    } else if (measured) {
+      f.pinned_large_bytes[dir] += c.bytes();
+      f.pinned_large_ns[dir] += c.cpu_ns();
+    }
+  }
+}
+
 // What the findings need from one successful copy (findings.cpp uses it).
 void add_finding_inputs(FindingsTally& f, const model::Call& c, const Thresholds& t, bool measured) {
   const uint32_t site_id = c.site == model::kNoSite ? 0 : c.site + 1;
@@ -200,69 +217,70 @@ void add_finding_inputs(FindingsTally& f, const model::Call& c, const Thresholds
   if (!model::crosses_host_link(c.cls.direction)) return;
   const uint8_t dir = c.cls.direction == Direction::HtoD ? 0 : 1;
   if (pinned_or_registered(c.cls)) {
-    // The references: how fast pinned memory went in this run.
-    if (c.async()) f.pinned_async_return_ns[dir].push_back(c.cpu_ns());
-    if (c.bytes() >= t.large_bytes) {
-      if (c.has_gpu_time()) {
-        f.pinned_large_bytes[dir] += c.bytes();
-        f.pinned_large_ns[dir] += c.gpu_ns;
-      } else if (measured) {
-        f.pinned_large_bytes[dir] += c.bytes();
-        f.pinned_large_ns[dir] += c.cpu_ns();
-      }
-    }
+    add_pinned_reference(f, c, t, measured);
   } else if (model::is_pageable(c.cls)) {
-    if (c.async()) f.async_pageable.push_back({site_id, dir, c.bytes(), c.cpu_ns()});
-    if (c.bytes() >= t.large_bytes)
-      f.large_pageable.push_back(
-          {site_id, dir, c.has_gpu_time(), c.bytes(), c.has_gpu_time() ? c.gpu_ns : c.cpu_ns()});
+    const AsyncPageableCopy async{site_id, dir, c.bytes(), c.cpu_ns()};
+    const LargePageableCopy large{site_id, dir, c.has_gpu_time(), c.bytes(),
+                                  c.has_gpu_time() ? c.gpu_ns : c.cpu_ns()};
+    if (t.known) {
+      if (c.async()) add_summed_async(f, async, t);
+      if (c.bytes() >= t.large_bytes) add_summed_large(f, large, t);
+      return;
+    }
+    if (c.async()) f.async_pageable.push_back(async);
+    if (c.bytes() >= t.large_bytes) f.large_pageable.push_back(large);
   }
 }
 
-// The shim's own events (few: its registrations and pool allocations), per process.
-void add_shim_work(JobTally& tally, const model::Job& job) {
-  for (const auto& c : job.shim_calls) {
-    ProcessTally& p = tally.processes[c.process];
-    const std::string_view api = job.processes[c.process].trace.api_name(c.event->api);
-    if (c.kind() == EventKind::HostRegister && api == model::kRegisterApi) {
-      p.shim_rewrite = true;
-      p.registration_cost_ns += c.cpu_ns();
-      if (c.failed()) {
-        ++p.registrations_refused;
-        continue;
-      }
-      ++p.registrations;
-      p.registration_bytes += c.bytes();
-    } else if (c.kind() == EventKind::HostAlloc && !c.failed() && api == model::kStagingPoolApi) {
-      p.shim_rewrite = true;
-      ++p.pool_allocations;
-      p.pool_bytes += c.bytes();
-      p.pinning_cost_ns += c.cpu_ns();
+// One of the shim's own events (few: its registrations and pool allocations).
+void add_shim_work(JobTally& tally, const model::Job& job, const model::Call& c) {
+  ProcessTally& p = tally.processes[c.process];
+  const std::string_view api = job.processes[c.process].trace.api_name(c.event->api);
+  if (c.kind() == EventKind::HostRegister && api == model::kRegisterApi) {
+    p.shim_rewrite = true;
+    p.registration_cost_ns += c.cpu_ns();
+    if (c.failed()) {
+      ++p.registrations_refused;
+      return;
     }
+    ++p.registrations;
+    p.registration_bytes += c.bytes();
+  } else if (c.kind() == EventKind::HostAlloc && !c.failed() && api == model::kStagingPoolApi) {
+    p.shim_rewrite = true;
+    ++p.pool_allocations;
+    p.pool_bytes += c.bytes();
+    p.pinning_cost_ns += c.cpu_ns();
   }
 }
 
 }  // namespace
 
-JobTally tally_calls(const model::Job& job, const Thresholds& t) {
+void tally_references(FindingsTally& f, std::span<const model::Call> calls, const Thresholds& t) {
+  for (const model::Call& c : calls)
+    if (c.kind() == EventKind::Copy && !c.failed() && model::crosses_host_link(c.cls.direction) &&
+        pinned_or_registered(c.cls))
+      add_pinned_reference(f, c, t, model::cpu_time_measures_transfer(*c.event, c.cls));
+}
+
+JobTally start_tally(const model::Job& job, const Thresholds& t) {
   JobTally tally;
   tally.processes.resize(job.processes.size());
   for (size_t i = 0; i < job.processes.size(); ++i)
     tally.processes[i].apis.resize(job.processes[i].trace.api_names.size());
   tally.sites.resize(job.sites.size());
   tally.findings.storm.resize(job.sites.size() + 1);
-  start_rewrite_whatif(tally.rewrite, job, t);
-  {
-    // Room for every call up front: no regrowth copies in the pass. Pages
-    // beyond what is used are never touched, so this costs address space only.
-    const size_t n = job.calls.size();
-    tally.findings.async_pageable.reserve(n);
-    tally.findings.large_pageable.reserve(n);
-    tally.findings.pinned_async_return_ns[0].reserve(n);
-    tally.findings.pinned_async_return_ns[1].reserve(n);
+  if (t.known) {
+    tally.findings.async_sites.resize(job.sites.size() + 1);
+    tally.findings.large_sites.resize(job.sites.size() + 1);
   }
+  start_rewrite_whatif(tally.rewrite, job, t);
   tally.devices.by_process.resize(job.processes.size());
-  for (const model::Call& c : job.calls) {
+  return tally;
+}
+
+void tally_more(JobTally& tally, const model::Job& job, std::span<const model::Call> calls,
+                std::span<const model::Call> shim_calls, const Thresholds& t) {
+  for (const model::Call& c : calls) {
     const model::Process& process = job.processes[c.process];
     ProcessTally& p = tally.processes[c.process];
     if (process.trace.has_process)
@@ -298,9 +316,27 @@ JobTally tally_calls(const model::Job& job, const Thresholds& t) {
         break;
     }
   }
-  add_shim_work(tally, job);
+  for (const model::Call& c : shim_calls) add_shim_work(tally, job, c);
+}
+
+void finish_tally(JobTally& tally) {
   const PageableShare& s = tally.pageable;
   tally.pageable.fraction = s.host_bytes ? static_cast<double>(s.pageable_bytes) / s.host_bytes : 0.0;
+}
+
+JobTally tally_calls(const model::Job& job, const Thresholds& t) {
+  JobTally tally = start_tally(job, t);
+  {
+    // Room for every call up front: no regrowth copies in the pass. Pages
+    // beyond what is used are never touched, so this costs address space only.
+    const size_t n = job.calls.size();
+    tally.findings.async_pageable.reserve(n);
+    tally.findings.large_pageable.reserve(n);
+    tally.findings.pinned_async_return_ns[0].reserve(n);
+    tally.findings.pinned_async_return_ns[1].reserve(n);
+  }
+  tally_more(tally, job, job.calls, job.shim_calls, t);
+  finish_tally(tally);
   return tally;
 }
 

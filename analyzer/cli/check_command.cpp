@@ -1,5 +1,6 @@
 #include "analyzer/cli/check_command.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -7,8 +8,11 @@
 
 #include "analyzer/analyses/policy_candidates.h"
 #include "analyzer/analyses/report.h"
+#include "analyzer/analyses/summary.h"
+#include "analyzer/analyses/tally.h"
 #include "analyzer/check/verdicts.h"
 #include "analyzer/cli/options.h"
+#include "analyzer/cli/summary_inputs.h"
 #include "analyzer/cli/trace_inputs.h"
 #include "analyzer/model/job.h"
 #include "analyzer/render/check_renderer.h"
@@ -26,7 +30,10 @@ findings that must not appear. Prints one line per violation (what, where,
 measured, limit). A directory stands for the cuxfer-*.trace files in it.
 
 Byte and copy limits are exact; time limits are a baseline and a tolerance,
-because timings are noisy.
+because timings are noisy. Job summaries (cuxfer summarize) may stand for
+traces: the findings made from the events (sync_copy_idle, duplicate_uploads,
+round_trips, managed_migrations) are then not checked, and one line says so;
+an NVTX range entry needs the traces (exit 2).
 
 Options:
   --budget FILE        the budget to check the traces against
@@ -73,16 +80,8 @@ struct AnalyzedRun {
   check::CheckedRun run;
 };
 
-bool analyze_traces(const std::vector<std::string>& paths, const SymbolOptions& symbols, const char* command,
-                    AnalyzedRun& out) {
-  std::vector<std::string> errors;
-  auto traces = load_traces(paths, command, errors);
-  if (traces.empty()) return false;  // each path already has its one line
-  auto symbolizer = symbols.make();
-  model::Job job = model::build_job(std::move(traces), *symbolizer, symbols.python_sites);
-  if (refuse_mixed_runs(job, command)) return false;
-  // No machine profile: the check reads measured numbers only, never estimates.
-  out.report = analyses::analyze(job, analyses::Thresholds{});
+// Each of the report's call sites named as a budget names it.
+void name_sites(const model::Job& job, AnalyzedRun& out) {
   out.run.report = &out.report;
   for (const analyses::CallSiteTotals& cs : out.report.callsites) {
     policy::Site site;
@@ -91,6 +90,88 @@ bool analyze_traces(const std::vector<std::string>& paths, const SymbolOptions& 
       out.run.site_names.emplace_back(std::move(site));
     else
       out.run.site_names.emplace_back(std::nullopt);
+  }
+}
+
+// Job summaries given (with traces or not): the records merged as `report`
+// merges them. A summary from before summaries kept the modules that name
+// native sites is refused in one line: its sites could match no budget entry.
+bool analyze_summaries(const InputPaths& inputs, const SymbolOptions& symbols, const char* command,
+                       AnalyzedRun& out) {
+  std::vector<analyses::ProcessRecord> records;
+  std::vector<std::string> symbol_kinds, errors;
+  if (!gather_records(inputs, symbols, default_jobs(), command, records, symbol_kinds, errors)) return false;
+  if (records.empty()) return false;  // each path already has its one line
+  for (const auto& r : records)
+    if (!r.site_modules) {
+      std::fprintf(stderr,
+                   "%s: the summary of %s was made by a cuxfer that did not keep the modules naming its call "
+                   "sites: make it again with this cuxfer (cuxfer summarize)\n",
+                   command, r.process.trace.path.c_str());
+      return false;
+    }
+  analyses::MergedJob merged = analyses::merge_records(std::move(records));
+  if (refuse_mixed_runs(merged.job, command)) return false;
+  // No machine profile: the check reads measured numbers only, never estimates.
+  out.report = analyses::analyze_tally(merged.job, merged.tally, analyses::Thresholds{}, false);
+  name_sites(merged.job, out);
+  return true;
+}
+
+// The traces (or summaries) read and analyzed, each call site named as a
+// budget names it.
+bool analyze_traces(const std::vector<std::string>& paths, const SymbolOptions& symbols, const char* command,
+                    AnalyzedRun& out) {
+  std::vector<std::string> split_errors;
+  const InputPaths inputs = split_inputs(paths, split_errors);
+  if (!inputs.summaries.empty()) return analyze_summaries(inputs, symbols, command, out);
+  std::vector<std::string> errors;
+  auto traces = load_traces(paths, command, errors);
+  if (traces.empty()) return false;  // each path already has its one line
+  auto symbolizer = symbols.make();
+  model::Job job = model::build_job(std::move(traces), *symbolizer, symbols.python_sites);
+  if (refuse_mixed_runs(job, command)) return false;
+  // No machine profile: the check reads measured numbers only, never estimates.
+  out.report = analyses::analyze(job, analyses::Thresholds{});
+  name_sites(job, out);
+  return true;
+}
+
+// Findings made from the events, which a job summary does not hold.
+bool needs_events(analyses::FindingKind k) {
+  using analyses::FindingKind;
+  return k == FindingKind::SyncCopyIdle || k == FindingKind::DuplicateUploads || k == FindingKind::RoundTrips ||
+         k == FindingKind::ManagedMigrations;
+}
+
+// The budget as summaries can answer it: findings made from the events are
+// not forbidden (one line on stderr names them, so that none passes unsaid);
+// an NVTX range entry is refused in one line (false: exit 2).
+bool budget_for_summaries(const check::Budget& budget, const std::string& budget_path, const char* command,
+                          check::Budget& out) {
+  out = budget;
+  std::vector<std::string> unchecked;
+  for (size_t i = 0; i < out.entries.size(); ++i) {
+    check::BudgetEntry& e = out.entries[i];
+    if (e.scope == check::Scope::Range) {
+      std::fprintf(stderr,
+                   "%s: %s: entries[%zu] checks NVTX range '%s', which needs the events a summary does not hold: "
+                   "check the traces\n",
+                   command, budget_path.c_str(), i, e.range.c_str());
+      return false;
+    }
+    for (analyses::FindingKind k : e.forbid_findings) {
+      const std::string name = analyses::finding_kind_name(k);
+      if (needs_events(k) && std::find(unchecked.begin(), unchecked.end(), name) == unchecked.end())
+        unchecked.push_back(name);
+    }
+    std::erase_if(e.forbid_findings, needs_events);
+  }
+  if (!unchecked.empty()) {
+    std::string list;
+    for (const auto& n : unchecked) list += (list.empty() ? "" : ", ") + n;
+    std::fprintf(stderr, "%s: not checked from summaries (made from the events): forbidden findings %s\n", command,
+                 list.c_str());
   }
   return true;
 }
@@ -122,6 +203,11 @@ int check_traces(const check::Budget& budget, const std::string& budget_path, co
                  const CheckSettings& outputs, const char* command) {
   AnalyzedRun a;
   if (!analyze_traces(traces, outputs.symbols, command, a)) return kExitUsage;
+  std::vector<std::string> split_errors;
+  check::Budget answerable;
+  const bool summaries = !split_inputs(traces, split_errors).summaries.empty();
+  if (summaries && !budget_for_summaries(budget, budget_path, command, answerable)) return kExitUsage;
+  const check::Budget& checked = summaries ? answerable : budget;
   if (std::string mismatch = check::program_mismatch(budget, a.report); !mismatch.empty()) {
     if (!outputs.any_program) {
       std::fprintf(stderr, "%s: %s: %s (--any-program applies it anyway)\n", command, budget_path.c_str(),
@@ -131,11 +217,11 @@ int check_traces(const check::Budget& budget, const std::string& budget_path, co
     std::fprintf(stderr, "%s: %s: %s: applied anyway (--any-program)\n", command, budget_path.c_str(),
                  mismatch.c_str());
   }
-  const check::CheckResult result = check::check_budget(budget, a.run);
-  std::fputs(render::render_check_text(budget, result, budget_path).c_str(), stdout);
+  const check::CheckResult result = check::check_budget(checked, a.run);
+  std::fputs(render::render_check_text(checked, result, budget_path).c_str(), stdout);
   std::fflush(stdout);
   if (!outputs.junit.empty() &&
-      !write_output(outputs.junit, render::render_junit(budget, result, budget_path), command))
+      !write_output(outputs.junit, render::render_junit(checked, result, budget_path), command))
     return kExitUsage;
   return result.violations() == 0 ? 0 : 1;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 #include "analyzer/render/html_renderer.h"
 #include "analyzer/cli/trace_inputs.h"
 #include "analyzer/cli/summary_inputs.h"
+#include "analyzer/analyses/stream.h"
 #include "analyzer/analyses/summary.h"
 #include "analyzer/analyses/tally.h"
 #include "analyzer/model/job.h"
@@ -165,6 +167,141 @@ int report_summaries(const InputPaths& inputs, const SymbolOptions& symbols, siz
   return refuse_unread(report, "cuxfer report") ? 1 : 0;
 }
 
+// The notes every report of traces ends with.
+void add_report_notes(analyses::Report& report, const model::Job& job, const std::string& profile_note,
+                      const std::vector<std::string>& errors) {
+  if (!profile_note.empty()) report.notes.push_back(profile_note);
+  if (auto missing = missing_ranks(job)) report.notes.push_back(*missing);
+  for (const auto& e : errors) report.notes.push_back("skipped " + e);
+}
+
+struct WriteOptions {
+  bool json, csv, ranges_csv;
+  std::optional<size_t> top;
+  std::string output;
+  bool stacks;
+};
+
+// Renders the report as asked and writes it; the exit status. `job`: the
+// model with its calls (the call-site CSV needs them); null when streamed.
+int write_report(const analyses::Report& report, const model::Job* job, const WriteOptions& o) {
+  std::string text;
+  if (o.csv) {
+    text = render::render_callsites_csv(report, *job);
+  } else if (o.ranges_csv) {
+    text = render::render_ranges_csv(report);
+  } else if (o.json) {
+    text = render::render_json(report, {o.top});
+  } else {
+    render::TextOptions t;
+    t.width = o.output.empty() || o.output == "-" ? text::terminal_width() : 100;
+    t.top_sites = o.top.value_or(10);
+    t.stacks = o.stacks;
+    text = render::render_text(report, t);
+  }
+  if (!write_output(o.output, text, "cuxfer report")) return 1;
+  return refuse_unread(report, "cuxfer report") ? 1 : 0;
+}
+
+// The traces read before without their events, read again whole (on `jobs`
+// threads, in the same order). A trace that can no longer be read (removed
+// meanwhile) is said once, as a first read would have said it.
+std::vector<trace::Trace> reread_with_events(const std::vector<trace::Trace>& headers, size_t jobs,
+                                             std::vector<std::string>& errors) {
+  std::vector<std::vector<trace::Trace>> read(headers.size());
+  std::vector<std::vector<std::string>> why(headers.size());
+  for_each_parallel(headers.size(), jobs, [&](size_t i) { read[i] = model::read_traces({headers[i].path}, why[i]); });
+  std::vector<trace::Trace> traces;
+  for (size_t i = 0; i < headers.size(); ++i) {
+    for (auto& t : read[i]) traces.push_back(std::move(t));
+    for (auto& e : why[i]) {
+      std::fprintf(stderr, "cuxfer report: %s\n", e.c_str());
+      errors.push_back(std::move(e));
+    }
+  }
+  return traces;
+}
+
+// The streamed job (analyses/stream.h) of the frame, its processes read on
+// `jobs` threads, and the run's references its report is made with
+// (Thresholds::known); nullopt when it needs the events after all.
+struct StreamedJob {
+  analyses::MergedJob merged;
+  analyses::Thresholds::RunReferences known;
+};
+std::optional<StreamedJob> stream_job(const model::Job& frame, const analyses::Thresholds& t, size_t jobs) {
+  if (analyses::needs_events(frame)) return std::nullopt;
+  const size_t n = frame.processes.size();
+  std::vector<std::optional<analyses::FindingsTally>> inputs(n);
+  for_each_parallel(n, jobs, [&](size_t i) { inputs[i] = analyses::stream_references(frame, static_cast<uint32_t>(i), t); });
+  std::vector<analyses::FindingsTally> read;
+  for (auto& f : inputs) {
+    if (!f) return std::nullopt;
+    read.push_back(std::move(*f));
+  }
+  const analyses::Thresholds::RunReferences known = analyses::job_references(read);
+  analyses::Thresholds with_known = t;
+  with_known.known = &known;
+  std::vector<std::optional<analyses::ProcessRecord>> records(n);
+  std::vector<uint64_t> bytes(n, 0);
+  for_each_parallel(n, jobs, [&](size_t i) {
+    records[i] = analyses::stream_process(frame, static_cast<uint32_t>(i), with_known, bytes[i]);
+  });
+  std::vector<analyses::ProcessRecord> all;
+  for (auto& r : records) {
+    if (!r) return std::nullopt;
+    all.push_back(std::move(*r));
+  }
+  auto merged = analyses::merge_streamed(frame, std::move(all), bytes, with_known);
+  if (!merged) return std::nullopt;
+  return StreamedJob{std::move(*merged), known};
+}
+
+// What a streamed report needs of the command line.
+struct StreamSettings {
+  const SymbolOptions& symbols;
+  const std::string& profile_path;
+  bool no_profile;
+  size_t jobs;
+  WriteOptions write;
+};
+
+// The report of the traces at `paths` streamed (analyses/stream.h): its exit
+// status; or nullopt when the traces need their events, `traces` then the
+// traces read whole (none when none could be read: each has its one line).
+std::optional<int> report_streamed(const std::vector<std::string>& paths, const StreamSettings& s,
+                                   std::vector<std::string>& errors, std::vector<trace::Trace>& traces) {
+  trace::EventBlocks skip;
+  skip.skip = true;
+  auto headers = load_traces(paths, "cuxfer report", errors, s.jobs, skip);
+  if (headers.empty()) return 1;  // each path already has its one line
+  const bool may_stream = std::none_of(headers.begin(), headers.end(),
+                                       [](const trace::Trace& t) { return analyses::needs_events(t).has_value(); });
+  if (!may_stream) {
+    traces = reread_with_events(headers, s.jobs, errors);
+    return std::nullopt;
+  }
+  auto symbolizer = s.symbols.make();
+  model::Job frame = model::build_job(std::move(headers), *symbolizer, s.symbols.python_sites);
+  if (refuse_mixed_runs(frame, "cuxfer report")) return kExitUsage;
+  std::optional<model::MachineProfile> profile;
+  std::string profile_note;
+  if (!choose_profile(frame, s.profile_path, s.no_profile, "cuxfer report", profile, profile_note)) return 1;
+  analyses::Thresholds thresholds;
+  if (profile) thresholds.profile = &*profile;
+  auto streamed = stream_job(frame, thresholds, s.jobs);
+  if (!streamed) {
+    for (auto& p : frame.processes) traces.push_back(std::move(p.trace));
+    traces = reread_with_events(traces, s.jobs, errors);
+    return std::nullopt;
+  }
+  thresholds.known = &streamed->known;
+  analyses::MergedJob& m = streamed->merged;
+  analyses::Report report = analyses::analyze_tally(m.job, m.tally, thresholds, false);
+  add_report_notes(report, m.job, profile_note, errors);
+  return write_report(report, nullptr, s.write);
+}
+
 }  // namespace
 
 int run_report(std::vector<std::string> args) {
@@ -223,7 +360,17 @@ int run_report(std::vector<std::string> args) {
   if (!inputs.summaries.empty())
     return report_summaries(inputs, symbols, jobs, split_errors, {json, csv, ranges_csv, top, output, html, profile_path,
                                                              stacks, range.has_value()});
-  auto traces = load_traces(paths, "cuxfer report", errors, jobs);
+  // Without an option that needs the events, the report is made in bounded
+  // memory where the traces allow (analyses/stream.h); otherwise, or where
+  // they turn out to need their events, from the traces read whole.
+  const bool events_option = !html.empty() || csv || ranges_csv || range.has_value();
+  std::vector<trace::Trace> traces;
+  if (events_option)
+    traces = load_traces(paths, "cuxfer report", errors, jobs);
+  else if (auto status = report_streamed(paths, {symbols, profile_path, no_profile, jobs,
+                                                 {json, csv, ranges_csv, top, output, stacks}},
+                                         errors, traces))
+    return *status;
   if (traces.empty()) return 1;  // each path already has its one line
   auto symbolizer = symbols.make();
   model::Job job = model::build_job(std::move(traces), *symbolizer, symbols.python_sites);
@@ -235,11 +382,8 @@ int run_report(std::vector<std::string> args) {
   analyses::Thresholds thresholds;
   if (profile) thresholds.profile = &*profile;
   analyses::Report report = analyses::analyze(job, thresholds);
-  if (!profile_note.empty()) report.notes.push_back(profile_note);
-  if (auto missing = missing_ranks(job)) report.notes.push_back(*missing);
-  for (const auto& e : errors) report.notes.push_back("skipped " + e);
+  add_report_notes(report, job, profile_note, errors);
 
-  std::string text;
   if (!html.empty()) {
     // The HTML goes to its file and the report still goes where asked (the
     // text report on the terminal by default), so `cuxfer report --html
@@ -250,21 +394,7 @@ int run_report(std::vector<std::string> args) {
       return 1;
     std::fprintf(stderr, "cuxfer report: HTML report written to %s\n", html.c_str());
   }
-  if (csv) {
-    text = render::render_callsites_csv(report, job);
-  } else if (ranges_csv) {
-    text = render::render_ranges_csv(report);
-  } else if (json) {
-    text = render::render_json(report, {top});
-  } else {
-    render::TextOptions o;
-    o.width = output.empty() || output == "-" ? text::terminal_width() : 100;
-    o.top_sites = top.value_or(10);
-    o.stacks = stacks;
-    text = render::render_text(report, o);
-  }
-  if (!write_output(output, text, "cuxfer report")) return 1;
-  return refuse_unread(report, "cuxfer report") ? 1 : 0;
+  return write_report(report, &job, {json, csv, ranges_csv, top, output, stacks});
 }
 
 }  // namespace cuxfer::cli

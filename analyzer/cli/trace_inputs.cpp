@@ -62,19 +62,20 @@ bool SymbolOptions::take(ArgReader& in) {
 }
 
 std::vector<trace::Trace> load_traces(const std::vector<std::string>& paths, const char* command,
-                                      std::vector<std::string>& errors, size_t jobs) {
+                                      std::vector<std::string>& errors, size_t jobs,
+                                      const trace::EventBlocks& events) {
   std::set<std::string> seen;
   std::vector<std::string> unique;
   for (const auto& p : expand_directories(paths, errors))
     if (seen.insert(p).second) unique.push_back(p);
   std::vector<trace::Trace> traces;
   if (jobs <= 1 || unique.size() <= 1) {
-    traces = model::read_traces(unique, errors);
+    traces = model::read_traces(unique, errors, events);
   } else {
     // Each file on a worker, the results in the order of the paths.
     std::vector<std::vector<trace::Trace>> read(unique.size());
     std::vector<std::vector<std::string>> why(unique.size());
-    for_each_parallel(unique.size(), jobs, [&](size_t i) { read[i] = model::read_traces({unique[i]}, why[i]); });
+    for_each_parallel(unique.size(), jobs, [&](size_t i) { read[i] = model::read_traces({unique[i]}, why[i], events); });
     for (size_t i = 0; i < unique.size(); ++i) {
       for (auto& t : read[i]) traces.push_back(std::move(t));
       errors.insert(errors.end(), why[i].begin(), why[i].end());

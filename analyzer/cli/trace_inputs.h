@@ -50,9 +50,11 @@ std::vector<std::string> run_folders(const std::string& dir);
 // that cannot be used gets one line "<command>: <why>" on stderr and in
 // `errors`. The result is empty when nothing could be read.
 // `jobs`: how many files are read at once (-j); the traces come back in the
-// order of the paths whatever it is.
+// order of the paths whatever it is. `events`: what to do with the event
+// blocks (trace::EventBlocks; by default, keep them).
 std::vector<trace::Trace> load_traces(const std::vector<std::string>& paths, const char* command,
-                                      std::vector<std::string>& errors, size_t jobs = 1);
+                                      std::vector<std::string>& errors, size_t jobs = 1,
+                                      const trace::EventBlocks& events = {});
 
 // The traces are ranks of two different runs (analyses::mixed_runs): one line
 // "<command>: ..." naming both, and true (the caller exits 2). A directory

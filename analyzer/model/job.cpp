@@ -134,35 +134,6 @@ bool record_fits(const Call& c, const trace::GpuRecord& r) {
   return call_pageable == record_pageable;
 }
 
-// Trace call-site id -> job site, looked up for every event. The shim numbers
-// call sites densely from 1, so a flat table serves; a trace whose ids are
-// sparse (it is untrusted input) gets a hash map instead.
-class SiteIndex {
- public:
-  explicit SiteIndex(const std::unordered_map<uint32_t, uint32_t>& site_of_id) {
-    uint32_t max_id = 0;
-    for (const auto& [id, site] : site_of_id) max_id = std::max(max_id, id);
-    if (max_id <= 4 * site_of_id.size() + 4096) {
-      dense_.assign(size_t{max_id} + 1, kNoSite);
-      for (const auto& [id, site] : site_of_id) dense_[id] = site;
-    } else {
-      sparse_ = site_of_id;
-    }
-  }
-  // kNoSite for an id without a site.
-  uint32_t find(uint32_t id) const {
-    if (!sparse_.empty()) {
-      auto it = sparse_.find(id);
-      return it == sparse_.end() ? kNoSite : it->second;
-    }
-    return id < dense_.size() ? dense_[id] : kNoSite;
-  }
-
- private:
-  std::vector<uint32_t> dense_;
-  std::unordered_map<uint32_t, uint32_t> sparse_;
-};
-
 // Resolves every captured stack of one process and maps trace call-site ids to
 // job sites; stacks whose user frame is the same share a site: the same
 // return address, or for a Python frame the same file, line and function.
@@ -380,13 +351,68 @@ bool rewrite_any_on(const trace::Trace& t) {
   return t.has_modes ? t.modes.rewrite_pin || t.modes.policy : note_starts(t, "rewrite: pin") || note_starts(t, "policy: ");
 }
 
-// More than any one call can move or allocate (a PiB), or more than a job's
-// calls can move in all (2^63 bytes, which also leaves every sum of a subset
-// of them, and its double, room in 64 bits): an event claiming it comes from
-// a damaged or crafted trace. Counted as a call, its bytes as 0, and said in
-// a note, so that no total carries (or wraps around) a size that never was.
-constexpr uint64_t kImpossibleBytes = 1ull << 50;
-constexpr uint64_t kImpossibleJobBytes = 1ull << 63;
+
+namespace {
+
+// An event of an impossible size counts 0 bytes; `bytes` is the sum so far.
+inline void check_size(trace::Event& e, uint64_t& bytes, uint64_t& impossible, uint64_t& largest) {
+  if (e.bytes >= kImpossibleBytes || e.bytes > kImpossibleJobBytes - bytes) [[unlikely]] {
+    ++impossible;
+    largest = std::max<uint64_t>(largest, e.bytes);
+    e.bytes = 0;
+  }
+  bytes += e.bytes;
+}
+
+std::string impossible_sizes_note(uint32_t pid, uint64_t impossible, uint64_t largest) {
+  return fmt::format(
+      "pid {}: {} events claim impossible sizes (1 PiB or more each, or past 2^63 bytes in all; the "
+      "largest {} bytes): a damaged or crafted trace; they count as calls of 0 bytes in every total",
+      pid, impossible, largest);
+}
+
+// Per API index: the name is the shim's own work (kShimApiPrefix).
+std::vector<bool> shim_apis(const trace::Trace& t) {
+  std::vector<bool> shim(t.api_names.size(), false);
+  for (size_t i = 0; i < t.api_names.size(); ++i) shim[i] = t.api_names[i].rfind(kShimApiPrefix, 0) == 0;
+  return shim;
+}
+
+}  // namespace
+
+bool calls_stream(const Process& p) {
+  return !p.gpu_timing && p.trace.gpu_records.empty() && p.trace.nvtx_names.empty();
+}
+
+CallFeed::CallFeed(const Job& job, uint32_t process)
+    : sites_(job.processes[process].site_index),
+      first_site_(job.processes[process].first_site),
+      pid_(job.processes[process].pid()),
+      shim_api_(shim_apis(job.processes[process].trace)) {}
+
+void CallFeed::add(std::span<trace::Event> events, std::vector<Call>& calls, std::vector<Call>& shim_calls) {
+  calls.clear();
+  shim_calls.clear();
+  calls.reserve(events.size());
+  events_ += events.size();
+  // build_job's loop for a process without GPU records or NVTX ranges.
+  for (auto& e : events) {
+    check_size(e, bytes_, impossible_, largest_impossible_);
+    const bool shim = is_shim(e);
+    Call& c = (shim ? shim_calls : calls).emplace_back();
+    c.event = &e;
+    c.process = 0;
+    c.cls = classify(e);
+    if (shim || e.callsite_id == 0) continue;
+    const uint32_t site = sites_.find(e.callsite_id);
+    c.site = site == kNoSite ? kNoSite : site - first_site_;
+  }
+}
+
+std::optional<std::string> CallFeed::impossible_note() const {
+  if (impossible_ == 0) return std::nullopt;
+  return impossible_sizes_note(pid_, impossible_, largest_impossible_);
+}
 
 Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolizer,
               const symbolize::PythonSiteRule& python_sites) {
@@ -410,14 +436,14 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
   uint64_t job_bytes = 0;  // every event's bytes so far (bounded by kImpossibleJobBytes)
   for (uint32_t pi = 0; pi < job.processes.size(); ++pi) {
     Process& p = job.processes[pi];
-    auto site_of_id = build_sites(pi, p.trace, symbolizer, python_sites, job.sites, job.notes);
+    p.first_site = static_cast<uint32_t>(job.sites.size());
+    p.site_index = build_sites(pi, p.trace, symbolizer, python_sites, job.sites, job.notes);
+    const SiteIndex& site_of_id = p.site_index;
     const size_t first_call = job.calls.size();
     auto gpu = p.gpu_timing ? index_gpu_records(p.trace) : std::unordered_map<uint32_t, GpuSum>{};
     p.gpu_record_call.assign(p.trace.gpu_records.size(), kNoCall);
     std::unordered_map<uint32_t, uint32_t> call_of_correlation;  // claimed ids
-    std::vector<bool> shim_api(p.trace.api_names.size(), false);
-    for (size_t i = 0; i < p.trace.api_names.size(); ++i)
-      shim_api[i] = p.trace.api_names[i].rfind(kShimApiPrefix, 0) == 0;
+    const std::vector<bool> shim_api = shim_apis(p.trace);
     // NVTX: each thread's current range stack, replayed in trace order (a
     // thread's events are in its own order there).
     const bool nvtx = !p.trace.nvtx_names.empty();
@@ -427,12 +453,7 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
     if (nvtx) ranges.emplace(p.trace, job.ranges, range_of_path);
     uint64_t impossible = 0, largest_impossible = 0;
     for (auto& e : p.trace.events) {
-      if (e.bytes >= kImpossibleBytes || e.bytes > kImpossibleJobBytes - job_bytes) [[unlikely]] {
-        ++impossible;
-        largest_impossible = std::max<uint64_t>(largest_impossible, e.bytes);
-        e.bytes = 0;
-      }
-      job_bytes += e.bytes;
+      check_size(e, job_bytes, impossible, largest_impossible);
       // Built where it stays, not on the stack and copied: this loop runs once
       // per event and was bound by that copy (docs/benchmarks.md).
       const bool shim = e.api < shim_api.size() && shim_api[e.api];
@@ -462,11 +483,7 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
         }
       }
     }
-    if (impossible > 0)
-      job.notes.push_back(fmt::format(
-          "pid {}: {} events claim impossible sizes (1 PiB or more each, or past 2^63 bytes in all; the "
-          "largest {} bytes): a damaged or crafted trace; they count as calls of 0 bytes in every total",
-          p.pid(), impossible, largest_impossible));
+    if (impossible > 0) job.notes.push_back(impossible_sizes_note(p.pid(), impossible, largest_impossible));
     if (nvtx) {
       job.call_ranges.resize(first_call, kNoRange);
       job.call_ranges.insert(job.call_ranges.end(), process_ranges.begin(), process_ranges.end());
@@ -531,12 +548,12 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
 }
 
 std::vector<trace::Trace> read_traces(const std::vector<std::string>& paths,
-                                      std::vector<std::string>& errors) {
+                                      std::vector<std::string>& errors, const trace::EventBlocks& events) {
   std::vector<trace::Trace> traces;
   for (const auto& path : paths) {
     trace::Trace t;
     std::string error;
-    if (trace::read_trace(path, t, error) != trace::ReadStatus::Ok) {
+    if (trace::read_trace(path, t, error, events) != trace::ReadStatus::Ok) {
       errors.push_back(error);
       continue;
     }

@@ -3,9 +3,13 @@
 // each captured stack reduced to the user's call site.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
+#include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "analyzer/model/classify.h"
@@ -20,6 +24,44 @@ namespace cuxfer::model {
 
 inline constexpr uint32_t kNoSite = std::numeric_limits<uint32_t>::max();
 inline constexpr uint32_t kNoCall = std::numeric_limits<uint32_t>::max();
+
+// More than any one call can move or allocate (a PiB), or more than a job's
+// calls can move in all (2^63 bytes, which also leaves every sum of a subset
+// of them, and its double, room in 64 bits): an event claiming it comes from
+// a damaged or crafted trace. Counted as a call, its bytes as 0, and said in
+// a note, so that no total carries (or wraps around) a size that never was.
+inline constexpr uint64_t kImpossibleBytes = 1ull << 50;
+inline constexpr uint64_t kImpossibleJobBytes = 1ull << 63;
+
+// Trace call-site id -> job site, looked up for every event. The shim numbers
+// call sites densely from 1, so a flat table serves; a trace whose ids are
+// sparse (it is untrusted input) gets a hash map instead.
+class SiteIndex {
+ public:
+  SiteIndex() = default;
+  explicit SiteIndex(const std::unordered_map<uint32_t, uint32_t>& site_of_id) {
+    uint32_t max_id = 0;
+    for (const auto& [id, site] : site_of_id) max_id = std::max(max_id, id);
+    if (max_id <= 4 * site_of_id.size() + 4096) {
+      dense_.assign(size_t{max_id} + 1, kNoSite);
+      for (const auto& [id, site] : site_of_id) dense_[id] = site;
+    } else {
+      sparse_ = site_of_id;
+    }
+  }
+  // kNoSite for an id without a site.
+  uint32_t find(uint32_t id) const {
+    if (!sparse_.empty()) {
+      auto it = sparse_.find(id);
+      return it == sparse_.end() ? kNoSite : it->second;
+    }
+    return id < dense_.size() ? dense_[id] : kNoSite;
+  }
+
+ private:
+  std::vector<uint32_t> dense_;
+  std::unordered_map<uint32_t, uint32_t> sparse_;
+};
 
 struct Process {
   trace::Trace trace;
@@ -36,6 +78,10 @@ struct Process {
   // Per trace.gpu_records entry: the index into Job::calls of the call it was
   // joined to, or kNoCall (unjoined, kernel, or no GPU timing).
   std::vector<uint32_t> gpu_record_call;
+  // This process's sites are Job::sites from first_site on; site_index maps
+  // its trace's call-site ids to them (what a streamed call looks up).
+  uint32_t first_site = 0;
+  SiteIndex site_index;
 
   uint32_t pid() const { return trace.has_process ? trace.process.pid : 0; }
   // CLOCK_REALTIME of a CLOCK_MONOTONIC timestamp of this process (processes
@@ -137,6 +183,41 @@ class Job {
 Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolizer,
               const symbolize::PythonSiteRule& python_sites = {});
 
+// Streaming: a job whose events are never all in memory (a report of a
+// trace of millions of events). Its frame is build_job of the traces read
+// without their events (trace::EventBlocks::skip): processes, sites, notes,
+// no calls. Each process's events are then read again a block at a time and
+// a CallFeed makes their calls exactly as build_job does, numbered as in a
+// job of that one process (Call::process 0, Call::site an index into the
+// process's own sites), so that each process is tallied on its own and the
+// tallies merged (analyses/summary.h). Only for processes whose calls need
+// nothing beyond their own event: no GPU record to join (no GPU timing, no
+// records) and no NVTX range stack to replay.
+bool calls_stream(const Process& p);
+
+class CallFeed {
+ public:
+  // Process `process` of `job`, the frame (built from traces without events).
+  CallFeed(const Job& job, uint32_t process);
+  // The calls of one block of events, which must outlive them, into `calls`
+  // and `shim_calls` (cleared first).
+  void add(std::span<trace::Event> events, std::vector<Call>& calls, std::vector<Call>& shim_calls);
+  // The event is the shim's own work (build_job keeps it out of Job::calls).
+  bool is_shim(const trace::Event& e) const { return e.api < shim_api_.size() && shim_api_[e.api]; }
+  uint64_t events() const { return events_; }
+  // The sum of the events' bytes (what build_job bounds over the whole job).
+  uint64_t bytes() const { return bytes_; }
+  // The note build_job makes of events that claim impossible sizes, if any.
+  std::optional<std::string> impossible_note() const;
+
+ private:
+  const SiteIndex& sites_;
+  uint32_t first_site_;
+  uint32_t pid_;
+  std::vector<bool> shim_api_;
+  uint64_t events_ = 0, bytes_ = 0, impossible_ = 0, largest_impossible_ = 0;
+};
+
 // Keeps only the calls that ran inside an NVTX range named `name` (a
 // message, "domain::message", or a whole "outer / inner" path) at any depth;
 // GPU records of the others no longer point at a call. Returns how many
@@ -146,6 +227,6 @@ size_t keep_range(Job& job, const std::string& name);
 // Reads each path; a trace that cannot be used (missing, empty, foreign,
 // unsupported) adds one line to `errors` and is skipped.
 std::vector<trace::Trace> read_traces(const std::vector<std::string>& paths,
-                                      std::vector<std::string>& errors);
+                                      std::vector<std::string>& errors, const trace::EventBlocks& events = {});
 
 }  // namespace cuxfer::model

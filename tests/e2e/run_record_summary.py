@@ -89,6 +89,31 @@ def main() -> int:
         if d.returncode != 2 or "--range needs the events" not in d.stderr:
             fails.append(f"diff --range of summaries: exit {d.returncode}, {d.stderr.strip()!r}")
 
+    # cuxfer check of the summary against a budget written from the trace: the
+    # same verdicts for the sites (named by build id), the findings made from
+    # the events named as not checked; a summary without the sites' modules
+    # (an older cuxfer's) refused in one line.
+    budget = work / "budget.json"
+    r = run_diagnosed([a.cuxfer, "check", "--write-budget", str(budget), traces[0]], 120, env=env)
+    sites = sum(1 for e in json.loads(budget.read_text())["entries"] if "site" in e) if r.returncode == 0 else 0
+    if r.returncode != 0 or sites == 0:
+        fails.append(f"check --write-budget: exit {r.returncode}, {sites} site entries: {r.stderr.strip()!r}")
+    by_trace = run_diagnosed([a.cuxfer, "check", "--budget", str(budget), traces[0]], 120, env=env)
+    by_summary = run_diagnosed([a.cuxfer, "check", "--budget", str(budget), summaries[0]], 120, env=env)
+    print(f"check: trace exit {by_trace.returncode}, summary exit {by_summary.returncode}: {by_summary.stdout.strip()}")
+    if by_trace.returncode != 0 or by_summary.returncode != 0:
+        fails.append(f"check of the trace / the summary: exit {by_trace.returncode} / {by_summary.returncode}: "
+                     f"{by_summary.stderr.strip()!r}")
+    elif "not checked from summaries" not in by_summary.stderr:
+        fails.append(f"check of the summary does not say what it did not check: {by_summary.stderr.strip()!r}")
+    old = json.loads(Path(summaries[0]).read_text())
+    for p in old["processes"]:
+        p["trace"].pop("modules", None)
+    older = work / "older.summary.json"
+    older.write_text(json.dumps(old))
+    r = run_diagnosed([a.cuxfer, "check", "--budget", str(budget), str(older)], 120, env=env)
+    if r.returncode != 2 or len(r.stderr.strip().splitlines()) != 1 or "make it again" not in r.stderr:
+        fails.append(f"check of a summary without modules: exit {r.returncode}, {r.stderr.strip()!r}")
     # The app's exit status stays record's; its summary is written all the same.
     failing = work / "failing"
     exit_app = str(Path(app[0]).with_name(Path(app[0]).name.replace("pageable_loop", "exit_app")))

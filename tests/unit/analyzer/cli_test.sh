@@ -130,6 +130,19 @@ PY
       || fail "GPU timing JSON"
     run "$cuxfer" report busy.trace gpu.trace missing.trace; expect_rc 0; expect_lines err 1
     expect_in out "processes 4242, 4242" ;;
+  report-streamed)
+    # A report that no option makes hold the events is streamed from the
+    # traces (analyses/stream.h); --html makes it hold them and still prints
+    # it: the two are the same, byte for byte, whatever falls back.
+    "$make_trace" busy busy.trace && "$make_trace" gpu gpu.trace && "$make_trace" truncated cut.trace &&
+      "$make_trace" clean clean.trace || fail "make_test_trace"
+    for traces in busy.trace gpu.trace cut.trace clean.trace "busy.trace clean.trace" "clean.trace gpu.trace"; do
+      for format in "" --json; do
+        run "$cuxfer" report --no-profile $format -o streamed $traces; streamed_rc=$rc
+        run "$cuxfer" report --no-profile $format --html r.html -o whole $traces; expect_rc $streamed_rc
+        cmp -s streamed whole || fail "streamed and whole reports differ: report $format $traces"
+      done
+    done ;;
   report-text)
     "$make_trace" busy busy.trace || fail "make_test_trace"
     COLUMNS=80 run "$cuxfer" report busy.trace; expect_rc 0

@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <span>
+#include <vector>
 
 #include "tests/unit/trace/synthetic_trace.h"
 #include "trace/reader.h"
@@ -171,6 +173,57 @@ TEST_F(TraceFormat, ManyEventBlocksConcatenate) {
   ASSERT_EQ(read_trace(path("many.trace"), r, error), ReadStatus::Ok);
   ASSERT_EQ(r.events.size(), 1050u);
   for (int i = 0; i < 1050; ++i) ASSERT_EQ(r.events[i].bytes, static_cast<uint64_t>(i));
+}
+
+// A streaming read (EventBlocks): skipping the events keeps every other part
+// as read_trace reads it; a sink gets the same events, a block at a time, in
+// file order; every prefix of the file is cut where read_trace cuts it (the
+// frame and the events of a streamed report then agree).
+TEST_F(TraceFormat, StreamingReadsAgreeWithTheWholeRead) {
+  SyntheticTrace t = sample();
+  t.events_per_block = 2;
+  for (int i = 0; i < 7; ++i) t.copy(Direction::HtoD, MemKind::Pageable, 100 + i, 10);
+  ASSERT_TRUE(t.write(path("full.trace")));
+  const std::string full = slurp(path("full.trace"));
+  for (size_t len = sizeof(FileHeader); len <= full.size(); ++len) {
+    SCOPED_TRACE("length " + std::to_string(len));
+    spit(path("s.trace"), full.substr(0, len));
+    Trace whole, skipped, streamed;
+    std::string error;
+    ASSERT_EQ(read_trace(path("s.trace"), whole, error), ReadStatus::Ok);
+    EventBlocks skip;
+    skip.skip = true;
+    ASSERT_EQ(read_trace(path("s.trace"), skipped, error, skip), ReadStatus::Ok);
+    std::vector<Event> got;
+    size_t blocks = 0;
+    EventBlocks sink;
+    sink.sink = [&](std::span<Event> events) {
+      ++blocks;
+      got.insert(got.end(), events.begin(), events.end());
+      return true;
+    };
+    ASSERT_EQ(read_trace(path("s.trace"), streamed, error, sink), ReadStatus::Ok);
+    for (const Trace* r : {&skipped, &streamed}) {
+      EXPECT_TRUE(r->events.empty());
+      EXPECT_EQ(r->blocks_read, whole.blocks_read);
+      EXPECT_EQ(r->cut_reason, whole.cut_reason);
+      EXPECT_EQ(r->complete, whole.complete);
+      EXPECT_EQ(r->callsites.size(), whole.callsites.size());
+      EXPECT_EQ(r->gpu_records.size(), whole.gpu_records.size());
+      EXPECT_EQ(r->notes, whole.notes);
+    }
+    ASSERT_EQ(got.size(), whole.events.size());
+    if (!got.empty()) EXPECT_EQ(std::memcmp(got.data(), whole.events.data(), got.size() * sizeof(Event)), 0);
+    EXPECT_EQ(blocks, (whole.events.size() + 1) / 2);
+  }
+  // A sink that says stop ends the read there, and says so.
+  Trace stopped;
+  std::string error;
+  EventBlocks stop;
+  stop.sink = [](std::span<Event>) { return false; };
+  ASSERT_EQ(read_trace(path("full.trace"), stopped, error, stop), ReadStatus::Ok);
+  EXPECT_FALSE(stopped.complete);
+  EXPECT_FALSE(stopped.cut_reason.empty());
 }
 
 // Every prefix of a valid trace reads without crashing: what is complete is

@@ -1,0 +1,68 @@
+// A report of traces in bounded memory: each process's events are read a
+// block at a time, made into calls (model::CallFeed), tallied and let go; the
+// per-process tallies are merged as a job's summaries are (summary.h). Memory
+// holds a block of events and the tallies, never a trace's events, however
+// long the run. The trace is read three times: without its events (the
+// frame: processes, call sites, notes), then for the run's references, then
+// for the tally (stream_references says why).
+//
+// Exact: the report equals analyze() of build_job() of the same traces,
+// which is why only jobs whose report needs nothing but the tally stream.
+// The rest (GPU records to join, NVTX ranges, Python frames, kernel or
+// unified-memory records, content fingerprints, managed allocations) take
+// the path that holds the events.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzer/analyses/summary.h"
+#include "analyzer/model/job.h"
+#include "trace/reader.h"
+
+namespace cuxfer::analyses {
+
+// Why the report of a trace read without its events
+// (trace::EventBlocks::skip) needs them; nullopt when it may stream. Cheap:
+// asked before the traces' call sites are resolved.
+std::optional<std::string> needs_events(const trace::Trace& header);
+// The same of the frame: model::build_job of such traces (processes, call
+// sites, notes; no calls). Asks what the header cannot tell (Python frames in
+// the sites, kernel and unified-memory records announced in the notes).
+std::optional<std::string> needs_events(const model::Job& frame);
+
+// A streamed report reads each process's events twice more, a block at a
+// time: first for the run's references (the median return time of pinned
+// async copies and the pinned bandwidth, over the whole job), then for the
+// tally, which with the references known sums the findings' copies per site
+// instead of listing them (Thresholds::known).
+//
+// The references' inputs of process `process` of the frame: the pinned
+// copies' return times (as a histogram, one entry per distinct time) and
+// large transfers. Nullopt when it needs its events after all (a content
+// fingerprint, a managed allocation) or its trace reads differently from
+// the first time.
+std::optional<FindingsTally> stream_references(const model::Job& frame, uint32_t process, const Thresholds& t);
+// The references of the whole job from every process's inputs.
+Thresholds::RunReferences job_references(const std::vector<FindingsTally>& inputs);
+
+// Process `process` of the frame tallied with `t`, whose `known` references
+// must be set (after stream_references found the process may stream): a
+// record as summarize makes one, with `event_bytes` the sum of its events'
+// bytes. Nullopt when its trace reads differently from the first time, or
+// for an event of impossible size (its note's place among the job's notes
+// is build_job's to say).
+std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t process, const Thresholds& t,
+                                            uint64_t& event_bytes);
+
+// The frame's records (stream_process, in process order) merged into the job
+// and tally that build_job and tally_calls make of the traces; nullopt when
+// the job's bytes add up to more than build_job lets a job count. Run
+// analyze_tally(job, tally, t, /*events=*/false) on the result, with `t`'s
+// known references those the records were tallied with.
+std::optional<MergedJob> merge_streamed(const model::Job& frame, std::vector<ProcessRecord> records,
+                                        const std::vector<uint64_t>& event_bytes, const Thresholds& t);
+
+}  // namespace cuxfer::analyses

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# `cuxfer report` of one big trace in bounded memory (docs/benchmarks.md,
+# "Analyzer and trace size"): the peak resident set of a report of 4N events
+# is about that of N events (it does not grow with the events), and the
+# streamed report is byte for byte the one made holding every event (--html
+# makes the report that way and still prints it), as text and as JSON.
+#   check_report_memory.sh ANALYZER_THROUGHPUT CUXFER DIR [EVENTS]
+set -euo pipefail
+bench=$1 cuxfer=$2 dir=$3 events=${4:-1000000}
+command -v /usr/bin/time >/dev/null || { echo "SKIP: /usr/bin/time is not installed"; exit 77; }
+rm -rf "$dir"
+mkdir -p "$dir"
+trap 'rm -rf "$dir"' EXIT
+
+# Peak resident set in KiB of `cuxfer report` of the trace $1 (text to $2).
+peak_kib() {
+  /usr/bin/time -f %M -o "$dir/rss" "$cuxfer" report --no-symbols --no-profile -o "$2" "$1"
+  cat "$dir/rss"
+}
+
+"$bench" --events "$events" --rounds 1 --out "$dir/small.trace" --keep >/dev/null
+"$bench" --events $((4 * events)) --rounds 1 --out "$dir/big.trace" --keep >/dev/null
+small=$(peak_kib "$dir/small.trace" "$dir/small.txt")
+big=$(peak_kib "$dir/big.trace" "$dir/big.txt")
+echo "peak resident: $events events ${small} KiB, $((4 * events)) events ${big} KiB"
+# Held events would add 120 bytes each (a 64-byte event and a 56-byte call):
+# 3N more events, at least 340 MiB for N = 1M. The allowance is an eighth of it.
+allowance=$((3 * events * 120 / 1024 / 8))
+test "$big" -le $((small + allowance)) || { echo "FAIL: memory grows with the events (allowance ${allowance} KiB)"; exit 1; }
+test "$big" -le $((128 * 1024)) || { echo "FAIL: above 128 MiB"; exit 1; }
+
+for format in "" "--json"; do
+  "$cuxfer" report --no-symbols --no-profile $format -o "$dir/streamed" "$dir/small.trace"
+  "$cuxfer" report --no-symbols --no-profile $format --html "$dir/r.html" -o "$dir/whole" "$dir/small.trace" 2>/dev/null
+  cmp "$dir/streamed" "$dir/whole" || { echo "FAIL: streamed and whole reports differ (${format:-text})"; exit 1; }
+done
+echo ok
