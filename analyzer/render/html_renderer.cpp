@@ -391,6 +391,55 @@ void callsites(std::string& out, const analyses::Report& r) {
         r.locations.size() - 20);
 }
 
+// One bar per rank, its height `value` against the largest rank's; a rank
+// more than twice the median or under half of it is drawn in the outliers'
+// colour, the median is a dashed line, and each bar's title names its rank
+// and value: a job's imbalance at a glance, 1,000 ranks in one strip.
+void rank_strip(std::string& out, const std::vector<analyses::RankTotals>& ranks, const std::string& label,
+                uint64_t (*value)(const analyses::RankTotals&), std::string (*show)(uint64_t)) {
+  constexpr double W = 900, H = 44;
+  std::vector<uint64_t> v;
+  v.reserve(ranks.size());
+  for (const auto& k : ranks) v.push_back(value(k));
+  if (v.empty()) return;
+  std::vector<uint64_t> sorted = v;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  const double median = n % 2 ? double(sorted[n / 2]) : (double(sorted[n / 2 - 1]) + double(sorted[n / 2])) / 2;
+  const double top = double(sorted.back());
+  if (top <= 0) return;
+  out += fmt::format("<p class='sub'>{} per rank (dashed: the median; red: more than twice the median or under "
+                     "half of it)</p>\n",
+                     esc(label));
+  out += fmt::format("<svg class='strip' width='{0}' height='{1}' viewBox='0 0 {0} {1}' preserveAspectRatio='none' "
+                     "role='img' aria-label='{2} per rank'>\n",
+                     W, H, esc(label));
+  const double step = W / double(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double x = double(v[i]);
+    const double h = std::max(x > 0 ? 1.0 : 0.0, H * x / top);
+    const bool outlier = median > 0 ? (x > 2 * median || x < median / 2) : x > 0;
+    out += fmt::format("<rect x='{:.2f}' y='{:.2f}' width='{:.2f}' height='{:.2f}' fill='{}'><title>rank {}: {}</title>"
+                       "</rect>\n",
+                       step * double(i), H - h, std::max(step * 0.85, 0.5), h, outlier ? "#c0392b" : "#4a78b5",
+                       ranks[i].rank, esc(show(v[i])));
+  }
+  const double my = H - H * median / top;
+  out += fmt::format("<line x1='0' x2='{}' y1='{:.2f}' y2='{:.2f}' stroke='#333' stroke-dasharray='4 3'/></svg>\n", W,
+                     my, my);
+}
+
+// Sorts a table.sortable by the column whose header is clicked (again:
+// the other way): numbers by their cells' data-v, the rest as text. The
+// report stays one self-contained file.
+constexpr const char* kSortScript =
+    "<script>document.querySelectorAll('table.sortable th').forEach(function(th){"
+    "th.title='sort';th.style.cursor='pointer';th.addEventListener('click',function(){"
+    "var t=th.closest('table'),c=th.cellIndex,up=th.dataset.dir!=='up';th.dataset.dir=up?'up':'down';"
+    "var rows=Array.prototype.slice.call(t.rows,1);rows.sort(function(a,b){var x=a.cells[c],y=b.cells[c];"
+    "var d=x.dataset.v!==undefined?Number(x.dataset.v)-Number(y.dataset.v):x.textContent.localeCompare(y.textContent);"
+    "return up?d:-d;});rows.forEach(function(r){t.tBodies[0].appendChild(r);});});});</script>\n";
+
 // Per rank and the spread; only for a job of two ranks or more.
 void ranks(std::string& out, const analyses::Report& r) {
   const analyses::Ranks& k = r.ranks;
@@ -403,18 +452,28 @@ void ranks(std::string& out, const analyses::Report& r) {
                      k.ranks.size(), s.most_bytes_rank, esc(format_bytes(s.most_bytes)), s.most_pageable_rank,
                      esc(format_bytes(s.most_pageable_bytes)), ratio(s.pageable_imbalance), s.slowest_rank,
                      esc(format_duration(s.slowest_cpu_blocked_ns)), ratio(s.cpu_blocked_imbalance));
-  out += "<table><tr><th>rank</th><th>host</th><th class='n'>copies</th><th class='n'>bytes</th>"
-         "<th class='n'>pageable</th><th class='n'>CPU-blocked</th><th class='n'>GPU</th><th>findings</th></tr>\n";
+  rank_strip(out, k.ranks, "CPU-blocked time in copies",
+             [](const analyses::RankTotals& x) { return x.cpu_blocked_ns; },
+             [](uint64_t v) { return format_duration(v); });
+  rank_strip(out, k.ranks, "Bytes through pageable memory",
+             [](const analyses::RankTotals& x) { return x.pageable_bytes; },
+             [](uint64_t v) { return format_bytes(v); });
+  out += "<table class='sortable'><thead><tr><th>rank</th><th>host</th><th class='n'>copies</th><th class='n'>bytes</th>"
+         "<th class='n'>pageable</th><th class='n'>CPU-blocked</th><th class='n'>GPU</th><th>findings</th></tr></thead>"
+         "<tbody>\n";
   for (const auto& x : k.ranks) {
     std::string f;
     for (const auto& fi : x.findings) f += (f.empty() ? "" : ", ") + esc(fi.kind);
-    out += fmt::format("<tr><td>{}</td><td>{}</td><td class='n'>{}</td><td class='n'>{}</td><td class='n'>{}</td>"
-                       "<td class='n'>{}</td><td class='n'>{}</td><td>{}</td></tr>\n",
-                       x.rank, esc(x.host), format_count(x.copies), esc(format_bytes(x.bytes)),
-                       esc(format_bytes(x.pageable_bytes)), esc(format_duration(x.cpu_blocked_ns)),
+    out += fmt::format("<tr><td data-v='{}'>{}</td><td>{}</td><td class='n' data-v='{}'>{}</td>"
+                       "<td class='n' data-v='{}'>{}</td><td class='n' data-v='{}'>{}</td>"
+                       "<td class='n' data-v='{}'>{}</td><td class='n' data-v='{}'>{}</td><td>{}</td></tr>\n",
+                       x.rank, x.rank, esc(x.host), x.copies, format_count(x.copies), x.bytes,
+                       esc(format_bytes(x.bytes)), x.pageable_bytes, esc(format_bytes(x.pageable_bytes)),
+                       x.cpu_blocked_ns, esc(format_duration(x.cpu_blocked_ns)), x.gpu_ns.value_or(0),
                        x.gpu_ns ? esc(format_duration(*x.gpu_ns)) : "", f);
   }
-  out += "</table>\n";
+  out += "</tbody></table>\n";
+  out += kSortScript;
 }
 
 // What the pinned rewrite did with pageable copies, and why it left the

@@ -4,6 +4,7 @@
 
 #include "analyzer/analyses/ranks.h"
 #include "analyzer/analyses/report.h"
+#include "analyzer/render/html_renderer.h"
 #include "tests/unit/analyzer/job_fixture.h"
 
 namespace cuxfer::testing {
@@ -149,6 +150,42 @@ TEST(RankSpread, MedianOfEvenCountTiesAndZero) {
   EXPECT_FALSE(s.pageable_imbalance);  // median 0: no ratio
   EXPECT_EQ(s.slowest_rank, 0u);
   EXPECT_FALSE(s.cpu_blocked_imbalance);
+}
+
+// The HTML report's Ranks section: one strip bar per rank for CPU-blocked
+// time and for pageable bytes, the slow rank's bars in the outliers' colour
+// and titled with its rank, and a table sortable by any column, its numbers
+// carried raw for the sort.
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST_F(RanksTest, HtmlShowsImbalanceAtAGlanceAndSortsRanks) {
+  std::vector<SyntheticTrace> traces;
+  for (uint32_t rank = 0; rank < 6; ++rank) {
+    auto& t = traces.emplace_back(rank_trace(200 + rank, static_cast<int>(rank)));
+    const uint32_t site = t.site(0x1000);
+    const uint64_t ns = rank == 4 ? 9000 : 1000;  // rank 4 is slow
+    for (int i = 0; i < 3; ++i) t.copy(Direction::HtoD, MemKind::Pageable, kMiB, ns, false, site);
+  }
+  auto job = load(traces);
+  auto report = analyses::analyze(job);
+  ASSERT_EQ(report.ranks.ranks.size(), 6u);
+  const std::string html = render::render_html(report, job, nullptr);
+  const size_t ranks_at = html.find("<h2>Ranks (6)</h2>");
+  ASSERT_NE(ranks_at, std::string::npos);
+  const std::string section = html.substr(ranks_at, html.find("</script>", ranks_at) - ranks_at);
+  EXPECT_EQ(count(section, "<svg class='strip'"), 2u);
+  EXPECT_EQ(count(section, "<rect "), 12u);  // 6 ranks, 2 strips
+  EXPECT_NE(section.find("aria-label='CPU-blocked time in copies per rank'"), std::string::npos);
+  EXPECT_EQ(count(section, "fill='#c0392b'><title>rank 4: "), 1u) << section;  // CPU-blocked: only rank 4 stands out
+  EXPECT_EQ(count(section, "fill='#c0392b'"), 1u);  // the pageable bytes are even
+  EXPECT_NE(section.find("<table class='sortable'>"), std::string::npos);
+  EXPECT_NE(section.find("<td class='n' data-v='27000'>"), std::string::npos) << section;  // rank 4's 3 x 9 us
+  EXPECT_EQ(count(html, "<script>"), 1u);
+  EXPECT_NE(html.find("table.sortable th"), std::string::npos);
 }
 
 TEST_F(RanksTest, OneRankIsNoRankSection) {
