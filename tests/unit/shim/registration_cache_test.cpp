@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -225,17 +226,18 @@ TEST(RegistrationCache, AHeldReservationMakesNobodyWait) {
   RegistrationCache::Reservation held = c.reserve(10 * MiB, 14 * MiB);
   ASSERT_TRUE(held.ok);
   // The holder itself releases the range (a copy that needs it pageable).
-  // A wait here would be for ever: a watchdog fails the test instead.
-  std::atomic<bool> returned{false};
-  std::thread([&returned] {
-    for (int i = 0; i < 100 && !returned.load(); ++i) std::this_thread::sleep_for(50ms);
-    if (!returned.load()) {
+  // A wait here would be for ever: a watchdog fails the test instead. Its
+  // flag is shared, not on this stack: the detached watchdog outlives the test.
+  auto returned = std::make_shared<std::atomic<bool>>(false);
+  std::thread([returned] {
+    for (int i = 0; i < 100 && !returned->load(); ++i) std::this_thread::sleep_for(50ms);
+    if (!returned->load()) {
       std::fprintf(stderr, "FAIL: invalidate() of a range its own thread holds reserved did not return\n");
       std::_Exit(1);
     }
   }).detach();
   EXPECT_EQ(c.invalidate(10 * MiB, 14 * MiB), 1u);
-  returned = true;
+  returned->store(true);
   EXPECT_EQ(c.peek(10 * MiB, 4 * MiB), Cover::None);
   EXPECT_TRUE(c.empty());
   EXPECT_EQ(c.bytes(), 0u);
