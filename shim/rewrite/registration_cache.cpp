@@ -244,7 +244,7 @@ bool RegistrationCache::keep_for_retry(uint32_t i, uint64_t b, uint64_t e, int s
   return true;
 }
 
-void RegistrationCache::free_withdrawn(uint32_t i) {
+void RegistrationCache::forget_queued(uint32_t i) {
   Slot& s = slots_[i];
   const uint64_t b = s.begin.load(kRelaxed), e = s.end.load(kRelaxed);
   lock();
@@ -262,13 +262,7 @@ bool RegistrationCache::unregister_and_free(uint32_t i) {
   const int status = ops_.unregister_range(b);
   if (!nothing_left_registered(status) && keep_for_retry(i, b, e, status)) return false;
   ops_.on_unregistered(b, e);
-  lock();
-  index_erase(b);
-  bytes_.fetch_sub(e - b, kRelaxed);
-  free_slot_locked(i);
-  unlock();
-  queued_.fetch_sub(1, kAcqRel);
-  settle_notify();
+  forget_queued(i);
   return true;
 }
 
@@ -320,7 +314,7 @@ void RegistrationCache::drain_slow() {
           unregister_and_free(i);
         } else if (st == Withdrawn) {
           if (!s.word.compare_exchange_strong(w, with_state(w, Unregistering), kAcqRel)) continue;
-          free_withdrawn(i);
+          forget_queued(i);
         } else if ((st == Doomed || st == Unregistering) && s.queued_at.load(kRelaxed) <= mine) {
           wait = true;  // another thread's register or unregister is still in the driver
         }
@@ -453,7 +447,7 @@ AddResult RegistrationCache::complete(const Reservation& res) {
   if (!s.word.compare_exchange_strong(reserved, with_state(w, Pending), kAcqRel)) {
     if (reserved == with_state(w, Withdrawn) &&
         s.word.compare_exchange_strong(reserved, with_state(w, Unregistering), kAcqRel))
-      free_withdrawn(i);
+      forget_queued(i);
     r.status = -1;
     r.withdrawn = true;
     return r;

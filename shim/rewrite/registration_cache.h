@@ -254,9 +254,10 @@ class RegistrationCache {
   // frees it; or, when the driver refused and may still hold the pages, puts
   // it back Invalid for a later retry (false).
   bool unregister_and_free(uint32_t i);
-  // Frees slot i, withdrawn before any driver call and owned by this thread
-  // in state Unregistering.
-  void free_withdrawn(uint32_t i);
+  // Removes queued slot i, owned by this thread in state Unregistering, once
+  // nothing of it is in the driver (unregistered, or withdrawn before any
+  // driver call): its index entry, its bytes, the slot, its place in the queue.
+  void forget_queued(uint32_t i);
   // After a failed unregister of slot i: true when it is to be tried again.
   bool keep_for_retry(uint32_t i, uint64_t b, uint64_t e, int status);
   void settle_notify();
