@@ -94,6 +94,11 @@ struct Config {
   // pages are touched only as a thread records).
   uint32_t buffer_events = 65536;
   uint32_t flush_ms = 50;         // CUXFER_FLUSH_MS: writer period (bounds loss on SIGKILL)
+  // CUXFER_CUPTI_FLUSH_MS: how often the writer asks CUPTI for the records of
+  // partly filled buffers (0: never; CUPTI hands over full ones, and the end
+  // of the trace everything). A flush holds CUPTI's record lock for ~2 ms on
+  // an H100: an app copy finishing meanwhile waits for it.
+  uint32_t cupti_flush_ms = 500;
   bool launched = false;          // CUXFER_LAUNCHER=1: `cuxfer record` prints the summary
   std::string log_level = "warn"; // CUXFER_LOG_LEVEL=off|error|warn|info|debug
   // Pinned rewrite (CUXFER_REWRITE=pin): pageable copies through pinned staging.

@@ -2,7 +2,9 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 
 #include "core/clock.h"
 #include "core/config.h"
@@ -111,6 +113,15 @@ void warm_cupti_records(bool capture_open) {
     if (warm(*d, ctx)) g_done.fetch_add(1, std::memory_order_relaxed);
   }
   busy.store(false, std::memory_order_release);
+}
+
+void cupti_warmup_forget(CUcontext ctx) {
+  if (!ctx) return;
+  const unsigned n = std::min(g_claimed.load(std::memory_order_acquire), kMaxContexts);
+  for (unsigned i = 0; i < n; ++i) {
+    CUcontext expected = ctx;
+    g_warmed[i].compare_exchange_strong(expected, reinterpret_cast<CUcontext>(uintptr_t{1}));  // no context's address
+  }
 }
 
 unsigned cupti_warmups() { return g_done.load(std::memory_order_relaxed); }

@@ -23,12 +23,18 @@
 // that never copies pays it once per context too.
 #pragma once
 
+#include "symbols/cuda_headers.h"
+
 namespace cuxfer::shim {
 
 // Called by the allocation hooks after a successful synchronous device
 // allocation on the calling thread's current context. `capture_open`:
 // whether a global-mode capture is open (rewrite/capture_watch.h).
 void warm_cupti_records(bool capture_open);
+
+// The context `ctx` was destroyed: a context made later at the same address
+// is warmed as a new one (its slot is not given back: at most 16 in all).
+void cupti_warmup_forget(CUcontext ctx);
 
 // Contexts warmed so far (for the tests and the shutdown note).
 unsigned cupti_warmups();

@@ -459,6 +459,7 @@ void Recorder::writer_loop() {
   // flush period loses nothing (65536 events per 5 ms: ~13 M calls/s/thread).
   const auto tick = std::chrono::milliseconds(std::min<uint32_t>(5, config().flush_ms));
   const size_t early = config().buffer_events / 4;
+  const uint64_t cupti_flush_ns = uint64_t{config().cupti_flush_ms} * 1000000ull;
   uint64_t last_cupti_flush = now_ns(), last_cycle = now_ns();
   for (;;) {
     {
@@ -488,7 +489,7 @@ void Recorder::writer_loop() {
       due = static_cast<double>(queued) * GovernorSettings{}.record_cost_ns >
             GovernorSettings{}.max_share * static_cast<double>(t - last_cycle);
     if (!due) continue;
-    if (t - last_cupti_flush > 500000000ull) {
+    if (cupti_flush_ns && t - last_cupti_flush > cupti_flush_ns) {
       // Completed CUPTI buffers are otherwise delivered only when full.
       CuptiCollector::instance().flush(false);
       last_cupti_flush = t;

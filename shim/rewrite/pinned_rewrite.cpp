@@ -46,10 +46,8 @@ class DriverOps final : public RegistrationOps {
     InternalScope internal;
     RelaxedCaptureScope capture_safe(*d);
     CUcontext ctx = nullptr;
-    if (d->ctx_get_current(&ctx) == CUDA_SUCCESS && ctx) {
-      CUcontext expected = nullptr;
-      context_.compare_exchange_strong(expected, ctx);  // the one unregister falls back to
-    }
+    if (d->ctx_get_current(&ctx) == CUDA_SUCCESS && ctx)
+      context_.store(ctx);  // the one unregister falls back to: the latest, alive when it registered
     return d->host_register(reinterpret_cast<void*>(begin), bytes, CU_MEMHOSTREGISTER_PORTABLE);
   }
   int unregister_range(uint64_t begin) override {
@@ -92,6 +90,8 @@ class DriverOps final : public RegistrationOps {
   }
   // The shim's cache: drain_pending_registrations() (registration_cache.h) drains it.
   bool process_wide() const override { return true; }
+  // `gone` was destroyed: its handle is never bound again (the driver freed it).
+  void forget_context(CUcontext gone) { context_.compare_exchange_strong(gone, nullptr); }
 
  private:
   std::atomic<CUcontext> context_{nullptr};
@@ -487,6 +487,47 @@ void before_context_teardown(CUcontext ctx) {
   }
   zero_copy_teardown();
   staging_teardown(ctx);
+}
+
+void before_primary_release(CUcontext primary) {
+  const Config& c = config();
+  if (!primary || !c.enabled || !c.rewrite_any() || thread_state().internal) return;
+  InternalScope internal;
+  // Queued registrations bind the context of the copy that asked: done while
+  // it still exists. The staging pool's filler leaves it too.
+  if (registrations_exist() && !wait_registrations_idle(2000))
+    Recorder::instance().note("rewrite: pin: background registrations still running when a context was released");
+  staging_quiesce(primary);
+}
+
+void after_primary_release(CUcontext primary, bool destroyed) {
+  const Config& c = config();
+  if (!primary || !c.enabled || !c.rewrite_any() || thread_state().internal) return;
+  if (!destroyed) {
+    // Not the last reference: the pool whose filler stopped is given back
+    // while the context exists; its next copy makes it again.
+    staging_teardown(primary);
+    return;
+  }
+  InternalScope internal;
+  if (registrations_exist() || c.register_in_place) state().ops.forget_context(primary);
+  // The driver ended the registrations made in it; the cache unregisters every
+  // range (an error where the driver did so already) without binding it.
+  if (registrations_exist()) {
+    const uint32_t n = state().cache.clear();
+    Recorder::instance().note("rewrite: pin: " + std::to_string(n) +
+                                  " registrations dropped after a primary context's last release; buffers are "
+                                  "registered again as they are reused",
+                              /*warning=*/false);
+  }
+  zero_copy_context_gone(primary);
+  staging_context_gone(primary);
+}
+
+void after_context_destroyed(CUcontext ctx) {
+  const Config& c = config();
+  if (!ctx || !c.enabled || !c.rewrite_any()) return;
+  if (registrations_exist() || c.register_in_place) state().ops.forget_context(ctx);
 }
 
 void before_fork() {

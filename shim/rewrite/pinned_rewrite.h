@@ -113,6 +113,19 @@ void set_memhooks_attached();
 // one not known): registrations are dropped while it still exists, zero-copy
 // buffers freed, and staging stops if its pool lived there.
 void before_context_teardown(CUcontext ctx);
+// A primary context's reference is about to be released, perhaps its last
+// (which destroys it: known only afterwards): the shim's threads stop using it
+// (background registrations done, the staging pool's filler gone) while it
+// still exists.
+void before_primary_release(CUcontext primary);
+// After that release: `destroyed`, it was the last, and what the shim had in
+// the context (registrations, zero-copy buffers, staging pool) is let go
+// without ever binding its handle again (the driver freed it); other contexts
+// keep theirs. Else the pool is given back while the context exists.
+void after_primary_release(CUcontext primary, bool destroyed);
+// `ctx` was destroyed or reset (before_context_teardown ran while it
+// existed): its handle is never bound again.
+void after_context_destroyed(CUcontext ctx);
 // In the parent, first in the fork handler (before any lock): everything
 // after_fork_child() and the staging's fork child use is made, so that the
 // child never waits for a function-local static another thread of the

@@ -121,12 +121,17 @@ class Pool {
   // (the filler has stopped: wait_filled()): its allocation-table entry, its
   // registration, its event, its memory. The pool can then start again for
   // another context.
-  void free_all(const Driver& drv) {
+  // `context_alive` false: the context is already gone (a primary context's
+  // last release) and its events with it; the unregistration is still asked
+  // for, with whatever context this thread has (harmless where the driver
+  // dropped it with the context, needed where it did not), so that no
+  // registration outlives the unmap.
+  void free_all(const Driver& drv, bool context_alive = true) {
     std::lock_guard<RankedMutex> lock(mutex_);
     for (const Buffer& b : buffers_) {
       allocation_table().erase(reinterpret_cast<uint64_t>(b.host));
       drv.host_unregister(b.host);
-      if (drv.event_destroy) drv.event_destroy(b.done);
+      if (context_alive && drv.event_destroy) drv.event_destroy(b.done);
       syscall(SYS_munmap, b.host, kChunkBytes);
     }
     buffers_.clear();
@@ -606,6 +611,50 @@ void staging_teardown(CUcontext ctx) {
     Recorder::instance().note("rewrite: pin: a staging pool could not be given back before its context went; "
                               "its buffers stay mapped");
 }
+void staging_quiesce(CUcontext ctx) {
+  State& s = state();
+  if (!ctx || !s.ready.load(std::memory_order_acquire)) return;
+  InternalScope internal;
+  std::lock_guard<RankedMutex> lock(s.pools_mutex);
+  for (ContextPool& p : s.pools) {
+    if (p.ctx.load(std::memory_order_acquire) != ctx) continue;
+    p.pool.stop_filling();
+    p.pool.wait_filled(std::chrono::seconds(2));  // its filler has left the context (or is stuck: said later)
+  }
+}
+
+void staging_context_gone(CUcontext gone) {
+  State& s = state();
+  if (!gone || !s.ready.load(std::memory_order_acquire)) return;
+  const Driver* drv = driver_calls();
+  if (!drv) return;
+  InternalScope internal;
+  bool stuck = false;
+  {
+  std::lock_guard<RankedMutex> lock(s.pools_mutex);
+  for (ContextPool& p : s.pools) {
+    if (p.ctx.load(std::memory_order_acquire) != gone) continue;
+    p.ctx.store(nullptr, std::memory_order_seq_cst);  // no copy finds it from now on (PoolUse)
+    if (!p.whole.exchange(true)) s.partial_pools.fetch_sub(1, std::memory_order_acq_rel);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (p.users.load(std::memory_order_seq_cst) != 0 && std::chrono::steady_clock::now() < until) sched_yield();
+    // The filler still has the dead context bound: it stops and pops it (a
+    // thread's binding of a destroyed context stays valid to leave; binding
+    // its handle anew is what the driver cannot take).
+    p.pool.stop_filling();
+    if (!p.pool.wait_filled(std::chrono::seconds(2)) || p.users.load(std::memory_order_acquire) != 0) {
+      p.ctx.store(reinterpret_cast<CUcontext>(uintptr_t{1}), std::memory_order_release);  // never reused
+      stuck = true;
+      continue;
+    }
+    p.pool.free_all(*drv, /*context_alive=*/false);
+  }
+  }
+  if (stuck)
+    Recorder::instance().note("rewrite: pin: a staging pool of a context that went could not be given back; "
+                              "its buffers stay mapped");
+}
+
 void staging_prewarm(Prewarm how) {
   State& s = state();
   if (s.disabled.load(std::memory_order_relaxed)) return;

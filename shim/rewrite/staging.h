@@ -52,9 +52,17 @@ void disable_after_fork();
 // disable_after_fork() uses exists, so that the child never waits for a first
 // construction another thread of the parent was inside when it forked.
 void make_state_before_fork();
-// The context `ctx` (null: a primary context) is going: if the staging pool
-// lives there, staging stops for the rest of the process (the pool is freed
-// with the context; it is not made again: one pool per process).
+// The context `ctx` (null: a primary context, which one not known: every
+// pool) is about to go: its pool is given back while the context still
+// exists; the context's next copy, if it stays, makes one again.
 void staging_teardown(CUcontext ctx);
+// The context `ctx` may be about to go (a primary context's release, which
+// may be its last): its pool's filler stops and leaves the context while it
+// still exists; the pool keeps the buffers it has.
+void staging_quiesce(CUcontext ctx);
+// The context `gone` has been destroyed already (a primary context's last
+// release: known only afterwards): its pool is given back without binding its
+// handle, which the driver has freed. Other contexts' pools stay.
+void staging_context_gone(CUcontext gone);
 
 }  // namespace cuxfer::shim::rewrite

@@ -29,6 +29,7 @@ struct Buffer {
   uint64_t host = 0;    // the same memory's host address
   uint64_t bytes = 0;
   int ordinal = -1;
+  CUcontext ctx = nullptr;  // current when it was made: the driver frees it with that context
 };
 
 // Few buffers (the policy names small, hot ones): a vector under a mutex.
@@ -164,9 +165,11 @@ bool zero_copy_alloc(uint64_t bytes, uint64_t* out) {
     return false;
   }
   const int8_t ordinal = current_ordinal(*drv);
+  CUcontext ctx = nullptr;
+  if (drv->ctx_get_current(&ctx) != CUDA_SUCCESS) ctx = nullptr;
   {
     std::lock_guard<RankedMutex> lock(t.mutex);
-    t.buffers.push_back({device, reinterpret_cast<uint64_t>(host), bytes, ordinal});
+    t.buffers.push_back({device, reinterpret_cast<uint64_t>(host), bytes, ordinal, ctx});
     t.bytes += bytes;
     ++t.made;
   }
@@ -194,6 +197,26 @@ void zero_copy_teardown() {
     allocation_table().erase(b.device);
     if (drv) drv->free_host(reinterpret_cast<void*>(b.host));
   }
+}
+
+void zero_copy_context_gone(CUcontext gone) {
+  if (!zero_copy_exists() || !gone) return;
+  uint32_t n = 0;
+  Table& t = table();
+  {
+    std::lock_guard<RankedMutex> lock(t.mutex);
+    for (auto it = t.buffers.begin(); it != t.buffers.end();) {
+      if (it->ctx != gone) {
+        ++it;
+        continue;
+      }
+      allocation_table().erase(it->device);  // the driver freed it with its context
+      t.bytes -= it->bytes;
+      it = t.buffers.erase(it);
+      ++n;
+    }
+  }
+  detail::g_zero_copy_buffers.fetch_sub(n, std::memory_order_relaxed);
 }
 
 bool zero_copy_free(uint64_t p) {

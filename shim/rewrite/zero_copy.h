@@ -54,6 +54,9 @@ void per_thread_stream_used();
 // A context is going: free every zero-copy buffer while it still exists (the
 // app's pointers to them are invalid after a reset, like its device memory).
 void zero_copy_teardown();
+// The context `gone` was destroyed: the buffers made in it went with it and
+// are forgotten, with no driver call.
+void zero_copy_context_gone(CUcontext gone);
 // Pointer attribute queries on a zero-copy buffer: true when answered here.
 bool zero_copy_attribute(CUpointer_attribute attribute, void* data, CUdeviceptr p, CUresult& result);
 

@@ -3,7 +3,10 @@
 
 testapps/context_per_test makes a context per "test" (cuCtxCreate), copies
 pageable memory through it (H2D then D2H, twice, 16 MiB each: over the
-staging thresholds) and destroys it, as PyCUDA's test suite does. Under
+staging thresholds) and destroys it, as PyCUDA's test suite does;
+testapps/primary_release retains, uses and releases (for the last time) the
+device's primary context beside a context of its own, as PyCUDA's
+test_additional_primary_context does. Under
 `cuxfer record --rewrite=pin`:
   - the app's output is the plain run's (every byte checked by the app);
   - every copy was staged or registered: the staged bytes plus the

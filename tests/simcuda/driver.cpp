@@ -195,6 +195,10 @@ struct DeviceState {
   size_t used = 0;
   CUctx_st primary;
   int primary_refs = 0;
+  // Its last reference was released: the real driver frees the context then,
+  // and a later push of its handle reads freed memory (PyCUDA's detach of a
+  // retained primary context crashed the shim that way). Retained again: alive.
+  bool primary_destroyed = false;
   unsigned primary_flags = 0;
   CUmemPoolHandle_st default_pool;
 };
@@ -210,6 +214,7 @@ struct State {
   std::map<uintptr_t, Reservation> reservations;
   std::map<CUmemGenericAllocationHandle, PhysAlloc> phys;
   std::set<CUctx_st*> contexts;  // created with cuCtxCreate
+  std::set<CUctx_st*> destroyed;  // destroyed with cuCtxDestroy (until the address is reused)
   std::set<CUstream_st*> streams;
   std::set<CUevent_st*> events;
   std::set<CUmemPoolHandle_st*> pools;
@@ -317,6 +322,25 @@ bool valid_ctx(CUcontext c) {
     if (c == &s.devices[d].primary) return true;
   std::lock_guard lk(s.mu);
   return s.contexts.count(c) != 0;
+}
+
+// A destroyed context's handle is freed memory in the real driver: binding it
+// to a thread is a crash there (a segfault on an H100 with driver 580), so it
+// is a loud one here.
+void abort_if_destroyed(CUcontext c, const char* fn) {
+  if (!c) return;
+  State& s = state();
+  bool gone = false;
+  {
+    std::lock_guard lk(s.mu);
+    gone = s.destroyed.count(c) != 0;
+    for (int d = 0; d < s.device_count; ++d)
+      if (c == &s.devices[d].primary && s.devices[d].primary_destroyed) gone = true;
+  }
+  if (!gone) return;
+  std::fprintf(stderr, "simcuda: %s of a destroyed context %p (the real driver reads freed memory here)\n", fn,
+               static_cast<void*>(c));
+  std::abort();
 }
 
 #define SIM_REQUIRE_INIT() \
@@ -920,6 +944,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
   if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
   std::lock_guard lk(state().mu);
   state().devices[dev].primary_refs++;
+  state().devices[dev].primary_destroyed = false;
   *pctx = &state().devices[dev].primary;
   return CUDA_SUCCESS;
 }
@@ -935,6 +960,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
     DeviceState& d = state().devices[dev];
     if (d.primary_refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
     if (--d.primary_refs > 0) return CUDA_SUCCESS;
+    d.primary_destroyed = true;
   }
   release_ctx_resources(&state().devices[dev].primary);
   return CUDA_SUCCESS;
@@ -980,6 +1006,7 @@ static CUresult ctx_create(CUcontext* pctx, unsigned flags, CUdevice dev) {
   {
     std::lock_guard lk(state().mu);
     state().contexts.insert(c);
+    state().destroyed.erase(c);
   }
   t_ctx_stack.push_back(c);  // a new context becomes current
   *pctx = c;
@@ -997,6 +1024,7 @@ CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
     std::lock_guard lk(state().mu);
     if (!ctx || !state().contexts.count(ctx)) return CUDA_ERROR_INVALID_VALUE;
     state().contexts.erase(ctx);
+    state().destroyed.insert(ctx);
   }
   release_ctx_resources(ctx);
   std::erase(t_ctx_stack, ctx);
@@ -1014,6 +1042,7 @@ CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
 
 CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
   SIM_REQUIRE_INIT();
+  abort_if_destroyed(ctx, "cuCtxSetCurrent");
   if (ctx && !valid_ctx(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   if (ctx == nullptr) {
     if (!t_ctx_stack.empty()) t_ctx_stack.pop_back();
@@ -1028,6 +1057,7 @@ CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
 
 CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx) {
   SIM_REQUIRE_INIT();
+  abort_if_destroyed(ctx, "cuCtxPushCurrent");
   if (!valid_ctx(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   t_ctx_stack.push_back(ctx);
   return CUDA_SUCCESS;
