@@ -63,8 +63,10 @@ auto on_alloc(const P* out, uint64_t bytes, MemKind kind, bool first_use = false
     // Device memory as large as a staged copy: the staging pool's first
     // buffers are pinned now, in the background, rather than inside the
     // context's first copy.
-    if (kind == MemKind::Device && prewarm_min_bytes() && bytes >= prewarm_min_bytes())
+    if (kind == MemKind::Device && prewarm_min_bytes() && bytes >= prewarm_min_bytes()) {
       rewrite::staging_prewarm(rewrite::Prewarm::OneCopy);
+      rewrite::device_memory_made();
+    }
     if (first_use && !thread_state().mapped) warm_cupti_records(rewrite::global_capture_open());
     if (e) {
       e->address = address;

@@ -72,6 +72,32 @@ void run(Registrar& r) {
 
 }  // namespace
 
+namespace {
+// Starts the thread (the caller set `started`); false when it could not be,
+// and then never again: requests are taken back and completed by their callers.
+bool spawn(Registrar& r) {
+  if (spawn_quiet_thread([&r] { run(r); })) return true;
+  {
+    std::lock_guard<RankedMutex> lock(r.mutex);
+    r.failed = true;
+    r.size = 0;
+  }
+  Recorder::instance().note("rewrite: pin: the background registration thread could not be started; "
+                            "buffers are registered on the copying thread");
+  return false;
+}
+}  // namespace
+
+void start_registrar() {
+  Registrar& r = registrar();
+  {
+    std::lock_guard<RankedMutex> lock(r.mutex);
+    if (r.started || r.failed) return;
+    r.started = true;
+  }
+  spawn(r);
+}
+
 bool submit_registration(const RegistrationCache::Reservation& res, CUcontext ctx, CompleteFn complete) {
   if (!res.ok || !complete) return false;
   Registrar& r = registrar();
@@ -83,17 +109,7 @@ bool submit_registration(const RegistrationCache::Reservation& res, CUcontext ct
     r.queue[(r.head + r.size) % kQueue] = Request{res, ctx, complete};
     ++r.size;
   }
-  if (start && !spawn_quiet_thread([&r] { run(r); })) {
-    // No thread: the request is taken back and completed by the caller.
-    {
-      std::lock_guard<RankedMutex> lock(r.mutex);
-      r.failed = true;
-      r.size = 0;
-    }
-    Recorder::instance().note("rewrite: pin: the background registration thread could not be started; "
-                              "buffers are registered on the copying thread");
-    return false;
-  }
+  if (start && !spawn(r)) return false;  // the request was taken back
   r.work.notify_one();
   return true;
 }

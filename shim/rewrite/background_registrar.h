@@ -8,7 +8,7 @@
 // that the driver's pinning does not slow the copy's own DMA; the copies
 // after it find the range Live and run in place.
 //
-// One thread, started on first use, in relaxed capture mode, with the
+// One thread, started with the first staging pool (or on first use), in relaxed capture mode, with the
 // requesting copy's context pushed while it registers. A bounded queue: when
 // it is full, or the thread could not be started, submit() says no and the
 // caller registers inline as before.
@@ -24,6 +24,11 @@ namespace cuxfer::shim::rewrite {
 // What the registrar calls for each request, on its own thread, with the
 // request's context current: completes the reservation and records it.
 using CompleteFn = void (*)(const RegistrationCache::Reservation&);
+
+// Starts the thread now if it is not running (the first copy that hands it a
+// registration would otherwise pay the thread's start, ~0.1 ms, inside the
+// app's call): called where the staging pool is first made. Idempotent.
+void start_registrar();
 
 // Queues `r` (a successful reservation) for `ctx`. False when it was not
 // queued: the caller completes it itself.

@@ -471,6 +471,14 @@ void* pageable_probe() {
   return probe;
 }
 
+void device_memory_made() {
+  const Config& c = config();
+  // The registrar's thread is started here, beside the staging pool, rather
+  // than inside the copy that first hands it a registration.
+  if (c.enabled && c.rewrite_pin && c.register_in_place && !c.register_inline && state().registering)
+    start_registrar();
+}
+
 void before_context_teardown(CUcontext ctx) {
   const Config& c = config();
   if (!c.enabled || !c.rewrite_any() || thread_state().internal) return;

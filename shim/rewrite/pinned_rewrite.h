@@ -109,6 +109,10 @@ bool memhooks_attached();
 void set_memhooks_attached();
 
 // Lifecycle.
+// The app made device memory as large as a staged copy (the staging pool's
+// first buffers are on their way): the rewrite's threads start now, not in
+// the app's first copies.
+void device_memory_made();
 // A context is about to be destroyed or reset (null: a primary context, which
 // one not known): registrations are dropped while it still exists, zero-copy
 // buffers freed, and staging stops if its pool lived there.
