@@ -157,6 +157,10 @@ Config parse_config(char** env, bool secure_execution) {
     } else if (key == "CUXFER_CUPTI_FLUSH_MS") {
       if (parse_uint(val, 0, 3600000, n)) c.cupti_flush_ms = static_cast<uint32_t>(n);
       else bad("0 (only full buffers and at the end) or 1..3600000");
+    } else if (key == "CUXFER_POOL_GROW") {
+      if (val == "early") c.pool_grow_early = true;
+      else if (val == "staged") c.pool_grow_early = false;
+      else bad("early or staged");
     } else if (key == "CUXFER_LAUNCHER") {
       bool b = false;
       if (parse_bool(val, b)) c.launched = b;

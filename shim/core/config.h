@@ -99,6 +99,9 @@ struct Config {
   // of the trace everything). A flush holds CUPTI's record lock for ~2 ms on
   // an H100: an app copy finishing meanwhile waits for it.
   uint32_t cupti_flush_ms = 500;
+  // CUXFER_POOL_GROW=early|staged: the staging pool grows to its whole budget
+  // from the first copy that could need it, or (default) the first one staged.
+  bool pool_grow_early = false;
   bool launched = false;          // CUXFER_LAUNCHER=1: `cuxfer record` prints the summary
   std::string log_level = "warn"; // CUXFER_LOG_LEVEL=off|error|warn|info|debug
   // Pinned rewrite (CUXFER_REWRITE=pin): pageable copies through pinned staging.

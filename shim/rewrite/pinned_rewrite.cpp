@@ -313,10 +313,14 @@ Action try_rewrite(const CallDesc& desc, int& result, DeferredRegistration& late
     return Action::Original;
   }
   const Config& c = config();
-  // The pool is made in the background from the first copy that could need
-  // it (one load once it is on its way); an app whose copies are all small
-  // never pins it.
-  if (c.rewrite_pin && desc.bytes >= std::min({c.stage_min_h2d, c.stage_min_d2h, c.register_min})) staging_prewarm();
+  // CUXFER_POOL_GROW=early: the pool grows to its whole budget, in the
+  // background, from the first copy that could need it (one load once it is
+  // on its way). By default it grows from the first copy staged (below): its
+  // pinning, ~40 ms under the driver's lock for 128 MiB, then never shares
+  // the driver with the app's first copies that run as made or in place
+  // (bandwidthTest's 4 MiB H2D loop).
+  if (c.rewrite_pin && c.pool_grow_early && desc.bytes >= std::min({c.stage_min_h2d, c.stage_min_d2h, c.register_min}))
+    staging_prewarm();
   // The policy file's word for this call site, if it names it (site_policy.h).
   const SiteDecision site = site_decision(policy::SiteKind::Call, desc.bytes);
   CopyFacts f;
@@ -391,6 +395,7 @@ Action try_rewrite(const CallDesc& desc, int& result, DeferredRegistration& late
     switch (k.path) {
       case CopyPath::Stage:
       case CopyPath::StageAny: {
+        staging_prewarm();  // the whole pool from the first staged copy on (one load once it is)
         const trace::PassthroughReason declined = stage_capture_safe(desc, result, k.path == CopyPath::StageAny);
         if (declined == trace::PassthroughReason::None) {
           ts.pending.flags |= trace::kFlagStaged;  // what the event records: the path that ran
