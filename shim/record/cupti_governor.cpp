@@ -163,13 +163,16 @@ GovernorStep govern(const GovernorState& s, const CopyWindow& w, const GovernorS
   if (s.reason == GateReason::Repeats && w.async_calls == 0) next.reason = GateReason::SyncOnly;
   if (unseen) next.unseen = true;
   const bool async_off = next.reason == GateReason::CostCap || next.reason == GateReason::Repeats;
-  if (next.off_left <= 1 && async_off && !next.unseen && sample_gap(k, next.backoff) < k.max_off_windows &&
+  const bool skippable = async_off || next.reason == GateReason::SyncOnly;
+  if (next.off_left <= 1 && skippable && !next.unseen && sample_gap(k, next.backoff) < k.max_off_windows &&
       next.backoff < k.max_backoff) {
     // The gap is over, and every copy in it came from a call site the
     // records have timed: a sample would time them again, for an attach, a
-    // detach and async_detach_after windows of CUPTI under every launch. It
-    // is skipped as if it had found nothing new (one more doubling); the
-    // longest gap's sample is always taken, to see what drifts.
+    // detach (and for asynchronous copies async_detach_after windows of
+    // CUPTI under every launch; for synchronous ones, the first record after
+    // the attach, 2-3 ms inside an app's copy on an H100). It is skipped as
+    // if it had found nothing new (one more doubling); the longest gap's
+    // sample is always taken, to see what drifts.
     ++next.backoff;
     next.off_left = sample_gap(k, next.backoff) + 1;
   }

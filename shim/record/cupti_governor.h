@@ -68,8 +68,11 @@
 // once in `sample_every` windows. The writer thread tells sites apart by
 // their call-site id (the interned stack) and API.
 //
-// Asynchronous copies off for their cost or for repeats are sampled only
-// when there is something to learn: a sample comes at the end of its gap if
+// Copies off for their cost, for repeats or for being synchronous only are
+// sampled only when there is something to learn (for synchronous copies the
+// sample's price lands in the app: CUPTI's first record after an attach costs
+// its copy 2-3 ms on an H100, bandwidthTest's 4 and 32 MiB loops lost a
+// quarter of their figure to it): a sample comes at the end of its gap if
 // a copy from a call site never timed came during it, or a window of
 // synchronous copies only (the mix changed); otherwise it is
 // skipped as a sample that found nothing new would be (one more doubling), up

@@ -580,6 +580,30 @@ TEST(CuptiGovernor, AsyncCopiesOverTheBudgetFromTimedSitesSkipTheSamples) {
   EXPECT_EQ(on, (std::vector<bool>{false, false, true}));
 }
 
+TEST(CuptiGovernor, SyncCopiesFromTimedSitesSkipTheSamples) {
+  // bandwidthTest's loop: one call site per direction, timed in the first
+  // windows. Once off, its copies all come from that site: every sample is
+  // skipped (a doubling each) up to the longest gap's, which is taken.
+  GovernorSettings k;
+  GovernorState s;
+  std::vector<CopyWindow> ws{fresh(sync(2)), timed(sync(2))};
+  ws.resize(2600, timed(sync(2)));
+  std::vector<bool> on = run(ws, s, k);
+  // Off from window 1; gaps of 19, 38, ... 608 windows skipped, then 1200.
+  EXPECT_EQ(on_windows(on), (std::vector<size_t>{0, 2398}));
+  EXPECT_EQ(s.reason, GateReason::SyncOnly);
+  EXPECT_EQ(s.backoff, k.max_backoff);
+  // The other direction's site, never timed, during a gap: its end brings the sample.
+  GovernorState g;
+  g.on = false;
+  g.reason = GateReason::SyncOnly;
+  g.off_left = 3;
+  g.backoff = 2;
+  on = run({timed(sync(2)), sync(2), timed(sync(2))}, g, k);
+  EXPECT_EQ(on, (std::vector<bool>{false, false, true}));
+  EXPECT_EQ(g.reason, GateReason::Sample);
+}
+
 TEST(TimedSites, CountsNewSitesAndCopiesFromTimedOnes) {
   TimedSites t;
   CopyWindow w = async(4);
