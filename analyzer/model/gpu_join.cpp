@@ -1,0 +1,259 @@
+#include "analyzer/model/gpu_join.h"
+
+#include <algorithm>
+#include <iterator>
+
+#include <fmt/format.h>
+
+namespace cuxfer::model {
+
+bool gpu_kind_matches(trace::EventKind e, trace::GpuRecordKind g) {
+  return (e == trace::EventKind::Copy && g == trace::GpuRecordKind::Memcpy) ||
+         (e == trace::EventKind::Memset && g == trace::GpuRecordKind::Memset);
+}
+
+// This keeps, e.g., a pinned and a pageable copy of the same size on two
+// streams from trading GPU times.
+bool record_fits(const Call& c, const trace::GpuRecord& r) {
+  // A staged copy reaches the GPU as several chunk DMAs that add up to it.
+  const bool size_ok = c.staged() ? r.bytes <= c.bytes() - c.gpu_bytes : r.bytes == c.bytes();
+  if (!size_ok || !gpu_kind_matches(c.kind(), static_cast<trace::GpuRecordKind>(r.kind))) return false;
+  if (c.kind() != trace::EventKind::Copy) return true;
+  using trace::Direction;
+  using trace::MemKind;
+  // CUpti_ActivityMemcpyKind: 1 HtoD, 2 DtoH, 3 HtoA, 4 AtoH, 5 AtoA, 6 AtoD, 7 DtoA, 8 DtoD, 9 HtoH, 10
+  // PtoP.
+  const unsigned k = r.cupti_copy_kind;
+  bool direction_ok = true;
+  MemKind host = MemKind::Unknown;
+  switch (c.cls.direction) {
+    case Direction::HtoD:
+      direction_ok = k == 1 || k == 3;
+      host = static_cast<MemKind>(r.src_kind);
+      break;
+    case Direction::DtoH:
+      direction_ok = k == 2 || k == 4;
+      host = static_cast<MemKind>(r.dst_kind);
+      break;
+    case Direction::DtoD:
+      direction_ok = k == 5 || k == 6 || k == 7 || k == 8 || k == 10;
+      break;
+    case Direction::Peer:
+      direction_ok = k == 10 || k == 8;
+      break;
+    case Direction::HtoH:
+      direction_ok = k == 9;
+      break;
+    default:
+      break;
+  }
+  if (!direction_ok || k == 0) return k == 0;  // an unknown CUPTI kind constrains nothing
+  if (host == MemKind::Unknown || c.cls.memory == MemKind::Unknown) return true;
+  // A copy the rewrite staged or registered is DMA from page-locked memory
+  // although the app's buffer is pageable.
+  const bool call_pageable = c.cls.memory == MemKind::Pageable && !c.staged() && !c.registered();
+  const bool record_pageable = host == MemKind::Pageable;
+  return call_pageable == record_pageable;
+}
+
+bool awaits_record(const Call& c) {
+  return (c.kind() == trace::EventKind::Copy || c.kind() == trace::EventKind::Memset) && !c.failed() &&
+         !c.has_gpu_time();
+}
+
+bool gpu_complete(const Call& c) { return c.staged() ? c.gpu_bytes >= c.bytes() : c.has_gpu_time(); }
+
+void add_gpu_time(Call& c, const trace::GpuRecord& r) {
+  if (c.gpu_records == 0) c.gpu_begin_ns = r.start_ns;
+  c.gpu_end_ns = std::max(c.gpu_end_ns, r.end_ns);
+  c.gpu_ns = c.gpu_end_ns > c.gpu_begin_ns ? c.gpu_end_ns - c.gpu_begin_ns : 0;
+  c.gpu_records += 1;
+  c.gpu_bytes += r.bytes;
+}
+
+std::string joined_by_time_note(uint32_t pid, uint64_t joined) {
+  return fmt::format("pid {}: {} GPU records joined to calls by time, size and kind", pid, joined);
+}
+
+GateAccount::GateAccount(const trace::Trace& t)
+    : gpu_until_(t.has_cupti_handover ? t.cupti_handover.t_ns : UINT64_MAX), gate_(t.cupti_gate) {
+  g_.governed = gate_.governed();
+  g_.changes = static_cast<uint32_t>(gate_.changes());
+  g_.samples = gate_.samples();
+}
+
+void GateAccount::add(const Call& c) {
+  // After a handover to the app's profiler no GPU record is expected; nor
+  // where the governor had the records off (or turned them off during the call).
+  const trace::Event& e = *c.event;
+  const bool data = c.kind() == trace::EventKind::Copy || c.kind() == trace::EventKind::Memset;
+  const bool on = gate_.on_throughout(e.t_enter_ns, e.t_exit_ns);
+  if (data && !c.failed() && e.t_enter_ns < gpu_until_) {
+    first_t_ = std::min(first_t_, e.t_enter_ns);
+    last_t_ = std::max(last_t_, e.t_exit_ns);
+    ++g_.calls;
+    if (c.has_gpu_time())
+      ++g_.timed;
+    else if (!on && !(e.flags & trace::kFlagAsync))
+      ++g_.untimed_sync;
+    else if (!on) {
+      ++g_.untimed_async;
+      if (gate_.off_reason(e.t_enter_ns) == trace::GateReason::Repeats) ++g_.untimed_repeats;
+    }
+  }
+  if ((e.flags & trace::kFlagGpuExpected) && !c.has_gpu_time() && !c.failed() && e.t_enter_ns < gpu_until_ &&
+      on)
+    ++without_gpu_;
+}
+
+void GateAccount::finish(Process& p) const {
+  p.gate = g_;
+  p.events_without_gpu += without_gpu_;
+  if (g_.governed && last_t_ > first_t_)
+    p.gate.on_share =
+        static_cast<double>(gate_.on_ns(first_t_, last_t_)) / static_cast<double>(last_t_ - first_t_);
+}
+
+namespace {
+// The heap's order: the earliest start on top, file order between equals.
+bool later(const auto& a, const auto& b) {
+  return a.record.start_ns != b.record.start_ns ? a.record.start_ns > b.record.start_ns : a.seq > b.seq;
+}
+}  // namespace
+
+StreamedGpuJoin::StreamedGpuJoin(const Process& p, Window w)
+    : window_(w), governed_(!p.trace.cupti_gate.empty()) {
+  // build_job's second pass (join_switch_races) runs where the records went off.
+  for (const auto& g : p.trace.cupti_gate)
+    if (!g.on) inexact_ = true;
+}
+
+void StreamedGpuJoin::add_calls(std::span<const Call> calls) {
+  if (inexact_) return;
+  std::vector<Candidate> fresh;
+  for (const Call& c : calls) {
+    Held& h = held_.emplace_back();
+    h.event = *c.event;
+    h.call = c;
+    h.call.event = &h.event;
+    h.candidate = awaits_record(h.call) && (!governed_ || (h.event.flags & trace::kFlagGpuExpected));
+    if (!h.candidate) continue;
+    if (joined_any_ && h.event.t_enter_ns <= watermark_) {
+      inexact_ = true;  // a record already joined would have looked at this call
+      return;
+    }
+    h.reachable = true;
+    fresh.push_back({h.event.t_enter_ns, &h});
+  }
+  // Into entry order: a block holds each thread's events of a write cycle in
+  // turn, so only the candidates entered after its first are merged again.
+  // Stable, and the earlier block first among equals: trace order.
+  auto by_entry = [](const Candidate& a, const Candidate& b) { return a.t_enter < b.t_enter; };
+  std::stable_sort(fresh.begin(), fresh.end(), by_entry);
+  if (!fresh.empty()) {
+    std::vector<Candidate> tail;
+    while (!candidates_.empty() && candidates_.back().t_enter > fresh.front().t_enter) {
+      tail.push_back(candidates_.back());
+      candidates_.pop_back();
+    }
+    std::reverse(tail.begin(), tail.end());
+    std::merge(tail.begin(), tail.end(), fresh.begin(), fresh.end(), std::back_inserter(candidates_),
+               by_entry);
+  }
+  if (held_.size() - handed_out_ > window_.max_held_calls) {
+    // Join what waits, earliest first, until the oldest call is settled; with
+    // no record left, no record may now start before the calls held.
+    auto oldest_waits = [&] { return held_[handed_out_].reachable; };
+    while (!waiting_.empty() && oldest_waits()) join_next();
+    while (oldest_waits() && candidates_.size() > kJoinLookBack)
+      pass_watermark(candidates_[kJoinLookBack].t_enter);
+    if (oldest_waits()) inexact_ = true;
+  }
+}
+
+void StreamedGpuJoin::add_records(std::span<const trace::GpuRecord> records) {
+  if (inexact_) return;
+  for (const trace::GpuRecord& r : records) {
+    const auto kind = static_cast<trace::GpuRecordKind>(r.kind);
+    if (kind != trace::GpuRecordKind::Memcpy && kind != trace::GpuRecordKind::Memset) continue;
+    // Joined by correlation id first in build_job: the frame should have said so.
+    if (r.correlation_id != 0 || (joined_any_ && r.start_ns < watermark_)) {
+      inexact_ = true;
+      return;
+    }
+    ++without_id_;
+    waiting_.push_back({r, record_seq_++});
+    std::push_heap(waiting_.begin(), waiting_.end(),
+                   [](const Waiting& a, const Waiting& b) { return later(a, b); });
+  }
+  while (waiting_.size() > window_.record_lag) join_next();
+}
+
+// No record starts before `t` from now on: calls kJoinLookBack candidates
+// behind the last entered by then are out of every later record's reach.
+void StreamedGpuJoin::pass_watermark(uint64_t t) {
+  watermark_ = std::max(watermark_, t);
+  joined_any_ = true;
+  const auto end = std::upper_bound(candidates_.begin(), candidates_.end(), watermark_,
+                                    [](uint64_t x, const Candidate& c) { return x < c.t_enter; });
+  const auto reach = static_cast<size_t>(end - candidates_.begin());
+  for (size_t n = reach > kJoinLookBack ? reach - kJoinLookBack : 0; n > 0; --n) {
+    candidates_.front().held->reachable = false;
+    candidates_.pop_front();
+    ++candidates_passed_;
+  }
+}
+
+// The waiting record that starts first joins, as in join_gpu_by_time.
+void StreamedGpuJoin::join_next() {
+  std::pop_heap(waiting_.begin(), waiting_.end(),
+                [](const Waiting& a, const Waiting& b) { return later(a, b); });
+  const trace::GpuRecord r = waiting_.back().record;
+  waiting_.pop_back();
+  pass_watermark(r.start_ns);
+  const auto end = std::upper_bound(candidates_.begin(), candidates_.end(), r.start_ns,
+                                    [](uint64_t x, const Candidate& c) { return x < c.t_enter; });
+  // Among the last kJoinLookBack candidates (counting those passed) before the DMA started, the earliest that
+  // fits.
+  const auto in_reach = static_cast<size_t>(end - candidates_.begin());
+  const size_t look = std::min<uint64_t>(candidates_passed_ + in_reach, kJoinLookBack);
+  for (auto it = end - static_cast<std::ptrdiff_t>(look); it != end; ++it) {
+    Call& c = it->held->call;
+    if (gpu_complete(c) || !record_fits(c, r)) continue;
+    add_gpu_time(c, r);
+    ++joined_;
+    break;
+  }
+}
+
+// A staged copy whose chunks did not all turn up has no trustworthy GPU time.
+void StreamedGpuJoin::settle(Call& c) {
+  if (c.staged() && c.gpu_records > 0 && c.gpu_bytes != c.bytes()) {
+    joined_ -= c.gpu_records;
+    c.gpu_ns = 0;
+    c.gpu_records = 0;
+    c.gpu_bytes = 0;
+  }
+}
+
+void StreamedGpuJoin::collect(std::vector<Call>& ready, bool all) {
+  ready.clear();
+  for (; handed_out_ > 0; --handed_out_) held_.pop_front();
+  if (inexact_) return;
+  for (Held& h : held_) {
+    if (h.reachable && !all) break;
+    if (h.candidate) settle(h.call);
+    ready.push_back(h.call);
+    ++handed_out_;
+  }
+}
+
+void StreamedGpuJoin::take_ready(std::vector<Call>& ready) { collect(ready, false); }
+
+void StreamedGpuJoin::finish(std::vector<Call>& ready) {
+  while (!inexact_ && !waiting_.empty()) join_next();
+  collect(ready, true);
+  candidates_.clear();
+}
+
+}  // namespace cuxfer::model

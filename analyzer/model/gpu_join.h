@@ -1,0 +1,125 @@
+// Joining GPU records to calls: the rules build_job's join and the streamed
+// join share, and the streamed join of one process (StreamedGpuJoin).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "analyzer/model/cupti_gate.h"
+#include "analyzer/model/job.h"
+
+namespace cuxfer::model {
+
+bool gpu_kind_matches(trace::EventKind e, trace::GpuRecordKind g);
+// Whether GPU record `r` can be the DMA of call `c`: same operation and size,
+// and, for copies, a CUPTI copy kind and host memory kind that agree with the
+// call's class.
+bool record_fits(const Call& c, const trace::GpuRecord& r);
+// A copy or memset that ran and has no GPU time yet: what a record may join.
+bool awaits_record(const Call& c);
+// The call has all the GPU time a record may give it (a staged copy: all its chunks).
+bool gpu_complete(const Call& c);
+// Record `r` adds to call `c`'s GPU time: one DMA gives its duration; a staged
+// copy's chunks give first chunk start to last chunk end.
+void add_gpu_time(Call& c, const trace::GpuRecord& r);
+// build_job's note of a process whose records were joined by time.
+std::string joined_by_time_note(uint32_t pid, uint64_t joined);
+// Calls entered before this many later candidates did are past a record's
+// reach (join_gpu_by_time's look-back).
+inline constexpr size_t kJoinLookBack = 256;
+
+// The CUPTI governor's account of one process's app calls (Process::gate,
+// Process::events_without_gpu), a call at a time, in any order, once each
+// call's GPU time is final.
+class GateAccount {
+ public:
+  explicit GateAccount(const trace::Trace& t);
+  void add(const Call& c);
+  void finish(Process& p) const;
+
+ private:
+  uint64_t gpu_until_;
+  GateTimeline gate_;
+  GateStats g_;
+  uint64_t without_gpu_ = 0, first_t_ = UINT64_MAX, last_t_ = 0;
+};
+
+// join_gpu_by_time of one process made while its events and GPU records are
+// read a block at a time, in file order: the same claims, in bounded memory.
+//
+// The whole-trace join takes the records in start order, each to the
+// earliest call without GPU time that fits it among the kJoinLookBack calls
+// (by entry time) last entered before the DMA started. Here the records wait
+// in a heap until `record_lag` of them are waiting, then the earliest is
+// joined: the shim writes a record within a write cycle or a CUPTI buffer of
+// its copy (shim/record/recorder.cpp: each cycle's events, then the records
+// CUPTI handed over), far fewer than the lag. A call waits until no later
+// record can reach it (kJoinLookBack calls entered after it, before the last
+// record joined), then is handed out in trace order. Memory: the waiting
+// records and calls, at most `record_lag` and `max_held_calls`.
+//
+// Exact or nothing: a record that starts before one already joined, or a
+// call that enters before it (either would have changed a claim already
+// made), or more calls waiting than `max_held_calls`, makes the join
+// inexact() and the caller reads the trace whole. So does a record the
+// streamed join does not make (a correlation id, a kernel) or a governor
+// that turned the records off (build_job's second pass).
+class StreamedGpuJoin {
+ public:
+  struct Window {
+    size_t record_lag = size_t{1} << 16;
+    size_t max_held_calls = size_t{1} << 18;
+  };
+  StreamedGpuJoin(const Process& p, Window w);
+  // The app calls of one block (CallFeed), in trace order; their events are copied.
+  void add_calls(std::span<const Call> calls);
+  void add_records(std::span<const trace::GpuRecord> records);
+  // The calls whose GPU time is final, in trace order, into `ready` (cleared
+  // first); they point into this join, valid until its next use.
+  void take_ready(std::vector<Call>& ready);
+  // At the end of the trace: every call left.
+  void finish(std::vector<Call>& ready);
+  bool inexact() const { return inexact_; }
+  // What build_job says of the process: records joined, without a correlation id.
+  uint64_t joined() const { return joined_; }
+  uint64_t records_without_id() const { return without_id_; }
+
+ private:
+  struct Held {
+    trace::Event event;
+    Call call;
+    bool candidate = false;  // awaited a record when it came
+    bool reachable = false;  // a later record may still join it
+  };
+  struct Candidate {
+    uint64_t t_enter;
+    Held* held;
+  };
+  struct Waiting {
+    trace::GpuRecord record;
+    uint64_t seq;  // file order, which breaks ties of start time as build_job's stable sort does
+  };
+  void join_next();
+  void pass_watermark(uint64_t t);
+  void collect(std::vector<Call>& ready, bool all);
+  void settle(Call& c);
+
+  Window window_;
+  bool governed_;
+  std::deque<Held> held_;             // trace order
+  size_t handed_out_ = 0;             // of held_'s front, by the last take_ready
+  std::deque<Candidate> candidates_;  // reachable, by entry time then trace order
+  uint64_t candidates_passed_ = 0;    // dropped from candidates_'s front
+  std::vector<Waiting> waiting_;      // a min-heap by start, then file order
+  uint64_t record_seq_ = 0;
+  bool joined_any_ = false;
+  uint64_t watermark_ = 0;  // no record may start, nor candidate enter, before it now
+  bool inexact_ = false;
+  uint64_t joined_ = 0, without_id_ = 0;
+};
+
+}  // namespace cuxfer::model
