@@ -61,8 +61,6 @@ bool awaits_record(const Call& c) {
          !c.has_gpu_time();
 }
 
-bool gpu_complete(const Call& c) { return c.staged() ? c.gpu_bytes >= c.bytes() : c.has_gpu_time(); }
-
 void add_gpu_time(Call& c, const trace::GpuRecord& r) {
   if (c.gpu_records == 0) c.gpu_begin_ns = r.start_ns;
   c.gpu_end_ns = std::max(c.gpu_end_ns, r.end_ns);
@@ -143,7 +141,7 @@ void StreamedGpuJoin::add_calls(std::span<const Call> calls) {
       return;
     }
     h.reachable = true;
-    fresh.push_back({h.event.t_enter_ns, &h});
+    fresh.push_back({h.event.t_enter_ns, &h, gpu_complete(h.call), 0});
   }
   // Into entry order: a block holds each thread's events of a write cycle in
   // turn, so only the candidates entered after its first are merged again.
@@ -217,12 +215,25 @@ void StreamedGpuJoin::join_next() {
   // fits.
   const auto in_reach = static_cast<size_t>(end - candidates_.begin());
   const size_t look = std::min<uint64_t>(candidates_passed_ + in_reach, kJoinLookBack);
-  for (auto it = end - static_cast<std::ptrdiff_t>(look); it != end; ++it) {
-    Call& c = it->held->call;
-    if (gpu_complete(c) || !record_fits(c, r)) continue;
-    add_gpu_time(c, r);
-    ++joined_;
-    break;
+  for (size_t i = in_reach - look; i < in_reach;) {
+    Candidate& at = candidates_[i];
+    if (at.complete) {
+      // Past the run of complete candidates from here, remembered for the
+      // next record (most of a window is joined already).
+      size_t j = i + std::max<uint32_t>(at.complete_run, 1);
+      while (j < in_reach && candidates_[j].complete) j += std::max<uint32_t>(candidates_[j].complete_run, 1);
+      at.complete_run = static_cast<uint32_t>(std::min<size_t>(j - i, UINT32_MAX));
+      i = j;
+      continue;
+    }
+    Call& c = at.held->call;
+    if (record_fits(c, r)) {
+      add_gpu_time(c, r);
+      at.complete = gpu_complete(c);
+      ++joined_;
+      break;
+    }
+    ++i;
   }
 }
 

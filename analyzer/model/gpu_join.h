@@ -22,7 +22,7 @@ bool record_fits(const Call& c, const trace::GpuRecord& r);
 // A copy or memset that ran and has no GPU time yet: what a record may join.
 bool awaits_record(const Call& c);
 // The call has all the GPU time a record may give it (a staged copy: all its chunks).
-bool gpu_complete(const Call& c);
+inline bool gpu_complete(const Call& c) { return c.staged() ? c.gpu_bytes >= c.bytes() : c.has_gpu_time(); }
 // Record `r` adds to call `c`'s GPU time: one DMA gives its duration; a staged
 // copy's chunks give first chunk start to last chunk end.
 void add_gpu_time(Call& c, const trace::GpuRecord& r);
@@ -98,6 +98,15 @@ class StreamedGpuJoin {
   struct Candidate {
     uint64_t t_enter;
     Held* held;
+    // gpu_complete(held->call), kept here: a record's look at its
+    // kJoinLookBack candidates then reads this array only.
+    bool complete;
+    // When complete: this and the next complete_run - 1 candidates are all
+    // complete (0: not known past this one). Sound because candidates enter
+    // only after the watermark (earlier ones make the join inexact), so the
+    // part a window looks at is never inserted into, only dropped from the
+    // front, and a candidate once complete stays so while in reach.
+    uint32_t complete_run;
   };
   struct Waiting {
     trace::GpuRecord record;
@@ -112,7 +121,37 @@ class StreamedGpuJoin {
   bool governed_;
   std::deque<Held> held_;             // trace order
   size_t handed_out_ = 0;             // of held_'s front, by the last take_ready
-  std::deque<Candidate> candidates_;  // reachable, by entry time then trace order
+  // A vector dropped from the front by moving a start, compacted now and
+  // then: the look at a window indexes it for every record, cheaper than a
+  // deque's index.
+  class Candidates {
+   public:
+    using value_type = Candidate;
+    auto begin() { return items_.begin() + static_cast<std::ptrdiff_t>(head_); }
+    auto end() { return items_.end(); }
+    size_t size() const { return items_.size() - head_; }
+    bool empty() const { return size() == 0; }
+    Candidate& operator[](size_t i) { return items_[head_ + i]; }
+    Candidate& front() { return items_[head_]; }
+    Candidate& back() { return items_.back(); }
+    void push_back(const Candidate& c) { items_.push_back(c); }
+    void pop_back() { items_.pop_back(); }
+    void pop_front() {
+      if (++head_ >= 4096 && head_ * 2 >= items_.size()) {
+        items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
+        head_ = 0;
+      }
+    }
+    void clear() {
+      items_.clear();
+      head_ = 0;
+    }
+
+   private:
+    std::vector<Candidate> items_;
+    size_t head_ = 0;
+  };
+  Candidates candidates_;             // reachable, by entry time then trace order
   uint64_t candidates_passed_ = 0;    // dropped from candidates_'s front
   std::vector<Waiting> waiting_;      // a min-heap by start, then file order
   uint64_t record_seq_ = 0;
