@@ -226,6 +226,75 @@ TEST_F(TraceFormat, StreamingReadsAgreeWithTheWholeRead) {
   EXPECT_FALSE(stopped.cut_reason.empty());
 }
 
+// GPU records in a streaming read: passed by (skip_gpu_records) they are
+// counted, and those a join by time cannot take (a correlation id, a kernel)
+// counted apart; handed over (gpu_sink) they are the whole read's records,
+// after the events written before them; either way the trace is cut where
+// read_trace cuts it.
+TEST_F(TraceFormat, StreamingReadPassesGpuRecordsByOrHandsThemOver) {
+  SyntheticTrace t = sample();  // one record with a correlation id
+  t.events_per_block = 2;
+  for (int i = 0; i < 5; ++i) {
+    t.copy(Direction::HtoD, MemKind::Pinned, 100 + i, 10);
+    t.gpu(t.events.back(), 50);
+    t.gpu_records.back().correlation_id = 0;
+  }
+  t.gpu(t.events.back(), 80);
+  t.gpu_records.back().kind = static_cast<uint8_t>(trace::GpuRecordKind::Kernel);
+  t.gpu_records.back().correlation_id = 0;
+  ASSERT_TRUE(t.write(path("full.trace")));
+  const std::string full = slurp(path("full.trace"));
+  for (size_t len = sizeof(FileHeader); len <= full.size(); ++len) {
+    SCOPED_TRACE("length " + std::to_string(len));
+    spit(path("s.trace"), full.substr(0, len));
+    Trace whole, passed, handed;
+    std::string error;
+    ASSERT_EQ(read_trace(path("s.trace"), whole, error), ReadStatus::Ok);
+    EventBlocks pass;
+    pass.skip = true;
+    pass.skip_gpu_records = true;
+    ASSERT_EQ(read_trace(path("s.trace"), passed, error, pass), ReadStatus::Ok);
+    uint64_t not_by_time = 0;
+    for (const auto& r : whole.gpu_records)
+      not_by_time += r.correlation_id != 0 || r.kind == static_cast<uint8_t>(trace::GpuRecordKind::Kernel);
+    EXPECT_EQ(passed.gpu_records_passed.records, whole.gpu_records.size());
+    EXPECT_EQ(passed.gpu_records_passed.not_joined_by_time, not_by_time);
+    std::vector<GpuRecord> got;
+    size_t events_before_last_record = 0, events = 0;
+    EventBlocks hand;
+    hand.sink = [&](std::span<Event> e) {
+      events += e.size();
+      return true;
+    };
+    hand.gpu_sink = [&](std::span<GpuRecord> r) {
+      got.insert(got.end(), r.begin(), r.end());
+      events_before_last_record = events;
+      return true;
+    };
+    ASSERT_EQ(read_trace(path("s.trace"), handed, error, hand), ReadStatus::Ok);
+    for (const Trace* r : {&passed, &handed}) {
+      EXPECT_TRUE(r->gpu_records.empty());
+      EXPECT_EQ(r->blocks_read, whole.blocks_read);
+      EXPECT_EQ(r->cut_reason, whole.cut_reason);
+      EXPECT_EQ(r->complete, whole.complete);
+    }
+    ASSERT_EQ(got.size(), whole.gpu_records.size());
+    if (!got.empty()) {
+      EXPECT_EQ(std::memcmp(got.data(), whole.gpu_records.data(), got.size() * sizeof(GpuRecord)), 0);
+      EXPECT_EQ(events_before_last_record, whole.events.size());  // SyntheticTrace writes the records last
+    }
+  }
+  // A GPU sink that says stop ends the read there, and says so.
+  Trace stopped;
+  std::string error;
+  EventBlocks stop;
+  stop.sink = [](std::span<Event>) { return true; };
+  stop.gpu_sink = [](std::span<GpuRecord>) { return false; };
+  ASSERT_EQ(read_trace(path("full.trace"), stopped, error, stop), ReadStatus::Ok);
+  EXPECT_FALSE(stopped.complete);
+  EXPECT_FALSE(stopped.cut_reason.empty());
+}
+
 // Every prefix of a valid trace reads without crashing: what is complete is
 // kept (a prefix of the original events), the rest is reported as cut.
 TEST_F(TraceFormat, TruncationAtEveryByteOffset) {
