@@ -60,7 +60,8 @@ class GateAccount {
 // CUPTI handed over), far fewer than the lag. A call waits until no later
 // record can reach it (kJoinLookBack calls entered after it, before the last
 // record joined), then is handed out in trace order. Memory: the waiting
-// records and calls, at most `record_lag` and `max_held_calls`.
+// records and calls, at most `record_lag` and `max_held_calls` (plus one
+// block of calls, checked after it).
 //
 // Exact or nothing: a record that starts before one already joined, or a
 // call that enters before it (either would have changed a claim already
