@@ -115,7 +115,7 @@ void GateAccount::finish(Process& p) const {
 namespace {
 // The heap's order: the earliest start on top, file order between equals.
 bool later(const auto& a, const auto& b) {
-  return a.record.start_ns != b.record.start_ns ? a.record.start_ns > b.record.start_ns : a.seq > b.seq;
+  return a.start_ns != b.start_ns ? a.start_ns > b.start_ns : a.order > b.order;
 }
 }  // namespace
 
@@ -180,7 +180,19 @@ void StreamedGpuJoin::add_records(std::span<const trace::GpuRecord> records) {
       return;
     }
     ++without_id_;
-    waiting_.push_back({r, record_seq_++});
+    // At most record_lag + 1 slots are taken.
+    uint64_t slot = slots_.size();
+    if (!free_slots_.empty()) {
+      slot = free_slots_.back();
+      free_slots_.pop_back();
+      slots_[slot] = r;
+    } else if (slot < (uint64_t{1} << kSlotBits)) {
+      slots_.push_back(r);
+    } else {
+      inexact_ = true;
+      return;
+    }
+    waiting_.push_back({r.start_ns, record_seq_++ << kSlotBits | slot});
     std::push_heap(waiting_.begin(), waiting_.end(),
                    [](const Waiting& a, const Waiting& b) { return later(a, b); });
     // Within the block: a block of a crafted trace may hold a million records.
@@ -193,10 +205,10 @@ void StreamedGpuJoin::add_records(std::span<const trace::GpuRecord> records) {
 void StreamedGpuJoin::pass_watermark(uint64_t t) {
   watermark_ = std::max(watermark_, t);
   joined_any_ = true;
-  const auto end = std::upper_bound(candidates_.begin(), candidates_.end(), watermark_,
-                                    [](uint64_t x, const Candidate& c) { return x < c.t_enter; });
-  const auto reach = static_cast<size_t>(end - candidates_.begin());
-  for (size_t n = reach > kJoinLookBack ? reach - kJoinLookBack : 0; n > 0; --n) {
+  // Candidates enter after the watermark only: those before it stay a prefix,
+  // which grows from where it ended.
+  while (reach_ < candidates_.size() && candidates_[reach_].t_enter <= watermark_) ++reach_;
+  for (; reach_ > kJoinLookBack; --reach_) {
     candidates_.front().held->reachable = false;
     candidates_.pop_front();
     ++candidates_passed_;
@@ -207,14 +219,15 @@ void StreamedGpuJoin::pass_watermark(uint64_t t) {
 void StreamedGpuJoin::join_next() {
   std::pop_heap(waiting_.begin(), waiting_.end(),
                 [](const Waiting& a, const Waiting& b) { return later(a, b); });
-  const trace::GpuRecord r = waiting_.back().record;
+  const auto slot = static_cast<uint32_t>(waiting_.back().order & ((uint64_t{1} << kSlotBits) - 1));
+  const trace::GpuRecord r = slots_[slot];
+  free_slots_.push_back(slot);
   waiting_.pop_back();
   pass_watermark(r.start_ns);
-  const auto end = std::upper_bound(candidates_.begin(), candidates_.end(), r.start_ns,
-                                    [](uint64_t x, const Candidate& c) { return x < c.t_enter; });
-  // Among the last kJoinLookBack candidates (counting those passed) before the DMA started, the earliest that
-  // fits.
-  const auto in_reach = static_cast<size_t>(end - candidates_.begin());
+  // Among the last kJoinLookBack candidates (counting those passed) before
+  // the DMA started, the earliest that fits. The record starts at the
+  // watermark (none waiting starts before it): they are the prefix.
+  const size_t in_reach = reach_;
   const size_t look = std::min<uint64_t>(candidates_passed_ + in_reach, kJoinLookBack);
   for (size_t i = in_reach - look; i < in_reach;) {
     Candidate& at = candidates_[i];
@@ -266,6 +279,7 @@ void StreamedGpuJoin::finish(std::vector<Call>& ready) {
   while (!inexact_ && !waiting_.empty()) join_next();
   collect(ready, true);
   candidates_.clear();
+  reach_ = 0;
 }
 
 }  // namespace cuxfer::model

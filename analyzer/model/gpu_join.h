@@ -109,10 +109,15 @@ class StreamedGpuJoin {
     // front, and a candidate once complete stays so while in reach.
     uint32_t complete_run;
   };
+  // A waiting record's place in the heap, small (the heap is walked for
+  // every record; the records themselves wait in `slots_`).
   struct Waiting {
-    trace::GpuRecord record;
-    uint64_t seq;  // file order, which breaks ties of start time as build_job's stable sort does
+    uint64_t start_ns;
+    // File order, which breaks ties of start time as build_job's stable
+    // sort does, above the record's slot (kSlotBits).
+    uint64_t order;
   };
+  static constexpr int kSlotBits = 24;
   void join_next();
   void pass_watermark(uint64_t t);
   void collect(std::vector<Call>& ready, bool all);
@@ -120,8 +125,8 @@ class StreamedGpuJoin {
 
   Window window_;
   bool governed_;
-  std::deque<Held> held_;             // trace order
-  size_t handed_out_ = 0;             // of held_'s front, by the last take_ready
+  std::deque<Held> held_;  // trace order
+  size_t handed_out_ = 0;  // of held_'s front, by the last take_ready
   // A vector dropped from the front by moving a start, compacted now and
   // then: the look at a window indexes it for every record, cheaper than a
   // deque's index.
@@ -152,9 +157,12 @@ class StreamedGpuJoin {
     std::vector<Candidate> items_;
     size_t head_ = 0;
   };
-  Candidates candidates_;             // reachable, by entry time then trace order
-  uint64_t candidates_passed_ = 0;    // dropped from candidates_'s front
-  std::vector<Waiting> waiting_;      // a min-heap by start, then file order
+  Candidates candidates_;           // reachable, by entry time then trace order
+  uint64_t candidates_passed_ = 0;  // dropped from candidates_'s front
+  size_t reach_ = 0;                // candidates_ entered at or before the watermark
+  std::vector<Waiting> waiting_;    // a min-heap by start, then file order
+  std::vector<trace::GpuRecord> slots_;
+  std::vector<uint32_t> free_slots_;
   uint64_t record_seq_ = 0;
   bool joined_any_ = false;
   uint64_t watermark_ = 0;  // no record may start, nor candidate enter, before it now
