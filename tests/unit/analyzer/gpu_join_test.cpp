@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <random>
+#include <tuple>
+#include <utility>
 
 #include "analyzer/model/gpu_join.h"
 #include "analyzer/symbolize/symbolizer.h"
@@ -190,6 +192,105 @@ TEST(StreamedGpuJoin, RecordsPastTheWindowMakeItInexactNeverWrong) {
   const Streamed wide = stream(in, job.processes[0], {});
   ASSERT_FALSE(wide.inexact);
   expect_same(job, wide);
+}
+
+// Hand-built traces for the checks that keep the streamed join exact: a copy
+// of `bytes` entered at `t` (HtoD, pinned, CUPTI expected a record) and its
+// DMA's record; events carry their trace order in correlation_id, as stream()
+// expects.
+struct HandBuilt {
+  TraceInOrder in;
+  HandBuilt() {
+    in.trace.has_status = true;
+    in.trace.status.cupti = trace::CuptiState::Active;
+    in.trace.api_names = {"cudaMemcpy", "cudaMemcpyAsync"};
+  }
+  HandBuilt& events(std::initializer_list<std::pair<uint64_t, uint64_t>> enter_and_bytes) {
+    in.blocks.push_back({false, in.trace.events.size(), enter_and_bytes.size()});
+    for (auto [t, bytes] : enter_and_bytes) {
+      trace::Event e{};
+      e.t_enter_ns = t;
+      e.t_exit_ns = t + 5000;
+      e.bytes = bytes;
+      e.kind = static_cast<uint8_t>(trace::EventKind::Copy);
+      e.direction = static_cast<uint8_t>(trace::Direction::HtoD);
+      e.src_kind = static_cast<uint8_t>(trace::MemKind::Pinned);
+      e.dst_kind = static_cast<uint8_t>(trace::MemKind::Device);
+      e.flags = trace::kFlagGpuExpected | trace::kFlagAsync;
+      e.api = 1;
+      e.thread_id = 1;
+      e.correlation_id = static_cast<uint32_t>(in.trace.events.size() + 1);
+      in.trace.events.push_back(e);
+    }
+    return *this;
+  }
+  // (start, end, bytes)
+  HandBuilt& records(std::initializer_list<std::tuple<uint64_t, uint64_t, uint64_t>> records) {
+    in.blocks.push_back({true, in.trace.gpu_records.size(), records.size()});
+    for (auto [start, end, bytes] : records) {
+      trace::GpuRecord r{};
+      r.kind = static_cast<uint8_t>(trace::GpuRecordKind::Memcpy);
+      r.cupti_copy_kind = 1;
+      r.src_kind = static_cast<uint8_t>(trace::MemKind::Pinned);
+      r.dst_kind = static_cast<uint8_t>(trace::MemKind::Device);
+      r.start_ns = start;
+      r.end_ns = end;
+      r.bytes = bytes;
+      in.trace.gpu_records.push_back(r);
+    }
+    return *this;
+  }
+};
+
+TEST(StreamedGpuJoin, CallEnteredBeforeJoinedRecordMakesItInexact) {
+  // With a lag of one record, the record at 2000 joins the copy at 1000 when
+  // the one at 3000 comes; a later block brings a copy entered at 500, which
+  // the whole-trace join gives the record at 2000 (the earliest that fits).
+  HandBuilt b;
+  b.events({{1000, 64}}).records({{2000, 2100, 64}}).records({{3000, 3100, 64}}).events({{500, 64}});
+  const model::Job job = whole(b.in);
+  ASSERT_EQ(job.calls[1].gpu_begin_ns, 2000u);  // the copy at 500: trace order is file order here
+  EXPECT_TRUE(stream(b.in, job.processes[0], {1, size_t{1} << 18}).inexact);
+  // With the default lag nothing is joined before the end: the same answer.
+  const Streamed s = stream(b.in, job.processes[0], {});
+  ASSERT_FALSE(s.inexact);
+  expect_same(job, s);
+}
+
+TEST(StreamedGpuJoin, CallEnteredAtTheWatermarkMakesItInexact) {
+  // The record at 2000 fits no copy entered by then and is joined (to none)
+  // when the one at 3000 comes; a copy entered at 2000 exactly was in its
+  // reach (a DMA may start the instant its call enters).
+  HandBuilt b;
+  b.events({{1000, 64}}).records({{2000, 2100, 128}}).records({{3000, 3100, 64}}).events({{2000, 128}});
+  const model::Job job = whole(b.in);
+  ASSERT_EQ(job.calls[1].gpu_begin_ns, 2000u);
+  EXPECT_TRUE(stream(b.in, job.processes[0], {1, size_t{1} << 18}).inexact);
+  const Streamed s = stream(b.in, job.processes[0], {});
+  ASSERT_FALSE(s.inexact);
+  expect_same(job, s);
+}
+
+TEST(StreamedGpuJoin, TiesOfEntryAndStartKeepTraceAndFileOrder) {
+  // Two copies of one size entered at the same instant, in two blocks (the
+  // second block also brings an earlier copy, so the first's is merged
+  // again), and two records that start at the same instant but end apart:
+  // build_job gives the first record (file order) to the first copy (trace
+  // order), whatever the window.
+  HandBuilt b;
+  b.events({{1000, 64}})
+      .events({{500, 4096}, {1000, 64}})
+      .records({{600, 700, 4096}, {2000, 2500, 64}})
+      .records({{2000, 2900, 64}});
+  const model::Job job = whole(b.in);
+  ASSERT_EQ(job.calls[0].gpu_end_ns, 2500u);
+  ASSERT_EQ(job.calls[2].gpu_end_ns, 2900u);
+  const model::StreamedGpuJoin::Window windows[] = {{}, {1, size_t{1} << 18}};
+  for (const auto& w : windows) {
+    const Streamed s = stream(b.in, job.processes[0], w);
+    ASSERT_FALSE(s.inexact) << "lag " << w.record_lag << " held " << w.max_held_calls;
+    expect_same(job, s);
+  }
 }
 
 TEST(StreamedGpuJoin, GovernorThatTurnedRecordsOffIsNotStreamed) {
