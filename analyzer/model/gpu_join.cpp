@@ -140,8 +140,12 @@ void StreamedGpuJoin::add_calls(std::span<const Call> calls) {
       inexact_ = true;  // a record already joined would have looked at this call
       return;
     }
-    h.reachable = true;
-    fresh.push_back({h.event.t_enter_ns, &h, gpu_complete(h.call), 0});
+    // A call with all its GPU time is final: it holds no call behind it. Its
+    // candidate stays, for counting the look-back, but points to nothing
+    // once the call is handed out.
+    const bool complete = gpu_complete(h.call);
+    h.reachable = !complete;
+    fresh.push_back({h.event.t_enter_ns, &h, complete, 0});
   }
   // Into entry order: a block holds each thread's events of a write cycle in
   // turn, so only the candidates entered after its first are merged again.
@@ -209,7 +213,8 @@ void StreamedGpuJoin::pass_watermark(uint64_t t) {
   // which grows from where it ended.
   while (reach_ < candidates_.size() && candidates_[reach_].t_enter <= watermark_) ++reach_;
   for (; reach_ > kJoinLookBack; --reach_) {
-    candidates_.front().held->reachable = false;
+    // A complete candidate's call was let go when it became so (it may be handed out).
+    if (!candidates_.front().complete) candidates_.front().held->reachable = false;
     candidates_.pop_front();
     ++candidates_passed_;
   }
@@ -244,6 +249,8 @@ void StreamedGpuJoin::join_next() {
     if (record_fits(c, r)) {
       add_gpu_time(c, r);
       at.complete = gpu_complete(c);
+      // Final now: no later record joins it, and the calls behind it need not wait for it.
+      if (at.complete) at.held->reachable = false;
       ++joined_;
       break;
     }

@@ -58,8 +58,11 @@ class GateAccount {
 // joined: the shim writes a record within a write cycle or a CUPTI buffer of
 // its copy (shim/record/recorder.cpp: each cycle's events, then the records
 // CUPTI handed over), far fewer than the lag. A call waits until no later
-// record can reach it (kJoinLookBack calls entered after it, before the last
-// record joined), then is handed out in trace order. Memory: the waiting
+// record can reach it (it has all its GPU time, or kJoinLookBack calls
+// entered after it before the last record joined; a call that awaits no
+// record waits for none), then is handed out in trace order, so calls
+// beside the copies (allocations, failed copies) wait only behind a copy
+// whose record has not come. Memory: the waiting
 // records and calls, at most `record_lag` and `max_held_calls` (plus one
 // block of calls, checked after it).
 //
@@ -94,11 +97,11 @@ class StreamedGpuJoin {
     trace::Event event;
     Call call;
     bool candidate = false;  // awaited a record when it came
-    bool reachable = false;  // a later record may still join it
+    bool reachable = false;  // a later record may still join it (a candidate not yet complete)
   };
   struct Candidate {
     uint64_t t_enter;
-    Held* held;
+    Held* held;  // read only while !complete: a complete call may be handed out
     // gpu_complete(held->call), kept here: a record's look at its
     // kJoinLookBack candidates then reads this array only.
     bool complete;

@@ -206,6 +206,10 @@ struct HandBuilt {
     in.trace.api_names = {"cudaMemcpy", "cudaMemcpyAsync"};
   }
   HandBuilt& events(std::initializer_list<std::pair<uint64_t, uint64_t>> enter_and_bytes) {
+    return events(std::vector<std::pair<uint64_t, uint64_t>>(enter_and_bytes));
+  }
+  // Bytes 0: a device allocation, which awaits no record.
+  HandBuilt& events(const std::vector<std::pair<uint64_t, uint64_t>>& enter_and_bytes) {
     in.blocks.push_back({false, in.trace.events.size(), enter_and_bytes.size()});
     for (auto [t, bytes] : enter_and_bytes) {
       trace::Event e{};
@@ -220,12 +224,20 @@ struct HandBuilt {
       e.api = 1;
       e.thread_id = 1;
       e.correlation_id = static_cast<uint32_t>(in.trace.events.size() + 1);
+      if (bytes == 0) {
+        e.kind = static_cast<uint8_t>(trace::EventKind::DeviceAlloc);
+        e.bytes = 1 << 20;
+        e.flags = 0;
+      }
       in.trace.events.push_back(e);
     }
     return *this;
   }
   // (start, end, bytes)
   HandBuilt& records(std::initializer_list<std::tuple<uint64_t, uint64_t, uint64_t>> records) {
+    return this->records(std::vector<std::tuple<uint64_t, uint64_t, uint64_t>>(records));
+  }
+  HandBuilt& records(const std::vector<std::tuple<uint64_t, uint64_t, uint64_t>>& records) {
     in.blocks.push_back({true, in.trace.gpu_records.size(), records.size()});
     for (auto [start, end, bytes] : records) {
       trace::GpuRecord r{};
@@ -291,6 +303,28 @@ TEST(StreamedGpuJoin, TiesOfEntryAndStartKeepTraceAndFileOrder) {
     ASSERT_FALSE(s.inexact) << "lag " << w.record_lag << " held " << w.max_held_calls;
     expect_same(job, s);
   }
+}
+
+TEST(StreamedGpuJoin, CallsBesideTheCopiesAreHandedOutOnceTheCopiesAreJoined) {
+  // Nine allocations to a copy, each copy's record in the block after its
+  // own: a copy that has its GPU time holds no call behind it, so a window
+  // of 2048 calls (fewer than 256 copies and their allocations) streams.
+  HandBuilt b;
+  uint64_t t = 1'000'000;
+  for (int block = 0; block < 100; ++block) {
+    std::vector<std::pair<uint64_t, uint64_t>> calls;
+    std::vector<std::tuple<uint64_t, uint64_t, uint64_t>> records;
+    for (int i = 0; i < 60; ++i, t += 1000) {
+      calls.push_back({t, i % 10 == 0 ? 4096 : 0});
+      if (i % 10 == 0) records.push_back({t + 100, t + 600, 4096});
+    }
+    b.events(calls).records(records);
+  }
+  const model::Job job = whole(b.in);
+  ASSERT_EQ(job.processes[0].gpu_records_joined_by_time, 600u);
+  const Streamed s = stream(b.in, job.processes[0], {1024, 2048});
+  ASSERT_FALSE(s.inexact);
+  expect_same(job, s);
 }
 
 TEST(StreamedGpuJoin, GovernorThatTurnedRecordsOffIsNotStreamed) {
