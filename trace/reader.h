@@ -77,8 +77,8 @@ struct EventBlocks {
   // events: with skip_gpu_records they are counted (Trace::gpu_records_passed)
   // and let go; with gpu_sink they are handed over like the events, in file
   // order among them, valid during the call only (false stops the read).
-  // Either way Trace::gpu_records stays empty. Only in a streaming read (skip
-  // or sink set).
+  // Either way Trace::gpu_records stays empty, also in a read that keeps the
+  // events (neither skip nor sink set).
   bool skip_gpu_records = false;
   std::function<bool(std::span<GpuRecord>)> gpu_sink;
   // Called with each block's events (in the current layout), in file order;

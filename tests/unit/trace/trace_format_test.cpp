@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "tests/unit/trace/synthetic_trace.h"
@@ -293,6 +294,55 @@ TEST_F(TraceFormat, StreamingReadPassesGpuRecordsByOrHandsThemOver) {
   ASSERT_EQ(read_trace(path("full.trace"), stopped, error, stop), ReadStatus::Ok);
   EXPECT_FALSE(stopped.complete);
   EXPECT_FALSE(stopped.cut_reason.empty());
+}
+
+// Blocks of events and of GPU records written in turn reach the sinks in
+// file order; a GPU sink alone hands the records over too (the events are
+// then kept, the records not).
+TEST_F(TraceFormat, SinksSeeEventAndGpuRecordBlocksInFileOrder) {
+  std::string error;
+  auto w = TraceWriter::create(path("i.trace"), 0644, &error);
+  ASSERT_TRUE(w) << error;
+  for (uint64_t k = 1; k <= 3; ++k) {
+    Event e[2]{};
+    e[0].bytes = 10 * k;
+    e[1].bytes = 10 * k + 1;
+    w->write_block(BlockType::Events, e, sizeof e);
+    GpuRecord g{};
+    g.kind = static_cast<uint8_t>(trace::GpuRecordKind::Memcpy);
+    g.bytes = 10 * k;
+    w->write_block(BlockType::GpuRecords, &g, sizeof g);
+  }
+  w->write_block(BlockType::End, "", 0);
+  w.reset();
+  std::vector<std::string> seen;
+  EventBlocks hand;
+  hand.sink = [&](std::span<Event> e) {
+    seen.push_back("events " + std::to_string(e.size()) + " from " + std::to_string(e[0].bytes));
+    return true;
+  };
+  hand.gpu_sink = [&](std::span<GpuRecord> r) {
+    seen.push_back("records " + std::to_string(r.size()) + " from " + std::to_string(r[0].bytes));
+    return true;
+  };
+  Trace streamed;
+  ASSERT_EQ(read_trace(path("i.trace"), streamed, error, hand), ReadStatus::Ok) << error;
+  const std::vector<std::string> in_file_order = {"events 2 from 10", "records 1 from 10", "events 2 from 20",
+                                                  "records 1 from 20", "events 2 from 30", "records 1 from 30"};
+  EXPECT_EQ(seen, in_file_order);
+  EXPECT_TRUE(streamed.events.empty());
+  EXPECT_TRUE(streamed.gpu_records.empty());
+  EXPECT_TRUE(streamed.complete);
+  // The GPU sink alone: the events are read into the trace, the records handed over.
+  seen.clear();
+  EventBlocks records_only;
+  records_only.gpu_sink = hand.gpu_sink;
+  Trace kept;
+  ASSERT_EQ(read_trace(path("i.trace"), kept, error, records_only), ReadStatus::Ok) << error;
+  EXPECT_EQ(seen, (std::vector<std::string>{"records 1 from 10", "records 1 from 20", "records 1 from 30"}));
+  EXPECT_EQ(kept.events.size(), 6u);
+  EXPECT_TRUE(kept.gpu_records.empty());
+  EXPECT_TRUE(kept.complete);
 }
 
 // Every prefix of a valid trace reads without crashing: what is complete is
