@@ -7,7 +7,7 @@
 # another process's trace beside it (the notes' order); and where the first
 # cycle's records come only at the end of the trace, past the window
 # (--gpu late), the report is still the same, made holding the events, and
-# says so in one line.
+# says so in one line that names the trace and why.
 #   check_report_streamed_gpu.sh ANALYZER_THROUGHPUT CUXFER DIR
 set -euo pipefail
 bench=$1 cuxfer=$2 dir=$3
@@ -38,6 +38,7 @@ same 0 joined.trace cpu.trace
 same 0 cpu.trace joined.trace
 same 1 late.trace
 grep -q "too far from their calls" "$dir/err" || fail "the fallback is not said"
+grep -q "^cuxfer report: $dir/late.trace (pid " "$dir/err" || fail "the fallback does not name the trace"
 same 1 cpu.trace late.trace
 
 # Streamed, not read whole: a fraction of the memory of the report that holds the events.

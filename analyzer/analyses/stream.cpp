@@ -66,6 +66,7 @@ bool joins_records(const model::Process& p) {
 struct CallsRead {
   bool ok = false;
   bool inexact = false;  // the join could not be made in its window
+  model::StreamedGpuJoin::Inexact why_inexact = model::StreamedGpuJoin::Inexact::No;
   uint64_t joined = 0, without_id = 0;
 };
 
@@ -105,18 +106,45 @@ CallsRead read_calls(const model::Job& frame, uint32_t process, model::CallFeed&
   }
   out.ok = read;
   out.inexact = join.inexact();
+  out.why_inexact = join.why_inexact();
   out.joined = join.joined();
   out.without_id = join.records_without_id();
   return out;
 }
 
-// Said when a process's GPU records could not be joined in the stream's
-// window: the report is then made holding the events (same bytes, more memory).
-std::string join_window_note(const model::Process& p) {
+// Said, once per trace, when a process's GPU records could not be joined in
+// the stream's window: the report is then made holding the events (same
+// bytes, more memory).
+std::string join_window_note(const model::Process& p, model::StreamedGpuJoin::Inexact why) {
+  using Inexact = model::StreamedGpuJoin::Inexact;
+  const model::StreamedGpuJoin::Window window;
+  std::string reason;
+  switch (why) {
+    case Inexact::RecordLate:
+      reason = "a GPU record starts before one already joined: its records lie too far from their calls";
+      break;
+    case Inexact::CallLate:
+      reason = "a copy enters before a GPU record already joined: its records lie too far from their calls";
+      break;
+    case Inexact::HeldCalls:
+      reason = fmt::format("more than {} calls wait for the GPU records that may join them", window.max_held_calls);
+      break;
+    case Inexact::WaitingRecords:
+      reason = "too many GPU records wait to be joined";
+      break;
+    case Inexact::Governor:
+      reason = "the CUPTI governor turned its GPU records off for a while (a second pass joins them)";
+      break;
+    case Inexact::CorrelationId:
+      reason = "GPU records carry correlation ids";
+      break;
+    case Inexact::No:
+      reason = "its GPU records cannot be joined a block at a time";
+      break;
+  }
   return fmt::format(
-      "pid {}: its GPU records lie too far from their calls in the trace to be joined a block at a time; "
-      "the traces are read whole (memory grows with the events)",
-      p.pid());
+      "{} (pid {}): {}; the report is made holding the events (the same report; memory grows with them)",
+      p.trace.path, p.pid(), reason);
 }
 
 bool pinned_or_registered(const model::TransferClass& c) {
@@ -139,7 +167,8 @@ std::optional<std::string> needs_events(const trace::Trace& header) {
 std::optional<std::string> needs_events(const model::Job& frame) {
   for (const model::Process& p : frame.processes) {
     if (auto why = needs_events(p.trace)) return why;
-    if (!model::calls_stream(p)) return "GPU records or NVTX ranges";  // and the governor's second pass
+    // The header passed: only the governor's second pass is left (model::calls_stream).
+    if (!model::calls_stream(p)) return "GPU records the CUPTI governor turned off for a while";
   }
   for (const model::Site& s : frame.sites)
     for (const auto& f : s.stack)
@@ -171,7 +200,7 @@ std::optional<FindingsTally> stream_references(const model::Job& frame, uint32_t
           compact_now_and_then();
           return true;
         });
-    if (read.inexact && why) *why = join_window_note(frame.processes[process]);
+    if (read.inexact && why) *why = join_window_note(frame.processes[process], read.why_inexact);
     if (!read.ok) return std::nullopt;
     compact_finding_inputs(f);
     return f;
@@ -226,7 +255,7 @@ std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t pr
         tally_more(tally, job, calls, shim, t);
         return true;
       });
-  if (read.inexact && why) *why = join_window_note(p);
+  if (read.inexact && why) *why = join_window_note(p, read.why_inexact);
   if (!read.ok || feed.impossible_note()) return std::nullopt;
   finish_tally(tally);
   ProcessRecord r;

@@ -1,6 +1,7 @@
 #include "analyzer/model/gpu_join.h"
 
 #include <algorithm>
+#include <cassert>
 #include <iterator>
 
 #include <fmt/format.h>
@@ -123,7 +124,7 @@ StreamedGpuJoin::StreamedGpuJoin(const Process& p, Window w)
     : window_(w), governed_(!p.trace.cupti_gate.empty()) {
   // build_job's second pass (join_switch_races) runs where the records went off.
   for (const auto& g : p.trace.cupti_gate)
-    if (!g.on) inexact_ = true;
+    if (!g.on) give_up(Inexact::Governor);
 }
 
 void StreamedGpuJoin::add_calls(std::span<const Call> calls) {
@@ -137,7 +138,7 @@ void StreamedGpuJoin::add_calls(std::span<const Call> calls) {
     h.candidate = awaits_record(h.call) && (!governed_ || (h.event.flags & trace::kFlagGpuExpected));
     if (!h.candidate) continue;
     if (joined_any_ && h.event.t_enter_ns <= watermark_) {
-      inexact_ = true;  // a record already joined would have looked at this call
+      give_up(Inexact::CallLate);  // a record already joined would have looked at this call
       return;
     }
     // A call with all its GPU time is final: it holds no call behind it. Its
@@ -166,10 +167,12 @@ void StreamedGpuJoin::add_calls(std::span<const Call> calls) {
     // Join what waits, earliest first, until the oldest call is settled; with
     // no record left, no record may now start before the calls held.
     auto oldest_waits = [&] { return held_[handed_out_].reachable; };
+    // A record or call that comes too late from now on may be one this did.
+    held_calls_pushed_ = held_calls_pushed_ || oldest_waits();
     while (!waiting_.empty() && oldest_waits()) join_next();
     while (oldest_waits() && candidates_.size() > kJoinLookBack)
       pass_watermark(candidates_[kJoinLookBack].t_enter);
-    if (oldest_waits()) inexact_ = true;
+    if (oldest_waits()) give_up(Inexact::HeldCalls);
   }
 }
 
@@ -180,7 +183,7 @@ void StreamedGpuJoin::add_records(std::span<const trace::GpuRecord> records) {
     if (kind != trace::GpuRecordKind::Memcpy && kind != trace::GpuRecordKind::Memset) continue;
     // Joined by correlation id first in build_job: the frame should have said so.
     if (r.correlation_id != 0 || (joined_any_ && r.start_ns < watermark_)) {
-      inexact_ = true;
+      give_up(r.correlation_id != 0 ? Inexact::CorrelationId : Inexact::RecordLate);
       return;
     }
     ++without_id_;
@@ -193,7 +196,7 @@ void StreamedGpuJoin::add_records(std::span<const trace::GpuRecord> records) {
     } else if (slot < (uint64_t{1} << kSlotBits)) {
       slots_.push_back(r);
     } else {
-      inexact_ = true;
+      give_up(Inexact::WaitingRecords);
       return;
     }
     waiting_.push_back({r.start_ns, record_seq_++ << kSlotBits | slot});
@@ -216,7 +219,6 @@ void StreamedGpuJoin::pass_watermark(uint64_t t) {
     // A complete candidate's call was let go when it became so (it may be handed out).
     if (!candidates_.front().complete) candidates_.front().held->reachable = false;
     candidates_.pop_front();
-    ++candidates_passed_;
   }
 }
 
@@ -232,9 +234,10 @@ void StreamedGpuJoin::join_next() {
   // Among the last kJoinLookBack candidates (counting those passed) before
   // the DMA started, the earliest that fits. The record starts at the
   // watermark (none waiting starts before it): they are the prefix.
+  // pass_watermark keeps at most kJoinLookBack of them: all are looked at.
   const size_t in_reach = reach_;
-  const size_t look = std::min<uint64_t>(candidates_passed_ + in_reach, kJoinLookBack);
-  for (size_t i = in_reach - look; i < in_reach;) {
+  assert(in_reach <= kJoinLookBack);
+  for (size_t i = 0; i < in_reach;) {
     Candidate& at = candidates_[i];
     if (at.complete) {
       // Past the run of complete candidates from here, remembered for the

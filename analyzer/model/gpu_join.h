@@ -88,6 +88,17 @@ class StreamedGpuJoin {
   // At the end of the trace: every call left.
   void finish(std::vector<Call>& ready);
   bool inexact() const { return inexact_; }
+  // Why the join is inexact.
+  enum class Inexact : uint8_t {
+    No,
+    Governor,       // the governor turned the records off (build_job's second pass)
+    CorrelationId,  // a record joined by correlation id
+    RecordLate,     // a record starts before one already joined
+    CallLate,       // a call that awaits a record entered at or before one already joined
+    HeldCalls,      // more calls waiting than max_held_calls
+    WaitingRecords, // more records waiting than the slots hold (2^24)
+  };
+  Inexact why_inexact() const { return why_; }
   // What build_job says of the process: records joined, without a correlation id.
   uint64_t joined() const { return joined_; }
   uint64_t records_without_id() const { return without_id_; }
@@ -125,6 +136,11 @@ class StreamedGpuJoin {
   void pass_watermark(uint64_t t);
   void collect(std::vector<Call>& ready, bool all);
   void settle(Call& c);
+  void give_up(Inexact why) {
+    inexact_ = true;
+    // Too late for a watermark the held calls' limit pushed: that limit's doing.
+    why_ = held_calls_pushed_ && (why == Inexact::RecordLate || why == Inexact::CallLate) ? Inexact::HeldCalls : why;
+  }
 
   Window window_;
   bool governed_;
@@ -160,9 +176,10 @@ class StreamedGpuJoin {
     std::vector<Candidate> items_;
     size_t head_ = 0;
   };
-  Candidates candidates_;           // reachable, by entry time then trace order
-  uint64_t candidates_passed_ = 0;  // dropped from candidates_'s front
-  size_t reach_ = 0;                // candidates_ entered at or before the watermark
+  // Those entered after the watermark and the last kJoinLookBack entered at or
+  // before it (the look-back of the next record), by entry time then trace order.
+  Candidates candidates_;
+  size_t reach_ = 0;  // candidates_ entered at or before the watermark
   std::vector<Waiting> waiting_;    // a min-heap by start, then file order
   std::vector<trace::GpuRecord> slots_;
   std::vector<uint32_t> free_slots_;
@@ -170,6 +187,8 @@ class StreamedGpuJoin {
   bool joined_any_ = false;
   uint64_t watermark_ = 0;  // no record may start, nor candidate enter, before it now
   bool inexact_ = false;
+  Inexact why_ = Inexact::No;
+  bool held_calls_pushed_ = false;  // max_held_calls joined records or passed the watermark early
   uint64_t joined_ = 0, without_id_ = 0;
 };
 

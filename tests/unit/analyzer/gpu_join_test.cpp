@@ -104,6 +104,7 @@ TraceInOrder make_trace(uint64_t seed, size_t events, int max_delay, bool early)
 struct Streamed {
   std::vector<model::Call> calls;  // their events point into `trace`
   bool inexact = false;
+  model::StreamedGpuJoin::Inexact why = model::StreamedGpuJoin::Inexact::No;
   uint64_t joined = 0;
 };
 
@@ -138,6 +139,7 @@ Streamed stream(const TraceInOrder& in, const model::Process& process, model::St
   join.finish(ready);
   keep();
   out.inexact = join.inexact();
+  out.why = join.why_inexact();
   out.joined = join.joined();
   return out;
 }
@@ -185,9 +187,11 @@ TEST(StreamedGpuJoin, RecordsPastTheWindowMakeItInexactNeverWrong) {
   const model::Job job = whole(in);
   const Streamed small = stream(in, job.processes[0], {16, size_t{1} << 18});
   EXPECT_TRUE(small.inexact);
+  EXPECT_EQ(small.why, model::StreamedGpuJoin::Inexact::RecordLate);
   // Few calls held: the oldest is not settled in time.
   const Streamed held = stream(in, job.processes[0], {size_t{1} << 16, 300});
   EXPECT_TRUE(held.inexact);
+  EXPECT_EQ(held.why, model::StreamedGpuJoin::Inexact::HeldCalls);
   // The default window holds them all.
   const Streamed wide = stream(in, job.processes[0], {});
   ASSERT_FALSE(wide.inexact);
@@ -262,7 +266,9 @@ TEST(StreamedGpuJoin, CallEnteredBeforeJoinedRecordMakesItInexact) {
   b.events({{1000, 64}}).records({{2000, 2100, 64}}).records({{3000, 3100, 64}}).events({{500, 64}});
   const model::Job job = whole(b.in);
   ASSERT_EQ(job.calls[1].gpu_begin_ns, 2000u);  // the copy at 500: trace order is file order here
-  EXPECT_TRUE(stream(b.in, job.processes[0], {1, size_t{1} << 18}).inexact);
+  const Streamed early = stream(b.in, job.processes[0], {1, size_t{1} << 18});
+  EXPECT_TRUE(early.inexact);
+  EXPECT_EQ(early.why, model::StreamedGpuJoin::Inexact::CallLate);
   // With the default lag nothing is joined before the end: the same answer.
   const Streamed s = stream(b.in, job.processes[0], {});
   ASSERT_FALSE(s.inexact);
@@ -333,7 +339,7 @@ TEST(StreamedGpuJoin, GovernorThatTurnedRecordsOffIsNotStreamed) {
   in.trace.cupti_gate.back().on = false;
   in.trace.cupti_gate.back().t_ns = 2'000'000;
   const model::Job job = whole(in);
-  EXPECT_TRUE(stream(in, job.processes[0], {}).inexact);
+  EXPECT_EQ(stream(in, job.processes[0], {}).why, model::StreamedGpuJoin::Inexact::Governor);
 }
 
 TEST(StreamedGpuJoin, RecordWithCorrelationIdIsNotStreamed) {
