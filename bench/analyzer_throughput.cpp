@@ -2,7 +2,7 @@
 // disk (issue bars: >= 5 M events/s on one core, <= 32 bytes per event).
 //
 //   analyzer_throughput [--events N] [--threads T] [--sites S] [--rounds R]
-//                       [--gpu none|joined|late] [--out FILE] [--keep] [--check]
+//                       [--gpu none|joined|late] [--allocs K] [--out FILE] [--keep] [--check]
 //
 // Writes a trace the way the shim does (blocks of up to 65536 events, zstd)
 // with realistic variety — T threads interleaved, S call sites, a mix of sizes,
@@ -13,6 +13,8 @@
 // later round in the same process would find malloc's thresholds raised and
 // memory already faulted in by the round before, and measure faster than any
 // real use. --keep leaves the trace behind (to profile `cuxfer report` on it).
+// --allocs K makes about K of every K + 1 events a device allocation or free
+// (no GPU record) instead of a copy.
 // Prints one
 // machine-readable line per round, the per-phase medians, and whether the
 // medians meet the bars; --check makes a missed bar the exit status (1).
@@ -59,6 +61,7 @@ void gpu_records_of(const std::vector<trace::Event>& cycle, std::mt19937_64& rng
                     std::vector<trace::GpuRecord>& earlier, std::vector<trace::GpuRecord>& now,
                     std::vector<trace::GpuRecord>& later) {
   for (const trace::Event& e : cycle) {
+    if (e.kind != static_cast<uint8_t>(trace::EventKind::Copy)) continue;  // an allocation or free (--allocs)
     const uint64_t dice = rng() % 100;
     if (dice == 0) continue;  // dropped
     trace::GpuRecord g{};
@@ -104,7 +107,8 @@ void write_cycle(trace::TraceWriter& w, std::vector<trace::Event>& cycle, std::m
   late = std::move(later);
 }
 
-bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uint32_t sites, GpuRecords gpu) {
+bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uint32_t sites, GpuRecords gpu,
+                 uint32_t allocs) {
   std::string error;
   auto w = trace::TraceWriter::create(path, 0600, &error);
   if (!w) {
@@ -155,6 +159,12 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
     e.flags = e.api == 0 ? 0 : trace::kFlagAsync;
     if (gpu != GpuRecords::None) e.flags |= trace::kFlagGpuExpected;
     e.device = 0;
+    if (allocs > 0 && rng() % (allocs + 1) != 0) {
+      e.kind = static_cast<uint8_t>(rng() % 2 ? trace::EventKind::DeviceAlloc : trace::EventKind::DeviceFree);
+      e.direction = e.src_kind = e.dst_kind = 0;
+      e.flags = 0;
+      e.stream = 0;
+    }
     block.push_back(e);
     if (gpu != GpuRecords::None) {
       if (block.size() == kCycleEvents || i + 1 == events) {
@@ -267,6 +277,7 @@ int main(int argc, char** argv) {
   uint32_t rounds = 5;
   bool check = false, keep = false;
   GpuRecords gpu = GpuRecords::None;
+  uint32_t allocs = 0;
   for (int i = 1; i < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--check" || a == "--keep") {
@@ -280,19 +291,20 @@ int main(int argc, char** argv) {
     else if (a == "--sites") sites = static_cast<uint32_t>(std::strtoul(argv[i + 1], nullptr, 10));
     else if (a == "--rounds") rounds = static_cast<uint32_t>(std::strtoul(argv[i + 1], nullptr, 10));
     else if (a == "--out") out = argv[i + 1];
+    else if (a == "--allocs") allocs = static_cast<uint32_t>(std::strtoul(argv[i + 1], nullptr, 10));
     else if (a == "--gpu" && std::string(argv[i + 1]) == "none") gpu = GpuRecords::None;
     else if (a == "--gpu" && std::string(argv[i + 1]) == "joined") gpu = GpuRecords::Joined;
     else if (a == "--gpu" && std::string(argv[i + 1]) == "late") gpu = GpuRecords::Late;
     else {
       std::fprintf(stderr,
                    "usage: analyzer_throughput [--events N] [--threads T] [--sites S] [--rounds R] "
-                   "[--gpu none|joined|late] [--out FILE] [--keep] [--check]\n");
+                   "[--gpu none|joined|late] [--allocs K] [--out FILE] [--keep] [--check]\n");
       return 2;
     }
   }
   if (events == 0 || threads == 0 || sites == 0 || (rounds == 0 && !keep)) return 2;
   ::unlink(out.c_str());
-  if (!write_trace(out, events, threads, sites, gpu)) return 1;
+  if (!write_trace(out, events, threads, sites, gpu, allocs)) return 1;
   if (rounds == 0) return 0;  // --rounds 0 --keep: the trace only (to measure `cuxfer report` on it)
   struct stat st {};
   ::stat(out.c_str(), &st);

@@ -19,6 +19,12 @@ fail() { echo "FAIL: $*"; exit 1; }
 "$bench" --events 150000 --rounds 1 --gpu joined --out "$dir/joined.trace" --keep >/dev/null
 "$bench" --events 150000 --threads 3 --rounds 1 --gpu late --out "$dir/late.trace" --keep >/dev/null
 "$bench" --events 20000 --rounds 1 --out "$dir/cpu.trace" --keep >/dev/null
+# A hundred allocations and frees to a copy: more calls than the window holds
+# between records joined, streamed all the same (the joined copies hold none
+# behind them); a thousand to a copy: a copy whose record never came holds
+# its look-back's copies and all the calls among them, past the window.
+"$bench" --events 600000 --rounds 1 --gpu joined --allocs 100 --out "$dir/allocs.trace" --keep >/dev/null
+"$bench" --events 1500000 --rounds 1 --gpu joined --allocs 1000 --out "$dir/allocs-many.trace" --keep >/dev/null
 
 # same LINES TRACE...: the streamed and whole reports are the same, and the
 # streamed one said LINES lines on stderr.
@@ -40,6 +46,10 @@ same 1 late.trace
 grep -q "too far from their calls" "$dir/err" || fail "the fallback is not said"
 grep -q "^cuxfer report: $dir/late.trace (pid " "$dir/err" || fail "the fallback does not name the trace"
 same 1 cpu.trace late.trace
+same 0 allocs.trace
+grep -q "GPU records joined to calls by time, size and kind" "$dir/streamed" || fail "no GPU records joined (allocs)"
+same 1 allocs-many.trace
+grep -q "calls wait for the GPU records" "$dir/err" || fail "the held calls' fallback is not said"
 
 # Streamed, not read whole: a fraction of the memory of the report that holds the events.
 if [ -x /usr/bin/time ]; then
