@@ -2,16 +2,19 @@
 // disk (issue bars: >= 5 M events/s on one core, <= 32 bytes per event).
 //
 //   analyzer_throughput [--events N] [--threads T] [--sites S] [--rounds R]
-//                       [--out FILE] [--keep] [--check]
+//                       [--gpu none|joined|late] [--allocs K] [--out FILE] [--keep] [--check]
 //
 // Writes a trace the way the shim does (blocks of up to 65536 events, zstd)
 // with realistic variety — T threads interleaved, S call sites, a mix of sizes,
 // directions and memory kinds, timestamps 1-50 us apart — then times, in this
-// R rounds of: read_trace, build_job (no symbolization), and analyze. Each
+// R rounds (0 with --keep: none) of (--gpu: with CUPTI's GPU records, written as the shim writes
+// them; see GpuRecords): read_trace, build_job (no symbolization), and analyze. Each
 // round runs in a child process of its own, as `cuxfer report` would run: a
 // later round in the same process would find malloc's thresholds raised and
 // memory already faulted in by the round before, and measure faster than any
 // real use. --keep leaves the trace behind (to profile `cuxfer report` on it).
+// --allocs K makes about K of every K + 1 events a device allocation or free
+// (no GPU record) instead of a copy.
 // Prints one
 // machine-readable line per round, the per-phase medians, and whether the
 // medians meet the bars; --check makes a missed bar the exit status (1).
@@ -41,7 +44,71 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uint32_t sites) {
+// GPU records as the shim writes them with CUPTI on (--gpu): none, or one per
+// copy, written after the copy's write cycle; or with the first cycle's
+// records held back to the end of the trace, past any window a streamed
+// report joins them in (its report is then made holding the events).
+enum class GpuRecords { None, Joined, Late };
+
+// The records of a cycle's copies as a real trace has them: each copy's DMA
+// starts after it entered and ends before a synchronous one returned; the
+// writer drains them after the cycle's events, most in the same cycle, some
+// in the next one (CUPTI hands a buffer over later), a few in the cycle
+// before (a buffer flushed between the copy's DMA and its event's push), a
+// few never (dropped), in CUPTI's order, not the events'; and now and then a
+// record no copy fits (a copy the hooks never saw).
+void gpu_records_of(const std::vector<trace::Event>& cycle, std::mt19937_64& rng,
+                    std::vector<trace::GpuRecord>& earlier, std::vector<trace::GpuRecord>& now,
+                    std::vector<trace::GpuRecord>& later) {
+  for (const trace::Event& e : cycle) {
+    if (e.kind != static_cast<uint8_t>(trace::EventKind::Copy)) continue;  // an allocation or free (--allocs)
+    const uint64_t dice = rng() % 100;
+    if (dice == 0) continue;  // dropped
+    trace::GpuRecord g{};
+    g.kind = static_cast<uint8_t>(trace::GpuRecordKind::Memcpy);
+    const uint64_t cpu = e.t_exit_ns - e.t_enter_ns;
+    g.start_ns = e.t_enter_ns + 200 + rng() % (cpu / 2 + 1);
+    g.end_ns = g.start_ns + 1000 + e.bytes / 12;
+    g.bytes = e.bytes;
+    const bool h2d = e.direction == static_cast<uint8_t>(trace::Direction::HtoD);
+    g.cupti_copy_kind = h2d ? 1 : 2;
+    g.src_kind = e.src_kind;
+    g.dst_kind = e.dst_kind;
+    g.stream_id = static_cast<uint32_t>(e.stream & 0xff);
+    g.cupti_correlation_id = e.correlation_id;
+    (dice == 1 ? earlier : dice < 10 ? later : now).push_back(g);
+    if (rng() % 500 == 0) {
+      g.bytes = 3;  // fits no copy of the mix
+      now.push_back(g);
+    }
+  }
+  std::shuffle(now.begin(), now.end(), rng);
+}
+
+// One write cycle of the shim with CUPTI on: each thread's events in turn
+// (the writer drains ring after ring), then the GPU records CUPTI handed over
+// by then. The records one cycle late come before the next cycle's events,
+// with those of that cycle that beat their events into the file.
+constexpr size_t kCycleEvents = 512;
+void write_cycle(trace::TraceWriter& w, std::vector<trace::Event>& cycle, std::mt19937_64& rng, GpuRecords gpu,
+                 std::vector<trace::GpuRecord>& held_back, std::vector<trace::GpuRecord>& late) {
+  auto write = [&w](const std::vector<trace::GpuRecord>& r) {
+    if (!r.empty()) w.write_block(trace::BlockType::GpuRecords, r.data(), r.size() * sizeof(trace::GpuRecord));
+  };
+  std::stable_sort(cycle.begin(), cycle.end(),
+                   [](const trace::Event& a, const trace::Event& b) { return a.thread_id < b.thread_id; });
+  std::vector<trace::GpuRecord> earlier, now, later;
+  gpu_records_of(cycle, rng, earlier, now, later);
+  late.insert(late.end(), earlier.begin(), earlier.end());
+  write(late);
+  w.write_block(trace::BlockType::Events, cycle.data(), cycle.size() * sizeof(trace::Event));
+  if (gpu == GpuRecords::Late && held_back.empty()) held_back = std::move(now);
+  else write(now);
+  late = std::move(later);
+}
+
+bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uint32_t sites, GpuRecords gpu,
+                 uint32_t allocs) {
   std::string error;
   auto w = trace::TraceWriter::create(path, 0600, &error);
   if (!w) {
@@ -68,6 +135,7 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
   const uint64_t sizes[] = {4, 64, 4096, 65536, 1 << 20, 8 << 20, 64 << 20};
   std::vector<trace::Event> block;
   block.reserve(65536);
+  std::vector<trace::GpuRecord> held_back, late;  // Late's first cycle's records; the next cycle's
   uint64_t t = 1'000'000'000;
   for (uint64_t i = 0; i < events; ++i) {
     trace::Event e{};
@@ -89,12 +157,35 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
     e.src_kind = h2d ? host : static_cast<uint8_t>(trace::MemKind::Device);
     e.dst_kind = h2d ? static_cast<uint8_t>(trace::MemKind::Device) : host;
     e.flags = e.api == 0 ? 0 : trace::kFlagAsync;
+    if (gpu != GpuRecords::None) e.flags |= trace::kFlagGpuExpected;
     e.device = 0;
+    if (allocs > 0 && rng() % (allocs + 1) != 0) {
+      e.kind = static_cast<uint8_t>(rng() % 2 ? trace::EventKind::DeviceAlloc : trace::EventKind::DeviceFree);
+      e.direction = e.src_kind = e.dst_kind = 0;
+      e.flags = 0;
+      e.stream = 0;
+    }
     block.push_back(e);
-    if (block.size() == 65536 || i + 1 == events) {
+    if (gpu != GpuRecords::None) {
+      if (block.size() == kCycleEvents || i + 1 == events) {
+        write_cycle(*w, block, rng, gpu, held_back, late);
+        block.clear();
+      }
+    } else if (block.size() == 65536 || i + 1 == events) {
       w->write_block(trace::BlockType::Events, block.data(), block.size() * sizeof(trace::Event));
       block.clear();
     }
+  }
+  if (gpu != GpuRecords::None) {
+    for (auto* records : {&late, &held_back})
+      if (!records->empty())
+        w->write_block(trace::BlockType::GpuRecords, records->data(), records->size() * sizeof(trace::GpuRecord));
+    trace::Status st;
+    st.cupti = trace::CuptiState::Active;
+    st.events_recorded = events;
+    payload.clear();
+    trace::encode(st, payload);
+    w->write_block(trace::BlockType::Status, payload);
   }
   w->write_block(trace::BlockType::End, nullptr, 0);
   return !w->failed();
@@ -185,6 +276,8 @@ int main(int argc, char** argv) {
   std::string out = "/tmp/cuxfer-analyzer-throughput.trace";
   uint32_t rounds = 5;
   bool check = false, keep = false;
+  GpuRecords gpu = GpuRecords::None;
+  uint32_t allocs = 0;
   for (int i = 1; i < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--check" || a == "--keep") {
@@ -198,14 +291,21 @@ int main(int argc, char** argv) {
     else if (a == "--sites") sites = static_cast<uint32_t>(std::strtoul(argv[i + 1], nullptr, 10));
     else if (a == "--rounds") rounds = static_cast<uint32_t>(std::strtoul(argv[i + 1], nullptr, 10));
     else if (a == "--out") out = argv[i + 1];
+    else if (a == "--allocs") allocs = static_cast<uint32_t>(std::strtoul(argv[i + 1], nullptr, 10));
+    else if (a == "--gpu" && std::string(argv[i + 1]) == "none") gpu = GpuRecords::None;
+    else if (a == "--gpu" && std::string(argv[i + 1]) == "joined") gpu = GpuRecords::Joined;
+    else if (a == "--gpu" && std::string(argv[i + 1]) == "late") gpu = GpuRecords::Late;
     else {
-      std::fprintf(stderr, "usage: analyzer_throughput [--events N] [--threads T] [--sites S] [--rounds R] [--out FILE] [--keep] [--check]\n");
+      std::fprintf(stderr,
+                   "usage: analyzer_throughput [--events N] [--threads T] [--sites S] [--rounds R] "
+                   "[--gpu none|joined|late] [--allocs K] [--out FILE] [--keep] [--check]\n");
       return 2;
     }
   }
-  if (events == 0 || threads == 0 || sites == 0 || rounds == 0) return 2;
+  if (events == 0 || threads == 0 || sites == 0 || (rounds == 0 && !keep)) return 2;
   ::unlink(out.c_str());
-  if (!write_trace(out, events, threads, sites)) return 1;
+  if (!write_trace(out, events, threads, sites, gpu, allocs)) return 1;
+  if (rounds == 0) return 0;  // --rounds 0 --keep: the trace only (to measure `cuxfer report` on it)
   struct stat st {};
   ::stat(out.c_str(), &st);
 

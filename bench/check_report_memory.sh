@@ -3,7 +3,9 @@
 # "Analyzer and trace size"): the peak resident set of a report of 4N events
 # is about that of N events (it does not grow with the events), and the
 # streamed report is byte for byte the one made holding every event (--html
-# makes the report that way and still prints it), as text and as JSON.
+# makes the report that way and still prints it), as text and as JSON. The
+# same of traces with CUPTI's GPU records (one a copy, as on a real GPU),
+# which the streamed report joins to the calls a block at a time.
 #   check_report_memory.sh ANALYZER_THROUGHPUT CUXFER DIR [EVENTS]
 set -euo pipefail
 bench=$1 cuxfer=$2 dir=$3 events=${4:-1000000}
@@ -33,5 +35,22 @@ for format in "" "--json"; do
   "$cuxfer" report --no-symbols --no-profile $format -o "$dir/streamed" "$dir/small.trace"
   "$cuxfer" report --no-symbols --no-profile $format --html "$dir/r.html" -o "$dir/whole" "$dir/small.trace" 2>/dev/null
   cmp "$dir/streamed" "$dir/whole" || { echo "FAIL: streamed and whole reports differ (${format:-text})"; exit 1; }
+done
+
+# With GPU records: held, each event would add a 48-byte record too.
+rm -f "$dir/small.trace" "$dir/big.trace"
+"$bench" --events "$events" --rounds 0 --gpu joined --out "$dir/small-gpu.trace" --keep >/dev/null
+"$bench" --events $((4 * events)) --rounds 0 --gpu joined --out "$dir/big-gpu.trace" --keep >/dev/null
+small=$(peak_kib "$dir/small-gpu.trace" "$dir/small.txt")
+big=$(peak_kib "$dir/big-gpu.trace" "$dir/big.txt")
+echo "peak resident with GPU records: $events events ${small} KiB, $((4 * events)) events ${big} KiB"
+allowance=$((3 * events * 168 / 1024 / 8))
+test "$big" -le $((small + allowance)) || { echo "FAIL: memory grows with the events and records (allowance ${allowance} KiB)"; exit 1; }
+test "$big" -le $((128 * 1024)) || { echo "FAIL: above 128 MiB with GPU records"; exit 1; }
+grep -q "GPU records joined to calls by time" "$dir/big.txt" || { echo "FAIL: no GPU records joined"; exit 1; }
+for format in "" "--json"; do
+  "$cuxfer" report --no-symbols --no-profile $format -o "$dir/streamed" "$dir/small-gpu.trace"
+  "$cuxfer" report --no-symbols --no-profile $format --html "$dir/r.html" -o "$dir/whole" "$dir/small-gpu.trace" 2>/dev/null
+  cmp "$dir/streamed" "$dir/whole" || { echo "FAIL: streamed and whole reports differ with GPU records (${format:-text})"; exit 1; }
 done
 echo ok

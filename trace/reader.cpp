@@ -193,7 +193,7 @@ class TraceFile {
 // the event and GPU record arrays up front: a trace of millions of events
 // would otherwise be copied and re-faulted at every growth of the vectors.
 // Stops at the first header that does not check out; the real pass reports it.
-void reserve_records(const TraceFile& file, uint64_t pos, Trace& t) {
+void reserve_records(const TraceFile& file, uint64_t pos, Trace& t, bool keep_gpu_records) {
   if (file.size() == 0) return;  // a stream: the vectors grow as blocks arrive
   uint64_t event_bytes = 0, gpu_bytes = 0;
   while (file.size() - pos >= sizeof(BlockHeader)) {
@@ -213,7 +213,7 @@ void reserve_records(const TraceFile& file, uint64_t pos, Trace& t) {
   const uint64_t plausible = file.size() * 32;
   try {
     t.events.reserve(std::min(event_bytes, plausible) / sizeof(Event));
-    t.gpu_records.reserve(std::min(gpu_bytes, plausible) / sizeof(GpuRecord));
+    if (keep_gpu_records) t.gpu_records.reserve(std::min(gpu_bytes, plausible) / sizeof(GpuRecord));
   } catch (const std::exception&) {
   }
 }
@@ -274,7 +274,10 @@ ReadStatus read_trace(const std::string& path, Trace& t, std::string& error, con
   }
 
   t.format_version = fh.version;
-  if (!streaming) reserve_records(file, fh.header_bytes, t);
+  // GPU records are passed by or handed over whether or not the events are
+  // (EventBlocks): never kept in Trace::gpu_records then.
+  const bool gpu_passed = event_blocks.skip_gpu_records || event_blocks.gpu_sink;
+  if (!streaming) reserve_records(file, fh.header_bytes, t, !gpu_passed);
   // Each block is at most kMaxBlockBytes, but a file of many tiny blocks that
   // decompress to that much each would make the reader allocate thousands of
   // times the file's size. Real traces expand 3-20x (docs/benchmarks.md:
@@ -285,6 +288,18 @@ ReadStatus read_trace(const std::string& path, Trace& t, std::string& error, con
   std::string raw;
   std::unique_ptr<Event[]> block_events;  // streaming: one block's events
   size_t block_capacity = 0;
+  std::vector<GpuRecord> block_gpu;  // streaming: one block's GPU records, when not kept
+  // A block of GPU records not kept: counted or handed over; false when the sink stops the read.
+  auto pass_gpu = [&](std::span<GpuRecord> records) {
+    if (event_blocks.gpu_sink) return event_blocks.gpu_sink(records);
+    t.gpu_records_passed.records += records.size();
+    for (const GpuRecord& r : records) {
+      const auto kind = static_cast<GpuRecordKind>(r.kind);
+      if (r.correlation_id != 0 || (kind != GpuRecordKind::Memcpy && kind != GpuRecordKind::Memset))
+        ++t.gpu_records_passed.not_joined_by_time;
+    }
+    return true;
+  };
   DCtx dctx(ZSTD_createDCtx());
   if (!dctx) throw std::bad_alloc();
   for (uint64_t pos = fh.header_bytes;;) {
@@ -347,6 +362,13 @@ ReadStatus read_trace(const std::string& path, Trace& t, std::string& error, con
             break;
           }
         }
+      } else if (gpu_passed && type == BlockType::GpuRecords && h.raw_size % sizeof(GpuRecord) == 0) {
+        block_gpu.clear();
+        got = decompress_records(dctx.get(), stored, h.raw_size, block_gpu);
+        if (!ZSTD_isError(got) && got == h.raw_size && !pass_gpu(block_gpu)) {
+          t.cut_reason = kStoppedByReader;
+          break;
+        }
       } else if (type == BlockType::Events && h.raw_size % sizeof(Event) == 0)
         got = decompress_records(dctx.get(), stored, h.raw_size, t.events);
       else if (type == BlockType::GpuRecords && h.raw_size % sizeof(GpuRecord) == 0)
@@ -393,6 +415,15 @@ ReadStatus read_trace(const std::string& path, Trace& t, std::string& error, con
     if (!apply_block(static_cast<BlockType>(h.type), payload, t)) {
       t.cut_reason = "malformed block contents at offset " + std::to_string(pos);
       break;
+    }
+    if (gpu_passed && static_cast<BlockType>(h.type) == BlockType::GpuRecords) {
+      // A raw GPU records block, checked as above, then passed on.
+      const bool go_on = pass_gpu(t.gpu_records);
+      t.gpu_records.clear();
+      if (!go_on) {
+        t.cut_reason = kStoppedByReader;
+        break;
+      }
     }
     ++t.blocks_read;
     pos += sizeof h + h.stored_size;

@@ -25,6 +25,15 @@ struct Trace {
   std::vector<PyCode> py_codes;
   std::vector<Event> events;
   std::vector<GpuRecord> gpu_records;
+  // GPU records read past without being kept (EventBlocks::skip_gpu_records):
+  // how many, and how many the report could not join in a stream.
+  struct GpuRecordCount {
+    uint64_t records = 0;
+    // Copy or memset records that carry a correlation id, and records of
+    // any other kind (kernels, unified memory): the join by time (what the
+    // current shim's records need) is the only one streamed.
+    uint64_t not_joined_by_time = 0;
+  } gpu_records_passed;
   std::vector<std::string> notes;
   bool has_status = false;
   Status status;
@@ -64,6 +73,14 @@ ReadStatus read_trace(const std::string& path, Trace& out, std::string& error);
 // skipped block is not decompressed (a corrupt one is found by the second read).
 struct EventBlocks {
   bool skip = false;
+  // GPU record blocks, which a trace of a real GPU has about as many of as
+  // events: with skip_gpu_records they are counted (Trace::gpu_records_passed)
+  // and let go; with gpu_sink they are handed over like the events, in file
+  // order among them, valid during the call only (false stops the read).
+  // Either way Trace::gpu_records stays empty, also in a read that keeps the
+  // events (neither skip nor sink set).
+  bool skip_gpu_records = false;
+  std::function<bool(std::span<GpuRecord>)> gpu_sink;
   // Called with each block's events (in the current layout), in file order;
   // the span is valid during the call only. The callee may change them.
   // False stops the read there (Trace::cut_reason says so).

@@ -1,8 +1,13 @@
 #include "analyzer/analyses/stream.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <type_traits>
+
+#include <fmt/format.h>
 
 #include "analyzer/analyses/tally.h"
+#include "analyzer/model/gpu_join.h"
 
 namespace cuxfer::analyses {
 namespace {
@@ -29,21 +34,117 @@ bool event_needs_events(const trace::Event& e, bool shim) {
 }
 
 // Reads the events of process `process` of the frame again, a block at a
-// time, and hands each block to `use`, which returns false to stop. False
-// when stopped, or when the trace reads differently from the first time (a
-// block only decompression finds corrupt, a file still growing): the frame's
-// call sites and notes would not be those of the events.
-template <typename Use>
-bool read_events(const model::Job& frame, uint32_t process, Use use) {
+// time, and hands each block to `use`, and each block of GPU records, in
+// file order among them, to `use_records` (null: they are let go unread),
+// either of which returns false to stop. False when stopped, or when the
+// trace reads differently from the first time (a block only decompression
+// finds corrupt, a file still growing): the frame's call sites and notes
+// would not be those of the events.
+template <typename Use, typename UseRecords = std::nullptr_t>
+bool read_events(const model::Job& frame, uint32_t process, Use use, UseRecords use_records = nullptr) {
   trace::EventBlocks blocks;
   bool stopped = false;
   blocks.sink = [&](std::span<trace::Event> events) { return !(stopped = !use(events)); };
+  if constexpr (std::is_same_v<UseRecords, std::nullptr_t>)
+    blocks.skip_gpu_records = true;
+  else
+    blocks.gpu_sink = [&](std::span<trace::GpuRecord> records) { return !(stopped = !use_records(records)); };
   const trace::Trace& first = frame.processes[process].trace;
   trace::Trace again;
   std::string error;
   return trace::read_trace(first.path, again, error, blocks) == trace::ReadStatus::Ok && !stopped &&
          again.blocks_read == first.blocks_read && again.cut_reason == first.cut_reason &&
          again.complete == first.complete;
+}
+
+// Whether the calls of process `p` get GPU time from records read with them.
+bool joins_records(const model::Process& p) {
+  return p.gpu_timing && p.trace.gpu_records_passed.records > p.trace.gpu_records_passed.not_joined_by_time;
+}
+
+// What reading a process's calls with their GPU time found beside the calls.
+struct CallsRead {
+  bool ok = false;
+  bool inexact = false;  // the join could not be made in its window
+  model::StreamedGpuJoin::Inexact why_inexact = model::StreamedGpuJoin::Inexact::No;
+  uint64_t joined = 0, without_id = 0;
+};
+
+// The calls of process `process` of the frame (made by `feed`), with the GPU
+// time build_job joins to them, a block at a time in trace order:
+// use(calls, shim_calls) returns false to stop. The join holds calls back
+// until no later record can reach them (model::StreamedGpuJoin).
+template <typename Use>
+CallsRead read_calls(const model::Job& frame, uint32_t process, model::CallFeed& feed, Use use) {
+  CallsRead out;
+  std::vector<model::Call> calls, shim_calls, ready;
+  if (!joins_records(frame.processes[process])) {
+    out.ok = read_events(frame, process, [&](std::span<trace::Event> events) {
+      feed.add(events, calls, shim_calls);
+      return use(calls, shim_calls);
+    });
+    return out;
+  }
+  model::StreamedGpuJoin join(frame.processes[process], {});
+  const std::vector<model::Call> none;
+  bool read = read_events(
+      frame, process,
+      [&](std::span<trace::Event> events) {
+        feed.add(events, calls, shim_calls);
+        join.add_calls(calls);
+        join.take_ready(ready);
+        return !join.inexact() && use(ready, shim_calls);
+      },
+      [&](std::span<trace::GpuRecord> records) {
+        join.add_records(records);
+        join.take_ready(ready);
+        return !join.inexact() && use(ready, none);
+      });
+  if (read) {
+    join.finish(ready);
+    read = !join.inexact() && use(ready, none);
+  }
+  out.ok = read;
+  out.inexact = join.inexact();
+  out.why_inexact = join.why_inexact();
+  out.joined = join.joined();
+  out.without_id = join.records_without_id();
+  return out;
+}
+
+// Said, once per trace, when a process's GPU records could not be joined in
+// the stream's window: the report is then made holding the events (same
+// bytes, more memory).
+std::string join_window_note(const model::Process& p, model::StreamedGpuJoin::Inexact why) {
+  using Inexact = model::StreamedGpuJoin::Inexact;
+  const model::StreamedGpuJoin::Window window;
+  std::string reason;
+  switch (why) {
+    case Inexact::RecordLate:
+      reason = "a GPU record starts before one already joined: its records lie too far from their calls";
+      break;
+    case Inexact::CallLate:
+      reason = "a copy enters before a GPU record already joined: its records lie too far from their calls";
+      break;
+    case Inexact::HeldCalls:
+      reason = fmt::format("more than {} calls wait for the GPU records that may join them", window.max_held_calls);
+      break;
+    case Inexact::WaitingRecords:
+      reason = "too many GPU records wait to be joined";
+      break;
+    case Inexact::Governor:
+      reason = "the CUPTI governor turned its GPU records off for a while (a second pass joins them)";
+      break;
+    case Inexact::CorrelationId:
+      reason = "GPU records carry correlation ids";
+      break;
+    case Inexact::No:
+      reason = "its GPU records cannot be joined a block at a time";
+      break;
+  }
+  return fmt::format(
+      "{} (pid {}): {}; the report is made holding the events (the same report; memory grows with them)",
+      p.trace.path, p.pid(), reason);
 }
 
 bool pinned_or_registered(const model::TransferClass& c) {
@@ -53,8 +154,11 @@ bool pinned_or_registered(const model::TransferClass& c) {
 }  // namespace
 
 std::optional<std::string> needs_events(const trace::Trace& header) {
+  // GPU records kept in memory (a read that did not pass them by), or of a
+  // kind the stream does not join (model::calls_stream).
   if (!header.gpu_records.empty()) return "GPU records to join";
-  if (header.has_status && header.status.cupti == trace::CuptiState::Active) return "GPU timing";
+  if (header.gpu_records_passed.not_joined_by_time > 0)
+    return "GPU records joined by correlation id, or kernels";
   if (!header.nvtx_names.empty()) return "NVTX ranges";
   if (!header.py_codes.empty()) return "Python frames";
   return std::nullopt;
@@ -63,7 +167,8 @@ std::optional<std::string> needs_events(const trace::Trace& header) {
 std::optional<std::string> needs_events(const model::Job& frame) {
   for (const model::Process& p : frame.processes) {
     if (auto why = needs_events(p.trace)) return why;
-    if (!model::calls_stream(p)) return "GPU records or NVTX ranges";
+    // The header passed: only the governor's second pass is left (model::calls_stream).
+    if (!model::calls_stream(p)) return "GPU records the CUPTI governor turned off for a while";
   }
   for (const model::Site& s : frame.sites)
     for (const auto& f : s.stack)
@@ -74,11 +179,35 @@ std::optional<std::string> needs_events(const model::Job& frame) {
   return std::nullopt;
 }
 
-std::optional<FindingsTally> stream_references(const model::Job& frame, uint32_t process, const Thresholds& t) {
+std::optional<FindingsTally> stream_references(const model::Job& frame, uint32_t process, const Thresholds& t,
+                                               std::string* why) {
+  FindingsTally f;
+  // The return times into the histogram (one entry per distinct time) now and then.
+  auto compact_now_and_then = [&] {
+    if (f.pinned_async_return_ns[0].size() + f.pinned_async_return_ns[1].size() > (size_t{1} << 16))
+      compact_finding_inputs(f);
+  };
+  if (joins_records(frame.processes[process])) {
+    // The pinned copies' GPU times count: the calls are made and joined.
+    model::CallFeed feed(frame, process);
+    const CallsRead read =
+        read_calls(frame, process, feed, [&](std::span<const model::Call> calls, std::span<const model::Call> shim) {
+          for (const model::Call& c : shim)
+            if (event_needs_events(*c.event, true)) return false;
+          for (const model::Call& c : calls)
+            if (event_needs_events(*c.event, false)) return false;
+          tally_references(f, calls, t);
+          compact_now_and_then();
+          return true;
+        });
+    if (read.inexact && why) *why = join_window_note(frame.processes[process], read.why_inexact);
+    if (!read.ok) return std::nullopt;
+    compact_finding_inputs(f);
+    return f;
+  }
   // Only the pinned H2D/D2H copies count here: each event is looked at
   // without being made a call. (An event of impossible size is not bounded
   // here; the tally's pass finds it and the job is read whole.)
-  FindingsTally f;
   const model::CallFeed feed(frame, process);
   const bool read = read_events(frame, process, [&](std::span<trace::Event> events) {
     for (const trace::Event& e : events) {
@@ -91,9 +220,7 @@ std::optional<FindingsTally> stream_references(const model::Job& frame, uint32_t
       if (!model::crosses_host_link(c.cls.direction) || !pinned_or_registered(c.cls)) continue;
       tally_references(f, {&c, 1}, t);
     }
-    // The return times into the histogram (one entry per distinct time) now and then.
-    if (f.pinned_async_return_ns[0].size() + f.pinned_async_return_ns[1].size() > (size_t{1} << 16))
-      compact_finding_inputs(f);
+    compact_now_and_then();
     return true;
   });
   if (!read) return std::nullopt;
@@ -114,20 +241,33 @@ Thresholds::RunReferences job_references(const std::vector<FindingsTally>& input
 }
 
 std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t process, const Thresholds& t,
-                                            uint64_t& event_bytes) {
+                                            uint64_t& event_bytes, std::string* why) {
   model::Job job = one_process_job(frame, process);
   JobTally tally = start_tally(job, t);
   model::CallFeed feed(frame, process);
-  std::vector<model::Call> calls, shim_calls;
-  const bool read = read_events(frame, process, [&](std::span<trace::Event> events) {
-    feed.add(events, calls, shim_calls);
-    tally_more(tally, job, calls, shim_calls, t);
-    return true;
-  });
-  if (!read || feed.impossible_note()) return std::nullopt;
+  model::Process& p = job.processes[0];
+  std::optional<model::GateAccount> gate;
+  if (p.gpu_timing) gate.emplace(p.trace);
+  const CallsRead read =
+      read_calls(frame, process, feed, [&](std::span<const model::Call> calls, std::span<const model::Call> shim) {
+        if (gate)
+          for (const model::Call& c : calls) gate->add(c);
+        tally_more(tally, job, calls, shim, t);
+        return true;
+      });
+  if (read.inexact && why) *why = join_window_note(p, read.why_inexact);
+  if (!read.ok || feed.impossible_note()) return std::nullopt;
   finish_tally(tally);
   ProcessRecord r;
-  r.process = std::move(job.processes[0]);
+  if (gate) {
+    // What build_job says of the join: the frame had no calls to join.
+    p.events_without_gpu = 0;
+    gate->finish(p);
+    p.gpu_records_joined_by_time = read.joined;
+    p.gpu_records_unmatched = read.without_id - read.joined;
+    if (read.joined > 0) r.notes.push_back(model::joined_by_time_note(p.pid(), read.joined));
+  }
+  r.process = std::move(p);
   r.process.events_read = feed.events();
   r.sites = std::move(job.sites);
   r.tally = std::move(tally);
@@ -144,8 +284,22 @@ std::optional<MergedJob> merge_streamed(const model::Job& frame, std::vector<Pro
     if (b > model::kImpossibleJobBytes - sum) return std::nullopt;
     sum += b;
   }
+  // The notes as build_job puts them: the symbolizer's first, then each
+  // process's own (its frame's, then the join's) in process order.
+  std::vector<std::string> notes;
+  const size_t frame_own = frame.processes.empty() ? 0 : frame.processes.back().notes_end;
+  const size_t symbols = frame.notes.size() - std::min(frame.notes.size(), frame_own);
+  notes.assign(frame.notes.begin(), frame.notes.begin() + static_cast<std::ptrdiff_t>(symbols));
+  size_t from = 0;
+  for (size_t i = 0; i < records.size() && i < frame.processes.size(); ++i) {
+    const size_t to = std::min<size_t>(frame.processes[i].notes_end, frame_own);
+    for (size_t k = from; k < to; ++k) notes.push_back(frame.notes[symbols + k]);
+    from = std::max(from, to);
+    notes.insert(notes.end(), records[i].notes.begin(), records[i].notes.end());
+  }
+  for (size_t k = from; k < frame_own; ++k) notes.push_back(frame.notes[symbols + k]);
   MergedJob m = merge_records(std::move(records), MergeOrder::AsGiven);
-  m.job.notes = frame.notes;
+  m.job.notes = std::move(notes);
   // The what-if's settings, which merge_records leaves as a summary's.
   RewriteTally settings;
   start_rewrite_whatif(settings, m.job, t);

@@ -6,11 +6,17 @@
 // frame: processes, call sites, notes), then for the run's references, then
 // for the tally (stream_references says why).
 //
+// GPU records are read with the events, in file order, and joined to the
+// calls by time, size and kind in a bounded window (model::StreamedGpuJoin):
+// a process whose records lie too far from their calls is said once
+// (`why`) and the job is read whole.
+//
 // Exact: the report equals analyze() of build_job() of the same traces,
 // which is why only jobs whose report needs nothing but the tally stream.
-// The rest (GPU records to join, NVTX ranges, Python frames, kernel or
-// unified-memory records, content fingerprints, managed allocations) take
-// the path that holds the events.
+// The rest (GPU records joined by correlation id, kernel or unified-memory
+// records, a governor that turned the records off, NVTX ranges, Python
+// frames, content fingerprints, managed allocations) take the path that
+// holds the events.
 #pragma once
 
 #include <cstddef>
@@ -24,8 +30,8 @@
 
 namespace cuxfer::analyses {
 
-// Why the report of a trace read without its events
-// (trace::EventBlocks::skip) needs them; nullopt when it may stream. Cheap:
+// Why the report of a trace read without its events and GPU records
+// (trace::EventBlocks::skip, skip_gpu_records) needs them; nullopt when it may stream. Cheap:
 // asked before the traces' call sites are resolved.
 std::optional<std::string> needs_events(const trace::Trace& header);
 // The same of the frame: model::build_job of such traces (processes, call
@@ -44,7 +50,9 @@ std::optional<std::string> needs_events(const model::Job& frame);
 // large transfers. Nullopt when it needs its events after all (a content
 // fingerprint, a managed allocation) or its trace reads differently from
 // the first time.
-std::optional<FindingsTally> stream_references(const model::Job& frame, uint32_t process, const Thresholds& t);
+// `why`, if given, is set when the GPU records could not be joined in the window.
+std::optional<FindingsTally> stream_references(const model::Job& frame, uint32_t process, const Thresholds& t,
+                                               std::string* why = nullptr);
 // The references of the whole job from every process's inputs.
 Thresholds::RunReferences job_references(const std::vector<FindingsTally>& inputs);
 
@@ -55,7 +63,7 @@ Thresholds::RunReferences job_references(const std::vector<FindingsTally>& input
 // for an event of impossible size (its note's place among the job's notes
 // is build_job's to say).
 std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t process, const Thresholds& t,
-                                            uint64_t& event_bytes);
+                                            uint64_t& event_bytes, std::string* why = nullptr);
 
 // The frame's records (stream_process, in process order) merged into the job
 // and tally that build_job and tally_calls make of the traces; nullopt when

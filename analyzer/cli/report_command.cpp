@@ -233,10 +233,22 @@ std::optional<StreamedJob> stream_job(const model::Job& frame, const analyses::T
   if (analyses::needs_events(frame)) return std::nullopt;
   const size_t n = frame.processes.size();
   std::vector<std::optional<analyses::FindingsTally>> inputs(n);
-  for_each_parallel(n, jobs, [&](size_t i) { inputs[i] = analyses::stream_references(frame, static_cast<uint32_t>(i), t); });
+  // A process whose GPU records could not be joined in the stream's window
+  // says so, once: the report is then made from the traces read whole.
+  std::vector<std::string> why(n);
+  auto say_why = [&] {
+    for (const std::string& w : why)
+      if (!w.empty()) std::fprintf(stderr, "cuxfer report: %s\n", w.c_str());
+  };
+  for_each_parallel(n, jobs, [&](size_t i) {
+    inputs[i] = analyses::stream_references(frame, static_cast<uint32_t>(i), t, &why[i]);
+  });
   std::vector<analyses::FindingsTally> read;
   for (auto& f : inputs) {
-    if (!f) return std::nullopt;
+    if (!f) {
+      say_why();
+      return std::nullopt;
+    }
     read.push_back(std::move(*f));
   }
   const analyses::Thresholds::RunReferences known = analyses::job_references(read);
@@ -245,11 +257,14 @@ std::optional<StreamedJob> stream_job(const model::Job& frame, const analyses::T
   std::vector<std::optional<analyses::ProcessRecord>> records(n);
   std::vector<uint64_t> bytes(n, 0);
   for_each_parallel(n, jobs, [&](size_t i) {
-    records[i] = analyses::stream_process(frame, static_cast<uint32_t>(i), with_known, bytes[i]);
+    records[i] = analyses::stream_process(frame, static_cast<uint32_t>(i), with_known, bytes[i], &why[i]);
   });
   std::vector<analyses::ProcessRecord> all;
   for (auto& r : records) {
-    if (!r) return std::nullopt;
+    if (!r) {
+      say_why();
+      return std::nullopt;
+    }
     all.push_back(std::move(*r));
   }
   auto merged = analyses::merge_streamed(frame, std::move(all), bytes, with_known);
@@ -273,6 +288,7 @@ std::optional<int> report_streamed(const std::vector<std::string>& paths, const 
                                    std::vector<std::string>& errors, std::vector<trace::Trace>& traces) {
   trace::EventBlocks skip;
   skip.skip = true;
+  skip.skip_gpu_records = true;  // counted, not kept: as many as the events on a real GPU
   auto headers = load_traces(paths, "cuxfer report", errors, s.jobs, skip);
   if (headers.empty()) return 1;  // each path already has its one line
   const bool may_stream = std::none_of(headers.begin(), headers.end(),

@@ -1,5 +1,7 @@
 #include "analyzer/model/job.h"
 
+#include "analyzer/model/gpu_join.h"
+
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -97,43 +99,6 @@ std::unordered_map<uint32_t, GpuSum> index_gpu_records(const trace::Trace& t) {
   return by_id;
 }
 
-bool gpu_kind_matches(trace::EventKind e, trace::GpuRecordKind g) {
-  return (e == trace::EventKind::Copy && g == trace::GpuRecordKind::Memcpy) ||
-         (e == trace::EventKind::Memset && g == trace::GpuRecordKind::Memset);
-}
-
-// Whether GPU record `r` can be the DMA of call `c`: same operation and size,
-// and, for copies, a CUPTI copy kind and host memory kind that agree with the
-// call's class. This keeps, e.g., a pinned and a pageable copy of the same
-// size on two streams from trading GPU times.
-bool record_fits(const Call& c, const trace::GpuRecord& r) {
-  // A staged copy reaches the GPU as several chunk DMAs that add up to it.
-  const bool size_ok = c.staged() ? r.bytes <= c.bytes() - c.gpu_bytes : r.bytes == c.bytes();
-  if (!size_ok || !gpu_kind_matches(c.kind(), static_cast<trace::GpuRecordKind>(r.kind))) return false;
-  if (c.kind() != trace::EventKind::Copy) return true;
-  using trace::Direction;
-  using trace::MemKind;
-  // CUpti_ActivityMemcpyKind: 1 HtoD, 2 DtoH, 3 HtoA, 4 AtoH, 5 AtoA, 6 AtoD, 7 DtoA, 8 DtoD, 9 HtoH, 10 PtoP.
-  const unsigned k = r.cupti_copy_kind;
-  bool direction_ok = true;
-  MemKind host = MemKind::Unknown;
-  switch (c.cls.direction) {
-    case Direction::HtoD: direction_ok = k == 1 || k == 3; host = static_cast<MemKind>(r.src_kind); break;
-    case Direction::DtoH: direction_ok = k == 2 || k == 4; host = static_cast<MemKind>(r.dst_kind); break;
-    case Direction::DtoD: direction_ok = k == 5 || k == 6 || k == 7 || k == 8 || k == 10; break;
-    case Direction::Peer: direction_ok = k == 10 || k == 8; break;
-    case Direction::HtoH: direction_ok = k == 9; break;
-    default: break;
-  }
-  if (!direction_ok || k == 0) return k == 0;  // an unknown CUPTI kind constrains nothing
-  if (host == MemKind::Unknown || c.cls.memory == MemKind::Unknown) return true;
-  // A copy the rewrite staged or registered is DMA from page-locked memory
-  // although the app's buffer is pageable.
-  const bool call_pageable = c.cls.memory == MemKind::Pageable && !c.staged() && !c.registered();
-  const bool record_pageable = host == MemKind::Pageable;
-  return call_pageable == record_pageable;
-}
-
 // Resolves every captured stack of one process and maps trace call-site ids to
 // job sites; stacks whose user frame is the same share a site: the same
 // return address, or for a Python frame the same file, line and function.
@@ -196,19 +161,16 @@ SiteIndex build_sites(uint32_t process_index, const trace::Trace& t, symbolize::
   return SiteIndex(site_of_id);
 }
 
-// A copy or memset that ran and has no GPU time yet: what a record may join.
-bool awaits_record(const Call& c) {
-  return (c.kind() == trace::EventKind::Copy || c.kind() == trace::EventKind::Memset) && !c.failed() &&
-         !c.has_gpu_time();
-}
-
 // The calls from `first` on that `keep` accepts, in the order they entered.
 template <typename Keep>
 std::vector<Call*> calls_by_entry(std::vector<Call>& calls, size_t first, Keep keep) {
   std::vector<Call*> out;
   for (size_t i = first; i < calls.size(); ++i)
     if (keep(calls[i])) out.push_back(&calls[i]);
-  std::sort(out.begin(), out.end(), [](Call* a, Call* b) { return a->event->t_enter_ns < b->event->t_enter_ns; });
+  // Stable: calls entered at the same instant keep trace order, which is
+  // what a join made while the trace is read in order can reproduce.
+  std::stable_sort(out.begin(), out.end(),
+                   [](Call* a, Call* b) { return a->event->t_enter_ns < b->event->t_enter_ns; });
   return out;
 }
 
@@ -217,11 +179,7 @@ std::vector<Call*> calls_by_entry(std::vector<Call>& calls, size_t first, Keep k
 // pipeline kept the copy engine's work in flight.
 void claim(Call& c, const trace::GpuRecord& r, const trace::Trace& t, const std::vector<Call>& calls,
            std::vector<uint32_t>& record_call) {
-  if (c.gpu_records == 0) c.gpu_begin_ns = r.start_ns;
-  c.gpu_end_ns = std::max(c.gpu_end_ns, r.end_ns);
-  c.gpu_ns = c.gpu_end_ns > c.gpu_begin_ns ? c.gpu_end_ns - c.gpu_begin_ns : 0;
-  c.gpu_records += 1;
-  c.gpu_bytes += r.bytes;
+  add_gpu_time(c, r);
   record_call[static_cast<size_t>(&r - t.gpu_records.data())] = static_cast<uint32_t>(&c - calls.data());
 }
 
@@ -294,14 +252,15 @@ uint64_t join_gpu_by_time(const trace::Trace& t, std::vector<Call>& calls, size_
   }
   *without_id = records.size();
   if (records.empty()) return 0;
-  std::sort(records.begin(), records.end(), [](auto* a, auto* b) { return a->start_ns < b->start_ns; });
+  // Stable, as calls_by_entry: records that start at the same instant keep file order.
+  std::stable_sort(records.begin(), records.end(), [](auto* a, auto* b) { return a->start_ns < b->start_ns; });
   // Where the governor turned records off, a call issued meanwhile has no
   // record to claim (its flag says so): leaving it out keeps a sampled
   // window's records from going to an earlier call of the same size.
   const std::vector<Call*> candidates = calls_by_entry(calls, first, [governed](const Call& c) {
     return awaits_record(c) && (!governed || (c.event->flags & trace::kFlagGpuExpected));
   });
-  constexpr size_t kLookBack = 256;  // calls in flight that one record may belong to
+  constexpr size_t kLookBack = kJoinLookBack;  // calls in flight that one record may belong to
   uint64_t joined = 0;
   for (const trace::GpuRecord* r : records) {
     auto end = std::upper_bound(candidates.begin(), candidates.end(), r->start_ns,
@@ -310,8 +269,7 @@ uint64_t join_gpu_by_time(const trace::Trace& t, std::vector<Call>& calls, size_
     auto begin = end - std::min<ptrdiff_t>(end - candidates.begin(), kLookBack);
     for (auto it = begin; it != end; ++it) {
       Call* c = *it;
-      const bool complete = c->staged() ? c->gpu_bytes >= c->bytes() : c->has_gpu_time();
-      if (complete || !record_fits(*c, *r)) continue;
+      if (gpu_complete(*c) || !record_fits(*c, *r)) continue;
       claim(*c, *r, t, calls, record_call);
       ++joined;
       break;
@@ -381,7 +339,11 @@ std::vector<bool> shim_apis(const trace::Trace& t) {
 }  // namespace
 
 bool calls_stream(const Process& p) {
-  return !p.gpu_timing && p.trace.gpu_records.empty() && p.trace.nvtx_names.empty();
+  if (!p.trace.gpu_records.empty() || !p.trace.nvtx_names.empty()) return false;
+  if (p.trace.gpu_records_passed.not_joined_by_time > 0) return false;
+  // build_job's second pass of the join by time, where the governor turned the records off.
+  return !p.gpu_timing || std::none_of(p.trace.cupti_gate.begin(), p.trace.cupti_gate.end(),
+                                       [](const trace::CuptiGateChange& g) { return !g.on; });
 }
 
 CallFeed::CallFeed(const Job& job, uint32_t process)
@@ -425,7 +387,7 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
     p.trace = std::move(t);
     p.gpu_timing = p.trace.has_status && p.trace.status.cupti == trace::CuptiState::Active;
     p.events_read = p.trace.events.size();
-    p.gpu_records_read = p.trace.gpu_records.size();
+    p.gpu_records_read = p.trace.gpu_records.size() + p.trace.gpu_records_passed.records;
     job.processes.push_back(std::move(p));
   }
   job.calls.reserve(total_events);
@@ -503,43 +465,14 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
           join_gpu_by_time(p.trace, job.calls, first_call, &without_id, p.gpu_record_call);
       p.gpu_records_unmatched += without_id - p.gpu_records_joined_by_time;
       if (p.gpu_records_joined_by_time > 0)
-        job.notes.push_back(
-            fmt::format("pid {}: {} GPU records joined to calls by time, size and kind",
-                        p.pid(), p.gpu_records_joined_by_time));
-      // After a handover to the app's profiler no GPU record is expected; nor
-      // where the governor had the records off (or turned them off during the call).
-      const uint64_t gpu_until = p.trace.has_cupti_handover ? p.trace.cupti_handover.t_ns : UINT64_MAX;
-      const GateTimeline gate(p.trace.cupti_gate);
-      GateStats& g = p.gate;
-      g.governed = gate.governed();
-      g.changes = static_cast<uint32_t>(gate.changes());
-      g.samples = gate.samples();
-      uint64_t first_t = UINT64_MAX, last_t = 0;
-      for (size_t i = first_call; i < job.calls.size(); ++i) {
-        const Call& c = job.calls[i];
-        const trace::Event& e = *c.event;
-        const bool data = c.kind() == trace::EventKind::Copy || c.kind() == trace::EventKind::Memset;
-        const bool on = gate.on_throughout(e.t_enter_ns, e.t_exit_ns);
-        if (data && !c.failed() && e.t_enter_ns < gpu_until) {
-          first_t = std::min(first_t, e.t_enter_ns);
-          last_t = std::max(last_t, e.t_exit_ns);
-          ++g.calls;
-          if (c.has_gpu_time()) ++g.timed;
-          else if (!on && !(e.flags & trace::kFlagAsync)) ++g.untimed_sync;
-          else if (!on) {
-            ++g.untimed_async;
-            if (gate.off_reason(e.t_enter_ns) == trace::GateReason::Repeats) ++g.untimed_repeats;
-          }
-        }
-        if ((e.flags & trace::kFlagGpuExpected) && !c.has_gpu_time() && !c.failed() && e.t_enter_ns < gpu_until &&
-            on)
-          ++p.events_without_gpu;
-      }
-      if (g.governed && last_t > first_t)
-        g.on_share = static_cast<double>(gate.on_ns(first_t, last_t)) / static_cast<double>(last_t - first_t);
+        job.notes.push_back(joined_by_time_note(p.pid(), p.gpu_records_joined_by_time));
+      GateAccount gate(p.trace);
+      for (size_t i = first_call; i < job.calls.size(); ++i) gate.add(job.calls[i]);
+      gate.finish(p);
     }
     for (const auto& [id, s] : gpu)
       if (!s.claimed) p.gpu_records_unmatched += s.records;
+    p.notes_end = static_cast<uint32_t>(job.notes.size());
   }
   if (!job.call_ranges.empty()) job.call_ranges.resize(job.calls.size(), kNoRange);
   auto symbol_notes = symbolizer.notes();

@@ -82,6 +82,10 @@ struct Process {
   // its trace's call-site ids to them (what a streamed call looks up).
   uint32_t first_site = 0;
   SiteIndex site_index;
+  // Job::notes up to here (before the symbolizer's, put first at the end) are
+  // those of this process and the ones before it: where a streamed process's
+  // own notes go.
+  uint32_t notes_end = 0;
 
   uint32_t pid() const { return trace.has_process ? trace.process.pid : 0; }
   // CLOCK_REALTIME of a CLOCK_MONOTONIC timestamp of this process (processes
@@ -191,8 +195,10 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
 // job of that one process (Call::process 0, Call::site an index into the
 // process's own sites), so that each process is tallied on its own and the
 // tallies merged (analyses/summary.h). Only for processes whose calls need
-// nothing beyond their own event: no GPU record to join (no GPU timing, no
-// records) and no NVTX range stack to replay.
+// nothing beyond their own event, or GPU records joined by time
+// (StreamedGpuJoin, gpu_join.h), read as the frame was, without keeping them
+// (trace::EventBlocks::skip_gpu_records): no record joined another way, no
+// governor's second pass, no NVTX range stack to replay.
 bool calls_stream(const Process& p);
 
 class CallFeed {

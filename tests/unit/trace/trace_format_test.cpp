@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "tests/unit/trace/synthetic_trace.h"
@@ -224,6 +225,124 @@ TEST_F(TraceFormat, StreamingReadsAgreeWithTheWholeRead) {
   ASSERT_EQ(read_trace(path("full.trace"), stopped, error, stop), ReadStatus::Ok);
   EXPECT_FALSE(stopped.complete);
   EXPECT_FALSE(stopped.cut_reason.empty());
+}
+
+// GPU records in a streaming read: passed by (skip_gpu_records) they are
+// counted, and those a join by time cannot take (a correlation id, a kernel)
+// counted apart; handed over (gpu_sink) they are the whole read's records,
+// after the events written before them; either way the trace is cut where
+// read_trace cuts it.
+TEST_F(TraceFormat, StreamingReadPassesGpuRecordsByOrHandsThemOver) {
+  SyntheticTrace t = sample();  // one record with a correlation id
+  t.events_per_block = 2;
+  for (int i = 0; i < 5; ++i) {
+    t.copy(Direction::HtoD, MemKind::Pinned, 100 + i, 10);
+    t.gpu(t.events.back(), 50);
+    t.gpu_records.back().correlation_id = 0;
+  }
+  t.gpu(t.events.back(), 80);
+  t.gpu_records.back().kind = static_cast<uint8_t>(trace::GpuRecordKind::Kernel);
+  t.gpu_records.back().correlation_id = 0;
+  ASSERT_TRUE(t.write(path("full.trace")));
+  const std::string full = slurp(path("full.trace"));
+  for (size_t len = sizeof(FileHeader); len <= full.size(); ++len) {
+    SCOPED_TRACE("length " + std::to_string(len));
+    spit(path("s.trace"), full.substr(0, len));
+    Trace whole, passed, handed;
+    std::string error;
+    ASSERT_EQ(read_trace(path("s.trace"), whole, error), ReadStatus::Ok);
+    EventBlocks pass;
+    pass.skip = true;
+    pass.skip_gpu_records = true;
+    ASSERT_EQ(read_trace(path("s.trace"), passed, error, pass), ReadStatus::Ok);
+    uint64_t not_by_time = 0;
+    for (const auto& r : whole.gpu_records)
+      not_by_time += r.correlation_id != 0 || r.kind == static_cast<uint8_t>(trace::GpuRecordKind::Kernel);
+    EXPECT_EQ(passed.gpu_records_passed.records, whole.gpu_records.size());
+    EXPECT_EQ(passed.gpu_records_passed.not_joined_by_time, not_by_time);
+    std::vector<GpuRecord> got;
+    size_t events_before_last_record = 0, events = 0;
+    EventBlocks hand;
+    hand.sink = [&](std::span<Event> e) {
+      events += e.size();
+      return true;
+    };
+    hand.gpu_sink = [&](std::span<GpuRecord> r) {
+      got.insert(got.end(), r.begin(), r.end());
+      events_before_last_record = events;
+      return true;
+    };
+    ASSERT_EQ(read_trace(path("s.trace"), handed, error, hand), ReadStatus::Ok);
+    for (const Trace* r : {&passed, &handed}) {
+      EXPECT_TRUE(r->gpu_records.empty());
+      EXPECT_EQ(r->blocks_read, whole.blocks_read);
+      EXPECT_EQ(r->cut_reason, whole.cut_reason);
+      EXPECT_EQ(r->complete, whole.complete);
+    }
+    ASSERT_EQ(got.size(), whole.gpu_records.size());
+    if (!got.empty()) {
+      EXPECT_EQ(std::memcmp(got.data(), whole.gpu_records.data(), got.size() * sizeof(GpuRecord)), 0);
+      EXPECT_EQ(events_before_last_record, whole.events.size());  // SyntheticTrace writes the records last
+    }
+  }
+  // A GPU sink that says stop ends the read there, and says so.
+  Trace stopped;
+  std::string error;
+  EventBlocks stop;
+  stop.sink = [](std::span<Event>) { return true; };
+  stop.gpu_sink = [](std::span<GpuRecord>) { return false; };
+  ASSERT_EQ(read_trace(path("full.trace"), stopped, error, stop), ReadStatus::Ok);
+  EXPECT_FALSE(stopped.complete);
+  EXPECT_FALSE(stopped.cut_reason.empty());
+}
+
+// Blocks of events and of GPU records written in turn reach the sinks in
+// file order; a GPU sink alone hands the records over too (the events are
+// then kept, the records not).
+TEST_F(TraceFormat, SinksSeeEventAndGpuRecordBlocksInFileOrder) {
+  std::string error;
+  auto w = TraceWriter::create(path("i.trace"), 0644, &error);
+  ASSERT_TRUE(w) << error;
+  for (uint64_t k = 1; k <= 3; ++k) {
+    Event e[2]{};
+    e[0].bytes = 10 * k;
+    e[1].bytes = 10 * k + 1;
+    w->write_block(BlockType::Events, e, sizeof e);
+    GpuRecord g{};
+    g.kind = static_cast<uint8_t>(trace::GpuRecordKind::Memcpy);
+    g.bytes = 10 * k;
+    w->write_block(BlockType::GpuRecords, &g, sizeof g);
+  }
+  w->write_block(BlockType::End, "", 0);
+  w.reset();
+  std::vector<std::string> seen;
+  EventBlocks hand;
+  hand.sink = [&](std::span<Event> e) {
+    seen.push_back("events " + std::to_string(e.size()) + " from " + std::to_string(e[0].bytes));
+    return true;
+  };
+  hand.gpu_sink = [&](std::span<GpuRecord> r) {
+    seen.push_back("records " + std::to_string(r.size()) + " from " + std::to_string(r[0].bytes));
+    return true;
+  };
+  Trace streamed;
+  ASSERT_EQ(read_trace(path("i.trace"), streamed, error, hand), ReadStatus::Ok) << error;
+  const std::vector<std::string> in_file_order = {"events 2 from 10", "records 1 from 10", "events 2 from 20",
+                                                  "records 1 from 20", "events 2 from 30", "records 1 from 30"};
+  EXPECT_EQ(seen, in_file_order);
+  EXPECT_TRUE(streamed.events.empty());
+  EXPECT_TRUE(streamed.gpu_records.empty());
+  EXPECT_TRUE(streamed.complete);
+  // The GPU sink alone: the events are read into the trace, the records handed over.
+  seen.clear();
+  EventBlocks records_only;
+  records_only.gpu_sink = hand.gpu_sink;
+  Trace kept;
+  ASSERT_EQ(read_trace(path("i.trace"), kept, error, records_only), ReadStatus::Ok) << error;
+  EXPECT_EQ(seen, (std::vector<std::string>{"records 1 from 10", "records 1 from 20", "records 1 from 30"}));
+  EXPECT_EQ(kept.events.size(), 6u);
+  EXPECT_TRUE(kept.gpu_records.empty());
+  EXPECT_TRUE(kept.complete);
 }
 
 // Every prefix of a valid trace reads without crashing: what is complete is
