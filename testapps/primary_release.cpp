@@ -9,14 +9,16 @@
 // H100 with driver 580, the simulated driver aborts).
 //
 // Per round: in the primary context, cuMemAlloc S, twice H2D then D2H of S
-// bytes from one reused pageable buffer (sync, checked), cuMemFree, pop,
-// release; then the same in the app's context with a fresh buffer. At the
+// bytes from one reused pageable buffer (sync, checked), a second reference
+// retained and released (not the last), the same copies again, cuMemFree,
+// pop, release (the last); then the same copies in the app's context with a
+// fresh buffer. At the
 // end the app's context is destroyed and the last host buffer freed with no
 // context current.
 //
 // Exact traffic, per round:
-//   cuMemcpyHtoD_v2  H2D pageable -> device   4 calls  4*S bytes
-//   cuMemcpyDtoH_v2  D2H device -> pageable   4 calls  4*S bytes
+//   cuMemcpyHtoD_v2  H2D pageable -> device   6 calls  6*S bytes
+//   cuMemcpyDtoH_v2  D2H device -> pageable   6 calls  6*S bytes
 // Prints "primary_release: <n> rounds OK".
 #include <vector>
 
@@ -46,12 +48,18 @@ int main(int argc, char** argv) {
   CUdeviceptr d_own = 0;
   DA_CHECK(cuMemAlloc(&d_own, s));
   for (size_t r = 0; r < rounds; ++r) {
-    CUcontext primary = nullptr;
+    CUcontext primary = nullptr, again = nullptr;
     DA_CHECK(cuDevicePrimaryCtxRetain(&primary, dev));
     DA_CHECK(cuCtxPushCurrent(primary));
     CUdeviceptr d = 0;
     DA_CHECK(cuMemAlloc(&d, s));
     copy_twice(d, s, static_cast<uint32_t>(100 * r));
+    // A second reference, released again: not the last, the context stays
+    // and its copies go on as before.
+    DA_CHECK(cuDevicePrimaryCtxRetain(&again, dev));
+    TA_ASSERT(again == primary);
+    DA_CHECK(cuDevicePrimaryCtxRelease(dev));
+    copy_twice(d, s, static_cast<uint32_t>(100 * r + 20));
     DA_CHECK(cuMemFree(d));
     CUcontext popped = nullptr;
     DA_CHECK(cuCtxPopCurrent(&popped));

@@ -5,6 +5,8 @@
 // handle. The rewrite lets go of them first where it can (while the context
 // still exists), so that no later copy touches freed memory, and never binds
 // a destroyed context's handle again. Nothing is recorded.
+#include <atomic>
+
 #include "core/export.h"
 #include "symbols/cuda_headers.h"
 #include "interpose/hook_macros.h"
@@ -16,81 +18,87 @@ using namespace cuxfer::shim;
 
 namespace {
 using GetState = CUresult (*)(CUdevice, unsigned*, int*);
-using Retain = CUresult (*)(CUcontext*, CUdevice);
-using Release = CUresult (*)(CUdevice);
-
-template <typename F>
-F driver_entry(const char* name) {
-  return libcuda_handle() ? reinterpret_cast<F>(real_dlsym(libcuda_handle(), name)) : nullptr;
-}
+using DeviceCall = CUresult (*)(CUdevice);
 
 bool rewrite_on() {
   const Config& c = config();
   return c.enabled && c.rewrite_any() && !thread_state().internal;
 }
 
-// Whether the device's primary context exists (referenced); unknown: true,
-// so that nothing is let go on a guess.
-bool primary_active(CUdevice dev) {
-  static const auto get_state = driver_entry<GetState>("cuDevicePrimaryCtxGetState");
-  unsigned flags = 0;
-  int active = 1;
-  return !get_state || get_state(dev, &flags, &active) != CUDA_SUCCESS || active != 0;
+// Each device's primary context handle, as cuDevicePrimaryCtxRetain gave it
+// out (the runtime's retain goes through the hook too): what a release or a
+// reset destroys. Learnt without a driver call of the shim's own.
+constexpr int kMaxDevices = 64;
+std::atomic<CUcontext> g_primary[kMaxDevices] = {};
+
+CUcontext known_primary(CUdevice dev) {
+  return dev >= 0 && dev < kMaxDevices ? g_primary[dev].load(std::memory_order_acquire) : nullptr;
 }
 
-// The device's primary context while it exists, else null: retained and
-// released again through `release`, so that its count of references is as it
-// was; never made where there was none. Its handle is what a release or a
-// reset destroys, and the shim must know it to never bind it again.
-CUcontext existing_primary(CUdevice dev, Release release) {
-  static const auto get_state = driver_entry<GetState>("cuDevicePrimaryCtxGetState");
-  static const auto retain = driver_entry<Retain>("cuDevicePrimaryCtxRetain");
+// Whether the device's primary context still exists after a release. Not
+// known (no entry point, an error): destroyed, the answer under which the
+// shim never binds its handle again.
+bool primary_still_active(CUdevice dev) {
+  static const auto get_state = libcuda_handle() ? reinterpret_cast<GetState>(
+      real_dlsym(libcuda_handle(), "cuDevicePrimaryCtxGetState")) : nullptr;
   unsigned flags = 0;
   int active = 0;
-  if (!get_state || !retain || !release || get_state(dev, &flags, &active) != CUDA_SUCCESS || !active) return nullptr;
-  CUcontext ctx = nullptr;
-  if (retain(&ctx, dev) != CUDA_SUCCESS) return nullptr;
-  release(dev);
-  return ctx;
+  return get_state && get_state(dev, &flags, &active) == CUDA_SUCCESS && active != 0;
 }
 
-Release primary_release_entry() {
-  static const auto release = driver_entry<Release>("cuDevicePrimaryCtxRelease_v2");
-  return release;
-}
-
-// A reset destroys the primary context whatever its references: everything
-// is let go before (which context is not needed), and its handle forgotten.
-CUresult reset_primary(CUdevice dev, Release reset) {
-  const CUcontext primary = rewrite_on() ? existing_primary(dev, primary_release_entry()) : nullptr;
+// A reset destroys the primary context whatever its references: the rewrite
+// lets go of everything before (while it exists), and its handle is forgotten.
+CUresult reset_primary(CUdevice dev, DeviceCall reset) {
   rewrite::before_context_teardown(nullptr);
   const CUresult r = reset(dev);
-  if (r == CUDA_SUCCESS && primary) {
-    rewrite::after_context_destroyed(primary);
-    cupti_warmup_forget(primary);
+  if (r == CUDA_SUCCESS && dev >= 0 && dev < kMaxDevices) {
+    if (const CUcontext gone = g_primary[dev].exchange(nullptr, std::memory_order_acq_rel)) {
+      rewrite::after_context_destroyed(gone);
+      cupti_warmup_forget(gone);
+    }
   }
   return r;
 }
 
 // The last reference's release destroys the primary context ("automatically
-// reset once the last reference to it is released"). Whether a release is the
-// last is known only afterwards, when the handle is already freed memory in
-// the driver: binding it then is a crash (PyCUDA's detach of a retained
-// primary context segfaulted that way). So the handle is learnt before, the
-// shim's threads leave the context before, and what it had there is let go
-// after without binding it.
-CUresult release_primary(CUdevice dev, Release release) {
-  const CUcontext primary = rewrite_on() ? existing_primary(dev, release) : nullptr;
-  if (primary) rewrite::before_primary_release(primary);
+// reset once the last reference to it is released"). Whether a release is
+// the last is known only afterwards, when the handle is freed memory in the
+// driver: binding it then is a crash (PyCUDA's detach of a retained primary
+// context segfaulted that way). So before the release the registrar finishes
+// what it was asked (its requests bind the context), and after a last one
+// what the shim had in the context is let go without binding it. A release
+// that is not the last changes nothing.
+// The device's primary context is known to be gone: what the shim had in it
+// is let go without binding it, once (whichever thread sees it first).
+void forget_primary(CUdevice dev) {
+  if (dev < 0 || dev >= kMaxDevices) return;
+  const CUcontext gone = g_primary[dev].exchange(nullptr, std::memory_order_acq_rel);
+  if (!gone) return;
+  if (rewrite_on()) rewrite::after_context_gone(gone);
+  cupti_warmup_forget(gone);
+}
+
+CUresult release_primary(CUdevice dev, DeviceCall release) {
+  const CUcontext primary = known_primary(dev);
+  if (primary && rewrite_on()) rewrite::before_primary_release(primary);
   const CUresult r = release(dev);
-  if (r == CUDA_SUCCESS && primary) {
-    const bool destroyed = !primary_active(dev);
-    rewrite::after_primary_release(primary, destroyed);
-    if (destroyed) cupti_warmup_forget(primary);
-  }
+  if (r == CUDA_SUCCESS && primary && !primary_still_active(dev)) forget_primary(dev);
   return r;
 }
 }  // namespace
+
+// A retain of a primary context that no longer exists makes a new one, maybe
+// at the old one's address: if a release on another thread destroyed the old
+// one and has not said so yet (its check came after this retain), the old
+// handle's state is let go here first, so that nothing of it is found under
+// the new context.
+CUXFER_DRIVER_HOOK_BEGIN(cuDevicePrimaryCtxRetain, (CUcontext* pctx, CUdevice dev))
+  if (known_primary(dev) && !primary_still_active(dev)) forget_primary(dev);
+  const CUresult r = real(pctx, dev);
+  if (r == CUDA_SUCCESS && pctx && *pctx && dev >= 0 && dev < kMaxDevices)
+    g_primary[dev].store(*pctx, std::memory_order_release);
+  return r;
+}
 
 CUXFER_DRIVER_HOOK_BEGIN(cuDevicePrimaryCtxReset_v2, (CUdevice dev))
   return reset_primary(dev, real);

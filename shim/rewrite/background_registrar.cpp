@@ -114,6 +114,18 @@ bool submit_registration(const RegistrationCache::Reservation& res, CUcontext ct
   return true;
 }
 
+void forget_registrar_context(CUcontext gone) {
+  if (!gone) return;
+  Registrar& r = registrar();
+  std::lock_guard<RankedMutex> lock(r.mutex);
+  // Completed with no context bound: the registration fails, and the cache
+  // lets the range go as for any failed registration.
+  for (uint32_t i = 0; i < r.size; ++i) {
+    Request& q = r.queue[(r.head + i) % kQueue];
+    if (q.ctx == gone) q.ctx = nullptr;
+  }
+}
+
 bool wait_registrations_idle(uint32_t limit_ms) {
   Registrar& r = registrar();
   RankedUniqueLock lock(r.mutex);

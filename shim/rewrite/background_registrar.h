@@ -8,7 +8,7 @@
 // that the driver's pinning does not slow the copy's own DMA; the copies
 // after it find the range Live and run in place.
 //
-// One thread, started with the first staging pool (or on first use), in relaxed capture mode, with the
+// One thread, started at the first large device allocation (or on first use), in relaxed capture mode, with the
 // requesting copy's context pushed while it registers. A bounded queue: when
 // it is full, or the thread could not be started, submit() says no and the
 // caller registers inline as before.
@@ -27,7 +27,8 @@ using CompleteFn = void (*)(const RegistrationCache::Reservation&);
 
 // Starts the thread now if it is not running (the first copy that hands it a
 // registration would otherwise pay the thread's start, ~0.1 ms, inside the
-// app's call): called where the staging pool is first made. Idempotent.
+// app's call): called at the app's first device allocation as large as a
+// staged copy, where the staging pool is first made. Idempotent.
 void start_registrar();
 
 // Queues `r` (a successful reservation) for `ctx`. False when it was not
@@ -38,6 +39,10 @@ bool submit_registration(const RegistrationCache::Reservation& r, CUcontext ctx,
 // a context goes (its requests would push a dead context) and in tests.
 // True when the queue is empty and nothing is being registered.
 bool wait_registrations_idle(uint32_t limit_ms);
+
+// The context `gone` was destroyed: requests still queued for it are made
+// without binding it (they fail, and their ranges are let go).
+void forget_registrar_context(CUcontext gone);
 
 // Registrations made on the registrar's thread (for the shutdown note).
 uint64_t background_registrations();

@@ -507,25 +507,20 @@ void before_primary_release(CUcontext primary) {
   if (!primary || !c.enabled || !c.rewrite_any() || thread_state().internal) return;
   InternalScope internal;
   // Queued registrations bind the context of the copy that asked: done while
-  // it still exists. The staging pool's filler leaves it too.
+  // it still exists (any left are withdrawn after, if it went).
   if (registrations_exist() && !wait_registrations_idle(2000))
     Recorder::instance().note("rewrite: pin: background registrations still running when a context was released");
-  staging_quiesce(primary);
 }
 
-void after_primary_release(CUcontext primary, bool destroyed) {
+void after_context_gone(CUcontext gone) {
   const Config& c = config();
-  if (!primary || !c.enabled || !c.rewrite_any() || thread_state().internal) return;
-  if (!destroyed) {
-    // Not the last reference: the pool whose filler stopped is given back
-    // while the context exists; its next copy makes it again.
-    staging_teardown(primary);
-    return;
-  }
+  if (!gone || !c.enabled || !c.rewrite_any()) return;
   InternalScope internal;
-  if (registrations_exist() || c.register_in_place) state().ops.forget_context(primary);
+  forget_registrar_context(gone);
+  if (registrations_exist() || c.register_in_place) state().ops.forget_context(gone);
   // The driver ended the registrations made in it; the cache unregisters every
-  // range (an error where the driver did so already) without binding it.
+  // range (an error where the driver did so already; one that fails is kept
+  // and tried again) without binding it.
   if (registrations_exist()) {
     const uint32_t n = state().cache.clear();
     Recorder::instance().note("rewrite: pin: " + std::to_string(n) +
@@ -533,14 +528,16 @@ void after_primary_release(CUcontext primary, bool destroyed) {
                                   "registered again as they are reused",
                               /*warning=*/false);
   }
-  zero_copy_context_gone(primary);
-  staging_context_gone(primary);
+  zero_copy_context_gone(gone);
+  staging_context_gone(gone);
 }
 
 void after_context_destroyed(CUcontext ctx) {
   const Config& c = config();
   if (!ctx || !c.enabled || !c.rewrite_any()) return;
+  forget_registrar_context(ctx);
   if (registrations_exist() || c.register_in_place) state().ops.forget_context(ctx);
+  zero_copy_context_gone(ctx);  // its buffers went before; threads' events of it are dropped
 }
 
 void before_fork() {

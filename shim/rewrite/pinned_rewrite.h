@@ -118,15 +118,14 @@ void device_memory_made();
 // buffers freed, and staging stops if its pool lived there.
 void before_context_teardown(CUcontext ctx);
 // A primary context's reference is about to be released, perhaps its last
-// (which destroys it: known only afterwards): the shim's threads stop using it
-// (background registrations done, the staging pool's filler gone) while it
-// still exists.
+// (which destroys it: known only afterwards): the background registrations
+// asked for (which bind the context of their copy) are done while it exists.
 void before_primary_release(CUcontext primary);
-// After that release: `destroyed`, it was the last, and what the shim had in
-// the context (registrations, zero-copy buffers, staging pool) is let go
-// without ever binding its handle again (the driver freed it); other contexts
-// keep theirs. Else the pool is given back while the context exists.
-void after_primary_release(CUcontext primary, bool destroyed);
+// The context `gone` was destroyed without a teardown before (a primary
+// context's last release): what the shim had in it (registrations, queued
+// registrations, zero-copy buffers, staging pool) is let go without ever
+// binding its handle again (the driver freed it); other contexts keep theirs.
+void after_context_gone(CUcontext gone);
 // `ctx` was destroyed or reset (before_context_teardown ran while it
 // existed): its handle is never bound again.
 void after_context_destroyed(CUcontext ctx);

@@ -581,8 +581,9 @@ void staging_teardown(CUcontext ctx) {
   for (ContextPool& p : s.pools) {
     CUcontext owner = p.ctx.load(std::memory_order_acquire);
     // A primary context's reset names no context: every pool goes, and the
-    // ones of contexts that stay are made again on their next copy.
-    if (!owner || (ctx && owner != ctx)) continue;
+    // ones of contexts that stay are made again on their next copy. A slot
+    // marked stuck or going (1, 2) holds no context to bind.
+    if (reinterpret_cast<uintptr_t>(owner) <= 2 || (ctx && owner != ctx)) continue;
     p.ctx.store(nullptr, std::memory_order_seq_cst);  // no copy finds it from now on (PoolUse)
     if (!p.whole.exchange(true)) s.partial_pools.fetch_sub(1, std::memory_order_acq_rel);
     // A copy still using it would be the app's copy in a context it is
@@ -611,44 +612,43 @@ void staging_teardown(CUcontext ctx) {
     Recorder::instance().note("rewrite: pin: a staging pool could not be given back before its context went; "
                               "its buffers stay mapped");
 }
-void staging_quiesce(CUcontext ctx) {
-  State& s = state();
-  if (!ctx || !s.ready.load(std::memory_order_acquire)) return;
-  InternalScope internal;
-  std::lock_guard<RankedMutex> lock(s.pools_mutex);
-  for (ContextPool& p : s.pools) {
-    if (p.ctx.load(std::memory_order_acquire) != ctx) continue;
-    p.pool.stop_filling();
-    p.pool.wait_filled(std::chrono::seconds(2));  // its filler has left the context (or is stuck: said later)
-  }
-}
-
 void staging_context_gone(CUcontext gone) {
   State& s = state();
   if (!gone || !s.ready.load(std::memory_order_acquire)) return;
   const Driver* drv = driver_calls();
   if (!drv) return;
   InternalScope internal;
-  bool stuck = false;
+  // The slots are taken out under the lock (marked going: found by no copy,
+  // reused by no context), and waited for outside it, so that another
+  // context's first large allocation or copy never waits behind this one.
+  const auto going = reinterpret_cast<CUcontext>(uintptr_t{2});
+  ContextPool* mine[kMaxContexts];
+  size_t n = 0;
   {
-  std::lock_guard<RankedMutex> lock(s.pools_mutex);
-  for (ContextPool& p : s.pools) {
-    if (p.ctx.load(std::memory_order_acquire) != gone) continue;
-    p.ctx.store(nullptr, std::memory_order_seq_cst);  // no copy finds it from now on (PoolUse)
-    if (!p.whole.exchange(true)) s.partial_pools.fetch_sub(1, std::memory_order_acq_rel);
+    std::lock_guard<RankedMutex> lock(s.pools_mutex);
+    for (ContextPool& p : s.pools) {
+      CUcontext expected = gone;
+      if (!p.ctx.compare_exchange_strong(expected, going, std::memory_order_seq_cst)) continue;
+      if (!p.whole.exchange(true)) s.partial_pools.fetch_sub(1, std::memory_order_acq_rel);
+      mine[n++] = &p;
+    }
+  }
+  bool stuck = false;
+  for (size_t i = 0; i < n; ++i) {
+    ContextPool& p = *mine[i];
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
     while (p.users.load(std::memory_order_seq_cst) != 0 && std::chrono::steady_clock::now() < until) sched_yield();
     // The filler still has the dead context bound: it stops and pops it (a
     // thread's binding of a destroyed context stays valid to leave; binding
-    // its handle anew is what the driver cannot take).
+    // its handle anew is what the driver cannot take; a buffer it was making
+    // fails with the context).
     p.pool.stop_filling();
-    if (!p.pool.wait_filled(std::chrono::seconds(2)) || p.users.load(std::memory_order_acquire) != 0) {
-      p.ctx.store(reinterpret_cast<CUcontext>(uintptr_t{1}), std::memory_order_release);  // never reused
-      stuck = true;
-      continue;
-    }
-    p.pool.free_all(*drv, /*context_alive=*/false);
-  }
+    const bool idle = p.pool.wait_filled(std::chrono::seconds(2)) && p.users.load(std::memory_order_acquire) == 0;
+    if (idle) p.pool.free_all(*drv, /*context_alive=*/false);
+    std::lock_guard<RankedMutex> lock(s.pools_mutex);
+    // Stuck: never reused, its buffers stay mapped.
+    p.ctx.store(idle ? nullptr : reinterpret_cast<CUcontext>(uintptr_t{1}), std::memory_order_release);
+    stuck = stuck || !idle;
   }
   if (stuck)
     Recorder::instance().note("rewrite: pin: a staging pool of a context that went could not be given back; "

@@ -36,9 +36,10 @@ trace::PassthroughReason off_reason();
 trace::PassthroughReason try_stage(const CallDesc& d, int& result, bool any_size = false);
 
 // Starts filling the staging pool in the background for the current context
-// (once per context), so that the first copy that needs it finds it ready.
-// Cheap once every pool has its whole budget: two atomic loads.
-//   Whole:   all of the pool's budget (a copy that may need staging).
+// (once per context), so that the first copy that needs it finds one copy's
+// buffers ready. Cheap once every pool has its whole budget: two atomic loads.
+//   Whole:   all of the pool's budget (from the first copy staged; with
+//            CUXFER_POOL_GROW=early, the first copy that may need staging).
 //   OneCopy: the buffers one copy cycles through (the app's first device
 //            allocation): pinned before its first copy, off its thread, and
 //            no more until a copy asks for it (an app whose copies are all
@@ -56,10 +57,6 @@ void make_state_before_fork();
 // pool) is about to go: its pool is given back while the context still
 // exists; the context's next copy, if it stays, makes one again.
 void staging_teardown(CUcontext ctx);
-// The context `ctx` may be about to go (a primary context's release, which
-// may be its last): its pool's filler stops and leaves the context while it
-// still exists; the pool keeps the buffers it has.
-void staging_quiesce(CUcontext ctx);
 // The context `gone` has been destroyed already (a primary context's last
 // release: known only afterwards): its pool is given back without binding its
 // handle, which the driver has freed. Other contexts' pools stay.

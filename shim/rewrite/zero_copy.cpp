@@ -64,12 +64,23 @@ void note_once(std::atomic<bool>& said, const std::string& msg, bool warning = t
 
 int8_t current_ordinal(const DriverCalls&) { return current_device_ordinal(); }
 
+// Bumped when a context goes (zero_copy_context_gone): a thread's event may
+// belong to it, and is then dropped, never destroyed or recorded (the driver
+// freed it; a new context may have the old one's address).
+std::atomic<uint32_t> g_contexts_gone{0};
+
 // An event of the current context for this thread, to wait in stream order.
 CUevent thread_event(const DriverCalls& d) {
   thread_local CUcontext ctx = nullptr;
   thread_local CUevent event = nullptr;
+  thread_local uint32_t seen_gone = 0;
   CUcontext now = nullptr;
   if (d.ctx_get_current(&now) != CUDA_SUCCESS || !now) return nullptr;
+  const uint32_t gone = g_contexts_gone.load(std::memory_order_acquire);
+  if (gone != seen_gone) {
+    event = nullptr;  // maybe a dead context's: not ours to destroy any more
+    seen_gone = gone;
+  }
   if (now != ctx || !event) {
     if (event && d.event_destroy) d.event_destroy(event);
     event = nullptr;
@@ -200,7 +211,9 @@ void zero_copy_teardown() {
 }
 
 void zero_copy_context_gone(CUcontext gone) {
-  if (!zero_copy_exists() || !gone) return;
+  if (!gone) return;
+  g_contexts_gone.fetch_add(1, std::memory_order_acq_rel);
+  if (!zero_copy_exists()) return;
   uint32_t n = 0;
   Table& t = table();
   {

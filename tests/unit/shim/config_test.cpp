@@ -194,6 +194,21 @@ TEST(ParseConfig, FlushMs) {
     expect_rejected(std::string("CUXFER_FLUSH_MS=") + bad);
 }
 
+TEST(ParseConfig, CuptiFlushMs) {
+  EXPECT_EQ(parse({}).cupti_flush_ms, 500u);
+  EXPECT_EQ(parse({"CUXFER_CUPTI_FLUSH_MS=0"}).cupti_flush_ms, 0u);
+  EXPECT_EQ(parse({"CUXFER_CUPTI_FLUSH_MS=3600000"}).cupti_flush_ms, 3600000u);
+  for (const char* bad : {"3600001", "-1", "1.5", "soon", ""})
+    expect_rejected(std::string("CUXFER_CUPTI_FLUSH_MS=") + bad);
+}
+
+TEST(ParseConfig, PoolGrow) {
+  EXPECT_FALSE(parse({}).pool_grow_early);
+  EXPECT_TRUE(parse({"CUXFER_POOL_GROW=early"}).pool_grow_early);
+  EXPECT_FALSE(parse({"CUXFER_POOL_GROW=staged"}).pool_grow_early);
+  for (const char* bad : {"Early", "1", "late", ""}) expect_rejected(std::string("CUXFER_POOL_GROW=") + bad);
+}
+
 TEST(ParseConfig, Launcher) {
   EXPECT_TRUE(parse({"CUXFER_LAUNCHER=1"}).launched);
   EXPECT_FALSE(parse({"CUXFER_LAUNCHER=0"}).launched);
