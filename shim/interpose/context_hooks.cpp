@@ -60,14 +60,6 @@ CUresult reset_primary(CUdevice dev, DeviceCall reset) {
   return r;
 }
 
-// The last reference's release destroys the primary context ("automatically
-// reset once the last reference to it is released"). Whether a release is
-// the last is known only afterwards, when the handle is freed memory in the
-// driver: binding it then is a crash (PyCUDA's detach of a retained primary
-// context segfaulted that way). So before the release the registrar finishes
-// what it was asked (its requests bind the context), and after a last one
-// what the shim had in the context is let go without binding it. A release
-// that is not the last changes nothing.
 // The device's primary context is known to be gone: what the shim had in it
 // is let go without binding it, once (whichever thread sees it first).
 void forget_primary(CUdevice dev) {
@@ -78,6 +70,14 @@ void forget_primary(CUdevice dev) {
   cupti_warmup_forget(gone);
 }
 
+// The last reference's release destroys the primary context ("automatically
+// reset once the last reference to it is released"). Whether a release is
+// the last is known only afterwards, when the handle is freed memory in the
+// driver: binding it then is a crash (PyCUDA's detach of a retained primary
+// context segfaulted that way). So before the release the registrar finishes
+// what it was asked (its requests bind the context), and after a last one
+// what the shim had in the context is let go without binding it. A release
+// that is not the last changes nothing.
 CUresult release_primary(CUdevice dev, DeviceCall release) {
   const CUcontext primary = known_primary(dev);
   if (primary && rewrite_on()) rewrite::before_primary_release(primary);
@@ -93,6 +93,7 @@ CUresult release_primary(CUdevice dev, DeviceCall release) {
 // handle's state is let go here first, so that nothing of it is found under
 // the new context.
 CUXFER_DRIVER_HOOK_BEGIN(cuDevicePrimaryCtxRetain, (CUcontext* pctx, CUdevice dev))
+  if (!config().enabled) return real(pctx, dev);  // disabled: inert
   if (known_primary(dev) && !primary_still_active(dev)) forget_primary(dev);
   const CUresult r = real(pctx, dev);
   if (r == CUDA_SUCCESS && pctx && *pctx && dev >= 0 && dev < kMaxDevices)
