@@ -33,8 +33,16 @@ struct Registrar {
   std::atomic<uint64_t> done{0};
 };
 
+// Made at first use and never destroyed (used until the last hook). A forked
+// child gets a new one (registrar_after_fork_child).
+std::atomic<Registrar*> g_registrar{nullptr};
+
 Registrar& registrar() {
-  static auto* r = new Registrar;  // used until the last hook; never destroyed
+  Registrar* r = g_registrar.load(std::memory_order_acquire);
+  if (r) return *r;
+  auto* made = new Registrar;
+  if (g_registrar.compare_exchange_strong(r, made, std::memory_order_acq_rel)) return *made;
+  delete made;  // another thread made it first
   return *r;
 }
 
@@ -130,6 +138,15 @@ bool wait_registrations_idle(uint32_t limit_ms) {
   Registrar& r = registrar();
   RankedUniqueLock lock(r.mutex);
   return r.idle.wait_for(lock.get(), std::chrono::milliseconds(limit_ms), [&] { return r.size == 0 && !r.busy; });
+}
+
+void registrar_after_fork_child() {
+  // The parent's registrar belongs to its thread, which the child does not
+  // have: its mutex may be held by a parent thread that was inside it at the
+  // fork, and its queue, `busy` and `started` describe work nobody will do
+  // (a wait for it would time out; a request, never run). The child starts
+  // with a new one, made on first use; the old one is left as it is.
+  g_registrar.store(nullptr, std::memory_order_release);
 }
 
 uint64_t background_registrations() { return registrar().done.load(std::memory_order_relaxed); }

@@ -44,6 +44,10 @@ bool wait_registrations_idle(uint32_t limit_ms);
 // without binding it (they fail, and their ranges are let go).
 void forget_registrar_context(CUcontext gone);
 
+// In a forked child (the atfork child handler): forgets the parent's
+// registrar, whose thread the child does not have; the next use starts anew.
+void registrar_after_fork_child();
+
 // Registrations made on the registrar's thread (for the shutdown note).
 uint64_t background_registrations();
 

@@ -551,6 +551,7 @@ void after_fork_child() {
   // fork). The cache resets with plain stores, whatever the parent's other
   // threads held when it forked, and queues nothing for the driver.
   if (registrations_exist() || config().register_in_place) state().cache.forget_all_after_fork();
+  registrar_after_fork_child();
   host_ranges().clear();
 }
 
