@@ -81,6 +81,7 @@ struct CUevent_st {
   // SIMCUDA_EVENTS_PENDING: recorded and not yet waited for (cuEventQuery: NOT_READY).
   bool pending = false;
   CUstream stream = nullptr;  // where it was last recorded
+  CUctx_st* ctx = nullptr;    // current when it was created
 };
 struct CUmemPoolHandle_st {
   int device = 0;
@@ -217,6 +218,9 @@ struct State {
   std::set<CUctx_st*> destroyed;  // destroyed with cuCtxDestroy (until the address is reused)
   std::set<CUstream_st*> streams;
   std::set<CUevent_st*> events;
+  // Events of contexts that were destroyed: freed by the real driver with
+  // their context, kept here (never freed) so that a use of one is caught.
+  std::set<CUevent_st*> dead_events;
   std::set<CUmemPoolHandle_st*> pools;
   uint64_t next_id = 1;
   CUmemGenericAllocationHandle next_handle = 0x1000;
@@ -754,6 +758,29 @@ void release_ctx_resources(CUctx_st* c) {
     if (a.kind == Kind::HostPinned) munmap(reinterpret_cast<void*>(a.base), round_up(a.size, kPage));
     it = s.allocs.erase(it);
   }
+  for (auto it = s.events.begin(); it != s.events.end();) {
+    if ((*it)->ctx != c) {
+      ++it;
+      continue;
+    }
+    s.dead_events.insert(*it);
+    it = s.events.erase(it);
+  }
+}
+
+// An event of a destroyed context is freed memory in the real driver: any
+// use of it (destroy included) reads freed memory there, so it is a loud
+// crash here. The shim drops such events without touching them.
+void abort_if_dead_event(CUevent e, const char* fn) {
+  bool dead = false;
+  {
+    std::lock_guard lk(state().mu);
+    dead = e && state().dead_events.count(e) != 0;
+  }
+  if (!dead) return;
+  std::fprintf(stderr, "simcuda: %s of an event %p whose context was destroyed (the real driver reads freed memory here)\n",
+               fn, static_cast<void*>(e));
+  std::abort();
 }
 
 // cuGetProcAddress table, defined after the API functions below.
@@ -1163,6 +1190,7 @@ CUresult CUDAAPI cuStreamQuery_ptsz(CUstream hStream) { return stream_sync(hStre
 
 static CUresult stream_wait_event(CUstream s, CUevent e) {
   SIM_REQUIRE_CTX();
+  abort_if_dead_event(e, "cuStreamWaitEvent");
   if (CUresult r = check_stream(s); r != CUDA_SUCCESS) return r;
   std::lock_guard lk(state().mu);
   return e && state().events.count(e) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
@@ -1221,6 +1249,7 @@ CUresult CUDAAPI cuEventCreate(CUevent* phEvent, unsigned int Flags) {
   if (!phEvent) return CUDA_ERROR_INVALID_VALUE;
   auto* e = new CUevent_st();
   e->flags = Flags;
+  e->ctx = current_ctx();
   std::lock_guard lk(state().mu);
   state().events.insert(e);
   *phEvent = e;
@@ -1229,6 +1258,7 @@ CUresult CUDAAPI cuEventCreate(CUevent* phEvent, unsigned int Flags) {
 
 static CUresult event_record(CUevent e, CUstream s) {
   SIM_REQUIRE_CTX();
+  abort_if_dead_event(e, "cuEventRecord");
   if (CUresult r = check_stream(s); r != CUDA_SUCCESS) return r;
   std::lock_guard lk(state().mu);
   if (!e || !state().events.count(e)) return CUDA_ERROR_INVALID_HANDLE;
@@ -1247,14 +1277,15 @@ CUresult CUDAAPI cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, u
   return event_record(hEvent, hStream);
 }
 
-static CUresult event_check(CUevent e) {
+static CUresult event_check(CUevent e, const char* fn) {
   SIM_REQUIRE_INIT();
+  abort_if_dead_event(e, fn);
   std::lock_guard lk(state().mu);
   return e && state().events.count(e) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 // A wait for the event: it is complete from then on.
 static CUresult event_wait(CUevent e) {
-  const CUresult r = event_check(e);
+  const CUresult r = event_check(e, "cuEventSynchronize");
   if (r == CUDA_SUCCESS && events_pending()) {
     std::lock_guard lk(state().mu);
     e->pending = false;
@@ -1272,7 +1303,7 @@ CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
   return r;
 }
 CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
-  const CUresult r = event_check(hEvent);
+  const CUresult r = event_check(hEvent, "cuEventQuery");
   if (r != CUDA_SUCCESS || !events_pending()) return r;
   std::lock_guard lk(state().mu);
   return hEvent->pending ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
@@ -1281,6 +1312,8 @@ CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
 CUresult CUDAAPI cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
   SIM_REQUIRE_INIT();
   if (!pMilliseconds) return CUDA_ERROR_INVALID_VALUE;
+  abort_if_dead_event(hStart, "cuEventElapsedTime");
+  abort_if_dead_event(hEnd, "cuEventElapsedTime");
   std::lock_guard lk(state().mu);
   auto& ev = state().events;
   if (!hStart || !hEnd || !ev.count(hStart) || !ev.count(hEnd)) return CUDA_ERROR_INVALID_HANDLE;
@@ -1295,6 +1328,7 @@ CUresult CUDAAPI cuEventElapsedTime(float* pMilliseconds, CUevent hStart, CUeven
 
 CUresult CUDAAPI cuEventDestroy_v2(CUevent hEvent) {
   SIM_REQUIRE_INIT();
+  abort_if_dead_event(hEvent, "cuEventDestroy");
   std::lock_guard lk(state().mu);
   if (!hEvent || !state().events.erase(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
   delete hEvent;
