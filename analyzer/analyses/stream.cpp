@@ -160,7 +160,6 @@ std::optional<std::string> needs_events(const trace::Trace& header) {
   if (header.gpu_records_passed.not_joined_by_time > 0)
     return "GPU records joined by correlation id, or kernels";
   if (!header.nvtx_names.empty()) return "NVTX ranges";
-  if (!header.py_codes.empty()) return "Python frames";
   return std::nullopt;
 }
 
@@ -170,9 +169,6 @@ std::optional<std::string> needs_events(const model::Job& frame) {
     // The header passed: only the governor's second pass is left (model::calls_stream).
     if (!model::calls_stream(p)) return "GPU records the CUPTI governor turned off for a while";
   }
-  for (const model::Site& s : frame.sites)
-    for (const auto& f : s.stack)
-      if (f.python) return "Python frames";  // the note on copies without a Python line
   if (overlap_totals(frame).kernels_recorded) return "kernel records";
   const Managed m = managed_totals(frame);
   if (m.records_on || !m.unavailable.empty() || !m.sites.empty()) return "unified-memory records";

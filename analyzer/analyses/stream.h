@@ -14,9 +14,10 @@
 // Exact: the report equals analyze() of build_job() of the same traces,
 // which is why only jobs whose report needs nothing but the tally stream.
 // The rest (GPU records joined by correlation id, kernel or unified-memory
-// records, a governor that turned the records off, NVTX ranges, Python
-// frames, content fingerprints, managed allocations) take the path that
-// holds the events.
+// records, a governor that turned the records off, NVTX ranges, content
+// fingerprints, managed allocations) take the path that holds the events.
+// Python frames stream: their call sites come with the frame, and the note
+// on copies without a Python line is the tally's (ProcessTally).
 #pragma once
 
 #include <cstddef>
@@ -35,8 +36,8 @@ namespace cuxfer::analyses {
 // asked before the traces' call sites are resolved.
 std::optional<std::string> needs_events(const trace::Trace& header);
 // The same of the frame: model::build_job of such traces (processes, call
-// sites, notes; no calls). Asks what the header cannot tell (Python frames in
-// the sites, kernel and unified-memory records announced in the notes).
+// sites, notes; no calls). Asks what the header cannot tell (kernel and
+// unified-memory records announced in the notes, the governor's gaps).
 std::optional<std::string> needs_events(const model::Job& frame);
 
 // A streamed report reads each process's events twice more, a block at a

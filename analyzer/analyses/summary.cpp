@@ -264,6 +264,8 @@ json process_tally_json(const ProcessTally& p) {
       {"classes", classes},
       {"pageable_gpu", json::array({p.pageable_bytes, p.has_gpu, p.gpu_ns})},
       {"no_site", site_tally_json(p.no_site)},
+      {"python_lines", json::array({p.python_site_copies, p.copies_without_python, p.bytes_without_python,
+                                    p.threads_without_python})},
   };
 }
 
@@ -325,6 +327,18 @@ void process_tally_of(const json& j, ProcessTally& p, size_t api_count) {
   p.pageable_bytes = g.at(0).get<uint64_t>();
   p.has_gpu = g.at(1).get<bool>();
   p.gpu_ns = g.at(2).get<uint64_t>();
+  // Absent from a summary written before they were counted (read_summary
+  // then tells from the sites whether they are unknown).
+  p.python_lines_known = j.contains("python_lines");
+  if (p.python_lines_known) {
+    const json& py = j.at("python_lines");
+    p.python_site_copies = py.at(0).get<uint64_t>();
+    p.copies_without_python = py.at(1).get<uint64_t>();
+    p.bytes_without_python = py.at(2).get<uint64_t>();
+    p.threads_without_python = py.at(3).get<uint64_t>();
+    if (p.copies_without_python > p.python_site_copies)
+      throw std::out_of_range("more copies without a Python line than copies");
+  }
 }
 
 // The one-process tally, apart from its process part.
@@ -667,6 +681,13 @@ bool read_summary(const std::string& text, SummaryHeader& header, std::vector<Pr
       }
       r.notes = p.at("notes").get<std::vector<std::string>>();
       tally_of(p.at("tally"), r.tally, r.sites.size(), r.process.trace.api_names.size());
+      // Its copies without a Python line are known to be none where no site
+      // holds a Python frame (none is counted there); unknown otherwise.
+      ProcessTally& pt = r.tally.processes.at(0);
+      pt.python_sites = std::any_of(r.sites.begin(), r.sites.end(), [](const model::Site& s) {
+        return std::any_of(s.stack.begin(), s.stack.end(), [](const symbolize::Frame& f) { return f.python; });
+      });
+      if (!pt.python_sites) pt.python_lines_known = true;
       records.push_back(std::move(r));
     }
   } catch (const std::exception& e) {

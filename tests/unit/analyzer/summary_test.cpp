@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <random>
+#include <regex>
 
 #include "analyzer/analyses/summary.h"
 #include "analyzer/analyses/tally.h"
@@ -14,6 +15,7 @@
 #include "analyzer/render/text_renderer.h"
 #include "bench/rank_trace_set.h"
 #include "tests/unit/analyzer/job_fixture.h"
+#include "trace/python_frame.h"
 
 namespace cuxfer::testing {
 namespace {
@@ -222,6 +224,61 @@ TEST_F(Summary, MissingRanksAreNamed) {
 }
 
 // -j N: the same records as one thread, in the same order.
+// The note on a Python program's copies without a Python line (threads that
+// ran no Python) is the tally's: a report of summaries says what the report
+// of the traces says. A summary written before it was counted leaves it
+// unknown for its Python processes, said so, never a count of the others.
+TEST_F(Summary, CopiesWithoutAPythonLineSurviveTheSummary) {
+  std::vector<std::string> paths;
+  for (uint32_t k = 0; k < 3; ++k) {
+    SyntheticTrace t(6000 + k);
+    t.process.trace_name = "py-" + std::to_string(k);
+    const bool python = k < 2;
+    if (python) t.py_codes.push_back({1, 0x030b, 10, "/work/train.py", "step", ""});
+    const uint32_t script = python ? t.site({0x401000, trace::encode_python_frame(1, 0, true)}) : t.site(0x401000);
+    const uint32_t engine = t.site({0x402000 + k});
+    for (int i = 0; i < 5; ++i) t.copy(Direction::HtoD, MemKind::Pageable, 100, 1'000, false, script);
+    for (uint32_t thread : {7u, 7u, 8u + k})
+      t.copy(Direction::DtoH, MemKind::Pinned, 1000 * (k + 1), 1'000, false, engine).thread_id = thread;
+    auto& failed = t.copy(Direction::DtoH, MemKind::Pinned, 10, 1'000, false, engine);
+    failed.flags |= trace::kFlagFailed;
+    failed.thread_id = 7;
+    t.copy(Direction::DtoH, MemKind::Pinned, 1000, 1'000);  // no site: not counted
+    paths.push_back(write(t, "cuxfer-py-" + std::to_string(k) + ".trace"));
+  }
+  const auto want = direct(paths);
+  const std::string said = "8 of the 18 copies Python programs made have no Python line (8.81 KiB, on 4 threads of 2 "
+                           "processes)";
+  ASSERT_NE(want.second.find(said), std::string::npos) << want.second;
+  EXPECT_EQ(of_records(round_trip(records_of(paths))), want);
+  std::vector<analyses::ProcessRecord> singles;
+  for (const auto& p : paths)
+    for (auto& r : round_trip(records_of({p}))) singles.push_back(std::move(r));
+  EXPECT_EQ(of_records(std::move(singles)), want);
+
+  // The same summary as an earlier cuxfer wrote it: no "python_lines".
+  analyses::SummaryHeader header;
+  header.symbols = "off";
+  const std::string text = analyses::write_summary(header, records_of(paths));
+  const std::regex counted(R"(,"python_lines":\[[0-9]+,[0-9]+,[0-9]+,[0-9]+\])");
+  const std::string old = std::regex_replace(text, counted, "");
+  ASSERT_EQ(std::distance(std::sregex_iterator(text.begin(), text.end(), counted), std::sregex_iterator()), 3);
+  std::vector<analyses::ProcessRecord> read;
+  std::string error;
+  ASSERT_TRUE(analyses::read_summary(old, header, read, error)) << error;
+  const auto from_old = of_records(std::move(read));
+  EXPECT_EQ(from_old.second.find("have no Python line"), std::string::npos) << from_old.second;
+  EXPECT_NE(from_old.second.find("copies without a Python line: not counted in 2 Python processes of summaries made "
+                                 "by an earlier cuxfer"),
+            std::string::npos)
+      << from_old.second;
+  // An earlier summary of a process without Python frames: nothing is unknown.
+  read.clear();
+  const std::string native = analyses::write_summary(header, records_of({paths[2]}));
+  ASSERT_TRUE(analyses::read_summary(std::regex_replace(native, counted, ""), header, read, error)) << error;
+  EXPECT_EQ(of_records(std::move(read)), direct({paths[2]}));
+}
+
 TEST_F(Summary, ParallelSummarizeEqualsOneThread) {
   const auto paths = rank_set(10, 300, 4);
   cli::SymbolOptions symbols;
