@@ -57,14 +57,26 @@ std::optional<FindingsTally> stream_references(const model::Job& frame, uint32_t
 // The references of the whole job from every process's inputs.
 Thresholds::RunReferences job_references(const std::vector<FindingsTally>& inputs);
 
-// Process `process` of the frame tallied with `t`, whose `known` references
-// must be set (after stream_references found the process may stream): a
-// record as summarize makes one, with `event_bytes` the sum of its events'
-// bytes. Nullopt when its trace reads differently from the first time, or
+// Process `process` of the frame tallied with `t`: in a report, with its
+// `known` references set (after stream_references found the process may
+// stream); in a summary, without (summarize_streamed). A record as summarize
+// makes one (before its trace is cut to its header), with `event_bytes` the
+// sum of its events' bytes. Nullopt when its trace reads differently from the first time, or
 // for an event of impossible size (its note's place among the job's notes
 // is build_job's to say).
 std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t process, const Thresholds& t,
                                             uint64_t& event_bytes, std::string* why = nullptr);
+
+// The record `cuxfer summarize` makes of the trace of a frame of one process
+// (summary.h record_process of build_job of the trace), its events read a
+// block at a time and tallied as a summary's are (default Thresholds: no
+// profile, the references not known), the per-copy finding inputs compacted
+// now and then: memory holds a block of events and the tally, whose lists
+// hold distinct entries, never the trace's events. Nullopt where the trace
+// needs its events (needs_events), reads differently from the first time, or
+// holds an event of impossible size: record_process of the trace read whole
+// then.
+std::optional<ProcessRecord> summarize_streamed(const model::Job& frame);
 
 // The frame's records (stream_process, in process order) merged into the job
 // and tally that build_job and tally_calls make of the traces; nullopt when

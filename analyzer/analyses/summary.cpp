@@ -577,15 +577,20 @@ void compact_finding_inputs(FindingsTally& f) {
 }
 
 ProcessRecord record_process(model::Job&& job) {
-  ProcessRecord r;
   JobTally tally = tally_calls(job, {});
   compact(tally.findings.async_pageable, tally.findings.async_pageable_counts, async_key);
   compact(tally.findings.large_pageable, tally.findings.large_pageable_counts, large_key);
   for (auto& v : tally.findings.pinned_async_return_ns) v.shrink_to_fit();  // reserved for every call
+  return make_record(std::move(job.processes.at(0)), std::move(job.sites), std::move(job.notes), std::move(tally));
+}
+
+ProcessRecord make_record(model::Process&& process, std::vector<model::Site> sites, std::vector<std::string> notes,
+                          JobTally tally) {
+  ProcessRecord r;
   r.tally = std::move(tally);
-  r.sites = std::move(job.sites);
-  r.notes = std::move(job.notes);
-  model::Process& p = job.processes.at(0);
+  r.sites = std::move(sites);
+  r.notes = std::move(notes);
+  model::Process& p = process;
   // The header only: the events, records, stacks and modules are what a
   // summary leaves behind.
   trace::Trace header;

@@ -279,6 +279,77 @@ TEST_F(Summary, CopiesWithoutAPythonLineSurviveTheSummary) {
   EXPECT_EQ(of_records(std::move(read)), direct({paths[2]}));
 }
 
+// `cuxfer summarize` reads each trace a block of events at a time where the
+// trace allows (GPU records joined by time, Python frames, many copies whose
+// per-copy inputs are compacted on the way) and whole where it does not
+// (GPU records with correlation ids): the summary is the same, byte for byte.
+TEST_F(Summary, StreamedSummaryEqualsTheWholeRead) {
+  std::vector<std::string> paths = rank_set(3, 2000, 8);
+  {
+    // CUPTI's records without correlation ids: joined by time.
+    SyntheticTrace t(7000);
+    t.process.trace_name = "gpu";
+    t.status.cupti = trace::CuptiState::Active;
+    t.status.cupti_reason.clear();
+    const uint32_t a = t.site(0x401000), b = t.site(0x402000);
+    for (int i = 0; i < 300; ++i) {
+      auto& up = t.copy(Direction::HtoD, i % 3 ? MemKind::Pageable : MemKind::Pinned, (i % 5 + 1) * MiB,
+                        300'000 + 100 * (i % 17), i % 2, i % 4 ? a : b);
+      up.flags |= trace::kFlagGpuExpected;
+      if (i % 50 != 7) t.gpu(up, 90'000 + 10 * (i % 13));  // some records missing
+    }
+    for (auto& r : t.gpu_records) r.correlation_id = 0;
+    paths.push_back(write(t, "cuxfer-gpu.trace"));
+  }
+  {
+    // A Python program's, with copies on threads that ran no Python.
+    SyntheticTrace t(7001);
+    t.process.trace_name = "py";
+    t.py_codes.push_back({1, 0x030b, 10, "/work/train.py", "step", ""});
+    const uint32_t script = t.site({0x401000, trace::encode_python_frame(1, 0, true)}), engine = t.site(0x403000);
+    for (int i = 0; i < 400; ++i) t.copy(Direction::HtoD, MemKind::Pageable, 4 * KiB, 9'000 + i % 11, true, script);
+    for (int i = 0; i < 40; ++i)
+      t.copy(Direction::DtoH, MemKind::Pinned, MiB, 80'000 + i, true, engine).thread_id = 7 + i % 3;
+    paths.push_back(write(t, "cuxfer-py.trace"));
+  }
+  {
+    // More async pageable copies than the pass holds before it compacts them.
+    SyntheticTrace t(7002);
+    t.process.trace_name = "many";
+    t.events_per_block = 65536;
+    const uint32_t a = t.site(0x401000), b = t.site(0x402000);
+    for (int i = 0; i < 150'000; ++i)
+      t.copy(i % 2 ? Direction::HtoD : Direction::DtoH, MemKind::Pageable, 64 * KiB * (1 + i % 3), 5'000 + i % 1009,
+             true, i % 7 ? a : b);
+    for (int i = 0; i < 100; ++i) t.copy(Direction::HtoD, MemKind::Pinned, 4 * MiB, 2'000 + i % 9, true, b);
+    paths.push_back(write(t, "cuxfer-many.trace"));
+  }
+  {
+    // Records with correlation ids: read whole.
+    SyntheticTrace t(7003);
+    t.process.trace_name = "correlated";
+    t.status.cupti = trace::CuptiState::Active;
+    t.status.cupti_reason.clear();
+    const uint32_t a = t.site(0x401000);
+    for (int i = 0; i < 50; ++i) t.gpu(t.copy(Direction::HtoD, MemKind::Pageable, MiB, 200'000, false, a), 80'000);
+    paths.push_back(write(t, "cuxfer-correlated.trace"));
+  }
+  cli::SymbolOptions symbols;
+  symbols.enabled = false;
+  for (size_t i = 0; i + 1 < paths.size(); ++i) EXPECT_TRUE(cli::summarize_streamed(paths[i], symbols)) << paths[i];
+  EXPECT_FALSE(cli::summarize_streamed(paths.back(), symbols));
+  std::vector<std::string> errors;
+  analyses::SummaryHeader header;
+  header.symbols = "off";
+  const std::string streamed = analyses::write_summary(header, cli::summarize_traces(paths, symbols, 2, errors));
+  const std::string whole =
+      analyses::write_summary(header, cli::summarize_traces(paths, symbols, 2, errors, /*stream=*/false));
+  EXPECT_TRUE(errors.empty());
+  EXPECT_EQ(streamed, whole);
+  for (const char* part : {"GPU records joined to calls by time", R"("python_lines":[440,40,)"})
+    EXPECT_NE(whole.find(part), std::string::npos) << part << " not in the summary: the test lost its point";
+}
+
 TEST_F(Summary, ParallelSummarizeEqualsOneThread) {
   const auto paths = rank_set(10, 300, 4);
   cli::SymbolOptions symbols;
