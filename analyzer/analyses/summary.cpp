@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <set>
+#include <string_view>
 #include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -362,15 +365,9 @@ json tally_json(const JobTally& t) {
     for (const auto& [ns, n] : histogram) h.push_back({ns, n});
     pinned_return.push_back(h);
   }
-  json async = json::array(), large = json::array(), storm = json::array();
-  for (size_t i = 0; i < f.async_pageable.size(); ++i) {
-    const AsyncPageableCopy& c = f.async_pageable[i];
-    async.push_back({c.site_id, c.dir, c.bytes, c.cpu_ns, f.async_count(i)});
-  }
-  for (size_t i = 0; i < f.large_pageable.size(); ++i) {
-    const LargePageableCopy& c = f.large_pageable[i];
-    large.push_back({c.site_id, c.dir, c.gpu, c.bytes, c.time, f.large_count(i)});
-  }
+  // The per-copy lists are left empty here: write_summary writes them as
+  // text (append_tally).
+  json storm = json::array();
   for (size_t id = 1; id < f.storm.size(); ++id) {
     const StormSite& s = f.storm[id];
     storm.push_back({s.calls, s.bytes, s.time_ns, s.max_ns, s.first_enter, s.last_enter});
@@ -404,8 +401,8 @@ json tally_json(const JobTally& t) {
       {"pinned_async_return_ns", pinned_return},
       {"pinned_large", json::array({t.findings.pinned_large_bytes[0], t.findings.pinned_large_bytes[1],
                                     t.findings.pinned_large_ns[0], t.findings.pinned_large_ns[1]})},
-      {"async_pageable", async},
-      {"large_pageable", large},
+      {"async_pageable", json::array()},
+      {"large_pageable", json::array()},
       {"storm", storm},
       {"rewrite", json::array({r.calls, r.bytes, r.time_ns, r.max_ns, r.gpu_calls, r.predicted_ns, r.largest,
                                r.registered, r.staged})},
@@ -413,6 +410,43 @@ json tally_json(const JobTally& t) {
       {"devices", devices},
       {"peers", peers},
   };
+}
+
+// The one-process tally's JSON appended to `out`, its per-copy lists
+// written as text straight from the tally: as JSON values a list of a
+// million distinct copies would take several times its text (about 150
+// bytes an entry), the largest part of summarize's memory. The text is the
+// one json::dump makes of those values: [site,dir,bytes,cpu_ns,count] and
+// [site,dir,gpu,bytes,time,count].
+void append_tally(std::string& out, const JobTally& t) {
+  const FindingsTally& f = t.findings;
+  const std::string rest = tally_json(t).dump();
+  auto put_async = [&] {
+    for (size_t i = 0; i < f.async_pageable.size(); ++i) {
+      const AsyncPageableCopy& c = f.async_pageable[i];
+      fmt::format_to(std::back_inserter(out), "{}[{},{},{},{},{}]", i ? "," : "", c.site_id, c.dir, c.bytes, c.cpu_ns,
+                     f.async_count(i));
+    }
+  };
+  auto put_large = [&] {
+    for (size_t i = 0; i < f.large_pageable.size(); ++i) {
+      const LargePageableCopy& c = f.large_pageable[i];
+      fmt::format_to(std::back_inserter(out), "{}[{},{},{},{},{},{}]", i ? "," : "", c.site_id, c.dir, c.gpu, c.bytes,
+                     c.time, f.large_count(i));
+    }
+  };
+  // The keys are the tally object's own (no other object of it has them) and
+  // a key's quotes cannot occur unescaped inside a string.
+  size_t from = 0;
+  for (const auto& [key, put] : {std::pair<std::string_view, std::function<void()>>{"\"async_pageable\":[", put_async},
+                                 {"\"large_pageable\":[", put_large}}) {
+    const size_t at = rest.find(key, from);
+    if (at == std::string::npos) continue;  // cannot happen: tally_json writes both
+    out.append(rest, from, at + key.size() - from);
+    put();
+    from = at + key.size();
+  }
+  out.append(rest, from, std::string::npos);
 }
 
 void tally_of(const json& j, JobTally& t, size_t sites, size_t api_count) {
@@ -644,13 +678,19 @@ std::string write_summary(const SummaryHeader& header, const std::vector<Process
       for (const auto& f : s.stack) stack.push_back(frame_json(f));
       sites.push_back({frame_json(s.frame), stack});
     }
+    // The tally goes in where its placeholder is (append_tally).
     const json process = {{"trace", trace_json(r.process.trace)},
                           {"model", model_json(r.process)},
                           {"sites", sites},
                           {"notes", r.notes},
-                          {"tally", tally_json(r.tally)}};
+                          {"tally", nullptr}};
+    const std::string text = process.dump();
+    constexpr std::string_view kTally = "\"tally\":null";
+    const size_t at = text.find(kTally);
     if (i) out += ',';
-    out += process.dump();
+    out.append(text, 0, at + kTally.size() - 4);  // up to the null
+    append_tally(out, r.tally);
+    out.append(text, at + kTally.size(), std::string::npos);
   }
   out += "]}\n";
   return out;

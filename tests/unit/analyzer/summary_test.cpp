@@ -8,6 +8,8 @@
 #include <random>
 #include <regex>
 
+#include <nlohmann/json.hpp>
+
 #include "analyzer/analyses/summary.h"
 #include "analyzer/analyses/tally.h"
 #include "analyzer/cli/summary_inputs.h"
@@ -346,6 +348,12 @@ TEST_F(Summary, StreamedSummaryEqualsTheWholeRead) {
       analyses::write_summary(header, cli::summarize_traces(paths, symbols, 2, errors, /*stream=*/false));
   EXPECT_TRUE(errors.empty());
   EXPECT_EQ(streamed, whole);
+  // The per-copy lists are written as text, not as JSON values: each
+  // process's text is the one the JSON library writes of it.
+  const nlohmann::json document = nlohmann::json::parse(whole);
+  for (const nlohmann::json& process : document.at("processes"))
+    EXPECT_NE(whole.find(process.dump()), std::string::npos) << process.at("trace").dump();
+  EXPECT_GT(document.at("processes").at(5).at("tally").at("async_pageable").size(), 1000u);
   for (const char* part : {"GPU records joined to calls by time", R"("python_lines":[440,40,)"})
     EXPECT_NE(whole.find(part), std::string::npos) << part << " not in the summary: the test lost its point";
 }
