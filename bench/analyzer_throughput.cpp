@@ -139,7 +139,8 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
   if (python)
     for (trace::CallSite& site : cs)
       if (site.id % 8 != 0)
-        site.frames = {site.frames[0], trace::encode_python_frame(1 + site.id % kPyFunctions, 2 * (site.id % 7), false),
+        site.frames = {site.frames[0],
+                       trace::encode_python_frame(1 + site.id % kPyFunctions, 2 * (site.id % 7), false),
                        trace::encode_python_frame(kPyFunctions + 1, 0, true)};
   payload.clear();
   trace::encode(cs, payload);
@@ -147,7 +148,8 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
   if (python) {
     std::vector<trace::PyCode> codes;
     for (uint32_t c = 1; c <= kPyFunctions; ++c)
-      codes.push_back({c, 0x030b, static_cast<int32_t>(10 * c), "/opt/app/model.py", "layer" + std::to_string(c), ""});
+      codes.push_back(
+          {c, 0x030b, static_cast<int32_t>(10 * c), "/opt/app/model.py", "layer" + std::to_string(c), ""});
     codes.push_back({kPyFunctions + 1, 0x030b, 1, "/opt/app/train.py", "<module>", ""});
     payload.clear();
     trace::encode(codes, payload);

@@ -254,10 +254,11 @@ json process_tally_json(const ProcessTally& p) {
     if (p.classes[k].calls) classes.push_back({k, p.classes[k].calls, p.classes[k].bytes, p.classes[k].cpu_blocked_ns});
   return {
       {"copies", json::array({p.has_copies, p.copies, p.bytes, p.cpu_blocked_ns, p.failed_copies})},
-      {"rewrite", json::array({p.rewrote, p.staged_calls, p.staged_bytes, p.registered_calls, p.registered_bytes,
-                               p.passthrough_pageable_calls, p.passthrough_pageable_bytes, p.zero_copy_calls,
-                               p.zero_copy_bytes, p.staged_cpu_ns, p.staged_async_calls, p.staged_sync_bytes[0],
-                               p.staged_sync_bytes[1], p.staged_sync_calls[0], p.staged_sync_calls[1]})},
+      {"rewrite",
+       json::array({p.rewrote, p.staged_calls, p.staged_bytes, p.registered_calls, p.registered_bytes,
+                    p.passthrough_pageable_calls, p.passthrough_pageable_bytes, p.zero_copy_calls,
+                    p.zero_copy_bytes, p.staged_cpu_ns, p.staged_async_calls, p.staged_sync_bytes[0],
+                    p.staged_sync_bytes[1], p.staged_sync_calls[0], p.staged_sync_calls[1]})},
       {"shim", json::array({p.shim_rewrite, p.registrations, p.registration_bytes, p.registration_cost_ns,
                             p.registrations_refused, p.pool_allocations, p.pool_bytes, p.pinning_cost_ns,
                             p.zero_copy_allocations, p.zero_copy_allocation_bytes})},
@@ -391,8 +392,9 @@ json tally_json(const JobTally& t) {
   return {
       {"copies", totals_json(t.copies)},
       {"memsets", totals_json(t.memsets)},
-      {"allocations", json::array({alloc_json(t.allocations.device), alloc_json(t.allocations.managed),
-                                   alloc_json(t.allocations.host_pinned), alloc_json(t.allocations.host_registered)})},
+      {"allocations",
+       json::array({alloc_json(t.allocations.device), alloc_json(t.allocations.managed),
+                    alloc_json(t.allocations.host_pinned), alloc_json(t.allocations.host_registered)})},
       {"pageable", json::array({t.pageable.pageable_bytes, t.pageable.host_bytes})},
       {"classes", classes},
       {"process", process_tally_json(t.processes.at(0))},
@@ -424,22 +426,23 @@ void append_tally(std::string& out, const JobTally& t) {
   auto put_async = [&] {
     for (size_t i = 0; i < f.async_pageable.size(); ++i) {
       const AsyncPageableCopy& c = f.async_pageable[i];
-      fmt::format_to(std::back_inserter(out), "{}[{},{},{},{},{}]", i ? "," : "", c.site_id, c.dir, c.bytes, c.cpu_ns,
-                     f.async_count(i));
+      fmt::format_to(std::back_inserter(out), "{}[{},{},{},{},{}]", i ? "," : "", c.site_id, c.dir, c.bytes,
+                     c.cpu_ns, f.async_count(i));
     }
   };
   auto put_large = [&] {
     for (size_t i = 0; i < f.large_pageable.size(); ++i) {
       const LargePageableCopy& c = f.large_pageable[i];
-      fmt::format_to(std::back_inserter(out), "{}[{},{},{},{},{},{}]", i ? "," : "", c.site_id, c.dir, c.gpu, c.bytes,
-                     c.time, f.large_count(i));
+      fmt::format_to(std::back_inserter(out), "{}[{},{},{},{},{},{}]", i ? "," : "", c.site_id, c.dir, c.gpu,
+                     c.bytes, c.time, f.large_count(i));
     }
   };
   // The keys are the tally object's own (no other object of it has them) and
   // a key's quotes cannot occur unescaped inside a string.
   size_t from = 0;
-  for (const auto& [key, put] : {std::pair<std::string_view, std::function<void()>>{"\"async_pageable\":[", put_async},
-                                 {"\"large_pageable\":[", put_large}}) {
+  for (const auto& [key, put] :
+       {std::pair<std::string_view, std::function<void()>>{"\"async_pageable\":[", put_async},
+        {"\"large_pageable\":[", put_large}}) {
     const size_t at = rest.find(key, from);
     if (at == std::string::npos) continue;  // cannot happen: tally_json writes both
     out.append(rest, from, at + key.size() - from);
@@ -615,11 +618,12 @@ ProcessRecord record_process(model::Job&& job) {
   compact(tally.findings.async_pageable, tally.findings.async_pageable_counts, async_key);
   compact(tally.findings.large_pageable, tally.findings.large_pageable_counts, large_key);
   for (auto& v : tally.findings.pinned_async_return_ns) v.shrink_to_fit();  // reserved for every call
-  return make_record(std::move(job.processes.at(0)), std::move(job.sites), std::move(job.notes), std::move(tally));
+  return make_record(std::move(job.processes.at(0)), std::move(job.sites), std::move(job.notes),
+                     std::move(tally));
 }
 
-ProcessRecord make_record(model::Process&& process, std::vector<model::Site> sites, std::vector<std::string> notes,
-                          JobTally tally) {
+ProcessRecord make_record(model::Process&& process, std::vector<model::Site> sites,
+                          std::vector<std::string> notes, JobTally tally) {
   ProcessRecord r;
   r.tally = std::move(tally);
   r.sites = std::move(sites);
@@ -730,7 +734,8 @@ bool read_summary(const std::string& text, SummaryHeader& header, std::vector<Pr
       // holds a Python frame (none is counted there); unknown otherwise.
       ProcessTally& pt = r.tally.processes.at(0);
       pt.python_sites = std::any_of(r.sites.begin(), r.sites.end(), [](const model::Site& s) {
-        return std::any_of(s.stack.begin(), s.stack.end(), [](const symbolize::Frame& f) { return f.python; });
+        return std::any_of(s.stack.begin(), s.stack.end(),
+                           [](const symbolize::Frame& f) { return f.python; });
       });
       if (!pt.python_sites) pt.python_lines_known = true;
       records.push_back(std::move(r));

@@ -56,8 +56,8 @@ ProcessRecord record_process(model::Job&& job);
 // is kept of the trace), sites, notes and one-process tally (its per-copy
 // lists compacted by the caller): record_process's, and that of a trace read
 // a block at a time (stream.h summarize_streamed).
-ProcessRecord make_record(model::Process&& process, std::vector<model::Site> sites, std::vector<std::string> notes,
-                          JobTally tally);
+ProcessRecord make_record(model::Process&& process, std::vector<model::Site> sites,
+                          std::vector<std::string> notes, JobTally tally);
 
 // The symbolization a summary was made with ("on", "off", "python=all",
 // "sysroot=DIR", ...): summaries made differently name sites differently.

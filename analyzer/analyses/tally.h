@@ -9,12 +9,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <span>
 #include <string>
 #include <tuple>
-#include <cstdint>
 #include <unordered_set>
 #include <vector>
 

@@ -78,7 +78,8 @@ bool gather_records(const InputPaths& inputs, const SymbolOptions& options, size
   return true;
 }
 
-std::optional<analyses::ProcessRecord> summarize_streamed(const std::string& path, const SymbolOptions& symbols) {
+std::optional<analyses::ProcessRecord> summarize_streamed(const std::string& path,
+                                                          const SymbolOptions& symbols) {
   trace::EventBlocks skip;
   skip.skip = true;
   skip.skip_gpu_records = true;  // counted, not kept

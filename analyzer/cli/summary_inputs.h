@@ -50,7 +50,8 @@ std::vector<analyses::ProcessRecord> summarize_traces(const std::vector<std::str
 // (analyses::summarize_streamed of its frame: the trace read without its
 // events); nullopt where it needs its events, or cannot be read (the whole
 // read then says why).
-std::optional<analyses::ProcessRecord> summarize_streamed(const std::string& path, const SymbolOptions& symbols);
+std::optional<analyses::ProcessRecord> summarize_streamed(const std::string& path,
+                                                          const SymbolOptions& symbols);
 
 // Reads the summaries into `records`; `symbols` gets each summary's
 // symbolization, once each. False (after one line "<command>: <path>: <why>"

@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
     const uint32_t step = t.site({0x401000, cuxfer::trace::encode_python_frame(1, 0, true)});
     const uint32_t evaluate = t.site({0x401000, cuxfer::trace::encode_python_frame(2, 0, true)});
     for (int i = 0; i < 600; ++i) t.copy(Direction::DtoH, MemKind::Pageable, 4, 9'000, false, step);
-    for (int i = 0; i < 4; ++i) t.copy(Direction::HtoD, MemKind::Pageable, 64 * MiB, 10'000'000, true, evaluate);
+    for (int i = 0; i < 4; ++i)
+      t.copy(Direction::HtoD, MemKind::Pageable, 64 * MiB, 10'000'000, true, evaluate);
     // The autograd engine's and a transfer thread's copies: native sites only.
     for (uint32_t thread : {7, 8, 8})
       t.copy(Direction::HtoD, MemKind::Pinned, 64 * MiB, 1'300'000, false, b).thread_id = thread;

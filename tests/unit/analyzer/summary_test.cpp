@@ -237,7 +237,8 @@ TEST_F(Summary, CopiesWithoutAPythonLineSurviveTheSummary) {
     t.process.trace_name = "py-" + std::to_string(k);
     const bool python = k < 2;
     if (python) t.py_codes.push_back({1, 0x030b, 10, "/work/train.py", "step", ""});
-    const uint32_t script = python ? t.site({0x401000, trace::encode_python_frame(1, 0, true)}) : t.site(0x401000);
+    const uint32_t script =
+        python ? t.site({0x401000, trace::encode_python_frame(1, 0, true)}) : t.site(0x401000);
     const uint32_t engine = t.site({0x402000 + k});
     for (int i = 0; i < 5; ++i) t.copy(Direction::HtoD, MemKind::Pageable, 100, 1'000, false, script);
     for (uint32_t thread : {7u, 7u, 8u + k})
@@ -249,8 +250,9 @@ TEST_F(Summary, CopiesWithoutAPythonLineSurviveTheSummary) {
     paths.push_back(write(t, "cuxfer-py-" + std::to_string(k) + ".trace"));
   }
   const auto want = direct(paths);
-  const std::string said = "8 of the 18 copies Python programs made have no Python line (8.81 KiB, on 4 threads of 2 "
-                           "processes)";
+  const std::string said =
+      "8 of the 18 copies Python programs made have no Python line (8.81 KiB, on 4 threads of 2 "
+      "processes)";
   ASSERT_NE(want.second.find(said), std::string::npos) << want.second;
   EXPECT_EQ(of_records(round_trip(records_of(paths))), want);
   std::vector<analyses::ProcessRecord> singles;
@@ -264,14 +266,16 @@ TEST_F(Summary, CopiesWithoutAPythonLineSurviveTheSummary) {
   const std::string text = analyses::write_summary(header, records_of(paths));
   const std::regex counted(R"(,"python_lines":\[[0-9]+,[0-9]+,[0-9]+,[0-9]+\])");
   const std::string old = std::regex_replace(text, counted, "");
-  ASSERT_EQ(std::distance(std::sregex_iterator(text.begin(), text.end(), counted), std::sregex_iterator()), 3);
+  ASSERT_EQ(std::distance(std::sregex_iterator(text.begin(), text.end(), counted), std::sregex_iterator()),
+            3);
   std::vector<analyses::ProcessRecord> read;
   std::string error;
   ASSERT_TRUE(analyses::read_summary(old, header, read, error)) << error;
   const auto from_old = of_records(std::move(read));
   EXPECT_EQ(from_old.second.find("have no Python line"), std::string::npos) << from_old.second;
-  EXPECT_NE(from_old.second.find("copies without a Python line: not counted in 2 Python processes of summaries made "
-                                 "by an earlier cuxfer"),
+  EXPECT_NE(from_old.second.find(
+                "copies without a Python line: not counted in 2 Python processes of summaries made "
+                "by an earlier cuxfer"),
             std::string::npos)
       << from_old.second;
   // An earlier summary of a process without Python frames: nothing is unknown.
@@ -308,8 +312,10 @@ TEST_F(Summary, StreamedSummaryEqualsTheWholeRead) {
     SyntheticTrace t(7001);
     t.process.trace_name = "py";
     t.py_codes.push_back({1, 0x030b, 10, "/work/train.py", "step", ""});
-    const uint32_t script = t.site({0x401000, trace::encode_python_frame(1, 0, true)}), engine = t.site(0x403000);
-    for (int i = 0; i < 400; ++i) t.copy(Direction::HtoD, MemKind::Pageable, 4 * KiB, 9'000 + i % 11, true, script);
+    const uint32_t script = t.site({0x401000, trace::encode_python_frame(1, 0, true)}),
+                   engine = t.site(0x403000);
+    for (int i = 0; i < 400; ++i)
+      t.copy(Direction::HtoD, MemKind::Pageable, 4 * KiB, 9'000 + i % 11, true, script);
     for (int i = 0; i < 40; ++i)
       t.copy(Direction::DtoH, MemKind::Pinned, MiB, 80'000 + i, true, engine).thread_id = 7 + i % 3;
     paths.push_back(write(t, "cuxfer-py.trace"));
@@ -321,8 +327,8 @@ TEST_F(Summary, StreamedSummaryEqualsTheWholeRead) {
     t.events_per_block = 65536;
     const uint32_t a = t.site(0x401000), b = t.site(0x402000);
     for (int i = 0; i < 150'000; ++i)
-      t.copy(i % 2 ? Direction::HtoD : Direction::DtoH, MemKind::Pageable, 64 * KiB * (1 + i % 3), 5'000 + i % 1009,
-             true, i % 7 ? a : b);
+      t.copy(i % 2 ? Direction::HtoD : Direction::DtoH, MemKind::Pageable, 64 * KiB * (1 + i % 3),
+             5'000 + i % 1009, true, i % 7 ? a : b);
     for (int i = 0; i < 100; ++i) t.copy(Direction::HtoD, MemKind::Pinned, 4 * MiB, 2'000 + i % 9, true, b);
     paths.push_back(write(t, "cuxfer-many.trace"));
   }
@@ -333,17 +339,20 @@ TEST_F(Summary, StreamedSummaryEqualsTheWholeRead) {
     t.status.cupti = trace::CuptiState::Active;
     t.status.cupti_reason.clear();
     const uint32_t a = t.site(0x401000);
-    for (int i = 0; i < 50; ++i) t.gpu(t.copy(Direction::HtoD, MemKind::Pageable, MiB, 200'000, false, a), 80'000);
+    for (int i = 0; i < 50; ++i)
+      t.gpu(t.copy(Direction::HtoD, MemKind::Pageable, MiB, 200'000, false, a), 80'000);
     paths.push_back(write(t, "cuxfer-correlated.trace"));
   }
   cli::SymbolOptions symbols;
   symbols.enabled = false;
-  for (size_t i = 0; i + 1 < paths.size(); ++i) EXPECT_TRUE(cli::summarize_streamed(paths[i], symbols)) << paths[i];
+  for (size_t i = 0; i + 1 < paths.size(); ++i)
+    EXPECT_TRUE(cli::summarize_streamed(paths[i], symbols)) << paths[i];
   EXPECT_FALSE(cli::summarize_streamed(paths.back(), symbols));
   std::vector<std::string> errors;
   analyses::SummaryHeader header;
   header.symbols = "off";
-  const std::string streamed = analyses::write_summary(header, cli::summarize_traces(paths, symbols, 2, errors));
+  const std::string streamed =
+      analyses::write_summary(header, cli::summarize_traces(paths, symbols, 2, errors));
   const std::string whole =
       analyses::write_summary(header, cli::summarize_traces(paths, symbols, 2, errors, /*stream=*/false));
   EXPECT_TRUE(errors.empty());
