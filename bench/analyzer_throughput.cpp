@@ -2,7 +2,8 @@
 // disk (issue bars: >= 5 M events/s on one core, <= 32 bytes per event).
 //
 //   analyzer_throughput [--events N] [--threads T] [--sites S] [--rounds R]
-//                       [--gpu none|joined|late] [--allocs K] [--out FILE] [--keep] [--check]
+//                       [--gpu none|joined|late] [--allocs K] [--python] [--out FILE] [--keep]
+//                       [--check]
 //
 // Writes a trace the way the shim does (blocks of up to 65536 events, zstd)
 // with realistic variety — T threads interleaved, S call sites, a mix of sizes,
@@ -15,6 +16,10 @@
 // real use. --keep leaves the trace behind (to profile `cuxfer report` on it).
 // --allocs K makes about K of every K + 1 events a device allocation or free
 // (no GPU record) instead of a copy.
+// --python makes it a Python program's trace: each call site's stack ends in
+// Python frames (their code objects in the trace), but one site in 8 is
+// native only, as the copies of threads that run no Python (autograd's
+// engine, NCCL's) have.
 // Prints one
 // machine-readable line per round, the per-phase medians, and whether the
 // medians meet the bars; --check makes a missed bar the exit status (1).
@@ -33,6 +38,7 @@
 #include "analyzer/analyses/report.h"
 #include "analyzer/model/job.h"
 #include "analyzer/symbolize/symbolizer.h"
+#include "trace/python_frame.h"
 #include "trace/reader.h"
 #include "trace/writer.h"
 
@@ -108,7 +114,7 @@ void write_cycle(trace::TraceWriter& w, std::vector<trace::Event>& cycle, std::m
 }
 
 bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uint32_t sites, GpuRecords gpu,
-                 uint32_t allocs) {
+                 uint32_t allocs, bool python) {
   std::string error;
   auto w = trace::TraceWriter::create(path, 0600, &error);
   if (!w) {
@@ -117,7 +123,8 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
   }
   trace::ProcessInfo p;
   p.pid = 4242;
-  p.exe = "/opt/app/train";
+  p.exe = python ? "/usr/bin/python3" : "/opt/app/train";
+  if (python) p.argv = {"python3", "/opt/app/train.py"};
   p.stack_depth = 16;
   std::string payload;
   trace::encode(p, payload);
@@ -127,9 +134,27 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
   w->write_block(trace::BlockType::ApiNames, payload);
   std::vector<trace::CallSite> cs;
   for (uint32_t s = 1; s <= sites; ++s) cs.push_back({s, {0x401000ull + s * 64, 0x402000ull + s * 16, 0x7f0000001000ull}});
+  // Python: a line of one of 16 functions, called from the script's top level.
+  constexpr uint32_t kPyFunctions = 16;
+  if (python)
+    for (trace::CallSite& site : cs)
+      if (site.id % 8 != 0)
+        site.frames = {site.frames[0],
+                       trace::encode_python_frame(1 + site.id % kPyFunctions, 2 * (site.id % 7), false),
+                       trace::encode_python_frame(kPyFunctions + 1, 0, true)};
   payload.clear();
   trace::encode(cs, payload);
   w->write_block(trace::BlockType::CallSites, payload);
+  if (python) {
+    std::vector<trace::PyCode> codes;
+    for (uint32_t c = 1; c <= kPyFunctions; ++c)
+      codes.push_back(
+          {c, 0x030b, static_cast<int32_t>(10 * c), "/opt/app/model.py", "layer" + std::to_string(c), ""});
+    codes.push_back({kPyFunctions + 1, 0x030b, 1, "/opt/app/train.py", "<module>", ""});
+    payload.clear();
+    trace::encode(codes, payload);
+    w->write_block(trace::BlockType::PyCodes, payload);
+  }
 
   std::mt19937_64 rng(42);
   const uint64_t sizes[] = {4, 64, 4096, 65536, 1 << 20, 8 << 20, 64 << 20};
@@ -278,10 +303,11 @@ int main(int argc, char** argv) {
   bool check = false, keep = false;
   GpuRecords gpu = GpuRecords::None;
   uint32_t allocs = 0;
+  bool python = false;
   for (int i = 1; i < argc; i += 2) {
     std::string a = argv[i];
-    if (a == "--check" || a == "--keep") {
-      (a == "--check" ? check : keep) = true;
+    if (a == "--check" || a == "--keep" || a == "--python") {
+      (a == "--check" ? check : a == "--keep" ? keep : python) = true;
       --i;  // takes no value
       continue;
     }
@@ -298,13 +324,13 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: analyzer_throughput [--events N] [--threads T] [--sites S] [--rounds R] "
-                   "[--gpu none|joined|late] [--allocs K] [--out FILE] [--keep] [--check]\n");
+                   "[--gpu none|joined|late] [--allocs K] [--python] [--out FILE] [--keep] [--check]\n");
       return 2;
     }
   }
   if (events == 0 || threads == 0 || sites == 0 || (rounds == 0 && !keep)) return 2;
   ::unlink(out.c_str());
-  if (!write_trace(out, events, threads, sites, gpu, allocs)) return 1;
+  if (!write_trace(out, events, threads, sites, gpu, allocs, python)) return 1;
   if (rounds == 0) return 0;  // --rounds 0 --keep: the trace only (to measure `cuxfer report` on it)
   struct stat st {};
   ::stat(out.c_str(), &st);

@@ -4,8 +4,9 @@
 # is about that of N events (it does not grow with the events), and the
 # streamed report is byte for byte the one made holding every event (--html
 # makes the report that way and still prints it), as text and as JSON. The
-# same of traces with CUPTI's GPU records (one a copy, as on a real GPU),
-# which the streamed report joins to the calls a block at a time.
+# same of a Python program's trace, and of traces with CUPTI's GPU records
+# (one a copy, as on a real GPU), which the streamed report joins to the
+# calls a block at a time.
 #   check_report_memory.sh ANALYZER_THROUGHPUT CUXFER DIR [EVENTS]
 set -euo pipefail
 bench=$1 cuxfer=$2 dir=$3 events=${4:-1000000}
@@ -37,8 +38,25 @@ for format in "" "--json"; do
   cmp "$dir/streamed" "$dir/whole" || { echo "FAIL: streamed and whole reports differ (${format:-text})"; exit 1; }
 done
 
-# With GPU records: held, each event would add a 48-byte record too.
+# A Python program's trace (call sites with Python frames, one in 8 native
+# only): streamed as well, with its note on copies without a Python line.
 rm -f "$dir/small.trace" "$dir/big.trace"
+"$bench" --events "$events" --rounds 0 --python --out "$dir/small-py.trace" --keep >/dev/null
+"$bench" --events $((4 * events)) --rounds 0 --python --out "$dir/big-py.trace" --keep >/dev/null
+small=$(peak_kib "$dir/small-py.trace" "$dir/small.txt")
+big=$(peak_kib "$dir/big-py.trace" "$dir/big.txt")
+echo "peak resident with Python frames: $events events ${small} KiB, $((4 * events)) events ${big} KiB"
+test "$big" -le $((small + allowance)) || { echo "FAIL: memory grows with the events of a Python trace (allowance ${allowance} KiB)"; exit 1; }
+test "$big" -le $((128 * 1024)) || { echo "FAIL: above 128 MiB with Python frames"; exit 1; }
+grep -q "have no Python line" "$dir/big.txt" || { echo "FAIL: no note on copies without a Python line"; exit 1; }
+for format in "" "--json"; do
+  "$cuxfer" report --no-symbols --no-profile $format -o "$dir/streamed" "$dir/small-py.trace"
+  "$cuxfer" report --no-symbols --no-profile $format --html "$dir/r.html" -o "$dir/whole" "$dir/small-py.trace" 2>/dev/null
+  cmp "$dir/streamed" "$dir/whole" || { echo "FAIL: streamed and whole reports differ with Python frames (${format:-text})"; exit 1; }
+done
+
+# With GPU records: held, each event would add a 48-byte record too.
+rm -f "$dir/small-py.trace" "$dir/big-py.trace"
 "$bench" --events "$events" --rounds 0 --gpu joined --out "$dir/small-gpu.trace" --keep >/dev/null
 "$bench" --events $((4 * events)) --rounds 0 --gpu joined --out "$dir/big-gpu.trace" --keep >/dev/null
 small=$(peak_kib "$dir/small-gpu.trace" "$dir/small.txt")

@@ -4,50 +4,46 @@
 // interpreter started and after it ended. The report names such a site by its
 // native frame; this says why, so that a Python user does not take it for a
 // failure to read their script.
-#include <unordered_set>
-
 #include <fmt/format.h>
 
-#include "analyzer/analyses/report.h"
+#include "analyzer/analyses/tally.h"
 #include "analyzer/text/units.h"
 
 namespace cuxfer::analyses {
 
-std::optional<std::string> copies_without_python_note(const model::Job& job) {
-  // Per site: whether its stack holds a Python frame.
-  std::vector<uint8_t> python_site(job.sites.size());
-  std::vector<uint8_t> python_process(job.processes.size());
-  for (size_t i = 0; i < job.sites.size(); ++i)
-    for (const auto& f : job.sites[i].stack)
-      if (f.python) {
-        python_site[i] = 1;
-        python_process[job.sites[i].process] = 1;  // its stacks were read: Python ran there
-        break;
-      }
-  uint64_t copies = 0, bytes = 0, all_copies = 0;
-  std::unordered_set<uint64_t> threads;  // (process, thread id)
-  std::unordered_set<uint32_t> processes;
-  for (const model::Call& c : job.calls) {
-    if (c.kind() != trace::EventKind::Copy || c.site == model::kNoSite || !python_process[c.process])
+std::optional<std::string> copies_without_python_note(const JobTally& tally) {
+  // The counts are per process (ProcessTally): (process, thread) pairs are
+  // distinct across processes, so the threads add up.
+  uint64_t copies = 0, bytes = 0, all_copies = 0, threads = 0, processes = 0, unknown = 0;
+  for (const ProcessTally& p : tally.processes) {
+    if (!p.python_lines_known) {
+      ++unknown;
       continue;
-    ++all_copies;
-    if (python_site[c.site]) continue;
-    ++copies;
-    bytes += c.bytes();
-    threads.insert(uint64_t{c.process} << 32 | c.event->thread_id);
-    processes.insert(c.process);
+    }
+    all_copies += p.python_site_copies;
+    if (p.copies_without_python == 0) continue;
+    copies += p.copies_without_python;
+    bytes += p.bytes_without_python;
+    threads += p.threads_without_python;
+    ++processes;
   }
+  // A count over the other processes alone would read as the job's: said
+  // unknown instead.
+  if (unknown > 0)
+    return fmt::format(
+        "copies without a Python line: not counted in {} Python process{} of summaries made by an earlier "
+        "cuxfer (summarize their traces again to count them)",
+        unknown, unknown == 1 ? "" : "es");
   if (copies == 0) return std::nullopt;
-  const std::string where =
-      processes.size() > 1 ? fmt::format(" of {} processes", processes.size()) : std::string();
+  const std::string where = processes > 1 ? fmt::format(" of {} processes", processes) : std::string();
   return fmt::format(
       "{} of the {} copies Python programs made have no Python line ({}, on {} thread{}{}): their threads "
       "ran no Python code at the time (a framework's own threads, such as PyTorch's autograd engine's, "
       "NCCL's "
       "and JAX's transfer threads; or before the interpreter started or after it ended), or ran Python that "
       "cuxfer does not read (the processes' notes say which). Their call sites are native frames",
-      text::format_count(copies), text::format_count(all_copies), text::format_bytes(bytes), threads.size(),
-      threads.size() == 1 ? "" : "s", where);
+      text::format_count(copies), text::format_count(all_copies), text::format_bytes(bytes), threads,
+      threads == 1 ? "" : "s", where);
 }
 
 }  // namespace cuxfer::analyses

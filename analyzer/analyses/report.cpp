@@ -155,8 +155,7 @@ Report analyze_tally(const model::Job& job, JobTally& tally, const Thresholds& t
   if (events) r.ranges = range_totals(job, r.findings, thresholds);
 
   r.notes = job.notes;
-  if (events)
-    if (auto note = copies_without_python_note(job)) r.notes.push_back(std::move(*note));
+  if (auto note = copies_without_python_note(tally)) r.notes.push_back(std::move(*note));
   uint64_t sites_dropped = 0;
   for (const auto& p : r.processes) sites_dropped += p.callsites_dropped;
   if (r.calls_without_site > 0)

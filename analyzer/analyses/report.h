@@ -395,11 +395,6 @@ std::vector<LocationTotals> location_totals(const model::Job& job);
 // from the sums; calls_per_second the largest of its sites' (one process's).
 std::vector<FindingSite> finding_locations(const Finding& f, const std::vector<LocationTotals>& locations);
 
-// One line when processes whose stacks held Python frames made copies whose
-// sites have none (python_threads.cpp): how many, their bytes, on how many
-// threads, and why their sites are native frames. None otherwise.
-std::optional<std::string> copies_without_python_note(const model::Job& job);
-
 // The identity of a call site across processes and runs: a Python line as
 // "py!function (file:line)"; a native frame as module base name + function
 // (+ file:line), or module base name + offset when unsymbolized; never an

@@ -147,6 +147,28 @@ std::string join_window_note(const model::Process& p, model::StreamedGpuJoin::In
       p.trace.path, p.pid(), reason);
 }
 
+// Keeps a pass's per-copy finding inputs compact (compact_finding_inputs):
+// once they have doubled since the last compaction, and hold at least 65,536
+// entries. Memory then holds their distinct entries (and no more than twice
+// as many), not one per copy, and each entry is sorted a logarithmic number
+// of times. With the references known (a report) the lists stay empty.
+class FindingInputsCompactor {
+ public:
+  void now_and_then(FindingsTally& f) {
+    if (entries(f) < next_) return;
+    compact_finding_inputs(f);
+    next_ = std::max(kAtLeast, 2 * entries(f));
+  }
+
+ private:
+  static constexpr size_t kAtLeast = size_t{1} << 16;
+  static size_t entries(const FindingsTally& f) {
+    return f.async_pageable.size() + f.large_pageable.size() + f.pinned_async_return_ns[0].size() +
+           f.pinned_async_return_ns[1].size();
+  }
+  size_t next_ = kAtLeast;
+};
+
 bool pinned_or_registered(const model::TransferClass& c) {
   return c.memory == trace::MemKind::Pinned || c.memory == trace::MemKind::Registered;
 }
@@ -160,7 +182,6 @@ std::optional<std::string> needs_events(const trace::Trace& header) {
   if (header.gpu_records_passed.not_joined_by_time > 0)
     return "GPU records joined by correlation id, or kernels";
   if (!header.nvtx_names.empty()) return "NVTX ranges";
-  if (!header.py_codes.empty()) return "Python frames";
   return std::nullopt;
 }
 
@@ -170,9 +191,6 @@ std::optional<std::string> needs_events(const model::Job& frame) {
     // The header passed: only the governor's second pass is left (model::calls_stream).
     if (!model::calls_stream(p)) return "GPU records the CUPTI governor turned off for a while";
   }
-  for (const model::Site& s : frame.sites)
-    for (const auto& f : s.stack)
-      if (f.python) return "Python frames";  // the note on copies without a Python line
   if (overlap_totals(frame).kernels_recorded) return "kernel records";
   const Managed m = managed_totals(frame);
   if (m.records_on || !m.unavailable.empty() || !m.sites.empty()) return "unified-memory records";
@@ -248,11 +266,13 @@ std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t pr
   model::Process& p = job.processes[0];
   std::optional<model::GateAccount> gate;
   if (p.gpu_timing) gate.emplace(p.trace);
+  FindingInputsCompactor compactor;
   const CallsRead read =
       read_calls(frame, process, feed, [&](std::span<const model::Call> calls, std::span<const model::Call> shim) {
         if (gate)
           for (const model::Call& c : calls) gate->add(c);
         tally_more(tally, job, calls, shim, t);
+        compactor.now_and_then(tally.findings);
         return true;
       });
   if (read.inexact && why) *why = join_window_note(p, read.why_inexact);
@@ -273,6 +293,21 @@ std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t pr
   r.tally = std::move(tally);
   event_bytes = feed.bytes();
   return r;
+}
+
+std::optional<ProcessRecord> summarize_streamed(const model::Job& frame) {
+  if (frame.processes.size() != 1 || needs_events(frame)) return std::nullopt;
+  const Thresholds t;  // a summary's: no machine profile, the references not known
+  uint64_t event_bytes = 0;
+  std::optional<ProcessRecord> r = stream_process(frame, 0, t, event_bytes);
+  // build_job bounds the bytes of the job, here the one process's events.
+  if (!r || event_bytes > model::kImpossibleJobBytes) return std::nullopt;
+  compact_finding_inputs(r->tally.findings);
+  // The notes as build_job puts them for one trace: the frame's (the
+  // symbolizer's, then the process's own), then the join's.
+  std::vector<std::string> notes = frame.notes;
+  notes.insert(notes.end(), r->notes.begin(), r->notes.end());
+  return make_record(std::move(r->process), std::move(r->sites), std::move(notes), std::move(r->tally));
 }
 
 std::optional<MergedJob> merge_streamed(const model::Job& frame, std::vector<ProcessRecord> records,

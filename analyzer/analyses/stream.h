@@ -14,9 +14,10 @@
 // Exact: the report equals analyze() of build_job() of the same traces,
 // which is why only jobs whose report needs nothing but the tally stream.
 // The rest (GPU records joined by correlation id, kernel or unified-memory
-// records, a governor that turned the records off, NVTX ranges, Python
-// frames, content fingerprints, managed allocations) take the path that
-// holds the events.
+// records, a governor that turned the records off, NVTX ranges, content
+// fingerprints, managed allocations) take the path that holds the events.
+// Python frames stream: their call sites come with the frame, and the note
+// on copies without a Python line is the tally's (ProcessTally).
 #pragma once
 
 #include <cstddef>
@@ -35,8 +36,8 @@ namespace cuxfer::analyses {
 // asked before the traces' call sites are resolved.
 std::optional<std::string> needs_events(const trace::Trace& header);
 // The same of the frame: model::build_job of such traces (processes, call
-// sites, notes; no calls). Asks what the header cannot tell (Python frames in
-// the sites, kernel and unified-memory records announced in the notes).
+// sites, notes; no calls). Asks what the header cannot tell (kernel and
+// unified-memory records announced in the notes, the governor's gaps).
 std::optional<std::string> needs_events(const model::Job& frame);
 
 // A streamed report reads each process's events twice more, a block at a
@@ -56,14 +57,26 @@ std::optional<FindingsTally> stream_references(const model::Job& frame, uint32_t
 // The references of the whole job from every process's inputs.
 Thresholds::RunReferences job_references(const std::vector<FindingsTally>& inputs);
 
-// Process `process` of the frame tallied with `t`, whose `known` references
-// must be set (after stream_references found the process may stream): a
-// record as summarize makes one, with `event_bytes` the sum of its events'
-// bytes. Nullopt when its trace reads differently from the first time, or
+// Process `process` of the frame tallied with `t`: in a report, with its
+// `known` references set (after stream_references found the process may
+// stream); in a summary, without (summarize_streamed). A record as summarize
+// makes one (before its trace is cut to its header), with `event_bytes` the
+// sum of its events' bytes. Nullopt when its trace reads differently from the first time, or
 // for an event of impossible size (its note's place among the job's notes
 // is build_job's to say).
 std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t process, const Thresholds& t,
                                             uint64_t& event_bytes, std::string* why = nullptr);
+
+// The record `cuxfer summarize` makes of the trace of a frame of one process
+// (summary.h record_process of build_job of the trace), its events read a
+// block at a time and tallied as a summary's are (default Thresholds: no
+// profile, the references not known), the per-copy finding inputs compacted
+// now and then: memory holds a block of events and the tally, whose lists
+// hold distinct entries, never the trace's events. Nullopt where the trace
+// needs its events (needs_events), reads differently from the first time, or
+// holds an event of impossible size: record_process of the trace read whole
+// then.
+std::optional<ProcessRecord> summarize_streamed(const model::Job& frame);
 
 // The frame's records (stream_process, in process order) merged into the job
 // and tally that build_job and tally_calls make of the traces; nullopt when

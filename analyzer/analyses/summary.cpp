@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <set>
+#include <string_view>
 #include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -251,10 +254,11 @@ json process_tally_json(const ProcessTally& p) {
     if (p.classes[k].calls) classes.push_back({k, p.classes[k].calls, p.classes[k].bytes, p.classes[k].cpu_blocked_ns});
   return {
       {"copies", json::array({p.has_copies, p.copies, p.bytes, p.cpu_blocked_ns, p.failed_copies})},
-      {"rewrite", json::array({p.rewrote, p.staged_calls, p.staged_bytes, p.registered_calls, p.registered_bytes,
-                               p.passthrough_pageable_calls, p.passthrough_pageable_bytes, p.zero_copy_calls,
-                               p.zero_copy_bytes, p.staged_cpu_ns, p.staged_async_calls, p.staged_sync_bytes[0],
-                               p.staged_sync_bytes[1], p.staged_sync_calls[0], p.staged_sync_calls[1]})},
+      {"rewrite",
+       json::array({p.rewrote, p.staged_calls, p.staged_bytes, p.registered_calls, p.registered_bytes,
+                    p.passthrough_pageable_calls, p.passthrough_pageable_bytes, p.zero_copy_calls,
+                    p.zero_copy_bytes, p.staged_cpu_ns, p.staged_async_calls, p.staged_sync_bytes[0],
+                    p.staged_sync_bytes[1], p.staged_sync_calls[0], p.staged_sync_calls[1]})},
       {"shim", json::array({p.shim_rewrite, p.registrations, p.registration_bytes, p.registration_cost_ns,
                             p.registrations_refused, p.pool_allocations, p.pool_bytes, p.pinning_cost_ns,
                             p.zero_copy_allocations, p.zero_copy_allocation_bytes})},
@@ -264,6 +268,8 @@ json process_tally_json(const ProcessTally& p) {
       {"classes", classes},
       {"pageable_gpu", json::array({p.pageable_bytes, p.has_gpu, p.gpu_ns})},
       {"no_site", site_tally_json(p.no_site)},
+      {"python_lines", json::array({p.python_site_copies, p.copies_without_python, p.bytes_without_python,
+                                    p.threads_without_python})},
   };
 }
 
@@ -325,6 +331,18 @@ void process_tally_of(const json& j, ProcessTally& p, size_t api_count) {
   p.pageable_bytes = g.at(0).get<uint64_t>();
   p.has_gpu = g.at(1).get<bool>();
   p.gpu_ns = g.at(2).get<uint64_t>();
+  // Absent from a summary written before they were counted (read_summary
+  // then tells from the sites whether they are unknown).
+  p.python_lines_known = j.contains("python_lines");
+  if (p.python_lines_known) {
+    const json& py = j.at("python_lines");
+    p.python_site_copies = py.at(0).get<uint64_t>();
+    p.copies_without_python = py.at(1).get<uint64_t>();
+    p.bytes_without_python = py.at(2).get<uint64_t>();
+    p.threads_without_python = py.at(3).get<uint64_t>();
+    if (p.copies_without_python > p.python_site_copies)
+      throw std::out_of_range("more copies without a Python line than copies");
+  }
 }
 
 // The one-process tally, apart from its process part.
@@ -348,15 +366,9 @@ json tally_json(const JobTally& t) {
     for (const auto& [ns, n] : histogram) h.push_back({ns, n});
     pinned_return.push_back(h);
   }
-  json async = json::array(), large = json::array(), storm = json::array();
-  for (size_t i = 0; i < f.async_pageable.size(); ++i) {
-    const AsyncPageableCopy& c = f.async_pageable[i];
-    async.push_back({c.site_id, c.dir, c.bytes, c.cpu_ns, f.async_count(i)});
-  }
-  for (size_t i = 0; i < f.large_pageable.size(); ++i) {
-    const LargePageableCopy& c = f.large_pageable[i];
-    large.push_back({c.site_id, c.dir, c.gpu, c.bytes, c.time, f.large_count(i)});
-  }
+  // The per-copy lists are left empty here: write_summary writes them as
+  // text (append_tally).
+  json storm = json::array();
   for (size_t id = 1; id < f.storm.size(); ++id) {
     const StormSite& s = f.storm[id];
     storm.push_back({s.calls, s.bytes, s.time_ns, s.max_ns, s.first_enter, s.last_enter});
@@ -380,8 +392,9 @@ json tally_json(const JobTally& t) {
   return {
       {"copies", totals_json(t.copies)},
       {"memsets", totals_json(t.memsets)},
-      {"allocations", json::array({alloc_json(t.allocations.device), alloc_json(t.allocations.managed),
-                                   alloc_json(t.allocations.host_pinned), alloc_json(t.allocations.host_registered)})},
+      {"allocations",
+       json::array({alloc_json(t.allocations.device), alloc_json(t.allocations.managed),
+                    alloc_json(t.allocations.host_pinned), alloc_json(t.allocations.host_registered)})},
       {"pageable", json::array({t.pageable.pageable_bytes, t.pageable.host_bytes})},
       {"classes", classes},
       {"process", process_tally_json(t.processes.at(0))},
@@ -390,8 +403,8 @@ json tally_json(const JobTally& t) {
       {"pinned_async_return_ns", pinned_return},
       {"pinned_large", json::array({t.findings.pinned_large_bytes[0], t.findings.pinned_large_bytes[1],
                                     t.findings.pinned_large_ns[0], t.findings.pinned_large_ns[1]})},
-      {"async_pageable", async},
-      {"large_pageable", large},
+      {"async_pageable", json::array()},
+      {"large_pageable", json::array()},
       {"storm", storm},
       {"rewrite", json::array({r.calls, r.bytes, r.time_ns, r.max_ns, r.gpu_calls, r.predicted_ns, r.largest,
                                r.registered, r.staged})},
@@ -399,6 +412,44 @@ json tally_json(const JobTally& t) {
       {"devices", devices},
       {"peers", peers},
   };
+}
+
+// The one-process tally's JSON appended to `out`, its per-copy lists
+// written as text straight from the tally: as JSON values a list of a
+// million distinct copies would take several times its text (about 150
+// bytes an entry), the largest part of summarize's memory. The text is the
+// one json::dump makes of those values: [site,dir,bytes,cpu_ns,count] and
+// [site,dir,gpu,bytes,time,count].
+void append_tally(std::string& out, const JobTally& t) {
+  const FindingsTally& f = t.findings;
+  const std::string rest = tally_json(t).dump();
+  auto put_async = [&] {
+    for (size_t i = 0; i < f.async_pageable.size(); ++i) {
+      const AsyncPageableCopy& c = f.async_pageable[i];
+      fmt::format_to(std::back_inserter(out), "{}[{},{},{},{},{}]", i ? "," : "", c.site_id, c.dir, c.bytes,
+                     c.cpu_ns, f.async_count(i));
+    }
+  };
+  auto put_large = [&] {
+    for (size_t i = 0; i < f.large_pageable.size(); ++i) {
+      const LargePageableCopy& c = f.large_pageable[i];
+      fmt::format_to(std::back_inserter(out), "{}[{},{},{},{},{},{}]", i ? "," : "", c.site_id, c.dir, c.gpu,
+                     c.bytes, c.time, f.large_count(i));
+    }
+  };
+  // The keys are the tally object's own (no other object of it has them) and
+  // a key's quotes cannot occur unescaped inside a string.
+  size_t from = 0;
+  for (const auto& [key, put] :
+       {std::pair<std::string_view, std::function<void()>>{"\"async_pageable\":[", put_async},
+        {"\"large_pageable\":[", put_large}}) {
+    const size_t at = rest.find(key, from);
+    if (at == std::string::npos) continue;  // cannot happen: tally_json writes both
+    out.append(rest, from, at + key.size() - from);
+    put();
+    from = at + key.size();
+  }
+  out.append(rest, from, std::string::npos);
 }
 
 void tally_of(const json& j, JobTally& t, size_t sites, size_t api_count) {
@@ -563,15 +614,21 @@ void compact_finding_inputs(FindingsTally& f) {
 }
 
 ProcessRecord record_process(model::Job&& job) {
-  ProcessRecord r;
   JobTally tally = tally_calls(job, {});
   compact(tally.findings.async_pageable, tally.findings.async_pageable_counts, async_key);
   compact(tally.findings.large_pageable, tally.findings.large_pageable_counts, large_key);
   for (auto& v : tally.findings.pinned_async_return_ns) v.shrink_to_fit();  // reserved for every call
+  return make_record(std::move(job.processes.at(0)), std::move(job.sites), std::move(job.notes),
+                     std::move(tally));
+}
+
+ProcessRecord make_record(model::Process&& process, std::vector<model::Site> sites,
+                          std::vector<std::string> notes, JobTally tally) {
+  ProcessRecord r;
   r.tally = std::move(tally);
-  r.sites = std::move(job.sites);
-  r.notes = std::move(job.notes);
-  model::Process& p = job.processes.at(0);
+  r.sites = std::move(sites);
+  r.notes = std::move(notes);
+  model::Process& p = process;
   // The header only: the events, records, stacks and modules are what a
   // summary leaves behind.
   trace::Trace header;
@@ -625,13 +682,19 @@ std::string write_summary(const SummaryHeader& header, const std::vector<Process
       for (const auto& f : s.stack) stack.push_back(frame_json(f));
       sites.push_back({frame_json(s.frame), stack});
     }
+    // The tally goes in where its placeholder is (append_tally).
     const json process = {{"trace", trace_json(r.process.trace)},
                           {"model", model_json(r.process)},
                           {"sites", sites},
                           {"notes", r.notes},
-                          {"tally", tally_json(r.tally)}};
+                          {"tally", nullptr}};
+    const std::string text = process.dump();
+    constexpr std::string_view kTally = "\"tally\":null";
+    const size_t at = text.find(kTally);
     if (i) out += ',';
-    out += process.dump();
+    out.append(text, 0, at + kTally.size() - 4);  // up to the null
+    append_tally(out, r.tally);
+    out.append(text, at + kTally.size(), std::string::npos);
   }
   out += "]}\n";
   return out;
@@ -667,6 +730,14 @@ bool read_summary(const std::string& text, SummaryHeader& header, std::vector<Pr
       }
       r.notes = p.at("notes").get<std::vector<std::string>>();
       tally_of(p.at("tally"), r.tally, r.sites.size(), r.process.trace.api_names.size());
+      // Its copies without a Python line are known to be none where no site
+      // holds a Python frame (none is counted there); unknown otherwise.
+      ProcessTally& pt = r.tally.processes.at(0);
+      pt.python_sites = std::any_of(r.sites.begin(), r.sites.end(), [](const model::Site& s) {
+        return std::any_of(s.stack.begin(), s.stack.end(),
+                           [](const symbolize::Frame& f) { return f.python; });
+      });
+      if (!pt.python_sites) pt.python_lines_known = true;
       records.push_back(std::move(r));
     }
   } catch (const std::exception& e) {

@@ -52,6 +52,12 @@ struct ProcessRecord {
 // defaults without a machine profile: a summary's estimates are those of
 // `cuxfer report --no-profile`.
 ProcessRecord record_process(model::Job&& job);
+// The record of one process from its model (its trace's header is all that
+// is kept of the trace), sites, notes and one-process tally (its per-copy
+// lists compacted by the caller): record_process's, and that of a trace read
+// a block at a time (stream.h summarize_streamed).
+ProcessRecord make_record(model::Process&& process, std::vector<model::Site> sites,
+                          std::vector<std::string> notes, JobTally tally);
 
 // The symbolization a summary was made with ("on", "off", "python=all",
 // "sysroot=DIR", ...): summaries made differently name sites differently.

@@ -9,10 +9,13 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
-#include <span>
-#include <tuple>
 #include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <tuple>
+#include <unordered_set>
 #include <vector>
 
 #include "analyzer/analyses/report.h"
@@ -87,6 +90,20 @@ struct ProcessTally {
   uint64_t registrations = 0, registration_bytes = 0, registration_cost_ns = 0, registrations_refused = 0;
   uint64_t pool_allocations = 0, pool_bytes = 0, pinning_cost_ns = 0;
   uint64_t zero_copy_allocations = 0, zero_copy_allocation_bytes = 0;
+  // For the note on copies without a Python line (copies_without_python_note),
+  // counted where the process's call sites hold a Python frame
+  // (`python_sites`: Python ran there): its copies with a call site, failed
+  // ones included, and of them those whose site holds no Python frame, their
+  // bytes and the distinct threads that made them (the ids while the pass
+  // runs; their number from finish_tally, or from a summary). Per process, so
+  // that a summary carries them and the streamed report merges them.
+  // `python_lines_known` is false for a process of a summary written before
+  // they were counted, whose sites hold a Python frame: its counts are unknown.
+  bool python_sites = false;
+  bool python_lines_known = true;
+  uint64_t python_site_copies = 0, copies_without_python = 0, bytes_without_python = 0;
+  uint64_t threads_without_python = 0;
+  std::unordered_set<uint32_t> thread_ids_without_python;
 };
 
 // Per transfer class (class_totals).
@@ -248,6 +265,7 @@ struct JobTally {
   std::vector<ProcessTally> processes;  // by Job::processes index
   std::vector<SiteTally> sites;         // by Job::sites index
   uint64_t calls_without_site = 0;      // copies with no call site
+  std::vector<uint8_t> python_site;     // by Job::sites index: its stack holds a Python frame
   FindingsTally findings;
   RewriteTally rewrite;
   DeviceTally devices;
@@ -268,9 +286,16 @@ void tally_references(FindingsTally& f, std::span<const model::Call> calls, cons
 
 // The report from a tally. `events`: the job holds its calls (a job made from
 // summaries holds none): the parts that need them (overlap, sync_copy_idle,
-// duplicate_uploads, round_trips, managed memory, NVTX ranges, the Python
-// threads note) are computed only then.
+// duplicate_uploads, round_trips, managed memory, NVTX ranges) are computed
+// only then.
 Report analyze_tally(const model::Job& job, JobTally& tally, const Thresholds& thresholds, bool events);
+// One line when processes whose call sites hold Python frames made copies
+// whose sites have none (python_threads.cpp): how many, their bytes, on how
+// many threads, and why (threads that ran no Python code); or, where a
+// summary made before these were counted holds such a process, that they are
+// unknown. From the tally's per-process counts (ProcessTally), so that a
+// report of traces, streamed or not, and of summaries say the same.
+std::optional<std::string> copies_without_python_note(const JobTally& tally);
 // The Ranks table from the per-process tallies (ranks.cpp).
 Ranks rank_totals(const model::Job& job, const JobTally& tally, const std::vector<Finding>& findings,
                   const std::vector<LocationTotals>& locations);

@@ -253,6 +253,16 @@ void add_shim_work(JobTally& tally, const model::Job& job, const model::Call& c)
   }
 }
 
+// A copy with a call site in a process whose sites hold a Python frame
+// (ProcessTally::python_sites).
+void add_python_line_copy(ProcessTally& p, const model::Call& c, bool python_site) {
+  ++p.python_site_copies;
+  if (python_site) return;
+  ++p.copies_without_python;
+  p.bytes_without_python += c.bytes();
+  p.thread_ids_without_python.insert(c.event->thread_id);
+}
+
 }  // namespace
 
 void tally_references(FindingsTally& f, std::span<const model::Call> calls, const Thresholds& t) {
@@ -275,6 +285,15 @@ JobTally start_tally(const model::Job& job, const Thresholds& t) {
   }
   start_rewrite_whatif(tally.rewrite, job, t);
   tally.devices.by_process.resize(job.processes.size());
+  // The sites whose stack holds a Python frame, and their processes: Python ran there.
+  tally.python_site.assign(job.sites.size(), 0);
+  for (size_t i = 0; i < job.sites.size(); ++i)
+    for (const auto& f : job.sites[i].stack)
+      if (f.python) {
+        tally.python_site[i] = 1;
+        tally.processes[job.sites[i].process].python_sites = true;
+        break;
+      }
   return tally;
 }
 
@@ -293,6 +312,7 @@ void tally_more(JobTally& tally, const model::Job& job, std::span<const model::C
         add_class(tally.classes[class_index(c.cls)], c, measured);
         add_process_copy(p, c);
         add_site_copy(tally, c);
+        if (p.python_sites && c.site != model::kNoSite) add_python_line_copy(p, c, tally.python_site[c.site]);
         if (c.failed()) break;
         add_device_copy(tally.devices, c);
         const bool host = model::crosses_host_link(c.cls.direction);
@@ -320,6 +340,10 @@ void tally_more(JobTally& tally, const model::Job& job, std::span<const model::C
 }
 
 void finish_tally(JobTally& tally) {
+  for (ProcessTally& p : tally.processes) {
+    p.threads_without_python = p.thread_ids_without_python.size();
+    p.thread_ids_without_python = {};  // what a summary keeps is their number
+  }
   const PageableShare& s = tally.pageable;
   tally.pageable.fraction = s.host_bytes ? static_cast<double>(s.pageable_bytes) / s.host_bytes : 0.0;
 }

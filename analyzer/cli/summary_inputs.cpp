@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "analyzer/analyses/ranks.h"
+#include "analyzer/analyses/stream.h"
 
 namespace cuxfer::cli {
 
@@ -77,14 +78,30 @@ bool gather_records(const InputPaths& inputs, const SymbolOptions& options, size
   return true;
 }
 
+std::optional<analyses::ProcessRecord> summarize_streamed(const std::string& path,
+                                                          const SymbolOptions& symbols) {
+  trace::EventBlocks skip;
+  skip.skip = true;
+  skip.skip_gpu_records = true;  // counted, not kept
+  std::vector<std::string> why;
+  auto headers = model::read_traces({path}, why, skip);
+  if (headers.size() != 1 || analyses::needs_events(headers.front())) return std::nullopt;
+  auto symbolizer = symbols.make();  // its own: a fallback starts again with a fresh one (its notes)
+  const model::Job frame = model::build_job(std::move(headers), *symbolizer, symbols.python_sites);
+  return analyses::summarize_streamed(frame);
+}
+
 std::vector<analyses::ProcessRecord> summarize_traces(const std::vector<std::string>& paths,
                                                       const SymbolOptions& symbols, size_t jobs,
-                                                      std::vector<std::string>& errors) {
+                                                      std::vector<std::string>& errors, bool stream) {
   // Each trace is its own job of one process, reduced and freed before the
   // worker takes the next: memory holds `jobs` traces at a time, not all.
+  // Streamed where the trace allows (a block of its events at a time), read
+  // whole otherwise; the record is the same either way.
   std::vector<std::optional<analyses::ProcessRecord>> records(paths.size());
   std::vector<std::string> failures(paths.size());
   for_each_parallel(paths.size(), jobs, [&](size_t i) {
+    if (stream && (records[i] = summarize_streamed(paths[i], symbols))) return;
     std::vector<std::string> why;
     auto traces = model::read_traces({paths[i]}, why);
     if (traces.empty()) {

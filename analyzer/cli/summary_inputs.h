@@ -39,10 +39,19 @@ std::string symbols_description(const SymbolOptions& symbols);
 // Reads each trace (on `jobs` threads), builds its one-process model with
 // its own symbolizer and reduces it to its record; the records come back in
 // the order of `paths`. A trace that cannot be used adds one line to
-// `errors` and is skipped.
+// `errors` and is skipped. Each trace is streamed (summarize_streamed) where
+// it allows and `stream` is set, else read whole: the records are the same
+// (`stream` false is for the tests that say so).
 std::vector<analyses::ProcessRecord> summarize_traces(const std::vector<std::string>& paths,
                                                       const SymbolOptions& symbols, size_t jobs,
-                                                      std::vector<std::string>& errors);
+                                                      std::vector<std::string>& errors, bool stream = true);
+
+// The record of the trace at `path` made a block of events at a time
+// (analyses::summarize_streamed of its frame: the trace read without its
+// events); nullopt where it needs its events, or cannot be read (the whole
+// read then says why).
+std::optional<analyses::ProcessRecord> summarize_streamed(const std::string& path,
+                                                          const SymbolOptions& symbols);
 
 // Reads the summaries into `records`; `symbols` gets each summary's
 // symbolization, once each. False (after one line "<command>: <path>: <why>"

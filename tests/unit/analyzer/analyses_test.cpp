@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "analyzer/analyses/tally.h"
 #include "tests/unit/analyzer/job_fixture.h"
 #include "trace/python_frame.h"
 
@@ -610,7 +611,7 @@ TEST_F(Analyses, CopiesWithoutPythonFramesInAPythonProgramAreNoted) {
             0u)
       << said[0];
 
-  EXPECT_FALSE(analyses::copies_without_python_note(load(cpp)));
+  EXPECT_FALSE(analyses::copies_without_python_note(analyses::tally_calls(load(cpp), {})));
 }
 
 // A finding's site outside every location (an allocation site, copies with

@@ -1,6 +1,8 @@
 // Writes a synthetic trace for the command-line tests:
-//   make_test_trace busy|clean|gpu|truncated|cut-empty OUT
+//   make_test_trace busy|clean|gpu|truncated|cut-empty|python OUT
 // cut-empty: a process cut short before any event was written.
+// python: a Python program's: sites with Python frames, and copies from
+// threads that ran no Python (a site with native frames only).
 #include <unistd.h>
 
 #include <cstdio>
@@ -8,6 +10,7 @@
 #include <string>
 
 #include "tests/unit/trace/synthetic_trace.h"
+#include "trace/python_frame.h"
 
 using cuxfer::testing::SyntheticTrace;
 using cuxfer::trace::Direction;
@@ -15,7 +18,7 @@ using cuxfer::trace::MemKind;
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: make_test_trace busy|clean|gpu|truncated|cut-empty OUT\n");
+    std::fprintf(stderr, "usage: make_test_trace busy|clean|gpu|truncated|cut-empty|python OUT\n");
     return 2;
   }
   std::string kind = argv[1], out = argv[2];
@@ -26,6 +29,20 @@ int main(int argc, char** argv) {
   uint32_t a = t.site(0x401000), b = t.site(0x402000);
   if (kind == "cut-empty") {
     // no events: the cut below leaves only the metadata blocks
+  } else if (kind == "python") {
+    t.process.exe = "/usr/bin/python3";
+    t.process.argv = {"python3", "/work/train.py"};
+    t.py_codes.push_back({1, 0x030b, 10, "/work/train.py", "step", ""});
+    t.py_codes.push_back({2, 0x030b, 40, "/work/train.py", "evaluate", ""});
+    const uint32_t step = t.site({0x401000, cuxfer::trace::encode_python_frame(1, 0, true)});
+    const uint32_t evaluate = t.site({0x401000, cuxfer::trace::encode_python_frame(2, 0, true)});
+    for (int i = 0; i < 600; ++i) t.copy(Direction::DtoH, MemKind::Pageable, 4, 9'000, false, step);
+    for (int i = 0; i < 4; ++i)
+      t.copy(Direction::HtoD, MemKind::Pageable, 64 * MiB, 10'000'000, true, evaluate);
+    // The autograd engine's and a transfer thread's copies: native sites only.
+    for (uint32_t thread : {7, 8, 8})
+      t.copy(Direction::HtoD, MemKind::Pinned, 64 * MiB, 1'300'000, false, b).thread_id = thread;
+    t.copy(Direction::DtoH, MemKind::Pageable, 4 * MiB, 900'000, false, a).thread_id = 7;
   } else if (kind == "clean") {
     for (int i = 0; i < 10; ++i) t.copy(Direction::HtoD, MemKind::Pinned, 16 * MiB, 320'000, true, a);
   } else {

@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <random>
+#include <regex>
+
+#include <nlohmann/json.hpp>
 
 #include "analyzer/analyses/summary.h"
 #include "analyzer/analyses/tally.h"
@@ -14,6 +17,7 @@
 #include "analyzer/render/text_renderer.h"
 #include "bench/rank_trace_set.h"
 #include "tests/unit/analyzer/job_fixture.h"
+#include "trace/python_frame.h"
 
 namespace cuxfer::testing {
 namespace {
@@ -222,6 +226,147 @@ TEST_F(Summary, MissingRanksAreNamed) {
 }
 
 // -j N: the same records as one thread, in the same order.
+// The note on a Python program's copies without a Python line (threads that
+// ran no Python) is the tally's: a report of summaries says what the report
+// of the traces says. A summary written before it was counted leaves it
+// unknown for its Python processes, said so, never a count of the others.
+TEST_F(Summary, CopiesWithoutAPythonLineSurviveTheSummary) {
+  std::vector<std::string> paths;
+  for (uint32_t k = 0; k < 3; ++k) {
+    SyntheticTrace t(6000 + k);
+    t.process.trace_name = "py-" + std::to_string(k);
+    const bool python = k < 2;
+    if (python) t.py_codes.push_back({1, 0x030b, 10, "/work/train.py", "step", ""});
+    const uint32_t script =
+        python ? t.site({0x401000, trace::encode_python_frame(1, 0, true)}) : t.site(0x401000);
+    const uint32_t engine = t.site({0x402000 + k});
+    for (int i = 0; i < 5; ++i) t.copy(Direction::HtoD, MemKind::Pageable, 100, 1'000, false, script);
+    for (uint32_t thread : {7u, 7u, 8u + k})
+      t.copy(Direction::DtoH, MemKind::Pinned, 1000 * (k + 1), 1'000, false, engine).thread_id = thread;
+    auto& failed = t.copy(Direction::DtoH, MemKind::Pinned, 10, 1'000, false, engine);
+    failed.flags |= trace::kFlagFailed;
+    failed.thread_id = 7;
+    t.copy(Direction::DtoH, MemKind::Pinned, 1000, 1'000);  // no site: not counted
+    paths.push_back(write(t, "cuxfer-py-" + std::to_string(k) + ".trace"));
+  }
+  const auto want = direct(paths);
+  const std::string said =
+      "8 of the 18 copies Python programs made have no Python line (8.81 KiB, on 4 threads of 2 "
+      "processes)";
+  ASSERT_NE(want.second.find(said), std::string::npos) << want.second;
+  EXPECT_EQ(of_records(round_trip(records_of(paths))), want);
+  std::vector<analyses::ProcessRecord> singles;
+  for (const auto& p : paths)
+    for (auto& r : round_trip(records_of({p}))) singles.push_back(std::move(r));
+  EXPECT_EQ(of_records(std::move(singles)), want);
+
+  // The same summary as an earlier cuxfer wrote it: no "python_lines".
+  analyses::SummaryHeader header;
+  header.symbols = "off";
+  const std::string text = analyses::write_summary(header, records_of(paths));
+  const std::regex counted(R"(,"python_lines":\[[0-9]+,[0-9]+,[0-9]+,[0-9]+\])");
+  const std::string old = std::regex_replace(text, counted, "");
+  ASSERT_EQ(std::distance(std::sregex_iterator(text.begin(), text.end(), counted), std::sregex_iterator()),
+            3);
+  std::vector<analyses::ProcessRecord> read;
+  std::string error;
+  ASSERT_TRUE(analyses::read_summary(old, header, read, error)) << error;
+  const auto from_old = of_records(std::move(read));
+  EXPECT_EQ(from_old.second.find("have no Python line"), std::string::npos) << from_old.second;
+  EXPECT_NE(from_old.second.find(
+                "copies without a Python line: not counted in 2 Python processes of summaries made "
+                "by an earlier cuxfer"),
+            std::string::npos)
+      << from_old.second;
+  // An earlier summary of a process without Python frames: nothing is unknown.
+  read.clear();
+  const std::string native = analyses::write_summary(header, records_of({paths[2]}));
+  ASSERT_TRUE(analyses::read_summary(std::regex_replace(native, counted, ""), header, read, error)) << error;
+  EXPECT_EQ(of_records(std::move(read)), direct({paths[2]}));
+}
+
+// `cuxfer summarize` reads each trace a block of events at a time where the
+// trace allows (GPU records joined by time, Python frames, many copies whose
+// per-copy inputs are compacted on the way) and whole where it does not
+// (GPU records with correlation ids): the summary is the same, byte for byte.
+TEST_F(Summary, StreamedSummaryEqualsTheWholeRead) {
+  std::vector<std::string> paths = rank_set(3, 2000, 8);
+  {
+    // CUPTI's records without correlation ids: joined by time.
+    SyntheticTrace t(7000);
+    t.process.trace_name = "gpu";
+    t.status.cupti = trace::CuptiState::Active;
+    t.status.cupti_reason.clear();
+    const uint32_t a = t.site(0x401000), b = t.site(0x402000);
+    for (int i = 0; i < 300; ++i) {
+      auto& up = t.copy(Direction::HtoD, i % 3 ? MemKind::Pageable : MemKind::Pinned, (i % 5 + 1) * MiB,
+                        300'000 + 100 * (i % 17), i % 2, i % 4 ? a : b);
+      up.flags |= trace::kFlagGpuExpected;
+      if (i % 50 != 7) t.gpu(up, 90'000 + 10 * (i % 13));  // some records missing
+    }
+    for (auto& r : t.gpu_records) r.correlation_id = 0;
+    paths.push_back(write(t, "cuxfer-gpu.trace"));
+  }
+  {
+    // A Python program's, with copies on threads that ran no Python.
+    SyntheticTrace t(7001);
+    t.process.trace_name = "py";
+    t.py_codes.push_back({1, 0x030b, 10, "/work/train.py", "step", ""});
+    const uint32_t script = t.site({0x401000, trace::encode_python_frame(1, 0, true)}),
+                   engine = t.site(0x403000);
+    for (int i = 0; i < 400; ++i)
+      t.copy(Direction::HtoD, MemKind::Pageable, 4 * KiB, 9'000 + i % 11, true, script);
+    for (int i = 0; i < 40; ++i)
+      t.copy(Direction::DtoH, MemKind::Pinned, MiB, 80'000 + i, true, engine).thread_id = 7 + i % 3;
+    paths.push_back(write(t, "cuxfer-py.trace"));
+  }
+  {
+    // More async pageable copies than the pass holds before it compacts them.
+    SyntheticTrace t(7002);
+    t.process.trace_name = "many";
+    t.events_per_block = 65536;
+    const uint32_t a = t.site(0x401000), b = t.site(0x402000);
+    for (int i = 0; i < 150'000; ++i)
+      t.copy(i % 2 ? Direction::HtoD : Direction::DtoH, MemKind::Pageable, 64 * KiB * (1 + i % 3),
+             5'000 + i % 1009, true, i % 7 ? a : b);
+    for (int i = 0; i < 100; ++i) t.copy(Direction::HtoD, MemKind::Pinned, 4 * MiB, 2'000 + i % 9, true, b);
+    paths.push_back(write(t, "cuxfer-many.trace"));
+  }
+  {
+    // Records with correlation ids: read whole.
+    SyntheticTrace t(7003);
+    t.process.trace_name = "correlated";
+    t.status.cupti = trace::CuptiState::Active;
+    t.status.cupti_reason.clear();
+    const uint32_t a = t.site(0x401000);
+    for (int i = 0; i < 50; ++i)
+      t.gpu(t.copy(Direction::HtoD, MemKind::Pageable, MiB, 200'000, false, a), 80'000);
+    paths.push_back(write(t, "cuxfer-correlated.trace"));
+  }
+  cli::SymbolOptions symbols;
+  symbols.enabled = false;
+  for (size_t i = 0; i + 1 < paths.size(); ++i)
+    EXPECT_TRUE(cli::summarize_streamed(paths[i], symbols)) << paths[i];
+  EXPECT_FALSE(cli::summarize_streamed(paths.back(), symbols));
+  std::vector<std::string> errors;
+  analyses::SummaryHeader header;
+  header.symbols = "off";
+  const std::string streamed =
+      analyses::write_summary(header, cli::summarize_traces(paths, symbols, 2, errors));
+  const std::string whole =
+      analyses::write_summary(header, cli::summarize_traces(paths, symbols, 2, errors, /*stream=*/false));
+  EXPECT_TRUE(errors.empty());
+  EXPECT_EQ(streamed, whole);
+  // The per-copy lists are written as text, not as JSON values: each
+  // process's text is the one the JSON library writes of it.
+  const nlohmann::json document = nlohmann::json::parse(whole);
+  for (const nlohmann::json& process : document.at("processes"))
+    EXPECT_NE(whole.find(process.dump()), std::string::npos) << process.at("trace").dump();
+  EXPECT_GT(document.at("processes").at(5).at("tally").at("async_pageable").size(), 1000u);
+  for (const char* part : {"GPU records joined to calls by time", R"("python_lines":[440,40,)"})
+    EXPECT_NE(whole.find(part), std::string::npos) << part << " not in the summary: the test lost its point";
+}
+
 TEST_F(Summary, ParallelSummarizeEqualsOneThread) {
   const auto paths = rank_set(10, 300, 4);
   cli::SymbolOptions symbols;
