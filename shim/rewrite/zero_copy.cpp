@@ -193,6 +193,10 @@ bool zero_copy_alloc(uint64_t bytes, uint64_t* out) {
 }
 
 void zero_copy_teardown() {
+  // Threads' events may be the going context's: each thread drops its own at
+  // its next use, from now on rather than after the driver freed them (a
+  // thread bound to another context would otherwise destroy a dead event).
+  g_contexts_gone.fetch_add(1, std::memory_order_acq_rel);
   if (!zero_copy_exists()) return;
   std::vector<Buffer> gone;
   Table& t = table();

@@ -52,7 +52,8 @@ void blocking_stream_created(CUstream s);
 void stream_destroyed(CUstream s);
 void per_thread_stream_used();
 // A context is going: free every zero-copy buffer while it still exists (the
-// app's pointers to them are invalid after a reset, like its device memory).
+// app's pointers to them are invalid after a reset, like its device memory);
+// threads' events are dropped from now on, as after zero_copy_context_gone.
 void zero_copy_teardown();
 // The context `gone` was destroyed: the buffers made in it went with it and
 // are forgotten, with no driver call.
