@@ -35,7 +35,7 @@ uint64_t copies_covered(FindingKind k, const model::TransferClass& cls, const Ra
 }  // namespace
 
 std::vector<RangeTotals> range_totals(const model::Job& job, const JobTally& tally,
-                                      const std::vector<Finding>& findings, const Thresholds&) {
+                                      const std::vector<Finding>& findings) {
   if (tally.ranges.empty()) return {};
   // Each stack's paths from the outermost range in: what a copy in it counts toward.
   std::vector<std::vector<std::string>> prefixes(job.ranges.size());
@@ -122,7 +122,7 @@ std::vector<RangeTotals> range_totals(const model::Job& job, const JobTally& tal
 
 std::vector<RangeTotals> range_totals(const model::Job& job, const std::vector<Finding>& findings,
                                       const Thresholds& thresholds) {
-  return range_totals(job, tally_calls(job, thresholds), findings, thresholds);
+  return range_totals(job, tally_calls(job, thresholds), findings);
 }
 
 }  // namespace cuxfer::analyses

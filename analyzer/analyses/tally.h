@@ -260,8 +260,9 @@ inline void add_device_copy(DeviceTally& t, const model::Call& c) {
 
 // Copies per NVTX range stack, call site and class (range_totals, ranges.cpp),
 // with what each finding's predicate needs to count the copies it covers
-// (finding_covers: pageable is the class's; async, large and tiny are
-// counted). Bounded by stacks x sites x classes, never by the copies, so
+// (ranges.cpp, copies_covered: pageable is the class's; async, at least
+// Thresholds::large_bytes and at most tiny_bytes are counted in the pass,
+// with the thresholds the tally is made with). Bounded by stacks x sites x classes, never by the copies, so
 // that a streamed report keeps it and merges it as the sites are merged.
 struct RangeCopies {
   uint64_t failed_calls = 0;
@@ -330,9 +331,9 @@ Report analyze_tally(const model::Job& job, JobTally& tally, const Thresholds& t
 std::optional<std::string> copies_without_python_note(const JobTally& tally);
 // Every range path that held a copy, in path order (a range before its
 // nested ones), from the tally's RangeTally; empty without NVTX ranges.
-// `findings`: the report's; `thresholds`: those the tally was made with.
+// `findings`: the report's.
 std::vector<RangeTotals> range_totals(const model::Job& job, const JobTally& tally,
-                                      const std::vector<Finding>& findings, const Thresholds& thresholds);
+                                      const std::vector<Finding>& findings);
 // The Ranks table from the per-process tallies (ranks.cpp).
 Ranks rank_totals(const model::Job& job, const JobTally& tally, const std::vector<Finding>& findings,
                   const std::vector<LocationTotals>& locations);
