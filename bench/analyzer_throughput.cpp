@@ -2,8 +2,8 @@
 // disk (issue bars: >= 5 M events/s on one core, <= 32 bytes per event).
 //
 //   analyzer_throughput [--events N] [--threads T] [--sites S] [--rounds R]
-//                       [--gpu none|joined|late] [--allocs K] [--python] [--out FILE] [--keep]
-//                       [--check]
+//                       [--gpu none|joined|late] [--allocs K] [--python] [--nvtx] [--out FILE]
+//                       [--keep] [--check]
 //
 // Writes a trace the way the shim does (blocks of up to 65536 events, zstd)
 // with realistic variety — T threads interleaved, S call sites, a mix of sizes,
@@ -20,6 +20,9 @@
 // Python frames (their code objects in the trace), but one site in 8 is
 // native only, as the copies of threads that run no Python (autograd's
 // engine, NCCL's) have.
+// --nvtx makes its threads push NVTX ranges, as PyTorch's profiler ranges or
+// Megatron's do: about one event in 32 is the shim's record of a thread's
+// range stack changing (one of 40 stacks up to 3 deep, or none open).
 // Prints one
 // machine-readable line per round, the per-phase medians, and whether the
 // medians meet the bars; --check makes a missed bar the exit status (1).
@@ -40,6 +43,7 @@
 #include "analyzer/symbolize/symbolizer.h"
 #include "trace/python_frame.h"
 #include "trace/reader.h"
+#include "trace/shim_names.h"
 #include "trace/writer.h"
 
 using namespace cuxfer;
@@ -114,7 +118,7 @@ void write_cycle(trace::TraceWriter& w, std::vector<trace::Event>& cycle, std::m
 }
 
 bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uint32_t sites, GpuRecords gpu,
-                 uint32_t allocs, bool python) {
+                 uint32_t allocs, bool python, bool nvtx) {
   std::string error;
   auto w = trace::TraceWriter::create(path, 0600, &error);
   if (!w) {
@@ -130,7 +134,9 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
   trace::encode(p, payload);
   w->write_block(trace::BlockType::Process, payload);
   payload.clear();
-  trace::encode_strings({"cudaMemcpy", "cudaMemcpyAsync", "cuMemcpyHtoDAsync_v2"}, payload);
+  std::vector<std::string> apis = {"cudaMemcpy", "cudaMemcpyAsync", "cuMemcpyHtoDAsync_v2"};
+  if (nvtx) apis.push_back(trace::kNvtxApiName);
+  trace::encode_strings(apis, payload);
   w->write_block(trace::BlockType::ApiNames, payload);
   std::vector<trace::CallSite> cs;
   for (uint32_t s = 1; s <= sites; ++s) cs.push_back({s, {0x401000ull + s * 64, 0x402000ull + s * 16, 0x7f0000001000ull}});
@@ -156,14 +162,60 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
     w->write_block(trace::BlockType::PyCodes, payload);
   }
 
+  // NVTX: a training step's ranges, "step / forward|backward / layerK" and
+  // the data loader's: 40 stacks over 20 names.
+  constexpr uint32_t kNvtxStacks = 40;
+  if (nvtx) {
+    std::vector<trace::NvtxName> names = {
+        {1, "", "train_step"}, {2, "", "forward"}, {3, "", "backward"}, {4, "", "data_loader"}};
+    for (uint32_t k = 0; k < 16; ++k) names.push_back({5 + k, "", "layer" + std::to_string(k)});
+    std::vector<trace::CallSite> stacks;
+    for (uint32_t id = 1; id <= kNvtxStacks; ++id) {
+      if (id <= 2)
+        stacks.push_back({id, id == 1 ? std::vector<uint64_t>{1} : std::vector<uint64_t>{4}});
+      else
+        stacks.push_back({id, {1, 2 + (id % 2), 5 + (id % 16)}});
+    }
+    payload.clear();
+    trace::encode(names, payload);
+    w->write_block(trace::BlockType::NvtxNames, payload);
+    payload.clear();
+    trace::encode(stacks, payload);
+    w->write_block(trace::BlockType::NvtxStacks, payload);
+  }
+
   std::mt19937_64 rng(42);
   const uint64_t sizes[] = {4, 64, 4096, 65536, 1 << 20, 8 << 20, 64 << 20};
   std::vector<trace::Event> block;
   block.reserve(65536);
   std::vector<trace::GpuRecord> held_back, late;  // Late's first cycle's records; the next cycle's
   uint64_t t = 1'000'000'000;
+  // A full block (a write cycle's with GPU records), or the last, is written.
+  auto flush_block = [&](bool last) {
+    if (gpu != GpuRecords::None) {
+      if (block.size() == kCycleEvents || last) {
+        write_cycle(*w, block, rng, gpu, held_back, late);
+        block.clear();
+      }
+    } else if (block.size() == 65536 || last) {
+      w->write_block(trace::BlockType::Events, block.data(), block.size() * sizeof(trace::Event));
+      block.clear();
+    }
+  };
   for (uint64_t i = 0; i < events; ++i) {
     trace::Event e{};
+    if (nvtx && rng() % 32 == 0) {
+      // A thread's range stack changed: the shim writes it before the thread's next event.
+      e.t_enter_ns = e.t_exit_ns = t;
+      e.thread_id = 1000 + static_cast<uint32_t>(rng() % threads);
+      e.callsite_id = static_cast<uint32_t>(rng() % (kNvtxStacks + 1));  // 0: no range open
+      e.bytes = e.callsite_id == 0 ? 0 : e.callsite_id <= 2 ? 1 : 3;
+      e.api = 3;
+      e.kind = static_cast<uint8_t>(trace::EventKind::NvtxRanges);
+      block.push_back(e);
+      flush_block(i + 1 == events);
+      continue;
+    }
     t += 1000 + rng() % 49000;
     uint64_t size = sizes[rng() % 7];
     e.t_enter_ns = t;
@@ -191,15 +243,7 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
       e.stream = 0;
     }
     block.push_back(e);
-    if (gpu != GpuRecords::None) {
-      if (block.size() == kCycleEvents || i + 1 == events) {
-        write_cycle(*w, block, rng, gpu, held_back, late);
-        block.clear();
-      }
-    } else if (block.size() == 65536 || i + 1 == events) {
-      w->write_block(trace::BlockType::Events, block.data(), block.size() * sizeof(trace::Event));
-      block.clear();
-    }
+    flush_block(i + 1 == events);
   }
   if (gpu != GpuRecords::None) {
     for (auto* records : {&late, &held_back})
@@ -303,11 +347,11 @@ int main(int argc, char** argv) {
   bool check = false, keep = false;
   GpuRecords gpu = GpuRecords::None;
   uint32_t allocs = 0;
-  bool python = false;
+  bool python = false, nvtx = false;
   for (int i = 1; i < argc; i += 2) {
     std::string a = argv[i];
-    if (a == "--check" || a == "--keep" || a == "--python") {
-      (a == "--check" ? check : a == "--keep" ? keep : python) = true;
+    if (a == "--check" || a == "--keep" || a == "--python" || a == "--nvtx") {
+      (a == "--check" ? check : a == "--keep" ? keep : a == "--nvtx" ? nvtx : python) = true;
       --i;  // takes no value
       continue;
     }
@@ -322,15 +366,16 @@ int main(int argc, char** argv) {
     else if (a == "--gpu" && std::string(argv[i + 1]) == "joined") gpu = GpuRecords::Joined;
     else if (a == "--gpu" && std::string(argv[i + 1]) == "late") gpu = GpuRecords::Late;
     else {
-      std::fprintf(stderr,
-                   "usage: analyzer_throughput [--events N] [--threads T] [--sites S] [--rounds R] "
-                   "[--gpu none|joined|late] [--allocs K] [--python] [--out FILE] [--keep] [--check]\n");
+      std::fprintf(
+          stderr,
+          "usage: analyzer_throughput [--events N] [--threads T] [--sites S] [--rounds R] "
+          "[--gpu none|joined|late] [--allocs K] [--python] [--nvtx] [--out FILE] [--keep] [--check]\n");
       return 2;
     }
   }
   if (events == 0 || threads == 0 || sites == 0 || (rounds == 0 && !keep)) return 2;
   ::unlink(out.c_str());
-  if (!write_trace(out, events, threads, sites, gpu, allocs, python)) return 1;
+  if (!write_trace(out, events, threads, sites, gpu, allocs, python, nvtx)) return 1;
   if (rounds == 0) return 0;  // --rounds 0 --keep: the trace only (to measure `cuxfer report` on it)
   struct stat st {};
   ::stat(out.c_str(), &st);

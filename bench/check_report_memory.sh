@@ -6,7 +6,9 @@
 # makes the report that way and still prints it), as text and as JSON. The
 # same of a Python program's trace, and of traces with CUPTI's GPU records
 # (one a copy, as on a real GPU), which the streamed report joins to the
-# calls a block at a time.
+# calls a block at a time. And of a trace whose threads push NVTX ranges
+# (with GPU records), whose range table the streamed report sums per range
+# stack, call site and class.
 #   check_report_memory.sh ANALYZER_THROUGHPUT CUXFER DIR [EVENTS]
 set -euo pipefail
 bench=$1 cuxfer=$2 dir=$3 events=${4:-1000000}
@@ -70,5 +72,22 @@ for format in "" "--json"; do
   "$cuxfer" report --no-symbols --no-profile $format -o "$dir/streamed" "$dir/small-gpu.trace"
   "$cuxfer" report --no-symbols --no-profile $format --html "$dir/r.html" -o "$dir/whole" "$dir/small-gpu.trace" 2>/dev/null
   cmp "$dir/streamed" "$dir/whole" || { echo "FAIL: streamed and whole reports differ with GPU records (${format:-text})"; exit 1; }
+done
+
+# NVTX ranges (one event in 32 a thread's range stack changing), with GPU
+# records: the calls' ranges follow them through the join.
+rm -f "$dir/small-gpu.trace" "$dir/big-gpu.trace"
+"$bench" --events "$events" --rounds 0 --nvtx --gpu joined --out "$dir/small-nvtx.trace" --keep >/dev/null
+"$bench" --events $((4 * events)) --rounds 0 --nvtx --gpu joined --out "$dir/big-nvtx.trace" --keep >/dev/null
+small=$(peak_kib "$dir/small-nvtx.trace" "$dir/small.txt")
+big=$(peak_kib "$dir/big-nvtx.trace" "$dir/big.txt")
+echo "peak resident with NVTX ranges: $events events ${small} KiB, $((4 * events)) events ${big} KiB"
+test "$big" -le $((small + allowance)) || { echo "FAIL: memory grows with the events of an NVTX trace (allowance ${allowance} KiB)"; exit 1; }
+test "$big" -le $((128 * 1024)) || { echo "FAIL: above 128 MiB with NVTX ranges"; exit 1; }
+grep -q "NVTX ranges" "$dir/big.txt" || { echo "FAIL: no NVTX range table"; exit 1; }
+for format in "" "--json"; do
+  "$cuxfer" report --no-symbols --no-profile $format -o "$dir/streamed" "$dir/small-nvtx.trace"
+  "$cuxfer" report --no-symbols --no-profile $format --html "$dir/r.html" -o "$dir/whole" "$dir/small-nvtx.trace" 2>/dev/null
+  cmp "$dir/streamed" "$dir/whole" || { echo "FAIL: streamed and whole reports differ with NVTX ranges (${format:-text})"; exit 1; }
 done
 echo ok

@@ -1,5 +1,6 @@
-// Copies per NVTX range (report.h, RangeTotals).
-#include "analyzer/analyses/report.h"
+// Copies per NVTX range (report.h, RangeTotals), from the tally's per
+// (range stack, site, class) sums (tally.h, RangeTally).
+#include "analyzer/analyses/tally.h"
 
 #include <algorithm>
 #include <map>
@@ -9,27 +10,33 @@
 namespace cuxfer::analyses {
 namespace {
 
-// Whether finding `k`, raised at a call's site, is about that call: a site
-// may make copies of several classes, and a range counts only the copies the
-// finding describes (the predicates of totals.cpp and rewrite_whatif.cpp).
-// Findings about a site's whole traffic (sync_copy_idle, duplicates, round
-// trips, managed migrations) count every copy made there.
-bool finding_covers(FindingKind k, const model::Call& c, const Thresholds& t) {
-  const bool pageable = model::is_pageable(c.cls) && model::crosses_host_link(c.cls.direction);
+// The copies of one range entry (a range stack, call site and class) that
+// finding `k`, raised at that site, is about: a site may make copies of
+// several classes, and a range counts only the copies the finding describes
+// (the predicates of totals.cpp and rewrite_whatif.cpp). Findings about a
+// site's whole traffic (sync_copy_idle, duplicates, round trips, managed
+// migrations) count every copy made there.
+uint64_t copies_covered(FindingKind k, const model::TransferClass& cls, const RangeCopies& r) {
+  const bool pageable = model::is_pageable(cls) && model::crosses_host_link(cls.direction);
   switch (k) {
-    case FindingKind::AsyncPageable: return pageable && c.async();
-    case FindingKind::LargePageable: return pageable && c.bytes() >= t.large_bytes;
-    case FindingKind::RewriteCandidates: return pageable;
-    case FindingKind::TinyStorm: return c.bytes() <= t.tiny_bytes;
-    default: return true;
+    case FindingKind::AsyncPageable:
+      return pageable ? r.async_calls : 0;
+    case FindingKind::LargePageable:
+      return pageable ? r.large_calls : 0;
+    case FindingKind::RewriteCandidates:
+      return pageable ? r.calls : 0;
+    case FindingKind::TinyStorm:
+      return r.tiny_calls;
+    default:
+      return r.calls;
   }
 }
 
 }  // namespace
 
-std::vector<RangeTotals> range_totals(const model::Job& job, const std::vector<Finding>& findings,
-                                      const Thresholds& thresholds) {
-  if (job.call_ranges.empty()) return {};
+std::vector<RangeTotals> range_totals(const model::Job& job, const JobTally& tally,
+                                      const std::vector<Finding>& findings) {
+  if (tally.ranges.empty()) return {};
   // Each stack's paths from the outermost range in: what a copy in it counts toward.
   std::vector<std::vector<std::string>> prefixes(job.ranges.size());
   for (size_t i = 0; i < job.ranges.size(); ++i) {
@@ -51,41 +58,50 @@ std::vector<RangeTotals> range_totals(const model::Job& job, const std::vector<F
       if (s.callsite != 0) sites.insert(s.callsite - 1);
     if (!sites.empty()) finding_sites.push_back({f.kind, std::move(sites)});
   }
+  // The entries in (stack, site, class) order: a path's name and depth are
+  // those of the first stack (in Job::ranges order) that holds it, whatever
+  // order the copies came in (names holding " / " make one path of
+  // different stacks).
+  std::vector<const RangeTally::value_type*> entries;
+  entries.reserve(tally.ranges.size());
+  for (const auto& e : tally.ranges)
+    if (e.first.range < job.ranges.size()) entries.push_back(&e);
+  std::sort(entries.begin(), entries.end(), [](auto* a, auto* b) { return a->first < b->first; });
   struct Acc {
     RangeTotals t;
     std::map<std::string, RangeClass> classes;
     std::map<std::string, uint64_t> findings;
   };
   std::map<std::string, Acc> by_path;
-  for (size_t i = 0; i < job.calls.size(); ++i) {
-    const uint32_t r = job.range_of(i);
-    const model::Call& c = job.calls[i];
-    if (r == model::kNoRange || c.kind() != trace::EventKind::Copy) continue;
-    for (size_t d = 0; d < prefixes[r].size(); ++d) {
-      Acc& a = by_path[prefixes[r][d]];
+  for (const auto* e : entries) {
+    const RangeKey& key = e->first;
+    const RangeCopies& r = e->second;
+    const model::TransferClass cls = class_of_index(key.cls);
+    for (size_t d = 0; d < prefixes[key.range].size(); ++d) {
+      Acc& a = by_path[prefixes[key.range][d]];
       if (a.t.depth == 0) {
-        a.t.path = prefixes[r][d];
-        a.t.name = job.ranges[r].names[d];
+        a.t.path = prefixes[key.range][d];
+        a.t.name = job.ranges[key.range].names[d];
         a.t.depth = static_cast<uint32_t>(d + 1);
       }
-      if (c.failed()) {
-        ++a.t.failed_calls;
-        continue;
+      a.t.failed_calls += r.failed_calls;
+      if (r.calls == 0) continue;
+      a.t.calls += r.calls;
+      a.t.bytes += r.bytes;
+      a.t.cpu_blocked_ns += r.cpu_blocked_ns;
+      if (model::is_pageable(cls) && model::crosses_host_link(cls.direction)) a.t.pageable_bytes += r.bytes;
+      if (r.gpu_calls > 0) {
+        a.t.gpu_ns = a.t.gpu_ns.value_or(0) + r.gpu_ns;
+        a.t.gpu_calls += r.gpu_calls;
       }
-      ++a.t.calls;
-      a.t.bytes += c.bytes();
-      a.t.cpu_blocked_ns += c.cpu_ns();
-      if (model::is_pageable(c.cls) && model::crosses_host_link(c.cls.direction)) a.t.pageable_bytes += c.bytes();
-      if (c.has_gpu_time()) {
-        a.t.gpu_ns = a.t.gpu_ns.value_or(0) + c.gpu_ns;
-        ++a.t.gpu_calls;
-      }
-      RangeClass& k = a.classes[class_name(c.cls)];
-      ++k.calls;
-      k.bytes += c.bytes();
-      if (c.site != model::kNoSite)
+      RangeClass& k = a.classes[class_name(cls)];
+      k.calls += r.calls;
+      k.bytes += r.bytes;
+      if (key.site != model::kNoSite)
         for (const auto& f : finding_sites)
-          if (f.sites.count(c.site) && finding_covers(f.kind, c, thresholds)) ++a.findings[finding_kind_name(f.kind)];
+          if (f.sites.count(key.site))
+            if (const uint64_t n = copies_covered(f.kind, cls, r); n > 0)
+              a.findings[finding_kind_name(f.kind)] += n;
     }
   }
   std::vector<RangeTotals> out;
@@ -102,6 +118,11 @@ std::vector<RangeTotals> range_totals(const model::Job& job, const std::vector<F
     out.push_back(std::move(a.t));
   }
   return out;
+}
+
+std::vector<RangeTotals> range_totals(const model::Job& job, const std::vector<Finding>& findings,
+                                      const Thresholds& thresholds) {
+  return range_totals(job, tally_calls(job, thresholds), findings);
 }
 
 }  // namespace cuxfer::analyses

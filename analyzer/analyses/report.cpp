@@ -152,7 +152,7 @@ Report analyze_tally(const model::Job& job, JobTally& tally, const Thresholds& t
   for (auto& f : r.findings) f.locations = finding_locations(f, r.locations);
   r.combined_estimate = combine_estimates(r.findings);
   r.ranks = rank_totals(job, tally, r.findings, r.locations);
-  if (events) r.ranges = range_totals(job, r.findings, thresholds);
+  r.ranges = range_totals(job, tally, r.findings);
 
   r.notes = job.notes;
   if (auto note = copies_without_python_note(tally)) r.notes.push_back(std::move(*note));

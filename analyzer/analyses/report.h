@@ -413,6 +413,7 @@ std::vector<DeviceTotals> device_totals(const model::Job& job);
 std::vector<ProcessSummary> process_summaries(const model::Job& job);
 // Every range path that held a copy, in path order (a range before its nested
 // ones); empty when the job recorded no NVTX range. `findings`: the report's.
+// A pass of its own (tally_calls): analyze() takes the table from its tally.
 std::vector<RangeTotals> range_totals(const model::Job& job, const std::vector<Finding>& findings,
                                       const Thresholds& thresholds = {});
 

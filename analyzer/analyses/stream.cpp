@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <deque>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -72,37 +73,54 @@ struct CallsRead {
 
 // The calls of process `process` of the frame (made by `feed`), with the GPU
 // time build_job joins to them, a block at a time in trace order:
-// use(calls, shim_calls) returns false to stop. The join holds calls back
-// until no later record can reach them (model::StreamedGpuJoin).
+// use(calls, shim_calls, call_ranges) returns false to stop; `call_ranges`
+// holds each call's NVTX range stack (Job::ranges index, or kNoRange), or is
+// empty where the process recorded no range. The join holds calls back until
+// no later record can reach them (model::StreamedGpuJoin), and hands them out
+// in trace order: their ranges wait beside them, in the same order.
 template <typename Use>
 CallsRead read_calls(const model::Job& frame, uint32_t process, model::CallFeed& feed, Use use) {
   CallsRead out;
   std::vector<model::Call> calls, shim_calls, ready;
+  std::vector<uint32_t> ranges, ready_ranges;
   if (!joins_records(frame.processes[process])) {
     out.ok = read_events(frame, process, [&](std::span<trace::Event> events) {
-      feed.add(events, calls, shim_calls);
-      return use(calls, shim_calls);
+      feed.add(events, calls, shim_calls, &ranges);
+      return use(calls, shim_calls, ranges);
     });
     return out;
   }
   model::StreamedGpuJoin join(frame.processes[process], {});
+  std::deque<uint32_t> held_ranges;  // of the calls the join holds, in trace order
+  // The ranges of the calls just handed out (the first ready.size() held).
+  auto take_ranges = [&] {
+    ready_ranges.clear();
+    if (!feed.has_ranges()) return;
+    const auto n = static_cast<std::ptrdiff_t>(std::min(ready.size(), held_ranges.size()));
+    ready_ranges.assign(held_ranges.begin(), held_ranges.begin() + n);
+    held_ranges.erase(held_ranges.begin(), held_ranges.begin() + n);
+  };
   const std::vector<model::Call> none;
   bool read = read_events(
       frame, process,
       [&](std::span<trace::Event> events) {
-        feed.add(events, calls, shim_calls);
+        feed.add(events, calls, shim_calls, &ranges);
         join.add_calls(calls);
+        held_ranges.insert(held_ranges.end(), ranges.begin(), ranges.end());
         join.take_ready(ready);
-        return !join.inexact() && use(ready, shim_calls);
+        take_ranges();
+        return !join.inexact() && use(ready, shim_calls, ready_ranges);
       },
       [&](std::span<trace::GpuRecord> records) {
         join.add_records(records);
         join.take_ready(ready);
-        return !join.inexact() && use(ready, none);
+        take_ranges();
+        return !join.inexact() && use(ready, none, ready_ranges);
       });
   if (read) {
     join.finish(ready);
-    read = !join.inexact() && use(ready, none);
+    take_ranges();
+    read = !join.inexact() && use(ready, none, ready_ranges);
   }
   out.ok = read;
   out.inexact = join.inexact();
@@ -181,7 +199,6 @@ std::optional<std::string> needs_events(const trace::Trace& header) {
   if (!header.gpu_records.empty()) return "GPU records to join";
   if (header.gpu_records_passed.not_joined_by_time > 0)
     return "GPU records joined by correlation id, or kernels";
-  if (!header.nvtx_names.empty()) return "NVTX ranges";
   return std::nullopt;
 }
 
@@ -208,16 +225,17 @@ std::optional<FindingsTally> stream_references(const model::Job& frame, uint32_t
   if (joins_records(frame.processes[process])) {
     // The pinned copies' GPU times count: the calls are made and joined.
     model::CallFeed feed(frame, process);
-    const CallsRead read =
-        read_calls(frame, process, feed, [&](std::span<const model::Call> calls, std::span<const model::Call> shim) {
-          for (const model::Call& c : shim)
-            if (event_needs_events(*c.event, true)) return false;
-          for (const model::Call& c : calls)
-            if (event_needs_events(*c.event, false)) return false;
-          tally_references(f, calls, t);
-          compact_now_and_then();
-          return true;
-        });
+    const CallsRead read = read_calls(frame, process, feed,
+                                      [&](std::span<const model::Call> calls,
+                                          std::span<const model::Call> shim, std::span<const uint32_t>) {
+                                        for (const model::Call& c : shim)
+                                          if (event_needs_events(*c.event, true)) return false;
+                                        for (const model::Call& c : calls)
+                                          if (event_needs_events(*c.event, false)) return false;
+                                        tally_references(f, calls, t);
+                                        compact_now_and_then();
+                                        return true;
+                                      });
     if (read.inexact && why) *why = join_window_note(frame.processes[process], read.why_inexact);
     if (!read.ok) return std::nullopt;
     compact_finding_inputs(f);
@@ -267,14 +285,15 @@ std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t pr
   std::optional<model::GateAccount> gate;
   if (p.gpu_timing) gate.emplace(p.trace);
   FindingInputsCompactor compactor;
-  const CallsRead read =
-      read_calls(frame, process, feed, [&](std::span<const model::Call> calls, std::span<const model::Call> shim) {
-        if (gate)
-          for (const model::Call& c : calls) gate->add(c);
-        tally_more(tally, job, calls, shim, t);
-        compactor.now_and_then(tally.findings);
-        return true;
-      });
+  const CallsRead read = read_calls(frame, process, feed,
+                                    [&](std::span<const model::Call> calls, std::span<const model::Call> shim,
+                                        std::span<const uint32_t> call_ranges) {
+                                      if (gate)
+                                        for (const model::Call& c : calls) gate->add(c);
+                                      tally_more(tally, job, calls, shim, t, call_ranges);
+                                      compactor.now_and_then(tally.findings);
+                                      return true;
+                                    });
   if (read.inexact && why) *why = join_window_note(p, read.why_inexact);
   if (!read.ok || feed.impossible_note()) return std::nullopt;
   finish_tally(tally);
@@ -335,6 +354,8 @@ std::optional<MergedJob> merge_streamed(const model::Job& frame, std::vector<Pro
   for (size_t k = from; k < frame_own; ++k) notes.push_back(frame.notes[symbols + k]);
   MergedJob m = merge_records(std::move(records), MergeOrder::AsGiven);
   m.job.notes = std::move(notes);
+  // The NVTX range stacks the tallies' ranges index (the frame's: build_job's of the job).
+  m.job.ranges = frame.ranges;
   // The what-if's settings, which merge_records leaves as a summary's.
   RewriteTally settings;
   start_rewrite_whatif(settings, m.job, t);

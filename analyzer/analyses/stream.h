@@ -14,10 +14,13 @@
 // Exact: the report equals analyze() of build_job() of the same traces,
 // which is why only jobs whose report needs nothing but the tally stream.
 // The rest (GPU records joined by correlation id, kernel or unified-memory
-// records, a governor that turned the records off, NVTX ranges, content
-// fingerprints, managed allocations) take the path that holds the events.
-// Python frames stream: their call sites come with the frame, and the note
-// on copies without a Python line is the tally's (ProcessTally).
+// records, a governor that turned the records off, content fingerprints,
+// managed allocations) take the path that holds the events. Python frames
+// stream: their call sites come with the frame, and the note on copies
+// without a Python line is the tally's (ProcessTally). So do NVTX ranges:
+// the frame holds the range stacks, each call's is replayed as the call is
+// made (model::CallFeed) and the tally sums the copies per range stack, site
+// and class (RangeTally).
 #pragma once
 
 #include <cstddef>

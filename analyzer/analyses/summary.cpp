@@ -814,6 +814,20 @@ MergedJob merge_records(std::vector<ProcessRecord> records, MergeOrder order) {
     // Per process and per site: appended, the sites renumbered.
     t.processes.push_back(std::move(x.processes.at(0)));
     for (SiteTally& s : x.sites) t.sites.push_back(std::move(s));
+    // Copies per NVTX range (a streamed process's; a summary keeps none).
+    for (const auto& [key, from] : x.ranges) {
+      RangeCopies& into =
+          t.ranges[{key.range, key.site == model::kNoSite ? model::kNoSite : key.site + site_base, key.cls}];
+      into.failed_calls += from.failed_calls;
+      into.calls += from.calls;
+      into.bytes += from.bytes;
+      into.cpu_blocked_ns += from.cpu_blocked_ns;
+      into.gpu_ns += from.gpu_ns;
+      into.gpu_calls += from.gpu_calls;
+      into.async_calls += from.async_calls;
+      into.large_calls += from.large_calls;
+      into.tiny_calls += from.tiny_calls;
+    }
     FindingsTally& f = t.findings;
     for (int dir = 0; dir < 2; ++dir) {
       // Into the job's histogram: its size is the distinct times, whatever the copies.

@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -257,6 +258,35 @@ inline void add_device_copy(DeviceTally& t, const model::Call& c) {
   if (c.cls.direction == trace::Direction::Peer) add_peer_copy(t, c);
 }
 
+// Copies per NVTX range stack, call site and class (range_totals, ranges.cpp),
+// with what each finding's predicate needs to count the copies it covers
+// (ranges.cpp, copies_covered: pageable is the class's; async, at least
+// Thresholds::large_bytes and at most tiny_bytes are counted in the pass,
+// with the thresholds the tally is made with). Bounded by stacks x sites x classes, never by the copies, so
+// that a streamed report keeps it and merges it as the sites are merged.
+struct RangeCopies {
+  uint64_t failed_calls = 0;
+  // The successful ones: their bytes, CPU-blocked and GPU time.
+  uint64_t calls = 0, bytes = 0, cpu_blocked_ns = 0, gpu_ns = 0, gpu_calls = 0;
+  // Of `calls`: async, at least Thresholds::large_bytes, at most tiny_bytes.
+  uint64_t async_calls = 0, large_calls = 0, tiny_calls = 0;
+};
+struct RangeKey {
+  uint32_t range = model::kNoRange;  // Job::ranges index
+  uint32_t site = model::kNoSite;    // Job::sites index
+  uint32_t cls = 0;                  // class_index()
+  bool operator==(const RangeKey&) const = default;
+  bool operator<(const RangeKey& o) const {
+    return std::tie(range, site, cls) < std::tie(o.range, o.site, o.cls);
+  }
+};
+struct RangeKeyHash {
+  size_t operator()(const RangeKey& k) const {
+    return std::hash<uint64_t>()((uint64_t{k.range} << 32 | k.site) * 0x9E3779B97F4A7C15ull + k.cls);
+  }
+};
+using RangeTally = std::unordered_map<RangeKey, RangeCopies, RangeKeyHash>;
+
 struct JobTally {
   Totals copies, memsets;
   Allocations allocations;
@@ -269,16 +299,19 @@ struct JobTally {
   FindingsTally findings;
   RewriteTally rewrite;
   DeviceTally devices;
+  RangeTally ranges;  // empty without NVTX ranges (and in a job of summaries, which keep none)
 };
 
 // The one pass (totals.cpp).
 JobTally tally_calls(const model::Job& job, const Thresholds& t);
 // The same in steps, for calls made a block at a time (analyses/stream.h):
 // a tally sized for the job, the calls and the shim's own calls added (in
-// trace order), the shares computed.
+// trace order), the shares computed. `call_ranges`: per call, its NVTX range
+// stack (Job::call_ranges' entries), or empty where no range was recorded.
 JobTally start_tally(const model::Job& job, const Thresholds& t);
 void tally_more(JobTally& tally, const model::Job& job, std::span<const model::Call> calls,
-                std::span<const model::Call> shim_calls, const Thresholds& t);
+                std::span<const model::Call> shim_calls, const Thresholds& t,
+                std::span<const uint32_t> call_ranges = {});
 void finish_tally(JobTally& tally);
 // Only the references of the calls (FindingsTally's pinned_* fields): the
 // pass a streamed report makes before the tally's (Thresholds::known).
@@ -296,6 +329,11 @@ Report analyze_tally(const model::Job& job, JobTally& tally, const Thresholds& t
 // unknown. From the tally's per-process counts (ProcessTally), so that a
 // report of traces, streamed or not, and of summaries say the same.
 std::optional<std::string> copies_without_python_note(const JobTally& tally);
+// Every range path that held a copy, in path order (a range before its
+// nested ones), from the tally's RangeTally; empty without NVTX ranges.
+// `findings`: the report's.
+std::vector<RangeTotals> range_totals(const model::Job& job, const JobTally& tally,
+                                      const std::vector<Finding>& findings);
 // The Ranks table from the per-process tallies (ranks.cpp).
 Ranks rank_totals(const model::Job& job, const JobTally& tally, const std::vector<Finding>& findings,
                   const std::vector<LocationTotals>& locations);

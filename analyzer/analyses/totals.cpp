@@ -265,6 +265,43 @@ void add_python_line_copy(ProcessTally& p, const model::Call& c, bool python_sit
 
 }  // namespace
 
+namespace {
+
+// The copies of calls that ran in an NVTX range, into `ranges`.
+void add_range_copies(RangeTally& ranges, std::span<const model::Call> calls,
+                      std::span<const uint32_t> call_ranges, const Thresholds& t) {
+  // Consecutive copies mostly share range, site and class: one lookup for a run of them.
+  RangeKey last;
+  RangeCopies* at = nullptr;
+  for (size_t i = 0; i < calls.size() && i < call_ranges.size(); ++i) {
+    const model::Call& c = calls[i];
+    if (call_ranges[i] == model::kNoRange || c.kind() != EventKind::Copy) continue;
+    const RangeKey key{call_ranges[i], c.site, class_index(c.cls)};
+    if (!at || !(key == last)) {
+      at = &ranges[key];
+      last = key;
+    }
+    RangeCopies& r = *at;
+    if (c.failed()) {
+      ++r.failed_calls;
+      continue;
+    }
+    const uint64_t bytes = c.bytes();
+    ++r.calls;
+    r.bytes += bytes;
+    r.cpu_blocked_ns += c.cpu_ns();
+    if (c.has_gpu_time()) {
+      r.gpu_ns += c.gpu_ns;
+      ++r.gpu_calls;
+    }
+    r.async_calls += c.async();
+    r.large_calls += bytes >= t.large_bytes;
+    r.tiny_calls += bytes <= t.tiny_bytes;
+  }
+}
+
+}  // namespace
+
 void tally_references(FindingsTally& f, std::span<const model::Call> calls, const Thresholds& t) {
   for (const model::Call& c : calls)
     if (c.kind() == EventKind::Copy && !c.failed() && model::crosses_host_link(c.cls.direction) &&
@@ -298,7 +335,9 @@ JobTally start_tally(const model::Job& job, const Thresholds& t) {
 }
 
 void tally_more(JobTally& tally, const model::Job& job, std::span<const model::Call> calls,
-                std::span<const model::Call> shim_calls, const Thresholds& t) {
+                std::span<const model::Call> shim_calls, const Thresholds& t,
+                std::span<const uint32_t> call_ranges) {
+  if (!call_ranges.empty()) add_range_copies(tally.ranges, calls, call_ranges, t);
   for (const model::Call& c : calls) {
     const model::Process& process = job.processes[c.process];
     ProcessTally& p = tally.processes[c.process];
@@ -359,7 +398,7 @@ JobTally tally_calls(const model::Job& job, const Thresholds& t) {
     tally.findings.pinned_async_return_ns[0].reserve(n);
     tally.findings.pinned_async_return_ns[1].reserve(n);
   }
-  tally_more(tally, job, job.calls, job.shim_calls, t);
+  tally_more(tally, job, job.calls, job.shim_calls, t, job.call_ranges);
   finish_tally(tally);
   return tally;
 }

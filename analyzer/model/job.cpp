@@ -45,33 +45,26 @@ std::string valid_utf8(std::string_view s) {
   return out;
 }
 
-// One process's NVTX range stacks mapped to the job's (interned by path).
-class RangeIndex {
- public:
-  RangeIndex(const trace::Trace& t, std::vector<RangeStack>& ranges,
-             std::unordered_map<std::string, uint32_t>& by_path) {
-    std::unordered_map<uint32_t, std::string> names;
-    for (const auto& n : t.nvtx_names)
-      names[n.id] = valid_utf8(n.domain.empty() ? n.message : n.domain + "::" + n.message);
-    for (const auto& s : t.nvtx_stacks) {
-      RangeStack r;
-      for (uint64_t id : s.frames) {
-        auto it = names.find(static_cast<uint32_t>(id));
-        r.names.push_back(it != names.end() ? it->second : "?");
-      }
-      auto [at, fresh] = by_path.try_emplace(r.path(), static_cast<uint32_t>(ranges.size()));
-      if (fresh) ranges.push_back(std::move(r));
-      of_id_[s.id] = at->second;
+// One process's NVTX range stacks mapped to the job's, interned by path
+// (Process::range_of_stack): the same range stacks of several processes are one.
+std::unordered_map<uint32_t, uint32_t> index_ranges(const trace::Trace& t, std::vector<RangeStack>& ranges,
+                                                    std::unordered_map<std::string, uint32_t>& by_path) {
+  std::unordered_map<uint32_t, std::string> names;
+  for (const auto& n : t.nvtx_names)
+    names[n.id] = valid_utf8(n.domain.empty() ? n.message : n.domain + "::" + n.message);
+  std::unordered_map<uint32_t, uint32_t> of_id;
+  for (const auto& s : t.nvtx_stacks) {
+    RangeStack r;
+    for (uint64_t id : s.frames) {
+      auto it = names.find(static_cast<uint32_t>(id));
+      r.names.push_back(it != names.end() ? it->second : "?");
     }
+    auto [at, fresh] = by_path.try_emplace(r.path(), static_cast<uint32_t>(ranges.size()));
+    if (fresh) ranges.push_back(std::move(r));
+    of_id[s.id] = at->second;
   }
-  uint32_t find(uint32_t stack_id) const {
-    auto it = of_id_.find(stack_id);
-    return it != of_id_.end() ? it->second : kNoRange;
-  }
-
- private:
-  std::unordered_map<uint32_t, uint32_t> of_id_;
-};
+  return of_id;
+}
 
 struct GpuSum {
   uint64_t ns = 0;
@@ -339,7 +332,7 @@ std::vector<bool> shim_apis(const trace::Trace& t) {
 }  // namespace
 
 bool calls_stream(const Process& p) {
-  if (!p.trace.gpu_records.empty() || !p.trace.nvtx_names.empty()) return false;
+  if (!p.trace.gpu_records.empty()) return false;
   if (p.trace.gpu_records_passed.not_joined_by_time > 0) return false;
   // build_job's second pass of the join by time, where the governor turned the records off.
   return !p.gpu_timing || std::none_of(p.trace.cupti_gate.begin(), p.trace.cupti_gate.end(),
@@ -350,17 +343,25 @@ CallFeed::CallFeed(const Job& job, uint32_t process)
     : sites_(job.processes[process].site_index),
       first_site_(job.processes[process].first_site),
       pid_(job.processes[process].pid()),
-      shim_api_(shim_apis(job.processes[process].trace)) {}
+      shim_api_(shim_apis(job.processes[process].trace)) {
+  if (!job.processes[process].trace.nvtx_names.empty()) ranges_.emplace(job.processes[process]);
+}
 
-void CallFeed::add(std::span<trace::Event> events, std::vector<Call>& calls, std::vector<Call>& shim_calls) {
+void CallFeed::add(std::span<trace::Event> events, std::vector<Call>& calls, std::vector<Call>& shim_calls,
+                   std::vector<uint32_t>* call_ranges) {
   calls.clear();
   shim_calls.clear();
   calls.reserve(events.size());
+  if (call_ranges) call_ranges->clear();
   events_ += events.size();
-  // build_job's loop for a process without GPU records or NVTX ranges.
+  // build_job's loop for a process without GPU records joined by correlation id.
   for (auto& e : events) {
     check_size(e, bytes_, impossible_, largest_impossible_);
     const bool shim = is_shim(e);
+    if (ranges_) {
+      const uint32_t range = ranges_->next(e, shim);
+      if (!shim && call_ranges) call_ranges->push_back(range);
+    }
     Call& c = (shim ? shim_calls : calls).emplace_back();
     c.event = &e;
     c.process = 0;
@@ -406,13 +407,14 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
     p.gpu_record_call.assign(p.trace.gpu_records.size(), kNoCall);
     std::unordered_map<uint32_t, uint32_t> call_of_correlation;  // claimed ids
     const std::vector<bool> shim_api = shim_apis(p.trace);
-    // NVTX: each thread's current range stack, replayed in trace order (a
-    // thread's events are in its own order there).
+    // NVTX: each thread's current range stack, replayed in trace order.
     const bool nvtx = !p.trace.nvtx_names.empty();
-    std::optional<RangeIndex> ranges;
-    std::unordered_map<uint32_t, uint32_t> range_of_thread;
+    std::optional<RangeReplay> ranges;
     std::vector<uint32_t> process_ranges;
-    if (nvtx) ranges.emplace(p.trace, job.ranges, range_of_path);
+    if (nvtx) {
+      p.range_of_stack = index_ranges(p.trace, job.ranges, range_of_path);
+      ranges.emplace(p);
+    }
     uint64_t impossible = 0, largest_impossible = 0;
     for (auto& e : p.trace.events) {
       check_size(e, job_bytes, impossible, largest_impossible);
@@ -424,12 +426,8 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
       c.process = pi;
       c.cls = classify(e);
       if (nvtx) {
-        if (shim && e.kind == static_cast<uint8_t>(trace::EventKind::NvtxRanges))
-          range_of_thread[e.thread_id] = e.callsite_id == 0 ? kNoRange : ranges->find(e.callsite_id);
-        else if (!shim) {
-          auto it = range_of_thread.find(e.thread_id);
-          process_ranges.push_back(it != range_of_thread.end() ? it->second : kNoRange);
-        }
+        const uint32_t range = ranges->next(e, shim);
+        if (!shim) process_ranges.push_back(range);
       }
       if (shim) continue;
       if (e.callsite_id != 0) c.site = site_of_id.find(e.callsite_id);

@@ -86,6 +86,9 @@ struct Process {
   // those of this process and the ones before it: where a streamed process's
   // own notes go.
   uint32_t notes_end = 0;
+  // Its trace's NVTX range stack ids -> Job::ranges indexes (empty without
+  // NVTX): what a streamed call's range is looked up in (CallFeed).
+  std::unordered_map<uint32_t, uint32_t> range_of_stack;
 
   uint32_t pid() const { return trace.has_process ? trace.process.pid : 0; }
   // CLOCK_REALTIME of a CLOCK_MONOTONIC timestamp of this process (processes
@@ -198,16 +201,52 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
 // nothing beyond their own event, or GPU records joined by time
 // (StreamedGpuJoin, gpu_join.h), read as the frame was, without keeping them
 // (trace::EventBlocks::skip_gpu_records): no record joined another way, no
-// governor's second pass, no NVTX range stack to replay.
+// governor's second pass. NVTX range stacks are replayed by the feed as
+// build_job replays them (the shim's range events and the calls are still in
+// trace order there).
 bool calls_stream(const Process& p);
+
+// Each thread's current NVTX range stack, replayed in trace order: a shim
+// event of kind NvtxRanges sets its thread's stack; every app call runs in
+// its thread's. One per process (a thread's events are in its own order in
+// its process's trace).
+class RangeReplay {
+ public:
+  explicit RangeReplay(const Process& p) : range_of_stack_(p.range_of_stack) {}
+  // The range stack (Job::ranges index, or kNoRange) of the app call `e`;
+  // for a shim event, kNoRange after taking in the stack it sets, if any.
+  uint32_t next(const trace::Event& e, bool shim) {
+    if (shim) {
+      if (e.kind == static_cast<uint8_t>(trace::EventKind::NvtxRanges))
+        range_of_thread_[e.thread_id] = find(e.callsite_id);
+      return kNoRange;
+    }
+    auto it = range_of_thread_.find(e.thread_id);
+    return it != range_of_thread_.end() ? it->second : kNoRange;
+  }
+
+ private:
+  uint32_t find(uint32_t stack_id) const {
+    if (stack_id == 0) return kNoRange;
+    auto it = range_of_stack_.find(stack_id);
+    return it != range_of_stack_.end() ? it->second : kNoRange;
+  }
+  const std::unordered_map<uint32_t, uint32_t>& range_of_stack_;
+  std::unordered_map<uint32_t, uint32_t> range_of_thread_;
+};
 
 class CallFeed {
  public:
   // Process `process` of `job`, the frame (built from traces without events).
   CallFeed(const Job& job, uint32_t process);
   // The calls of one block of events, which must outlive them, into `calls`
-  // and `shim_calls` (cleared first).
-  void add(std::span<trace::Event> events, std::vector<Call>& calls, std::vector<Call>& shim_calls);
+  // and `shim_calls` (cleared first); with `call_ranges`, per call of
+  // `calls` its NVTX range stack (Job::ranges index, or kNoRange), or none
+  // at all where the process recorded no range (cleared first).
+  void add(std::span<trace::Event> events, std::vector<Call>& calls, std::vector<Call>& shim_calls,
+           std::vector<uint32_t>* call_ranges = nullptr);
+  // The process recorded NVTX ranges: add() gives each call its range stack.
+  bool has_ranges() const { return ranges_.has_value(); }
   // The event is the shim's own work (build_job keeps it out of Job::calls).
   bool is_shim(const trace::Event& e) const { return e.api < shim_api_.size() && shim_api_[e.api]; }
   uint64_t events() const { return events_; }
@@ -221,6 +260,7 @@ class CallFeed {
   uint32_t first_site_;
   uint32_t pid_;
   std::vector<bool> shim_api_;
+  std::optional<RangeReplay> ranges_;
   uint64_t events_ = 0, bytes_ = 0, impossible_ = 0, largest_impossible_ = 0;
 };
 

@@ -1,8 +1,12 @@
 // Writes a synthetic trace for the command-line tests:
-//   make_test_trace busy|clean|gpu|truncated|cut-empty|python OUT
+//   make_test_trace busy|clean|gpu|truncated|cut-empty|python|nvtx|nvtx-cpu OUT
 // cut-empty: a process cut short before any event was written.
 // python: a Python program's: sites with Python frames, and copies from
 // threads that ran no Python (a site with native frames only).
+// nvtx: NVTX ranges, nested, on two threads whose events interleave, with
+// findings' copies inside them, failed copies, and copies in no range; CUPTI's
+// GPU records without correlation ids (joined by time), written after the
+// events. nvtx-cpu: the same without CUPTI.
 #include <unistd.h>
 
 #include <cstdio>
@@ -18,7 +22,8 @@ using cuxfer::trace::MemKind;
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: make_test_trace busy|clean|gpu|truncated|cut-empty|python OUT\n");
+    std::fprintf(stderr,
+                 "usage: make_test_trace busy|clean|gpu|truncated|cut-empty|python|nvtx|nvtx-cpu OUT\n");
     return 2;
   }
   std::string kind = argv[1], out = argv[2];
@@ -43,6 +48,49 @@ int main(int argc, char** argv) {
     for (uint32_t thread : {7, 8, 8})
       t.copy(Direction::HtoD, MemKind::Pinned, 64 * MiB, 1'300'000, false, b).thread_id = thread;
     t.copy(Direction::DtoH, MemKind::Pageable, 4 * MiB, 900'000, false, a).thread_id = 7;
+  } else if (kind == "nvtx" || kind == "nvtx-cpu") {
+    using cuxfer::trace::Event;
+    const uint32_t c = t.site(0x403000);
+    const uint32_t main_thread = t.process.pid, loader = t.process.pid + 1;
+    const uint32_t epoch = t.nvtx_stack({"epoch"}), forward = t.nvtx_stack({"epoch", "forward"}),
+                   load = t.nvtx_stack({"epoch", "forward", "load"}), eval = t.nvtx_stack({"eval"}),
+                   other = t.nvtx_stack({"data::prefetch"});
+    auto on = [](uint32_t thread, Event& e) -> Event& {
+      e.thread_id = thread;
+      return e;
+    };
+    for (int step = 0; step < 6; ++step) {
+      t.nvtx_ranges(main_thread, epoch);
+      t.copy(Direction::HtoD, MemKind::Pinned, 16 * MiB, 400'000, true, b);
+      t.nvtx_ranges(main_thread, forward);
+      t.nvtx_ranges(loader, load);
+      for (int i = 0; i < 200; ++i) {
+        t.copy(Direction::DtoH, MemKind::Pageable, 4, 9'000, false, a);  // a tiny storm, in forward
+        if (i % 40 == 0) on(loader, t.copy(Direction::HtoD, MemKind::Pageable, 8 * MiB, 3'000'000, true, c));
+      }
+      on(loader, t.copy(Direction::HtoD, MemKind::Pageable, 2 * MiB, 900'000, false, c)).flags |=
+          cuxfer::trace::kFlagFailed;
+      t.copy(Direction::HtoD, MemKind::Pageable, 2 * MiB, 1'900'000, false, b);  // large pageable, in forward
+      t.nvtx_ranges(loader, step % 2 ? other : 0);
+      on(loader, t.copy(Direction::DtoH, MemKind::Pinned, 4 * MiB, 300'000, true, c));
+      t.nvtx_ranges(main_thread, 0);
+      t.copy(Direction::DtoH, MemKind::Pageable, 64, 8'000, false, a);      // in no range
+      t.copy(Direction::DtoH, MemKind::Pageable, 1 * MiB, 700'000, false);  // no call site
+      t.nvtx_ranges(main_thread, eval);
+      t.copy(Direction::DtoH, MemKind::Pageable, 4, 9'000, false, a);
+      t.copy(Direction::DtoD, MemKind::Device, 32 * MiB, 50'000, true, b);
+    }
+    if (kind == "nvtx") {
+      t.status.cupti = cuxfer::trace::CuptiState::Active;
+      t.status.cupti_reason.clear();
+      for (auto& e : t.events)
+        if (e.kind == static_cast<uint8_t>(cuxfer::trace::EventKind::Copy) &&
+            !(e.flags & cuxfer::trace::kFlagFailed)) {
+          e.flags |= cuxfer::trace::kFlagGpuExpected;
+          t.gpu(e, (e.t_exit_ns - e.t_enter_ns) / 2);
+          t.gpu_records.back().correlation_id = 0;
+        }
+    }
   } else if (kind == "clean") {
     for (int i = 0; i < 10; ++i) t.copy(Direction::HtoD, MemKind::Pinned, 16 * MiB, 320'000, true, a);
   } else {
@@ -50,7 +98,9 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 4; ++i) t.copy(Direction::HtoD, MemKind::Pageable, 64 * MiB, 10'000'000, true, b);
     t.copy(Direction::HtoD, MemKind::Pinned, 64 * MiB, 1'300'000, false, b);
   }
-  if (kind == "gpu") {
+  if (kind == "nvtx") {
+    // its GPU records are made above
+  } else if (kind == "gpu") {
     t.status.cupti = cuxfer::trace::CuptiState::Active;
     t.status.cupti_reason.clear();
     for (const auto& e : t.events) t.gpu(e, (e.t_exit_ns - e.t_enter_ns) / 2);

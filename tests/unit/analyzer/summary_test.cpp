@@ -333,6 +333,19 @@ TEST_F(Summary, StreamedSummaryEqualsTheWholeRead) {
     paths.push_back(write(t, "cuxfer-many.trace"));
   }
   {
+    // NVTX ranges on two threads (a summary keeps none): streamed as well.
+    SyntheticTrace t(7004);
+    t.process.trace_name = "nvtx";
+    const uint32_t a = t.site(0x401000);
+    const uint32_t outer = t.nvtx_stack({"step"}), inner = t.nvtx_stack({"step", "load"});
+    for (int i = 0; i < 200; ++i) {
+      if (i % 50 == 0) t.nvtx_ranges(7004, i % 100 ? inner : outer);
+      if (i % 70 == 0) t.nvtx_ranges(7005, i % 140 ? 0 : inner);
+      t.copy(Direction::HtoD, MemKind::Pageable, MiB, 300'000 + i, true, a).thread_id = 7004 + i % 2;
+    }
+    paths.push_back(write(t, "cuxfer-nvtx.trace"));
+  }
+  {
     // Records with correlation ids: read whole.
     SyntheticTrace t(7003);
     t.process.trace_name = "correlated";

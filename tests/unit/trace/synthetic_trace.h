@@ -16,6 +16,7 @@
 #include "trace/event.h"
 #include "trace/format.h"
 #include "trace/records.h"
+#include "trace/shim_names.h"
 #include "trace/writer.h"
 
 namespace cuxfer::testing {
@@ -27,6 +28,8 @@ class SyntheticTrace {
   std::vector<trace::ModuleInfo> modules;
   std::vector<trace::CallSite> callsites;
   std::vector<trace::PyCode> py_codes;  // code objects the sites' Python frames name
+  std::vector<trace::NvtxName> nvtx_names;   // NVTX range names (nvtx_stack)
+  std::vector<trace::CallSite> nvtx_stacks;  // NVTX range stacks by name id, outermost first
   std::vector<trace::Event> events;
   std::vector<trace::GpuRecord> gpu_records;
   std::vector<std::string> notes;
@@ -78,6 +81,37 @@ class SyntheticTrace {
     cs.frames = std::move(frames);
     callsites.push_back(cs);
     return cs.id;
+  }
+
+  // An NVTX range stack of these names (default domain), outermost first:
+  // its id (nvtx_ranges). Names are interned.
+  uint32_t nvtx_stack(const std::vector<std::string>& names) {
+    trace::CallSite stack;
+    stack.id = static_cast<uint32_t>(nvtx_stacks.size() + 1);
+    for (const std::string& n : names) {
+      auto it = std::find_if(nvtx_names.begin(), nvtx_names.end(),
+                             [&](const trace::NvtxName& x) { return x.domain.empty() && x.message == n; });
+      if (it == nvtx_names.end()) {
+        nvtx_names.push_back({static_cast<uint32_t>(nvtx_names.size() + 1), "", n});
+        it = nvtx_names.end() - 1;
+      }
+      stack.frames.push_back(it->id);
+    }
+    nvtx_stacks.push_back(stack);
+    return stack.id;
+  }
+
+  // The shim's event saying that thread `thread`'s NVTX range stack is now
+  // `stack` (0: no range open), as the shim writes it before the thread's next event.
+  trace::Event& nvtx_ranges(uint32_t thread, uint32_t stack) {
+    trace::Event& e = add(trace::EventKind::NvtxRanges, trace::kNvtxApiName, trace::Direction::HtoH,
+                          trace::MemKind::Unknown, trace::MemKind::Unknown, 0, 0, 0, stack);
+    e.thread_id = thread;
+    e.t_exit_ns = e.t_enter_ns;
+    clock_ns = e.t_enter_ns;
+    for (const auto& s : nvtx_stacks)
+      if (s.id == stack) e.bytes = s.frames.size();
+    return e;
   }
 
   // The reference is valid until the next event is added.
@@ -149,6 +183,14 @@ class SyntheticTrace {
       buf.clear();
       trace::encode(py_codes, buf);
       add_block(trace::BlockType::PyCodes, buf);
+    }
+    if (!nvtx_names.empty()) {
+      buf.clear();
+      trace::encode(nvtx_names, buf);
+      add_block(trace::BlockType::NvtxNames, buf);
+      buf.clear();
+      trace::encode(nvtx_stacks, buf);
+      add_block(trace::BlockType::NvtxStacks, buf);
     }
     for (size_t i = 0; i < events.size(); i += events_per_block) {
       size_t n = std::min(events_per_block, events.size() - i);
