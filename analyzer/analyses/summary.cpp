@@ -414,6 +414,11 @@ json tally_json(const JobTally& t) {
   };
 }
 
+// A summary's JSON text. Names come from the traced programs (paths, symbol
+// and file names, notes) and need not be UTF-8: each byte that is not is
+// written as U+FFFD, never thrown over (json::dump's default).
+std::string dump_text(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 // The one-process tally's JSON appended to `out`, its per-copy lists
 // written as text straight from the tally: as JSON values a list of a
 // million distinct copies would take several times its text (about 150
@@ -422,7 +427,7 @@ json tally_json(const JobTally& t) {
 // [site,dir,gpu,bytes,time,count].
 void append_tally(std::string& out, const JobTally& t) {
   const FindingsTally& f = t.findings;
-  const std::string rest = tally_json(t).dump();
+  const std::string rest = dump_text(tally_json(t));
   auto put_async = [&] {
     for (size_t i = 0; i < f.async_pageable.size(); ++i) {
       const AsyncPageableCopy& c = f.async_pageable[i];
@@ -671,7 +676,7 @@ std::string write_summary(const SummaryHeader& header, const std::vector<Process
   // One process's JSON at a time, appended to the text: the document of a
   // thousand processes is never built whole.
   json head = {{"schema", header.schema}, {"cuxfer_version", header.cuxfer_version}, {"symbols", header.symbols}};
-  std::string out = head.dump();
+  std::string out = dump_text(head);
   out.pop_back();  // the closing brace: the processes follow
   out += ",\"processes\":[";
   for (size_t i = 0; i < records.size(); ++i) {
@@ -688,7 +693,7 @@ std::string write_summary(const SummaryHeader& header, const std::vector<Process
                           {"sites", sites},
                           {"notes", r.notes},
                           {"tally", nullptr}};
-    const std::string text = process.dump();
+    const std::string text = dump_text(process);
     constexpr std::string_view kTally = "\"tally\":null";
     const size_t at = text.find(kTally);
     if (i) out += ',';

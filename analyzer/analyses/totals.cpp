@@ -380,8 +380,10 @@ void tally_more(JobTally& tally, const model::Job& job, std::span<const model::C
 
 void finish_tally(JobTally& tally) {
   for (ProcessTally& p : tally.processes) {
+    // What a summary keeps is their number; a second finish keeps it too.
+    if (p.thread_ids_without_python.empty()) continue;
     p.threads_without_python = p.thread_ids_without_python.size();
-    p.thread_ids_without_python = {};  // what a summary keeps is their number
+    p.thread_ids_without_python = {};
   }
   const PageableShare& s = tally.pageable;
   tally.pageable.fraction = s.host_bytes ? static_cast<double>(s.pageable_bytes) / s.host_bytes : 0.0;

@@ -179,7 +179,7 @@ std::string machine_profile_json(const MachineProfile& p) {
             {"copy", copy},
             {"registration", reg},
             {"host_memcpy", mem}};
-  return j.dump(1) + "\n";
+  return j.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 std::string machine_profile_dir() {

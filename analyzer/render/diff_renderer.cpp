@@ -226,7 +226,9 @@ json diff_to_json(const Diff& d) {
   return j;
 }
 
-std::string render_diff_json(const Diff& d) { return diff_to_json(d).dump(2) + "\n"; }
+std::string render_diff_json(const Diff& d) {
+  return diff_to_json(d).dump(2, ' ', false, json::error_handler_t::replace) + "\n";  // names need not be UTF-8
+}
 
 std::string render_diff_text(const Diff& d, const DiffTextOptions& o) {
   const size_t width = std::max<size_t>(o.width, 60);

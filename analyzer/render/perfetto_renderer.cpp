@@ -334,7 +334,7 @@ std::string render_perfetto(const model::Job& job) {
                 {"version", CUXFER_VERSION},
                 {"simulated", simulated_any},
                 {"time_base_monotonic_ns", base}}}};
-  return out.dump() + "\n";
+  return out.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";  // names need not be UTF-8
 }
 
 }  // namespace cuxfer::render

@@ -198,6 +198,26 @@ TEST_F(Summary, SummaryOfAnotherVersionIsRefusedInOneLine) {
   EXPECT_EQ(error.find('\n'), std::string::npos) << error;
 }
 
+// Names from the traced programs need not be UTF-8 (a Latin-1 file name, a
+// symbol's bytes): the summary is written with U+FFFD in their place and
+// reads back, never an exception out of summarize.
+TEST_F(Summary, NamesThatAreNotUtf8AreWrittenReplaced) {
+  auto records = records_of(rank_set(1, 50, 5));
+  ASSERT_EQ(records.size(), 1u);
+  records[0].process.trace.path = dir_.string() + "/caf\xe9.trace";
+  records[0].notes.push_back("symbols: \xff\xfe not UTF-8");
+  analyses::SummaryHeader header;
+  header.symbols = "off";
+  std::string text;
+  ASSERT_NO_THROW(text = analyses::write_summary(header, records));
+  std::vector<analyses::ProcessRecord> back;
+  std::string error;
+  ASSERT_TRUE(analyses::read_summary(text, header, back, error)) << error;
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].process.trace.path, dir_.string() + "/caf\xef\xbf\xbd.trace");
+  EXPECT_EQ(back[0].notes.back(), "symbols: \xef\xbf\xbd\xef\xbf\xbd not UTF-8");
+}
+
 // A trace given twice (a summary and the trace itself, two summaries of it)
 // counts once, and is named.
 TEST_F(Summary, ATraceGivenTwiceCountsOnce) {
@@ -225,7 +245,6 @@ TEST_F(Summary, MissingRanksAreNamed) {
   EXPECT_FALSE(cli::missing_ranks(analyses::merge_records(records_of(paths)).job).has_value());
 }
 
-// -j N: the same records as one thread, in the same order.
 // The note on a Python program's copies without a Python line (threads that
 // ran no Python) is the tally's: a report of summaries says what the report
 // of the traces says. A summary written before it was counted leaves it
@@ -380,6 +399,7 @@ TEST_F(Summary, StreamedSummaryEqualsTheWholeRead) {
     EXPECT_NE(whole.find(part), std::string::npos) << part << " not in the summary: the test lost its point";
 }
 
+// -j N: the same records as one thread, in the same order.
 TEST_F(Summary, ParallelSummarizeEqualsOneThread) {
   const auto paths = rank_set(10, 300, 4);
   cli::SymbolOptions symbols;
