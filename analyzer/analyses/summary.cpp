@@ -340,8 +340,11 @@ void process_tally_of(const json& j, ProcessTally& p, size_t api_count) {
     p.copies_without_python = py.at(1).get<uint64_t>();
     p.bytes_without_python = py.at(2).get<uint64_t>();
     p.threads_without_python = py.at(3).get<uint64_t>();
-    if (p.copies_without_python > p.python_site_copies)
-      throw std::out_of_range("more copies without a Python line than copies");
+    // What a tally cannot hold: more of them than copies, threads without
+    // copies or more threads than copies.
+    if (p.copies_without_python > p.python_site_copies || p.threads_without_python > p.copies_without_python ||
+        (p.copies_without_python > 0) != (p.threads_without_python > 0))
+      throw std::out_of_range("python_lines: counts no tally makes");
   }
 }
 

@@ -302,6 +302,14 @@ TEST_F(Summary, CopiesWithoutAPythonLineSurviveTheSummary) {
   const std::string native = analyses::write_summary(header, records_of({paths[2]}));
   ASSERT_TRUE(analyses::read_summary(std::regex_replace(native, counted, ""), header, read, error)) << error;
   EXPECT_EQ(of_records(std::move(read)), direct({paths[2]}));
+
+  // Counts no tally makes are a damaged summary, in one line.
+  for (const char* bad : {",\"python_lines\":[5,6,0,1]", ",\"python_lines\":[5,2,100,0]",
+                          ",\"python_lines\":[5,0,0,1]", ",\"python_lines\":[5,2,100,3]"}) {
+    read.clear();
+    EXPECT_FALSE(analyses::read_summary(std::regex_replace(text, counted, bad), header, read, error)) << bad;
+    EXPECT_NE(error.find("damaged summary"), std::string::npos) << bad << ": " << error;
+  }
 }
 
 // `cuxfer summarize` reads each trace a block of events at a time where the
