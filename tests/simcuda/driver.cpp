@@ -778,7 +778,9 @@ void abort_if_dead_event(CUevent e, const char* fn) {
     dead = e && state().dead_events.count(e) != 0;
   }
   if (!dead) return;
-  std::fprintf(stderr, "simcuda: %s of an event %p whose context was destroyed (the real driver reads freed memory here)\n",
+  std::fprintf(stderr,
+               "simcuda: %s of an event %p whose context was destroyed (undefined in the real driver: a crash "
+               "there, or error 709)\n",
                fn, static_cast<void*>(e));
   std::abort();
 }

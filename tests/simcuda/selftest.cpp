@@ -3,6 +3,9 @@
 // points. Run with SIMCUDA_DEVICE_COUNT=2. Exits non-zero on the first failure.
 #include <cuda.h>
 #include <dlfcn.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -326,6 +329,50 @@ int main() {
     OK(cuMemFree(kept));
     OK(cuDevicePrimaryCtxRelease(1));
     OK(cuCtxSetCurrent(ctx));
+  }
+
+  // A destroyed context and its events are freed memory in the real driver:
+  // binding the context or using an event of it aborts here, loudly (the
+  // shim must never do either). Each use in a child of its own.
+  {
+    CUcontext alive_ctx = nullptr;
+    OK(cuCtxGetCurrent(&alive_ctx));
+    CUcontext live = nullptr;
+    CUevent live_event = nullptr;
+    OK(cuCtxCreate(&live, nullptr, 0, 0));
+    OK(cuEventCreate(&live_event, 0));
+    OK(cuCtxSetCurrent(alive_ctx));
+    OK(cuEventRecord(live_event, nullptr));  // an event of a live context, with another current
+    OK(cuEventDestroy(live_event));
+    OK(cuCtxDestroy(live));
+    enum Use { Bind, Record, Query, Synchronize, Destroy, Elapsed, Wait, Uses };
+    for (int use = Bind; use < Uses; ++use) {
+      std::fflush(nullptr);
+      const pid_t pid = fork();
+      if (pid == 0) {
+        CUcontext gone = nullptr;
+        CUevent dead = nullptr, other = nullptr;
+        if (cuCtxCreate(&gone, nullptr, 0, 0) != CUDA_SUCCESS || cuEventCreate(&dead, 0) != CUDA_SUCCESS ||
+            cuCtxDestroy(gone) != CUDA_SUCCESS || cuCtxSetCurrent(alive_ctx) != CUDA_SUCCESS ||
+            cuEventCreate(&other, 0) != CUDA_SUCCESS)
+          _exit(3);
+        float ms = 0;
+        switch (use) {
+          case Bind: cuCtxSetCurrent(gone); break;
+          case Record: cuEventRecord(dead, nullptr); break;
+          case Query: cuEventQuery(dead); break;
+          case Synchronize: cuEventSynchronize(dead); break;
+          case Destroy: cuEventDestroy(dead); break;
+          case Elapsed: cuEventElapsedTime(&ms, other, dead); break;
+          case Wait: cuStreamWaitEvent(nullptr, dead, 0); break;
+        }
+        _exit(0);  // not aborted: a failure
+      }
+      int status = 0;
+      EXPECT(pid > 0 && waitpid(pid, &status, 0) == pid);
+      EXPECT(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+      if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT)) std::fprintf(stderr, "  use %d did not abort\n", use);
+    }
   }
 
   if (g_failures) {
