@@ -23,71 +23,39 @@ peak_kib() {
   cat "$dir/rss"
 }
 
-"$bench" --events "$events" --rounds 1 --out "$dir/small.trace" --keep >/dev/null
-"$bench" --events $((4 * events)) --rounds 1 --out "$dir/big.trace" --keep >/dev/null
-small=$(peak_kib "$dir/small.trace" "$dir/small.txt")
-big=$(peak_kib "$dir/big.trace" "$dir/big.txt")
-echo "peak resident: $events events ${small} KiB, $((4 * events)) events ${big} KiB"
-# Held events would add 120 bytes each (a 64-byte event and a 56-byte call):
-# 3N more events, at least 340 MiB for N = 1M. The allowance is an eighth of it.
-allowance=$((3 * events * 120 / 1024 / 8))
-test "$big" -le $((small + allowance)) || { echo "FAIL: memory grows with the events (allowance ${allowance} KiB)"; exit 1; }
-test "$big" -le $((128 * 1024)) || { echo "FAIL: above 128 MiB"; exit 1; }
+# Traces of N and 4N events, written with the options after the first four
+# ($1 names their kind): the report's peak resident set may grow by an eighth
+# of what holding 3N more events would add ($3 bytes each: a 64-byte event and
+# a 56-byte call, and a 48-byte GPU record where there are records), at most
+# 128 MiB in all; the report says $2 (unless empty); and the streamed report
+# is byte for byte the one made holding the events, as text and as JSON.
+check_kind() {
+  local kind=$1 says=$2 bytes_per_event=$3 rounds=$4
+  shift 4
+  "$bench" --events "$events" --rounds "$rounds" "$@" --out "$dir/small.trace" --keep >/dev/null
+  "$bench" --events $((4 * events)) --rounds "$rounds" "$@" --out "$dir/big.trace" --keep >/dev/null
+  local small big allowance=$((3 * events * bytes_per_event / 1024 / 8))
+  small=$(peak_kib "$dir/small.trace" "$dir/small.txt")
+  big=$(peak_kib "$dir/big.trace" "$dir/big.txt")
+  echo "peak resident ($kind): $events events ${small} KiB, $((4 * events)) events ${big} KiB"
+  test "$big" -le $((small + allowance)) || { echo "FAIL: memory grows with the events ($kind, allowance ${allowance} KiB)"; exit 1; }
+  test "$big" -le $((128 * 1024)) || { echo "FAIL: above 128 MiB ($kind)"; exit 1; }
+  [[ -z $says ]] || grep -q "$says" "$dir/big.txt" || { echo "FAIL: the report ($kind) does not say \"$says\""; exit 1; }
+  for format in "" "--json"; do
+    "$cuxfer" report --no-symbols --no-profile $format -o "$dir/streamed" "$dir/small.trace"
+    "$cuxfer" report --no-symbols --no-profile $format --html "$dir/r.html" -o "$dir/whole" "$dir/small.trace" 2>/dev/null
+    cmp "$dir/streamed" "$dir/whole" || { echo "FAIL: streamed and whole reports differ ($kind, ${format:-text})"; exit 1; }
+  done
+  rm -f "$dir/small.trace" "$dir/big.trace"
+}
 
-for format in "" "--json"; do
-  "$cuxfer" report --no-symbols --no-profile $format -o "$dir/streamed" "$dir/small.trace"
-  "$cuxfer" report --no-symbols --no-profile $format --html "$dir/r.html" -o "$dir/whole" "$dir/small.trace" 2>/dev/null
-  cmp "$dir/streamed" "$dir/whole" || { echo "FAIL: streamed and whole reports differ (${format:-text})"; exit 1; }
-done
-
+check_kind plain "" 120 1
 # A Python program's trace (call sites with Python frames, one in 8 native
-# only): streamed as well, with its note on copies without a Python line.
-rm -f "$dir/small.trace" "$dir/big.trace"
-"$bench" --events "$events" --rounds 0 --python --out "$dir/small-py.trace" --keep >/dev/null
-"$bench" --events $((4 * events)) --rounds 0 --python --out "$dir/big-py.trace" --keep >/dev/null
-small=$(peak_kib "$dir/small-py.trace" "$dir/small.txt")
-big=$(peak_kib "$dir/big-py.trace" "$dir/big.txt")
-echo "peak resident with Python frames: $events events ${small} KiB, $((4 * events)) events ${big} KiB"
-test "$big" -le $((small + allowance)) || { echo "FAIL: memory grows with the events of a Python trace (allowance ${allowance} KiB)"; exit 1; }
-test "$big" -le $((128 * 1024)) || { echo "FAIL: above 128 MiB with Python frames"; exit 1; }
-grep -q "have no Python line" "$dir/big.txt" || { echo "FAIL: no note on copies without a Python line"; exit 1; }
-for format in "" "--json"; do
-  "$cuxfer" report --no-symbols --no-profile $format -o "$dir/streamed" "$dir/small-py.trace"
-  "$cuxfer" report --no-symbols --no-profile $format --html "$dir/r.html" -o "$dir/whole" "$dir/small-py.trace" 2>/dev/null
-  cmp "$dir/streamed" "$dir/whole" || { echo "FAIL: streamed and whole reports differ with Python frames (${format:-text})"; exit 1; }
-done
-
-# With GPU records: held, each event would add a 48-byte record too.
-rm -f "$dir/small-py.trace" "$dir/big-py.trace"
-"$bench" --events "$events" --rounds 0 --gpu joined --out "$dir/small-gpu.trace" --keep >/dev/null
-"$bench" --events $((4 * events)) --rounds 0 --gpu joined --out "$dir/big-gpu.trace" --keep >/dev/null
-small=$(peak_kib "$dir/small-gpu.trace" "$dir/small.txt")
-big=$(peak_kib "$dir/big-gpu.trace" "$dir/big.txt")
-echo "peak resident with GPU records: $events events ${small} KiB, $((4 * events)) events ${big} KiB"
-allowance=$((3 * events * 168 / 1024 / 8))
-test "$big" -le $((small + allowance)) || { echo "FAIL: memory grows with the events and records (allowance ${allowance} KiB)"; exit 1; }
-test "$big" -le $((128 * 1024)) || { echo "FAIL: above 128 MiB with GPU records"; exit 1; }
-grep -q "GPU records joined to calls by time" "$dir/big.txt" || { echo "FAIL: no GPU records joined"; exit 1; }
-for format in "" "--json"; do
-  "$cuxfer" report --no-symbols --no-profile $format -o "$dir/streamed" "$dir/small-gpu.trace"
-  "$cuxfer" report --no-symbols --no-profile $format --html "$dir/r.html" -o "$dir/whole" "$dir/small-gpu.trace" 2>/dev/null
-  cmp "$dir/streamed" "$dir/whole" || { echo "FAIL: streamed and whole reports differ with GPU records (${format:-text})"; exit 1; }
-done
-
+# only), with its note on copies without a Python line.
+check_kind "Python frames" "have no Python line" 120 0 --python
+# CUPTI's GPU records, joined to the calls a block at a time.
+check_kind "GPU records" "GPU records joined to calls by time" 168 0 --gpu joined
 # NVTX ranges (one event in 32 a thread's range stack changing), with GPU
 # records: the calls' ranges follow them through the join.
-rm -f "$dir/small-gpu.trace" "$dir/big-gpu.trace"
-"$bench" --events "$events" --rounds 0 --nvtx --gpu joined --out "$dir/small-nvtx.trace" --keep >/dev/null
-"$bench" --events $((4 * events)) --rounds 0 --nvtx --gpu joined --out "$dir/big-nvtx.trace" --keep >/dev/null
-small=$(peak_kib "$dir/small-nvtx.trace" "$dir/small.txt")
-big=$(peak_kib "$dir/big-nvtx.trace" "$dir/big.txt")
-echo "peak resident with NVTX ranges: $events events ${small} KiB, $((4 * events)) events ${big} KiB"
-test "$big" -le $((small + allowance)) || { echo "FAIL: memory grows with the events of an NVTX trace (allowance ${allowance} KiB)"; exit 1; }
-test "$big" -le $((128 * 1024)) || { echo "FAIL: above 128 MiB with NVTX ranges"; exit 1; }
-grep -q "NVTX ranges" "$dir/big.txt" || { echo "FAIL: no NVTX range table"; exit 1; }
-for format in "" "--json"; do
-  "$cuxfer" report --no-symbols --no-profile $format -o "$dir/streamed" "$dir/small-nvtx.trace"
-  "$cuxfer" report --no-symbols --no-profile $format --html "$dir/r.html" -o "$dir/whole" "$dir/small-nvtx.trace" 2>/dev/null
-  cmp "$dir/streamed" "$dir/whole" || { echo "FAIL: streamed and whole reports differ with NVTX ranges (${format:-text})"; exit 1; }
-done
+check_kind "NVTX ranges, GPU records" "NVTX ranges" 168 0 --nvtx --gpu joined
 echo ok
