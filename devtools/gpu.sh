@@ -87,7 +87,8 @@ The pinned rewrite's gain
   bandwidth      NVIDIA's bandwidthTest (.ext/build_bw.sh, shared cudart) --memory=pinned,
                  --memory=pageable and pageable under `cuxfer record --rewrite=pin`, BW_ROUNDS
                  (2) interleaved rounds, GB/s per mode, direction and size (BW_MODES, default
-                 "pinned pageable rewrite"; also observe, rewrite_nocupti; BW_ARGS, default
+                 "pinned pageable rewrite"; also pinnedloop (the pageable loop on cudaMallocHost
+                 memory: the fair reference), observe, rewrite_nocupti; BW_ARGS, default
                  --mode=range 4, 32 and 60 MiB)
   bw-pattern     bandwidthTest's pageable loop as our own benchmark (bench/run_sync_copy_pattern.sh
                  --gpu): the loop on cudaMallocHost memory (the reference), pageable, under
@@ -520,6 +521,7 @@ step_bandwidth() {
       case $mode in
         pinned) cmd=("$bw" --memory=pinned) ;;
         pageable) cmd=("$bw" --memory=pageable) ;;
+        pinnedloop) cmd=("$bw"_pinnedloop --memory=pageable) ;;  # the fair reference: the same loop on cudaMallocHost memory
         observe) cmd=("$CUX" record -q -o "/tmp/bw-$mode" -- "$bw" --memory=pageable) ;;
         rewrite) cmd=("$CUX" record -q --rewrite=pin -o "/tmp/bw-$mode" -- "$bw" --memory=pageable) ;;
         rewrite_nocupti) cmd=("$CUX" record -q --rewrite=pin --cupti=off -o "/tmp/bw-$mode" -- "$bw" --memory=pageable) ;;
@@ -545,15 +547,16 @@ for r in csv.DictReader(open(sys.argv[1]), delimiter="\t"):
     g[(r["direction"], int(r["size"]), r["mode"])].append(float(r["gbps"]))
     if r["mode"] not in modes:
         modes.append(r["mode"])
-print("GB/s, lowest-highest over rounds;", "rewrite/pinned: ratio of medians" if {"rewrite", "pinned"} <= set(modes) else "")
+print("GB/s, lowest-highest over rounds; rewrite/X: ratio of medians")
 print(f"{'dir':4s} {'size':>9s} " + " ".join(f"{m:>16s}" for m in modes))
 med = statistics.median
 for d, s in sorted({k[:2] for k in g}, key=lambda k: (k[1], k[0] != "H2D")):
     cells = [g.get((d, s, m), []) for m in modes]
     row = " ".join(f"{(f'{min(v):.1f}-{max(v):.1f}' if v else '-'):>16s}" for v in cells)
     ratio = ""
-    if g.get((d, s, "rewrite")) and g.get((d, s, "pinned")):
-        ratio = f"  rewrite/pinned {med(g[(d, s, 'rewrite')]) / med(g[(d, s, 'pinned')]):.2f}"
+    for ref in ("pinned", "pinnedloop"):
+        if g.get((d, s, "rewrite")) and g.get((d, s, ref)):
+            ratio += f"  rewrite/{ref} {med(g[(d, s, 'rewrite')]) / med(g[(d, s, ref)]):.2f}"
     print(f"{d:4s} {s:9d} {row}{ratio}")
 PY
   rm -rf /tmp/bw-*
