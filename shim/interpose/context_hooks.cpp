@@ -47,9 +47,11 @@ bool primary_still_active(CUdevice dev) {
 }
 
 // A reset destroys the primary context whatever its references: the rewrite
-// lets go of everything before (while it exists), and its handle is forgotten.
+// lets go of what it had there before (while it exists), and its handle is
+// forgotten. Other contexts' zero-copy buffers are the app's and stay.
 CUresult reset_primary(CUdevice dev, DeviceCall reset) {
-  rewrite::before_context_teardown(nullptr);
+  const CUcontext primary = dev >= 0 && dev < kMaxDevices ? g_primary[dev].load(std::memory_order_acquire) : nullptr;
+  rewrite::before_context_teardown(primary, static_cast<int>(dev));
   const CUresult r = reset(dev);
   if (r == CUDA_SUCCESS && dev >= 0 && dev < kMaxDevices) {
     if (const CUcontext gone = g_primary[dev].exchange(nullptr, std::memory_order_acq_rel)) {

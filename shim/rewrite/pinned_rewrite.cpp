@@ -484,7 +484,7 @@ void device_memory_made() {
     start_registrar();
 }
 
-void before_context_teardown(CUcontext ctx) {
+void before_context_teardown(CUcontext ctx, int reset_device) {
   const Config& c = config();
   if (!c.enabled || !c.rewrite_any() || thread_state().internal) return;
   InternalScope internal;
@@ -498,8 +498,8 @@ void before_context_teardown(CUcontext ctx) {
                                   "again as they are reused",
                               /*warning=*/false);
   }
-  zero_copy_teardown();
-  staging_teardown(ctx);
+  zero_copy_teardown(ctx, reset_device);
+  staging_teardown(reset_device >= 0 ? nullptr : ctx);
 }
 
 void before_primary_release(CUcontext primary) {

@@ -113,10 +113,12 @@ void set_memhooks_attached();
 // first buffers are on their way): the rewrite's threads start now, not in
 // the app's first copies.
 void device_memory_made();
-// A context is about to be destroyed or reset (null: a primary context, which
-// one not known): registrations are dropped while it still exists, zero-copy
-// buffers freed, and staging stops if its pool lived there.
-void before_context_teardown(CUcontext ctx);
+// A context is about to be destroyed, or (`reset_device` >= 0) the primary
+// context of that device reset (`ctx`: its handle, null when not known):
+// registrations are dropped while it still exists, its zero-copy buffers
+// freed, and staging stops if its pool lived there (after a reset, every
+// pool: they are made again as copies need them).
+void before_context_teardown(CUcontext ctx, int reset_device = -1);
 // A primary context's reference is about to be released, perhaps its last
 // (which destroys it: known only afterwards): the background registrations
 // asked for (which bind the context of their copy) are done while it exists.

@@ -192,7 +192,7 @@ bool zero_copy_alloc(uint64_t bytes, uint64_t* out) {
   return true;
 }
 
-void zero_copy_teardown() {
+void zero_copy_teardown(CUcontext going, int ordinal) {
   // Threads' events may be the going context's: each thread drops its own at
   // its next use, from now on rather than after the driver freed them (a
   // thread bound to another context would otherwise destroy a dead event).
@@ -202,15 +202,29 @@ void zero_copy_teardown() {
   Table& t = table();
   {
     std::lock_guard<RankedMutex> lock(t.mutex);
-    gone.swap(t.buffers);
-    t.bytes = 0;
+    for (auto it = t.buffers.begin(); it != t.buffers.end();) {
+      if (going ? it->ctx != going : (ordinal >= 0 && it->ordinal != ordinal)) {
+        ++it;  // another context's: another thread may be copying into it now
+        continue;
+      }
+      t.bytes -= it->bytes;
+      gone.push_back(*it);
+      it = t.buffers.erase(it);
+    }
   }
-  const DriverCalls* drv = driver_calls();
+  if (gone.empty()) return;
   detail::g_zero_copy_buffers.fetch_sub(static_cast<uint32_t>(gone.size()), std::memory_order_relaxed);
-  if (drv) drv->ctx_synchronize();
-  for (const Buffer& b : gone) {
-    allocation_table().erase(b.device);
-    if (drv) drv->free_host(reinterpret_cast<void*>(b.host));
+  for (const Buffer& b : gone) allocation_table().erase(b.device);
+  const DriverCalls* drv = driver_calls();
+  if (!drv) return;
+  // The going context need not be the current one (cuCtxDestroy of another):
+  // its work is waited for, and its memory freed, with it current.
+  const bool pushed = going && drv->ctx_push_current && drv->ctx_push_current(going) == CUDA_SUCCESS;
+  drv->ctx_synchronize();
+  for (const Buffer& b : gone) drv->free_host(reinterpret_cast<void*>(b.host));
+  if (pushed) {
+    CUcontext popped = nullptr;
+    drv->ctx_pop_current(&popped);
   }
 }
 

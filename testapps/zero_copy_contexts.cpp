@@ -1,0 +1,90 @@
+// zero_copy_contexts [CONTEXTS=3] [N=400] [S=64]
+// A device buffer that a policy sends to zero copy, used in context after
+// context: each context (cuCtxCreate) gets its buffer from the same
+// allocation site, N tiny synchronous H2D copies of S bytes into it on the
+// per-thread default stream (built as with `nvcc --default-stream
+// per-thread`: cuMemcpyHtoD_v2_ptds, so every rewritten copy waits in stream
+// order through the thread's own event), one D2H of the whole buffer, every
+// byte checked. Even contexts free their buffer before they are destroyed;
+// odd ones are destroyed with it live (the driver frees it with them).
+// A second thread, bound to a context of its own that outlives the others,
+// copies beside each context's destruction: its event is of another context
+// and must stay its own.
+//
+// Under a zero_copy policy the thread's event of a destroyed context must
+// never be used again (the real driver freed it; simcuda aborts on it).
+//
+// Exact traffic, per context (CONTEXTS of them), and again for the
+// second thread's context once per context:
+//   cuMemAlloc_v2          1 call   N*S bytes (device)
+//   cuMemcpyHtoD_v2_ptds   H2D pageable -> device   N calls  N*S bytes
+//   cuMemcpyDtoH_v2_ptds   D2H device -> pageable   1 call   N*S bytes
+// Prints "zero_copy_contexts: <n> contexts OK".
+#define CUDA_API_PER_THREAD_DEFAULT_STREAM 1
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "driver_common.h"
+
+namespace {
+
+// One allocation site for every context: a zero_copy policy names it once.
+__attribute__((noinline)) CUdeviceptr alloc_buffer(size_t bytes) {
+  CUdeviceptr d = 0;
+  DA_CHECK(cuMemAlloc(&d, bytes));
+  return d;
+}
+
+// N copies of S bytes into the buffer's slots, then the whole buffer back.
+void storm(CUdeviceptr d, size_t n, size_t s, uint32_t seed) {
+  std::vector<unsigned char> src(n * s), back(n * s, 0);
+  testapp::fill(src.data(), src.size(), seed);
+  for (size_t i = 0; i < n; ++i) DA_CHECK(cuMemcpyHtoD(d + i * s, src.data() + i * s, s));
+  DA_CHECK(cuMemcpyDtoH(back.data(), d, n * s));
+  TA_ASSERT(testapp::matches(back.data(), back.size(), seed));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const size_t contexts = testapp::arg_size(argc, argv, 1, 3);
+  const size_t n = testapp::arg_size(argc, argv, 2, 400);
+  const size_t s = testapp::arg_size(argc, argv, 3, 64);
+  driver_require_gpu("zero_copy_contexts", cuInit(0));
+  CUdevice dev = 0;
+  DA_CHECK(cuDeviceGet(&dev, 0));
+
+  // The second thread: its own context, one storm per round, each round
+  // started when the main thread is about to destroy a context.
+  CUcontext other = nullptr;
+  DA_CHECK(cuCtxCreate(&other, nullptr, 0, dev));
+  DA_CHECK(cuCtxPopCurrent(nullptr));
+  std::atomic<size_t> go{0}, done{0};
+  std::thread worker([&] {
+    DA_CHECK(cuCtxSetCurrent(other));
+    const CUdeviceptr d = alloc_buffer(n * s);
+    for (size_t round = 1; round <= contexts; ++round) {
+      while (go.load() < round) std::this_thread::yield();
+      storm(d, n, s, static_cast<uint32_t>(1000 + round));
+      done.store(round);
+    }
+    DA_CHECK(cuMemFree(d));
+  });
+
+  for (size_t c = 0; c < contexts; ++c) {
+    CUcontext ctx = nullptr;
+    DA_CHECK(cuCtxCreate(&ctx, nullptr, 0, dev));
+    const CUdeviceptr d = alloc_buffer(n * s);
+    storm(d, n, s, static_cast<uint32_t>(c * 10 + 1));
+    storm(d, n, s, static_cast<uint32_t>(c * 10 + 2));
+    if (c % 2 == 0) DA_CHECK(cuMemFree(d));
+    go.store(c + 1);  // the worker copies while this context goes
+    DA_CHECK(cuCtxDestroy(ctx));
+    while (done.load() < c + 1) std::this_thread::yield();
+  }
+  worker.join();
+  DA_CHECK(cuCtxDestroy(other));
+  std::printf("zero_copy_contexts: %zu contexts OK\n", contexts);
+  return 0;
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Zero copy across contexts that come and go (stdlib only).
+
+testapps/zero_copy_contexts allocates a device buffer from one site in
+context after context (cuCtxCreate ... cuCtxDestroy, some buffers freed
+first, some left to the context's end) and fills it with tiny synchronous
+copies on the per-thread default stream, while a second thread, bound to a
+context of its own, copies beside each destruction. A policy sends the
+allocation site to zero copy, so every copy is a host memcpy that waits in
+stream order through its thread's event: an event of a destroyed context
+must never be used again (the simulated driver aborts on it, as the real one
+may crash or answer 709).
+
+  1. observed with device pointers (CUXFER_FINGERPRINT_MIN=1): `cuxfer policy`
+     writes one zero_copy entry, for the allocation site in alloc_buffer;
+  2. `cuxfer record --policy FILE`: the app's output is the plain run's, exit 0
+     (every byte checked by the app, in every context and thread), and the
+     report says the allocations were mapped host memory, with no fallback note.
+A context's destruction once freed every context's zero-copy buffers: the
+second thread's next copy failed (CUresult 1).
+
+  run_zero_copy_contexts.py --cuxfer build/bin/cuxfer --shim build/lib/libcuxfer.so \\
+      --workdir DIR -- build/testapps/sim/zero_copy_contexts-sim 3 400 64
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+from e2e_util import clean_env, fresh_dir, run_diagnosed, shim_app_args, verdict
+
+
+def main() -> int:
+    a, app = shim_app_args(__doc__)
+    work = fresh_dir(a.workdir)
+    env = clean_env()
+    plain = run_diagnosed(app, 120, env=env)
+    if plain.returncode == 77:
+        print(plain.stdout)
+        return 77
+    fails = []
+    if plain.returncode != 0:
+        fails.append(f"plain run exited {plain.returncode}: {plain.stderr}")
+        return verdict(fails)
+
+    observed = run_diagnosed([a.cuxfer, "record", "-q", "--shim", a.shim, "-o", str(work / "observe"), "--", *app],
+                             120, env=clean_env(CUXFER_FINGERPRINT_MIN="1"))
+    if observed.returncode != 0:
+        fails.append(f"observed run exited {observed.returncode}: {observed.stderr}")
+        return verdict(fails)
+    policy = work / "policy.json"
+    p = run_diagnosed([a.cuxfer, "policy", "-q", "-o", str(policy), str(work / "observe")], 60, env=env)
+    if p.returncode != 0:
+        fails.append(f"cuxfer policy exited {p.returncode}: {p.stderr}")
+        return verdict(fails)
+    entries = json.loads(policy.read_text())["entries"]
+    zero = [e for e in entries if e["path"] == "zero_copy"]
+    print("policy:", [(e["path"], e["site"].get("symbol"), e["site"].get("source")) for e in entries])
+    if len(zero) != 1 or "alloc_buffer" not in zero[0]["site"].get("symbol", ""):
+        fails.append(f"expected one zero_copy entry for alloc_buffer's allocation: {entries}")
+        return verdict(fails)
+    # Only the zero_copy entry: the test is about it, not the copies' own paths.
+    doc = json.loads(policy.read_text())
+    doc["entries"] = zero
+    policy.write_text(json.dumps(doc))
+
+    run = run_diagnosed([a.cuxfer, "record", "-q", "--policy", str(policy), "--shim", a.shim,
+                         "-o", str(work / "zc"), "--", *app], 120, env=env)
+    print(run.stdout, run.stderr, sep="\n")
+    if run.returncode != 0 or run.stdout.strip() != plain.stdout.strip():
+        fails.append(f"under the policy: exit {run.returncode}, output {run.stdout.strip()!r}; "
+                     f"plain: {plain.stdout.strip()!r}")
+    rep = run_diagnosed([a.cuxfer, "report", str(work / "zc")], 60, env=env)
+    if rep.returncode != 0:
+        fails.append(f"report failed: {rep.stderr}")
+        return verdict(fails)
+    if "device allocations named by the policy are mapped host memory" not in rep.stdout:
+        fails.append("the report does not say the policy's allocations were mapped host memory")
+    if "allocations stay on the device" in rep.stdout:
+        fails.append("zero copy fell back: " + next(l for l in rep.stdout.splitlines() if "stay on the device" in l))
+    return verdict(fails)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
