@@ -67,6 +67,9 @@ Correctness
   pycuda-suite   PyCUDA's own tests (test_driver, test_gpuarray, test_cumath from its sdist)
                  plain and under --rewrite=pin: every test's outcome the same, the share of
                  pageable bytes the rewrite served (PYCUDA_FILES, PYCUDA_TIMEOUT 300 s a run)
+  pycuda-timeout PyCUDA's test_gpuarray.py under `timeout -s TERM T cuxfer record` (observe and
+                 --rewrite=pin; T from CUT_AFTER, default "15 30"): is each trace complete, and
+                 what the shim printed when its finish ran late (the step it was at)
   external       NVIDIA's samples from .ext/ plain, observed and rewritten, and bandwidthTest's
                  ratios (devtools/gpu_external.sh; EXT_ROUNDS 2, EXT_DEADLINE 300 s)
   install        the wheel as users get it: scripts/build-wheel.sh, pip install --target outside
@@ -336,6 +339,46 @@ step_pycuda_suite() {
   local rc=$?
   rm -rf "$D"/work/*.trace
   return "$rc"
+}
+
+step_pycuda_timeout() {
+  need_build || return 1
+  [ -f "$PYCUDA_LOG" ] || { echo "no PyCUDA build: carry .whl/ and .ext/install_pycuda.sh (docs/gpu-external.md)"; return 77; }
+  wait_pycuda
+  [ -d /tmp/pycuda-src/test ] || { echo "no PyCUDA test folder in /tmp/pycuda-src"; return 77; }
+  local t mode dir rc fails=0 opts
+  for t in ${CUT_AFTER:-15 30}; do
+    for mode in observe rewrite; do
+      dir=/tmp/cut-$mode-$t
+      rm -rf "$dir"
+      opts=(); [ "$mode" = rewrite ] && opts=(--rewrite=pin)
+      (cd /tmp/pycuda-src/test && PYTHONPATH=/tmp/site timeout -s TERM "$t" "$CUX" record -q "${opts[@]}" -o "$dir" -- \
+        python3 -m pytest -q -p no:cacheprovider test_gpuarray.py) > "$D/$mode-$t.log" 2>&1
+      rc=$?
+      "$CUX" report --json "$dir" > "$D/$mode-$t.json" 2> "$D/$mode-$t.report.err"
+      python3 - "$D/$mode-$t.json" "$mode" "$t" "$rc" "$D/$mode-$t.log" <<'PYEOF'
+import json, sys
+path, mode, t, rc, log = sys.argv[1:]
+try:
+    rep = json.load(open(path))
+except Exception as e:
+    print(f"{mode} cut at {t} s: exit {rc}, no report ({e})"); sys.exit(1)
+procs = rep.get("processes", [])
+late = [l.strip() for l in open(log, errors="replace") if "not finished within" in l]
+print(f"{mode} cut at {t} s: exit {rc}, processes (pid, complete, events): "
+      f"{[(p.get('pid'), p.get('complete'), p.get('events')) for p in procs]}")
+for l in late:
+    print("   shim:", l)
+for p in procs:
+    if not p.get("complete"):
+        print("   incomplete:", p.get("pid"), p.get("status") or p.get("end") or "", p.get("notes", [])[-3:])
+sys.exit(0 if procs and all(p.get("complete") for p in procs) else 1)
+PYEOF
+      (($? == 0)) || fails=$((fails + 1))
+      rm -rf "$dir"
+    done
+  done
+  ((fails == 0)) || { echo "pycuda-timeout: $fails trace(s) incomplete"; return 1; }
 }
 
 step_external() {
@@ -1087,7 +1130,7 @@ done
 mkdir -p "$OUT" || exit 2
 echo "== $(date -u '+%F %T UTC'), $(nvidia-smi -L 2>&1 | head -1), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); steps: $*"
 # PyCUDA builds from its sdist (~130 s of CPU): started first, beside the build.
-case " $* " in *" tier "* | *" pycuda "* | *" pycuda-suite "*)
+case " $* " in *" tier "* | *" pycuda "* | *" pycuda-suite "* | *" pycuda-timeout "*)
   if [ -d .whl ] && [ -f .ext/install_pycuda.sh ]; then
     mkdir -p "$(dirname "$PYCUDA_LOG")"
     (timeout 300 bash .ext/install_pycuda.sh > "$PYCUDA_LOG" 2>&1; echo "install rc=$?" >> "$PYCUDA_LOG") &

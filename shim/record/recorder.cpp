@@ -500,6 +500,7 @@ void Recorder::writer_loop() {
 }
 
 void Recorder::finish_for_exit() {
+  finish_phase_.store("the rewrite's last events (its pools given back)", std::memory_order_release);
   if (auto before = before_shutdown_.load(std::memory_order_acquire)) before();
   const int value = exit_status_.load(std::memory_order_relaxed);
   std::string how;
@@ -822,7 +823,9 @@ void Recorder::finish_trace() {
         "out of memory inside the shim: recording stopped there, and the process's later CUDA calls ran as "
         "without cuxfer (this trace ends early)");
   }
+  finish_phase_.store("CUPTI's last records (its forced flush)", std::memory_order_release);
   CuptiCollector::instance().stop();
+  finish_phase_.store("the notes", std::memory_order_release);
   if (cupti_detaches_ > 0) {
     std::lock_guard<RankedMutex> lock(session_mutex_);
     notes_.push_back(cupti_detach_summary());
@@ -869,6 +872,7 @@ void Recorder::finish_trace() {
     std::lock_guard<RankedMutex> lock(session_mutex_);
     if (!line.empty()) notes_.push_back(std::move(line));
   }
+  finish_phase_.store("the last events and the end marker", std::memory_order_release);
   write_cycle(true);
   std::lock_guard<RankedMutex> lock(session_mutex_);
   if (writer_ && !config().launched)
@@ -915,9 +919,15 @@ void Recorder::await_exit_finish() noexcept {
       // The writer is stuck (a lock the interrupted caller holds, a hung file
       // system): the process must still end. The trace ends early, as an
       // _exit's did before.
+      // write(2) alone: the caller may be a signal handler.
       static constexpr char kLate[] =
-          "cuxfer: the trace was not finished within 2 s of _exit or execve; it ends where the writer got to\n";
-      [[maybe_unused]] const ssize_t w = write(STDERR_FILENO, kLate, sizeof kLate - 1);
+          "cuxfer: the trace was not finished within 2 s of the process's end (_exit, execve or an end signal); "
+          "it ends where the writer got to, which was still at: ";
+      const char* phase = finish_phase_.load(std::memory_order_acquire);
+      if (!phase) phase = "its last cycle before the finish";
+      [[maybe_unused]] ssize_t w = write(STDERR_FILENO, kLate, sizeof kLate - 1);
+      w = write(STDERR_FILENO, phase, strlen(phase));
+      w = write(STDERR_FILENO, "\n", 1);
       return;
     }
     timespec pause{0, 1'000'000};
@@ -1023,6 +1033,7 @@ void Recorder::after_fork_child() {
   // Forked while another thread waited in _exit: the child's trace is its own.
   exit_requested_.store(false, std::memory_order_relaxed);
   exit_finished_.store(false, std::memory_order_relaxed);
+  finish_phase_.store(nullptr, std::memory_order_relaxed);
   notes_.clear();
   governed_.store(false, std::memory_order_relaxed);
   governor_ = GovernorState{};

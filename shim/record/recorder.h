@@ -304,6 +304,9 @@ class Recorder {
   bool finish_before_end(EndKind kind, int value, const char* exec_path) noexcept;
   std::atomic<bool> exit_requested_{false};
   std::atomic<bool> exit_finished_{false};
+  // Where the writer's finish is (a string literal), for the line a caller
+  // that waited too long prints: which step did not return.
+  std::atomic<const char*> finish_phase_{nullptr};
 };
 
 }  // namespace cuxfer::shim
