@@ -78,6 +78,19 @@ def main() -> int:
         fails.append("the report does not say the policy's allocations were mapped host memory")
     if "allocations stay on the device" in rep.stdout:
         fails.append("zero copy fell back: " + next(l for l in rep.stdout.splitlines() if "stay on the device" in l))
+    # Every allocation and copy of the app went to zero copy: a buffer per
+    # context and one for the second thread; per context two storms of N+1
+    # copies, and one storm of the second thread's.
+    given = [int(x) for x in app[1:4]]  # the app's CONTEXTS N S, its defaults for the rest
+    contexts, n, s = given + [3, 400, 64][len(given):]
+    j = run_diagnosed([a.cuxfer, "report", "--json", str(work / "zc")], 60, env=env)
+    rw = json.loads(j.stdout).get("rewrite", {}) if j.returncode == 0 else {}
+    want = {"zero_copy_allocations": contexts + 1, "zero_copy_allocation_bytes": (contexts + 1) * n * s,
+            "zero_copy_calls": 3 * contexts * (n + 1), "zero_copy_bytes": 3 * contexts * 2 * n * s}
+    got = {k: rw.get(k) for k in want}
+    print("zero copy:", got)
+    if got != want:
+        fails.append(f"zero copy counts {got}, expected {want}")
     return verdict(fails)
 
 
