@@ -516,7 +516,7 @@ void Recorder::finish_for_exit() {
   }
   note("the process " + how + ", which runs no exit handler: the trace writer finished the trace before it",
        /*warning=*/false);
-  finish_trace();
+  finish_trace(kEndCuptiBudgetNs);
   // The caller of _exit does not join this thread (nor does shutdown(): the
   // state is off), and a thread neither joined nor detached is a leak to
   // ThreadSanitizer's exit check.
@@ -816,7 +816,34 @@ void Recorder::shutdown() {
   finish_trace();
 }
 
-void Recorder::finish_trace() {
+bool Recorder::stop_cupti_within(uint64_t ns) {
+  CuptiCollector& collector = CuptiCollector::instance();
+  if (!collector.active()) return true;
+  // On the heap: a flush that never returns keeps it (its thread stores into
+  // it last); one that returns in time hands it back.
+  struct Stop {
+    std::atomic<bool> done{false};
+  };
+  auto* stop = new (std::nothrow) Stop;
+  if (!stop || !spawn_quiet_thread([stop] {
+        CuptiCollector::instance().stop();
+        stop->done.store(true, std::memory_order_release);
+      })) {
+    delete stop;
+    collector.stop();  // no thread to spare: waited for here, as at an exit
+    return true;
+  }
+  const uint64_t deadline = now_ns() + ns;
+  while (!stop->done.load(std::memory_order_acquire)) {
+    if (now_ns() >= deadline) return false;
+    timespec pause{0, 1'000'000};
+    nanosleep(&pause, nullptr);
+  }
+  delete stop;
+  return true;
+}
+
+void Recorder::finish_trace(uint64_t cupti_budget_ns) {
   if (allocation::exhausted()) {
     std::lock_guard<RankedMutex> lock(session_mutex_);
     notes_.push_back(
@@ -824,7 +851,16 @@ void Recorder::finish_trace() {
         "without cuxfer (this trace ends early)");
   }
   finish_phase_.store("CUPTI's last records (its forced flush)", std::memory_order_release);
-  CuptiCollector::instance().stop();
+  if (!cupti_budget_ns) {
+    CuptiCollector::instance().stop();
+  } else if (!stop_cupti_within(cupti_budget_ns)) {
+    std::lock_guard<RankedMutex> lock(session_mutex_);
+    notes_.push_back("cupti: its last flush of GPU records had not returned " +
+                     std::to_string(cupti_budget_ns / 1000000) +
+                     " ms after the process began to end (GPU work still in flight, or a CUDA call that the end "
+                     "interrupted holding the driver): the trace ends without the records it held, and their copies "
+                     "count as without a GPU record");
+  }
   finish_phase_.store("the notes", std::memory_order_release);
   if (cupti_detaches_ > 0) {
     std::lock_guard<RankedMutex> lock(session_mutex_);

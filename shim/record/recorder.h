@@ -232,7 +232,17 @@ class Recorder {
   void finish_for_exit();
   // What shutdown() and an _exit do once the writer has stopped cycling: the
   // last notes and the final cycle (End block); the trace file is closed.
-  void finish_trace();
+  // `cupti_budget_ns`: 0 waits for CUPTI's last flush however long it takes
+  // (an exit); else at most that long (stop_cupti_within).
+  void finish_trace(uint64_t cupti_budget_ns = 0);
+  // CUPTI's forced flush on a thread of its own, waited for at most `ns`:
+  // at the process's end it may wait for GPU work in flight, or for a driver
+  // lock that the interrupted thread holds (an end signal's handler that ran
+  // inside a CUDA call), past the time the caller can wait. False when it
+  // had not returned: the trace then ends without the records it held.
+  bool stop_cupti_within(uint64_t ns);
+  // Part of kExitFinishNs: the rest is for the notes and the last write.
+  static constexpr uint64_t kEndCuptiBudgetNs = 1'200'000'000;
 
   std::atomic<void (*)()> before_shutdown_{nullptr};
   std::atomic<void (*)()> in_fork_child_{nullptr};

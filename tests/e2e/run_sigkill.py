@@ -10,7 +10,13 @@ SIGTERM, SIGINT and SIGPIPE (--signal TERM|INT|PIPE), whose default action
 also ends the process without an exit handler: the shim's handler (interpose/signal_hooks.cpp)
 has the trace finished first, so nothing is lost while every thread copies.
 
-  run_sigkill.py --cuxfer CUXFER [--signal KILL|TERM|INT|PIPE] [--after SECONDS] --workdir DIR -- APP...
+  run_sigkill.py --cuxfer CUXFER [--signal KILL|TERM|INT|PIPE] [--after SECONDS]
+                 [--cupti LIBCUPTI --forced-flush-delay-us N] --workdir DIR -- APP...
+
+--cupti records with the stand-in libcupti (--cupti=on) whose forced flush
+takes N us, as a real one waits for the GPU's work in flight or for a driver
+lock the interrupted thread holds: the trace must still end complete, within
+the shim's 2 s, without the flush's records and with a note that says so.
 
 Runs APP (a long copy loop) under `cuxfer record`, sends the signal to the app
 (not the launcher) after --after seconds, then checks: the launcher died of
@@ -50,6 +56,8 @@ def main() -> int:
     ap.add_argument("--cuxfer", required=True)
     ap.add_argument("--after", type=float, default=1.0)
     ap.add_argument("--signal", choices=["KILL", "TERM", "INT", "PIPE"], default="KILL")
+    ap.add_argument("--cupti", help="the stand-in libcupti, recorded with --cupti=on")
+    ap.add_argument("--forced-flush-delay-us", type=int, default=0)
     ap.add_argument("--workdir", required=True)
     ap.add_argument("app", nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -58,7 +66,11 @@ def main() -> int:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     env = {**os.environ, "CUXFER_PROFILE_DIR": "/nonexistent/cuxfer-test-profiles"}
-    launcher = subprocess.Popen([a.cuxfer, "record", "-o", str(out / "t"), "--", *app], env=env,
+    cupti = []
+    if a.cupti:
+        env.update(CUXFER_CUPTI_LIB=a.cupti, SIMCUPTI_FORCED_FLUSH_DELAY_US=str(a.forced_flush_delay_us))
+        cupti = ["--cupti=on"]
+    launcher = subprocess.Popen([a.cuxfer, "record", *cupti, "-o", str(out / "t"), "--", *app], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(a.after)
     kids = children(launcher.pid)
@@ -69,7 +81,8 @@ def main() -> int:
     killed_at = time.time_ns()
     os.kill(kids[0], sig)
     so, se = launcher.communicate(timeout=60)
-    print(f"launcher exited {launcher.returncode}; stderr: {se.strip()[-300:]}")
+    ended_s = (time.time_ns() - killed_at) / 1e9
+    print(f"launcher exited {launcher.returncode} {ended_s:.2f} s after the signal; stderr: {se.strip()[-300:]}")
     rep = subprocess.run([a.cuxfer, "report", "--json", str(out / "t")], env=env, capture_output=True, text=True)
     if rep.returncode != 0:
         print(f"FAIL: report of the killed run exited {rep.returncode}: {rep.stderr}")
@@ -99,6 +112,12 @@ def main() -> int:
         if not any(f"was ended by {sig.name}" in n for n in p.get("notes", [])):
             bad.append(f"no note says {sig.name} ended the process: {p.get('notes')}")
         bound = HANDLED_BOUND_NS
+        if a.forced_flush_delay_us > 2_000_000:
+            # The flush outlasts the shim's wait: the trace ends without it, and says so.
+            if not any("its last flush of GPU records had not returned" in n for n in p.get("notes", [])):
+                bad.append(f"no note says CUPTI's last flush was left: {p.get('notes')}")
+            if ended_s > 3.0:
+                bad.append(f"the process ended {ended_s:.2f} s after the signal (the shim waits 2 s at most)")
     if lost_ns > bound:
         bad.append(f"{lost_ns / 1e6:.1f} ms of events lost (bound {bound / 1e6:.0f} ms)")
     if bad:
