@@ -46,12 +46,16 @@ bool primary_still_active(CUdevice dev) {
   return get_state && get_state(dev, &flags, &active) == CUDA_SUCCESS && active != 0;
 }
 
+void forget_primary(CUdevice dev);
+
 // A reset destroys the primary context whatever its references: the rewrite
 // lets go of what it had there before (while it exists), and its handle is
-// forgotten. Other contexts' zero-copy buffers are the app's and stay.
+// forgotten. Other contexts' zero-copy buffers are the app's and stay. A
+// handle a release on another thread destroyed, and has not forgotten yet,
+// is forgotten first: it is never bound again.
 CUresult reset_primary(CUdevice dev, DeviceCall reset) {
-  const CUcontext primary = dev >= 0 && dev < kMaxDevices ? g_primary[dev].load(std::memory_order_acquire) : nullptr;
-  rewrite::before_context_teardown(primary, static_cast<int>(dev));
+  if (known_primary(dev) && !primary_still_active(dev)) forget_primary(dev);
+  if (dev >= 0 && dev < kMaxDevices) rewrite::before_context_teardown(known_primary(dev), static_cast<int>(dev));
   const CUresult r = reset(dev);
   if (r == CUDA_SUCCESS && dev >= 0 && dev < kMaxDevices) {
     if (const CUcontext gone = g_primary[dev].exchange(nullptr, std::memory_order_acq_rel)) {

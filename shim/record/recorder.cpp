@@ -500,7 +500,7 @@ void Recorder::writer_loop() {
 }
 
 void Recorder::finish_for_exit() {
-  finish_phase_.store("the rewrite's last events (its pools given back)", std::memory_order_release);
+  finish_phase_.store("the rewrite's last notes", std::memory_order_release);
   if (auto before = before_shutdown_.load(std::memory_order_acquire)) before();
   const int value = exit_status_.load(std::memory_order_relaxed);
   std::string how;
@@ -516,7 +516,7 @@ void Recorder::finish_for_exit() {
   }
   note("the process " + how + ", which runs no exit handler: the trace writer finished the trace before it",
        /*warning=*/false);
-  finish_trace(kEndCuptiBudgetNs);
+  finish_trace(/*bounded=*/true);
   // The caller of _exit does not join this thread (nor does shutdown(): the
   // state is off), and a thread neither joined nor detached is a leak to
   // ThreadSanitizer's exit check.
@@ -804,7 +804,17 @@ bool Recorder::claim_end() {
 }
 
 void Recorder::shutdown() {
-  if (!claim_end()) return;
+  if (!claim_end()) {
+    // An exec failed after its finish gave up on CUPTI's last flush: the
+    // exit waits for it (10 s at most, never for ever), as an exit would
+    // have, before CUPTI tears down under it.
+    const uint64_t until = now_ns() + 10'000'000'000ull;
+    while (end_flush_.load(std::memory_order_acquire) == 1 && now_ns() < until) {
+      timespec pause{0, 1'000'000};
+      nanosleep(&pause, nullptr);
+    }
+    return;
+  }
   InternalScope internal;
   if (auto before = before_shutdown_.load(std::memory_order_acquire)) before();
   {
@@ -816,34 +826,41 @@ void Recorder::shutdown() {
   finish_trace();
 }
 
-bool Recorder::stop_cupti_within(uint64_t ns) {
+bool Recorder::stop_cupti_bounded() {
   CuptiCollector& collector = CuptiCollector::instance();
   if (!collector.active()) return true;
-  // On the heap: a flush that never returns keeps it (its thread stores into
-  // it last); one that returns in time hands it back.
-  struct Stop {
-    std::atomic<bool> done{false};
-  };
-  auto* stop = new (std::nothrow) Stop;
-  if (!stop || !spawn_quiet_thread([stop] {
-        CuptiCollector::instance().stop();
-        stop->done.store(true, std::memory_order_release);
-      })) {
-    delete stop;
-    collector.stop();  // no thread to spare: waited for here, as at an exit
+  if (collector.detached()) {  // no CUPTI call to wait for
+    collector.stop();
     return true;
   }
-  const uint64_t deadline = now_ns() + ns;
-  while (!stop->done.load(std::memory_order_acquire)) {
-    if (now_ns() >= deadline) return false;
+  end_flush_.store(1, std::memory_order_release);
+  if (!spawn_quiet_thread([this] {
+        InternalScope internal;  // the rewrite's hooks must not see CUPTI's own calls
+        CuptiCollector::instance().stop();
+        end_flush_.store(2, std::memory_order_release);
+      })) {
+    collector.stop();  // no thread to spare: waited for here, as at an exit
+    end_flush_.store(2, std::memory_order_release);
+    return true;
+  }
+  const uint64_t requested = end_requested_ns_.load(std::memory_order_acquire);
+  const uint64_t now = now_ns();
+  uint64_t deadline = now + kEndCuptiBudgetNs;
+  if (requested) deadline = std::min(deadline, requested + kExitFinishNs - std::min(kExitFinishNs, kEndCuptiMarginNs));
+  while (end_flush_.load(std::memory_order_acquire) != 2) {
+    if (now_ns() >= deadline) {
+      // Nothing enters CUPTI from now on (a first allocation's warm-up, a
+      // governor's switch): the flush thread holds it until the process ends.
+      g_hot_line.cupti_active.store(false, std::memory_order_release);
+      return false;
+    }
     timespec pause{0, 1'000'000};
     nanosleep(&pause, nullptr);
   }
-  delete stop;
   return true;
 }
 
-void Recorder::finish_trace(uint64_t cupti_budget_ns) {
+void Recorder::finish_trace(bool bounded) {
   if (allocation::exhausted()) {
     std::lock_guard<RankedMutex> lock(session_mutex_);
     notes_.push_back(
@@ -851,15 +868,13 @@ void Recorder::finish_trace(uint64_t cupti_budget_ns) {
         "without cuxfer (this trace ends early)");
   }
   finish_phase_.store("CUPTI's last records (its forced flush)", std::memory_order_release);
-  if (!cupti_budget_ns) {
+  if (!bounded) {
     CuptiCollector::instance().stop();
-  } else if (!stop_cupti_within(cupti_budget_ns)) {
+  } else if (!stop_cupti_bounded() && end_flush_.load(std::memory_order_acquire) != 2) {
     std::lock_guard<RankedMutex> lock(session_mutex_);
-    notes_.push_back("cupti: its last flush of GPU records had not returned " +
-                     std::to_string(cupti_budget_ns / 1000000) +
-                     " ms after the process began to end (GPU work still in flight, or a CUDA call that the end "
-                     "interrupted holding the driver): the trace ends without the records it held, and their copies "
-                     "count as without a GPU record");
+    notes_.push_back("cupti: its last flush of GPU records had not returned when the trace had to end (GPU work "
+                     "still in flight, or a CUDA call that the end interrupted holding the driver): the trace ends "
+                     "without the records it held, and their copies count as without a GPU record");
   }
   finish_phase_.store("the notes", std::memory_order_release);
   if (cupti_detaches_ > 0) {
@@ -943,6 +958,7 @@ bool Recorder::finish_before_end(EndKind kind, int status, const char* exec_path
     for (; n < kExecPathMax && exec_path[n]; ++n) exec_path_[n] = exec_path[n];
     exec_path_[n] = '\0';
   }
+  end_requested_ns_.store(now_ns(), std::memory_order_release);  // clock_gettime: async-signal-safe
   exit_requested_.store(true, std::memory_order_release);
   await_exit_finish();
   return true;
@@ -1070,6 +1086,8 @@ void Recorder::after_fork_child() {
   exit_requested_.store(false, std::memory_order_relaxed);
   exit_finished_.store(false, std::memory_order_relaxed);
   finish_phase_.store(nullptr, std::memory_order_relaxed);
+  end_flush_.store(0, std::memory_order_relaxed);  // a parent's flush thread does not exist here
+  end_requested_ns_.store(0, std::memory_order_relaxed);
   notes_.clear();
   governed_.store(false, std::memory_order_relaxed);
   governor_ = GovernorState{};

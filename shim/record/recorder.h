@@ -232,17 +232,24 @@ class Recorder {
   void finish_for_exit();
   // What shutdown() and an _exit do once the writer has stopped cycling: the
   // last notes and the final cycle (End block); the trace file is closed.
-  // `cupti_budget_ns`: 0 waits for CUPTI's last flush however long it takes
-  // (an exit); else at most that long (stop_cupti_within).
-  void finish_trace(uint64_t cupti_budget_ns = 0);
-  // CUPTI's forced flush on a thread of its own, waited for at most `ns`:
-  // at the process's end it may wait for GPU work in flight, or for a driver
-  // lock that the interrupted thread holds (an end signal's handler that ran
-  // inside a CUDA call), past the time the caller can wait. False when it
-  // had not returned: the trace then ends without the records it held.
-  bool stop_cupti_within(uint64_t ns);
-  // Part of kExitFinishNs: the rest is for the notes and the last write.
+  // `bounded`: CUPTI's last flush is waited for only as long as the caller
+  // of an _exit, exec or end signal can wait (stop_cupti_bounded); else
+  // however long it takes (an exit).
+  void finish_trace(bool bounded = false);
+  // CUPTI's forced flush on a thread of its own, waited for until
+  // kEndCuptiMarginNs before the caller's kExitFinishNs run out, and for at
+  // most kEndCuptiBudgetNs: at the process's end it may wait for GPU work in
+  // flight, or for a driver lock that the interrupted thread holds (an end
+  // signal's handler that ran inside a CUDA call). False when it had not
+  // returned: the trace then ends without the records it held, and nothing
+  // enters CUPTI again (an exec that fails leaves the process running).
+  bool stop_cupti_bounded();
   static constexpr uint64_t kEndCuptiBudgetNs = 1'200'000'000;
+  static constexpr uint64_t kEndCuptiMarginNs = 600'000'000;  // the notes, the last events, the End
+  // The forced flush of stop_cupti_bounded: 0 not started, 1 running, 2 returned.
+  std::atomic<int> end_flush_{0};
+  // When an _exit, exec or end signal asked for the finish (the caller's clock starts).
+  std::atomic<uint64_t> end_requested_ns_{0};
 
   std::atomic<void (*)()> before_shutdown_{nullptr};
   std::atomic<void (*)()> in_fork_child_{nullptr};

@@ -486,7 +486,7 @@ void device_memory_made() {
 
 void before_context_teardown(CUcontext ctx, int reset_device) {
   const Config& c = config();
-  if (!c.enabled || !c.rewrite_any() || thread_state().internal) return;
+  if (!c.enabled || !c.rewrite_any() || thread_state().internal || (!ctx && reset_device < 0)) return;
   InternalScope internal;
   if (registrations_exist()) {
     // Requests still queued would push the context that is going.
@@ -498,7 +498,7 @@ void before_context_teardown(CUcontext ctx, int reset_device) {
                                   "again as they are reused",
                               /*warning=*/false);
   }
-  zero_copy_teardown(ctx, reset_device);
+  zero_copy_teardown(ctx);
   staging_teardown(reset_device >= 0 ? nullptr : ctx);
 }
 

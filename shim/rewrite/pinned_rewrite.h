@@ -114,10 +114,11 @@ void set_memhooks_attached();
 // the app's first copies.
 void device_memory_made();
 // A context is about to be destroyed, or (`reset_device` >= 0) the primary
-// context of that device reset (`ctx`: its handle, null when not known):
-// registrations are dropped while it still exists, its zero-copy buffers
-// freed, and staging stops if its pool lived there (after a reset, every
-// pool: they are made again as copies need them).
+// context of that device reset (`ctx`: its handle, null when the shim never
+// saw it): registrations are dropped while it still exists, its zero-copy
+// buffers freed, and staging stops if its pool lived there (after a reset,
+// every pool: they are made again as copies need them). A destroy that names
+// no context destroys nothing: nothing is done.
 void before_context_teardown(CUcontext ctx, int reset_device = -1);
 // A primary context's reference is about to be released, perhaps its last
 // (which destroys it: known only afterwards): the background registrations

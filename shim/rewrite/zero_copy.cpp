@@ -192,18 +192,18 @@ bool zero_copy_alloc(uint64_t bytes, uint64_t* out) {
   return true;
 }
 
-void zero_copy_teardown(CUcontext going, int ordinal) {
+void zero_copy_teardown(CUcontext going) {
   // Threads' events may be the going context's: each thread drops its own at
   // its next use, from now on rather than after the driver freed them (a
   // thread bound to another context would otherwise destroy a dead event).
   g_contexts_gone.fetch_add(1, std::memory_order_acq_rel);
-  if (!zero_copy_exists()) return;
+  if (!going || !zero_copy_exists()) return;
   std::vector<Buffer> gone;
   Table& t = table();
   {
     std::lock_guard<RankedMutex> lock(t.mutex);
     for (auto it = t.buffers.begin(); it != t.buffers.end();) {
-      if (going ? it->ctx != going : (ordinal >= 0 && it->ordinal != ordinal)) {
+      if (it->ctx != going) {
         ++it;  // another context's: another thread may be copying into it now
         continue;
       }
@@ -219,7 +219,7 @@ void zero_copy_teardown(CUcontext going, int ordinal) {
   if (!drv) return;
   // The going context need not be the current one (cuCtxDestroy of another):
   // its work is waited for, and its memory freed, with it current.
-  const bool pushed = going && drv->ctx_push_current && drv->ctx_push_current(going) == CUDA_SUCCESS;
+  const bool pushed = drv->ctx_push_current(going) == CUDA_SUCCESS;
   drv->ctx_synchronize();
   for (const Buffer& b : gone) drv->free_host(reinterpret_cast<void*>(b.host));
   if (pushed) {

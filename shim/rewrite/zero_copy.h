@@ -51,12 +51,13 @@ Action try_zero_copy(const CallDesc& d, int& result);
 void blocking_stream_created(CUstream s);
 void stream_destroyed(CUstream s);
 void per_thread_stream_used();
-// A context is going (`going`; null: the primary context of device
-// `ordinal`, its handle not known): the zero-copy buffers made in it are
-// freed while it still exists (the app's pointers to them are invalid after,
-// like its device memory); other contexts' buffers stay, the app's to use.
-// Threads' events are dropped from now on, as after zero_copy_context_gone.
-void zero_copy_teardown(CUcontext going, int ordinal);
+// The context `going` is about to be destroyed or reset: the zero-copy
+// buffers made in it are freed while it still exists (the app's pointers to
+// them are invalid after, like its device memory); other contexts' buffers
+// stay, the app's to use. Threads' events are dropped from now on, as after
+// zero_copy_context_gone. Null (a primary context whose handle the shim never
+// saw, hence none of its buffers): nothing is freed.
+void zero_copy_teardown(CUcontext going);
 // The context `gone` was destroyed: the buffers made in it went with it and
 // are forgotten, with no driver call.
 void zero_copy_context_gone(CUcontext gone);
