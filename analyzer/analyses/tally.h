@@ -160,6 +160,11 @@ struct FindingsTally {
   bool large_used_measured = false, large_used_nominal = false;
   double large_ref_max = 0;  // the largest reference of a summed copy
   uint64_t large_gpu_calls = 0;
+  // duplicate_uploads and round_trips of a streamed report: the copies that
+  // repeat, summed per site id (duplicates.h, add_repeated_copies) as each
+  // process ends. Empty in a report holding the events (it walks the job's
+  // copies itself) and in a summary (which keeps no fingerprints).
+  std::vector<SiteSum> duplicate_sites, round_trip_sites;
 };
 // Sum one qualifying copy into FindingsTally::async_sites / large_sites with
 // the known references (findings.cpp; the same arithmetic as for a listed copy).
