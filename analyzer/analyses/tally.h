@@ -323,9 +323,11 @@ void finish_tally(JobTally& tally);
 void tally_references(FindingsTally& f, std::span<const model::Call> calls, const Thresholds& t);
 
 // The report from a tally. `events`: the job holds its calls (a job made from
-// summaries holds none): the parts that need them (overlap, sync_copy_idle,
-// duplicate_uploads, round_trips, managed memory, NVTX ranges) are computed
-// only then.
+// summaries, or streamed, holds none): the parts that need them (overlap,
+// sync_copy_idle, managed memory) are computed only then. duplicate_uploads
+// and round_trips come from the job's copies then, and from the tally's sums
+// otherwise (FindingsTally::duplicate_sites: a streamed job's; a summary's
+// are empty).
 Report analyze_tally(const model::Job& job, JobTally& tally, const Thresholds& thresholds, bool events);
 // One line when processes whose call sites hold Python frames made copies
 // whose sites have none (python_threads.cpp): how many, their bytes, on how
