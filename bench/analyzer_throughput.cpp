@@ -2,8 +2,8 @@
 // disk (issue bars: >= 5 M events/s on one core, <= 32 bytes per event).
 //
 //   analyzer_throughput [--events N] [--threads T] [--sites S] [--rounds R]
-//                       [--gpu none|joined|late] [--allocs K] [--python] [--nvtx] [--out FILE]
-//                       [--keep] [--check]
+//                       [--gpu none|joined|late] [--allocs K] [--python] [--nvtx] [--fingerprints]
+//                       [--out FILE] [--keep] [--check]
 //
 // Writes a trace the way the shim does (blocks of up to 65536 events, zstd)
 // with realistic variety — T threads interleaved, S call sites, a mix of sizes,
@@ -23,6 +23,12 @@
 // --nvtx makes its threads push NVTX ranges, as PyTorch's profiler ranges or
 // Megatron's do: about one event in 32 is the shim's record of a thread's
 // range stack changing (one of 40 stacks up to 3 deep, or none open).
+// --fingerprints follows each copy the shim fingerprints by default (H2D and
+// D2H of at least 1 MiB, but no async D2H into pinned memory) with its
+// content fingerprint, as the shim writes it: one of 64 contents and 64
+// device buffers, so that some uploads repeat what a buffer holds and some
+// send back what a download brought (duplicate_uploads, round_trips). Each
+// fingerprint is one of the --events.
 // Prints one
 // machine-readable line per round, the per-phase medians, and whether the
 // medians meet the bars; --check makes a missed bar the exit status (1).
@@ -31,6 +37,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <string>
 #include <sys/resource.h>
@@ -118,7 +125,7 @@ void write_cycle(trace::TraceWriter& w, std::vector<trace::Event>& cycle, std::m
 }
 
 bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uint32_t sites, GpuRecords gpu,
-                 uint32_t allocs, bool python, bool nvtx) {
+                 uint32_t allocs, bool python, bool nvtx, bool fingerprints) {
   std::string error;
   auto w = trace::TraceWriter::create(path, 0600, &error);
   if (!w) {
@@ -135,7 +142,10 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
   w->write_block(trace::BlockType::Process, payload);
   payload.clear();
   std::vector<std::string> apis = {"cudaMemcpy", "cudaMemcpyAsync", "cuMemcpyHtoDAsync_v2"};
+  const auto nvtx_api = static_cast<uint16_t>(apis.size());
   if (nvtx) apis.push_back(trace::kNvtxApiName);
+  const auto fingerprint_api = static_cast<uint16_t>(apis.size());
+  if (fingerprints) apis.push_back(trace::kFingerprintApiName);
   trace::encode_strings(apis, payload);
   w->write_block(trace::BlockType::ApiNames, payload);
   std::vector<trace::CallSite> cs;
@@ -190,6 +200,7 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
   block.reserve(65536);
   std::vector<trace::GpuRecord> held_back, late;  // Late's first cycle's records; the next cycle's
   uint64_t t = 1'000'000'000;
+  std::optional<trace::Event> print;  // the fingerprint of the copy just made, written next
   // A full block (a write cycle's with GPU records), or the last, is written.
   auto flush_block = [&](bool last) {
     if (gpu != GpuRecords::None) {
@@ -204,13 +215,19 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
   };
   for (uint64_t i = 0; i < events; ++i) {
     trace::Event e{};
+    if (print) {
+      block.push_back(*print);
+      print.reset();
+      flush_block(i + 1 == events);
+      continue;
+    }
     if (nvtx && rng() % 32 == 0) {
       // A thread's range stack changed: the shim writes it before the thread's next event.
       e.t_enter_ns = e.t_exit_ns = t;
       e.thread_id = 1000 + static_cast<uint32_t>(rng() % threads);
       e.callsite_id = static_cast<uint32_t>(rng() % (kNvtxStacks + 1));  // 0: no range open
       e.bytes = e.callsite_id == 0 ? 0 : e.callsite_id <= 2 ? 1 : 3;
-      e.api = 3;
+      e.api = nvtx_api;
       e.kind = static_cast<uint8_t>(trace::EventKind::NvtxRanges);
       block.push_back(e);
       flush_block(i + 1 == events);
@@ -241,6 +258,24 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
       e.direction = e.src_kind = e.dst_kind = 0;
       e.flags = 0;
       e.stream = 0;
+    }
+    // As the shim's fingerprint_copy() (interpose/call_scope.cpp) chooses.
+    const bool async_into_pinned =
+        !h2d && (e.flags & trace::kFlagAsync) && host == static_cast<uint8_t>(trace::MemKind::Pinned);
+    if (fingerprints && e.kind == static_cast<uint8_t>(trace::EventKind::Copy) && size >= (1u << 20) &&
+        !async_into_pinned) {
+      trace::Event f{};
+      f.t_enter_ns = e.t_exit_ns;
+      f.t_exit_ns = e.t_exit_ns + 1000;
+      f.address = 0x5eed0000 + rng() % 64;                          // the content's hash
+      f.stream = 0x7f3400000000ull + (rng() % 64) * (64ull << 20);  // the device buffer
+      f.bytes = e.bytes;
+      f.correlation_id = e.correlation_id;
+      f.thread_id = e.thread_id;
+      f.api = fingerprint_api;
+      f.kind = static_cast<uint8_t>(trace::EventKind::Fingerprint);
+      f.direction = e.direction;
+      print = f;
     }
     block.push_back(e);
     flush_block(i + 1 == events);
@@ -347,11 +382,15 @@ int main(int argc, char** argv) {
   bool check = false, keep = false;
   GpuRecords gpu = GpuRecords::None;
   uint32_t allocs = 0;
-  bool python = false, nvtx = false;
+  bool python = false, nvtx = false, fingerprints = false;
   for (int i = 1; i < argc; i += 2) {
     std::string a = argv[i];
-    if (a == "--check" || a == "--keep" || a == "--python" || a == "--nvtx") {
-      (a == "--check" ? check : a == "--keep" ? keep : a == "--nvtx" ? nvtx : python) = true;
+    if (a == "--check" || a == "--keep" || a == "--python" || a == "--nvtx" || a == "--fingerprints") {
+      (a == "--check"    ? check
+       : a == "--keep"   ? keep
+       : a == "--nvtx"   ? nvtx
+       : a == "--python" ? python
+                         : fingerprints) = true;
       --i;  // takes no value
       continue;
     }
@@ -369,13 +408,14 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: analyzer_throughput [--events N] [--threads T] [--sites S] [--rounds R] "
-          "[--gpu none|joined|late] [--allocs K] [--python] [--nvtx] [--out FILE] [--keep] [--check]\n");
+          "[--gpu none|joined|late] [--allocs K] [--python] [--nvtx] [--fingerprints] [--out FILE] [--keep] "
+          "[--check]\n");
       return 2;
     }
   }
   if (events == 0 || threads == 0 || sites == 0 || (rounds == 0 && !keep)) return 2;
   ::unlink(out.c_str());
-  if (!write_trace(out, events, threads, sites, gpu, allocs, python, nvtx)) return 1;
+  if (!write_trace(out, events, threads, sites, gpu, allocs, python, nvtx, fingerprints)) return 1;
   if (rounds == 0) return 0;  // --rounds 0 --keep: the trace only (to measure `cuxfer report` on it)
   struct stat st {};
   ::stat(out.c_str(), &st);

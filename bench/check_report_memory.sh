@@ -8,7 +8,10 @@
 # (one a copy, as on a real GPU), which the streamed report joins to the
 # calls a block at a time. And of a trace whose threads push NVTX ranges
 # (with GPU records), whose range table the streamed report sums per range
-# stack, call site and class.
+# stack, call site and class. And of a trace with content fingerprints (and
+# GPU records), whose fingerprinted copies the streamed report keeps, 64
+# bytes each (analyses/duplicates.h), for duplicate_uploads and round_trips:
+# its memory grows with them, not with the events.
 #   check_report_memory.sh ANALYZER_THROUGHPUT CUXFER DIR [EVENTS]
 set -euo pipefail
 bench=$1 cuxfer=$2 dir=$3 events=${4:-1000000}
@@ -23,18 +26,19 @@ peak_kib() {
   cat "$dir/rss"
 }
 
-# Traces of N and 4N events, written with the options after the first four
+# Traces of N and 4N events, written with the options after the first five
 # ($1 names their kind): the report's peak resident set may grow by an eighth
 # of what holding 3N more events would add ($3 bytes each: a 64-byte event and
-# a 56-byte call, and a 48-byte GPU record where there are records), at most
-# 128 MiB in all; the report says $2 (unless empty); and the streamed report
-# is byte for byte the one made holding the events, as text and as JSON.
+# a 56-byte call, and a 48-byte GPU record where there are records), plus
+# what the streamed report keeps of them by design ($4 bytes an event), at
+# most 128 MiB in all; the report says $2 (unless empty); and the streamed
+# report is byte for byte the one made holding the events, as text and as JSON.
 check_kind() {
-  local kind=$1 says=$2 bytes_per_event=$3 rounds=$4
-  shift 4
+  local kind=$1 says=$2 bytes_per_event=$3 kept_per_event=$4 rounds=$5
+  shift 5
   "$bench" --events "$events" --rounds "$rounds" "$@" --out "$dir/small.trace" --keep >/dev/null
   "$bench" --events $((4 * events)) --rounds "$rounds" "$@" --out "$dir/big.trace" --keep >/dev/null
-  local small big allowance=$((3 * events * bytes_per_event / 1024 / 8))
+  local small big allowance=$((3 * events * bytes_per_event / 1024 / 8 + 3 * events * kept_per_event / 1024))
   small=$(peak_kib "$dir/small.trace" "$dir/small.txt")
   big=$(peak_kib "$dir/big.trace" "$dir/big.txt")
   echo "peak resident ($kind): $events events ${small} KiB, $((4 * events)) events ${big} KiB"
@@ -49,13 +53,18 @@ check_kind() {
   rm -f "$dir/small.trace" "$dir/big.trace"
 }
 
-check_kind plain "" 120 1
+check_kind plain "" 120 0 1
 # A Python program's trace (call sites with Python frames, one in 8 native
 # only), with its note on copies without a Python line.
-check_kind "Python frames" "have no Python line" 120 0 --python
+check_kind "Python frames" "have no Python line" 120 0 0 --python
 # CUPTI's GPU records, joined to the calls a block at a time.
-check_kind "GPU records" "GPU records joined to calls by time" 168 0 --gpu joined
+check_kind "GPU records" "GPU records joined to calls by time" 168 0 0 --gpu joined
 # NVTX ranges (one event in 32 a thread's range stack changing), with GPU
 # records: the calls' ranges follow them through the join.
-check_kind "NVTX ranges, GPU records" "NVTX ranges" 168 0 --nvtx --gpu joined
+check_kind "NVTX ranges, GPU records" "NVTX ranges" 168 0 0 --nvtx --gpu joined
+# Content fingerprints (each copy the shim would fingerprint followed by its
+# fingerprint: 28 events in 100 are such copies in this mix), with GPU
+# records: the report keeps each fingerprinted copy, 24 bytes for its
+# fingerprint and 40 for the copy, about 18 bytes an event.
+check_kind "content fingerprints, GPU records" "duplicate_uploads" 168 18 0 --fingerprints --gpu joined
 echo ok

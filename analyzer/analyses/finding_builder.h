@@ -15,18 +15,25 @@ class FindingBuilder {
 
   // One call: the time it took and the part of it the finding deems recoverable.
   void add(const model::Call& c, uint64_t time_ns, uint64_t recoverable_ns) {
-    ++f_.calls;
-    f_.bytes += c.bytes();
+    add_sum(c.site == model::kNoSite ? 0 : c.site + 1, 1, c.bytes(), time_ns, time_ns, recoverable_ns);
+  }
+
+  // Calls of one call site (id: Job::sites index + 1, 0 = none) summed
+  // elsewhere: how many, their bytes, time and longest time, and the part
+  // of their time deemed recoverable.
+  void add_sum(uint32_t id, uint64_t calls, uint64_t bytes, uint64_t time_ns, uint64_t max_ns,
+               uint64_t recoverable_ns) {
+    f_.calls += calls;
+    f_.bytes += bytes;
     f_.time_ns += time_ns;
-    f_.max_ns = std::max(f_.max_ns, time_ns);
+    f_.max_ns = std::max(f_.max_ns, max_ns);
     recoverable_ += recoverable_ns;
-    const uint32_t id = c.site == model::kNoSite ? 0 : c.site + 1;
     FindingSite& s = sites_[id];
     s.callsite = id;
-    ++s.calls;
-    s.bytes += c.bytes();
+    s.calls += calls;
+    s.bytes += bytes;
     s.time_ns += time_ns;
-    s.max_ns = std::max(s.max_ns, time_ns);
+    s.max_ns = std::max(s.max_ns, max_ns);
     s.estimated_recoverable_ns = s.estimated_recoverable_ns.value_or(0) + recoverable_ns;
   }
 

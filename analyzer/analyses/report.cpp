@@ -1,4 +1,5 @@
 #include "analyzer/analyses/report.h"
+#include "analyzer/analyses/duplicates.h"
 #include "analyzer/analyses/tally.h"
 
 #include <algorithm>
@@ -139,7 +140,13 @@ Report analyze_tally(const model::Job& job, JobTally& tally, const Thresholds& t
   if (events) {
     r.overlap = overlap_totals(job);
     for (auto& f : find_sync_copy_idle(job, thresholds)) r.findings.push_back(std::move(f));
-    for (auto& f : find_duplicates_and_round_trips(job, thresholds)) r.findings.push_back(std::move(f));
+  }
+  // duplicate_uploads and round_trips: from the job's copies, or from the
+  // sums of a streamed job's (analyses/stream.h; a summary keeps none).
+  for (auto& f :
+       events ? find_duplicates_and_round_trips(job, thresholds) : repeated_copy_findings(tally.findings))
+    r.findings.push_back(std::move(f));
+  if (events) {
     r.managed = managed_totals(job);
     for (auto& f : find_managed_migrations(job, r.managed, thresholds)) r.findings.push_back(std::move(f));
   }

@@ -26,12 +26,17 @@ model::Job one_process_job(const model::Job& frame, uint32_t process) {
   return job;
 }
 
-// An event whose report needs the whole job's events: a content fingerprint
-// (duplicate_uploads, round_trips) or a managed allocation (managed memory).
-bool event_needs_events(const trace::Event& e, bool shim) {
-  if (shim) return e.kind == static_cast<uint8_t>(trace::EventKind::Fingerprint);
+// An app's managed allocation: the report's managed memory part needs the
+// whole job's events. (Content fingerprints do not: the first pass gathers
+// them and the tally's pairs them with their copies, duplicates.h.)
+bool is_managed_allocation(const trace::Event& e) {
   return e.kind == static_cast<uint8_t>(trace::EventKind::ManagedAlloc) && !(e.flags & trace::kFlagFailed) &&
          e.address != 0;
+}
+
+// A content fingerprint of the shim's (build_job keeps it among the shim's calls).
+bool is_fingerprint(const trace::Event& e, bool shim) {
+  return shim && e.kind == static_cast<uint8_t>(trace::EventKind::Fingerprint);
 }
 
 // Reads the events of process `process` of the frame again, a block at a
@@ -214,9 +219,10 @@ std::optional<std::string> needs_events(const model::Job& frame) {
   return std::nullopt;
 }
 
-std::optional<FindingsTally> stream_references(const model::Job& frame, uint32_t process, const Thresholds& t,
-                                               std::string* why) {
-  FindingsTally f;
+std::optional<FirstPass> stream_references(const model::Job& frame, uint32_t process, const Thresholds& t,
+                                           std::string* why) {
+  FirstPass out;
+  FindingsTally& f = out.references;
   // The return times into the histogram (one entry per distinct time) now and then.
   auto compact_now_and_then = [&] {
     if (f.pinned_async_return_ns[0].size() + f.pinned_async_return_ns[1].size() > (size_t{1} << 16))
@@ -229,9 +235,11 @@ std::optional<FindingsTally> stream_references(const model::Job& frame, uint32_t
                                       [&](std::span<const model::Call> calls,
                                           std::span<const model::Call> shim, std::span<const uint32_t>) {
                                         for (const model::Call& c : shim)
-                                          if (event_needs_events(*c.event, true)) return false;
+                                          if (is_fingerprint(*c.event, true))
+                                            out.fingerprints.add(c.event->correlation_id, c.event->address,
+                                                                 c.event->stream);
                                         for (const model::Call& c : calls)
-                                          if (event_needs_events(*c.event, false)) return false;
+                                          if (is_managed_allocation(*c.event)) return false;
                                         tally_references(f, calls, t);
                                         compact_now_and_then();
                                         return true;
@@ -239,7 +247,8 @@ std::optional<FindingsTally> stream_references(const model::Job& frame, uint32_t
     if (read.inexact && why) *why = join_window_note(frame.processes[process], read.why_inexact);
     if (!read.ok) return std::nullopt;
     compact_finding_inputs(f);
-    return f;
+    out.fingerprints.finish();
+    return out;
   }
   // Only the pinned H2D/D2H copies count here: each event is looked at
   // without being made a call. (An event of impossible size is not bounded
@@ -248,8 +257,10 @@ std::optional<FindingsTally> stream_references(const model::Job& frame, uint32_t
   const bool read = read_events(frame, process, [&](std::span<trace::Event> events) {
     for (const trace::Event& e : events) {
       const bool shim = feed.is_shim(e);
-      if (event_needs_events(e, shim)) return false;
-      if (shim || e.kind != static_cast<uint8_t>(trace::EventKind::Copy) || (e.flags & trace::kFlagFailed)) continue;
+      if (is_fingerprint(e, shim)) out.fingerprints.add(e.correlation_id, e.address, e.stream);
+      if (shim) continue;
+      if (is_managed_allocation(e)) return false;
+      if (e.kind != static_cast<uint8_t>(trace::EventKind::Copy) || (e.flags & trace::kFlagFailed)) continue;
       model::Call c;
       c.event = &e;
       c.cls = model::classify(e);
@@ -261,7 +272,8 @@ std::optional<FindingsTally> stream_references(const model::Job& frame, uint32_t
   });
   if (!read) return std::nullopt;
   compact_finding_inputs(f);
-  return f;
+  out.fingerprints.finish();
+  return out;
 }
 
 Thresholds::RunReferences job_references(const std::vector<FindingsTally>& inputs) {
@@ -277,7 +289,8 @@ Thresholds::RunReferences job_references(const std::vector<FindingsTally>& input
 }
 
 std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t process, const Thresholds& t,
-                                            uint64_t& event_bytes, std::string* why) {
+                                            const Fingerprints* fingerprints, uint64_t& event_bytes,
+                                            std::string* why) {
   model::Job job = one_process_job(frame, process);
   JobTally tally = start_tally(job, t);
   model::CallFeed feed(frame, process);
@@ -285,17 +298,26 @@ std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t pr
   std::optional<model::GateAccount> gate;
   if (p.gpu_timing) gate.emplace(p.trace);
   FindingInputsCompactor compactor;
+  // The fingerprinted copies as the join hands them out (with their GPU
+  // time), in trace order; mostly one per fingerprint.
+  if (fingerprints && fingerprints->empty()) fingerprints = nullptr;
+  std::vector<FingerprintedCopy> fingerprinted;
+  if (fingerprints) fingerprinted.reserve(fingerprints->size());
   const CallsRead read = read_calls(frame, process, feed,
                                     [&](std::span<const model::Call> calls, std::span<const model::Call> shim,
                                         std::span<const uint32_t> call_ranges) {
                                       if (gate)
                                         for (const model::Call& c : calls) gate->add(c);
+                                      if (fingerprints)
+                                        for (const model::Call& c : calls)
+                                          add_fingerprinted_copy(c, *fingerprints, fingerprinted);
                                       tally_more(tally, job, calls, shim, t, call_ranges);
                                       compactor.now_and_then(tally.findings);
                                       return true;
                                     });
   if (read.inexact && why) *why = join_window_note(p, read.why_inexact);
   if (!read.ok || feed.impossible_note()) return std::nullopt;
+  if (fingerprints) add_repeated_copies(fingerprinted, *fingerprints, tally.findings);
   finish_tally(tally);
   ProcessRecord r;
   if (gate) {
@@ -318,7 +340,8 @@ std::optional<ProcessRecord> summarize_streamed(const model::Job& frame) {
   if (frame.processes.size() != 1 || needs_events(frame)) return std::nullopt;
   const Thresholds t;  // a summary's: no machine profile, the references not known
   uint64_t event_bytes = 0;
-  std::optional<ProcessRecord> r = stream_process(frame, 0, t, event_bytes);
+  // No fingerprints: a summary keeps no duplicate_uploads or round_trips.
+  std::optional<ProcessRecord> r = stream_process(frame, 0, t, nullptr, event_bytes);
   // build_job bounds the bytes of the job, here the one process's events.
   if (!r || event_bytes > model::kImpossibleJobBytes) return std::nullopt;
   compact_finding_inputs(r->tally.findings);

@@ -14,8 +14,14 @@
 // Exact: the report equals analyze() of build_job() of the same traces,
 // which is why only jobs whose report needs nothing but the tally stream.
 // The rest (GPU records joined by correlation id, kernel or unified-memory
-// records, a governor that turned the records off, content fingerprints,
-// managed allocations) take the path that holds the events. Python frames
+// records, a governor that turned the records off, managed allocations)
+// take the path that holds the events. Content fingerprints stream: the
+// first pass gathers each process's fingerprints, the tally's pass keeps its
+// fingerprinted copies (with their GPU time, as the join hands them out),
+// and at the process's end they are walked and the copies that repeat
+// summed per site (duplicates.h): memory grows with the fingerprinted copies
+// (at most one per copy of CUXFER_FINGERPRINT_MIN bytes, 1 MiB by default),
+// not with the events. Python frames
 // stream: their call sites come with the frame, and the note on copies
 // without a Python line is the tally's (ProcessTally). So do NVTX ranges:
 // the frame holds the range stacks, each call's is replayed as the call is
@@ -28,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/analyses/duplicates.h"
 #include "analyzer/analyses/summary.h"
 #include "analyzer/model/job.h"
 #include "trace/reader.h"
@@ -49,26 +56,36 @@ std::optional<std::string> needs_events(const model::Job& frame);
 // tally, which with the references known sums the findings' copies per site
 // instead of listing them (Thresholds::known).
 //
-// The references' inputs of process `process` of the frame: the pinned
-// copies' return times (as a histogram, one entry per distinct time) and
-// large transfers. Nullopt when it needs its events after all (a content
-// fingerprint, a managed allocation) or its trace reads differently from
-// the first time.
+// What the first pass over a process's events gathers for the second.
+struct FirstPass {
+  // The references' inputs: the pinned copies' return times (as a
+  // histogram, one entry per distinct time) and large transfers.
+  FindingsTally references;
+  // Its content fingerprints (finished), which the tally's pass pairs with
+  // their copies for duplicate_uploads and round_trips.
+  Fingerprints fingerprints;
+};
+// The first pass of process `process` of the frame. Nullopt when it needs
+// its events after all (a managed allocation) or its trace reads differently
+// from the first time.
 // `why`, if given, is set when the GPU records could not be joined in the window.
-std::optional<FindingsTally> stream_references(const model::Job& frame, uint32_t process, const Thresholds& t,
-                                               std::string* why = nullptr);
+std::optional<FirstPass> stream_references(const model::Job& frame, uint32_t process, const Thresholds& t,
+                                           std::string* why = nullptr);
 // The references of the whole job from every process's inputs.
 Thresholds::RunReferences job_references(const std::vector<FindingsTally>& inputs);
 
 // Process `process` of the frame tallied with `t`: in a report, with its
-// `known` references set (after stream_references found the process may
-// stream); in a summary, without (summarize_streamed). A record as summarize
-// makes one (before its trace is cut to its header), with `event_bytes` the
-// sum of its events' bytes. Nullopt when its trace reads differently from the first time, or
+// `known` references set and its `fingerprints` (after stream_references
+// found the process may stream), whose copies that repeat the tally sums
+// (FindingsTally::duplicate_sites, round_trip_sites); in a summary, without
+// either (null: summarize_streamed). A record as summarize makes one (before
+// its trace is cut to its header), with `event_bytes` the sum of its events'
+// bytes. Nullopt when its trace reads differently from the first time, or
 // for an event of impossible size (its note's place among the job's notes
 // is build_job's to say).
 std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t process, const Thresholds& t,
-                                            uint64_t& event_bytes, std::string* why = nullptr);
+                                            const Fingerprints* fingerprints, uint64_t& event_bytes,
+                                            std::string* why = nullptr);
 
 // The record `cuxfer summarize` makes of the trace of a frame of one process
 // (summary.h record_process of build_job of the trace), its events read a

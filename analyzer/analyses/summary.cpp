@@ -859,7 +859,8 @@ MergedJob merge_records(std::vector<ProcessRecord> records, MergeOrder order) {
       f.large_pageable_counts.push_back(x.findings.large_count(i));
     }
     for (size_t id = 1; id < x.findings.storm.size(); ++id) f.storm.push_back(x.findings.storm[id]);
-    // Copies summed per site in a streamed pass (FindingsTally::async_sites).
+    // Copies summed per site in a streamed pass (FindingsTally::async_sites,
+    // duplicate_sites and their kind).
     auto merge_sums = [&](std::vector<FindingsTally::SiteSum>& into, const std::vector<FindingsTally::SiteSum>& from) {
       if (from.empty()) return;
       into.resize(std::max(into.size(), site_base + from.size()));
@@ -875,6 +876,8 @@ MergedJob merge_records(std::vector<ProcessRecord> records, MergeOrder order) {
     };
     merge_sums(f.async_sites, x.findings.async_sites);
     merge_sums(f.large_sites, x.findings.large_sites);
+    merge_sums(f.duplicate_sites, x.findings.duplicate_sites);
+    merge_sums(f.round_trip_sites, x.findings.round_trip_sites);
     f.async_measured |= x.findings.async_measured;
     f.large_used_measured |= x.findings.large_used_measured;
     f.large_used_nominal |= x.findings.large_used_nominal;

@@ -160,6 +160,11 @@ struct FindingsTally {
   bool large_used_measured = false, large_used_nominal = false;
   double large_ref_max = 0;  // the largest reference of a summed copy
   uint64_t large_gpu_calls = 0;
+  // duplicate_uploads and round_trips of a streamed report: the copies that
+  // repeat, summed per site id (duplicates.h, add_repeated_copies) as each
+  // process ends. Empty in a report holding the events (it walks the job's
+  // copies itself) and in a summary (which keeps no fingerprints).
+  std::vector<SiteSum> duplicate_sites, round_trip_sites;
 };
 // Sum one qualifying copy into FindingsTally::async_sites / large_sites with
 // the known references (findings.cpp; the same arithmetic as for a listed copy).
@@ -318,9 +323,11 @@ void finish_tally(JobTally& tally);
 void tally_references(FindingsTally& f, std::span<const model::Call> calls, const Thresholds& t);
 
 // The report from a tally. `events`: the job holds its calls (a job made from
-// summaries holds none): the parts that need them (overlap, sync_copy_idle,
-// duplicate_uploads, round_trips, managed memory, NVTX ranges) are computed
-// only then.
+// summaries, or streamed, holds none): the parts that need them (overlap,
+// sync_copy_idle, managed memory) are computed only then. duplicate_uploads
+// and round_trips come from the job's copies then, and from the tally's sums
+// otherwise (FindingsTally::duplicate_sites: a streamed job's; a summary's
+// are empty).
 Report analyze_tally(const model::Job& job, JobTally& tally, const Thresholds& thresholds, bool events);
 // One line when processes whose call sites hold Python frames made copies
 // whose sites have none (python_threads.cpp): how many, their bytes, on how

@@ -232,7 +232,7 @@ struct StreamedJob {
 std::optional<StreamedJob> stream_job(const model::Job& frame, const analyses::Thresholds& t, size_t jobs) {
   if (analyses::needs_events(frame)) return std::nullopt;
   const size_t n = frame.processes.size();
-  std::vector<std::optional<analyses::FindingsTally>> inputs(n);
+  std::vector<std::optional<analyses::FirstPass>> inputs(n);
   // A process whose GPU records could not be joined in the stream's window
   // says so, once: the report is then made from the traces read whole.
   std::vector<std::string> why(n);
@@ -244,20 +244,25 @@ std::optional<StreamedJob> stream_job(const model::Job& frame, const analyses::T
     inputs[i] = analyses::stream_references(frame, static_cast<uint32_t>(i), t, &why[i]);
   });
   std::vector<analyses::FindingsTally> read;
-  for (auto& f : inputs) {
-    if (!f) {
+  std::vector<analyses::Fingerprints> fingerprints(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (!inputs[i]) {
       say_why();
       return std::nullopt;
     }
-    read.push_back(std::move(*f));
+    read.push_back(std::move(inputs[i]->references));
+    fingerprints[i] = std::move(inputs[i]->fingerprints);
   }
+  inputs.clear();
   const analyses::Thresholds::RunReferences known = analyses::job_references(read);
   analyses::Thresholds with_known = t;
   with_known.known = &known;
   std::vector<std::optional<analyses::ProcessRecord>> records(n);
   std::vector<uint64_t> bytes(n, 0);
   for_each_parallel(n, jobs, [&](size_t i) {
-    records[i] = analyses::stream_process(frame, static_cast<uint32_t>(i), with_known, bytes[i], &why[i]);
+    records[i] = analyses::stream_process(frame, static_cast<uint32_t>(i), with_known, &fingerprints[i],
+                                          bytes[i], &why[i]);
+    fingerprints[i] = {};  // paired with their copies: let go
   });
   std::vector<analyses::ProcessRecord> all;
   for (auto& r : records) {

@@ -136,15 +136,19 @@ PY
     # it: the two are the same, byte for byte, whatever falls back.
     "$make_trace" busy busy.trace && "$make_trace" gpu gpu.trace && "$make_trace" truncated cut.trace &&
       "$make_trace" clean clean.trace && "$make_trace" python python.trace &&
-      "$make_trace" nvtx nvtx.trace && "$make_trace" nvtx-cpu nvtx-cpu.trace || fail "make_test_trace"
+      "$make_trace" nvtx nvtx.trace && "$make_trace" nvtx-cpu nvtx-cpu.trace &&
+      "$make_trace" fingerprints fp.trace || fail "make_test_trace"
     # A Python program's trace streams too (its note on copies without a Python line is the tally's).
     run "$cuxfer" report --no-profile python.trace; expect_rc 0; expect_in out "have no Python line"
     # So do NVTX ranges (each call's range replayed as it is made, summed per range, site and class).
     run "$cuxfer" report --no-profile nvtx.trace; expect_rc 0; expect_in out "NVTX ranges"
     expect_in out "      load "; expect_in out "tiny_storm ("
+    # So do content fingerprints (each process's fingerprinted copies walked at its end).
+    run "$cuxfer" report --no-profile fp.trace; expect_rc 0
+    expect_in out "[duplicate_uploads]"; expect_in out "[round_trips]"
     for traces in busy.trace gpu.trace cut.trace clean.trace python.trace "busy.trace clean.trace" \
                   "clean.trace gpu.trace" "python.trace busy.trace" nvtx.trace nvtx-cpu.trace \
-                  "nvtx.trace busy.trace nvtx-cpu.trace"; do
+                  "nvtx.trace busy.trace nvtx-cpu.trace" fp.trace "busy.trace fp.trace nvtx-cpu.trace"; do
       for format in "" --json; do
         run "$cuxfer" report --no-profile $format -o streamed $traces; streamed_rc=$rc
         run "$cuxfer" report --no-profile $format --html r.html -o whole $traces; expect_rc $streamed_rc

@@ -1,5 +1,5 @@
 // Writes a synthetic trace for the command-line tests:
-//   make_test_trace busy|clean|gpu|truncated|cut-empty|python|nvtx|nvtx-cpu OUT
+//   make_test_trace busy|clean|gpu|truncated|cut-empty|python|nvtx|nvtx-cpu|fingerprints OUT
 // cut-empty: a process cut short before any event was written.
 // python: a Python program's: sites with Python frames, and copies from
 // threads that ran no Python (a site with native frames only).
@@ -7,6 +7,11 @@
 // findings' copies inside them, failed copies, and copies in no range; CUPTI's
 // GPU records without correlation ids (joined by time), written after the
 // events. nvtx-cpu: the same without CUPTI.
+// fingerprints: copies with the shim's content fingerprints, some uploads
+// repeating what their device buffer holds and some sending back what a
+// download brought (duplicate_uploads, round_trips), a failed copy and a
+// fingerprint of no copy among them; CUPTI's GPU records without
+// correlation ids (joined by time), written after the events.
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,6 +20,7 @@
 
 #include "tests/unit/trace/synthetic_trace.h"
 #include "trace/python_frame.h"
+#include "trace/shim_names.h"
 
 using cuxfer::testing::SyntheticTrace;
 using cuxfer::trace::Direction;
@@ -22,8 +28,9 @@ using cuxfer::trace::MemKind;
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr,
-                 "usage: make_test_trace busy|clean|gpu|truncated|cut-empty|python|nvtx|nvtx-cpu OUT\n");
+    std::fprintf(
+        stderr,
+        "usage: make_test_trace busy|clean|gpu|truncated|cut-empty|python|nvtx|nvtx-cpu|fingerprints OUT\n");
     return 2;
   }
   std::string kind = argv[1], out = argv[2];
@@ -91,6 +98,42 @@ int main(int argc, char** argv) {
           t.gpu_records.back().correlation_id = 0;
         }
     }
+  } else if (kind == "fingerprints") {
+    using cuxfer::trace::Event;
+    auto print = [&](uint32_t corr, Direction dir, uint64_t bytes, uint64_t device_ptr, uint64_t hash) {
+      Event& f = t.add(cuxfer::trace::EventKind::Fingerprint, cuxfer::trace::kFingerprintApiName, dir,
+                       MemKind::Unknown, MemKind::Unknown, bytes, 300);
+      f.correlation_id = corr;
+      f.address = hash;
+      f.stream = device_ptr;
+    };
+    auto copy = [&](Direction dir, MemKind host, uint64_t bytes, uint64_t cpu_ns, uint32_t site,
+                    uint64_t device_ptr, uint64_t hash) -> size_t {
+      const size_t i = t.events.size();
+      const uint32_t corr = t.copy(dir, host, bytes, cpu_ns, false, site).correlation_id;
+      print(corr, dir, bytes, device_ptr, hash);
+      return i;
+    };
+    const uint32_t c = t.site(0x403000);
+    for (int step = 0; step < 8; ++step) {
+      copy(Direction::HtoD, MemKind::Pageable, 8 * MiB, 2'000'000, a, 0xd000 + step % 2 * 0x100, step / 4);
+      for (int i = 0; i < 30; ++i) t.copy(Direction::DtoH, MemKind::Pageable, 4, 9'000, false, a);
+      copy(Direction::DtoH, MemKind::Pinned, 2 * MiB, 600'000, b, 0xe000, 100 + step);
+      copy(Direction::HtoD, MemKind::Pinned, 2 * MiB, 500'000, step % 2 ? b : c, 0xf000,
+           100 + step - step % 2);
+      t.events[copy(Direction::HtoD, MemKind::Pageable, 8 * MiB, 90'000, a, 0xd000, 0)].flags |=
+          cuxfer::trace::kFlagFailed;
+      print(100'000 + step, Direction::HtoD, 8 * MiB, 0xd000, step / 4);  // of no copy
+    }
+    t.status.cupti = cuxfer::trace::CuptiState::Active;
+    t.status.cupti_reason.clear();
+    for (auto& e : t.events)
+      if (e.kind == static_cast<uint8_t>(cuxfer::trace::EventKind::Copy) &&
+          !(e.flags & cuxfer::trace::kFlagFailed)) {
+        e.flags |= cuxfer::trace::kFlagGpuExpected;
+        t.gpu(e, (e.t_exit_ns - e.t_enter_ns) / 2);
+        t.gpu_records.back().correlation_id = 0;
+      }
   } else if (kind == "clean") {
     for (int i = 0; i < 10; ++i) t.copy(Direction::HtoD, MemKind::Pinned, 16 * MiB, 320'000, true, a);
   } else {
@@ -98,7 +141,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 4; ++i) t.copy(Direction::HtoD, MemKind::Pageable, 64 * MiB, 10'000'000, true, b);
     t.copy(Direction::HtoD, MemKind::Pinned, 64 * MiB, 1'300'000, false, b);
   }
-  if (kind == "nvtx") {
+  if (kind == "nvtx" || kind == "fingerprints") {
     // its GPU records are made above
   } else if (kind == "gpu") {
     t.status.cupti = cuxfer::trace::CuptiState::Active;

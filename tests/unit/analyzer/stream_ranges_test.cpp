@@ -7,11 +7,8 @@
 // sites are.
 #include <gtest/gtest.h>
 
-#include "analyzer/analyses/stream.h"
-#include "analyzer/analyses/tally.h"
-#include "analyzer/render/json_renderer.h"
-#include "analyzer/render/text_renderer.h"
 #include "tests/unit/analyzer/job_fixture.h"
+#include "tests/unit/analyzer/streamed_report.h"
 
 namespace cuxfer::testing {
 namespace {
@@ -70,65 +67,20 @@ class StreamRanges : public JobTest {
     return t;
   }
 
-  static std::string render(const analyses::Report& r) {
-    render::TextOptions to;
-    to.width = 120;
-    return render::render_json(r, render::JsonOptions{}) + render::render_text(r, to);
-  }
-
   // The report holding every event (`cuxfer report --html`'s way).
   std::string whole(const std::vector<std::string>& paths) {
     const model::Job job = load_paths(paths);
     EXPECT_FALSE(job.call_ranges.empty());
-    return render(analyses::analyze(job));
+    return render_json_and_text(analyses::analyze(job));
   }
 
   // The streamed report (cli/report_command.cpp, stream_job), or "" where
   // the job needs its events.
   std::string streamed(const std::vector<std::string>& paths) {
-    trace::EventBlocks skip;
-    skip.skip = true;
-    skip.skip_gpu_records = true;
-    std::vector<std::string> errs;
-    auto headers = model::read_traces(paths, errs, skip);
-    EXPECT_TRUE(errs.empty());
-    for (const auto& h : headers) {
-      const auto why = analyses::needs_events(h);
-      EXPECT_FALSE(why) << *why;
-      if (why) return "";
-    }
-    auto sym = symbolize::make_symbolizer(false);
-    const model::Job frame = model::build_job(std::move(headers), *sym);
-    if (const auto why = analyses::needs_events(frame)) {
-      ADD_FAILURE() << *why;
-      return "";
-    }
-    analyses::Thresholds t;
-    std::vector<analyses::FindingsTally> inputs;
-    for (uint32_t p = 0; p < frame.processes.size(); ++p) {
-      std::string why;
-      auto f = analyses::stream_references(frame, p, t, &why);
-      EXPECT_TRUE(f) << why;
-      if (!f) return "";
-      inputs.push_back(std::move(*f));
-    }
-    const analyses::Thresholds::RunReferences known = analyses::job_references(inputs);
-    t.known = &known;
-    std::vector<analyses::ProcessRecord> records;
-    std::vector<uint64_t> bytes(frame.processes.size());
-    for (uint32_t p = 0; p < frame.processes.size(); ++p) {
-      std::string why;
-      auto r = analyses::stream_process(frame, p, t, bytes[p], &why);
-      EXPECT_TRUE(r) << why;
-      if (!r) return "";
-      records.push_back(std::move(*r));
-    }
-    auto merged = analyses::merge_streamed(frame, std::move(records), bytes, t);
-    EXPECT_TRUE(merged);
-    if (!merged) return "";
-    const analyses::Report r = analyses::analyze_tally(merged->job, merged->tally, t, false);
-    EXPECT_FALSE(r.ranges.empty());
-    return render(r);
+    const std::optional<analyses::Report> r = streamed_report(paths);
+    if (!r) return "";
+    EXPECT_FALSE(r->ranges.empty());
+    return render_json_and_text(*r);
   }
 };
 

@@ -373,6 +373,23 @@ TEST_F(Summary, StreamedSummaryEqualsTheWholeRead) {
     paths.push_back(write(t, "cuxfer-nvtx.trace"));
   }
   {
+    // Content fingerprints (a summary keeps no duplicate_uploads or round_trips): streamed as well.
+    SyntheticTrace t(7006);
+    t.process.trace_name = "fingerprints";
+    const uint32_t a = t.site(0x401000);
+    for (int i = 0; i < 100; ++i) {
+      const uint32_t corr =
+          t.copy(i % 3 ? Direction::HtoD : Direction::DtoH, MemKind::Pageable, 2 * MiB, 500'000 + i, false, a)
+              .correlation_id;
+      trace::Event& f = t.add(trace::EventKind::Fingerprint, trace::kFingerprintApiName, Direction::HtoD,
+                              MemKind::Unknown, MemKind::Unknown, 2 * MiB, 300);
+      f.correlation_id = corr;
+      f.address = i % 4;
+      f.stream = 0xd000;
+    }
+    paths.push_back(write(t, "cuxfer-fingerprints.trace"));
+  }
+  {
     // Records with correlation ids: read whole.
     SyntheticTrace t(7003);
     t.process.trace_name = "correlated";
