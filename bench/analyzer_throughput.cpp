@@ -2,8 +2,8 @@
 // disk (issue bars: >= 5 M events/s on one core, <= 32 bytes per event).
 //
 //   analyzer_throughput [--events N] [--threads T] [--sites S] [--rounds R]
-//                       [--gpu none|joined|late] [--allocs K] [--python] [--nvtx] [--fingerprints]
-//                       [--out FILE] [--keep] [--check]
+//                       [--gpu none|joined|late] [--governor] [--allocs K] [--python] [--nvtx]
+//                       [--fingerprints] [--out FILE] [--keep] [--check]
 //
 // Writes a trace the way the shim does (blocks of up to 65536 events, zstd)
 // with realistic variety — T threads interleaved, S call sites, a mix of sizes,
@@ -23,6 +23,12 @@
 // --nvtx makes its threads push NVTX ranges, as PyTorch's profiler ranges or
 // Megatron's do: about one event in 32 is the shim's record of a thread's
 // range stack changing (one of 40 stacks up to 3 deep, or none open).
+// --governor (with --gpu) has the shim's CUPTI governor turn the copy records
+// off and sample them back on, as it does in a copy storm: of every 16,384
+// events the first 1,024 with the records on, the rest off (no flag, no
+// record); after each change to on, the first 8 copies unflagged yet with
+// records (CUPTI's enable raced their hooks: the join's second pass gives
+// them their records). The changes are the trace's CuptiGate block.
 // --fingerprints follows each copy the shim fingerprints by default (H2D and
 // D2H of at least 1 MiB, but no async D2H into pinned memory) with its
 // content fingerprint, as the shim writes it: one of 64 contents and 64
@@ -67,6 +73,16 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // report joins them in (its report is then made holding the events).
 enum class GpuRecords { None, Joined, Late };
 
+// --governor: the records' state at event `i` (0-based, by correlation id).
+enum class Gate { On, Race, Off };
+constexpr uint64_t kGatePeriod = 16384, kGateOn = 1024, kGateRace = 8;
+Gate gate_at(uint64_t i) {
+  const uint64_t at = i % kGatePeriod;
+  if (at >= kGateOn) return Gate::Off;
+  return i >= kGatePeriod && at < kGateRace ? Gate::Race : Gate::On;
+}
+bool governor = false;
+
 // The records of a cycle's copies as a real trace has them: each copy's DMA
 // starts after it entered and ends before a synchronous one returned; the
 // writer drains them after the cycle's events, most in the same cycle, some
@@ -79,6 +95,7 @@ void gpu_records_of(const std::vector<trace::Event>& cycle, std::mt19937_64& rng
                     std::vector<trace::GpuRecord>& later) {
   for (const trace::Event& e : cycle) {
     if (e.kind != static_cast<uint8_t>(trace::EventKind::Copy)) continue;  // an allocation or free (--allocs)
+    if (governor && gate_at(e.correlation_id - 1) == Gate::Off) continue;  // made while the records were off
     const uint64_t dice = rng() % 100;
     if (dice == 0) continue;  // dropped
     trace::GpuRecord g{};
@@ -201,6 +218,8 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
   std::vector<trace::GpuRecord> held_back, late;  // Late's first cycle's records; the next cycle's
   uint64_t t = 1'000'000'000;
   std::optional<trace::Event> print;  // the fingerprint of the copy just made, written next
+  std::vector<trace::CuptiGateChange> gate_changes;  // --governor
+  bool records_on = true;
   // A full block (a write cycle's with GPU records), or the last, is written.
   auto flush_block = [&](bool last) {
     if (gpu != GpuRecords::None) {
@@ -251,7 +270,12 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
     e.src_kind = h2d ? host : static_cast<uint8_t>(trace::MemKind::Device);
     e.dst_kind = h2d ? static_cast<uint8_t>(trace::MemKind::Device) : host;
     e.flags = e.api == 0 ? 0 : trace::kFlagAsync;
-    if (gpu != GpuRecords::None) e.flags |= trace::kFlagGpuExpected;
+    if (gpu != GpuRecords::None && (!governor || gate_at(i) == Gate::On)) e.flags |= trace::kFlagGpuExpected;
+    if (governor && gpu != GpuRecords::None && (gate_at(i) != Gate::Off) != records_on) {
+      records_on = !records_on;  // changed before this call entered
+      gate_changes.push_back({records_on ? t : t - 500, records_on,
+                              records_on ? trace::GateReason::AsyncCopies : trace::GateReason::SyncOnly});
+    }
     e.device = 0;
     if (allocs > 0 && rng() % (allocs + 1) != 0) {
       e.kind = static_cast<uint8_t>(rng() % 2 ? trace::EventKind::DeviceAlloc : trace::EventKind::DeviceFree);
@@ -284,6 +308,11 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
     for (auto* records : {&late, &held_back})
       if (!records->empty())
         w->write_block(trace::BlockType::GpuRecords, records->data(), records->size() * sizeof(trace::GpuRecord));
+    if (!gate_changes.empty()) {
+      payload.clear();
+      trace::encode(gate_changes, payload);
+      w->write_block(trace::BlockType::CuptiGate, payload);
+    }
     trace::Status st;
     st.cupti = trace::CuptiState::Active;
     st.events_recorded = events;
@@ -385,12 +414,14 @@ int main(int argc, char** argv) {
   bool python = false, nvtx = false, fingerprints = false;
   for (int i = 1; i < argc; i += 2) {
     std::string a = argv[i];
-    if (a == "--check" || a == "--keep" || a == "--python" || a == "--nvtx" || a == "--fingerprints") {
-      (a == "--check"    ? check
-       : a == "--keep"   ? keep
-       : a == "--nvtx"   ? nvtx
-       : a == "--python" ? python
-                         : fingerprints) = true;
+    if (a == "--check" || a == "--keep" || a == "--python" || a == "--nvtx" || a == "--fingerprints" ||
+        a == "--governor") {
+      (a == "--check"      ? check
+       : a == "--keep"     ? keep
+       : a == "--nvtx"     ? nvtx
+       : a == "--python"   ? python
+       : a == "--governor" ? governor
+                           : fingerprints) = true;
       --i;  // takes no value
       continue;
     }
@@ -408,7 +439,7 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: analyzer_throughput [--events N] [--threads T] [--sites S] [--rounds R] "
-          "[--gpu none|joined|late] [--allocs K] [--python] [--nvtx] [--fingerprints] [--out FILE] [--keep] "
+          "[--gpu none|joined|late] [--governor] [--allocs K] [--python] [--nvtx] [--fingerprints] [--out FILE] [--keep] "
           "[--check]\n");
       return 2;
     }

@@ -11,7 +11,9 @@
 # stack, call site and class. And of a trace with content fingerprints (and
 # GPU records), whose fingerprinted copies the streamed report keeps, 64
 # bytes each (analyses/duplicates.h), for duplicate_uploads and round_trips:
-# its memory grows with them, not with the events.
+# its memory grows with them, not with the events. And of a trace whose CUPTI
+# governor turned the GPU records off for most of it, whose join's second
+# pass (copies racing the switch to on) the streamed report makes too.
 #   check_report_memory.sh ANALYZER_THROUGHPUT CUXFER DIR [EVENTS]
 set -euo pipefail
 bench=$1 cuxfer=$2 dir=$3 events=${4:-1000000}
@@ -67,4 +69,8 @@ check_kind "NVTX ranges, GPU records" "NVTX ranges" 168 0 0 --nvtx --gpu joined
 # records: the report keeps each fingerprinted copy, 24 bytes for its
 # fingerprint and 40 for the copy, about 18 bytes an event.
 check_kind "content fingerprints, GPU records" "duplicate_uploads" 168 18 0 --fingerprints --gpu joined
+# GPU records the CUPTI governor turned off and sampled back on (one event in
+# 16 with them on), copies racing each change to on: the join's second pass
+# is made in its window too.
+check_kind "governed GPU records" "GPU time: .* copies and memsets" 168 0 0 --gpu joined --governor
 echo ok

@@ -156,7 +156,10 @@ std::string join_window_note(const model::Process& p, model::StreamedGpuJoin::In
       reason = "too many GPU records wait to be joined";
       break;
     case Inexact::Governor:
-      reason = "the CUPTI governor turned its GPU records off for a while (a second pass joins them)";
+      reason = fmt::format(
+          "more than {} calls, or GPU records no flagged copy took, wait for the second pass that may join such "
+          "records to copies made since the CUPTI governor last turned its records off",
+          window.max_held_calls);
       break;
     case Inexact::CorrelationId:
       reason = "GPU records carry correlation ids";
@@ -208,11 +211,8 @@ std::optional<std::string> needs_events(const trace::Trace& header) {
 }
 
 std::optional<std::string> needs_events(const model::Job& frame) {
-  for (const model::Process& p : frame.processes) {
+  for (const model::Process& p : frame.processes)
     if (auto why = needs_events(p.trace)) return why;
-    // The header passed: only the governor's second pass is left (model::calls_stream).
-    if (!model::calls_stream(p)) return "GPU records the CUPTI governor turned off for a while";
-  }
   if (overlap_totals(frame).kernels_recorded) return "kernel records";
   const Managed m = managed_totals(frame);
   if (m.records_on || !m.unavailable.empty() || !m.sites.empty()) return "unified-memory records";

@@ -14,8 +14,9 @@
 // Exact: the report equals analyze() of build_job() of the same traces,
 // which is why only jobs whose report needs nothing but the tally stream.
 // The rest (GPU records joined by correlation id, kernel or unified-memory
-// records, a governor that turned the records off, managed allocations)
-// take the path that holds the events. Content fingerprints stream: the
+// records, managed allocations) take the path that holds the events; where
+// the CUPTI governor turned the records off, the join makes build_job's
+// second pass in its window too. Content fingerprints stream: the
 // first pass gathers each process's fingerprints, the tally's pass keeps its
 // fingerprinted copies (with their GPU time, as the join hands them out),
 // and at the process's end they are walked and the copies that repeat

@@ -70,6 +70,19 @@ void add_gpu_time(Call& c, const trace::GpuRecord& r) {
   c.gpu_bytes += r.bytes;
 }
 
+std::vector<uint64_t> switch_offs(const trace::Trace& t) {
+  std::vector<uint64_t> offs;
+  for (const auto& g : t.cupti_gate)
+    if (!g.on) offs.push_back(g.t_ns);
+  std::sort(offs.begin(), offs.end());
+  offs.erase(std::unique(offs.begin(), offs.end()), offs.end());
+  return offs;
+}
+
+bool races_switch(const Call& c) {
+  return awaits_record(c) && !c.staged() && !(c.event->flags & trace::kFlagGpuExpected);
+}
+
 std::string joined_by_time_note(uint32_t pid, uint64_t joined) {
   return fmt::format("pid {}: {} GPU records joined to calls by time, size and kind", pid, joined);
 }
@@ -121,11 +134,7 @@ bool later(const auto& a, const auto& b) {
 }  // namespace
 
 StreamedGpuJoin::StreamedGpuJoin(const Process& p, Window w)
-    : window_(w), governed_(!p.trace.cupti_gate.empty()) {
-  // build_job's second pass (join_switch_races) runs where the records went off.
-  for (const auto& g : p.trace.cupti_gate)
-    if (!g.on) give_up(Inexact::Governor);
-}
+    : window_(w), governed_(!p.trace.cupti_gate.empty()), offs_(switch_offs(p.trace)) {}
 
 void StreamedGpuJoin::add_calls(std::span<const Call> calls) {
   if (inexact_) return;
@@ -136,6 +145,20 @@ void StreamedGpuJoin::add_calls(std::span<const Call> calls) {
     h.call = c;
     h.call.event = &h.event;
     h.candidate = awaits_record(h.call) && (!governed_ || (h.event.flags & trace::kFlagGpuExpected));
+    // A call entered before the records first went off is past every leftover's reach.
+    h.race = !offs_.empty() && races_switch(h.call) && h.event.t_enter_ns >= offs_.front();
+    if (h.race) {
+      if (joined_any_ && h.event.t_enter_ns <= watermark_) {
+        give_up(Inexact::CallLate);  // a leftover already placed would have counted this call
+        return;
+      }
+      h.reachable = true;
+      // Mostly at the back: the blocks come in trace order.
+      auto at = std::upper_bound(races_.begin(), races_.end(), h.event.t_enter_ns,
+                                 [](uint64_t t, const RaceCall& r) { return t < r.t_enter; });
+      races_.insert(at, {h.event.t_enter_ns, &h});
+      continue;
+    }
     if (!h.candidate) continue;
     if (joined_any_ && h.event.t_enter_ns <= watermark_) {
       give_up(Inexact::CallLate);  // a record already joined would have looked at this call
@@ -167,12 +190,18 @@ void StreamedGpuJoin::add_calls(std::span<const Call> calls) {
     // Join what waits, earliest first, until the oldest call is settled; with
     // no record left, no record may now start before the calls held.
     auto oldest_waits = [&] { return held_[handed_out_].reachable; };
+    auto oldest_races = [&] { return held_[handed_out_].race; };
     // A record or call that comes too late from now on may be one this did.
     held_calls_pushed_ = held_calls_pushed_ || oldest_waits();
-    while (!waiting_.empty() && oldest_waits()) join_next();
-    while (oldest_waits() && candidates_.size() > kJoinLookBack)
-      pass_watermark(candidates_[kJoinLookBack].t_enter);
-    if (oldest_waits()) give_up(Inexact::HeldCalls);
+    while (!inexact_ && !waiting_.empty() && oldest_waits()) join_next();
+    for (bool moved = true; moved && !inexact_ && oldest_waits();) {
+      moved = false;
+      for (; oldest_waits() && !oldest_races() && candidates_.size() > kJoinLookBack; moved = true)
+        pass_watermark(candidates_[kJoinLookBack].t_enter);
+      for (; !inexact_ && oldest_waits() && oldest_races() && push_races(); moved = true) {
+      }
+    }
+    if (!inexact_ && oldest_waits()) give_up(oldest_races() ? Inexact::Governor : Inexact::HeldCalls);
   }
 }
 
@@ -220,6 +249,101 @@ void StreamedGpuJoin::pass_watermark(uint64_t t) {
     if (!candidates_.front().complete) candidates_.front().held->reachable = false;
     candidates_.pop_front();
   }
+  pass_switches();
+}
+
+// The watermark is past the change to off open_: the change before it (if
+// any) ended a stretch whose leftovers are all known.
+void StreamedGpuJoin::pass_switches() {
+  if (offs_.empty()) return;
+  const auto past = static_cast<size_t>(std::upper_bound(offs_.begin(), offs_.end(), watermark_) - offs_.begin());
+  if (past == 0) return;  // the records have not gone off yet
+  if (open_ != past - 1) {
+    join_leftovers(leftovers_.size());
+    release_races(offs_[past - 1]);
+    open_ = past - 1;
+    open_first_ = races_base_;
+  }
+  settle_races(false);
+}
+
+// Record `r`, which starts at the watermark, fits no flagged call: the second
+// pass's, where the records went off before it.
+void StreamedGpuJoin::add_leftover(const trace::GpuRecord& r) {
+  if (open_ == SIZE_MAX) return;  // never off before it
+  if (leftovers_.size() >= window_.max_held_calls) {
+    give_up(Inexact::Governor);
+    return;
+  }
+  const auto entered = std::upper_bound(races_.begin(), races_.end(), r.start_ns,
+                                        [](uint64_t t, const RaceCall& c) { return t < c.t_enter; });
+  leftovers_.push_back({r, races_base_ + static_cast<uint64_t>(entered - races_.begin())});
+}
+
+// The first `n` leftovers, latest first, as join_switch_races takes them:
+// no leftover still to come reaches the calls they may claim.
+void StreamedGpuJoin::join_leftovers(size_t n) {
+  for (size_t i = n; i-- > 0;) {
+    const Leftover& l = leftovers_[i];
+    Call* c = switch_race_call(l.record, offs_[open_], races_base_, l.end,
+                               [&](size_t at) { return &races_[at - races_base_].held->call; });
+    if (!c) continue;
+    add_gpu_time(*c, l.record);
+    ++joined_;
+  }
+  leftovers_.erase(leftovers_.begin(), leftovers_.begin() + static_cast<std::ptrdiff_t>(n));
+  chain_end_ = 0;
+}
+
+// Lets go of the race calls entered before `t` (earlier stretches' calls).
+void StreamedGpuJoin::release_races(uint64_t t) {
+  for (; !races_.empty() && races_.front().t_enter < t; ++races_base_) {
+    races_.front().held->reachable = false;
+    races_.pop_front();
+  }
+}
+
+// Joins the leftovers that nothing still to come can change and lets go of
+// the race calls no leftover, known or to come, may claim. A record still to
+// come starts at the watermark or later: the calls it may claim are among
+// the last kSwitchLookBack entered by then, or after.
+void StreamedGpuJoin::settle_races(bool all) {
+  const auto entered = std::upper_bound(races_.begin(), races_.end(), watermark_,
+                                        [](uint64_t t, const RaceCall& c) { return t < c.t_enter; });
+  const uint64_t by_watermark = races_base_ + static_cast<uint64_t>(entered - races_.begin());
+  // Positions before `beyond` are out of the reach of every leftover to come.
+  const uint64_t beyond = all ? UINT64_MAX : std::max(open_first_, by_watermark - std::min<uint64_t>(by_watermark, kSwitchLookBack));
+  for (;;) {
+    // The first chain: leftovers each within kSwitchLookBack calls of the
+    // one before (those beyond it reach none of its calls).
+    if (chain_end_ == 0 && !leftovers_.empty()) chain_end_ = 1;
+    while (chain_end_ < leftovers_.size() &&
+           leftovers_[chain_end_].end < leftovers_[chain_end_ - 1].end + kSwitchLookBack)
+      ++chain_end_;
+    if (chain_end_ == 0 || leftovers_[chain_end_ - 1].end > beyond) break;
+    join_leftovers(chain_end_);
+  }
+  uint64_t free_before = beyond;
+  if (!leftovers_.empty())
+    free_before = std::min(free_before, leftovers_.front().end - std::min<uint64_t>(leftovers_.front().end, kSwitchLookBack));
+  for (; !races_.empty() && races_base_ < free_before; ++races_base_) {
+    races_.front().held->reachable = false;
+    races_.pop_front();
+  }
+}
+
+// With too many calls held behind a race call: no record starts before the
+// race call kSwitchLookBack past every known leftover's reach from now on.
+// False when there is none such yet.
+bool StreamedGpuJoin::push_races() {
+  if (!waiting_.empty() || races_.empty()) return false;
+  uint64_t from = races_base_;
+  if (!leftovers_.empty()) from = std::max(from, leftovers_.back().end);
+  const uint64_t at = from + kSwitchLookBack;
+  if (at >= races_base_ + races_.size()) return false;
+  const uint64_t base = races_base_;
+  pass_watermark(races_[at - races_base_].t_enter);
+  return races_base_ != base;
 }
 
 // The waiting record that starts first joins, as in join_gpu_by_time.
@@ -255,10 +379,11 @@ void StreamedGpuJoin::join_next() {
       // Final now: no later record joins it, and the calls behind it need not wait for it.
       if (at.complete) at.held->reachable = false;
       ++joined_;
-      break;
+      return;
     }
     ++i;
   }
+  add_leftover(r);
 }
 
 // A staged copy whose chunks did not all turn up has no trustworthy GPU time.
@@ -287,6 +412,7 @@ void StreamedGpuJoin::take_ready(std::vector<Call>& ready) { collect(ready, fals
 
 void StreamedGpuJoin::finish(std::vector<Call>& ready) {
   while (!inexact_ && !waiting_.empty()) join_next();
+  if (!inexact_ && open_ != SIZE_MAX) settle_races(true);
   collect(ready, true);
   candidates_.clear();
   reach_ = 0;

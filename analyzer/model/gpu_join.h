@@ -2,7 +2,9 @@
 // join share, and the streamed join of one process (StreamedGpuJoin).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <deque>
 #include <optional>
 #include <span>
@@ -31,6 +33,49 @@ std::string joined_by_time_note(uint32_t pid, uint64_t joined);
 // Calls entered before this many later candidates did are past a record's
 // reach (join_gpu_by_time's look-back).
 inline constexpr size_t kJoinLookBack = 256;
+
+// The second pass of the join by time, where the governor turned the records
+// off (build_job's join_switch_races; StreamedGpuJoin makes the same claims).
+// The governor turns the records on before the hooks expect them
+// (shim/record/recorder.cpp): a copy whose hook looked while CUPTI's enable
+// was still running is not flagged, yet CUPTI may time it. Records the first
+// pass left over go to such copies: each, latest record first, to the latest
+// call without GPU time that fits it among the kSwitchLookBack such calls
+// (by entry time) last entered before its DMA started, and entered after the
+// records last went off before it (an earlier call ran while they were off:
+// CUPTI made it none).
+inline constexpr size_t kSwitchLookBack = 256;
+// The times the governor turned the records off, sorted, each once.
+std::vector<uint64_t> switch_offs(const trace::Trace& t);
+// A call the second pass may join: a copy or memset that awaits a record, not
+// flagged for one by its hook, not staged (a chunk's record cannot say which
+// staged copy it belongs to).
+bool races_switch(const Call& c);
+// Of `offs` (switch_offs), the last at or before `start`: where the calls a
+// record starting then may join begin. Null: the records never went off before.
+inline const uint64_t* off_before(const std::vector<uint64_t>& offs, uint64_t start) {
+  auto it = std::upper_bound(offs.begin(), offs.end(), start);
+  return it == offs.begin() ? nullptr : &*std::prev(it);
+}
+// The second pass's call for record `r`: `at(i)` is the i-th call races_switch
+// accepts, by entry time then trace order, and those from `begin` to `end`
+// (exclusive; the calls entered at or before the DMA started) are looked at
+// from the latest, kSwitchLookBack at most, back to the first entered before
+// `since` (off_before). Null when none fits. The whole join and the streamed
+// one both choose with this.
+template <typename At>
+Call* switch_race_call(const trace::GpuRecord& r, uint64_t since, size_t begin, size_t end, At&& at) {
+  // Bounded like the first pass: a record no call fits (a copy the hooks
+  // never saw) must not scan a whole storm of calls made while off.
+  size_t looked = 0;
+  for (size_t i = end; i != begin && looked < kSwitchLookBack; ++looked) {
+    Call* c = at(--i);
+    if (c->event->t_enter_ns < since) break;
+    if (c->has_gpu_time() || !record_fits(*c, r)) continue;
+    return c;
+  }
+  return nullptr;
+}
 
 // The CUPTI governor's account of one process's app calls (Process::gate,
 // Process::events_without_gpu), a call at a time, in any order, once each
@@ -66,12 +111,26 @@ class GateAccount {
 // records and calls, at most `record_lag` and `max_held_calls` (plus one
 // block of calls, checked after it).
 //
+// Where the governor turned the records off, the second pass (kSwitchLookBack)
+// is made as the first pass goes: the records it leaves over, and the calls
+// races_switch accepts entered since the first change to off, wait too. The
+// second pass takes the leftovers latest first, so a leftover waits until
+// no record still to come can reach a call it may claim: the calls since the
+// last change to off that are among the kSwitchLookBack last entered by the
+// watermark, and those a waiting leftover reaches, wait; leftovers whose
+// reach overlaps (a chain, each a call apart at most from the next) are
+// joined together, latest first, once no later one can reach their calls.
+// A change to off past the watermark ends the wait of everything before it.
+// With the records back on for long after a change to off, the last calls
+// before it wait that long (a leftover may still come), and the calls
+// behind them in trace order with them.
+//
 // Exact or nothing: a record that starts before one already joined, or a
 // call that enters before it (either would have changed a claim already
 // made), or more calls waiting than `max_held_calls`, makes the join
 // inexact() and the caller reads the trace whole. So does a record the
-// streamed join does not make (a correlation id, a kernel) or a governor
-// that turned the records off (build_job's second pass).
+// streamed join does not make (a correlation id, a kernel), or more
+// leftovers waiting than `max_held_calls`.
 class StreamedGpuJoin {
  public:
   struct Window {
@@ -91,7 +150,7 @@ class StreamedGpuJoin {
   // Why the join is inexact.
   enum class Inexact : uint8_t {
     No,
-    Governor,       // the governor turned the records off (build_job's second pass)
+    Governor,       // more calls wait for the second pass's leftovers, or more leftovers wait, than max_held_calls
     CorrelationId,  // a record joined by correlation id
     RecordLate,     // a record starts before one already joined
     CallLate,       // a call that awaits a record entered at or before one already joined
@@ -108,7 +167,19 @@ class StreamedGpuJoin {
     trace::Event event;
     Call call;
     bool candidate = false;  // awaited a record when it came
-    bool reachable = false;  // a later record may still join it (a candidate not yet complete)
+    bool reachable = false;  // a later record may still join it (a candidate not yet complete, or a race)
+    bool race = false;       // races_switch: the second pass may join it
+  };
+  // A call the second pass may join (Held::race), by entry time then trace order.
+  struct RaceCall {
+    uint64_t t_enter;
+    Held* held;
+  };
+  // A record the first pass left over, since the first change to off, and
+  // the position after the last race call entered at or before its start.
+  struct Leftover {
+    trace::GpuRecord record;
+    uint64_t end;
   };
   struct Candidate {
     uint64_t t_enter;
@@ -136,6 +207,14 @@ class StreamedGpuJoin {
   void pass_watermark(uint64_t t);
   void collect(std::vector<Call>& ready, bool all);
   void settle(Call& c);
+  // The second pass: the watermark moved; a leftover; joins and lets go what
+  // no record still to come can change (all: at the end).
+  void pass_switches();
+  void add_leftover(const trace::GpuRecord& r);
+  void join_leftovers(size_t n);
+  void release_races(uint64_t before);
+  void settle_races(bool all);
+  bool push_races();
   void give_up(Inexact why) {
     inexact_ = true;
     // Too late for a watermark the held calls' limit pushed: that limit's doing.
@@ -189,6 +268,15 @@ class StreamedGpuJoin {
   bool inexact_ = false;
   Inexact why_ = Inexact::No;
   bool held_calls_pushed_ = false;  // max_held_calls joined records or passed the watermark early
+  // The second pass. Positions count the race calls from the first, those
+  // let go included: races_[i] is at races_base_ + i.
+  std::vector<uint64_t> offs_;          // switch_offs
+  std::deque<RaceCall> races_;          // those not let go
+  uint64_t races_base_ = 0;
+  size_t open_ = SIZE_MAX;              // the change to off the watermark is past last (offs_ index)
+  uint64_t open_first_ = 0;             // the position of the first race call entered since it
+  std::deque<Leftover> leftovers_;      // since open_, in start then file order
+  size_t chain_end_ = 0;                // leftovers_[0, chain_end_) reach each other's calls
   uint64_t joined_ = 0, without_id_ = 0;
 };
 

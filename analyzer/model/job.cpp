@@ -176,52 +176,34 @@ void claim(Call& c, const trace::GpuRecord& r, const trace::Trace& t, const std:
   record_call[static_cast<size_t>(&r - t.gpu_records.data())] = static_cast<uint32_t>(&c - calls.data());
 }
 
-// The governor turns copy records on before the hooks expect them
-// (shim/record/recorder.cpp): a copy whose hook looked while CUPTI's enable
-// was still running is not flagged, yet CUPTI may time it. On a loaded
-// machine (or under a sanitizer) the enable can take long enough for many
-// such copies. Records the flagged calls left over go to them: each, latest
-// record first, to the latest unflagged call without GPU time that fits it,
-// entered before its DMA started and after the records last went off (an
-// earlier call ran while they were off: CUPTI made it none). Latest first
-// keeps issue order for DMAs queued behind each other. Where such a DMA
-// started only after a flagged copy was issued, the first pass gave its record
-// to that copy: the number of timed copies stays right, the two may swap GPU
-// times. Staged copies are left out: a chunk's record cannot say which staged
-// copy it belongs to.
+// The second pass of the join by time (kSwitchLookBack in gpu_join.h): the
+// records no flagged call claimed go, latest first, to the latest unflagged
+// calls issued since the records last went off. On a loaded machine (or
+// under a sanitizer) CUPTI's enable can take long enough for many such
+// copies. Latest first keeps issue order for DMAs queued behind each other.
+// Where such a DMA started only after a flagged copy was issued, the first
+// pass gave its record to that copy: the number of timed copies stays
+// right, the two may swap GPU times.
 uint64_t join_switch_races(const trace::Trace& t, std::vector<Call>& calls, size_t first,
                            const std::vector<const trace::GpuRecord*>& records, std::vector<uint32_t>& record_call) {
-  std::vector<uint64_t> offs;
-  for (const auto& g : t.cupti_gate)
-    if (!g.on) offs.push_back(g.t_ns);
+  const std::vector<uint64_t> offs = switch_offs(t);
   if (offs.empty()) return 0;
-  std::sort(offs.begin(), offs.end());
-  constexpr size_t kSwitchLookBack = 256;
-  const std::vector<Call*> unflagged = calls_by_entry(calls, first, [](const Call& c) {
-    return awaits_record(c) && !c.staged() && !(c.event->flags & trace::kFlagGpuExpected);
-  });
+  const std::vector<Call*> unflagged = calls_by_entry(calls, first, races_switch);
   uint64_t joined = 0;
   for (auto rit = records.rbegin(); rit != records.rend(); ++rit) {
     const trace::GpuRecord* r = *rit;
     const size_t ri = static_cast<size_t>(r - t.gpu_records.data());
     if (record_call[ri] != kNoCall) continue;
     // The records were off from the last change to off before this DMA started.
-    auto off = std::upper_bound(offs.begin(), offs.end(), r->start_ns);
-    if (off == offs.begin()) continue;  // never off before it: a flagged call should have claimed it
-    const uint64_t since = *std::prev(off);
+    const uint64_t* since = off_before(offs, r->start_ns);
+    if (!since) continue;  // never off before it: a flagged call should have claimed it
     auto end = std::upper_bound(unflagged.begin(), unflagged.end(), r->start_ns,
                                 [](uint64_t x, Call* c) { return x < c->event->t_enter_ns; });
-    // Bounded like the first pass: a record no call fits (a copy the hooks
-    // never saw) must not scan a whole storm of calls made while off.
-    size_t looked = 0;
-    for (auto it = end; it != unflagged.begin() && looked < kSwitchLookBack; ++looked) {
-      Call* c = *--it;
-      if (c->event->t_enter_ns < since) break;
-      if (c->has_gpu_time() || !record_fits(*c, *r)) continue;
-      claim(*c, *r, t, calls, record_call);
-      ++joined;
-      break;
-    }
+    Call* c = switch_race_call(*r, *since, 0, static_cast<size_t>(end - unflagged.begin()),
+                               [&](size_t i) { return unflagged[i]; });
+    if (!c) continue;
+    claim(*c, *r, t, calls, record_call);
+    ++joined;
   }
   return joined;
 }
@@ -332,11 +314,8 @@ std::vector<bool> shim_apis(const trace::Trace& t) {
 }  // namespace
 
 bool calls_stream(const Process& p) {
-  if (!p.trace.gpu_records.empty()) return false;
-  if (p.trace.gpu_records_passed.not_joined_by_time > 0) return false;
-  // build_job's second pass of the join by time, where the governor turned the records off.
-  return !p.gpu_timing || std::none_of(p.trace.cupti_gate.begin(), p.trace.cupti_gate.end(),
-                                       [](const trace::CuptiGateChange& g) { return !g.on; });
+  // Where the governor turned the records off, StreamedGpuJoin makes build_job's second pass too.
+  return p.trace.gpu_records.empty() && p.trace.gpu_records_passed.not_joined_by_time == 0;
 }
 
 CallFeed::CallFeed(const Job& job, uint32_t process)

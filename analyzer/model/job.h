@@ -199,11 +199,11 @@ Job build_job(std::vector<trace::Trace> traces, symbolize::Symbolizer& symbolize
 // process's own sites), so that each process is tallied on its own and the
 // tallies merged (analyses/summary.h). Only for processes whose calls need
 // nothing beyond their own event, or GPU records joined by time
-// (StreamedGpuJoin, gpu_join.h), read as the frame was, without keeping them
-// (trace::EventBlocks::skip_gpu_records): no record joined another way, no
-// governor's second pass. NVTX range stacks are replayed by the feed as
-// build_job replays them (the shim's range events and the calls are still in
-// trace order there).
+// (StreamedGpuJoin, gpu_join.h, the governor's second pass included), read
+// as the frame was, without keeping them (trace::EventBlocks::skip_gpu_records):
+// no record joined another way. NVTX range stacks are replayed by the feed
+// as build_job replays them (the shim's range events and the calls are still
+// in trace order there).
 bool calls_stream(const Process& p);
 
 // Each thread's current NVTX range stack, replayed in trace order: a shim

@@ -28,7 +28,14 @@ struct TraceInOrder {
   std::vector<Block> blocks;
 };
 
-TraceInOrder make_trace(uint64_t seed, size_t events, int max_delay, bool early) {
+// With a governor: per copy, whether the records were on when it ran
+// (else it gets none) and whether its hook flagged it for one.
+struct Governed {
+  std::vector<bool> on, flagged;
+};
+
+TraceInOrder make_trace(uint64_t seed, size_t events, int max_delay, bool early,
+                        const Governed* governed = nullptr) {
   std::mt19937_64 rng(seed);
   TraceInOrder out;
   trace::Trace& t = out.trace;
@@ -59,7 +66,9 @@ TraceInOrder make_trace(uint64_t seed, size_t events, int max_delay, bool early)
     e.api = e.flags & trace::kFlagAsync ? 1 : 0;
     e.thread_id = 1 + static_cast<uint32_t>(rng() % 4);
     e.correlation_id = static_cast<uint32_t>(i + 1);
+    if (governed && !governed->flagged[i]) e.flags &= static_cast<uint8_t>(~trace::kFlagGpuExpected);
     t.events.push_back(e);
+    if (governed && !governed->on[i]) continue;  // made while the records were off
     if (rng() % 40 == 0) continue;  // no record
     const size_t block = i / kBlock;
     int delay = static_cast<int>(rng() % static_cast<uint64_t>(max_delay + 1));
@@ -88,6 +97,22 @@ TraceInOrder make_trace(uint64_t seed, size_t events, int max_delay, bool early)
     r.start_ns = e.t_enter_ns + 100 + rng() % 2000;
     r.end_ns = r.start_ns + 1000;
     records_of_block[at].push_back(r);
+    if (governed && rng() % 30 == 0) {
+      // A copy the hooks never saw, of the size and kind of one made lately
+      // (off, perhaps): a leftover the second pass may give to it.
+      const trace::Event& like = t.events[i - rng() % std::min<size_t>(i + 1, 400)];
+      trace::GpuRecord u = r;
+      u.bytes = like.bytes;
+      u.kind = static_cast<uint8_t>(like.kind == static_cast<uint8_t>(trace::EventKind::Memset)
+                                        ? trace::GpuRecordKind::Memset
+                                        : trace::GpuRecordKind::Memcpy);
+      u.cupti_copy_kind = like.direction == static_cast<uint8_t>(trace::Direction::HtoD) ? 1 : 2;
+      u.src_kind = like.src_kind;
+      u.dst_kind = like.dst_kind;
+      u.start_ns += 300;
+      u.end_ns = u.start_ns + 777;
+      records_of_block[at].push_back(u);
+    }
   }
   for (size_t k = 0; k < records_of_block.size(); ++k) {
     std::shuffle(records_of_block[k].begin(), records_of_block[k].end(), rng);
@@ -333,13 +358,164 @@ TEST(StreamedGpuJoin, CallsBesideTheCopiesAreHandedOutOnceTheCopiesAreJoined) {
   expect_same(job, s);
 }
 
-TEST(StreamedGpuJoin, GovernorThatTurnedRecordsOffIsNotStreamed) {
-  TraceInOrder in = make_trace(8, 1000, 1, false);
-  in.trace.cupti_gate.push_back({});
-  in.trace.cupti_gate.back().on = false;
-  in.trace.cupti_gate.back().t_ns = 2'000'000;
+// A governed process's trace: the records go off and back on every
+// `stretch` copies (the first stretch on), the change to off 500 ns before
+// the stretch's first copy enters (DMAs queued before it may start after
+// it). Copies made while off are not flagged and have no record; the first
+// `race` copies after each change to on are not flagged, as when CUPTI's
+// enable raced their hooks, yet have records; the rest are flagged. Now and
+// then a record of a copy the hooks never saw (make_trace). With `tail`, a
+// last stretch of that many copies with the records on.
+TraceInOrder make_governed_trace(uint64_t seed, size_t events, size_t stretch, size_t race, int max_delay,
+                                 size_t tail = 0) {
+  Governed g;
+  const size_t n = events + tail;
+  g.on.resize(n);
+  g.flagged.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const bool in_tail = i >= events;
+    const size_t k = in_tail ? (events + stretch - 1) / stretch : i / stretch;
+    const size_t at = in_tail ? i - events : i % stretch;
+    g.on[i] = in_tail || k % 2 == 0;
+    // The tail goes on where the last stretch was off.
+    const bool after_on = k > 0 && (!in_tail || ((events - 1) / stretch) % 2 == 1);
+    g.flagged[i] = g.on[i] && (!after_on || at >= race);
+  }
+  TraceInOrder out = make_trace(seed, n, max_delay, /*early=*/false, &g);
+  trace::Trace& t = out.trace;
+  for (size_t i = 1; i < n; ++i)
+    if (g.on[i] != g.on[i - 1]) {
+      const uint64_t at = t.events[i].t_enter_ns - (g.on[i] ? 0 : 500);
+      t.cupti_gate.push_back({at, g.on[i], g.on[i] ? trace::GateReason::AsyncCopies : trace::GateReason::SyncOnly});
+    }
+  return out;
+}
+
+// The calls the second pass timed: not flagged, yet with GPU time.
+size_t raced_and_timed(const model::Job& job) {
+  return static_cast<size_t>(std::count_if(job.calls.begin(), job.calls.end(), [](const model::Call& c) {
+    return c.has_gpu_time() && !(c.event->flags & trace::kFlagGpuExpected);
+  }));
+}
+
+// build_job's second pass, where the governor turned the records off, made
+// as the records come: the same claims, whatever the window.
+TEST(StreamedGpuJoin, GovernedTraceSameAsWholeTraceJoin) {
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    SCOPED_TRACE(seed);
+    // Stretches longer and shorter than the second pass's look-back, races
+    // longer than it, and a last stretch on.
+    const size_t stretch = seed % 2 ? 1500 : 200, race = seed % 3 == 0 ? 300 : 12;
+    const TraceInOrder in = make_governed_trace(seed, 12000, stretch, race, 3, seed % 4 == 0 ? 500 : 0);
+    const model::Job job = whole(in);
+    ASSERT_GT(std::count_if(in.trace.cupti_gate.begin(), in.trace.cupti_gate.end(),
+                            [](const trace::CuptiGateChange& g) { return !g.on; }),
+              3);
+    ASSERT_GT(raced_and_timed(job), 20u) << "the second pass joined too little to be tested";
+    const model::StreamedGpuJoin::Window windows[] = {{}, {1024, size_t{1} << 18}, {1024, 16384}};
+    for (const auto& w : windows) {
+      const Streamed s = stream(in, job.processes[0], w);
+      ASSERT_FALSE(s.inexact) << "lag " << w.record_lag << " held " << w.max_held_calls << " why "
+                              << static_cast<int>(s.why);
+      expect_same(job, s);
+    }
+    // Few calls held: pushed on early, exact or nothing.
+    for (size_t held : {size_t{600}, size_t{2048}, size_t{4096}}) {
+      const Streamed s = stream(in, job.processes[0], {1024, held});
+      // Off stretches longer than the calls held: the join pushes on past their calls.
+      if (held == 2048 && stretch == 1500 && race < model::kSwitchLookBack) EXPECT_FALSE(s.inexact);
+      if (!s.inexact) expect_same(job, s);
+    }
+  }
+}
+
+// Calls and records right at the governor's switches: a call entered at the
+// change to off is reached, one entered before it never; a record starting
+// at the change to off reaches that call alone; records starting at a
+// call's entry reach it; leftovers a look-back apart, or less, latest first.
+TEST(StreamedGpuJoin, RacesAtTheSwitchesAndTheLookBacksEdge) {
+  TraceInOrder in;
+  trace::Trace& t = in.trace;
+  t.has_status = true;
+  t.status.cupti = trace::CuptiState::Active;
+  t.api_names = {"cudaMemcpyAsync"};
+  auto call = [&](uint64_t at, uint64_t bytes, bool flagged) {
+    trace::Event e{};
+    e.t_enter_ns = at;
+    e.t_exit_ns = at + 400;
+    e.bytes = bytes;
+    e.kind = static_cast<uint8_t>(trace::EventKind::Copy);
+    e.direction = static_cast<uint8_t>(trace::Direction::HtoD);
+    e.src_kind = static_cast<uint8_t>(trace::MemKind::Pageable);
+    e.dst_kind = static_cast<uint8_t>(trace::MemKind::Device);
+    e.flags = trace::kFlagAsync | (flagged ? trace::kFlagGpuExpected : 0);
+    e.correlation_id = static_cast<uint32_t>(t.events.size() + 1);
+    t.events.push_back(e);
+  };
+  auto record = [&](uint64_t start, uint64_t bytes) {
+    trace::GpuRecord r{};
+    r.start_ns = start;
+    r.end_ns = start + 100 + t.gpu_records.size();
+    r.bytes = bytes;
+    r.kind = static_cast<uint8_t>(trace::GpuRecordKind::Memcpy);
+    r.cupti_copy_kind = 1;
+    r.src_kind = static_cast<uint8_t>(trace::MemKind::Pageable);
+    t.gpu_records.push_back(r);
+  };
+  // Two changes to off, each followed by 300 copies made while off and a
+  // change to on; the second stretch's leftovers come a look-back apart.
+  uint64_t now = 1'000'000;
+  std::vector<uint64_t> entered;
+  for (int k = 0; k < 2; ++k) {
+    call(now - 1, 64, false);  // before the change to off: no leftover reaches it
+    const uint64_t off = now;
+    t.cupti_gate.push_back({off, false, trace::GateReason::SyncOnly});
+    for (int i = 0; i < 300; ++i) {
+      entered.push_back(now);
+      call(now, i % 3 == 1 ? 128 : 64, false);
+      now += 1000;
+    }
+    t.cupti_gate.push_back({now, true, trace::GateReason::AsyncCopies});
+    record(off, 64);                 // at the change to off: the first copy alone
+    record(entered[k * 300 + 150], 64);  // at a copy's entry: it, then back
+    for (int i = 0; i < 5; ++i) record(now + 10, 64);  // the latest copies first
+    record(now + 20, 128);
+    record(now + 30, 4);  // fits nothing
+    for (int i = 0; i < 3; ++i) {
+      call(now, 64, true);  // flagged, with its record
+      record(now + 50, 64);
+      now += 1000;
+    }
+    now += 5000;
+  }
+  in.blocks.push_back({false, 0, t.events.size()});
+  in.blocks.push_back({true, 0, t.gpu_records.size()});
   const model::Job job = whole(in);
-  EXPECT_EQ(stream(in, job.processes[0], {}).why, model::StreamedGpuJoin::Inexact::Governor);
+  EXPECT_FALSE(job.calls[0].has_gpu_time());
+  EXPECT_TRUE(job.calls[1].has_gpu_time()) << "entered at the change to off";
+  EXPECT_GE(raced_and_timed(job), 16u);
+  for (const model::StreamedGpuJoin::Window w :
+       {model::StreamedGpuJoin::Window{}, {1, size_t{1} << 18}, {1, 400}, {2, 300}}) {
+    const Streamed s = stream(in, job.processes[0], w);
+    if (w.max_held_calls < 1000 && s.inexact) continue;  // pushed on: exact or nothing
+    ASSERT_FALSE(s.inexact) << static_cast<int>(s.why);
+    expect_same(job, s);
+  }
+}
+
+// A change to off, then the records on for longer than the window holds
+// calls, with leftovers coming: the last copies made while off may still
+// be claimed, so they and every call behind them wait; past max_held_calls
+// the join gives up for the governor's reason and the trace is read whole.
+TEST(StreamedGpuJoin, RecordsOnLongAfterAChangeToOffFallBack) {
+  const TraceInOrder in = make_governed_trace(11, 3000, 1000, 4, 1, 6000);
+  const model::Job job = whole(in);
+  const Streamed held = stream(in, job.processes[0], {1024, 2048});
+  EXPECT_TRUE(held.inexact);
+  EXPECT_EQ(held.why, model::StreamedGpuJoin::Inexact::Governor);
+  const Streamed all = stream(in, job.processes[0], {});
+  ASSERT_FALSE(all.inexact);
+  expect_same(job, all);
 }
 
 TEST(StreamedGpuJoin, RecordWithCorrelationIdIsNotStreamed) {

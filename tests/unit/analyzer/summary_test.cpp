@@ -390,6 +390,30 @@ TEST_F(Summary, StreamedSummaryEqualsTheWholeRead) {
     paths.push_back(write(t, "cuxfer-fingerprints.trace"));
   }
   {
+    // The CUPTI governor turned the records off and back on, and copies
+    // raced the switch to on (build_job's second pass): streamed as well.
+    SyntheticTrace t(7007);
+    t.process.trace_name = "governed";
+    t.status.cupti = trace::CuptiState::Active;
+    t.status.cupti_reason.clear();
+    const uint32_t a = t.site(0x401000);
+    for (int s = 0; s < 6; ++s) {
+      const bool on = s % 2 == 0;
+      if (s > 0) t.cupti_gate.push_back({t.clock_ns, on, on ? trace::GateReason::AsyncCopies : trace::GateReason::SyncOnly});
+      for (int i = 0; i < 120; ++i) {
+        trace::Event& c = t.copy(Direction::HtoD, MemKind::Pageable, (i % 3 + 1) * KiB, 8'000 + i % 7, true, a);
+        if (on && (s == 0 || i >= 5)) c.flags |= trace::kFlagGpuExpected;
+        if (!on) continue;
+        t.gpu(c, 1'000 + 10 * (i % 11));
+        t.gpu_records.back().correlation_id = 0;
+        t.gpu_records.back().start_ns += i < 5 ? 30'000 - 1000 * i : 100;  // the race's DMAs queued
+      }
+    }
+    std::stable_sort(t.gpu_records.begin(), t.gpu_records.end(),
+                     [](const trace::GpuRecord& x, const trace::GpuRecord& y) { return x.start_ns < y.start_ns; });
+    paths.push_back(write(t, "cuxfer-governed.trace"));
+  }
+  {
     // Records with correlation ids: read whole.
     SyntheticTrace t(7003);
     t.process.trace_name = "correlated";
