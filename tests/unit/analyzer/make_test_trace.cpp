@@ -87,17 +87,7 @@ int main(int argc, char** argv) {
       t.copy(Direction::DtoH, MemKind::Pageable, 4, 9'000, false, a);
       t.copy(Direction::DtoD, MemKind::Device, 32 * MiB, 50'000, true, b);
     }
-    if (kind == "nvtx") {
-      t.status.cupti = cuxfer::trace::CuptiState::Active;
-      t.status.cupti_reason.clear();
-      for (auto& e : t.events)
-        if (e.kind == static_cast<uint8_t>(cuxfer::trace::EventKind::Copy) &&
-            !(e.flags & cuxfer::trace::kFlagFailed)) {
-          e.flags |= cuxfer::trace::kFlagGpuExpected;
-          t.gpu(e, (e.t_exit_ns - e.t_enter_ns) / 2);
-          t.gpu_records.back().correlation_id = 0;
-        }
-    }
+    if (kind == "nvtx") t.time_copies_on_gpu(2);
   } else if (kind == "fingerprints") {
     using cuxfer::trace::Event;
     auto print = [&](uint32_t corr, Direction dir, uint64_t bytes, uint64_t device_ptr, uint64_t hash) {
@@ -125,15 +115,7 @@ int main(int argc, char** argv) {
           cuxfer::trace::kFlagFailed;
       print(100'000 + step, Direction::HtoD, 8 * MiB, 0xd000, step / 4);  // of no copy
     }
-    t.status.cupti = cuxfer::trace::CuptiState::Active;
-    t.status.cupti_reason.clear();
-    for (auto& e : t.events)
-      if (e.kind == static_cast<uint8_t>(cuxfer::trace::EventKind::Copy) &&
-          !(e.flags & cuxfer::trace::kFlagFailed)) {
-        e.flags |= cuxfer::trace::kFlagGpuExpected;
-        t.gpu(e, (e.t_exit_ns - e.t_enter_ns) / 2);
-        t.gpu_records.back().correlation_id = 0;
-      }
+    t.time_copies_on_gpu(2);
   } else if (kind == "clean") {
     for (int i = 0; i < 10; ++i) t.copy(Direction::HtoD, MemKind::Pinned, 16 * MiB, 320'000, true, a);
   } else {

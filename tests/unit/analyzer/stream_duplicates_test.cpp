@@ -100,16 +100,7 @@ class StreamDuplicates : public JobTest {
         }
       }
     }
-    if (gpu) {
-      t.status.cupti = trace::CuptiState::Active;
-      t.status.cupti_reason.clear();
-      for (auto& e : t.events)
-        if (e.kind == static_cast<uint8_t>(trace::EventKind::Copy) && !(e.flags & trace::kFlagFailed)) {
-          e.flags |= trace::kFlagGpuExpected;
-          t.gpu(e, (e.t_exit_ns - e.t_enter_ns) / 3);
-          t.gpu_records.back().correlation_id = 0;
-        }
-    }
+    if (gpu) t.time_copies_on_gpu(3);
     return t;
   }
 

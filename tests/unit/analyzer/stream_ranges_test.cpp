@@ -54,16 +54,7 @@ class StreamRanges : public JobTest {
       t.copy(Direction::DtoD, MemKind::Device, 32 * MiB, 50'000, true, b);
       t.copy(Direction::DtoH, MemKind::Pageable, 1 * MiB, 700'000, false);
     }
-    if (gpu) {
-      t.status.cupti = trace::CuptiState::Active;
-      t.status.cupti_reason.clear();
-      for (auto& e : t.events)
-        if (e.kind == static_cast<uint8_t>(trace::EventKind::Copy) && !(e.flags & trace::kFlagFailed)) {
-          e.flags |= trace::kFlagGpuExpected;
-          t.gpu(e, (e.t_exit_ns - e.t_enter_ns) / 2);
-          t.gpu_records.back().correlation_id = 0;
-        }
-    }
+    if (gpu) t.time_copies_on_gpu(2);
     return t;
   }
 

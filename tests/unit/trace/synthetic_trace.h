@@ -163,6 +163,19 @@ class SyntheticTrace {
     gpu_records.push_back(r);
   }
 
+  // CUPTI active, and every copy that did not fail given a GPU record joined
+  // by time (no correlation id), lasting 1/`share` of its call.
+  void time_copies_on_gpu(uint64_t share) {
+    status.cupti = trace::CuptiState::Active;
+    status.cupti_reason.clear();
+    for (auto& e : events)
+      if (e.kind == static_cast<uint8_t>(trace::EventKind::Copy) && !(e.flags & trace::kFlagFailed)) {
+        e.flags |= trace::kFlagGpuExpected;
+        gpu(e, (e.t_exit_ns - e.t_enter_ns) / share);
+        gpu_records.back().correlation_id = 0;
+      }
+  }
+
   // The blocks write() writes, in order; events in the layout of `version`.
   std::vector<std::pair<trace::BlockType, std::string>> blocks(uint32_t version = trace::kFormatVersion) const {
     std::vector<std::pair<trace::BlockType, std::string>> out;
