@@ -49,6 +49,31 @@ TSAN_DIR="${CUXFER_TSAN_BUILD_DIR:-$ROOT/build-tsan}"
 UBSAN_DIR="${CUXFER_UBSAN_BUILD_DIR:-$ROOT/build-ubsan}"
 T_START=$SECONDS
 declare -a SUMMARY=()
+declare -a FAILED_OUTPUT=()
+
+# note_failures DIR: FAILED_NAMES becomes the names of the tests the last ctest
+# run in DIR failed, and their output is queued for the end of the run (CI
+# shows only the tail of what this script prints, so the failures must be there).
+FAILED_NAMES=""
+note_failures() {
+  local dir="$1" list="$1/Testing/Temporary/LastTestsFailed.log"
+  FAILED_NAMES="(no list of failed tests in $dir)"
+  [[ -s "$list" ]] || return 0
+  FAILED_NAMES="$(cut -d: -f2- "$list" | head -20 | tr '\n' ' ')"
+  local n
+  for n in $(cut -d: -f2- "$list" | head -5); do
+    FAILED_OUTPUT+=("$dir: $n" "$(failed_test_output "$dir/Testing/Temporary/LastTest.log" "$n")")
+  done
+}
+
+# failed_test_output LOG NAME: the last 40 lines of NAME's output in ctest's LOG.
+failed_test_output() {
+  awk -v name="$2" '
+    $0 ~ "^[0-9]+/[0-9]+ Test: " && $NF == name { grab = 1; next }
+    grab && /^Output:/ { out = 1; next }
+    grab && out && /^<end of output>/ { exit }
+    grab && out { print }' "$1" | tail -40
+}
 
 if ((GPU)); then
   have_gpu || die "--gpu: no usable GPU here (nvidia-smi -L must list one, and nvcc must be found)"
@@ -84,7 +109,8 @@ step "ctest --test-dir $TEST_DIR --output-on-failure -LE gpu -j2"
 if timed ctest --test-dir "$TEST_DIR" --output-on-failure -LE gpu -j2 --timeout 300; then
   SUMMARY+=("PASS  CPU tier (build-test, ctest -LE gpu)")
 else
-  SUMMARY+=("FAIL  CPU tier (build-test, ctest -LE gpu)")
+  note_failures "$TEST_DIR"
+  SUMMARY+=("FAIL  CPU tier (build-test, ctest -LE gpu): $FAILED_NAMES")
 fi
 
 # --- what users install ---------------------------------------------------------
@@ -118,7 +144,8 @@ if ((SANITIZE)); then
        --no-tests=error; then
     SUMMARY+=("PASS  sanitizer pass (build-asan, address+undefined, ctest -L unit)")
   else
-    SUMMARY+=("FAIL  sanitizer pass (build-asan, address+undefined, ctest -L unit)")
+    note_failures "$ASAN_DIR"
+    SUMMARY+=("FAIL  sanitizer pass (build-asan, address+undefined, ctest -L unit): $FAILED_NAMES")
   fi
   banner "sanitizer pass: build-ubsan (CUXFER_SANITIZE=undefined), ctest -L e2e"
   # The end-to-end tier with the shim, the libc hooks and the simulated apps
@@ -133,7 +160,8 @@ if ((SANITIZE)); then
        timed ctest --test-dir "$UBSAN_DIR" --output-on-failure -L e2e -j2 --timeout 300 --no-tests=error; then
     SUMMARY+=("PASS  sanitizer pass (build-ubsan, undefined, ctest -L e2e)")
   else
-    SUMMARY+=("FAIL  sanitizer pass (build-ubsan, undefined, ctest -L e2e)")
+    note_failures "$UBSAN_DIR"
+    SUMMARY+=("FAIL  sanitizer pass (build-ubsan, undefined, ctest -L e2e): $FAILED_NAMES")
   fi
   banner "sanitizer pass: build-tsan (CUXFER_SANITIZE=thread), the shim's unit tests and ctest -L e2e"
   # The shim's concurrent pieces (event rings, allocation table, registration
@@ -156,7 +184,8 @@ if ((SANITIZE)); then
        timed ctest --test-dir "$TSAN_DIR" --output-on-failure -L e2e -E "$tsan_skip" -j2 --timeout 300 --no-tests=error; then
     SUMMARY+=("PASS  sanitizer pass (build-tsan, thread, shim unit tests + ctest -L e2e without the libc-hook tests)")
   else
-    SUMMARY+=("FAIL  sanitizer pass (build-tsan, thread, shim unit tests + ctest -L e2e)")
+    note_failures "$TSAN_DIR"
+    SUMMARY+=("FAIL  sanitizer pass (build-tsan, thread, shim unit tests + ctest -L e2e): $FAILED_NAMES")
   fi
 else
   SUMMARY+=("SKIP  sanitizer pass (--no-sanitize)")
@@ -204,6 +233,10 @@ else
   SUMMARY+=("SKIP  GPU tier (no --gpu; run 'bash scripts/test.sh --gpu' on a GPU machine)")
 fi
 
+for ((i = 0; i < ${#FAILED_OUTPUT[@]}; i += 2)); do
+  banner "failed: ${FAILED_OUTPUT[i]} (the last 40 lines of its output)"
+  printf '%s\n' "${FAILED_OUTPUT[i + 1]}"
+done
 banner "summary ($((SECONDS - T_START)) s)"
 printf '%s\n' "${SUMMARY[@]}"
 for s in "${SUMMARY[@]}"; do
