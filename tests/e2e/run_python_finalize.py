@@ -2,7 +2,8 @@
 """The interpreter finalizes while daemon threads copy (stdlib only).
 
   run_python_finalize.py --cuxfer B/bin/cuxfer --shim B/lib/libcuxfer.so
-      --libcudart B/simcuda/lib/libcudart.so --python 3.12 --workdir DIR
+      --libcudart B/simcuda/lib/libcudart.so
+      --copy-forever B/testapps/sim/libcopy_forever.so --python 3.12 --workdir DIR
 
 Runs testapps/python/finalize_copies.py under `cuxfer record` with that
 interpreter on the simulated CUDA, ROUNDS times with 4 daemon threads and a
@@ -42,7 +43,7 @@ def check(ok: bool, what: str) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    for k in ("--cuxfer", "--shim", "--libcudart", "--python", "--workdir"):
+    for k in ("--cuxfer", "--shim", "--libcudart", "--copy-forever", "--python", "--workdir"):
         ap.add_argument(k, required=True)
     a = ap.parse_args()
     python = find_python(a.python)
@@ -55,7 +56,7 @@ def main() -> int:
         out = work / f"round{rnd}"
         ms = rnd * 5
         cmd = [a.cuxfer, "record", "-q", "--shim", a.shim, "-o", str(out), "--", python, str(APP), a.libcudart,
-               str(THREADS), str(ms)]
+               a.copy_forever, str(THREADS), str(ms)]
         print("+ " + " ".join(cmd), flush=True)
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         who = f"round {rnd} ({ms} ms)"
