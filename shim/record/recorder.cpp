@@ -536,6 +536,21 @@ void Recorder::write_cycle(bool final) {
     write_tail(final, payload);
     return;
   }
+  // The events first, then what they name: a thread interns its site (and
+  // the site's code objects and modules) before it pushes the event, so
+  // every site an event drained here names is collected below, also in the
+  // last cycle, which has no next one to bring it.
+  scratch_events_.clear();
+  rings_.for_each([&](EventRing& r) {
+    int state = r.state.load(std::memory_order_acquire);
+    if (state == EventRing::kFree) return;
+    r.drain(scratch_events_);
+    events_dropped_ += r.take_dropped();
+    if (state == EventRing::kOrphaned) {  // its thread is gone and it is empty now
+      r.reset();
+      r.state.store(EventRing::kFree, std::memory_order_release);
+    }
+  });
   auto modules = modules_.poll();
   if (!modules.empty()) {
     trace::encode(modules, payload);
@@ -576,17 +591,6 @@ void Recorder::write_cycle(bool final) {
       writer_->write_block(trace::BlockType::NvtxStacks, payload);
     }
   }
-  scratch_events_.clear();
-  rings_.for_each([&](EventRing& r) {
-    int state = r.state.load(std::memory_order_acquire);
-    if (state == EventRing::kFree) return;
-    r.drain(scratch_events_);
-    events_dropped_ += r.take_dropped();
-    if (state == EventRing::kOrphaned) {  // its thread is gone and it is empty now
-      r.reset();
-      r.state.store(EventRing::kFree, std::memory_order_release);
-    }
-  });
   if (stamps_.ticks() && !scratch_events_.empty()) {
     // Every stamp drained was read before this pair: none is past it.
     stamps_.add(event_clock::read_pair());
