@@ -101,8 +101,10 @@ SiteDecision site_decision(policy::SiteKind kind, uint64_t bytes) {
     // A stack never seen before may come from a library loaded since the last bind.
     if (l->matcher.unbound_entries() && loader_generation() != l->generation) bind(*l);
     // Decided without the size limit; min_bytes is applied per call below.
-    static const CodeTableNames names;
-    policy::Decision m = l->matcher.decide(kind, frames, depth, UINT64_MAX, &names);
+    // Never destroyed: threads may still copy while the process exits, and
+    // a destroyed object's vtable is its base's (a pure virtual call).
+    static const CodeTableNames* names = new CodeTableNames;
+    policy::Decision m = l->matcher.decide(kind, frames, depth, UINT64_MAX, names);
     d = m.matched ? kFirstEntry + m.entry : kNoEntry;
     l->decisions[id].store(d, std::memory_order_relaxed);
   }

@@ -22,7 +22,13 @@ local. There the import check cannot see the shim's own code, so --objects
 names the shim's object files and static archives, each of which must refer
 to none of the machinery (a throw, catch or landing pad of the shim's own);
 the throw helpers they refer to are the shim's aborting ones, which the link
-would refuse to have twice. Exit 0 pass, 1 fail.
+would refuse to have twice.
+
+Nor do the shim's own objects refer to __cxa_atexit: an object of static
+storage with a destructor, which the exit would destroy while other threads
+may still be inside a hook that uses it (a destroyed polymorphic object calls
+its base's pure virtual). The shim's long-lived objects are made with new
+and never destroyed. Exit 0 pass, 1 fail.
 """
 import subprocess
 import sys
@@ -82,10 +88,12 @@ def main() -> int:
         found = sorted(n for n in names if n in FORBIDDEN)
         if found:
             print(f"{obj}: refers to exception machinery: {' '.join(found)}")
-        bad |= bool(found)
+        if "__cxa_atexit" in names:
+            print(f"{obj}: registers a destructor to run at exit (an object of static storage that has one)")
+        bad |= bool(found) or "__cxa_atexit" in names
     if objects:
         print(f"{len(objects)} object file(s) and archive(s) of the shim's own code: "
-              f"{'no exception machinery' if not bad else 'see above'}")
+              f"{'no exception machinery, no destructor run at exit' if not bad else 'see above'}")
     return 1 if bad else 0
 
 
