@@ -485,8 +485,21 @@ CUXFER_HOT uint32_t PythonStacks::walk_frames(uint64_t tstate, uint64_t* out, ui
     trail.note(tstate + l.ts_frame);
     if (!get<M>(tstate + l.ts_frame, frame)) return failed = true, 0;
   }
+  // Reading directly, a walk preempted across the start of finalization
+  // could resume on frames and code objects it frees and unmaps (a daemon
+  // thread copying as the interpreter exits): each frame is read only while
+  // finalization has not begun, a window of a few loads instead of the whole
+  // walk. walk_thread() then drops what was read. _PyRuntime's flag, where
+  // the layout has it, is one load a frame.
+  const uint64_t* finalizing_flag =
+      M == ReadMode::Direct && runtime_ && l.rt_finalizing != kNoField
+          ? reinterpret_cast<const uint64_t*>(runtime_ + l.rt_finalizing)
+          : nullptr;
   uint32_t n = 0;
   for (uint32_t steps = 0; frame && n < max && steps < 1024; ++steps) {
+    if constexpr (M == ReadMode::Direct) {
+      if (finalizing_flag ? __atomic_load_n(finalizing_flag, __ATOMIC_RELAXED) != 0 : finalization_began()) return n;
+    }
     uint64_t code = 0, previous = 0;
     if (!get<M>(frame + l.frame_code, code) || !get<M>(frame + l.frame_previous, previous))
       return failed = true, n;
@@ -545,6 +558,11 @@ CUXFER_HOT uint32_t PythonStacks::walk_frames(uint64_t tstate, uint64_t* out, ui
     frame = previous;
   }
   return n;
+}
+
+CUXFER_HOT bool PythonStacks::finalization_began() const noexcept {
+  if (runtime_ && layout_.rt_finalizing != kNoField) return load_field<uint64_t>(runtime_, layout_.rt_finalizing) != 0;
+  return api_.is_finalizing && api_.is_finalizing();
 }
 
 CUXFER_HOT bool PythonStacks::thread_state(uint64_t& tstate, uint64_t& main) noexcept {

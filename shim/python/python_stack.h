@@ -217,6 +217,9 @@ class PythonStacks {
   uint32_t walk(uint64_t tstate, uint64_t* out, uint32_t max, bool& failed) noexcept;
   template <ReadMode M, FrameModel Model>
   uint32_t walk_frames(uint64_t tstate, uint64_t* out, uint32_t max, bool& failed) noexcept;
+  // _PyRuntime's finalizing is set (or Py_IsFinalizing says so): the
+  // interpreter may be freeing daemon threads' frames now.
+  bool finalization_began() const noexcept;
   template <ReadMode M>
   uint32_t intern_code(const PyLayout& l, uint64_t code) noexcept;
 
