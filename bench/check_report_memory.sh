@@ -3,7 +3,9 @@
 # "Analyzer and trace size"): the peak resident set of a report of 4N events
 # is about that of N events (it does not grow with the events), and the
 # streamed report is byte for byte the one made holding every event (--html
-# makes the report that way and still prints it), as text and as JSON. The
+# reads every trace whole), as text, JSON, both CSV tables and HTML; and
+# `report --csv --html` of traces without GPU records stays within the same
+# bound (the HTML plots are gathered as the trace streams). The
 # same of a Python program's trace, and of traces with CUPTI's GPU records
 # (one a copy, as on a real GPU), which the streamed report joins to the
 # calls a block at a time. And of a trace whose threads push NVTX ranges
@@ -22,9 +24,12 @@ rm -rf "$dir"
 mkdir -p "$dir"
 trap 'rm -rf "$dir"' EXIT
 
-# Peak resident set in KiB of `cuxfer report` of the trace $1 (text to $2).
+# Peak resident set in KiB of `cuxfer report` of the trace $1 (text to $2),
+# with the options after them.
 peak_kib() {
-  /usr/bin/time -f %M -o "$dir/rss" "$cuxfer" report --no-symbols --no-profile -o "$2" "$1"
+  local trace=$1 out=$2
+  shift 2
+  /usr/bin/time -f %M -o "$dir/rss" "$cuxfer" report --no-symbols --no-profile "$@" -o "$out" "$trace" 2>/dev/null
   cat "$dir/rss"
 }
 
@@ -33,11 +38,13 @@ peak_kib() {
 # of what holding 3N more events would add ($3 bytes each: a 64-byte event and
 # a 56-byte call, and a 48-byte GPU record where there are records), plus
 # what the streamed report keeps of them by design ($4 bytes an event), at
-# most 128 MiB in all; the report says $2 (unless empty); and the streamed
-# report is byte for byte the one made holding the events, as text and as JSON.
+# most 128 MiB in all, and so does `report --csv --html` where $6 is "plots"
+# (no GPU records: its plots stream); the report says $2 (unless empty); and
+# the streamed report is byte for byte the one made holding the events, as
+# text, JSON, both CSV tables and HTML.
 check_kind() {
-  local kind=$1 says=$2 bytes_per_event=$3 kept_per_event=$4 rounds=$5
-  shift 5
+  local kind=$1 says=$2 bytes_per_event=$3 kept_per_event=$4 rounds=$5 plots=$6
+  shift 6
   "$bench" --events "$events" --rounds "$rounds" "$@" --out "$dir/small.trace" --keep >/dev/null
   "$bench" --events $((4 * events)) --rounds "$rounds" "$@" --out "$dir/big.trace" --keep >/dev/null
   local small big allowance=$((3 * events * bytes_per_event / 1024 / 8 + 3 * events * kept_per_event / 1024))
@@ -47,30 +54,38 @@ check_kind() {
   test "$big" -le $((small + allowance)) || { echo "FAIL: memory grows with the events ($kind, allowance ${allowance} KiB)"; exit 1; }
   test "$big" -le $((128 * 1024)) || { echo "FAIL: above 128 MiB ($kind)"; exit 1; }
   [[ -z $says ]] || grep -q "$says" "$dir/big.txt" || { echo "FAIL: the report ($kind) does not say \"$says\""; exit 1; }
-  for format in "" "--json"; do
-    "$cuxfer" report --no-symbols --no-profile $format -o "$dir/streamed" "$dir/small.trace"
-    "$cuxfer" report --no-symbols --no-profile $format --html "$dir/r.html" -o "$dir/whole" "$dir/small.trace" 2>/dev/null
+  if [[ $plots == plots ]]; then
+    small=$(peak_kib "$dir/small.trace" "$dir/small.csv" --csv --html "$dir/small.html")
+    big=$(peak_kib "$dir/big.trace" "$dir/big.csv" --csv --html "$dir/big.html")
+    echo "peak resident ($kind, --csv --html): $events events ${small} KiB, $((4 * events)) events ${big} KiB"
+    test "$big" -le $((small + allowance)) || { echo "FAIL: --html memory grows with the events ($kind)"; exit 1; }
+    test "$big" -le $((128 * 1024)) || { echo "FAIL: --html above 128 MiB ($kind)"; exit 1; }
+  fi
+  for format in "" "--json" "--csv" "--ranges-csv"; do
+    "$cuxfer" report --no-symbols --no-profile $format --html "$dir/streamed.html" -o "$dir/streamed" "$dir/small.trace" 2>/dev/null
+    "$cuxfer" report --no-symbols --no-profile $format --no-stream --html "$dir/whole.html" -o "$dir/whole" "$dir/small.trace" 2>/dev/null
     cmp "$dir/streamed" "$dir/whole" || { echo "FAIL: streamed and whole reports differ ($kind, ${format:-text})"; exit 1; }
+    cmp "$dir/streamed.html" "$dir/whole.html" || { echo "FAIL: streamed and whole HTML reports differ ($kind)"; exit 1; }
   done
   rm -f "$dir/small.trace" "$dir/big.trace"
 }
 
-check_kind plain "" 120 0 1
+check_kind plain "" 120 0 1 plots
 # A Python program's trace (call sites with Python frames, one in 8 native
 # only), with its note on copies without a Python line.
-check_kind "Python frames" "have no Python line" 120 0 0 --python
+check_kind "Python frames" "have no Python line" 120 0 0 plots --python
 # CUPTI's GPU records, joined to the calls a block at a time.
-check_kind "GPU records" "GPU records joined to calls by time" 168 0 0 --gpu joined
+check_kind "GPU records" "GPU records joined to calls by time" 168 0 0 no --gpu joined
 # NVTX ranges (one event in 32 a thread's range stack changing), with GPU
 # records: the calls' ranges follow them through the join.
-check_kind "NVTX ranges, GPU records" "NVTX ranges" 168 0 0 --nvtx --gpu joined
+check_kind "NVTX ranges, GPU records" "NVTX ranges" 168 0 0 no --nvtx --gpu joined
 # Content fingerprints (each copy the shim would fingerprint followed by its
 # fingerprint: 28 events in 100 are such copies in this mix), with GPU
 # records: the report keeps each fingerprinted copy, 24 bytes for its
 # fingerprint and 40 for the copy, about 18 bytes an event.
-check_kind "content fingerprints, GPU records" "duplicate_uploads" 168 18 0 --fingerprints --gpu joined
+check_kind "content fingerprints, GPU records" "duplicate_uploads" 168 18 0 no --fingerprints --gpu joined
 # GPU records the CUPTI governor turned off and sampled back on (one event in
 # 16 with them on), copies racing each change to on: the join's second pass
 # is made in its window too.
-check_kind "governed GPU records" "GPU time: .* copies and memsets" 168 0 0 --gpu joined --governor
+check_kind "governed GPU records" "GPU time: .* copies and memsets" 168 0 0 no --gpu joined --governor
 echo ok

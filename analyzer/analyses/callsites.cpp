@@ -80,6 +80,7 @@ std::vector<CallSiteTotals> callsite_totals(const model::Job& job, JobTally& tal
     s.frame = site.frame;
     s.stack = site.stack;
     s.main_class = main_class_of(st.classes_seen, st.class_bytes);
+    s.staged_bytes = st.staged_bytes;
     out.push_back(std::move(s));
   }
   sort_by_blocked_time(out);

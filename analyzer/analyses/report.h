@@ -210,6 +210,9 @@ struct CallSiteTotals {
   std::vector<symbolize::Frame> stack;
   uint64_t calls = 0, bytes = 0, cpu_blocked_ns = 0, max_cpu_ns = 0, failed_calls = 0;
   std::optional<uint64_t> gpu_ns;
+  // Of `bytes`, those of the copies the rewrite staged (--csv's staged_bytes):
+  // from the tally, so that a streamed report and a report of summaries have it.
+  uint64_t staged_bytes = 0;
   // The class with most bytes at this site, "+N" when N other classes occur
   // there too: "H2D pageable", "H2D pageable +2".
   std::string main_class;

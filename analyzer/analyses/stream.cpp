@@ -290,7 +290,7 @@ Thresholds::RunReferences job_references(const std::vector<FindingsTally>& input
 
 std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t process, const Thresholds& t,
                                             const Fingerprints* fingerprints, uint64_t& event_bytes,
-                                            std::string* why) {
+                                            std::string* why, CopyPlots* plots) {
   model::Job job = one_process_job(frame, process);
   JobTally tally = start_tally(job, t);
   model::CallFeed feed(frame, process);
@@ -303,6 +303,7 @@ std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t pr
   if (fingerprints && fingerprints->empty()) fingerprints = nullptr;
   std::vector<FingerprintedCopy> fingerprinted;
   if (fingerprints) fingerprinted.reserve(fingerprints->size());
+  uint64_t plotted = 0;  // the calls handed to `plots`
   const CallsRead read = read_calls(frame, process, feed,
                                     [&](std::span<const model::Call> calls, std::span<const model::Call> shim,
                                         std::span<const uint32_t> call_ranges) {
@@ -312,12 +313,14 @@ std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t pr
                                         for (const model::Call& c : calls)
                                           add_fingerprinted_copy(c, *fingerprints, fingerprinted);
                                       tally_more(tally, job, calls, shim, t, call_ranges);
+                                      if (plots) plots->add_calls(frame.processes[process], process, calls, plotted);
                                       compactor.now_and_then(tally.findings);
                                       return true;
                                     });
   if (read.inexact && why) *why = join_window_note(p, read.why_inexact);
   if (!read.ok || feed.impossible_note()) return std::nullopt;
   if (fingerprints) add_repeated_copies(fingerprinted, *fingerprints, tally.findings);
+  if (plots) plots->timeline.settle();
   finish_tally(tally);
   ProcessRecord r;
   if (gate) {
@@ -334,6 +337,12 @@ std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t pr
   r.tally = std::move(tally);
   event_bytes = feed.bytes();
   return r;
+}
+
+bool plots_stream(const model::Job& frame) {
+  return std::all_of(frame.processes.begin(), frame.processes.end(), [](const model::Process& p) {
+    return p.trace.gpu_records.empty() && p.trace.gpu_records_passed.records == 0;
+  });
 }
 
 std::optional<ProcessRecord> summarize_streamed(const model::Job& frame) {

@@ -41,7 +41,7 @@ const Subcommand kSubcommands[] = {
      "that uses CUDA"},
     {"report", cuxfer::cli::run_report, &cuxfer::cli::kReportHelp,
      "report [--json | --csv | --ranges-csv] [--html FILE] [--top N] [-o FILE]\n"
-     "      [--stack] [--range NAME] [--profile FILE | --no-profile] [-j N]\n"
+     "      [--stack] [--range NAME] [--profile FILE | --no-profile] [-j N] [--no-stream]\n"
      "      [symbol options] TRACE|SUMMARY...",
      "read traces (or job summaries) and report totals, call sites and\n"
      "findings; --html also writes a self-contained HTML report with plots"},

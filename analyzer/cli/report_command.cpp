@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -76,6 +77,8 @@ Options:
                   any depth; the report says how many that kept
   -j, --jobs N    traces read at once (default: the machine's cores); the
                   report is the same for every N
+  --no-stream     read every trace whole instead of a block of events at a
+                  time: the same report in more memory (to compare)
   -h, --help      show this help
 
 Exit status: 0 report written; 1 no trace could be read, or no call ran
@@ -127,9 +130,9 @@ struct SummaryReportOptions {
 // is refused in one line rather than answered with a wrong or empty part.
 int report_summaries(const InputPaths& inputs, const SymbolOptions& symbols, size_t jobs,
                      std::vector<std::string>& errors, const SummaryReportOptions& o) {
-  // --csv's staged column counts the calls per site (render_callsites_csv).
+  // --csv's table is the tally's (its staged column too). A summary keeps no
+  // NVTX ranges (--ranges-csv, --range) and no timeline (--html).
   const char* needs_events = !o.html.empty() ? "--html"
-                             : o.csv         ? "--csv"
                              : o.ranges_csv  ? "--ranges-csv"
                              : o.range       ? "--range"
                                              : nullptr;
@@ -154,7 +157,9 @@ int report_summaries(const InputPaths& inputs, const SymbolOptions& symbols, siz
   for (auto& n : merged_job_notes(merged, symbol_kinds)) report.notes.push_back(std::move(n));
   for (const auto& e : errors) report.notes.push_back("skipped " + e);
   std::string text;
-  if (o.json) {
+  if (o.csv) {
+    text = render::render_callsites_csv(report);
+  } else if (o.json) {
     text = render::render_json(report, {o.top});
   } else {
     render::TextOptions t;
@@ -182,12 +187,12 @@ struct WriteOptions {
   bool stacks;
 };
 
-// Renders the report as asked and writes it; the exit status. `job`: the
-// model with its calls (the call-site CSV needs them); null when streamed.
-int write_report(const analyses::Report& report, const model::Job* job, const WriteOptions& o) {
+// Renders the report as asked and writes it; the exit status. Every output
+// is the report's alone: the same whether it was streamed or not.
+int write_report(const analyses::Report& report, const WriteOptions& o) {
   std::string text;
   if (o.csv) {
-    text = render::render_callsites_csv(report, *job);
+    text = render::render_callsites_csv(report);
   } else if (o.ranges_csv) {
     text = render::render_ranges_csv(report);
   } else if (o.json) {
@@ -229,7 +234,9 @@ struct StreamedJob {
   analyses::MergedJob merged;
   analyses::Thresholds::RunReferences known;
 };
-std::optional<StreamedJob> stream_job(const model::Job& frame, const analyses::Thresholds& t, size_t jobs) {
+// `plots`, if given, gathers what the HTML report draws (analyses::plots_stream).
+std::optional<StreamedJob> stream_job(const model::Job& frame, const analyses::Thresholds& t, size_t jobs,
+                                      analyses::CopyPlots* plots) {
   if (analyses::needs_events(frame)) return std::nullopt;
   const size_t n = frame.processes.size();
   std::vector<std::optional<analyses::FirstPass>> inputs(n);
@@ -259,10 +266,16 @@ std::optional<StreamedJob> stream_job(const model::Job& frame, const analyses::T
   with_known.known = &known;
   std::vector<std::optional<analyses::ProcessRecord>> records(n);
   std::vector<uint64_t> bytes(n, 0);
+  std::mutex plots_lock;  // each process's plots merged as it ends: the merge keeps what the job draws
   for_each_parallel(n, jobs, [&](size_t i) {
+    analyses::CopyPlots own;
     records[i] = analyses::stream_process(frame, static_cast<uint32_t>(i), with_known, &fingerprints[i],
-                                          bytes[i], &why[i]);
+                                          bytes[i], &why[i], plots ? &own : nullptr);
     fingerprints[i] = {};  // paired with their copies: let go
+    if (plots && records[i]) {
+      const std::lock_guard<std::mutex> hold(plots_lock);
+      plots->merge(std::move(own));
+    }
   });
   std::vector<analyses::ProcessRecord> all;
   for (auto& r : records) {
@@ -277,12 +290,24 @@ std::optional<StreamedJob> stream_job(const model::Job& frame, const analyses::T
   return StreamedJob{std::move(*merged), known};
 }
 
+// Writes the HTML report to `path` and says where on stderr: the HTML goes
+// to its file and the report still goes where asked (the text report on the
+// terminal by default), so `cuxfer report --html r.html run.trace` shows both.
+bool write_html(const std::string& path, const analyses::Report& report, const analyses::CopyPlots& plots,
+                const model::MachineProfile* profile) {
+  if (!write_output(path, render::render_html(report, plots, profile, installed_docs_url()), "cuxfer report"))
+    return false;
+  std::fprintf(stderr, "cuxfer report: HTML report written to %s\n", path.c_str());
+  return true;
+}
+
 // What a streamed report needs of the command line.
 struct StreamSettings {
   const SymbolOptions& symbols;
   const std::string& profile_path;
   bool no_profile;
   size_t jobs;
+  const std::string& html;  // empty: no HTML report
   WriteOptions write;
 };
 
@@ -310,7 +335,11 @@ std::optional<int> report_streamed(const std::vector<std::string>& paths, const 
   if (!choose_profile(frame, s.profile_path, s.no_profile, "cuxfer report", profile, profile_note)) return 1;
   analyses::Thresholds thresholds;
   if (profile) thresholds.profile = &*profile;
-  auto streamed = stream_job(frame, thresholds, s.jobs);
+  // The HTML report's plots are gathered as the traces stream, where they can be.
+  const bool html = !s.html.empty();
+  analyses::CopyPlots plots;
+  std::optional<StreamedJob> streamed;
+  if (!html || analyses::plots_stream(frame)) streamed = stream_job(frame, thresholds, s.jobs, html ? &plots : nullptr);
   if (!streamed) {
     for (auto& p : frame.processes) traces.push_back(std::move(p.trace));
     traces = reread_with_events(traces, s.jobs, errors);
@@ -320,7 +349,8 @@ std::optional<int> report_streamed(const std::vector<std::string>& paths, const 
   analyses::MergedJob& m = streamed->merged;
   analyses::Report report = analyses::analyze_tally(m.job, m.tally, thresholds, false);
   add_report_notes(report, m.job, profile_note, errors);
-  return write_report(report, nullptr, s.write);
+  if (html && !write_html(s.html, report, plots, profile ? &*profile : nullptr)) return 1;
+  return write_report(report, s.write);
 }
 
 }  // namespace
@@ -331,7 +361,7 @@ int run_report(std::vector<std::string> args) {
   SymbolOptions symbols;
   std::optional<size_t> top;
   std::string output, profile_path, html;
-  bool no_profile = false, stacks = false;
+  bool no_profile = false, stacks = false, no_stream = false;
   size_t jobs = default_jobs();
   std::optional<std::string> range;
   std::vector<std::string> paths;
@@ -354,6 +384,7 @@ int run_report(std::vector<std::string> args) {
       .value("profile", 0, [&](const std::string& v, ArgReader&) { profile_path = v; })
       .flag("no-profile", 0, [&] { no_profile = true; })
       .flag("stack", 0, [&] { stacks = true; })
+      .flag("no-stream", 0, [&] { no_stream = true; })
       .value("range", 0, [&](const std::string& v, ArgReader& r) {
         if (v.empty()) r.fail("--range needs a range name");
         range = v;
@@ -381,14 +412,16 @@ int run_report(std::vector<std::string> args) {
   if (!inputs.summaries.empty())
     return report_summaries(inputs, symbols, jobs, split_errors, {json, csv, ranges_csv, top, output, html, profile_path,
                                                              stacks, range.has_value()});
-  // Without an option that needs the events, the report is made in bounded
+  // Without --range, which needs the events, the report is made in bounded
   // memory where the traces allow (analyses/stream.h); otherwise, or where
   // they turn out to need their events, from the traces read whole.
-  const bool events_option = !html.empty() || csv || ranges_csv || range.has_value();
+  // --csv and --ranges-csv are the report's tables, which the streamed
+  // tally holds (the sites' staged bytes, the NVTX ranges' sums); --html's
+  // plots are gathered as the traces stream (analyses/copy_plots.h).
   std::vector<trace::Trace> traces;
-  if (events_option)
+  if (range || no_stream)
     traces = load_traces(paths, "cuxfer report", errors, jobs);
-  else if (auto status = report_streamed(paths, {symbols, profile_path, no_profile, jobs,
+  else if (auto status = report_streamed(paths, {symbols, profile_path, no_profile, jobs, html,
                                                  {json, csv, ranges_csv, top, output, stacks}},
                                          errors, traces))
     return *status;
@@ -405,17 +438,9 @@ int run_report(std::vector<std::string> args) {
   analyses::Report report = analyses::analyze(job, thresholds);
   add_report_notes(report, job, profile_note, errors);
 
-  if (!html.empty()) {
-    // The HTML goes to its file and the report still goes where asked (the
-    // text report on the terminal by default), so `cuxfer report --html
-    // r.html run.trace` shows both; the line on stderr says where the HTML is.
-    if (!write_output(html,
-                      render::render_html(report, job, profile ? &*profile : nullptr, installed_docs_url()),
-                      "cuxfer report"))
-      return 1;
-    std::fprintf(stderr, "cuxfer report: HTML report written to %s\n", html.c_str());
-  }
-  return write_report(report, &job, {json, csv, ranges_csv, top, output, stacks});
+  if (!html.empty() && !write_html(html, report, analyses::copy_plots(job), profile ? &*profile : nullptr))
+    return 1;
+  return write_report(report, {json, csv, ranges_csv, top, output, stacks});
 }
 
 }  // namespace cuxfer::cli

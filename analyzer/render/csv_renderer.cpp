@@ -31,23 +31,17 @@ std::map<uint32_t, uint32_t> rank_of_pid(const analyses::Report& report) {
 
 }  // namespace
 
-std::string render_callsites_csv(const analyses::Report& report, const model::Job& job) {
-  std::vector<uint64_t> staged(job.sites.size(), 0);
-  for (const auto& c : job.calls)
-    if (c.kind() == trace::EventKind::Copy && c.site != model::kNoSite && c.site < staged.size() &&
-        !c.failed() && c.staged())
-      staged[c.site] += c.bytes();
+std::string render_callsites_csv(const analyses::Report& report) {
   const bool ranked = !report.ranks.ranks.empty();
   const std::map<uint32_t, uint32_t> ranks = rank_of_pid(report);
   std::string out = "pid,site_id,function,file,line,module,offset,class,calls,bytes,cpu_blocked_ns,gpu_ns,staged_bytes";
   out += ranked ? ",rank\n" : "\n";
   for (const auto& s : report.callsites) {
-    const uint64_t staged_bytes = s.id >= 1 && s.id - 1 < staged.size() ? staged[s.id - 1] : 0;
     out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", s.pid, s.id, csv_field(s.frame.function),
                        csv_field(s.frame.file), s.frame.line > 0 ? std::to_string(s.frame.line) : "",
                        csv_field(s.frame.module), s.frame.has_module() ? fmt::format("{:#x}", s.frame.offset) : "",
                        csv_field(s.main_class), s.calls, s.bytes, s.cpu_blocked_ns,
-                       s.gpu_ns ? std::to_string(*s.gpu_ns) : "", staged_bytes);
+                       s.gpu_ns ? std::to_string(*s.gpu_ns) : "", s.staged_bytes);
     if (ranked) {
       out.back() = ',';
       const auto it = ranks.find(s.pid);

@@ -6,15 +6,16 @@
 #include <string>
 
 #include "analyzer/analyses/report.h"
-#include "analyzer/model/job.h"
 
 namespace cuxfer::render {
 
 // Header: pid,site_id,function,file,line,module,offset,class,calls,bytes,
 // cpu_blocked_ns,gpu_ns,staged_bytes[,rank] (rank: only for a job of two ranks
 // or more, docs/report.md "Multi-rank jobs"). One row per report call site, in the
-// report's order. staged_bytes comes from the job (copies the rewrite staged).
-std::string render_callsites_csv(const analyses::Report& report, const model::Job& job);
+// report's order. staged_bytes: the site's copies the rewrite staged
+// (CallSiteTotals::staged_bytes, from the tally: a streamed report and a
+// report of summaries write the same table as one holding the events).
+std::string render_callsites_csv(const analyses::Report& report);
 
 // The NVTX range table (report --ranges-csv). Header:
 // path,name,depth,calls,bytes,pageable_bytes,cpu_blocked_ns,gpu_ns,failed_calls

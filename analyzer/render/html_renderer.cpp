@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "analyzer/analyses/tally.h"
 #include "analyzer/render/markup.h"
 #include "analyzer/text/units.h"
 
@@ -57,19 +58,6 @@ struct LogAxis {
   }
 };
 
-// The bandwidth a call achieved, when its time measures the transfer.
-std::optional<double> achieved_gbps(const model::Call& c) {
-  if (c.has_gpu_time() && c.gpu_ns > 0) return static_cast<double>(c.bytes()) / static_cast<double>(c.gpu_ns);
-  if (model::cpu_time_measures_transfer(*c.event, c.cls) && c.cpu_ns() > 0)
-    return static_cast<double>(c.bytes()) / static_cast<double>(c.cpu_ns());
-  return std::nullopt;
-}
-
-double median(std::vector<double>& v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
-
 const char* kStyle = R"(
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1180px;color:#222;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
@@ -83,27 +71,12 @@ code{font:12px ui-monospace,monospace;background:#f4f4f4;padding:0 3px}
 )";
 
 // Achieved bandwidth against size, per class, with the pinned ceiling.
-void bandwidth_plot(std::string& out, const model::Job& job, const model::MachineProfile* profile,
+void bandwidth_plot(std::string& out, const analyses::BandwidthTally& bandwidth, const model::MachineProfile* profile,
                     const analyses::Thresholds& nominal) {
-  struct Series {
-    model::TransferClass cls;
-    std::map<int, std::vector<double>> by_bucket;  // floor(log2(bytes)) -> GB/s
-  };
-  std::vector<Series> series;
-  uint64_t min_b = UINT64_MAX, max_b = 0;
-  double min_g = 1e9, max_g = 0;
-  for (const auto& c : job.calls) {
-    if (c.kind() != trace::EventKind::Copy || c.failed() || c.bytes() == 0) continue;
-    auto g = achieved_gbps(c);
-    if (!g || *g <= 0) continue;
-    auto it = std::find_if(series.begin(), series.end(), [&](const Series& s) { return s.cls == c.cls; });
-    if (it == series.end()) it = series.insert(series.end(), Series{c.cls, {}});
-    it->by_bucket[63 - __builtin_clzll(c.bytes())].push_back(*g);
-    min_b = std::min(min_b, c.bytes());
-    max_b = std::max(max_b, c.bytes());
-    min_g = std::min(min_g, *g);
-    max_g = std::max(max_g, *g);
-  }
+  const std::vector<analyses::BandwidthTally::Series> series = bandwidth.series();
+  const uint64_t min_b = bandwidth.min_bytes, max_b = bandwidth.max_bytes;
+  const double min_g = bandwidth.min_gbps;
+  double max_g = bandwidth.max_gbps;
   if (series.empty()) {
     out += "<p class='sub'>No copy in these traces has a time that measures its transfer (GPU timing off and "
            "every copy asynchronous): nothing to plot.</p>\n";
@@ -162,18 +135,20 @@ void bandwidth_plot(std::string& out, const model::Job& job, const model::Machin
                        L, W - R, y.at(ceiling));
     legend("#555", fmt::format("nominal pinned {:g} GB/s", ceiling), true);
   }
-  for (auto& s : series) {
+  for (const auto& s : series) {
     const std::string color = class_color(s.cls), name = class_name(s.cls);
     std::string pts, dots;
-    for (auto& [bucket, v] : s.by_bucket) {
-      const double b = std::exp2(bucket + 0.5), m = median(v);
+    for (const auto& point : s.points) {
+      const int bucket = point.bucket;
+      const double b = std::exp2(bucket + 0.5), m = point.median_gbps;
       const double px = x.at(b), py = y.at(m);
       pts += fmt::format("{:.1f},{:.1f} ", px, py);
       dots += fmt::format("<circle cx='{:.1f}' cy='{:.1f}' r='{:.1f}' fill='{}'><title>{}: {} to {}, median {:.3g} GB/s over "
                           "{} cop{}</title></circle>\n",
-                          px, py, 2.5 + std::min(4.0, std::log10(static_cast<double>(v.size()))), color, esc(name),
-                          esc(format_bytes(uint64_t{1} << bucket)), esc(format_bytes((uint64_t{2} << bucket) - 1)), m,
-                          v.size(), v.size() == 1 ? "y" : "ies");
+                          px, py, 2.5 + std::min(4.0, std::log10(static_cast<double>(point.copies))), color,
+                          esc(name), esc(format_bytes(uint64_t{1} << bucket)),
+                          esc(format_bytes((uint64_t{2} << bucket) - 1)), m, point.copies,
+                          point.copies == 1 ? "y" : "ies");
     }
     out += fmt::format("<polyline points='{}' fill='none' stroke='{}' stroke-width='2'/>\n{}", pts, color, dots);
     legend(color, name, false);
@@ -218,91 +193,59 @@ void class_bars(std::string& out, const analyses::Report& r) {
 }
 
 // Transfers (CPU-blocked calls per thread) and GPU activity (copies and
-// kernels per stream) on one time axis.
-void timeline(std::string& out, const model::Job& job) {
-  struct Item {
-    uint32_t lane;
-    uint64_t b, e;
-    std::string color, tip;
-  };
-  std::map<std::string, uint32_t> lanes;  // name -> index (sorted by name for a stable layout)
-  std::vector<std::string> lane_names;
-  auto lane = [&](const std::string& name) {
-    auto [it, fresh] = lanes.emplace(name, static_cast<uint32_t>(lane_names.size()));
-    if (fresh) lane_names.push_back(name);
-    return it->second;
-  };
-  std::vector<Item> items;
-  uint64_t t0 = UINT64_MAX, t1 = 0;
-  for (uint32_t i = 0; i < job.calls.size(); ++i) {
-    const auto& c = job.calls[i];
-    if (c.kind() != trace::EventKind::Copy && c.kind() != trace::EventKind::Memset) continue;
-    const auto& p = job.processes[c.process];
-    const uint64_t b = p.realtime_of(c.event->t_enter_ns), e = p.realtime_of(c.event->t_exit_ns);
-    items.push_back({lane(fmt::format("pid {} tid {} (CPU)", p.pid(), c.event->thread_id)), b, std::max(e, b + 1),
-                     class_color(c.cls),
-                     fmt::format("{} {} {}", class_name(c.cls), format_bytes(c.bytes()), format_duration(e - b))});
-    t0 = std::min(t0, b);
-    t1 = std::max(t1, e);
-  }
-  for (const auto& p : job.processes)
-    for (size_t k = 0; k < p.trace.gpu_records.size(); ++k) {
-      const auto& g = p.trace.gpu_records[k];
-      const uint64_t b = p.realtime_of(g.start_ns), e = p.realtime_of(g.end_ns);
-      const bool kernel = g.kind == static_cast<uint8_t>(trace::GpuRecordKind::Kernel);
-      const bool um = g.kind == static_cast<uint8_t>(trace::GpuRecordKind::UnifiedMemory);
-      const uint32_t call = k < p.gpu_record_call.size() ? p.gpu_record_call[k] : model::kNoCall;
-      const std::string color = kernel ? "#2ca02c" : call != model::kNoCall ? class_color(job.calls[call].cls) : "#999";
-      const bool fault = um && g.cupti_copy_kind >= static_cast<uint8_t>(trace::UmCounter::CpuPageFault);
-      items.push_back({lane(um ? fmt::format("pid {} GPU {} unified memory", p.pid(), g.device)
-                               : fmt::format("pid {} GPU {} stream {}", p.pid(), g.device, g.stream_id)),
-                       b, std::max(e, b + 1), um ? "#8c564b" : color,
-                       fmt::format("{} {} {}", kernel ? "kernel" : fault ? "UM page fault" : um ? "UM migration" : "DMA",
-                                   kernel || fault ? "" : format_bytes(g.bytes), format_duration(e - b))});
-      t0 = std::min(t0, b);
-      t1 = std::max(t1, e);
-    }
-  if (items.empty()) {
+// kernels per stream) on one time axis: the busiest lanes' longest items
+// (analyses::TimelineTally).
+void timeline(std::string& out, const analyses::TimelineTally& tally) {
+  using What = analyses::TimelineTally::What;
+  const analyses::TimelineTally::Picture picture = tally.picture();
+  if (picture.total_items == 0) {
     out += "<p class='sub'>No transfers to show.</p>\n";
     return;
   }
-  // Keep the picture readable: at most 24 lanes (the busiest) and 4000 items (the longest).
-  std::vector<uint64_t> busy(lane_names.size(), 0);
-  for (const auto& it : items) busy[it.lane] += it.e - it.b;
-  std::vector<uint32_t> order(lane_names.size());
-  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return lane_names[a] < lane_names[b]; });
-  std::vector<int> row(lane_names.size(), -1);
-  std::vector<uint32_t> by_busy = order;
-  std::stable_sort(by_busy.begin(), by_busy.end(), [&](uint32_t a, uint32_t b) { return busy[a] > busy[b]; });
-  std::vector<bool> keep(lane_names.size(), false);
-  for (size_t i = 0; i < by_busy.size() && i < 24; ++i) keep[by_busy[i]] = true;
-  int rows = 0;
-  for (uint32_t l : order)
-    if (keep[l]) row[l] = rows++;
-  const size_t total = items.size();
-  std::erase_if(items, [&](const Item& it) { return row[it.lane] < 0; });
-  if (items.size() > 4000) {
-    std::nth_element(items.begin(), items.begin() + 4000, items.end(),
-                     [](const Item& a, const Item& b) { return a.e - a.b > b.e - b.b; });
-    items.resize(4000);
-  }
+  const std::vector<analyses::TimelineTally::Item>& items = picture.items;
+  const int rows = static_cast<int>(picture.rows.size());
+  const uint64_t t0 = picture.t0, t1 = picture.t1;
   const int W = 1100, L = 250, R = 20, lane_h = 20, T = 10;
   const int H = T + rows * lane_h + 30;
   const double span = static_cast<double>(std::max<uint64_t>(t1 - t0, 1));
   auto px = [&](uint64_t t) { return L + static_cast<double>(t - t0) / span * (W - L - R); };
   out += fmt::format("<svg width='{}' height='{}' viewBox='0 0 {} {}' role='img' aria-label='timeline'>\n", W, H, W, H);
-  for (uint32_t l : order) {
-    if (row[l] < 0) continue;
-    const int yy = T + row[l] * lane_h;
+  for (int row = 0; row < rows; ++row) {
+    const int yy = T + row * lane_h;
     out += fmt::format("<rect x='{}' y='{}' width='{}' height='{}' fill='{}'/><text x='{}' y='{}' text-anchor='end'>{}</text>\n", L,
-                       yy, W - L - R, lane_h - 2, row[l] % 2 ? "#fafafa" : "#f2f2f2", L - 6, yy + 13,
-                       esc(lane_names[l]));
+                       yy, W - L - R, lane_h - 2, row % 2 ? "#fafafa" : "#f2f2f2", L - 6, yy + 13,
+                       esc(picture.rows[row]));
   }
   for (const auto& it : items) {
-    const double x0 = px(it.b), w = std::max(1.0, px(it.e) - x0);
+    const uint64_t b = it.begin, e = it.end;
+    const std::optional<model::TransferClass> cls =
+        it.cls >= 0 ? std::optional(analyses::class_of_index(static_cast<unsigned>(it.cls))) : std::nullopt;
+    std::string color, tip;
+    switch (it.what) {
+      case What::Call:
+        color = class_color(*cls);
+        tip = fmt::format("{} {} {}", class_name(*cls), format_bytes(it.bytes), format_duration(e - b));
+        break;
+      case What::Kernel:
+        color = "#2ca02c";
+        tip = fmt::format("kernel  {}", format_duration(e - b));
+        break;
+      case What::UmFault:
+        color = "#8c564b";
+        tip = fmt::format("UM page fault  {}", format_duration(e - b));
+        break;
+      case What::UmMigration:
+        color = "#8c564b";
+        tip = fmt::format("UM migration {} {}", format_bytes(it.bytes), format_duration(e - b));
+        break;
+      case What::Dma:
+        color = cls ? class_color(*cls) : "#999";
+        tip = fmt::format("DMA {} {}", format_bytes(it.bytes), format_duration(e - b));
+        break;
+    }
+    const double x0 = px(b), w = std::max(1.0, px(std::max(e, b + 1)) - x0);
     out += fmt::format("<rect x='{:.1f}' y='{}' width='{:.1f}' height='{}' fill='{}'><title>{}</title></rect>\n", x0,
-                       T + row[it.lane] * lane_h + 2, w, lane_h - 6, it.color, esc(it.tip));
+                       T + static_cast<int>(it.row) * lane_h + 2, w, lane_h - 6, color, esc(tip));
   }
   for (int k = 0; k <= 5; ++k) {
     const uint64_t t = t0 + static_cast<uint64_t>(span * k / 5);
@@ -313,7 +256,7 @@ void timeline(std::string& out, const model::Job& job) {
   out += fmt::format("<p class='sub'>CPU lanes: the time each copy call blocked its thread; GPU lanes: DMA (coloured "
                      "by the call's class, grey when not joined to a call) and kernels (green). {} of {} items, {} of "
                      "{} lanes shown.</p>\n",
-                     items.size(), total, rows, lane_names.size());
+                     items.size(), picture.total_items, rows, picture.total_lanes);
 }
 
 void findings(std::string& out, const analyses::Report& r, const std::string& docs_url) {
@@ -535,6 +478,11 @@ std::string file_url(const std::string& absolute_path) {
 
 std::string render_html(const analyses::Report& r, const model::Job& job, const model::MachineProfile* profile,
                         const std::string& docs_url) {
+  return render_html(r, analyses::copy_plots(job), profile, docs_url);
+}
+
+std::string render_html(const analyses::Report& r, const analyses::CopyPlots& plots,
+                        const model::MachineProfile* profile, const std::string& docs_url) {
   std::string out;
   out.reserve(1 << 16);
   std::string cmd = r.program;
@@ -570,12 +518,12 @@ std::string render_html(const analyses::Report& r, const model::Job& job, const 
   nvtx_ranges(out, r);
   out += "<h2>Achieved bandwidth against transfer size</h2>\n";
   analyses::Thresholds nominal;
-  bandwidth_plot(out, job, profile, nominal);
+  bandwidth_plot(out, plots.bandwidth, profile, nominal);
   out += "<h2>Bytes and time per direction and memory kind</h2>\n";
   class_bars(out, r);
   rewrite_section(out, r);
   out += "<h2>Timeline</h2>\n";
-  timeline(out, job);
+  timeline(out, plots.timeline);
   out += "<h2>Top call sites</h2>\n";
   callsites(out, r);
   if (!r.notes.empty()) {

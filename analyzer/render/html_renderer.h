@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "analyzer/analyses/copy_plots.h"
 #include "analyzer/analyses/report.h"
 #include "analyzer/model/job.h"
 #include "analyzer/model/machine_profile.h"
@@ -19,6 +20,11 @@ namespace cuxfer::render {
 // installed docs/ folder, ending in '/'); each citation links there. Empty
 // where none are installed (the wheel, a build tree): they are named only.
 std::string render_html(const analyses::Report& report, const model::Job& job,
+                        const model::MachineProfile* profile, const std::string& docs_url = {});
+// The same from the plots' inputs gathered while the traces were read
+// (analyses::copy_plots of the job, or a streamed report's): the page does
+// not need the events.
+std::string render_html(const analyses::Report& report, const analyses::CopyPlots& plots,
                         const model::MachineProfile* profile, const std::string& docs_url = {});
 
 // The file:// URL of an absolute path, each byte outside the URL's unreserved

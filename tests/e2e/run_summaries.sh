@@ -89,5 +89,11 @@ set -e
 [ "$rc" = 2 ] && [ "$(wc -l < err.txt)" = 1 ] && grep -q "needs the events" err.txt || fail "--html with summaries: exit $rc, $(cat err.txt)"
 echo "--html with summaries refused: $(cat err.txt)"
 
+# --csv is the sites' tally (staged bytes included): the summaries' table is the traces'.
+"$cuxfer" report --no-symbols --no-profile --csv run > traces.csv
+"$cuxfer" report --csv j1.sum > summaries.csv
+cmp traces.csv summaries.csv || fail "--csv of summaries differs from --csv of the traces"
+echo "--csv of summaries: the traces' table"
+
 cd /; rm -rf "$dir"
 echo ok

@@ -180,7 +180,7 @@ TEST_F(Export, CsvHasOneRowPerSiteWithExactNumbersAndQuoting) {
   ASSERT_EQ(r.callsites.size(), 2u);
   for (auto& s : r.callsites)
     if (s.frame.offset == 0x1000) s.frame.function = "load(int, \"x\")";
-  std::string csv = render::render_callsites_csv(r, job);
+  std::string csv = render::render_callsites_csv(r);
   std::vector<std::string> lines;
   for (size_t pos = 0, nl; (nl = csv.find('\n', pos)) != std::string::npos; pos = nl + 1)
     lines.push_back(csv.substr(pos, nl - pos));

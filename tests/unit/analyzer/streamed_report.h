@@ -11,6 +11,7 @@
 
 #include "analyzer/analyses/stream.h"
 #include "analyzer/analyses/tally.h"
+#include "analyzer/render/csv_renderer.h"
 #include "analyzer/render/json_renderer.h"
 #include "analyzer/render/text_renderer.h"
 #include "analyzer/symbolize/symbolizer.h"
@@ -18,7 +19,10 @@
 namespace cuxfer::testing {
 
 // Nullopt, with a test failure saying why, where the job needs its events.
-inline std::optional<analyses::Report> streamed_report(const std::vector<std::string>& paths) {
+// `plots`, if given, gathers what the HTML report draws, as `cuxfer report
+// --html` does while it streams (each process's merged as it ends).
+inline std::optional<analyses::Report> streamed_report(const std::vector<std::string>& paths,
+                                                       analyses::CopyPlots* plots = nullptr) {
   trace::EventBlocks skip;
   skip.skip = true;
   skip.skip_gpu_records = true;
@@ -55,7 +59,9 @@ inline std::optional<analyses::Report> streamed_report(const std::vector<std::st
   std::vector<uint64_t> bytes(frame.processes.size());
   for (uint32_t p = 0; p < frame.processes.size(); ++p) {
     std::string why;
-    auto r = analyses::stream_process(frame, p, t, &prints[p], bytes[p], &why);
+    analyses::CopyPlots own;
+    auto r = analyses::stream_process(frame, p, t, &prints[p], bytes[p], &why, plots ? &own : nullptr);
+    if (plots) plots->merge(std::move(own));
     if (!r) {
       ADD_FAILURE() << "process " << p << " does not stream: " << why;
       return std::nullopt;
@@ -70,11 +76,13 @@ inline std::optional<analyses::Report> streamed_report(const std::vector<std::st
   return analyses::analyze_tally(merged->job, merged->tally, t, false);
 }
 
-// The report as JSON and as text: what a comparison of two reports compares.
+// The report as JSON, as text and as the two CSV tables (--csv,
+// --ranges-csv): what a comparison of two reports compares.
 inline std::string render_json_and_text(const analyses::Report& r) {
   render::TextOptions to;
   to.width = 120;
-  return render::render_json(r, render::JsonOptions{}) + render::render_text(r, to);
+  return render::render_json(r, render::JsonOptions{}) + render::render_text(r, to) +
+         render::render_callsites_csv(r) + render::render_ranges_csv(r);
 }
 
 }  // namespace cuxfer::testing
