@@ -131,6 +131,7 @@ int main(int argc, char** argv) {
   maker.join();
   keeper.join();
   DA_CHECK(cuCtxDestroy(keep));
-  std::printf("zero_copy_teardown: %zu primary resets, %zu contexts destroyed across threads OK\n", rounds, rounds);
+  std::printf("zero_copy_teardown: %zu primary resets, %zu contexts destroyed across threads OK\n", rounds,
+              rounds);
   return 0;
 }

@@ -91,7 +91,8 @@ CUevent thread_event(const DriverCalls& d) {
   GoneContexts& gone = gone_contexts();
   const uint64_t upto = gone.generation();
   if (upto != seen) {
-    if (event && gone.went(ctx, seen, upto) != GoneContexts::Since::Alive) event = nullptr;  // not ours to destroy
+    // Its context went (or maybe did): the driver freed it, not ours to destroy.
+    if (event && gone.went(ctx, seen, upto) != GoneContexts::Since::Alive) event = nullptr;
     seen = upto;
   }
   if (now != ctx || !event) {

@@ -361,10 +361,10 @@ bool current_ctx_destroyed() {
 
 #define SIM_REQUIRE_INIT() \
   do { if (!state().initialized.load(std::memory_order_acquire)) return CUDA_ERROR_NOT_INITIALIZED; } while (0)
-#define SIM_REQUIRE_CTX()                                        \
-  do {                                                           \
-    SIM_REQUIRE_INIT();                                          \
-    if (!current_ctx()) return CUDA_ERROR_INVALID_CONTEXT;       \
+#define SIM_REQUIRE_CTX()                                                \
+  do {                                                                   \
+    SIM_REQUIRE_INIT();                                                  \
+    if (!current_ctx()) return CUDA_ERROR_INVALID_CONTEXT;               \
     if (current_ctx_destroyed()) return CUDA_ERROR_CONTEXT_IS_DESTROYED; \
   } while (0)
 

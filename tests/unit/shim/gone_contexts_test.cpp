@@ -37,7 +37,8 @@ TEST(GoneContexts, AnotherContextGoingLeavesThisOneAlive) {
 TEST(GoneContexts, GenerationsNotAddressesDecide) {
   GoneContexts gone;
   gone.publish(handle(0x1000));
-  const uint64_t seen = gone.generation();  // the thread made its event in the new context at 0x1000 after this
+  // The thread made its event in the new context at 0x1000 after this.
+  const uint64_t seen = gone.generation();
   gone.publish(handle(0x2000));
   EXPECT_EQ(gone.went(handle(0x1000), seen, gone.generation()), Since::Alive);
   gone.publish(handle(0x1000));  // the new one goes too
@@ -58,7 +59,8 @@ TEST(GoneContexts, FallingMoreThanTheRingBehindIsSaid) {
   GoneContexts gone;
   const uint64_t seen = gone.generation();
   for (uint64_t i = 0; i < GoneContexts::kSlots; ++i) gone.publish(handle(0x10000 + i * 0x100));
-  EXPECT_EQ(gone.went(handle(0x1000), seen, gone.generation()), Since::Alive);  // exactly the ring: still known
+  // Exactly the ring's worth behind: still known.
+  EXPECT_EQ(gone.went(handle(0x1000), seen, gone.generation()), Since::Alive);
   gone.publish(handle(0x2000));
   EXPECT_EQ(gone.went(handle(0x1000), seen, gone.generation()), Since::TooFarBehind);
   EXPECT_EQ(gone.went(handle(0x1000), seen + 1, gone.generation()), Since::Alive);
@@ -88,7 +90,8 @@ TEST(GoneContexts, ReadersRacingWritersNeverMisread) {
   std::vector<std::thread> writers;
   for (int w = 0; w < 2; ++w)
     writers.emplace_back([&, w] {
-      for (uintptr_t i = 0; i < 20000; ++i) gone.publish(handle(0x1000 + (i % 97) * 0x10 + static_cast<uintptr_t>(w)));
+      for (uintptr_t i = 0; i < 20000; ++i)
+        gone.publish(handle(0x1000 + (i % 97) * 0x10 + static_cast<uintptr_t>(w)));
     });
   for (auto& t : writers) t.join();
   stop.store(true);
