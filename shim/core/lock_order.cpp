@@ -33,6 +33,7 @@ const char* name_of(LockRank r) {
     case LockRank::kSitePolicyBind: return "site policy bind";
     case LockRank::kZeroCopyBuffers: return "zero-copy buffers";
     case LockRank::kZeroCopyStreams: return "zero-copy streams";
+    case LockRank::kZeroCopyContextsGone: return "zero-copy contexts gone";
     case LockRank::kParallelMemcpySubmit: return "parallel memcpy submit";
     case LockRank::kParallelMemcpyWake: return "parallel memcpy wake";
     case LockRank::kStagingContexts: return "staging contexts";

@@ -29,6 +29,7 @@ enum class LockRank : uint8_t {
   kSitePolicyBind = 35,      // site_policy: binding a policy to the loaded modules
   kZeroCopyBuffers = 40,     // zero_copy: the mapped host buffers
   kZeroCopyStreams = 42,     // zero_copy: the app's blocking streams
+  kZeroCopyContextsGone = 43,  // zero_copy: publishing a context that went (a leaf: a few stores)
   kParallelMemcpySubmit = 45,  // ParallelMemcpy: one job at a time
   kParallelMemcpyWake = 47,    // ParallelMemcpy: its workers' sleep
   kStagingContexts = 48,     // staging: making and giving back the contexts' pools (pool locks under it)

@@ -14,6 +14,7 @@
 #include "memory/pointer_classifier.h"
 #include "record/recorder.h"
 #include "rewrite/driver_calls.h"
+#include "rewrite/gone_contexts.h"
 #include "rewrite/site_policy.h"
 
 namespace cuxfer::shim::rewrite {
@@ -64,24 +65,38 @@ void note_once(std::atomic<bool>& said, const std::string& msg, bool warning = t
 
 int8_t current_ordinal(const DriverCalls&) { return current_device_ordinal(); }
 
-// Bumped when a context goes (zero_copy_context_gone): a thread's event may
-// belong to it, and is then dropped, never destroyed or recorded (the driver
-// freed it; a new context may have the old one's address).
-std::atomic<uint32_t> g_contexts_gone{0};
+// The contexts that went (zero_copy_teardown, zero_copy_context_gone): a
+// thread's event of one of them is freed memory in the driver, dropped
+// untouched; a thread whose context lives keeps its event.
+GoneContexts& gone_contexts() {
+  static auto* g = new GoneContexts;  // hooks may run during exit
+  return *g;
+}
 
 // An event of the current context for this thread, to wait in stream order.
+// One per thread: made in the thread's context at its first wait there, kept
+// while that context lives, destroyed when the thread waits in another one.
+// Dropped without a driver call when its context went since the thread last
+// looked (the driver freed it with its context; a new context may have the
+// old one's address, so the generations decide). A thread that fell more
+// than GoneContexts::kSlots teardowns behind cannot tell, and drops its event
+// too: if its context still lives, that one event leaks (at most one per
+// kSlots teardowns per thread, never one per teardown).
 CUevent thread_event(const DriverCalls& d) {
-  thread_local CUcontext ctx = nullptr;
+  thread_local CUcontext ctx = nullptr;  // the event's
   thread_local CUevent event = nullptr;
-  thread_local uint32_t seen_gone = 0;
+  thread_local uint64_t seen = 0;  // the generation of contexts gone when this thread last looked
   CUcontext now = nullptr;
   if (d.ctx_get_current(&now) != CUDA_SUCCESS || !now) return nullptr;
-  const uint32_t gone = g_contexts_gone.load(std::memory_order_acquire);
-  if (gone != seen_gone) {
-    event = nullptr;  // maybe a dead context's: not ours to destroy any more
-    seen_gone = gone;
+  GoneContexts& gone = gone_contexts();
+  const uint64_t upto = gone.generation();
+  if (upto != seen) {
+    // Its context went (or maybe did): the driver freed it, not ours to destroy.
+    if (event && gone.went(ctx, seen, upto) != GoneContexts::Since::Alive) event = nullptr;
+    seen = upto;
   }
   if (now != ctx || !event) {
+    // Another live context's (a context that went was seen above): ours to destroy.
     if (event && d.event_destroy) d.event_destroy(event);
     event = nullptr;
     if (d.event_create(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return event = nullptr;
@@ -193,10 +208,12 @@ bool zero_copy_alloc(uint64_t bytes, uint64_t* out) {
 }
 
 void zero_copy_teardown(CUcontext going) {
-  // Threads' events may be the going context's: each thread drops its own at
-  // its next use, from now on rather than after the driver freed them (a
-  // thread bound to another context would otherwise destroy a dead event).
-  g_contexts_gone.fetch_add(1, std::memory_order_acq_rel);
+  // Threads' events may be the going context's: a thread whose event it is
+  // drops it at its next wait, from now on rather than after the driver freed
+  // it (a thread that moved to another context would otherwise destroy a dead
+  // event). Null: a primary context whose handle the shim never saw; every
+  // thread's event may be of it.
+  gone_contexts().publish(going);
   if (!going || !zero_copy_exists()) return;
   std::vector<Buffer> gone;
   Table& t = table();
@@ -230,7 +247,10 @@ void zero_copy_teardown(CUcontext going) {
 
 void zero_copy_context_gone(CUcontext gone) {
   if (!gone) return;
-  g_contexts_gone.fetch_add(1, std::memory_order_acq_rel);
+  // A primary context's last release had no teardown before; after a
+  // destroy or reset this is its second generation: a thread that made an
+  // event in it after the teardown's drops that one too.
+  gone_contexts().publish(gone);
   if (!zero_copy_exists()) return;
   uint32_t n = 0;
   Table& t = table();

@@ -54,12 +54,13 @@ void per_thread_stream_used();
 // The context `going` is about to be destroyed or reset: the zero-copy
 // buffers made in it are freed while it still exists (the app's pointers to
 // them are invalid after, like its device memory); other contexts' buffers
-// stay, the app's to use. Threads' events are dropped from now on, as after
-// zero_copy_context_gone. Null (a primary context whose handle the shim never
-// saw, hence none of its buffers): nothing is freed.
+// stay, the app's to use. Threads' events of it are dropped untouched from
+// now on; threads whose context lives keep theirs. Null (a primary context
+// whose handle the shim never saw, hence none of its buffers): nothing is
+// freed, and every thread drops its event (it may be of that context).
 void zero_copy_teardown(CUcontext going);
 // The context `gone` was destroyed: the buffers made in it went with it and
-// are forgotten, with no driver call.
+// are forgotten, with no driver call; threads' events of it are dropped.
 void zero_copy_context_gone(CUcontext gone);
 // Pointer attribute queries on a zero-copy buffer: true when answered here.
 bool zero_copy_attribute(CUpointer_attribute attribute, void* data, CUdeviceptr p, CUresult& result);

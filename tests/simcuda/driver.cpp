@@ -347,12 +347,25 @@ void abort_if_destroyed(CUcontext c, const char* fn) {
   std::abort();
 }
 
+// The thread's current context was destroyed by cuCtxDestroy on another
+// thread: "ctx will remain current to those threads, and attempting to access
+// ctx from those threads will result in the error
+// CUDA_ERROR_CONTEXT_IS_DESTROYED" (cuCtxDestroy). Only the handle's value is
+// compared: its object is freed.
+bool current_ctx_destroyed() {
+  CUctx_st* c = current_ctx();
+  if (!c) return false;
+  std::lock_guard lk(state().mu);
+  return state().destroyed.count(c) != 0;
+}
+
 #define SIM_REQUIRE_INIT() \
   do { if (!state().initialized.load(std::memory_order_acquire)) return CUDA_ERROR_NOT_INITIALIZED; } while (0)
-#define SIM_REQUIRE_CTX()                                  \
-  do {                                                     \
-    SIM_REQUIRE_INIT();                                    \
-    if (!current_ctx()) return CUDA_ERROR_INVALID_CONTEXT; \
+#define SIM_REQUIRE_CTX()                                                \
+  do {                                                                   \
+    SIM_REQUIRE_INIT();                                                  \
+    if (!current_ctx()) return CUDA_ERROR_INVALID_CONTEXT;               \
+    if (current_ctx_destroyed()) return CUDA_ERROR_CONTEXT_IS_DESTROYED; \
   } while (0)
 
 // ---------------------------------------------------------------------------
@@ -709,6 +722,37 @@ int env_int(const char* name, int dflt, int lo, int hi) {
   return static_cast<int>(x);
 }
 
+// SIMCUDA_LIVE_REPORT=FILE: a line is appended to FILE after every context
+// destruction (cuCtxDestroy, a primary context's reset or last release) and
+// at exit, "<when> events=<E> host_allocations=<H> contexts=<C>": the events
+// and pinned host allocations (cuMemHostAlloc) alive then, and the contexts
+// made with cuCtxCreate not yet destroyed. Whatever a destroyed context had
+// is not counted: the driver freed it. A test reads whether they grow.
+const char* live_report_path() {
+  static const char* path = [] {
+    const char* v = std::getenv("SIMCUDA_LIVE_REPORT");
+    return v && *v ? v : nullptr;
+  }();
+  return path;
+}
+
+void live_report(const char* when) {
+  const char* path = live_report_path();
+  if (!path) return;
+  size_t events = 0, host = 0, contexts = 0;
+  {
+    State& s = state();
+    std::lock_guard lk(s.mu);
+    events = s.events.size();
+    contexts = s.contexts.size();
+    for (const auto& [base, a] : s.allocs) host += a.kind == Kind::HostPinned;
+  }
+  if (FILE* f = std::fopen(path, "a")) {
+    std::fprintf(f, "%s events=%zu host_allocations=%zu contexts=%zu\n", when, events, host, contexts);
+    std::fclose(f);
+  }
+}
+
 CUresult do_init() {
   State& s = state();
   std::lock_guard lk(s.mu);
@@ -739,6 +783,7 @@ CUresult do_init() {
   }
   s.va.init(p, va_size);
   s.initialized.store(true, std::memory_order_release);
+  if (live_report_path()) std::atexit([] { live_report("exit"); });
   return CUDA_SUCCESS;
 }
 
@@ -992,6 +1037,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
     d.primary_destroyed = true;
   }
   release_ctx_resources(&state().devices[dev].primary);
+  live_report("primary_release");
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) { return cuDevicePrimaryCtxRelease_v2(dev); }
@@ -1001,8 +1047,11 @@ CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
   CUctx_st* c = &state().devices[dev].primary;
   release_ctx_resources(c);
-  std::lock_guard lk(state().mu);
-  state().devices[dev].primary_refs = 0;
+  {
+    std::lock_guard lk(state().mu);
+    state().devices[dev].primary_refs = 0;
+  }
+  live_report("primary_reset");
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev) { return cuDevicePrimaryCtxReset_v2(dev); }
@@ -1058,6 +1107,7 @@ CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
   release_ctx_resources(ctx);
   std::erase(t_ctx_stack, ctx);
   delete ctx;
+  live_report("ctx_destroy");
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuCtxDestroy(CUcontext ctx) { return cuCtxDestroy_v2(ctx); }
@@ -1118,14 +1168,20 @@ static bool events_pending() {
   static const bool on = env_int("SIMCUDA_EVENTS_PENDING", 0, 0, 1) != 0;
   return on;
 }
-// `s` null: every event (a context or legacy-stream synchronisation).
+// The events recorded on `s` are complete; `all`: every event of the current
+// context (a context or legacy-stream synchronisation waits for that
+// context's work only; other contexts' events stay pending).
 static void events_waited(CUstream s, bool all) {
   if (!events_pending()) return;
+  CUctx_st* const ctx = current_ctx();
   std::lock_guard lk(state().mu);
   for (CUevent e : state().events)
-    if (all || e->stream == s) e->pending = false;
+    if (all ? e->ctx == ctx : e->stream == s) e->pending = false;
 }
 
+// "Blocks until the current context has completed all preceding requested
+// tasks": no current context is CUDA_ERROR_INVALID_CONTEXT, and only the
+// current context's events complete.
 CUresult CUDAAPI cuCtxSynchronize(void) {
   SIM_REQUIRE_CTX();
   events_waited(nullptr, true);
@@ -1258,12 +1314,17 @@ CUresult CUDAAPI cuEventCreate(CUevent* phEvent, unsigned int Flags) {
   return CUDA_SUCCESS;
 }
 
+// "event and stream must be on the same CUDA context" (cudaEventRecord): an
+// event of another context is CUDA_ERROR_INVALID_HANDLE, as the real driver
+// answers. The default streams are the current context's.
 static CUresult event_record(CUevent e, CUstream s) {
   SIM_REQUIRE_CTX();
   abort_if_dead_event(e, "cuEventRecord");
   if (CUresult r = check_stream(s); r != CUDA_SUCCESS) return r;
   std::lock_guard lk(state().mu);
   if (!e || !state().events.count(e)) return CUDA_ERROR_INVALID_HANDLE;
+  const bool default_stream = !s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;
+  if (e->ctx != (default_stream ? current_ctx() : s->ctx)) return CUDA_ERROR_INVALID_HANDLE;
   e->recorded = true;
   e->time_ns = now_ns();
   e->pending = events_pending();
@@ -1492,11 +1553,16 @@ CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) 
 }
 CUresult CUDAAPI cuMemAllocHost_v2(void** pp, size_t bytesize) { return cuMemHostAlloc(pp, bytesize, 0); }
 
+// Any context or none may be current: the driver finds the allocation (and
+// its context) from the pointer, as it does for cuMemFree and
+// cuMemHostUnregister. Memory of a destroyed context went with it: freeing
+// it again is CUDA_ERROR_INVALID_VALUE. Null is a no-op, as free(NULL).
 CUresult CUDAAPI cuMemFreeHost(void* p) {
   SIM_REQUIRE_INIT();
+  if (!p) return CUDA_SUCCESS;
   std::lock_guard lk(state().mu);
   auto it = state().allocs.find(reinterpret_cast<uintptr_t>(p));
-  if (!p || it == state().allocs.end() || it->second.kind != Kind::HostPinned) return CUDA_ERROR_INVALID_VALUE;
+  if (it == state().allocs.end() || it->second.kind != Kind::HostPinned) return CUDA_ERROR_INVALID_VALUE;
   munmap(p, round_up(it->second.size, kPage));
   state().allocs.erase(it);
   return CUDA_SUCCESS;

@@ -7,10 +7,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -341,8 +343,13 @@ int main() {
     CUevent live_event = nullptr;
     OK(cuCtxCreate(&live, nullptr, 0, 0));
     OK(cuEventCreate(&live_event, 0));
+    OK(cuEventRecord(live_event, nullptr));
     OK(cuCtxSetCurrent(alive_ctx));
-    OK(cuEventRecord(live_event, nullptr));  // an event of a live context, with another current
+    // An event of a live context, with another current: usable, but not on
+    // the current context's stream ("event and stream must be on the same
+    // CUDA context").
+    EXPECT_RC(cuEventRecord(live_event, nullptr), CUDA_ERROR_INVALID_HANDLE);
+    OK(cuEventQuery(live_event));
     OK(cuEventDestroy(live_event));
     OK(cuCtxDestroy(live));
     enum Use { Bind, Record, Query, Synchronize, Destroy, Elapsed, Wait, Uses };
@@ -373,6 +380,43 @@ int main() {
       EXPECT(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
       if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT)) std::fprintf(stderr, "  use %d did not abort\n", use);
     }
+  }
+
+  // Context-bound calls as the real driver answers them: cuCtxSynchronize
+  // needs a current context; a thread whose current context another thread
+  // destroyed is told so; cuMemFreeHost is not bound to the current context
+  // (the pointer says whose it is), and null is a no-op.
+  {
+    CUcontext alive_ctx = nullptr;
+    OK(cuCtxGetCurrent(&alive_ctx));
+    void* host = nullptr;
+    OK(cuMemHostAlloc(&host, 4096, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
+    CUcontext other = nullptr;
+    OK(cuCtxCreate(&other, nullptr, 0, 0));
+    OK(cuCtxSynchronize());
+    CUresult sync_after_destroy = CUDA_SUCCESS, sync_without = CUDA_SUCCESS, free_without = CUDA_ERROR_UNKNOWN;
+    std::thread([&] {
+      if (cuCtxSetCurrent(other) != CUDA_SUCCESS) return;
+      if (cuCtxPopCurrent(nullptr) != CUDA_SUCCESS) return;
+      sync_without = cuCtxSynchronize();
+      free_without = cuMemFreeHost(host);  // made in alive_ctx, none current here
+    }).join();
+    EXPECT(sync_without == CUDA_ERROR_INVALID_CONTEXT);
+    EXPECT(free_without == CUDA_SUCCESS);
+    OK(cuMemFreeHost(nullptr));
+    std::atomic<int> step{0};
+    std::thread bound([&] {
+      if (cuCtxSetCurrent(other) != CUDA_SUCCESS) return;
+      step = 1;
+      while (step.load() != 2) std::this_thread::yield();
+      sync_after_destroy = cuCtxSynchronize();
+    });
+    while (step.load() != 1) std::this_thread::yield();
+    OK(cuCtxDestroy(other));  // current to the other thread
+    step = 2;
+    bound.join();
+    EXPECT(sync_after_destroy == CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    OK(cuCtxSetCurrent(alive_ctx));
   }
 
   if (g_failures) {

@@ -1,0 +1,89 @@
+// The contexts that went lately, for threads that keep something of their
+// current context without a lock (zero copy's per-thread event): such a thing
+// is freed memory in the driver once its context is destroyed, and must then
+// be dropped untouched; while its context lives it stays the thread's.
+//
+// Every context that goes (destroyed, reset, or about to be) gets the next
+// generation, 1, 2, ...; the last kSlots are kept in a ring. A thread notes
+// the generation when it last looked and later asks whether its context is
+// among those that went since. Generations, not addresses, decide: a new
+// context may have a dead one's address, and a context that went before the
+// thread looked is not asked about.
+//
+// Publishing (context teardown, rare) takes a ranked leaf lock: writers go one
+// at a time, so every generation up to generation() is in its slot. Asking
+// (the copy path) takes no lock and allocates nothing; each slot is read as a
+// sequence lock, so a slot overwritten by a later generation while a thread
+// reads it is seen, never misread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+#include "core/ranked_lock.h"
+
+namespace cuxfer::shim::rewrite {
+
+class GoneContexts {
+ public:
+  // How many contexts that went are remembered. A thread that fell further
+  // behind (more went between two of its looks) cannot tell whether its own
+  // did: it hears TooFarBehind.
+  static constexpr uint64_t kSlots = 64;
+
+  enum class Since {
+    Alive,         // not among those that went: what the thread holds of it is still good
+    Gone,          // went (or a context of unknown handle went: maybe it)
+    TooFarBehind,  // the ring no longer holds every generation asked about: maybe it went
+  };
+
+  // The generation of the last context that went; 0 while none has.
+  uint64_t generation() const { return published_.load(std::memory_order_acquire); }
+
+  // `ctx` goes (null: a context whose handle is not known, as a reset of a
+  // primary context the shim never saw: it stands for every context).
+  // Returns its generation.
+  uint64_t publish(const void* ctx) {
+    std::lock_guard<RankedMutex> lock(writers_);
+    const uint64_t g = published_.load(std::memory_order_relaxed) + 1;
+    Slot& s = slots_[g % kSlots];
+    // 0 (no generation has it) while the slot changes: a reader that saw the
+    // old generation before and after its read of ctx read the old ctx.
+    s.generation.store(0, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    s.ctx.store(ctx, std::memory_order_relaxed);
+    s.generation.store(g, std::memory_order_release);
+    published_.store(g, std::memory_order_release);
+    return g;
+  }
+
+  // Whether `ctx` is among the contexts of generations (since, upto], where
+  // `upto` is a generation() the caller read.
+  Since went(const void* ctx, uint64_t since, uint64_t upto) const {
+    if (upto <= since) return Since::Alive;
+    if (upto - since > kSlots) return Since::TooFarBehind;
+    for (uint64_t g = since + 1; g <= upto; ++g) {
+      const Slot& s = slots_[g % kSlots];
+      const uint64_t before = s.generation.load(std::memory_order_acquire);
+      const void* c = s.ctx.load(std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      const uint64_t after = s.generation.load(std::memory_order_relaxed);
+      // Overwritten by generation g + kSlots (or being): the caller fell behind while it read.
+      if (before != g || after != g) return Since::TooFarBehind;
+      if (c == ctx || c == nullptr) return Since::Gone;
+    }
+    return Since::Alive;
+  }
+
+ private:
+  struct Slot {
+    std::atomic<uint64_t> generation{0};
+    std::atomic<const void*> ctx{nullptr};
+  };
+  RankedMutex writers_{LockRank::kZeroCopyContextsGone};
+  std::atomic<uint64_t> published_{0};
+  Slot slots_[kSlots];
+};
+
+}  // namespace cuxfer::shim::rewrite

@@ -1,0 +1,105 @@
+// GoneContexts: which contexts went since a thread last looked (zero copy's
+// per-thread events are dropped only when their own context went).
+#include "rewrite/gone_contexts.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+namespace cuxfer::shim::rewrite {
+namespace {
+
+using Since = GoneContexts::Since;
+
+const void* handle(uintptr_t v) { return reinterpret_cast<const void*>(v); }
+
+TEST(GoneContexts, NothingGoneIsAlive) {
+  GoneContexts gone;
+  EXPECT_EQ(gone.generation(), 0u);
+  EXPECT_EQ(gone.went(handle(0x1000), 0, gone.generation()), Since::Alive);
+}
+
+TEST(GoneContexts, AnotherContextGoingLeavesThisOneAlive) {
+  GoneContexts gone;
+  const uint64_t seen = gone.generation();
+  gone.publish(handle(0x1000));
+  gone.publish(handle(0x2000));
+  EXPECT_EQ(gone.generation(), 2u);
+  EXPECT_EQ(gone.went(handle(0x3000), seen, gone.generation()), Since::Alive);
+  EXPECT_EQ(gone.went(handle(0x1000), seen, gone.generation()), Since::Gone);
+  EXPECT_EQ(gone.went(handle(0x2000), seen, gone.generation()), Since::Gone);
+}
+
+// A context that went before the thread looked is not its context any more,
+// even at the same address: a new one was made there.
+TEST(GoneContexts, GenerationsNotAddressesDecide) {
+  GoneContexts gone;
+  gone.publish(handle(0x1000));
+  // The thread made its event in the new context at 0x1000 after this.
+  const uint64_t seen = gone.generation();
+  gone.publish(handle(0x2000));
+  EXPECT_EQ(gone.went(handle(0x1000), seen, gone.generation()), Since::Alive);
+  gone.publish(handle(0x1000));  // the new one goes too
+  EXPECT_EQ(gone.went(handle(0x1000), seen, gone.generation()), Since::Gone);
+  // Only up to the generation the caller read.
+  EXPECT_EQ(gone.went(handle(0x1000), seen, seen + 1), Since::Alive);
+}
+
+TEST(GoneContexts, UnknownHandleStandsForEveryContext) {
+  GoneContexts gone;
+  const uint64_t seen = gone.generation();
+  gone.publish(nullptr);
+  EXPECT_EQ(gone.went(handle(0x1000), seen, gone.generation()), Since::Gone);
+  EXPECT_EQ(gone.went(handle(0x1000), gone.generation(), gone.generation()), Since::Alive);
+}
+
+TEST(GoneContexts, FallingMoreThanTheRingBehindIsSaid) {
+  GoneContexts gone;
+  const uint64_t seen = gone.generation();
+  for (uint64_t i = 0; i < GoneContexts::kSlots; ++i) gone.publish(handle(0x10000 + i * 0x100));
+  // Exactly the ring's worth behind: still known.
+  EXPECT_EQ(gone.went(handle(0x1000), seen, gone.generation()), Since::Alive);
+  gone.publish(handle(0x2000));
+  EXPECT_EQ(gone.went(handle(0x1000), seen, gone.generation()), Since::TooFarBehind);
+  EXPECT_EQ(gone.went(handle(0x1000), seen + 1, gone.generation()), Since::Alive);
+  EXPECT_EQ(gone.went(handle(0x2000), seen + 1, gone.generation()), Since::Gone);
+}
+
+// Readers race writers that wrap the ring: a reader never calls its own
+// context gone (it never is), and says TooFarBehind only where a slot it read
+// was overwritten.
+TEST(GoneContexts, ReadersRacingWritersNeverMisread) {
+  GoneContexts gone;
+  std::atomic<bool> stop{false};
+  constexpr int kReaders = 3;
+  std::vector<std::thread> readers;
+  std::atomic<uint64_t> wrong{0}, asked{0};
+  for (int r = 0; r < kReaders; ++r)
+    readers.emplace_back([&, r] {
+      const void* mine = handle(0x900000 + static_cast<uintptr_t>(r));
+      uint64_t seen = gone.generation();
+      while (!stop.load(std::memory_order_relaxed)) {
+        const uint64_t upto = gone.generation();
+        if (gone.went(mine, seen, upto) == Since::Gone) wrong.fetch_add(1);
+        asked.fetch_add(1, std::memory_order_relaxed);
+        seen = upto;
+      }
+    });
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 2; ++w)
+    writers.emplace_back([&, w] {
+      for (uintptr_t i = 0; i < 20000; ++i)
+        gone.publish(handle(0x1000 + (i % 97) * 0x10 + static_cast<uintptr_t>(w)));
+    });
+  for (auto& t : writers) t.join();
+  stop.store(true);
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(wrong.load(), 0u);
+  EXPECT_GT(asked.load(), 0u);
+  EXPECT_EQ(gone.generation(), 40000u);
+}
+
+}  // namespace
+}  // namespace cuxfer::shim::rewrite
