@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <tuple>
 #include <utility>
@@ -128,6 +129,10 @@ TraceInOrder make_trace(uint64_t seed, size_t events, int max_delay, bool early,
 
 struct Streamed {
   std::vector<model::Call> calls;  // their events point into `trace`
+  // Per record (file order), the class of the call the join settled it to
+  // (none: no call), and how many times it was settled.
+  std::vector<std::optional<model::TransferClass>> record_class;
+  std::vector<int> settled;
   bool inexact = false;
   model::StreamedGpuJoin::Inexact why = model::StreamedGpuJoin::Inexact::No;
   uint64_t joined = 0;
@@ -136,6 +141,19 @@ struct Streamed {
 Streamed stream(const TraceInOrder& in, const model::Process& process, model::StreamedGpuJoin::Window w) {
   Streamed out;
   model::StreamedGpuJoin join(process, w);
+  join.keep_settled_records();
+  out.record_class.resize(in.trace.gpu_records.size());
+  out.settled.resize(in.trace.gpu_records.size());
+  std::vector<model::StreamedGpuJoin::SettledRecord> settled;
+  auto take_settled = [&] {
+    join.take_settled(settled);
+    for (const auto& r : settled) {
+      ASSERT_LT(r.index, out.settled.size());
+      EXPECT_EQ(r.record.start_ns, in.trace.gpu_records[r.index].start_ns) << "record " << r.index;
+      ++out.settled[r.index];
+      out.record_class[r.index] = r.joined;
+    }
+  };
   std::vector<model::Call> calls, ready;
   auto keep = [&] {
     // Events of the join are let go later: keep each call pointing into the trace.
@@ -160,9 +178,11 @@ Streamed stream(const TraceInOrder& in, const model::Process& process, model::St
     }
     join.take_ready(ready);
     keep();
+    take_settled();
   }
   join.finish(ready);
   keep();
+  take_settled();
   out.inexact = join.inexact();
   out.why = join.why_inexact();
   out.joined = join.joined();
@@ -186,6 +206,16 @@ void expect_same(const model::Job& job, const Streamed& s) {
     EXPECT_EQ(a.gpu_end_ns, b.gpu_end_ns) << "call " << i;
   }
   EXPECT_EQ(job.processes[0].gpu_records_joined_by_time, s.joined);
+  // Each record settled once, to the call build_job gave it (its class), or to none.
+  const model::Process& p = job.processes[0];
+  ASSERT_EQ(s.settled.size(), p.trace.gpu_records.size());
+  for (size_t k = 0; k < s.settled.size(); ++k) {
+    EXPECT_EQ(s.settled[k], 1) << "record " << k;
+    const uint32_t call = p.gpu_record_call[k];
+    const std::optional<model::TransferClass> want =
+        call == model::kNoCall ? std::nullopt : std::optional(job.calls[call].cls);
+    EXPECT_EQ(s.record_class[k], want) << "record " << k;
+  }
 }
 
 TEST(StreamedGpuJoin, SameAsWholeTraceJoinWithRecordsLateEarlyMissingAndShuffled) {
