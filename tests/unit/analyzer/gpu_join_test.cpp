@@ -138,10 +138,12 @@ struct Streamed {
   uint64_t joined = 0;
 };
 
-Streamed stream(const TraceInOrder& in, const model::Process& process, model::StreamedGpuJoin::Window w) {
+// `settle_records`: the join settles each record (keep_settled_records), as for the HTML timeline.
+Streamed stream(const TraceInOrder& in, const model::Process& process, model::StreamedGpuJoin::Window w,
+                bool settle_records = true) {
   Streamed out;
   model::StreamedGpuJoin join(process, w);
-  join.keep_settled_records();
+  if (settle_records) join.keep_settled_records();
   out.record_class.resize(in.trace.gpu_records.size());
   out.settled.resize(in.trace.gpu_records.size());
   std::vector<model::StreamedGpuJoin::SettledRecord> settled;
@@ -546,6 +548,48 @@ TEST(StreamedGpuJoin, RecordsOnLongAfterAChangeToOffFallBack) {
   const Streamed all = stream(in, job.processes[0], {});
   ASSERT_FALSE(all.inexact);
   expect_same(job, all);
+}
+
+// A staged copy's chunks wait for it while it is held (its last chunk may
+// un-join them all): more of them than max_held_calls makes the join
+// inexact where it settles records, and only there.
+TEST(StreamedGpuJoin, ChunksOfHeldStagedCopiesAreBoundedWhenSettled) {
+  TraceInOrder in;
+  trace::Trace& t = in.trace;
+  t.has_status = true;
+  t.status.cupti = trace::CuptiState::Active;
+  t.api_names = {"cudaMemcpy"};
+  trace::Event e{};
+  e.kind = static_cast<uint8_t>(trace::EventKind::Copy);
+  e.direction = static_cast<uint8_t>(trace::Direction::HtoD);
+  e.src_kind = static_cast<uint8_t>(trace::MemKind::Pageable);
+  e.dst_kind = static_cast<uint8_t>(trace::MemKind::Device);
+  e.flags = trace::kFlagGpuExpected | trace::kFlagStaged;
+  e.bytes = 1 << 20;
+  e.t_enter_ns = 1000;
+  e.t_exit_ns = 900'000;
+  e.correlation_id = 1;
+  t.events.push_back(e);
+  for (uint64_t i = 0; i < 100; ++i) {  // 100 KiB of its 1 MiB: its last chunks never come
+    trace::GpuRecord r{};
+    r.kind = static_cast<uint8_t>(trace::GpuRecordKind::Memcpy);
+    r.cupti_copy_kind = 1;
+    r.src_kind = r.dst_kind = static_cast<uint8_t>(trace::MemKind::Pinned);
+    r.bytes = 1024;
+    r.start_ns = 2000 + 1000 * i;
+    r.end_ns = r.start_ns + 900;
+    t.gpu_records.push_back(r);
+  }
+  in.blocks = {{false, 0, 1}, {true, 0, t.gpu_records.size()}};
+  const model::Job job = whole(in);
+  EXPECT_FALSE(job.calls[0].has_gpu_time());
+  const Streamed settled = stream(in, job.processes[0], {1, 50});
+  EXPECT_TRUE(settled.inexact);
+  EXPECT_EQ(settled.why, model::StreamedGpuJoin::Inexact::HeldChunks);
+  ASSERT_FALSE(stream(in, job.processes[0], {1, 50}, /*settle_records=*/false).inexact);
+  const Streamed all = stream(in, job.processes[0], {1, 100});
+  ASSERT_FALSE(all.inexact);
+  expect_same(job, all);  // every chunk settled to no call
 }
 
 TEST(StreamedGpuJoin, RecordWithCorrelationIdIsNotStreamed) {
