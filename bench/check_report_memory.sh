@@ -4,8 +4,8 @@
 # is about that of N events (it does not grow with the events), and the
 # streamed report is byte for byte the one made holding every event (--html
 # reads every trace whole), as text, JSON, both CSV tables and HTML; and
-# `report --csv --html` of traces without GPU records stays within the same
-# bound (the HTML plots are gathered as the trace streams). The
+# `report --csv --html` stays within the same bound (the HTML plots are
+# gathered as the trace streams, GPU records included). The
 # same of a Python program's trace, and of traces with CUPTI's GPU records
 # (one a copy, as on a real GPU), which the streamed report joins to the
 # calls a block at a time. And of a trace whose threads push NVTX ranges
@@ -39,7 +39,7 @@ peak_kib() {
 # a 56-byte call, and a 48-byte GPU record where there are records), plus
 # what the streamed report keeps of them by design ($4 bytes an event), at
 # most 128 MiB in all, and so does `report --csv --html` where $6 is "plots"
-# (no GPU records: its plots stream); the report says $2 (unless empty); and
+# (each kind here); the report says $2 (unless empty); and
 # the streamed report is byte for byte the one made holding the events, as
 # text, JSON, both CSV tables and HTML.
 check_kind() {
@@ -75,17 +75,17 @@ check_kind plain "" 120 0 1 plots
 # only), with its note on copies without a Python line.
 check_kind "Python frames" "have no Python line" 120 0 0 plots --python
 # CUPTI's GPU records, joined to the calls a block at a time.
-check_kind "GPU records" "GPU records joined to calls by time" 168 0 0 no --gpu joined
+check_kind "GPU records" "GPU records joined to calls by time" 168 0 0 plots --gpu joined
 # NVTX ranges (one event in 32 a thread's range stack changing), with GPU
 # records: the calls' ranges follow them through the join.
-check_kind "NVTX ranges, GPU records" "NVTX ranges" 168 0 0 no --nvtx --gpu joined
+check_kind "NVTX ranges, GPU records" "NVTX ranges" 168 0 0 plots --nvtx --gpu joined
 # Content fingerprints (each copy the shim would fingerprint followed by its
 # fingerprint: 28 events in 100 are such copies in this mix), with GPU
 # records: the report keeps each fingerprinted copy, 24 bytes for its
 # fingerprint and 40 for the copy, about 18 bytes an event.
-check_kind "content fingerprints, GPU records" "duplicate_uploads" 168 18 0 no --fingerprints --gpu joined
+check_kind "content fingerprints, GPU records" "duplicate_uploads" 168 18 0 plots --fingerprints --gpu joined
 # GPU records the CUPTI governor turned off and sampled back on (one event in
 # 16 with them on), copies racing each change to on: the join's second pass
 # is made in its window too.
-check_kind "governed GPU records" "GPU time: .* copies and memsets" 168 0 0 no --gpu joined --governor
+check_kind "governed GPU records" "GPU time: .* copies and memsets" 168 0 0 plots --gpu joined --governor
 echo ok

@@ -2,7 +2,8 @@
 # `cuxfer report` of traces with CUPTI's GPU records is streamed, their
 # records joined to the calls a block at a time (model::StreamedGpuJoin), and
 # is byte for byte the report made holding the events (--no-stream makes it
-# that way), as text and as JSON: records late, early, out of
+# that way), as text, as JSON and as HTML (whose timeline colours each
+# record by the call it joined): records late, early, out of
 # order, missing or fitting no call (analyzer_throughput --gpu joined); with
 # another process's trace beside it (the notes' order); and where the first
 # cycle's records come only at the end of the trace, past the window
@@ -37,6 +38,9 @@ same() {
     cmp "$dir/streamed" "$dir/whole" || fail "streamed and whole reports differ (${format:-text}): $*"
     test "$(wc -l <"$dir/err")" -eq "$lines" || { cat "$dir/err"; fail "expected $lines lines on stderr: $*"; }
   done
+  "$cuxfer" report --no-symbols --no-profile --html "$dir/streamed.html" -o /dev/null "${@/#/$dir/}" 2>/dev/null
+  "$cuxfer" report --no-symbols --no-profile --no-stream --html "$dir/whole.html" -o /dev/null "${@/#/$dir/}" 2>/dev/null
+  cmp "$dir/streamed.html" "$dir/whole.html" || fail "streamed and whole HTML reports differ: $*"
 }
 same 0 joined.trace
 grep -q "GPU records joined to calls by time, size and kind" "$dir/streamed" || fail "no GPU records joined"

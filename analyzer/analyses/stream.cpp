@@ -83,19 +83,46 @@ struct CallsRead {
 // empty where the process recorded no range. The join holds calls back until
 // no later record can reach them (model::StreamedGpuJoin), and hands them out
 // in trace order: their ranges wait beside them, in the same order.
-template <typename Use>
-CallsRead read_calls(const model::Job& frame, uint32_t process, model::CallFeed& feed, Use use) {
+// `use_records`, if given, takes the process's GPU records, every one, as
+// the join settles them (model::StreamedGpuJoin::SettledRecord: which call's
+// class each joined); where the calls join none, each as it is read.
+using SettledRecords = std::span<const model::StreamedGpuJoin::SettledRecord>;
+template <typename Use, typename UseRecords = std::nullptr_t>
+CallsRead read_calls(const model::Job& frame, uint32_t process, model::CallFeed& feed, Use use,
+                     UseRecords use_records = nullptr) {
+  constexpr bool wants_records = !std::is_same_v<UseRecords, std::nullptr_t>;
   CallsRead out;
   std::vector<model::Call> calls, shim_calls, ready;
   std::vector<uint32_t> ranges, ready_ranges;
+  std::vector<model::StreamedGpuJoin::SettledRecord> settled;
   if (!joins_records(frame.processes[process])) {
-    out.ok = read_events(frame, process, [&](std::span<trace::Event> events) {
+    auto use_events = [&](std::span<trace::Event> events) {
       feed.add(events, calls, shim_calls, &ranges);
       return use(calls, shim_calls, ranges);
-    });
+    };
+    if constexpr (wants_records) {
+      // Records build_job joins to no call (no GPU timing): each settled as read.
+      uint64_t next = 0;
+      out.ok = read_events(frame, process, use_events, [&](std::span<trace::GpuRecord> records) {
+        settled.clear();
+        for (const trace::GpuRecord& r : records) settled.push_back({next++, r, std::nullopt});
+        use_records(SettledRecords(settled));
+        return true;
+      });
+    } else {
+      out.ok = read_events(frame, process, use_events);
+    }
     return out;
   }
   model::StreamedGpuJoin join(frame.processes[process], {});
+  if constexpr (wants_records) join.keep_settled_records();
+  // The records the join settled since last asked.
+  auto take_settled = [&] {
+    if constexpr (wants_records) {
+      join.take_settled(settled);
+      if (!join.inexact()) use_records(SettledRecords(settled));
+    }
+  };
   std::deque<uint32_t> held_ranges;  // of the calls the join holds, in trace order
   // The ranges of the calls just handed out (the first ready.size() held).
   auto take_ranges = [&] {
@@ -114,17 +141,20 @@ CallsRead read_calls(const model::Job& frame, uint32_t process, model::CallFeed&
         held_ranges.insert(held_ranges.end(), ranges.begin(), ranges.end());
         join.take_ready(ready);
         take_ranges();
+        take_settled();
         return !join.inexact() && use(ready, shim_calls, ready_ranges);
       },
       [&](std::span<trace::GpuRecord> records) {
         join.add_records(records);
         join.take_ready(ready);
         take_ranges();
+        take_settled();
         return !join.inexact() && use(ready, none, ready_ranges);
       });
   if (read) {
     join.finish(ready);
     take_ranges();
+    take_settled();
     read = !join.inexact() && use(ready, none, ready_ranges);
   }
   out.ok = read;
@@ -160,6 +190,10 @@ std::string join_window_note(const model::Process& p, model::StreamedGpuJoin::In
           "more than {} calls, or GPU records no flagged copy took, wait for the second pass that may join such "
           "records to copies made since the CUPTI governor last turned its records off",
           window.max_held_calls);
+      break;
+    case Inexact::HeldChunks:
+      reason = fmt::format("more than {} GPU records of staged copies wait for their copies' last chunks",
+                           window.max_held_calls);
       break;
     case Inexact::CorrelationId:
       reason = "GPU records carry correlation ids";
@@ -304,19 +338,24 @@ std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t pr
   std::vector<FingerprintedCopy> fingerprinted;
   if (fingerprints) fingerprinted.reserve(fingerprints->size());
   uint64_t plotted = 0;  // the calls handed to `plots`
-  const CallsRead read = read_calls(frame, process, feed,
-                                    [&](std::span<const model::Call> calls, std::span<const model::Call> shim,
-                                        std::span<const uint32_t> call_ranges) {
-                                      if (gate)
-                                        for (const model::Call& c : calls) gate->add(c);
-                                      if (fingerprints)
-                                        for (const model::Call& c : calls)
-                                          add_fingerprinted_copy(c, *fingerprints, fingerprinted);
-                                      tally_more(tally, job, calls, shim, t, call_ranges);
-                                      if (plots) plots->add_calls(frame.processes[process], process, calls, plotted);
-                                      compactor.now_and_then(tally.findings);
-                                      return true;
-                                    });
+  auto use = [&](std::span<const model::Call> calls, std::span<const model::Call> shim,
+                 std::span<const uint32_t> call_ranges) {
+    if (gate)
+      for (const model::Call& c : calls) gate->add(c);
+    if (fingerprints)
+      for (const model::Call& c : calls) add_fingerprinted_copy(c, *fingerprints, fingerprinted);
+    tally_more(tally, job, calls, shim, t, call_ranges);
+    if (plots) plots->add_calls(frame.processes[process], process, calls, plotted);
+    compactor.now_and_then(tally.findings);
+    return true;
+  };
+  // The timeline draws each GPU record, coloured by the class of the call it joined.
+  auto plot_records = [&](SettledRecords records) {
+    for (const auto& r : records)
+      plots->timeline.add_record(frame.processes[process], process, r.record, r.index, r.joined);
+  };
+  const CallsRead read =
+      plots ? read_calls(frame, process, feed, use, plot_records) : read_calls(frame, process, feed, use);
   if (read.inexact && why) *why = join_window_note(p, read.why_inexact);
   if (!read.ok || feed.impossible_note()) return std::nullopt;
   if (fingerprints) add_repeated_copies(fingerprinted, *fingerprints, tally.findings);
@@ -337,12 +376,6 @@ std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t pr
   r.tally = std::move(tally);
   event_bytes = feed.bytes();
   return r;
-}
-
-bool plots_stream(const model::Job& frame) {
-  return std::all_of(frame.processes.begin(), frame.processes.end(), [](const model::Process& p) {
-    return p.trace.gpu_records.empty() && p.trace.gpu_records_passed.records == 0;
-  });
 }
 
 std::optional<ProcessRecord> summarize_streamed(const model::Job& frame) {

@@ -86,17 +86,12 @@ Thresholds::RunReferences job_references(const std::vector<FindingsTally>& input
 // for an event of impossible size (its note's place among the job's notes
 // is build_job's to say).
 // `plots`, if given, gathers what the HTML report draws of the process's
-// calls (copy_plots.h; settled at the process's end): see plots_stream.
+// calls and GPU records (copy_plots.h; settled at the process's end), each
+// record with the class of the call the streamed join gave it
+// (model::StreamedGpuJoin::keep_settled_records).
 std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t process, const Thresholds& t,
                                             const Fingerprints* fingerprints, uint64_t& event_bytes,
                                             std::string* why = nullptr, CopyPlots* plots = nullptr);
-
-// Whether the HTML report's plots of the frame's processes can be gathered
-// as they stream (stream_process's `plots`): where none recorded GPU
-// records. The timeline colours each record by the class of the call it
-// joined, which the streamed join does not say (it hands out calls, not
-// pairs): such a job's HTML report is made holding the events.
-bool plots_stream(const model::Job& frame);
 
 // The record `cuxfer summarize` makes of the trace of a frame of one process
 // (summary.h record_process of build_job of the trace), its events read a

@@ -234,7 +234,7 @@ struct StreamedJob {
   analyses::MergedJob merged;
   analyses::Thresholds::RunReferences known;
 };
-// `plots`, if given, gathers what the HTML report draws (analyses::plots_stream).
+// `plots`, if given, gathers what the HTML report draws (analyses/copy_plots.h).
 std::optional<StreamedJob> stream_job(const model::Job& frame, const analyses::Thresholds& t, size_t jobs,
                                       analyses::CopyPlots* plots) {
   if (analyses::needs_events(frame)) return std::nullopt;
@@ -335,11 +335,10 @@ std::optional<int> report_streamed(const std::vector<std::string>& paths, const 
   if (!choose_profile(frame, s.profile_path, s.no_profile, "cuxfer report", profile, profile_note)) return 1;
   analyses::Thresholds thresholds;
   if (profile) thresholds.profile = &*profile;
-  // The HTML report's plots are gathered as the traces stream, where they can be.
+  // The HTML report's plots are gathered as the traces stream (each GPU record with its call's class).
   const bool html = !s.html.empty();
   analyses::CopyPlots plots;
-  std::optional<StreamedJob> streamed;
-  if (!html || analyses::plots_stream(frame)) streamed = stream_job(frame, thresholds, s.jobs, html ? &plots : nullptr);
+  std::optional<StreamedJob> streamed = stream_job(frame, thresholds, s.jobs, html ? &plots : nullptr);
   if (!streamed) {
     for (auto& p : frame.processes) traces.push_back(std::move(p.trace));
     traces = reread_with_events(traces, s.jobs, errors);

@@ -208,8 +208,12 @@ void StreamedGpuJoin::add_calls(std::span<const Call> calls) {
 void StreamedGpuJoin::add_records(std::span<const trace::GpuRecord> records) {
   if (inexact_) return;
   for (const trace::GpuRecord& r : records) {
+    const uint64_t index = records_seen_++;
     const auto kind = static_cast<trace::GpuRecordKind>(r.kind);
-    if (kind != trace::GpuRecordKind::Memcpy && kind != trace::GpuRecordKind::Memset) continue;
+    if (kind != trace::GpuRecordKind::Memcpy && kind != trace::GpuRecordKind::Memset) {
+      settle_record(index, r, nullptr);  // build_job joins no other kind by time
+      continue;
+    }
     // Joined by correlation id first in build_job: the frame should have said so.
     if (r.correlation_id != 0 || (joined_any_ && r.start_ns < watermark_)) {
       give_up(r.correlation_id != 0 ? Inexact::CorrelationId : Inexact::RecordLate);
@@ -221,9 +225,9 @@ void StreamedGpuJoin::add_records(std::span<const trace::GpuRecord> records) {
     if (!free_slots_.empty()) {
       slot = free_slots_.back();
       free_slots_.pop_back();
-      slots_[slot] = r;
+      slots_[slot] = {r, index};
     } else if (slot < (uint64_t{1} << kSlotBits)) {
-      slots_.push_back(r);
+      slots_.push_back({r, index});
     } else {
       give_up(Inexact::WaitingRecords);
       return;
@@ -269,15 +273,18 @@ void StreamedGpuJoin::pass_switches() {
 
 // Record `r`, which starts at the watermark, fits no flagged call: the second
 // pass's, where the records went off before it.
-void StreamedGpuJoin::add_leftover(const trace::GpuRecord& r) {
-  if (open_ == SIZE_MAX) return;  // never off before it
+void StreamedGpuJoin::add_leftover(const trace::GpuRecord& r, uint64_t index) {
+  if (open_ == SIZE_MAX) {  // never off before it: no call takes it
+    settle_record(index, r, nullptr);
+    return;
+  }
   if (leftovers_.size() >= window_.max_held_calls) {
     give_up(Inexact::Governor);
     return;
   }
   const auto entered = std::upper_bound(races_.begin(), races_.end(), r.start_ns,
                                         [](uint64_t t, const RaceCall& c) { return t < c.t_enter; });
-  leftovers_.push_back({r, races_base_ + static_cast<uint64_t>(entered - races_.begin())});
+  leftovers_.push_back({r, races_base_ + static_cast<uint64_t>(entered - races_.begin()), index});
 }
 
 // The first `n` leftovers, latest first, as join_switch_races takes them:
@@ -287,6 +294,8 @@ void StreamedGpuJoin::join_leftovers(size_t n) {
     const Leftover& l = leftovers_[i];
     Call* c = switch_race_call(l.record, offs_[open_], races_base_, l.end,
                                [&](size_t at) { return &races_[at - races_base_].held->call; });
+    // A race call is not staged: settle leaves its claim as it is.
+    settle_record(l.index, l.record, c);
     if (!c) continue;
     add_gpu_time(*c, l.record);
     ++joined_;
@@ -351,7 +360,8 @@ void StreamedGpuJoin::join_next() {
   std::pop_heap(waiting_.begin(), waiting_.end(),
                 [](const Waiting& a, const Waiting& b) { return later(a, b); });
   const auto slot = static_cast<uint32_t>(waiting_.back().order & ((uint64_t{1} << kSlotBits) - 1));
-  const trace::GpuRecord r = slots_[slot];
+  const trace::GpuRecord r = slots_[slot].record;
+  const uint64_t index = slots_[slot].index;
   free_slots_.push_back(slot);
   waiting_.pop_back();
   pass_watermark(r.start_ns);
@@ -375,6 +385,13 @@ void StreamedGpuJoin::join_next() {
     Call& c = at.held->call;
     if (record_fits(c, r)) {
       add_gpu_time(c, r);
+      if (!c.staged()) {
+        settle_record(index, r, &c);  // final: settle un-joins staged copies only
+      } else if (keep_settled_) {
+        // Settled with its copy, which settle may un-join.
+        at.held->chunks.emplace_back(index, r);
+        if (++held_chunks_ > window_.max_held_calls) give_up(Inexact::HeldChunks);
+      }
       at.complete = gpu_complete(c);
       // Final now: no later record joins it, and the calls behind it need not wait for it.
       if (at.complete) at.held->reachable = false;
@@ -383,7 +400,7 @@ void StreamedGpuJoin::join_next() {
     }
     ++i;
   }
-  add_leftover(r);
+  add_leftover(r, index);
 }
 
 // A staged copy whose chunks did not all turn up has no trustworthy GPU time.
@@ -396,6 +413,15 @@ void StreamedGpuJoin::settle(Call& c) {
   }
 }
 
+// The chunk records of staged copy `h`, as settle left it: joined to it, or
+// to no call when settle un-joined them.
+void StreamedGpuJoin::settle_chunks(Held& h) {
+  const Call* c = h.call.gpu_records > 0 ? &h.call : nullptr;
+  for (const auto& [index, r] : h.chunks) settle_record(index, r, c);
+  held_chunks_ -= h.chunks.size();
+  h.chunks = {};
+}
+
 void StreamedGpuJoin::collect(std::vector<Call>& ready, bool all) {
   ready.clear();
   for (; handed_out_ > 0; --handed_out_) held_.pop_front();
@@ -403,12 +429,18 @@ void StreamedGpuJoin::collect(std::vector<Call>& ready, bool all) {
   for (Held& h : held_) {
     if (h.reachable && !all) break;
     if (h.candidate) settle(h.call);
+    if (!h.chunks.empty()) settle_chunks(h);
     ready.push_back(h.call);
     ++handed_out_;
   }
 }
 
 void StreamedGpuJoin::take_ready(std::vector<Call>& ready) { collect(ready, false); }
+
+void StreamedGpuJoin::take_settled(std::vector<SettledRecord>& settled) {
+  settled.clear();
+  settled.swap(settled_);
+}
 
 void StreamedGpuJoin::finish(std::vector<Call>& ready) {
   while (!inexact_ && !waiting_.empty()) join_next();

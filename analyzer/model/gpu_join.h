@@ -125,6 +125,16 @@ class GateAccount {
 // before it wait that long (a leftover may still come), and the calls
 // behind them in trace order with them.
 //
+// Which record went to which call (keep_settled_records, take_settled): a
+// record is settled once its pairing can no longer change, and handed out
+// then with the class of the call it joined, or none. A record that joins a
+// call which is not staged is settled as it joins (nothing undoes such a
+// claim); one the first pass leaves over, as the second pass places it (or
+// at once where the records never went off before it); a chunk of a staged
+// copy, with its copy when that is handed out (settle may un-join all its
+// chunks). Memory: the chunks of the staged copies held, at most
+// `max_held_calls` of them.
+//
 // Exact or nothing: a record that starts before one already joined, or a
 // call that enters before it (either would have changed a claim already
 // made), or more calls waiting than `max_held_calls`, makes the join
@@ -138,6 +148,21 @@ class StreamedGpuJoin {
     size_t max_held_calls = size_t{1} << 18;
   };
   StreamedGpuJoin(const Process& p, Window w);
+  // A GPU record whose pairing is final: its place among the process's
+  // records (file order, every kind: Trace::gpu_records' index in a whole
+  // read), and the class of the call it joined (none: no call took it).
+  struct SettledRecord {
+    uint64_t index = 0;
+    trace::GpuRecord record{};
+    std::optional<TransferClass> joined;
+  };
+  // From now on the records are settled for take_settled. Off by default:
+  // nobody would take them.
+  void keep_settled_records() { keep_settled_ = true; }
+  // The records settled since the last call, into `settled` (cleared first),
+  // in no particular order. Take them after each add_calls, add_records and
+  // finish: at most a block's records and `record_lag` wait here.
+  void take_settled(std::vector<SettledRecord>& settled);
   // The app calls of one block (CallFeed), in trace order; their events are copied.
   void add_calls(std::span<const Call> calls);
   void add_records(std::span<const trace::GpuRecord> records);
@@ -156,6 +181,7 @@ class StreamedGpuJoin {
     CallLate,       // a call that awaits a record entered at or before one already joined
     HeldCalls,      // more calls waiting than max_held_calls
     WaitingRecords, // more records waiting than the slots hold (2^24)
+    HeldChunks,     // more chunk records of held staged copies than max_held_calls (keep_settled_records)
   };
   Inexact why_inexact() const { return why_; }
   // What build_job says of the process: records joined, without a correlation id.
@@ -169,6 +195,9 @@ class StreamedGpuJoin {
     bool candidate = false;  // awaited a record when it came
     bool reachable = false;  // a later record may still join it (a candidate not yet complete, or a race)
     bool race = false;       // races_switch: the second pass may join it
+    // A staged copy's chunk records (keep_settled_records), settled when it
+    // is handed out: its file-order index and the record.
+    std::vector<std::pair<uint64_t, trace::GpuRecord>> chunks;
   };
   // A call the second pass may join (Held::race), by entry time then trace order.
   struct RaceCall {
@@ -180,6 +209,12 @@ class StreamedGpuJoin {
   struct Leftover {
     trace::GpuRecord record;
     uint64_t end;
+    uint64_t index;  // in file order among the process's records
+  };
+  // A waiting record and its file-order index among the process's records.
+  struct Slot {
+    trace::GpuRecord record;
+    uint64_t index;
   };
   struct Candidate {
     uint64_t t_enter;
@@ -210,7 +245,13 @@ class StreamedGpuJoin {
   // The second pass: the watermark moved; a leftover; joins and lets go what
   // no record still to come can change (all: at the end).
   void pass_switches();
-  void add_leftover(const trace::GpuRecord& r);
+  void add_leftover(const trace::GpuRecord& r, uint64_t index);
+  // Record `index` joined call `c` (null: no call).
+  void settle_record(uint64_t index, const trace::GpuRecord& r, const Call* c) {
+    if (keep_settled_)
+      settled_.push_back({index, r, c ? std::optional<TransferClass>(c->cls) : std::nullopt});
+  }
+  void settle_chunks(Held& h);
   void join_leftovers(size_t n);
   void release_races(uint64_t before);
   void settle_races(bool all);
@@ -260,7 +301,7 @@ class StreamedGpuJoin {
   Candidates candidates_;
   size_t reach_ = 0;  // candidates_ entered at or before the watermark
   std::vector<Waiting> waiting_;    // a min-heap by start, then file order
-  std::vector<trace::GpuRecord> slots_;
+  std::vector<Slot> slots_;
   std::vector<uint32_t> free_slots_;
   uint64_t record_seq_ = 0;
   bool joined_any_ = false;
@@ -278,6 +319,10 @@ class StreamedGpuJoin {
   std::deque<Leftover> leftovers_;      // since open_, in start then file order
   size_t chain_end_ = 0;                // leftovers_[0, chain_end_) reach each other's calls
   uint64_t joined_ = 0, without_id_ = 0;
+  uint64_t records_seen_ = 0;  // every record added, of every kind: the next one's index
+  bool keep_settled_ = false;
+  std::vector<SettledRecord> settled_;
+  size_t held_chunks_ = 0;  // Held::chunks of the calls held, summed
 };
 
 }  // namespace cuxfer::model

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <tuple>
 #include <utility>
@@ -128,14 +129,33 @@ TraceInOrder make_trace(uint64_t seed, size_t events, int max_delay, bool early,
 
 struct Streamed {
   std::vector<model::Call> calls;  // their events point into `trace`
+  // Per record (file order), the class of the call the join settled it to
+  // (none: no call), and how many times it was settled.
+  std::vector<std::optional<model::TransferClass>> record_class;
+  std::vector<int> settled;
   bool inexact = false;
   model::StreamedGpuJoin::Inexact why = model::StreamedGpuJoin::Inexact::No;
   uint64_t joined = 0;
 };
 
-Streamed stream(const TraceInOrder& in, const model::Process& process, model::StreamedGpuJoin::Window w) {
+// `settle_records`: the join settles each record (keep_settled_records), as for the HTML timeline.
+Streamed stream(const TraceInOrder& in, const model::Process& process, model::StreamedGpuJoin::Window w,
+                bool settle_records = true) {
   Streamed out;
   model::StreamedGpuJoin join(process, w);
+  if (settle_records) join.keep_settled_records();
+  out.record_class.resize(in.trace.gpu_records.size());
+  out.settled.resize(in.trace.gpu_records.size());
+  std::vector<model::StreamedGpuJoin::SettledRecord> settled;
+  auto take_settled = [&] {
+    join.take_settled(settled);
+    for (const auto& r : settled) {
+      ASSERT_LT(r.index, out.settled.size());
+      EXPECT_EQ(r.record.start_ns, in.trace.gpu_records[r.index].start_ns) << "record " << r.index;
+      ++out.settled[r.index];
+      out.record_class[r.index] = r.joined;
+    }
+  };
   std::vector<model::Call> calls, ready;
   auto keep = [&] {
     // Events of the join are let go later: keep each call pointing into the trace.
@@ -160,9 +180,11 @@ Streamed stream(const TraceInOrder& in, const model::Process& process, model::St
     }
     join.take_ready(ready);
     keep();
+    take_settled();
   }
   join.finish(ready);
   keep();
+  take_settled();
   out.inexact = join.inexact();
   out.why = join.why_inexact();
   out.joined = join.joined();
@@ -186,6 +208,16 @@ void expect_same(const model::Job& job, const Streamed& s) {
     EXPECT_EQ(a.gpu_end_ns, b.gpu_end_ns) << "call " << i;
   }
   EXPECT_EQ(job.processes[0].gpu_records_joined_by_time, s.joined);
+  // Each record settled once, to the call build_job gave it (its class), or to none.
+  const model::Process& p = job.processes[0];
+  ASSERT_EQ(s.settled.size(), p.trace.gpu_records.size());
+  for (size_t k = 0; k < s.settled.size(); ++k) {
+    EXPECT_EQ(s.settled[k], 1) << "record " << k;
+    const uint32_t call = p.gpu_record_call[k];
+    const std::optional<model::TransferClass> want =
+        call == model::kNoCall ? std::nullopt : std::optional(job.calls[call].cls);
+    EXPECT_EQ(s.record_class[k], want) << "record " << k;
+  }
 }
 
 TEST(StreamedGpuJoin, SameAsWholeTraceJoinWithRecordsLateEarlyMissingAndShuffled) {
@@ -516,6 +548,48 @@ TEST(StreamedGpuJoin, RecordsOnLongAfterAChangeToOffFallBack) {
   const Streamed all = stream(in, job.processes[0], {});
   ASSERT_FALSE(all.inexact);
   expect_same(job, all);
+}
+
+// A staged copy's chunks wait for it while it is held (its last chunk may
+// un-join them all): more of them than max_held_calls makes the join
+// inexact where it settles records, and only there.
+TEST(StreamedGpuJoin, ChunksOfHeldStagedCopiesAreBoundedWhenSettled) {
+  TraceInOrder in;
+  trace::Trace& t = in.trace;
+  t.has_status = true;
+  t.status.cupti = trace::CuptiState::Active;
+  t.api_names = {"cudaMemcpy"};
+  trace::Event e{};
+  e.kind = static_cast<uint8_t>(trace::EventKind::Copy);
+  e.direction = static_cast<uint8_t>(trace::Direction::HtoD);
+  e.src_kind = static_cast<uint8_t>(trace::MemKind::Pageable);
+  e.dst_kind = static_cast<uint8_t>(trace::MemKind::Device);
+  e.flags = trace::kFlagGpuExpected | trace::kFlagStaged;
+  e.bytes = 1 << 20;
+  e.t_enter_ns = 1000;
+  e.t_exit_ns = 900'000;
+  e.correlation_id = 1;
+  t.events.push_back(e);
+  for (uint64_t i = 0; i < 100; ++i) {  // 100 KiB of its 1 MiB: its last chunks never come
+    trace::GpuRecord r{};
+    r.kind = static_cast<uint8_t>(trace::GpuRecordKind::Memcpy);
+    r.cupti_copy_kind = 1;
+    r.src_kind = r.dst_kind = static_cast<uint8_t>(trace::MemKind::Pinned);
+    r.bytes = 1024;
+    r.start_ns = 2000 + 1000 * i;
+    r.end_ns = r.start_ns + 900;
+    t.gpu_records.push_back(r);
+  }
+  in.blocks = {{false, 0, 1}, {true, 0, t.gpu_records.size()}};
+  const model::Job job = whole(in);
+  EXPECT_FALSE(job.calls[0].has_gpu_time());
+  const Streamed settled = stream(in, job.processes[0], {1, 50});
+  EXPECT_TRUE(settled.inexact);
+  EXPECT_EQ(settled.why, model::StreamedGpuJoin::Inexact::HeldChunks);
+  ASSERT_FALSE(stream(in, job.processes[0], {1, 50}, /*settle_records=*/false).inexact);
+  const Streamed all = stream(in, job.processes[0], {1, 100});
+  ASSERT_FALSE(all.inexact);
+  expect_same(job, all);  // every chunk settled to no call
 }
 
 TEST(StreamedGpuJoin, RecordWithCorrelationIdIsNotStreamed) {

@@ -2,10 +2,12 @@
 // streamed report (analyses/stream.h, model::StreamedGpuJoin): they stream,
 // and the report equals the one made holding every event, byte for byte,
 // the second pass of the join by time (records of copies that raced the
-// switch to on, kSwitchLookBack) included.
+// switch to on, kSwitchLookBack) included, and so is the HTML report, whose
+// timeline colours each record by the class of the call it joined.
 #include <gtest/gtest.h>
 
 #include "analyzer/model/gpu_join.h"
+#include "analyzer/render/html_renderer.h"
 #include "tests/unit/analyzer/job_fixture.h"
 #include "tests/unit/analyzer/streamed_report.h"
 
@@ -111,10 +113,13 @@ class StreamGovernor : public JobTest {
     for (const model::Call& c : job.calls)
       raced += c.has_gpu_time() && !(c.event->flags & trace::kFlagGpuExpected);
     ASSERT_GT(raced, 0u) << "the traces lost their point: no copy raced a switch";
-    const analyses::Report whole = analyses::analyze(load_paths(paths));
-    const std::optional<analyses::Report> streamed = streamed_report(paths);
+    const analyses::Report whole = analyses::analyze(job);
+    analyses::CopyPlots plots;
+    const std::optional<analyses::Report> streamed = streamed_report(paths, &plots);
     ASSERT_TRUE(streamed);
     EXPECT_EQ(render_json_and_text(*streamed), render_json_and_text(whole));
+    // The HTML timeline colours each record by the call either join gave it.
+    EXPECT_EQ(render::render_html(*streamed, plots, nullptr), render::render_html(whole, job, nullptr));
   }
 };
 

@@ -1,9 +1,10 @@
 // `cuxfer report --csv`, `--ranges-csv` and `--html` of streamed traces
 // (analyses/stream.h): the call-site table's staged column is the tally's,
 // the range table the streamed RangeTally's, and the HTML plots are gathered
-// while the traces stream (analyses/copy_plots.h). Each equals the output of
-// the report made holding every event, byte for byte, also where the
-// timeline shows only its busiest lanes' longest items.
+// while the traces stream (analyses/copy_plots.h), GPU records included
+// (each coloured by the class of the call the streamed join gave it). Each
+// equals the output of the report made holding every event, byte for byte,
+// also where the timeline shows only its busiest lanes' longest items.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,6 +21,13 @@ using trace::Direction;
 using trace::MemKind;
 
 constexpr uint64_t KiB = 1 << 10, MiB = 1 << 20;
+
+// How many times `what` occurs in `text`.
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
 
 class StreamOutputs : public JobTest {
  protected:
@@ -49,6 +57,48 @@ class StreamOutputs : public JobTest {
               5'000 + i % 3)
             .thread_id = tid;
     }
+    return t;
+  }
+
+  // cpu_process with its copies and memsets timed by CUPTI, as on a real
+  // GPU (records without a correlation id: joined by time), on `streams`
+  // GPU streams: a staged copy's record in two chunks, the second lost now
+  // and then (the join then un-joins the copy's chunks: they are drawn
+  // grey), and now and then a record no call fits (grey too).
+  static SyntheticTrace gpu_process(uint32_t pid, int threads, int copies, int streams) {
+    SyntheticTrace t = cpu_process(pid, threads, copies, false);
+    t.status.cupti = trace::CuptiState::Active;
+    t.status.cupti_reason.clear();
+    int n = 0;
+    for (const trace::Event& e : std::vector<trace::Event>(t.events)) {
+      const bool data = e.kind == static_cast<uint8_t>(trace::EventKind::Copy) ||
+                        e.kind == static_cast<uint8_t>(trace::EventKind::Memset);
+      if (!data || (e.flags & trace::kFlagFailed)) continue;
+      const size_t first = t.gpu_records.size();
+      // Every other DMA outlasts its call: records among the items the timeline keeps.
+      const uint64_t ns = (e.t_exit_ns - e.t_enter_ns) * (n % 2 ? 2 : 1) / 2 * 3;
+      if (e.flags & trace::kFlagStaged) {
+        t.gpu(e, ns / 2, e.bytes / 2);
+        if (n % 3 != 0) {
+          t.gpu(e, ns / 2, e.bytes - e.bytes / 2);
+          t.gpu_records.back().start_ns += ns / 2;
+          t.gpu_records.back().end_ns += ns / 2;
+        }
+      } else {
+        t.gpu(e, ns);
+      }
+      if (n % 41 == 7) {
+        t.gpu(e, ns / 3, 3);  // a DMA no call made
+        t.gpu_records.back().start_ns += 10;
+      }
+      for (size_t k = first; k < t.gpu_records.size(); ++k) {
+        t.gpu_records[k].correlation_id = 0;
+        t.gpu_records[k].stream_id =
+            (e.thread_id + static_cast<uint32_t>(k)) % static_cast<uint32_t>(streams);
+      }
+      ++n;
+    }
+    for (trace::Event& e : t.events) e.flags |= trace::kFlagGpuExpected;
     return t;
   }
 
@@ -123,22 +173,70 @@ TEST_F(StreamOutputs, TimelineUnderTheCapDrawsEveryItemInCallOrder) {
   EXPECT_NE(s.html.find("3 of 3 items, 2 of 2 lanes shown"), std::string::npos);
 }
 
-TEST_F(StreamOutputs, PlotsStreamOnlyWithoutGpuRecords) {
-  SyntheticTrace gpu = cpu_process(100, 2, 50, false);
-  gpu.status.cupti = trace::CuptiState::Active;
-  gpu.status.cupti_reason.clear();
-  gpu.time_copies_on_gpu(2);
-  for (auto& r : gpu.gpu_records) r.correlation_id = 0;
-  trace::EventBlocks skip;
-  skip.skip = true;
-  skip.skip_gpu_records = true;
-  std::vector<std::string> errs;
-  auto sym = symbolize::make_symbolizer(false);
-  const model::Job with = model::build_job(model::read_traces({write(gpu, "gpu.trace")}, errs, skip), *sym);
-  const model::Job without =
-      model::build_job(model::read_traces({write(cpu_process(100, 2, 50, false), "cpu.trace")}, errs, skip), *sym);
-  EXPECT_FALSE(analyses::plots_stream(with));
-  EXPECT_TRUE(analyses::plots_stream(without));
+// The timeline colours each GPU record by the class of the call it joined:
+// the streamed join settles each record with that class
+// (model::StreamedGpuJoin::keep_settled_records), so the plots stream.
+TEST_F(StreamOutputs, HtmlOfTracesWithGpuRecordsEqualsTheWholeRead) {
+  // Several processes, past the timeline's cap of items and of lanes (GPU
+  // streams beside the threads); one whose CUPTI state the trace does not
+  // say: build_job joins none of its records (all grey).
+  SyntheticTrace untimed = gpu_process(300, 2, 300, 2);
+  untimed.status.cupti = trace::CuptiState::Unknown;
+  const std::vector<std::string> paths = {write(gpu_process(100, 12, 3000, 4), "a.trace"),
+                                          write(gpu_process(200, 3, 800, 9), "b.trace"),
+                                          write(untimed, "c.trace")};
+  const model::Job job = load_paths(paths);
+  // The traces hold what the test is about: records joined, records no
+  // call took, among them the chunks of staged copies the join un-joined.
+  size_t joined = 0, unjoined = 0, unjoined_chunks = 0;
+  for (const model::Process& p : job.processes)
+    for (size_t k = 0; k < p.trace.gpu_records.size(); ++k) {
+      const bool j = p.gpu_record_call[k] != model::kNoCall;
+      joined += j;
+      unjoined += !j;
+      unjoined_chunks += !j && p.trace.gpu_records[k].bytes != 3 && p.gpu_timing;
+    }
+  EXPECT_GT(joined, 4000u);
+  EXPECT_GT(unjoined, 300u);
+  EXPECT_GT(unjoined_chunks, 10u);
+  const Outputs w = whole(paths);
+  const Outputs s = streamed(paths);  // fails where a process would need its events
+  EXPECT_EQ(s.tables, w.tables);
+  EXPECT_EQ(s.html, w.html);
+  EXPECT_NE(w.html.find("4000 of 8829 items, 24 of 32 lanes shown"), std::string::npos);
+  EXPECT_NE(w.html.find("GPU 0 stream 3"), std::string::npos);
+  // Records drawn, coloured by their calls' classes and grey.
+  const size_t grey = count(w.html, "fill='#999'><title>DMA"), dma = count(w.html, "><title>DMA");
+  EXPECT_GT(grey, 100u);
+  EXPECT_GT(dma, grey + 100);
+}
+
+TEST_F(StreamOutputs, TimelineColoursEachRecordByTheCallItJoined) {
+  // Under the cap: every item drawn. A pinned copy's record (its class's
+  // colour), a staged copy whose second chunk was lost (both chunks grey:
+  // not joined), a DMA no call made (grey), a memset's.
+  SyntheticTrace t(4242);
+  t.status.cupti = trace::CuptiState::Active;
+  t.status.cupti_reason.clear();
+  const uint32_t a = t.site(0x401000);
+  const trace::Event pinned = t.copy(Direction::HtoD, MemKind::Pinned, 2 * MiB, 50'000, false, a);
+  trace::Event& staged_event = t.copy(Direction::HtoD, MemKind::Pageable, 4 * MiB, 90'000, false, a);
+  staged_event.flags |= trace::kFlagStaged;
+  const trace::Event staged = staged_event;
+  const trace::Event memset = t.add(trace::EventKind::Memset, "cudaMemset", Direction::DtoD, MemKind::Device,
+                                    MemKind::Device, MiB, 5'000);
+  t.gpu(pinned, 20'000);
+  t.gpu(staged, 30'000, MiB);
+  t.gpu(pinned, 7'000, 3);
+  t.gpu(memset, 1'000);
+  for (auto& r : t.gpu_records) r.correlation_id = 0;
+  for (auto& e : t.events) e.flags |= trace::kFlagGpuExpected;
+  const std::vector<std::string> paths = {write(t, "small.trace")};
+  const Outputs s = streamed(paths);
+  EXPECT_EQ(s.html, whole(paths).html);
+  EXPECT_NE(s.html.find("7 of 7 items"), std::string::npos);
+  EXPECT_EQ(count(s.html, "fill='#999'><title>DMA"), 2u);  // the staged copy's chunk, the DMA no call made
+  EXPECT_EQ(count(s.html, "><title>DMA"), 4u);
 }
 
 TEST(CopyPlots, BandwidthBinsKeepTheOrderAndSpanAThousandthOfAnOctave) {
