@@ -26,14 +26,6 @@ model::Job one_process_job(const model::Job& frame, uint32_t process) {
   return job;
 }
 
-// An app's managed allocation: the report's managed memory part needs the
-// whole job's events. (Content fingerprints do not: the first pass gathers
-// them and the tally's pairs them with their copies, duplicates.h.)
-bool is_managed_allocation(const trace::Event& e) {
-  return e.kind == static_cast<uint8_t>(trace::EventKind::ManagedAlloc) && !(e.flags & trace::kFlagFailed) &&
-         e.address != 0;
-}
-
 // A content fingerprint of the shim's (build_job keeps it among the shim's calls).
 bool is_fingerprint(const trace::Event& e, bool shim) {
   return shim && e.kind == static_cast<uint8_t>(trace::EventKind::Fingerprint);
@@ -63,14 +55,20 @@ bool read_events(const model::Job& frame, uint32_t process, Use use, UseRecords 
          again.complete == first.complete;
 }
 
-// Whether the calls of process `p` get GPU time from records read with them.
+// Whether the calls of process `p` get GPU time from records read with them
+// (unified-memory records join no call).
 bool joins_records(const model::Process& p) {
-  return p.gpu_timing && p.trace.gpu_records_passed.records > p.trace.gpu_records_passed.not_joined_by_time;
+  const trace::Trace::GpuRecordCount& n = p.trace.gpu_records_passed;
+  return p.gpu_timing && n.records > n.not_joined_by_time + n.unified_memory;
 }
+
+// Whether process `p` recorded unified-memory records (ManagedFeed takes them).
+bool has_unified_memory_records(const model::Process& p) { return p.trace.gpu_records_passed.unified_memory > 0; }
 
 // What reading a process's calls with their GPU time found beside the calls.
 struct CallsRead {
   bool ok = false;
+  std::optional<std::string> managed_inexact;  // ManagedFeed::inexact(): the read stopped there
   bool inexact = false;  // the join could not be made in its window
   model::StreamedGpuJoin::Inexact why_inexact = model::StreamedGpuJoin::Inexact::No;
   uint64_t joined = 0, without_id = 0;
@@ -83,16 +81,37 @@ struct CallsRead {
 // empty where the process recorded no range. The join holds calls back until
 // no later record can reach them (model::StreamedGpuJoin), and hands them out
 // in trace order: their ranges wait beside them, in the same order.
+// `managed`, if given, is fed the managed allocations as their events are
+// read and the unified-memory records as theirs are (file order, which is
+// what tells whether its result is the whole job's); the read stops where it
+// turns inexact.
 template <typename Use>
-CallsRead read_calls(const model::Job& frame, uint32_t process, model::CallFeed& feed, Use use) {
+CallsRead read_calls(const model::Job& frame, uint32_t process, model::CallFeed& feed, Use use,
+                     ManagedFeed* managed = nullptr) {
   CallsRead out;
   std::vector<model::Call> calls, shim_calls, ready;
   std::vector<uint32_t> ranges, ready_ranges;
+  auto feed_managed_calls = [&] {
+    if (managed) managed->add_calls(calls);
+    return !managed || !managed->inexact();
+  };
+  auto feed_managed_records = [&](std::span<const trace::GpuRecord> records) {
+    if (managed) managed->add_records(records);
+    return !managed || !managed->inexact();
+  };
+  auto say_managed = [&] {
+    if (managed && managed->inexact()) out.managed_inexact = managed->inexact();
+  };
   if (!joins_records(frame.processes[process])) {
-    out.ok = read_events(frame, process, [&](std::span<trace::Event> events) {
+    auto use_events = [&](std::span<trace::Event> events) {
       feed.add(events, calls, shim_calls, &ranges);
-      return use(calls, shim_calls, ranges);
-    });
+      return feed_managed_calls() && use(calls, shim_calls, ranges);
+    };
+    if (managed && has_unified_memory_records(frame.processes[process]))
+      out.ok = read_events(frame, process, use_events, feed_managed_records);
+    else
+      out.ok = read_events(frame, process, use_events);
+    say_managed();
     return out;
   }
   model::StreamedGpuJoin join(frame.processes[process], {});
@@ -110,6 +129,7 @@ CallsRead read_calls(const model::Job& frame, uint32_t process, model::CallFeed&
       frame, process,
       [&](std::span<trace::Event> events) {
         feed.add(events, calls, shim_calls, &ranges);
+        if (!feed_managed_calls()) return false;
         join.add_calls(calls);
         held_ranges.insert(held_ranges.end(), ranges.begin(), ranges.end());
         join.take_ready(ready);
@@ -117,6 +137,7 @@ CallsRead read_calls(const model::Job& frame, uint32_t process, model::CallFeed&
         return !join.inexact() && use(ready, shim_calls, ready_ranges);
       },
       [&](std::span<trace::GpuRecord> records) {
+        if (!feed_managed_records(records)) return false;
         join.add_records(records);
         join.take_ready(ready);
         take_ranges();
@@ -128,6 +149,7 @@ CallsRead read_calls(const model::Job& frame, uint32_t process, model::CallFeed&
     read = !join.inexact() && use(ready, none, ready_ranges);
   }
   out.ok = read;
+  say_managed();
   out.inexact = join.inexact();
   out.why_inexact = join.why_inexact();
   out.joined = join.joined();
@@ -173,6 +195,13 @@ std::string join_window_note(const model::Process& p, model::StreamedGpuJoin::In
       p.trace.path, p.pid(), reason);
 }
 
+// Said, once per trace, when its unified-memory records could not be
+// attributed as they were read (ManagedFeed::inexact).
+std::string managed_order_note(const model::Process& p, const std::string& why) {
+  return fmt::format("{} (pid {}): {}; the report is made holding the events (the same report; memory grows with them)",
+                     p.trace.path, p.pid(), why);
+}
+
 // Keeps a pass's per-copy finding inputs compact (compact_finding_inputs):
 // once they have doubled since the last compaction, and hold at least 65,536
 // entries. Memory then holds their distinct entries (and no more than twice
@@ -214,8 +243,6 @@ std::optional<std::string> needs_events(const model::Job& frame) {
   for (const model::Process& p : frame.processes)
     if (auto why = needs_events(p.trace)) return why;
   if (overlap_totals(frame).kernels_recorded) return "kernel records";
-  const Managed m = managed_totals(frame);
-  if (m.records_on || !m.unavailable.empty() || !m.sites.empty()) return "unified-memory records";
   return std::nullopt;
 }
 
@@ -238,8 +265,6 @@ std::optional<FirstPass> stream_references(const model::Job& frame, uint32_t pro
                                           if (is_fingerprint(*c.event, true))
                                             out.fingerprints.add(c.event->correlation_id, c.event->address,
                                                                  c.event->stream);
-                                        for (const model::Call& c : calls)
-                                          if (is_managed_allocation(*c.event)) return false;
                                         tally_references(f, calls, t);
                                         compact_now_and_then();
                                         return true;
@@ -259,7 +284,6 @@ std::optional<FirstPass> stream_references(const model::Job& frame, uint32_t pro
       const bool shim = feed.is_shim(e);
       if (is_fingerprint(e, shim)) out.fingerprints.add(e.correlation_id, e.address, e.stream);
       if (shim) continue;
-      if (is_managed_allocation(e)) return false;
       if (e.kind != static_cast<uint8_t>(trace::EventKind::Copy) || (e.flags & trace::kFlagFailed)) continue;
       model::Call c;
       c.event = &e;
@@ -304,6 +328,7 @@ std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t pr
   std::vector<FingerprintedCopy> fingerprinted;
   if (fingerprints) fingerprinted.reserve(fingerprints->size());
   uint64_t plotted = 0;  // the calls handed to `plots`
+  ManagedFeed managed(0);
   const CallsRead read = read_calls(frame, process, feed,
                                     [&](std::span<const model::Call> calls, std::span<const model::Call> shim,
                                         std::span<const uint32_t> call_ranges) {
@@ -316,8 +341,10 @@ std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t pr
                                       if (plots) plots->add_calls(frame.processes[process], process, calls, plotted);
                                       compactor.now_and_then(tally.findings);
                                       return true;
-                                    });
+                                    },
+                                    &managed);
   if (read.inexact && why) *why = join_window_note(p, read.why_inexact);
+  if (read.managed_inexact && why) *why = managed_order_note(p, *read.managed_inexact);
   if (!read.ok || feed.impossible_note()) return std::nullopt;
   if (fingerprints) add_repeated_copies(fingerprinted, *fingerprints, tally.findings);
   if (plots) plots->timeline.settle();
@@ -335,6 +362,7 @@ std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t pr
   r.process.events_read = feed.events();
   r.sites = std::move(job.sites);
   r.tally = std::move(tally);
+  managed.take(r.tally.managed.emplace());
   event_bytes = feed.bytes();
   return r;
 }
