@@ -15,7 +15,9 @@
 # bytes each (analyses/duplicates.h), for duplicate_uploads and round_trips:
 # its memory grows with them, not with the events. And of a trace whose CUPTI
 # governor turned the GPU records off for most of it, whose join's second
-# pass (copies racing the switch to on) the streamed report makes too.
+# pass (copies racing the switch to on) the streamed report makes too. And of
+# a trace with managed allocations and CUPTI's unified-memory records (and GPU
+# records), which the streamed report attributes as they are read.
 #   check_report_memory.sh ANALYZER_THROUGHPUT CUXFER DIR [EVENTS]
 set -euo pipefail
 bench=$1 cuxfer=$2 dir=$3 events=${4:-1000000}
@@ -88,4 +90,9 @@ check_kind "content fingerprints, GPU records" "duplicate_uploads" 168 18 0 no -
 # 16 with them on), copies racing each change to on: the join's second pass
 # is made in its window too.
 check_kind "governed GPU records" "GPU time: .* copies and memsets" 168 0 0 no --gpu joined --governor
+# Managed allocations (one event in 1024) and their buffers' unified-memory
+# records (256 each: a quarter of a record, 12 bytes, an event), with GPU
+# records: the report keeps the allocations and each site's on-demand
+# intervals, not the records.
+check_kind "managed memory, GPU records" "Managed memory" 180 0 0 no --managed --gpu joined
 echo ok
