@@ -119,7 +119,8 @@ void um_records_of(const trace::Event& e, std::mt19937_64& rng, std::vector<trac
   for (uint64_t k = 0; k < 128; ++k) {
     const uint64_t start = t0 + k * 50'000;
     record(trace::UmCounter::HtoD, k, start, 40'000 + rng() % 20'000, 2ull << 20, to_gpu);
-    if (k % 4 == 0 && !prefetched) record(trace::UmCounter::GpuPageFault, k, start, 200'000, 3, trace::UmCause::Unknown);
+    if (k % 4 == 0 && !prefetched)
+      record(trace::UmCounter::GpuPageFault, k, start, 200'000, 3, trace::UmCause::Unknown);
   }
   const uint64_t t1 = t0 + 128 * 50'000;
   for (uint64_t k = 0; k < 64; ++k)
@@ -517,11 +518,11 @@ int main(int argc, char** argv) {
     else if (a == "--gpu" && std::string(argv[i + 1]) == "joined") gpu = GpuRecords::Joined;
     else if (a == "--gpu" && std::string(argv[i + 1]) == "late") gpu = GpuRecords::Late;
     else {
-      std::fprintf(
-          stderr,
-          "usage: analyzer_throughput [--events N] [--threads T] [--sites S] [--rounds R] "
-          "[--gpu none|joined|late] [--governor] [--allocs K] [--python] [--nvtx] [--fingerprints] [--managed] [--out FILE] [--keep] "
-          "[--check]\n");
+      std::fprintf(stderr,
+                   "usage: analyzer_throughput [--events N] [--threads T] [--sites S] [--rounds R] "
+                   "[--gpu none|joined|late] [--governor] [--allocs K] [--python] [--nvtx] [--fingerprints] "
+                   "[--managed] [--out FILE] [--keep] "
+                   "[--check]\n");
       return 2;
     }
   }

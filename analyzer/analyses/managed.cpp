@@ -97,9 +97,9 @@ class ManagedFeed::Allocations {
     // A new start: records that looked at the start below it, at or past
     // its address, would look here instead.
     const auto above = by_start_.upper_bound(a.begin);
-    const bool changes = above == by_start_.begin()
-                             ? below_looked_ && below_max_address_ >= a.begin
-                             : std::prev(above)->second.looked && std::prev(above)->second.max_address >= a.begin;
+    const bool changes = above == by_start_.begin() ? below_looked_ && below_max_address_ >= a.begin
+                                                    : std::prev(above)->second.looked &&
+                                                          std::prev(above)->second.max_address >= a.begin;
     by_start_[a.begin].allocs.push_back(a);
     return !changes;
   }
@@ -155,7 +155,8 @@ void ManagedFeed::add_calls(std::span<const model::Call> calls) {
     const Alloc a{c.event->address, c.event->address + c.bytes(), c.event->t_enter_ns, site};
     if (!allocations_->add(a) && !inexact_)
       inexact_ = fmt::format(
-          "a managed allocation (at {:#x}) is written after a unified-memory record it would have taken", a.begin);
+          "a managed allocation (at {:#x}) is written after a unified-memory record it would have taken",
+          a.begin);
     ManagedSiteTally& s = sites_[{process_, site}];
     s.totals.allocations += 1;
     s.totals.allocated_bytes += c.bytes();
@@ -200,7 +201,8 @@ void ManagedFeed::add_records(std::span<const trace::GpuRecord> records) {
     }
     if (!merged && !inexact_)
       inexact_ = fmt::format(
-          "a unified-memory record starts before {} disjoint on-demand intervals of its site that came earlier end",
+          "a unified-memory record starts before {} disjoint on-demand intervals of its site that came "
+          "earlier end",
           max_kept_);
   }
 }
@@ -252,9 +254,11 @@ Managed managed_of(const model::Job& job, const ManagedTally& tally) {
   for (const model::Process& p : job.processes) {
     bool on = false;
     for (const auto& n : p.trace.notes) {
-      if (n == kUmOnNote) on = true;
+      if (n == kUmOnNote)
+        on = true;
       else if (n.rfind(kUmUnavailableNote, 0) == 0)
-        m.unavailable.push_back(fmt::format("pid {}: {}", p.pid(), n.substr(std::char_traits<char>::length(kUmUnavailableNote))));
+        m.unavailable.push_back(
+            fmt::format("pid {}: {}", p.pid(), n.substr(std::char_traits<char>::length(kUmUnavailableNote))));
     }
     m.records_on |= on;
   }
@@ -282,8 +286,8 @@ std::vector<Finding> find_managed_migrations(const model::Job& job, const Manage
   return managed_migration_findings(job, accumulate(job), m, t);
 }
 
-std::vector<Finding> managed_migration_findings(const model::Job&, const ManagedTally& tally, const Managed& m,
-                                                const Thresholds& t) {
+std::vector<Finding> managed_migration_findings(const model::Job&, const ManagedTally& tally,
+                                                const Managed& m, const Thresholds& t) {
   if (!m.records_on) return {};
   Finding f;
   f.kind = FindingKind::ManagedMigrations;

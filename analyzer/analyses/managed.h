@@ -96,7 +96,7 @@ class ManagedFeed {
 // The report's managed memory part and its finding from a job's tally (the
 // job: its processes' notes and call sites).
 Managed managed_of(const model::Job& job, const ManagedTally& tally);
-std::vector<Finding> managed_migration_findings(const model::Job& job, const ManagedTally& tally, const Managed& m,
-                                                const Thresholds& t);
+std::vector<Finding> managed_migration_findings(const model::Job& job, const ManagedTally& tally,
+                                                const Managed& m, const Thresholds& t);
 
 }  // namespace cuxfer::analyses

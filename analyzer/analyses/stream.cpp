@@ -63,7 +63,9 @@ bool joins_records(const model::Process& p) {
 }
 
 // Whether process `p` recorded unified-memory records (ManagedFeed takes them).
-bool has_unified_memory_records(const model::Process& p) { return p.trace.gpu_records_passed.unified_memory > 0; }
+bool has_unified_memory_records(const model::Process& p) {
+  return p.trace.gpu_records_passed.unified_memory > 0;
+}
 
 // What reading a process's calls with their GPU time found beside the calls.
 struct CallsRead {
@@ -198,8 +200,9 @@ std::string join_window_note(const model::Process& p, model::StreamedGpuJoin::In
 // Said, once per trace, when its unified-memory records could not be
 // attributed as they were read (ManagedFeed::inexact).
 std::string managed_order_note(const model::Process& p, const std::string& why) {
-  return fmt::format("{} (pid {}): {}; the report is made holding the events (the same report; memory grows with them)",
-                     p.trace.path, p.pid(), why);
+  return fmt::format(
+      "{} (pid {}): {}; the report is made holding the events (the same report; memory grows with them)",
+      p.trace.path, p.pid(), why);
 }
 
 // Keeps a pass's per-copy finding inputs compact (compact_finding_inputs):
@@ -329,20 +332,20 @@ std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t pr
   if (fingerprints) fingerprinted.reserve(fingerprints->size());
   uint64_t plotted = 0;  // the calls handed to `plots`
   ManagedFeed managed(0);
-  const CallsRead read = read_calls(frame, process, feed,
-                                    [&](std::span<const model::Call> calls, std::span<const model::Call> shim,
-                                        std::span<const uint32_t> call_ranges) {
-                                      if (gate)
-                                        for (const model::Call& c : calls) gate->add(c);
-                                      if (fingerprints)
-                                        for (const model::Call& c : calls)
-                                          add_fingerprinted_copy(c, *fingerprints, fingerprinted);
-                                      tally_more(tally, job, calls, shim, t, call_ranges);
-                                      if (plots) plots->add_calls(frame.processes[process], process, calls, plotted);
-                                      compactor.now_and_then(tally.findings);
-                                      return true;
-                                    },
-                                    &managed);
+  const CallsRead read = read_calls(
+      frame, process, feed,
+      [&](std::span<const model::Call> calls, std::span<const model::Call> shim,
+          std::span<const uint32_t> call_ranges) {
+        if (gate)
+          for (const model::Call& c : calls) gate->add(c);
+        if (fingerprints)
+          for (const model::Call& c : calls) add_fingerprinted_copy(c, *fingerprints, fingerprinted);
+        tally_more(tally, job, calls, shim, t, call_ranges);
+        if (plots) plots->add_calls(frame.processes[process], process, calls, plotted);
+        compactor.now_and_then(tally.findings);
+        return true;
+      },
+      &managed);
   if (read.inexact && why) *why = join_window_note(p, read.why_inexact);
   if (read.managed_inexact && why) *why = managed_order_note(p, *read.managed_inexact);
   if (!read.ok || feed.impossible_note()) return std::nullopt;

@@ -33,7 +33,8 @@ trace::Event& managed_alloc(SyntheticTrace& t, uint64_t address, uint64_t bytes,
 }
 
 void managed_free(SyntheticTrace& t, uint64_t address) {
-  t.add(trace::EventKind::DeviceFree, "cudaFree", Direction::Unknown, MemKind::Unknown, MemKind::Managed, 0, 1000)
+  t.add(trace::EventKind::DeviceFree, "cudaFree", Direction::Unknown, MemKind::Unknown, MemKind::Managed, 0,
+        1000)
       .address = address;
 }
 
@@ -85,16 +86,19 @@ class StreamManaged : public JobTest {
       std::vector<trace::GpuRecord> step;
       step.push_back(um_record(UmCounter::GpuPageFault, at + 4096, t0, 400'000, 2 + s % 3));
       for (int i = 0; i < 4; ++i) {
-        const UmCause cause = i == 3 ? UmCause::Prefetch : (s % 4 == 1 ? UmCause::Unknown : UmCause::Coherence);
-        step.push_back(um_record(UmCounter::HtoD, at + i * 2 * MiB, t0 + 50'000 + i * 120'000, 100'000, 2 * MiB,
-                                 cause));
+        const UmCause cause =
+            i == 3 ? UmCause::Prefetch : (s % 4 == 1 ? UmCause::Unknown : UmCause::Coherence);
+        step.push_back(
+            um_record(UmCounter::HtoD, at + i * 2 * MiB, t0 + 50'000 + i * 120'000, 100'000, 2 * MiB, cause));
       }
-      step.push_back(um_record(UmCounter::HtoD, kBase + 512 * MiB, t0 + 900'000, 300'000, 16 * MiB, UmCause::User));
+      step.push_back(
+          um_record(UmCounter::HtoD, kBase + 512 * MiB, t0 + 900'000, 300'000, 16 * MiB, UmCause::User));
       step.push_back(um_record(UmCounter::CpuPageFault, at + 8192, t0 + 1'300'000, 0, 1));
       step.push_back(um_record(UmCounter::DtoH, at, t0 + 1'300'000, 80'000, 2 * MiB));
       // Addresses in no managed allocation: below every one, and between them.
       if (s % 7 == 3) step.push_back(um_record(UmCounter::HtoD, 0x10000, t0 + 1'500'000, 10'000, 64 * KiB));
-      if (s % 5 == 2) step.push_back(um_record(UmCounter::DtoH, kBase + 400 * MiB, t0 + 1'600'000, 10'000, 4096));
+      if (s % 5 == 2)
+        step.push_back(um_record(UmCounter::DtoH, kBase + 400 * MiB, t0 + 1'600'000, 10'000, 4096));
       step.push_back(um_record(UmCounter::Thrashing, at, t0 + 1'700'000, 0, 1));
       t.clock_ns = t0 + 2'000'000;
       for (const auto& g : step) pending.emplace_back(t.events.size() + 40, g);
@@ -225,7 +229,8 @@ TEST_F(StreamManaged, SummariesStreamAndEqualTheWholeRead) {
   std::vector<std::string> errors;
   analyses::SummaryHeader header;
   header.symbols = "off";
-  const std::string streamed = analyses::write_summary(header, cli::summarize_traces(paths, symbols, 2, errors));
+  const std::string streamed =
+      analyses::write_summary(header, cli::summarize_traces(paths, symbols, 2, errors));
   const std::string whole_read =
       analyses::write_summary(header, cli::summarize_traces(paths, symbols, 2, errors, /*stream=*/false));
   EXPECT_TRUE(errors.empty());

@@ -262,7 +262,8 @@ TEST_F(TraceFormat, StreamingReadPassesGpuRecordsByOrHandsThemOver) {
     for (const auto& r : whole.gpu_records) {
       const bool um = r.kind == static_cast<uint8_t>(trace::GpuRecordKind::UnifiedMemory);
       unified += um;
-      not_by_time += !um && (r.correlation_id != 0 || r.kind == static_cast<uint8_t>(trace::GpuRecordKind::Kernel));
+      not_by_time +=
+          !um && (r.correlation_id != 0 || r.kind == static_cast<uint8_t>(trace::GpuRecordKind::Kernel));
     }
     EXPECT_EQ(passed.gpu_records_passed.records, whole.gpu_records.size());
     EXPECT_EQ(passed.gpu_records_passed.not_joined_by_time, not_by_time);
