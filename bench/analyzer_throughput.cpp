@@ -3,7 +3,7 @@
 //
 //   analyzer_throughput [--events N] [--threads T] [--sites S] [--rounds R]
 //                       [--gpu none|joined|late] [--governor] [--allocs K] [--python] [--nvtx]
-//                       [--fingerprints] [--out FILE] [--keep] [--check]
+//                       [--fingerprints] [--managed] [--out FILE] [--keep] [--check]
 //
 // Writes a trace the way the shim does (blocks of up to 65536 events, zstd)
 // with realistic variety — T threads interleaved, S call sites, a mix of sizes,
@@ -35,6 +35,14 @@
 // device buffers, so that some uploads repeat what a buffer holds and some
 // send back what a download brought (duplicate_uploads, round_trips). Each
 // fingerprint is one of the --events.
+// --managed makes it a unified-memory program's trace, as the shim writes one
+// after the app's first cudaMallocManaged: one event in kManagedEvery is a
+// managed allocation (at 8 addresses in turn, each reused by the loop that
+// allocates there: one of 4 call sites an address), and after the events
+// block that holds it come its buffer's
+// kUmRecordsPerAllocation CUPTI unified-memory records (on-demand
+// migrations both ways under GPU fault groups, CPU faults; one buffer in 4
+// prefetched by the app instead), the notes saying the records are on.
 // Prints one
 // machine-readable line per round, the per-phase medians, and whether the
 // medians meet the bars; --check makes a missed bar the exit status (1).
@@ -82,6 +90,44 @@ Gate gate_at(uint64_t i) {
   return i >= kGatePeriod && at < kGateRace ? Gate::Race : Gate::On;
 }
 bool governor = false;
+
+// --managed: one event in kManagedEvery a managed allocation, each followed by
+// its buffer's unified-memory records.
+constexpr uint64_t kManagedEvery = 1024, kUmRecordsPerAllocation = 256;
+constexpr uint64_t kManagedBytes = 64ull << 20;
+
+// The unified-memory records of the managed buffer `e` (allocated at its
+// exit): its 32 pages of 2 MiB migrated to the GPU four times over (on
+// demand under a fault group each 4, or prefetched by the app), 64 back to
+// the host, 32 CPU faults.
+void um_records_of(const trace::Event& e, std::mt19937_64& rng, std::vector<trace::GpuRecord>& out) {
+  const bool prefetched = rng() % 4 == 0;
+  auto record = [&](trace::UmCounter counter, uint64_t page, uint64_t start, uint64_t ns, uint64_t value,
+                    trace::UmCause cause) {
+    trace::GpuRecord g{};
+    g.kind = static_cast<uint8_t>(trace::GpuRecordKind::UnifiedMemory);
+    g.cupti_copy_kind = static_cast<uint8_t>(counter);
+    g.start_ns = start;
+    g.end_ns = start + ns;
+    g.bytes = value;
+    g.src_kind = static_cast<uint8_t>(cause);
+    trace::set_um_address(g, e.address + (page % 32) * (2ull << 20) + rng() % 4096);
+    out.push_back(g);
+  };
+  const uint64_t t0 = e.t_exit_ns + 1000;
+  const auto to_gpu = prefetched ? trace::UmCause::User : trace::UmCause::Coherence;
+  for (uint64_t k = 0; k < 128; ++k) {
+    const uint64_t start = t0 + k * 50'000;
+    record(trace::UmCounter::HtoD, k, start, 40'000 + rng() % 20'000, 2ull << 20, to_gpu);
+    if (k % 4 == 0 && !prefetched)
+      record(trace::UmCounter::GpuPageFault, k, start, 200'000, 3, trace::UmCause::Unknown);
+  }
+  const uint64_t t1 = t0 + 128 * 50'000;
+  for (uint64_t k = 0; k < 64; ++k)
+    record(trace::UmCounter::DtoH, k, t1 + k * 30'000, 25'000, 2ull << 20, trace::UmCause::Coherence);
+  for (uint64_t k = 0; out.size() % kUmRecordsPerAllocation != 0; ++k)
+    record(trace::UmCounter::CpuPageFault, k, t1 + k * 30'000, 0, 1, trace::UmCause::Unknown);
+}
 
 // The records of a cycle's copies as a real trace has them: each copy's DMA
 // starts after it entered and ends before a synchronous one returned; the
@@ -142,7 +188,7 @@ void write_cycle(trace::TraceWriter& w, std::vector<trace::Event>& cycle, std::m
 }
 
 bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uint32_t sites, GpuRecords gpu,
-                 uint32_t allocs, bool python, bool nvtx, bool fingerprints) {
+                 uint32_t allocs, bool python, bool nvtx, bool fingerprints, bool managed) {
   std::string error;
   auto w = trace::TraceWriter::create(path, 0600, &error);
   if (!w) {
@@ -163,6 +209,8 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
   if (nvtx) apis.push_back(trace::kNvtxApiName);
   const auto fingerprint_api = static_cast<uint16_t>(apis.size());
   if (fingerprints) apis.push_back(trace::kFingerprintApiName);
+  const auto managed_api = static_cast<uint16_t>(apis.size());
+  if (managed) apis.push_back("cudaMallocManaged");
   trace::encode_strings(apis, payload);
   w->write_block(trace::BlockType::ApiNames, payload);
   std::vector<trace::CallSite> cs;
@@ -220,16 +268,26 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
   std::optional<trace::Event> print;  // the fingerprint of the copy just made, written next
   std::vector<trace::CuptiGateChange> gate_changes;  // --governor
   bool records_on = true;
-  // A full block (a write cycle's with GPU records), or the last, is written.
+  std::vector<trace::GpuRecord> um;  // --managed: the records of the block's managed buffers
+  uint64_t managed_made = 0;
+  // A full block (a write cycle's with GPU records), or the last, is written;
+  // then the unified-memory records of its managed buffers.
   auto flush_block = [&](bool last) {
+    bool written = false;
     if (gpu != GpuRecords::None) {
       if (block.size() == kCycleEvents || last) {
         write_cycle(*w, block, rng, gpu, held_back, late);
         block.clear();
+        written = true;
       }
     } else if (block.size() == 65536 || last) {
       w->write_block(trace::BlockType::Events, block.data(), block.size() * sizeof(trace::Event));
       block.clear();
+      written = true;
+    }
+    if (written && !um.empty()) {
+      w->write_block(trace::BlockType::GpuRecords, um.data(), um.size() * sizeof(trace::GpuRecord));
+      um.clear();
     }
   };
   for (uint64_t i = 0; i < events; ++i) {
@@ -277,6 +335,24 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
                               records_on ? trace::GateReason::AsyncCopies : trace::GateReason::SyncOnly});
     }
     e.device = 0;
+    if (managed && rng() % kManagedEvery == 0) {
+      e.kind = static_cast<uint8_t>(trace::EventKind::ManagedAlloc);
+      e.direction = e.src_kind = 0;
+      e.dst_kind = static_cast<uint8_t>(trace::MemKind::Managed);
+      e.flags = 0;
+      e.stream = 0;
+      e.api = managed_api;
+      e.bytes = kManagedBytes;
+      // The buffer this address held before was freed long ago: its records
+      // all started before this allocation (as a real program's do).
+      const uint64_t slot = managed_made++ % 8;
+      e.address = 0x7e0000000000ull + slot * kManagedBytes;
+      e.callsite_id = 1 + static_cast<uint32_t>(slot % std::min<uint32_t>(sites, 4));
+      um_records_of(e, rng, um);
+      block.push_back(e);
+      flush_block(i + 1 == events);
+      continue;
+    }
     if (allocs > 0 && rng() % (allocs + 1) != 0) {
       e.kind = static_cast<uint8_t>(rng() % 2 ? trace::EventKind::DeviceAlloc : trace::EventKind::DeviceFree);
       e.direction = e.src_kind = e.dst_kind = 0;
@@ -303,6 +379,11 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
     }
     block.push_back(e);
     flush_block(i + 1 == events);
+  }
+  if (managed) {
+    payload.clear();
+    trace::encode_strings({"cupti: unified memory records on"}, payload);
+    w->write_block(trace::BlockType::Notes, payload);
   }
   if (gpu != GpuRecords::None) {
     for (auto* records : {&late, &held_back})
@@ -411,16 +492,17 @@ int main(int argc, char** argv) {
   bool check = false, keep = false;
   GpuRecords gpu = GpuRecords::None;
   uint32_t allocs = 0;
-  bool python = false, nvtx = false, fingerprints = false;
+  bool python = false, nvtx = false, fingerprints = false, managed = false;
   for (int i = 1; i < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--check" || a == "--keep" || a == "--python" || a == "--nvtx" || a == "--fingerprints" ||
-        a == "--governor") {
+        a == "--governor" || a == "--managed") {
       (a == "--check"      ? check
        : a == "--keep"     ? keep
        : a == "--nvtx"     ? nvtx
        : a == "--python"   ? python
        : a == "--governor" ? governor
+       : a == "--managed"  ? managed
                            : fingerprints) = true;
       --i;  // takes no value
       continue;
@@ -436,17 +518,17 @@ int main(int argc, char** argv) {
     else if (a == "--gpu" && std::string(argv[i + 1]) == "joined") gpu = GpuRecords::Joined;
     else if (a == "--gpu" && std::string(argv[i + 1]) == "late") gpu = GpuRecords::Late;
     else {
-      std::fprintf(
-          stderr,
-          "usage: analyzer_throughput [--events N] [--threads T] [--sites S] [--rounds R] "
-          "[--gpu none|joined|late] [--governor] [--allocs K] [--python] [--nvtx] [--fingerprints] [--out FILE] [--keep] "
-          "[--check]\n");
+      std::fprintf(stderr,
+                   "usage: analyzer_throughput [--events N] [--threads T] [--sites S] [--rounds R] "
+                   "[--gpu none|joined|late] [--governor] [--allocs K] [--python] [--nvtx] [--fingerprints] "
+                   "[--managed] [--out FILE] [--keep] "
+                   "[--check]\n");
       return 2;
     }
   }
   if (events == 0 || threads == 0 || sites == 0 || (rounds == 0 && !keep)) return 2;
   ::unlink(out.c_str());
-  if (!write_trace(out, events, threads, sites, gpu, allocs, python, nvtx, fingerprints)) return 1;
+  if (!write_trace(out, events, threads, sites, gpu, allocs, python, nvtx, fingerprints, managed)) return 1;
   if (rounds == 0) return 0;  // --rounds 0 --keep: the trace only (to measure `cuxfer report` on it)
   struct stat st {};
   ::stat(out.c_str(), &st);

@@ -2,8 +2,8 @@
 # `cuxfer report` of one big trace in bounded memory (docs/benchmarks.md,
 # "Analyzer and trace size"): the peak resident set of a report of 4N events
 # is about that of N events (it does not grow with the events), and the
-# streamed report is byte for byte the one made holding every event (--html
-# reads every trace whole), as text, JSON, both CSV tables and HTML; and
+# streamed report is byte for byte the one made holding every event
+# (--no-stream), as text, JSON, both CSV tables and HTML; and
 # `report --csv --html` stays within the same bound (the HTML plots are
 # gathered as the trace streams, GPU records included). The
 # same of a Python program's trace, and of traces with CUPTI's GPU records
@@ -15,7 +15,9 @@
 # bytes each (analyses/duplicates.h), for duplicate_uploads and round_trips:
 # its memory grows with them, not with the events. And of a trace whose CUPTI
 # governor turned the GPU records off for most of it, whose join's second
-# pass (copies racing the switch to on) the streamed report makes too.
+# pass (copies racing the switch to on) the streamed report makes too. And of
+# a trace with managed allocations and CUPTI's unified-memory records (and GPU
+# records), which the streamed report attributes as they are read.
 #   check_report_memory.sh ANALYZER_THROUGHPUT CUXFER DIR [EVENTS]
 set -euo pipefail
 bench=$1 cuxfer=$2 dir=$3 events=${4:-1000000}
@@ -88,4 +90,9 @@ check_kind "content fingerprints, GPU records" "duplicate_uploads" 168 18 0 plot
 # 16 with them on), copies racing each change to on: the join's second pass
 # is made in its window too.
 check_kind "governed GPU records" "GPU time: .* copies and memsets" 168 0 0 plots --gpu joined --governor
+# Managed allocations (one event in 1024) and their buffers' unified-memory
+# records (256 each: a quarter of a record, 12 bytes, an event), with GPU
+# records: the report keeps the allocations and each site's on-demand
+# intervals, not the records.
+check_kind "managed memory, GPU records" "Managed memory" 180 0 0 plots --managed --gpu joined
 echo ok

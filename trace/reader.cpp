@@ -295,7 +295,9 @@ ReadStatus read_trace(const std::string& path, Trace& t, std::string& error, con
     t.gpu_records_passed.records += records.size();
     for (const GpuRecord& r : records) {
       const auto kind = static_cast<GpuRecordKind>(r.kind);
-      if (r.correlation_id != 0 || (kind != GpuRecordKind::Memcpy && kind != GpuRecordKind::Memset))
+      if (kind == GpuRecordKind::UnifiedMemory)
+        ++t.gpu_records_passed.unified_memory;
+      else if (r.correlation_id != 0 || (kind != GpuRecordKind::Memcpy && kind != GpuRecordKind::Memset))
         ++t.gpu_records_passed.not_joined_by_time;
     }
     return true;

@@ -29,10 +29,13 @@ struct Trace {
   // how many, and how many the report could not join in a stream.
   struct GpuRecordCount {
     uint64_t records = 0;
-    // Copy or memset records that carry a correlation id, and records of
-    // any other kind (kernels, unified memory): the join by time (what the
-    // current shim's records need) is the only one streamed.
+    // Copy or memset records that carry a correlation id, and kernel
+    // records: the join by time (what the current shim's records need) is
+    // the only one streamed.
     uint64_t not_joined_by_time = 0;
+    // Unified-memory records: joined to no call (attributed by address to
+    // managed allocations), so they stream beside the join.
+    uint64_t unified_memory = 0;
   } gpu_records_passed;
   std::vector<std::string> notes;
   bool has_status = false;

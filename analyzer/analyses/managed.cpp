@@ -8,69 +8,24 @@
 // apart from "not recorded". Records carry an address, not a call: each is
 // attributed to the managed allocation whose range held that address when the
 // record started (the latest such allocation, as addresses are reused).
+// The same code (ManagedFeed) serves the whole job, every allocation fed
+// before any record, and a streamed one, fed in file order.
+#include "analyzer/analyses/managed.h"
+
 #include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
 
-#include "analyzer/analyses/report.h"
-
 namespace cuxfer::analyses {
 namespace {
-
-using Interval = std::pair<uint64_t, uint64_t>;
 
 constexpr const char* kUmOnNote = "cupti: unified memory records on";
 constexpr const char* kUmUnavailableNote = "cupti: unified memory records unavailable: ";
 
-uint64_t union_ns(std::vector<Interval>& spans) {
-  std::sort(spans.begin(), spans.end());
-  uint64_t total = 0, lo = 0, hi = 0;
-  bool open = false;
-  for (auto [b, e] : spans) {
-    if (e <= b) continue;
-    if (open && b <= hi) {
-      hi = std::max(hi, e);
-      continue;
-    }
-    if (open) total += hi - lo;
-    lo = b;
-    hi = e;
-    open = true;
-  }
-  return open ? total + hi - lo : total;
-}
-
 struct Alloc {
   uint64_t begin = 0, end = 0, t = 0;
   uint32_t site = 0;  // callsite id (site + 1), 0 unknown
-};
-
-// The managed allocations of one process, by start address; reused addresses
-// keep every allocation, in time order.
-class AllocIndex {
- public:
-  void add(const Alloc& a) { by_start_[a.begin].push_back(a); }
-  const Alloc* find(uint64_t address, uint64_t t) const {
-    auto it = by_start_.upper_bound(address);
-    if (it == by_start_.begin()) return nullptr;
-    --it;
-    const Alloc* best = nullptr;
-    for (const Alloc& a : it->second)
-      if (address < a.end && (a.t <= t || !best)) best = &a;
-    return best;
-  }
-
- private:
-  std::map<uint64_t, std::vector<Alloc>> by_start_;
-};
-
-// Per-site accumulation, with the intervals whose union is the on-demand time.
-struct SiteAcc {
-  ManagedTotals totals;
-  uint64_t on_demand_htod = 0, on_demand_dtoh = 0;
-  uint64_t largest_allocation = 0;
-  std::vector<Interval> on_demand;
 };
 
 bool on_demand_cause(uint8_t cause) {
@@ -86,64 +41,191 @@ bool on_demand_cause(uint8_t cause) {
 // The app's own cudaMemPrefetchAsync.
 bool prefetch_cause(uint8_t cause) { return cause == static_cast<uint8_t>(trace::UmCause::User); }
 
-// (process index, callsite) -> accumulation, filled from the whole job.
-std::map<std::pair<uint32_t, uint32_t>, SiteAcc> accumulate(const model::Job& job, Managed& m) {
-  std::map<std::pair<uint32_t, uint32_t>, SiteAcc> acc;
-  std::vector<AllocIndex> allocs(job.processes.size());
-  for (const auto& c : job.calls) {
-    if (c.kind() != trace::EventKind::ManagedAlloc || c.failed() || c.event->address == 0) continue;
+bool is_managed_allocation(const model::Call& c) {
+  return c.kind() == trace::EventKind::ManagedAlloc && !c.failed() && c.event->address != 0;
+}
+
+}  // namespace
+
+bool IntervalUnion::add(uint64_t begin, uint64_t end, size_t max_kept) {
+  if (end <= begin) return true;  // empty: adds nothing
+  if (begin < floor_) return false;
+  // Merged with every kept span it overlaps or touches.
+  auto it = spans_.upper_bound(begin);
+  if (it != spans_.begin() && std::prev(it)->second >= begin) --it;
+  while (it != spans_.end() && it->first <= end) {
+    begin = std::min(begin, it->first);
+    end = std::max(end, it->second);
+    it = spans_.erase(it);
+  }
+  spans_.emplace(begin, end);
+  while (spans_.size() > max_kept) {
+    const auto first = spans_.begin();
+    settled_ += first->second - first->first;
+    floor_ = first->second;
+    spans_.erase(first);
+  }
+  return true;
+}
+
+uint64_t IntervalUnion::length() const {
+  uint64_t total = settled_;
+  for (const auto& [b, e] : spans_) total += e - b;
+  return total;
+}
+
+// The managed allocations of one process, by start address; reused addresses
+// keep every allocation, in trace order. Beside each start, what the records
+// that looked there found: enough to tell whether an allocation fed later
+// would have changed what one of them took.
+class ManagedFeed::Allocations {
+ public:
+  // False where `a` would have taken a record already looked up, or moved
+  // one to another start: the records fed so far went elsewhere than in the
+  // whole job.
+  bool add(const Alloc& a) {
+    if (auto it = by_start_.find(a.begin); it != by_start_.end()) {
+      Start& s = it->second;
+      // find() takes a later allocation at the same start when it holds the
+      // address and began no later than the record, or when nothing before
+      // it there held the address.
+      const bool changes = s.looked && (s.min_unmatched_address < a.end ||
+                                        (s.latest_record_start >= a.t && s.min_address < a.end));
+      s.allocs.push_back(a);
+      return !changes;
+    }
+    // A new start: records that looked at the start below it, at or past
+    // its address, would look here instead.
+    const auto above = by_start_.upper_bound(a.begin);
+    const bool changes = above == by_start_.begin() ? below_looked_ && below_max_address_ >= a.begin
+                                                    : std::prev(above)->second.looked &&
+                                                          std::prev(above)->second.max_address >= a.begin;
+    by_start_[a.begin].allocs.push_back(a);
+    return !changes;
+  }
+
+  // The allocation a record at `address` starting at `t` goes to: the
+  // latest at the highest start at or below the address that holds it and
+  // began by `t` (or the first that holds it).
+  const Alloc* find(uint64_t address, uint64_t t) {
+    auto it = by_start_.upper_bound(address);
+    if (it == by_start_.begin()) {
+      below_looked_ = true;
+      below_max_address_ = std::max(below_max_address_, address);
+      return nullptr;
+    }
+    --it;
+    Start& s = it->second;
+    const Alloc* best = nullptr;
+    for (const Alloc& a : s.allocs)
+      if (address < a.end && (a.t <= t || !best)) best = &a;
+    s.looked = true;
+    s.max_address = std::max(s.max_address, address);
+    s.min_address = std::min(s.min_address, address);
+    s.latest_record_start = std::max(s.latest_record_start, t);
+    if (!best) s.min_unmatched_address = std::min(s.min_unmatched_address, address);
+    return best;
+  }
+
+ private:
+  struct Start {
+    std::vector<Alloc> allocs;  // trace order
+    // Of the records that looked here (address at or past this start, below the next):
+    bool looked = false;
+    uint64_t max_address = 0, min_address = UINT64_MAX;
+    uint64_t latest_record_start = 0;
+    uint64_t min_unmatched_address = UINT64_MAX;  // of those that found no allocation here
+  };
+  std::map<uint64_t, Start> by_start_;
+  // Records below every start: the highest address among them.
+  bool below_looked_ = false;
+  uint64_t below_max_address_ = 0;
+};
+
+ManagedFeed::ManagedFeed(uint32_t process, size_t max_kept)
+    : process_(process), max_kept_(max_kept), allocations_(std::make_unique<Allocations>()) {}
+ManagedFeed::~ManagedFeed() = default;
+ManagedFeed::ManagedFeed(ManagedFeed&&) noexcept = default;
+ManagedFeed& ManagedFeed::operator=(ManagedFeed&&) noexcept = default;
+
+void ManagedFeed::add_calls(std::span<const model::Call> calls) {
+  for (const model::Call& c : calls) {
+    if (!is_managed_allocation(c)) continue;
     const uint32_t site = c.site == model::kNoSite ? 0 : c.site + 1;
-    allocs[c.process].add({c.event->address, c.event->address + c.bytes(), c.event->t_enter_ns, site});
-    SiteAcc& a = acc[{c.process, site}];
-    a.totals.allocations += 1;
-    a.totals.allocated_bytes += c.bytes();
-    a.largest_allocation = std::max(a.largest_allocation, c.bytes());
+    const Alloc a{c.event->address, c.event->address + c.bytes(), c.event->t_enter_ns, site};
+    if (!allocations_->add(a) && !inexact_)
+      inexact_ = fmt::format(
+          "a managed allocation (at {:#x}) is written after a unified-memory record it would have taken",
+          a.begin);
+    ManagedSiteTally& s = sites_[{process_, site}];
+    s.totals.allocations += 1;
+    s.totals.allocated_bytes += c.bytes();
+    s.largest_allocation = std::max(s.largest_allocation, c.bytes());
   }
-  for (uint32_t pi = 0; pi < job.processes.size(); ++pi) {
-    const model::Process& p = job.processes[pi];
-    bool on = false;
-    for (const auto& n : p.trace.notes) {
-      if (n == kUmOnNote) on = true;
-      else if (n.rfind(kUmUnavailableNote, 0) == 0)
-        m.unavailable.push_back(fmt::format("pid {}: {}", p.pid(), n.substr(std::char_traits<char>::length(kUmUnavailableNote))));
-    }
-    m.records_on |= on;
-    for (const trace::GpuRecord& g : p.trace.gpu_records) {
-      if (g.kind != static_cast<uint8_t>(trace::GpuRecordKind::UnifiedMemory)) continue;
-      const Alloc* a = allocs[pi].find(trace::um_address(g), g.start_ns);
-      SiteAcc& s = acc[{pi, a ? a->site : 0}];
-      ManagedTotals& t = s.totals;
-      const auto counter = static_cast<trace::UmCounter>(g.cupti_copy_kind);
-      const uint64_t dur = g.end_ns > g.start_ns ? g.end_ns - g.start_ns : 0;
-      switch (counter) {
-        case trace::UmCounter::HtoD:
-        case trace::UmCounter::DtoH: {
-          const bool htod = counter == trace::UmCounter::HtoD;
-          (htod ? t.htod_bytes : t.dtoh_bytes) += g.bytes;
-          (htod ? t.htod_migrations : t.dtoh_migrations) += 1;
-          t.migration_ns += dur;
-          if (on_demand_cause(g.src_kind)) {
-            t.on_demand_bytes += g.bytes;
-            (htod ? s.on_demand_htod : s.on_demand_dtoh) += g.bytes;
-            s.on_demand.emplace_back(g.start_ns, g.end_ns);
-          } else if (prefetch_cause(g.src_kind)) {
-            t.prefetched_bytes += g.bytes;
-          }
-          break;
+}
+
+void ManagedFeed::add_records(std::span<const trace::GpuRecord> records) {
+  for (const trace::GpuRecord& g : records) {
+    if (g.kind != static_cast<uint8_t>(trace::GpuRecordKind::UnifiedMemory)) continue;
+    const Alloc* a = allocations_->find(trace::um_address(g), g.start_ns);
+    ManagedSiteTally& s = sites_[{process_, a ? a->site : 0}];
+    ManagedTotals& t = s.totals;
+    const auto counter = static_cast<trace::UmCounter>(g.cupti_copy_kind);
+    const uint64_t dur = g.end_ns > g.start_ns ? g.end_ns - g.start_ns : 0;
+    bool merged = true;
+    switch (counter) {
+      case trace::UmCounter::HtoD:
+      case trace::UmCounter::DtoH: {
+        const bool htod = counter == trace::UmCounter::HtoD;
+        (htod ? t.htod_bytes : t.dtoh_bytes) += g.bytes;
+        (htod ? t.htod_migrations : t.dtoh_migrations) += 1;
+        t.migration_ns += dur;
+        if (on_demand_cause(g.src_kind)) {
+          t.on_demand_bytes += g.bytes;
+          (htod ? s.on_demand_htod : s.on_demand_dtoh) += g.bytes;
+          merged = s.on_demand.add(g.start_ns, g.end_ns, max_kept_);
+        } else if (prefetch_cause(g.src_kind)) {
+          t.prefetched_bytes += g.bytes;
         }
-        case trace::UmCounter::GpuPageFault:
-          t.gpu_fault_groups += g.bytes;
-          s.on_demand.emplace_back(g.start_ns, g.end_ns);
-          break;
-        case trace::UmCounter::CpuPageFault:
-          t.cpu_faults += 1;
-          break;
-        default:
-          break;
+        break;
       }
+      case trace::UmCounter::GpuPageFault:
+        t.gpu_fault_groups += g.bytes;
+        merged = s.on_demand.add(g.start_ns, g.end_ns, max_kept_);
+        break;
+      case trace::UmCounter::CpuPageFault:
+        t.cpu_faults += 1;
+        break;
+      default:
+        break;
     }
+    if (!merged && !inexact_)
+      inexact_ = fmt::format(
+          "a unified-memory record starts before {} disjoint on-demand intervals of its site that came "
+          "earlier end",
+          max_kept_);
   }
-  return acc;
+}
+
+void ManagedFeed::take(ManagedTally& into) {
+  for (auto& [key, s] : sites_) into[key] = std::move(s);
+  sites_.clear();
+}
+
+namespace {
+
+// The whole job's tally: each process's allocations, then its records.
+ManagedTally accumulate(const model::Job& job) {
+  std::vector<ManagedFeed> feeds;
+  feeds.reserve(job.processes.size());
+  for (uint32_t pi = 0; pi < job.processes.size(); ++pi) feeds.emplace_back(pi, SIZE_MAX);
+  for (const model::Call& c : job.calls) feeds[c.process].add_calls({&c, 1});
+  ManagedTally tally;
+  for (uint32_t pi = 0; pi < job.processes.size(); ++pi) {
+    feeds[pi].add_records(job.processes[pi].trace.gpu_records);
+    feeds[pi].take(tally);
+  }
+  return tally;
 }
 
 void add_into(ManagedTotals& into, const ManagedTotals& t) {
@@ -167,17 +249,28 @@ bool moved_anything(const ManagedTotals& t) {
 
 }  // namespace
 
-Managed managed_totals(const model::Job& job) {
+Managed managed_of(const model::Job& job, const ManagedTally& tally) {
   Managed m;
-  auto acc = accumulate(job, m);
-  for (auto& [key, s] : acc) {
-    s.totals.pid = job.processes[key.first].pid();
-    s.totals.callsite = key.second;
+  for (const model::Process& p : job.processes) {
+    bool on = false;
+    for (const auto& n : p.trace.notes) {
+      if (n == kUmOnNote)
+        on = true;
+      else if (n.rfind(kUmUnavailableNote, 0) == 0)
+        m.unavailable.push_back(
+            fmt::format("pid {}: {}", p.pid(), n.substr(std::char_traits<char>::length(kUmUnavailableNote))));
+    }
+    m.records_on |= on;
+  }
+  for (const auto& [key, s] : tally) {
+    ManagedTotals t = s.totals;
+    t.pid = job.processes[key.first].pid();
+    t.callsite = key.second;
     // Allocation sites are not copy sites: the report's call-site table does not list them.
-    if (key.second > 0 && key.second <= job.sites.size()) s.totals.frame = job.sites[key.second - 1].frame;
-    s.totals.on_demand_ns = union_ns(s.on_demand);
-    add_into(m.total, s.totals);
-    if (moved_anything(s.totals) || s.totals.allocations) m.sites.push_back(s.totals);
+    if (key.second > 0 && key.second <= job.sites.size()) t.frame = job.sites[key.second - 1].frame;
+    t.on_demand_ns = s.on_demand.length();
+    add_into(m.total, t);
+    if (moved_anything(t) || t.allocations) m.sites.push_back(std::move(t));
   }
   std::stable_sort(m.sites.begin(), m.sites.end(), [](const ManagedTotals& a, const ManagedTotals& b) {
     return a.on_demand_ns != b.on_demand_ns ? a.on_demand_ns > b.on_demand_ns
@@ -186,10 +279,16 @@ Managed managed_totals(const model::Job& job) {
   return m;
 }
 
+Managed managed_totals(const model::Job& job) { return managed_of(job, accumulate(job)); }
+
 std::vector<Finding> find_managed_migrations(const model::Job& job, const Managed& m, const Thresholds& t) {
   if (!m.records_on) return {};
-  Managed scratch;
-  auto acc = accumulate(job, scratch);
+  return managed_migration_findings(job, accumulate(job), m, t);
+}
+
+std::vector<Finding> managed_migration_findings(const model::Job&, const ManagedTally& tally,
+                                                const Managed& m, const Thresholds& t) {
+  if (!m.records_on) return {};
   Finding f;
   f.kind = FindingKind::ManagedMigrations;
   f.title = "Managed memory migrated on demand (page faults) instead of prefetched";
@@ -197,10 +296,10 @@ std::vector<Finding> find_managed_migrations(const model::Job& job, const Manage
   const model::MachineProfile* profile = t.profile;
   uint64_t recoverable = 0;
   double reference = 0;
-  for (auto& [key, s] : acc) {
+  for (const auto& [key, s] : tally) {
     const uint64_t bytes = s.on_demand_htod + s.on_demand_dtoh;
     if (bytes < t.large_bytes) continue;
-    const uint64_t time = union_ns(s.on_demand);
+    const uint64_t time = s.on_demand.length();
     // A prefetch moves the same bytes at the pinned rate in large transfers:
     // the allocation's size is the transfer size it would use.
     const uint64_t size = std::max<uint64_t>(s.largest_allocation, bytes);

@@ -149,6 +149,10 @@ Report analyze_tally(const model::Job& job, JobTally& tally, const Thresholds& t
   if (events) {
     r.managed = managed_totals(job);
     for (auto& f : find_managed_migrations(job, r.managed, thresholds)) r.findings.push_back(std::move(f));
+  } else if (tally.managed) {
+    r.managed = managed_of(job, *tally.managed);
+    for (auto& f : managed_migration_findings(job, *tally.managed, r.managed, thresholds))
+      r.findings.push_back(std::move(f));
   }
   std::stable_sort(r.findings.begin(), r.findings.end(), [](const Finding& a, const Finding& b) {
     uint64_t ka = a.estimated_recoverable_ns.value_or(a.time_ns);

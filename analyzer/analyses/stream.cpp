@@ -26,14 +26,6 @@ model::Job one_process_job(const model::Job& frame, uint32_t process) {
   return job;
 }
 
-// An app's managed allocation: the report's managed memory part needs the
-// whole job's events. (Content fingerprints do not: the first pass gathers
-// them and the tally's pairs them with their copies, duplicates.h.)
-bool is_managed_allocation(const trace::Event& e) {
-  return e.kind == static_cast<uint8_t>(trace::EventKind::ManagedAlloc) && !(e.flags & trace::kFlagFailed) &&
-         e.address != 0;
-}
-
 // A content fingerprint of the shim's (build_job keeps it among the shim's calls).
 bool is_fingerprint(const trace::Event& e, bool shim) {
   return shim && e.kind == static_cast<uint8_t>(trace::EventKind::Fingerprint);
@@ -63,14 +55,22 @@ bool read_events(const model::Job& frame, uint32_t process, Use use, UseRecords 
          again.complete == first.complete;
 }
 
-// Whether the calls of process `p` get GPU time from records read with them.
+// Whether the calls of process `p` get GPU time from records read with them
+// (unified-memory records join no call).
 bool joins_records(const model::Process& p) {
-  return p.gpu_timing && p.trace.gpu_records_passed.records > p.trace.gpu_records_passed.not_joined_by_time;
+  const trace::Trace::GpuRecordCount& n = p.trace.gpu_records_passed;
+  return p.gpu_timing && n.records > n.not_joined_by_time + n.unified_memory;
+}
+
+// Whether process `p` recorded unified-memory records (ManagedFeed takes them).
+bool has_unified_memory_records(const model::Process& p) {
+  return p.trace.gpu_records_passed.unified_memory > 0;
 }
 
 // What reading a process's calls with their GPU time found beside the calls.
 struct CallsRead {
   bool ok = false;
+  std::optional<std::string> managed_inexact;  // ManagedFeed::inexact(): the read stopped there
   bool inexact = false;  // the join could not be made in its window
   model::StreamedGpuJoin::Inexact why_inexact = model::StreamedGpuJoin::Inexact::No;
   uint64_t joined = 0, without_id = 0;
@@ -83,35 +83,53 @@ struct CallsRead {
 // empty where the process recorded no range. The join holds calls back until
 // no later record can reach them (model::StreamedGpuJoin), and hands them out
 // in trace order: their ranges wait beside them, in the same order.
-// `use_records`, if given, takes the process's GPU records, every one, as
-// the join settles them (model::StreamedGpuJoin::SettledRecord: which call's
-// class each joined); where the calls join none, each as it is read.
+// `managed`, if given, is fed the managed allocations as their events are
+// read and the unified-memory records as theirs are (file order, which is
+// what tells whether its result is the whole job's); the read stops where it
+// turns inexact. `use_records`, if given, takes the process's GPU records,
+// every one, as the join settles them (model::StreamedGpuJoin::SettledRecord:
+// which call's class each joined); where the calls join none, each as it is read.
 using SettledRecords = std::span<const model::StreamedGpuJoin::SettledRecord>;
 template <typename Use, typename UseRecords = std::nullptr_t>
 CallsRead read_calls(const model::Job& frame, uint32_t process, model::CallFeed& feed, Use use,
-                     UseRecords use_records = nullptr) {
+                     ManagedFeed* managed = nullptr, UseRecords use_records = nullptr) {
   constexpr bool wants_records = !std::is_same_v<UseRecords, std::nullptr_t>;
   CallsRead out;
   std::vector<model::Call> calls, shim_calls, ready;
   std::vector<uint32_t> ranges, ready_ranges;
   std::vector<model::StreamedGpuJoin::SettledRecord> settled;
+  auto feed_managed_calls = [&] {
+    if (managed) managed->add_calls(calls);
+    return !managed || !managed->inexact();
+  };
+  auto feed_managed_records = [&](std::span<const trace::GpuRecord> records) {
+    if (managed) managed->add_records(records);
+    return !managed || !managed->inexact();
+  };
+  auto say_managed = [&] {
+    if (managed && managed->inexact()) out.managed_inexact = managed->inexact();
+  };
   if (!joins_records(frame.processes[process])) {
     auto use_events = [&](std::span<trace::Event> events) {
       feed.add(events, calls, shim_calls, &ranges);
-      return use(calls, shim_calls, ranges);
+      return feed_managed_calls() && use(calls, shim_calls, ranges);
     };
     if constexpr (wants_records) {
       // Records build_job joins to no call (no GPU timing): each settled as read.
       uint64_t next = 0;
       out.ok = read_events(frame, process, use_events, [&](std::span<trace::GpuRecord> records) {
+        if (!feed_managed_records(records)) return false;
         settled.clear();
         for (const trace::GpuRecord& r : records) settled.push_back({next++, r, std::nullopt});
         use_records(SettledRecords(settled));
         return true;
       });
+    } else if (managed && has_unified_memory_records(frame.processes[process])) {
+      out.ok = read_events(frame, process, use_events, feed_managed_records);
     } else {
       out.ok = read_events(frame, process, use_events);
     }
+    say_managed();
     return out;
   }
   model::StreamedGpuJoin join(frame.processes[process], {});
@@ -137,6 +155,7 @@ CallsRead read_calls(const model::Job& frame, uint32_t process, model::CallFeed&
       frame, process,
       [&](std::span<trace::Event> events) {
         feed.add(events, calls, shim_calls, &ranges);
+        if (!feed_managed_calls()) return false;
         join.add_calls(calls);
         held_ranges.insert(held_ranges.end(), ranges.begin(), ranges.end());
         join.take_ready(ready);
@@ -145,6 +164,7 @@ CallsRead read_calls(const model::Job& frame, uint32_t process, model::CallFeed&
         return !join.inexact() && use(ready, shim_calls, ready_ranges);
       },
       [&](std::span<trace::GpuRecord> records) {
+        if (!feed_managed_records(records)) return false;
         join.add_records(records);
         join.take_ready(ready);
         take_ranges();
@@ -158,6 +178,7 @@ CallsRead read_calls(const model::Job& frame, uint32_t process, model::CallFeed&
     read = !join.inexact() && use(ready, none, ready_ranges);
   }
   out.ok = read;
+  say_managed();
   out.inexact = join.inexact();
   out.why_inexact = join.why_inexact();
   out.joined = join.joined();
@@ -207,6 +228,14 @@ std::string join_window_note(const model::Process& p, model::StreamedGpuJoin::In
       p.trace.path, p.pid(), reason);
 }
 
+// Said, once per trace, when its unified-memory records could not be
+// attributed as they were read (ManagedFeed::inexact).
+std::string managed_order_note(const model::Process& p, const std::string& why) {
+  return fmt::format(
+      "{} (pid {}): {}; the report is made holding the events (the same report; memory grows with them)",
+      p.trace.path, p.pid(), why);
+}
+
 // Keeps a pass's per-copy finding inputs compact (compact_finding_inputs):
 // once they have doubled since the last compaction, and hold at least 65,536
 // entries. Memory then holds their distinct entries (and no more than twice
@@ -248,8 +277,6 @@ std::optional<std::string> needs_events(const model::Job& frame) {
   for (const model::Process& p : frame.processes)
     if (auto why = needs_events(p.trace)) return why;
   if (overlap_totals(frame).kernels_recorded) return "kernel records";
-  const Managed m = managed_totals(frame);
-  if (m.records_on || !m.unavailable.empty() || !m.sites.empty()) return "unified-memory records";
   return std::nullopt;
 }
 
@@ -272,8 +299,6 @@ std::optional<FirstPass> stream_references(const model::Job& frame, uint32_t pro
                                           if (is_fingerprint(*c.event, true))
                                             out.fingerprints.add(c.event->correlation_id, c.event->address,
                                                                  c.event->stream);
-                                        for (const model::Call& c : calls)
-                                          if (is_managed_allocation(*c.event)) return false;
                                         tally_references(f, calls, t);
                                         compact_now_and_then();
                                         return true;
@@ -293,7 +318,6 @@ std::optional<FirstPass> stream_references(const model::Job& frame, uint32_t pro
       const bool shim = feed.is_shim(e);
       if (is_fingerprint(e, shim)) out.fingerprints.add(e.correlation_id, e.address, e.stream);
       if (shim) continue;
-      if (is_managed_allocation(e)) return false;
       if (e.kind != static_cast<uint8_t>(trace::EventKind::Copy) || (e.flags & trace::kFlagFailed)) continue;
       model::Call c;
       c.event = &e;
@@ -354,9 +378,11 @@ std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t pr
     for (const auto& r : records)
       plots->timeline.add_record(frame.processes[process], process, r.record, r.index, r.joined);
   };
-  const CallsRead read =
-      plots ? read_calls(frame, process, feed, use, plot_records) : read_calls(frame, process, feed, use);
+  ManagedFeed managed(0);
+  const CallsRead read = plots ? read_calls(frame, process, feed, use, &managed, plot_records)
+                               : read_calls(frame, process, feed, use, &managed);
   if (read.inexact && why) *why = join_window_note(p, read.why_inexact);
+  if (read.managed_inexact && why) *why = managed_order_note(p, *read.managed_inexact);
   if (!read.ok || feed.impossible_note()) return std::nullopt;
   if (fingerprints) add_repeated_copies(fingerprinted, *fingerprints, tally.findings);
   if (plots) plots->timeline.settle();
@@ -374,6 +400,7 @@ std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t pr
   r.process.events_read = feed.events();
   r.sites = std::move(job.sites);
   r.tally = std::move(tally);
+  managed.take(r.tally.managed.emplace());
   event_bytes = feed.bytes();
   return r;
 }

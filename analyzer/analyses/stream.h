@@ -13,8 +13,8 @@
 //
 // Exact: the report equals analyze() of build_job() of the same traces,
 // which is why only jobs whose report needs nothing but the tally stream.
-// The rest (GPU records joined by correlation id, kernel or unified-memory
-// records, managed allocations) take the path that holds the events; where
+// The rest (GPU records joined by correlation id, kernel records) take the
+// path that holds the events; where
 // the CUPTI governor turned the records off, the join makes build_job's
 // second pass in its window too. Content fingerprints stream: the
 // first pass gathers each process's fingerprints, the tally's pass keeps its
@@ -27,7 +27,12 @@
 // without a Python line is the tally's (ProcessTally). So do NVTX ranges:
 // the frame holds the range stacks, each call's is replayed as the call is
 // made (model::CallFeed) and the tally sums the copies per range stack, site
-// and class (RangeTally).
+// and class (RangeTally). So does unified memory: managed allocations and
+// unified-memory records are fed to a ManagedFeed (managed.h) as they are
+// read, each record attributed to the allocations read so far; a process
+// whose allocation is written after a record it would have taken (or whose
+// records lie too far out of time order) is said once (`why`) and the job is
+// read whole.
 #pragma once
 
 #include <cstddef>
@@ -49,7 +54,7 @@ namespace cuxfer::analyses {
 std::optional<std::string> needs_events(const trace::Trace& header);
 // The same of the frame: model::build_job of such traces (processes, call
 // sites, notes; no calls). Asks what the header cannot tell (kernel and
-// unified-memory records announced in the notes, the governor's gaps).
+// records announced in the notes, the governor's gaps).
 std::optional<std::string> needs_events(const model::Job& frame);
 
 // A streamed report reads each process's events twice more, a block at a
@@ -67,9 +72,9 @@ struct FirstPass {
   // their copies for duplicate_uploads and round_trips.
   Fingerprints fingerprints;
 };
-// The first pass of process `process` of the frame. Nullopt when it needs
-// its events after all (a managed allocation) or its trace reads differently
-// from the first time.
+// The first pass of process `process` of the frame. Nullopt when its trace
+// reads differently from the first time, or its GPU records cannot be joined
+// in the window.
 // `why`, if given, is set when the GPU records could not be joined in the window.
 std::optional<FirstPass> stream_references(const model::Job& frame, uint32_t process, const Thresholds& t,
                                            std::string* why = nullptr);
@@ -82,8 +87,9 @@ Thresholds::RunReferences job_references(const std::vector<FindingsTally>& input
 // (FindingsTally::duplicate_sites, round_trip_sites); in a summary, without
 // either (null: summarize_streamed). A record as summarize makes one (before
 // its trace is cut to its header), with `event_bytes` the sum of its events'
-// bytes. Nullopt when its trace reads differently from the first time, or
-// for an event of impossible size (its note's place among the job's notes
+// bytes. Nullopt when its trace reads differently from the first time, its
+// GPU records cannot be joined in the window or its unified-memory records
+// attributed as they come (`why` says which), or for an event of impossible size (its note's place among the job's notes
 // is build_job's to say).
 // `plots`, if given, gathers what the HTML report draws of the process's
 // calls and GPU records (copy_plots.h; settled at the process's end), each

@@ -822,6 +822,13 @@ MergedJob merge_records(std::vector<ProcessRecord> records, MergeOrder order) {
     // Per process and per site: appended, the sites renumbered.
     t.processes.push_back(std::move(x.processes.at(0)));
     for (SiteTally& s : x.sites) t.sites.push_back(std::move(s));
+    // Unified memory (a streamed process's; a summary keeps none): its keys
+    // renumbered as the process and its sites are.
+    if (x.managed) {
+      if (!t.managed) t.managed.emplace();
+      for (auto& [key, from] : *x.managed)
+        (*t.managed)[{pi, key.second == 0 ? 0 : key.second + site_base}] = std::move(from);
+    }
     // Copies per NVTX range (a streamed process's; a summary keeps none).
     for (const auto& [key, from] : x.ranges) {
       RangeCopies& into =

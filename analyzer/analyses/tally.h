@@ -19,6 +19,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "analyzer/analyses/managed.h"
 #include "analyzer/analyses/report.h"
 
 namespace cuxfer::analyses {
@@ -305,6 +306,9 @@ struct JobTally {
   RewriteTally rewrite;
   DeviceTally devices;
   RangeTally ranges;  // empty without NVTX ranges (and in a job of summaries, which keep none)
+  // Unified memory per process and allocation site: a streamed job's (a
+  // summary keeps none; a job that holds its events computes it from them).
+  std::optional<ManagedTally> managed;
 };
 
 // The one pass (totals.cpp).
@@ -324,7 +328,8 @@ void tally_references(FindingsTally& f, std::span<const model::Call> calls, cons
 
 // The report from a tally. `events`: the job holds its calls (a job made from
 // summaries, or streamed, holds none): the parts that need them (overlap,
-// sync_copy_idle, managed memory) are computed only then. duplicate_uploads
+// sync_copy_idle) are computed only then; managed memory then, or from the
+// tally's (JobTally::managed: a streamed job's). duplicate_uploads
 // and round_trips come from the job's copies then, and from the tally's sums
 // otherwise (FindingsTally::duplicate_sites: a streamed job's; a summary's
 // are empty).

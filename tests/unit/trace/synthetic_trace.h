@@ -39,6 +39,11 @@ class SyntheticTrace {
   bool write_status = true;
   bool write_end = true;  // false: as if the process was killed
   size_t events_per_block = 4096;
+  // Where the GPU records lie in the file, as the shim's later cycles put
+  // them among the events: record i in a block before the first events
+  // block that starts at or past event gpu_after_events[i] (non-decreasing;
+  // empty: every record after the events).
+  std::vector<size_t> gpu_after_events;
   uint64_t clock_ns = 1'000'000'000;  // next event's enter time
 
   explicit SyntheticTrace(uint32_t pid = 4242, uint32_t ppid = 1, std::string exe = "/opt/app/train") {
@@ -205,7 +210,22 @@ class SyntheticTrace {
       trace::encode(nvtx_stacks, buf);
       add_block(trace::BlockType::NvtxStacks, buf);
     }
+    size_t records_written = 0;
+    // The records due before events block `next` (all of them: SIZE_MAX).
+    auto write_records_before = [&](size_t next) {
+      auto due = [&](size_t r) {
+        return next == SIZE_MAX || (r < gpu_after_events.size() && gpu_after_events[r] <= next);
+      };
+      size_t end = records_written;
+      while (end < gpu_records.size() && due(end)) ++end;
+      if (end == records_written) return;
+      add_block(trace::BlockType::GpuRecords,
+                std::string(reinterpret_cast<const char*>(gpu_records.data() + records_written),
+                            (end - records_written) * sizeof(trace::GpuRecord)));
+      records_written = end;
+    };
     for (size_t i = 0; i < events.size(); i += events_per_block) {
+      write_records_before(i);
       size_t n = std::min(events_per_block, events.size() - i);
       std::string payload(reinterpret_cast<const char*>(events.data() + i), n * sizeof(trace::Event));
       // Version 1: bytes 60-63 were one int32 result (no passthrough reason).
@@ -216,10 +236,7 @@ class SyntheticTrace {
         }
       add_block(trace::BlockType::Events, std::move(payload));
     }
-    if (!gpu_records.empty())
-      add_block(trace::BlockType::GpuRecords,
-                std::string(reinterpret_cast<const char*>(gpu_records.data()),
-                            gpu_records.size() * sizeof(trace::GpuRecord)));
+    write_records_before(SIZE_MAX);
     if (!notes.empty()) {
       buf.clear();
       trace::encode_strings(notes, buf);

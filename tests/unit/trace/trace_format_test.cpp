@@ -243,6 +243,9 @@ TEST_F(TraceFormat, StreamingReadPassesGpuRecordsByOrHandsThemOver) {
   t.gpu(t.events.back(), 80);
   t.gpu_records.back().kind = static_cast<uint8_t>(trace::GpuRecordKind::Kernel);
   t.gpu_records.back().correlation_id = 0;
+  t.gpu(t.events.back(), 90);
+  t.gpu_records.back().kind = static_cast<uint8_t>(trace::GpuRecordKind::UnifiedMemory);
+  t.gpu_records.back().correlation_id = 0;
   ASSERT_TRUE(t.write(path("full.trace")));
   const std::string full = slurp(path("full.trace"));
   for (size_t len = sizeof(FileHeader); len <= full.size(); ++len) {
@@ -255,11 +258,16 @@ TEST_F(TraceFormat, StreamingReadPassesGpuRecordsByOrHandsThemOver) {
     pass.skip = true;
     pass.skip_gpu_records = true;
     ASSERT_EQ(read_trace(path("s.trace"), passed, error, pass), ReadStatus::Ok);
-    uint64_t not_by_time = 0;
-    for (const auto& r : whole.gpu_records)
-      not_by_time += r.correlation_id != 0 || r.kind == static_cast<uint8_t>(trace::GpuRecordKind::Kernel);
+    uint64_t not_by_time = 0, unified = 0;
+    for (const auto& r : whole.gpu_records) {
+      const bool um = r.kind == static_cast<uint8_t>(trace::GpuRecordKind::UnifiedMemory);
+      unified += um;
+      not_by_time +=
+          !um && (r.correlation_id != 0 || r.kind == static_cast<uint8_t>(trace::GpuRecordKind::Kernel));
+    }
     EXPECT_EQ(passed.gpu_records_passed.records, whole.gpu_records.size());
     EXPECT_EQ(passed.gpu_records_passed.not_joined_by_time, not_by_time);
+    EXPECT_EQ(passed.gpu_records_passed.unified_memory, unified);
     std::vector<GpuRecord> got;
     size_t events_before_last_record = 0, events = 0;
     EventBlocks hand;
