@@ -65,9 +65,14 @@ struct BudgetMargins {
   double time_tolerance_percent = 100;  // the time limits' tolerance over the measured baseline
 };
 
+// Whether a finding is raised or not by comparing measured times (not counts
+// or bytes): a written budget does not forbid it, as it gives no time limit
+// without a tolerance.
+bool raised_by_measured_time(analyses::FindingKind k);
+
 // A budget the run keeps: the program, then one entry for the run (bytes,
 // copies, pageable bytes, CPU-blocked time, and every finding the run does not
-// raise forbidden), one per class the run has, one per NVTX range, one per call site that can be
+// raise forbidden, but those raised_by_measured_time), one per class the run has, one per NVTX range, one per call site that can be
 // named (most CPU-blocked time first). Time limits only where the baseline is
 // not zero.
 Budget budget_from_run(const CheckedRun& run, const BudgetMargins& margins, const std::string& generator);
