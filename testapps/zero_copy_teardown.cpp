@@ -31,24 +31,12 @@
 #include <vector>
 
 #include "driver_common.h"
+#include "zero_copy_storm.h"
 
 namespace {
 
-// One allocation site for every context: a zero_copy policy names it once.
-__attribute__((noinline)) CUdeviceptr alloc_buffer(size_t bytes) {
-  CUdeviceptr d = 0;
-  DA_CHECK(cuMemAlloc(&d, bytes));
-  return d;
-}
-
-// N copies of S bytes into the buffer's slots, then the whole buffer back.
-void storm(CUdeviceptr d, size_t n, size_t s, uint32_t seed) {
-  std::vector<unsigned char> src(n * s), back(n * s, 0);
-  testapp::fill(src.data(), src.size(), seed);
-  for (size_t i = 0; i < n; ++i) DA_CHECK(cuMemcpyHtoD(d + i * s, src.data() + i * s, s));
-  DA_CHECK(cuMemcpyDtoH(back.data(), d, n * s));
-  TA_ASSERT(testapp::matches(back.data(), back.size(), seed));
-}
+using zero_copy_storm::alloc_buffer;
+using zero_copy_storm::storm;
 
 void wait_for(const std::atomic<size_t>& v, size_t at_least) {
   while (v.load() < at_least) std::this_thread::yield();

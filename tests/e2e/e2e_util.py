@@ -180,3 +180,31 @@ def run_diagnosed(cmd: list[str], timeout: float, capture: tuple[bool, bool] = (
                 print(f"  [{name}] {line}")
         raise
     return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+
+
+def zero_copy_policy(a, app: list[str], work: Path, env: dict[str, str], fails: list[str]) -> Path | None:
+    """The zero-copy context tests' policy: `app` recorded under a.shim, `cuxfer
+    policy` of that run, kept to its one zero_copy entry (alloc_buffer's
+    allocation: the tests are about it, not the copies' own paths), written to
+    work/policy.json. None, with the reason in `fails`, when a step fails."""
+    import json
+    observed = run_diagnosed([a.cuxfer, "record", "-q", "--shim", a.shim, "-o", str(work / "observe"), "--", *app],
+                             120, env=clean_env(CUXFER_FINGERPRINT_MIN="1"))
+    if observed.returncode != 0:
+        fails.append(f"observed run exited {observed.returncode}: {observed.stderr}")
+        return None
+    policy = work / "policy.json"
+    p = run_diagnosed([a.cuxfer, "policy", "-q", "-o", str(policy), str(work / "observe")], 60, env=env)
+    if p.returncode != 0:
+        fails.append(f"cuxfer policy exited {p.returncode}: {p.stderr}")
+        return None
+    doc = json.loads(policy.read_text())
+    entries = doc["entries"]
+    zero = [e for e in entries if e["path"] == "zero_copy"]
+    print("policy:", [(e["path"], e["site"].get("symbol"), e["site"].get("source")) for e in entries])
+    if len(zero) != 1 or "alloc_buffer" not in zero[0]["site"].get("symbol", ""):
+        fails.append(f"expected one zero_copy entry for alloc_buffer's allocation: {entries}")
+        return None
+    doc["entries"] = zero
+    policy.write_text(json.dumps(doc))
+    return policy

@@ -30,7 +30,7 @@ import json
 import sys
 from pathlib import Path
 
-from e2e_util import clean_env, fresh_dir, run_diagnosed, shim_app_args, verdict
+from e2e_util import clean_env, fresh_dir, run_diagnosed, shim_app_args, verdict, zero_copy_policy
 
 
 def live_lines(path: Path) -> list[tuple[str, dict[str, int]]]:
@@ -79,26 +79,9 @@ def main() -> int:
         fails.append(f"plain run exited {plain.returncode}: {plain.stderr}")
         return verdict(fails)
 
-    observed = run_diagnosed([a.cuxfer, "record", "-q", "--shim", a.shim, "-o", str(work / "observe"), "--", *app],
-                             120, env=clean_env(CUXFER_FINGERPRINT_MIN="1"))
-    if observed.returncode != 0:
-        fails.append(f"observed run exited {observed.returncode}: {observed.stderr}")
+    policy = zero_copy_policy(a, app, work, env, fails)
+    if policy is None:
         return verdict(fails)
-    policy = work / "policy.json"
-    p = run_diagnosed([a.cuxfer, "policy", "-q", "-o", str(policy), str(work / "observe")], 60, env=env)
-    if p.returncode != 0:
-        fails.append(f"cuxfer policy exited {p.returncode}: {p.stderr}")
-        return verdict(fails)
-    entries = json.loads(policy.read_text())["entries"]
-    zero = [e for e in entries if e["path"] == "zero_copy"]
-    print("policy:", [(e["path"], e["site"].get("symbol"), e["site"].get("source")) for e in entries])
-    if len(zero) != 1 or "alloc_buffer" not in zero[0]["site"].get("symbol", ""):
-        fails.append(f"expected one zero_copy entry for alloc_buffer's allocation: {entries}")
-        return verdict(fails)
-    # Only the zero_copy entry: the test is about it, not the copies' own paths.
-    doc = json.loads(policy.read_text())
-    doc["entries"] = zero
-    policy.write_text(json.dumps(doc))
 
     zc_live = work / "zc.live"
     run = run_diagnosed([a.cuxfer, "record", "-q", "--policy", str(policy), "--shim", a.shim,
