@@ -437,16 +437,37 @@ CUresult copy_linear(uintptr_t dst, uintptr_t src, size_t n) {
   return CUDA_SUCCESS;
 }
 
+// SIMCUDA_PAGEABLE_US_PER_MIB (default 0, at most 1000000): a host<->device
+// copy whose host side is pageable (neither cuMemHostAlloc'd nor registered)
+// sleeps this many microseconds per MiB, so that pageable copies are slower
+// than pinned ones by a set margin, as on real hardware, instead of by
+// whatever memmove's cache luck gives (tests whose findings need a pageable
+// copy to be slower than the pinned reference, docs/simcuda.md).
+int env_int(const char* name, int dflt, int lo, int hi);
+void pageable_delay(uintptr_t host, size_t n) {
+  static const int us_per_mib = env_int("SIMCUDA_PAGEABLE_US_PER_MIB", 0, 0, 1000000);
+  if (us_per_mib <= 0 || n == 0) return;
+  {
+    std::lock_guard lk(state().mu);
+    const Alloc* a = find_alloc_locked(host);
+    if (a && (a->kind == Kind::HostPinned || a->kind == Kind::HostRegistered)) return;
+  }
+  const uint64_t us = static_cast<uint64_t>(us_per_mib) * n / (1u << 20);
+  if (us) std::this_thread::sleep_for(std::chrono::microseconds(us));
+}
+
 CUresult htod(CUdeviceptr dst, const void* src, size_t n) {
   SIM_REQUIRE_CTX();
   if (!device_range_ok(dst, n) || !host_range_ok(reinterpret_cast<uintptr_t>(src), n))
     return CUDA_ERROR_INVALID_VALUE;
+  pageable_delay(reinterpret_cast<uintptr_t>(src), n);
   return copy_linear(dst, reinterpret_cast<uintptr_t>(src), n);
 }
 CUresult dtoh(void* dst, CUdeviceptr src, size_t n) {
   SIM_REQUIRE_CTX();
   if (!device_range_ok(src, n) || !host_range_ok(reinterpret_cast<uintptr_t>(dst), n))
     return CUDA_ERROR_INVALID_VALUE;
+  pageable_delay(reinterpret_cast<uintptr_t>(dst), n);
   return copy_linear(reinterpret_cast<uintptr_t>(dst), src, n);
 }
 CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t n) {
