@@ -67,6 +67,21 @@ bool has_unified_memory_records(const model::Process& p) {
   return p.trace.gpu_records_passed.unified_memory > 0;
 }
 
+// The calls of `calls` that `only` keeps (their ranges, parallel, in
+// `ranges`: empty where the process recorded none), into `kept`, and their
+// ranges into `kept_ranges` if given.
+void select_calls(const CallSelection& only, std::span<const model::Call> calls, std::span<const uint32_t> ranges,
+                  std::vector<model::Call>& kept, std::vector<uint32_t>* kept_ranges) {
+  kept.clear();
+  if (kept_ranges) kept_ranges->clear();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const uint32_t range = i < ranges.size() ? ranges[i] : model::kNoRange;
+    if (!only.keeps(range)) continue;
+    kept.push_back(calls[i]);
+    if (kept_ranges) kept_ranges->push_back(range);
+  }
+}
+
 // What reading a process's calls with their GPU time found beside the calls.
 struct CallsRead {
   bool ok = false;
@@ -89,18 +104,26 @@ struct CallsRead {
 // turns inexact. `use_records`, if given, takes the process's GPU records,
 // every one, as the join settles them (model::StreamedGpuJoin::SettledRecord:
 // which call's class each joined); where the calls join none, each as it is read.
+// `only`, if given, chooses the calls `managed` is fed (`use` gets them all).
 using SettledRecords = std::span<const model::StreamedGpuJoin::SettledRecord>;
 template <typename Use, typename UseRecords = std::nullptr_t>
 CallsRead read_calls(const model::Job& frame, uint32_t process, model::CallFeed& feed, Use use,
-                     ManagedFeed* managed = nullptr, UseRecords use_records = nullptr) {
+                     const CallSelection* only, ManagedFeed* managed = nullptr, UseRecords use_records = nullptr) {
   constexpr bool wants_records = !std::is_same_v<UseRecords, std::nullptr_t>;
   CallsRead out;
   std::vector<model::Call> calls, shim_calls, ready;
   std::vector<uint32_t> ranges, ready_ranges;
   std::vector<model::StreamedGpuJoin::SettledRecord> settled;
+  std::vector<model::Call> managed_calls;  // the calls `only` keeps
   auto feed_managed_calls = [&] {
-    if (managed) managed->add_calls(calls);
-    return !managed || !managed->inexact();
+    if (!managed) return true;
+    if (only) {
+      select_calls(*only, calls, ranges, managed_calls, nullptr);
+      managed->add_calls(managed_calls);
+    } else {
+      managed->add_calls(calls);
+    }
+    return !managed->inexact();
   };
   auto feed_managed_records = [&](std::span<const trace::GpuRecord> records) {
     if (managed) managed->add_records(records);
@@ -281,7 +304,7 @@ std::optional<std::string> needs_events(const model::Job& frame) {
 }
 
 std::optional<FirstPass> stream_references(const model::Job& frame, uint32_t process, const Thresholds& t,
-                                           std::string* why) {
+                                           std::string* why, const CallSelection* only) {
   FirstPass out;
   FindingsTally& f = out.references;
   // The return times into the histogram (one entry per distinct time) now and then.
@@ -289,20 +312,24 @@ std::optional<FirstPass> stream_references(const model::Job& frame, uint32_t pro
     if (f.pinned_async_return_ns[0].size() + f.pinned_async_return_ns[1].size() > (size_t{1} << 16))
       compact_finding_inputs(f);
   };
-  if (joins_records(frame.processes[process])) {
-    // The pinned copies' GPU times count: the calls are made and joined.
+  if (joins_records(frame.processes[process]) || only) {
+    // The pinned copies' GPU times count: the calls are made and joined
+    // (and their ranges replayed, for `only`).
     model::CallFeed feed(frame, process);
+    std::vector<model::Call> kept;
     const CallsRead read = read_calls(frame, process, feed,
                                       [&](std::span<const model::Call> calls,
-                                          std::span<const model::Call> shim, std::span<const uint32_t>) {
+                                          std::span<const model::Call> shim, std::span<const uint32_t> ranges) {
                                         for (const model::Call& c : shim)
                                           if (is_fingerprint(*c.event, true))
                                             out.fingerprints.add(c.event->correlation_id, c.event->address,
                                                                  c.event->stream);
-                                        tally_references(f, calls, t);
+                                        if (only) select_calls(*only, calls, ranges, kept, nullptr);
+                                        tally_references(f, only ? std::span<const model::Call>(kept) : calls, t);
                                         compact_now_and_then();
                                         return true;
-                                      });
+                                      },
+                                      nullptr);
     if (read.inexact && why) *why = join_window_note(frame.processes[process], read.why_inexact);
     if (!read.ok) return std::nullopt;
     compact_finding_inputs(f);
@@ -348,7 +375,7 @@ Thresholds::RunReferences job_references(const std::vector<FindingsTally>& input
 
 std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t process, const Thresholds& t,
                                             const Fingerprints* fingerprints, uint64_t& event_bytes,
-                                            std::string* why, CopyPlots* plots) {
+                                            std::string* why, CopyPlots* plots, CallSelection* only) {
   model::Job job = one_process_job(frame, process);
   JobTally tally = start_tally(job, t);
   model::CallFeed feed(frame, process);
@@ -362,10 +389,19 @@ std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t pr
   std::vector<FingerprintedCopy> fingerprinted;
   if (fingerprints) fingerprinted.reserve(fingerprints->size());
   uint64_t plotted = 0;  // the calls handed to `plots`
+  std::vector<model::Call> kept;  // the calls `only` keeps, and their ranges
+  std::vector<uint32_t> kept_ranges;
   auto use = [&](std::span<const model::Call> calls, std::span<const model::Call> shim,
                  std::span<const uint32_t> call_ranges) {
     if (gate)
       for (const model::Call& c : calls) gate->add(c);
+    if (only) {
+      only->calls[process] += calls.size();
+      select_calls(*only, calls, call_ranges, kept, &kept_ranges);
+      only->kept[process] += kept.size();
+      calls = kept;
+      call_ranges = kept_ranges;
+    }
     if (fingerprints)
       for (const model::Call& c : calls) add_fingerprinted_copy(c, *fingerprints, fingerprinted);
     tally_more(tally, job, calls, shim, t, call_ranges);
@@ -379,8 +415,8 @@ std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t pr
       plots->timeline.add_record(frame.processes[process], process, r.record, r.index, r.joined);
   };
   ManagedFeed managed(0);
-  const CallsRead read = plots ? read_calls(frame, process, feed, use, &managed, plot_records)
-                               : read_calls(frame, process, feed, use, &managed);
+  const CallsRead read = plots ? read_calls(frame, process, feed, use, only, &managed, plot_records)
+                               : read_calls(frame, process, feed, use, only, &managed);
   if (read.inexact && why) *why = join_window_note(p, read.why_inexact);
   if (read.managed_inexact && why) *why = managed_order_note(p, *read.managed_inexact);
   if (!read.ok || feed.impossible_note()) return std::nullopt;

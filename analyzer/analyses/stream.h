@@ -57,6 +57,19 @@ std::optional<std::string> needs_events(const trace::Trace& header);
 // records announced in the notes, the governor's gaps).
 std::optional<std::string> needs_events(const model::Job& frame);
 
+// The calls a streamed report covers, as model::keep_range leaves them
+// (`cuxfer report --range NAME`): those that ran inside one of the range
+// stacks `inside` marks (by the frame's Job::ranges index). The GPU join and
+// the CUPTI governor's account still see every call, as build_job's do
+// before keep_range; the references, the tally, the managed memory and the
+// fingerprinted copies see the kept ones. Each process's calls and kept
+// calls are counted in its own slot, for keep_range's note.
+struct CallSelection {
+  std::vector<bool> inside;
+  std::vector<uint64_t> calls, kept;  // per process of the frame
+  bool keeps(uint32_t range) const { return range < inside.size() && inside[range]; }
+};
+
 // A streamed report reads each process's events twice more, a block at a
 // time: first for the run's references (the median return time of pinned
 // async copies and the pinned bandwidth, over the whole job), then for the
@@ -76,8 +89,9 @@ struct FirstPass {
 // reads differently from the first time, or its GPU records cannot be joined
 // in the window.
 // `why`, if given, is set when the GPU records could not be joined in the window.
+// `only`, if given, chooses the calls whose references count.
 std::optional<FirstPass> stream_references(const model::Job& frame, uint32_t process, const Thresholds& t,
-                                           std::string* why = nullptr);
+                                           std::string* why = nullptr, const CallSelection* only = nullptr);
 // The references of the whole job from every process's inputs.
 Thresholds::RunReferences job_references(const std::vector<FindingsTally>& inputs);
 
@@ -95,9 +109,13 @@ Thresholds::RunReferences job_references(const std::vector<FindingsTally>& input
 // calls and GPU records (copy_plots.h; settled at the process's end), each
 // record with the class of the call the streamed join gave it
 // (model::StreamedGpuJoin::keep_settled_records).
+// `only`, if given, chooses the calls tallied (and counts them in its
+// process's slots); not with `plots` (a record of a call left out would
+// still be drawn in its class).
 std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t process, const Thresholds& t,
                                             const Fingerprints* fingerprints, uint64_t& event_bytes,
-                                            std::string* why = nullptr, CopyPlots* plots = nullptr);
+                                            std::string* why = nullptr, CopyPlots* plots = nullptr,
+                                            CallSelection* only = nullptr);
 
 // The record `cuxfer summarize` makes of the trace of a frame of one process
 // (summary.h record_process of build_job of the trace), its events read a

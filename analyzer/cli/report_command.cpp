@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <mutex>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -234,9 +235,10 @@ struct StreamedJob {
   analyses::MergedJob merged;
   analyses::Thresholds::RunReferences known;
 };
-// `plots`, if given, gathers what the HTML report draws (analyses/copy_plots.h).
+// `plots`, if given, gathers what the HTML report draws (analyses/copy_plots.h);
+// `only`, if given, chooses the calls reported (--range), not with `plots`.
 std::optional<StreamedJob> stream_job(const model::Job& frame, const analyses::Thresholds& t, size_t jobs,
-                                      analyses::CopyPlots* plots) {
+                                      analyses::CopyPlots* plots, analyses::CallSelection* only) {
   if (analyses::needs_events(frame)) return std::nullopt;
   const size_t n = frame.processes.size();
   std::vector<std::optional<analyses::FirstPass>> inputs(n);
@@ -248,7 +250,7 @@ std::optional<StreamedJob> stream_job(const model::Job& frame, const analyses::T
       if (!w.empty()) std::fprintf(stderr, "cuxfer report: %s\n", w.c_str());
   };
   for_each_parallel(n, jobs, [&](size_t i) {
-    inputs[i] = analyses::stream_references(frame, static_cast<uint32_t>(i), t, &why[i]);
+    inputs[i] = analyses::stream_references(frame, static_cast<uint32_t>(i), t, &why[i], only);
   });
   std::vector<analyses::FindingsTally> read;
   std::vector<analyses::Fingerprints> fingerprints(n);
@@ -270,7 +272,7 @@ std::optional<StreamedJob> stream_job(const model::Job& frame, const analyses::T
   for_each_parallel(n, jobs, [&](size_t i) {
     analyses::CopyPlots own;
     records[i] = analyses::stream_process(frame, static_cast<uint32_t>(i), with_known, &fingerprints[i],
-                                          bytes[i], &why[i], plots ? &own : nullptr);
+                                          bytes[i], &why[i], plots ? &own : nullptr, only);
     fingerprints[i] = {};  // paired with their copies: let go
     if (plots && records[i]) {
       const std::lock_guard<std::mutex> hold(plots_lock);
@@ -308,6 +310,7 @@ struct StreamSettings {
   bool no_profile;
   size_t jobs;
   const std::string& html;  // empty: no HTML report
+  const std::optional<std::string>& range;  // --range NAME
   WriteOptions write;
 };
 
@@ -330,6 +333,15 @@ std::optional<int> report_streamed(const std::vector<std::string>& paths, const 
   auto symbolizer = s.symbols.make();
   model::Job frame = model::build_job(std::move(headers), *symbolizer, s.symbols.python_sites);
   if (refuse_mixed_runs(frame, "cuxfer report")) return kExitUsage;
+  // --range: the calls inside the range, chosen as they pass (the frame holds the range stacks).
+  std::optional<analyses::CallSelection> only;
+  if (s.range) {
+    if (say_if_no_ranges(frame, *s.range, "cuxfer report")) return 1;
+    only.emplace();
+    only->inside = model::stacks_holding(frame.ranges, *s.range);
+    only->calls.assign(frame.processes.size(), 0);
+    only->kept.assign(frame.processes.size(), 0);
+  }
   std::optional<model::MachineProfile> profile;
   std::string profile_note;
   if (!choose_profile(frame, s.profile_path, s.no_profile, "cuxfer report", profile, profile_note)) return 1;
@@ -338,7 +350,8 @@ std::optional<int> report_streamed(const std::vector<std::string>& paths, const 
   // The HTML report's plots are gathered as the traces stream (each GPU record with its call's class).
   const bool html = !s.html.empty();
   analyses::CopyPlots plots;
-  std::optional<StreamedJob> streamed = stream_job(frame, thresholds, s.jobs, html ? &plots : nullptr);
+  std::optional<StreamedJob> streamed =
+      stream_job(frame, thresholds, s.jobs, html ? &plots : nullptr, only ? &*only : nullptr);
   if (!streamed) {
     for (auto& p : frame.processes) traces.push_back(std::move(p.trace));
     traces = reread_with_events(traces, s.jobs, errors);
@@ -346,6 +359,15 @@ std::optional<int> report_streamed(const std::vector<std::string>& paths, const 
   }
   thresholds.known = &streamed->known;
   analyses::MergedJob& m = streamed->merged;
+  if (only) {
+    const uint64_t calls = std::accumulate(only->calls.begin(), only->calls.end(), uint64_t{0});
+    const uint64_t kept = std::accumulate(only->kept.begin(), only->kept.end(), uint64_t{0});
+    if (kept == 0) {
+      say_no_call_inside(frame, *s.range, "cuxfer report");
+      return 1;
+    }
+    m.job.notes.push_back(range_note(*s.range, kept, calls));
+  }
   analyses::Report report = analyses::analyze_tally(m.job, m.tally, thresholds, false);
   add_report_notes(report, m.job, profile_note, errors);
   if (html && !write_html(s.html, report, plots, profile ? &*profile : nullptr)) return 1;
@@ -411,16 +433,19 @@ int run_report(std::vector<std::string> args) {
   if (!inputs.summaries.empty())
     return report_summaries(inputs, symbols, jobs, split_errors, {json, csv, ranges_csv, top, output, html, profile_path,
                                                              stacks, range.has_value()});
-  // Without --range, which needs the events, the report is made in bounded
-  // memory where the traces allow (analyses/stream.h); otherwise, or where
-  // they turn out to need their events, from the traces read whole.
+  // The report is made in bounded memory where the traces allow
+  // (analyses/stream.h); otherwise, or where they turn out to need their
+  // events, from the traces read whole.
   // --csv and --ranges-csv are the report's tables, which the streamed
   // tally holds (the sites' staged bytes, the NVTX ranges' sums); --html's
-  // plots are gathered as the traces stream (analyses/copy_plots.h).
+  // plots are gathered as the traces stream (analyses/copy_plots.h);
+  // --range's calls are chosen as they pass, except with --html, whose
+  // timeline would still draw the GPU records of the calls left out in their
+  // class (read whole, where keep_range unjoins them).
   std::vector<trace::Trace> traces;
-  if (range || no_stream)
+  if (no_stream || (range && !html.empty()))
     traces = load_traces(paths, "cuxfer report", errors, jobs);
-  else if (auto status = report_streamed(paths, {symbols, profile_path, no_profile, jobs, html,
+  else if (auto status = report_streamed(paths, {symbols, profile_path, no_profile, jobs, html, range,
                                                  {json, csv, ranges_csv, top, output, stacks}},
                                          errors, traces))
     return *status;

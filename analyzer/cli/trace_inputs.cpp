@@ -170,24 +170,34 @@ std::vector<std::string> run_folders(const std::string& dir) {
   return out;
 }
 
+bool say_if_no_ranges(const model::Job& job, const std::string& name, const char* command) {
+  if (!job.ranges.empty()) return false;
+  std::fprintf(stderr, "%s: --range %s: the traces hold no NVTX range (the program pushed none, or the shim "
+               "was preloaded by hand without NVTX_INJECTION64_PATH naming it)\n", command, name.c_str());
+  return true;
+}
+
+void say_no_call_inside(const model::Job& job, const std::string& name, const char* command) {
+  std::string known;
+  for (size_t i = 0; i < job.ranges.size() && i < 8; ++i) known += (i ? ", '" : "'") + job.ranges[i].path() + "'";
+  if (job.ranges.size() > 8) known += ", ...";
+  std::fprintf(stderr, "%s: --range %s: no call ran inside a range of that name (ranges: %s)\n", command,
+               name.c_str(), known.c_str());
+}
+
+std::string range_note(const std::string& name, size_t kept, size_t calls) {
+  return fmt::format("--range {}: {} of {} calls ran inside it; the report covers those only", name, kept, calls);
+}
+
 bool keep_only_range(model::Job& job, const std::string& name, const char* command) {
   const size_t before = job.calls.size();
-  if (job.ranges.empty()) {
-    std::fprintf(stderr, "%s: --range %s: the traces hold no NVTX range (the program pushed none, or the shim "
-                 "was preloaded by hand without NVTX_INJECTION64_PATH naming it)\n", command, name.c_str());
-    return false;
-  }
+  if (say_if_no_ranges(job, name, command)) return false;
   const size_t kept = model::keep_range(job, name);
   if (kept == 0) {
-    std::string known;
-    for (size_t i = 0; i < job.ranges.size() && i < 8; ++i) known += (i ? ", '" : "'") + job.ranges[i].path() + "'";
-    if (job.ranges.size() > 8) known += ", ...";
-    std::fprintf(stderr, "%s: --range %s: no call ran inside a range of that name (ranges: %s)\n", command,
-                 name.c_str(), known.c_str());
+    say_no_call_inside(job, name, command);
     return false;
   }
-  job.notes.push_back(fmt::format("--range {}: {} of {} calls ran inside it; the report covers those only", name, kept,
-                                  before));
+  job.notes.push_back(range_note(name, kept, before));
   return true;
 }
 

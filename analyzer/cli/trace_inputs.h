@@ -65,6 +65,12 @@ bool refuse_mixed_runs(const model::Job& job, const char* command);
 // (model::keep_range) and adds a note saying how many; false (after one line
 // "<command>: --range ...", naming the ranges there are) when none ran there.
 bool keep_only_range(model::Job& job, const std::string& name, const char* command);
+// Its parts, for a report that streams the calls and chooses them as they
+// pass (analyses::CallSelection): the line when the job holds no range (true
+// when said), the line when no call ran inside `name`, and the note.
+bool say_if_no_ranges(const model::Job& job, const std::string& name, const char* command);
+void say_no_call_inside(const model::Job& job, const std::string& name, const char* command);
+std::string range_note(const std::string& name, size_t kept, size_t calls);
 
 // Writes `text` to `path` ("" or "-": standard output), replacing the file
 // atomically (replace_file); on failure prints one line "<command>: cannot

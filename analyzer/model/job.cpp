@@ -481,18 +481,22 @@ std::string RangeStack::path() const {
   return p;
 }
 
-size_t keep_range(Job& job, const std::string& name) {
-  // The stacks that hold the range, by index.
-  std::vector<bool> inside(job.ranges.size(), false);
-  for (size_t i = 0; i < job.ranges.size(); ++i) {
-    const RangeStack& r = job.ranges[i];
-    inside[i] = r.path() == name || std::find(r.names.begin(), r.names.end(), name) != r.names.end();
-    // A path prefix names the outer ranges of deeper stacks: "a / b" holds "a / b / c".
+std::vector<bool> stacks_holding(const std::vector<RangeStack>& ranges, const std::string& name) {
+  std::vector<bool> inside(ranges.size(), false);
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const RangeStack& r = ranges[i];
     const std::string path = r.path();
+    inside[i] = path == name || std::find(r.names.begin(), r.names.end(), name) != r.names.end();
+    // A path prefix names the outer ranges of deeper stacks: "a / b" holds "a / b / c".
     if (!inside[i] && path.size() > name.size() && path.compare(0, name.size(), name) == 0 &&
         path.compare(name.size(), 3, " / ") == 0)
       inside[i] = true;
   }
+  return inside;
+}
+
+size_t keep_range(Job& job, const std::string& name) {
+  const std::vector<bool> inside = stacks_holding(job.ranges, name);
   std::vector<uint32_t> new_index(job.calls.size(), kNoCall);
   std::vector<Call> kept;
   std::vector<uint32_t> kept_ranges;

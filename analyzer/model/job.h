@@ -269,6 +269,9 @@ class CallFeed {
 // GPU records of the others no longer point at a call. Returns how many
 // calls were kept.
 size_t keep_range(Job& job, const std::string& name);
+// Which of `ranges` (Job::ranges) hold the range `name`, as keep_range
+// chooses them: by Job::ranges index.
+std::vector<bool> stacks_holding(const std::vector<RangeStack>& ranges, const std::string& name);
 
 // Reads each path; a trace that cannot be used (missing, empty, foreign,
 // unsupported) adds one line to `errors` and is skipped.
