@@ -5,7 +5,8 @@
 # all, one per trace, a summary of summaries, summaries mixed with traces —
 # is the report of the traces in text, JSON, --csv and --ranges-csv, but for
 # the one note a report of summaries adds; an older summary without these
-# parts is read and says so in one line.
+# parts is read and says so in one line; `check` of the summaries gives the
+# traces' verdicts (NVTX range entries included).
 #   run_summary_parts.sh ANALYZER_THROUGHPUT CUXFER DIR
 set -euo pipefail
 gen=$1 cuxfer=$2 dir=$3
@@ -93,6 +94,22 @@ if notes != [want]:
     sys.exit(1)
 PY
 echo "an older summary: read, and said"
+
+# check: a budget written from the traces (range entries, forbidden findings) gives the
+# summaries the traces' verdicts, nothing left unchecked; an older summary's range entry: one line, exit 2.
+"$cuxfer" check --no-symbols --write-budget budget.json run 2>/dev/null
+grep -q '"nvtx_range"' budget.json || fail "the budget has no NVTX range entry: the test lost its point"
+"$cuxfer" check --no-symbols --budget budget.json run > check-traces.txt
+"$cuxfer" check --budget budget.json all.sum > check-summary.txt 2> check-err.txt ||
+  fail "check of the summary: $(cat check-summary.txt check-err.txt)"
+cmp -s check-traces.txt check-summary.txt || fail "check of the summary differs from the traces'"
+! grep -q "not checked" check-err.txt || fail "check of the summary left out: $(cat check-err.txt)"
+set +e
+"$cuxfer" check --budget budget.json old.sum 4243.sum 4244.sum 4245.sum > out.txt 2> err.txt; rc=$?
+set -e
+[ "$rc" = 2 ] && [ "$(grep -c . err.txt)" = 1 ] && grep -q "checks NVTX range" err.txt ||
+  fail "check of an older summary's ranges: exit $rc, $(cat err.txt)"
+echo "check of summaries: the traces' verdicts"
 
 # --range still needs the traces: one line, exit 2.
 set +e
