@@ -3,7 +3,7 @@
 //
 //   analyzer_throughput [--events N] [--threads T] [--sites S] [--rounds R]
 //                       [--gpu none|joined|late] [--governor] [--allocs K] [--python] [--nvtx]
-//                       [--fingerprints] [--managed] [--out FILE] [--keep] [--check]
+//                       [--fingerprints] [--managed] [--pid P] [--out FILE] [--keep] [--check]
 //
 // Writes a trace the way the shim does (blocks of up to 65536 events, zstd)
 // with realistic variety — T threads interleaved, S call sites, a mix of sizes,
@@ -43,6 +43,8 @@
 // kUmRecordsPerAllocation CUPTI unified-memory records (on-demand
 // migrations both ways under GPU fault groups, CPU faults; one buffer in 4
 // prefetched by the app instead), the notes saying the records are on.
+// --pid P gives the process another pid (default 4242) and its events
+// another random sequence: several traces of one job (tests/e2e/run_summary_parts.sh).
 // Prints one
 // machine-readable line per round, the per-phase medians, and whether the
 // medians meet the bars; --check makes a missed bar the exit status (1).
@@ -187,8 +189,10 @@ void write_cycle(trace::TraceWriter& w, std::vector<trace::Event>& cycle, std::m
   late = std::move(later);
 }
 
+constexpr uint32_t kDefaultPid = 4242;
+
 bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uint32_t sites, GpuRecords gpu,
-                 uint32_t allocs, bool python, bool nvtx, bool fingerprints, bool managed) {
+                 uint32_t allocs, bool python, bool nvtx, bool fingerprints, bool managed, uint32_t pid) {
   std::string error;
   auto w = trace::TraceWriter::create(path, 0600, &error);
   if (!w) {
@@ -196,7 +200,7 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
     return false;
   }
   trace::ProcessInfo p;
-  p.pid = 4242;
+  p.pid = pid;
   p.exe = python ? "/usr/bin/python3" : "/opt/app/train";
   if (python) p.argv = {"python3", "/opt/app/train.py"};
   p.stack_depth = 16;
@@ -259,7 +263,7 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
     w->write_block(trace::BlockType::NvtxStacks, payload);
   }
 
-  std::mt19937_64 rng(42);
+  std::mt19937_64 rng(42 + (pid - kDefaultPid));  // the default pid's: 42
   const uint64_t sizes[] = {4, 64, 4096, 65536, 1 << 20, 8 << 20, 64 << 20};
   std::vector<trace::Event> block;
   block.reserve(65536);
@@ -493,6 +497,7 @@ int main(int argc, char** argv) {
   GpuRecords gpu = GpuRecords::None;
   uint32_t allocs = 0;
   bool python = false, nvtx = false, fingerprints = false, managed = false;
+  uint32_t pid = kDefaultPid;
   for (int i = 1; i < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--check" || a == "--keep" || a == "--python" || a == "--nvtx" || a == "--fingerprints" ||
@@ -513,6 +518,7 @@ int main(int argc, char** argv) {
     else if (a == "--sites") sites = static_cast<uint32_t>(std::strtoul(argv[i + 1], nullptr, 10));
     else if (a == "--rounds") rounds = static_cast<uint32_t>(std::strtoul(argv[i + 1], nullptr, 10));
     else if (a == "--out") out = argv[i + 1];
+    else if (a == "--pid") pid = static_cast<uint32_t>(std::strtoul(argv[i + 1], nullptr, 10));
     else if (a == "--allocs") allocs = static_cast<uint32_t>(std::strtoul(argv[i + 1], nullptr, 10));
     else if (a == "--gpu" && std::string(argv[i + 1]) == "none") gpu = GpuRecords::None;
     else if (a == "--gpu" && std::string(argv[i + 1]) == "joined") gpu = GpuRecords::Joined;
@@ -521,14 +527,14 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: analyzer_throughput [--events N] [--threads T] [--sites S] [--rounds R] "
                    "[--gpu none|joined|late] [--governor] [--allocs K] [--python] [--nvtx] [--fingerprints] "
-                   "[--managed] [--out FILE] [--keep] "
+                   "[--managed] [--pid P] [--out FILE] [--keep] "
                    "[--check]\n");
       return 2;
     }
   }
-  if (events == 0 || threads == 0 || sites == 0 || (rounds == 0 && !keep)) return 2;
+  if (events == 0 || threads == 0 || sites == 0 || pid == 0 || (rounds == 0 && !keep)) return 2;
   ::unlink(out.c_str());
-  if (!write_trace(out, events, threads, sites, gpu, allocs, python, nvtx, fingerprints, managed)) return 1;
+  if (!write_trace(out, events, threads, sites, gpu, allocs, python, nvtx, fingerprints, managed, pid)) return 1;
   if (rounds == 0) return 0;  // --rounds 0 --keep: the trace only (to measure `cuxfer report` on it)
   struct stat st {};
   ::stat(out.c_str(), &st);

@@ -145,7 +145,7 @@ std::vector<Finding> repeated_copy_findings(const FindingsTally& f) {
   return out;
 }
 
-std::vector<Finding> find_duplicates_and_round_trips(const model::Job& job, const Thresholds&) {
+void add_job_repeated_copies(const model::Job& job, FindingsTally& f) {
   // Each process's fingerprints, then its fingerprinted copies, walked on
   // their own: the process's, as a streamed report walks them.
   std::vector<Fingerprints> prints(job.processes.size());
@@ -155,13 +155,17 @@ std::vector<Finding> find_duplicates_and_round_trips(const model::Job& job, cons
       prints[s.process].add(s.event->correlation_id, s.event->address, s.event->stream);
       any = true;
     }
-  if (!any) return {};
+  if (!any) return;
   for (Fingerprints& p : prints) p.finish();
   std::vector<std::vector<FingerprintedCopy>> copies(job.processes.size());
   for (const auto& c : job.calls)
     if (c.process < copies.size()) add_fingerprinted_copy(c, prints[c.process], copies[c.process]);
-  FindingsTally f;
   for (size_t p = 0; p < copies.size(); ++p) add_repeated_copies(copies[p], prints[p], f);
+}
+
+std::vector<Finding> find_duplicates_and_round_trips(const model::Job& job, const Thresholds&) {
+  FindingsTally f;
+  add_job_repeated_copies(job, f);
   return repeated_copy_findings(f);
 }
 

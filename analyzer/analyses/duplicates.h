@@ -76,6 +76,11 @@ void add_fingerprinted_copy(const model::Call& c, const Fingerprints& prints,
 void add_repeated_copies(std::vector<FingerprintedCopy>& copies, const Fingerprints& prints,
                          FindingsTally& f);
 
+// The walk of every process of a job that holds its events, each on its own
+// (as a streamed report walks them), into `f`'s sums: what a job summary
+// keeps of a process's fingerprints.
+void add_job_repeated_copies(const model::Job& job, FindingsTally& f);
+
 // The two findings from the sums (those with copies), in that order.
 std::vector<Finding> repeated_copy_findings(const FindingsTally& f);
 

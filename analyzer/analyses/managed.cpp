@@ -68,6 +68,13 @@ bool IntervalUnion::add(uint64_t begin, uint64_t end, size_t max_kept) {
   return true;
 }
 
+IntervalUnion IntervalUnion::of_length(uint64_t length) {
+  IntervalUnion u;
+  u.settled_ = length;
+  u.floor_ = UINT64_MAX;  // every add() refused: the spans are gone
+  return u;
+}
+
 uint64_t IntervalUnion::length() const {
   uint64_t total = settled_;
   for (const auto& [b, e] : spans_) total += e - b;
@@ -212,10 +219,8 @@ void ManagedFeed::take(ManagedTally& into) {
   sites_.clear();
 }
 
-namespace {
-
 // The whole job's tally: each process's allocations, then its records.
-ManagedTally accumulate(const model::Job& job) {
+ManagedTally managed_tally(const model::Job& job) {
   std::vector<ManagedFeed> feeds;
   feeds.reserve(job.processes.size());
   for (uint32_t pi = 0; pi < job.processes.size(); ++pi) feeds.emplace_back(pi, SIZE_MAX);
@@ -227,6 +232,8 @@ ManagedTally accumulate(const model::Job& job) {
   }
   return tally;
 }
+
+namespace {
 
 void add_into(ManagedTotals& into, const ManagedTotals& t) {
   into.allocations += t.allocations;
@@ -279,11 +286,11 @@ Managed managed_of(const model::Job& job, const ManagedTally& tally) {
   return m;
 }
 
-Managed managed_totals(const model::Job& job) { return managed_of(job, accumulate(job)); }
+Managed managed_totals(const model::Job& job) { return managed_of(job, managed_tally(job)); }
 
 std::vector<Finding> find_managed_migrations(const model::Job& job, const Managed& m, const Thresholds& t) {
   if (!m.records_on) return {};
-  return managed_migration_findings(job, accumulate(job), m, t);
+  return managed_migration_findings(job, managed_tally(job), m, t);
 }
 
 std::vector<Finding> managed_migration_findings(const model::Job&, const ManagedTally& tally,

@@ -37,6 +37,10 @@ class IntervalUnion {
   bool add(uint64_t begin, uint64_t end, size_t max_kept = SIZE_MAX);
   uint64_t length() const;
   size_t kept() const { return spans_.size(); }
+  // A union known only by its length (a job summary keeps no intervals: a
+  // site's are all of one process, merged before the summary is written).
+  // Nothing can be added to it.
+  static IntervalUnion of_length(uint64_t length);
 
  private:
   std::map<uint64_t, uint64_t> spans_;  // begin -> end, disjoint, not touching
@@ -92,6 +96,10 @@ class ManagedFeed {
   ManagedTally sites_;
   std::optional<std::string> inexact_;
 };
+
+// The unified memory of a job that holds its events: each process's
+// allocations fed first, then its records (no bound on the intervals kept).
+ManagedTally managed_tally(const model::Job& job);
 
 // The report's managed memory part and its finding from a job's tally (the
 // job: its processes' notes and call sites).

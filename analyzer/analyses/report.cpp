@@ -142,7 +142,7 @@ Report analyze_tally(const model::Job& job, JobTally& tally, const Thresholds& t
     for (auto& f : find_sync_copy_idle(job, thresholds)) r.findings.push_back(std::move(f));
   }
   // duplicate_uploads and round_trips: from the job's copies, or from the
-  // sums of a streamed job's (analyses/stream.h; a summary keeps none).
+  // sums of a streamed job's or a summary's (analyses/stream.h, summary.h).
   for (auto& f :
        events ? find_duplicates_and_round_trips(job, thresholds) : repeated_copy_findings(tally.findings))
     r.findings.push_back(std::move(f));

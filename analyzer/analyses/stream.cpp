@@ -441,12 +441,28 @@ std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t pr
   return r;
 }
 
+std::optional<Fingerprints> stream_fingerprints(const model::Job& frame, uint32_t process) {
+  Fingerprints prints;
+  const model::CallFeed feed(frame, process);
+  const bool read = read_events(frame, process, [&](std::span<trace::Event> events) {
+    for (const trace::Event& e : events)
+      if (is_fingerprint(e, feed.is_shim(e))) prints.add(e.correlation_id, e.address, e.stream);
+    return true;
+  });
+  if (!read) return std::nullopt;
+  prints.finish();
+  return prints;
+}
+
 std::optional<ProcessRecord> summarize_streamed(const model::Job& frame) {
   if (frame.processes.size() != 1 || needs_events(frame)) return std::nullopt;
   const Thresholds t;  // a summary's: no machine profile, the references not known
   uint64_t event_bytes = 0;
-  // No fingerprints: a summary keeps no duplicate_uploads or round_trips.
-  std::optional<ProcessRecord> r = stream_process(frame, 0, t, nullptr, event_bytes);
+  // The fingerprints first (a pass over the events alone), so that the
+  // tally's pass sums the copies that repeat per site, as a report does.
+  const std::optional<Fingerprints> prints = stream_fingerprints(frame, 0);
+  if (!prints) return std::nullopt;
+  std::optional<ProcessRecord> r = stream_process(frame, 0, t, &*prints, event_bytes);
   // build_job bounds the bytes of the job, here the one process's events.
   if (!r || event_bytes > model::kImpossibleJobBytes) return std::nullopt;
   compact_finding_inputs(r->tally.findings);
@@ -454,7 +470,8 @@ std::optional<ProcessRecord> summarize_streamed(const model::Job& frame) {
   // symbolizer's, then the process's own), then the join's.
   std::vector<std::string> notes = frame.notes;
   notes.insert(notes.end(), r->notes.begin(), r->notes.end());
-  return make_record(std::move(r->process), std::move(r->sites), std::move(notes), std::move(r->tally));
+  return make_record(std::move(r->process), std::move(r->sites), frame.ranges, std::move(notes),
+                     std::move(r->tally));
 }
 
 std::optional<MergedJob> merge_streamed(const model::Job& frame, std::vector<ProcessRecord> records,

@@ -99,7 +99,7 @@ Thresholds::RunReferences job_references(const std::vector<FindingsTally>& input
 // `known` references set and its `fingerprints` (after stream_references
 // found the process may stream), whose copies that repeat the tally sums
 // (FindingsTally::duplicate_sites, round_trip_sites); in a summary, without
-// either (null: summarize_streamed). A record as summarize makes one (before
+// the references but with its fingerprints (summarize_streamed). A record as summarize makes one (before
 // its trace is cut to its header), with `event_bytes` the sum of its events'
 // bytes. Nullopt when its trace reads differently from the first time, its
 // GPU records cannot be joined in the window or its unified-memory records
@@ -117,10 +117,16 @@ std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t pr
                                             std::string* why = nullptr, CopyPlots* plots = nullptr,
                                             CallSelection* only = nullptr);
 
+// The content fingerprints of process `process` of the frame, its events
+// read a block at a time and nothing else made of them (summarize_streamed's
+// first pass). Nullopt when its trace reads differently from the first time.
+std::optional<Fingerprints> stream_fingerprints(const model::Job& frame, uint32_t process);
+
 // The record `cuxfer summarize` makes of the trace of a frame of one process
 // (summary.h record_process of build_job of the trace), its events read a
 // block at a time and tallied as a summary's are (default Thresholds: no
-// profile, the references not known), the per-copy finding inputs compacted
+// profile, the references not known; its copies that repeat summed per site
+// from its fingerprints, read first: stream_fingerprints), the per-copy finding inputs compacted
 // now and then: memory holds a block of events and the tally, whose lists
 // hold distinct entries, never the trace's events. Nullopt where the trace
 // needs its events (needs_events), reads differently from the first time, or

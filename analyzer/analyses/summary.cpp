@@ -7,11 +7,14 @@
 #include <set>
 #include <string_view>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "analyzer/analyses/duplicates.h"
 #include "analyzer/symbolize/symbolizer.h"
 
 namespace cuxfer::analyses {
@@ -580,6 +583,146 @@ void tally_of(const json& j, JobTally& t, size_t sites, size_t api_count) {
   }
 }
 
+// --- The parts kept beyond the calls' sums, one pair of functions each
+// (KeptParts). Each is a process's own and merges as its sites do. ---
+
+// Site ids in a part: Job::sites index + 1 of the record's sites, 0 = none.
+uint32_t part_site_id(const json& v, size_t sites) {
+  const uint32_t id = v.get<uint32_t>();
+  if (id > sites) throw std::out_of_range("call site id out of range");
+  return id;
+}
+
+// NVTX ranges: the process's range stacks (names, outermost first) and its
+// copies per (stack, site, class) as rows [stack, site id, class, failed,
+// calls, bytes, cpu ns, gpu ns, gpu calls, async, large, tiny], in key order.
+json ranges_json(const std::vector<model::RangeStack>& stacks, const RangeTally& tally) {
+  json names = json::array();
+  for (const model::RangeStack& r : stacks) names.push_back(r.names);
+  std::vector<const RangeTally::value_type*> entries;
+  for (const auto& e : tally) entries.push_back(&e);
+  std::sort(entries.begin(), entries.end(), [](auto* a, auto* b) { return a->first < b->first; });
+  json copies = json::array();
+  for (const auto* e : entries) {
+    const RangeKey& k = e->first;
+    const RangeCopies& c = e->second;
+    copies.push_back({k.range, k.site == model::kNoSite ? 0 : k.site + 1, k.cls, c.failed_calls, c.calls,
+                      c.bytes, c.cpu_blocked_ns, c.gpu_ns, c.gpu_calls, c.async_calls, c.large_calls,
+                      c.tiny_calls});
+  }
+  return {{"stacks", names}, {"copies", copies}};
+}
+
+void ranges_of(const json& j, ProcessRecord& r) {
+  for (const json& names : j.at("stacks")) {
+    model::RangeStack stack;
+    stack.names = names.get<std::vector<std::string>>();
+    if (stack.names.empty()) throw std::out_of_range("an empty NVTX range stack");
+    r.ranges.push_back(std::move(stack));
+  }
+  for (const json& c : j.at("copies")) {
+    const uint32_t range = c.at(0).get<uint32_t>();
+    if (range >= r.ranges.size()) throw std::out_of_range("NVTX range stack out of range");
+    const uint32_t site = part_site_id(c.at(1), r.sites.size());
+    const uint32_t cls = c.at(2).get<uint32_t>();
+    if (cls >= kClasses) throw std::out_of_range("class out of range");
+    RangeCopies x;
+    x.failed_calls = c.at(3).get<uint64_t>();
+    x.calls = c.at(4).get<uint64_t>();
+    x.bytes = c.at(5).get<uint64_t>();
+    x.cpu_blocked_ns = c.at(6).get<uint64_t>();
+    x.gpu_ns = c.at(7).get<uint64_t>();
+    x.gpu_calls = c.at(8).get<uint64_t>();
+    x.async_calls = c.at(9).get<uint64_t>();
+    x.large_calls = c.at(10).get<uint64_t>();
+    x.tiny_calls = c.at(11).get<uint64_t>();
+    // What the pass cannot count: more of a kind than the copies.
+    if (std::max({x.gpu_calls, x.async_calls, x.large_calls, x.tiny_calls}) > x.calls)
+      throw std::out_of_range("NVTX range copies: counts no tally makes");
+    const RangeKey key{range, site == 0 ? model::kNoSite : site - 1, cls};
+    if (!r.tally.ranges.emplace(key, x).second) throw std::out_of_range("an NVTX range entry given twice");
+  }
+}
+
+// Unified memory per allocation site: rows [site id, allocations, allocated
+// bytes, HtoD bytes, DtoH bytes, HtoD migrations, DtoH migrations, on-demand
+// bytes, prefetched bytes, migration ns, GPU fault groups, CPU faults,
+// on-demand HtoD bytes, on-demand DtoH bytes, largest allocation, on-demand
+// ns]. The on-demand ns is the length of the site's merged intervals: they
+// are all of this process, so no later merge needs the intervals themselves.
+json managed_json(const std::optional<ManagedTally>& tally) {
+  json rows = json::array();
+  if (!tally) return rows;
+  for (const auto& [key, s] : *tally) {
+    const ManagedTotals& t = s.totals;
+    rows.push_back({key.second, t.allocations, t.allocated_bytes, t.htod_bytes, t.dtoh_bytes,
+                    t.htod_migrations, t.dtoh_migrations, t.on_demand_bytes, t.prefetched_bytes,
+                    t.migration_ns, t.gpu_fault_groups, t.cpu_faults, s.on_demand_htod, s.on_demand_dtoh,
+                    s.largest_allocation, s.on_demand.length()});
+  }
+  return rows;
+}
+
+void managed_of_json(const json& j, JobTally& tally, size_t sites) {
+  ManagedTally& m = tally.managed.emplace();
+  for (const json& row : j) {
+    const uint32_t site = part_site_id(row.at(0), sites);
+    ManagedSiteTally s;
+    ManagedTotals& t = s.totals;
+    t.allocations = row.at(1).get<uint64_t>();
+    t.allocated_bytes = row.at(2).get<uint64_t>();
+    t.htod_bytes = row.at(3).get<uint64_t>();
+    t.dtoh_bytes = row.at(4).get<uint64_t>();
+    t.htod_migrations = row.at(5).get<uint64_t>();
+    t.dtoh_migrations = row.at(6).get<uint64_t>();
+    t.on_demand_bytes = row.at(7).get<uint64_t>();
+    t.prefetched_bytes = row.at(8).get<uint64_t>();
+    t.migration_ns = row.at(9).get<uint64_t>();
+    t.gpu_fault_groups = row.at(10).get<uint64_t>();
+    t.cpu_faults = row.at(11).get<uint64_t>();
+    s.on_demand_htod = row.at(12).get<uint64_t>();
+    s.on_demand_dtoh = row.at(13).get<uint64_t>();
+    s.largest_allocation = row.at(14).get<uint64_t>();
+    s.on_demand = IntervalUnion::of_length(row.at(15).get<uint64_t>());
+    // The feed splits the on-demand bytes by direction, out of the migrated ones.
+    if (s.on_demand_htod > t.htod_bytes || s.on_demand_dtoh > t.dtoh_bytes ||
+        s.on_demand_htod + s.on_demand_dtoh != t.on_demand_bytes)
+      throw std::out_of_range("managed memory: bytes no tally makes");
+    if (!m.emplace(std::make_pair(0u, site), std::move(s)).second)
+      throw std::out_of_range("a managed allocation site given twice");
+  }
+}
+
+// The copies that repeat (duplicate_uploads, round_trips) per site: rows
+// [site id, calls, bytes, time ns, max ns, recoverable ns] of the sites with any.
+json site_sums_json(const std::vector<FindingsTally::SiteSum>& sums) {
+  json rows = json::array();
+  for (size_t id = 0; id < sums.size(); ++id) {
+    const FindingsTally::SiteSum& s = sums[id];
+    if (s.calls) rows.push_back({id, s.calls, s.bytes, s.time_ns, s.max_ns, s.recoverable_ns});
+  }
+  return rows;
+}
+json repeated_copies_json(const FindingsTally& f) {
+  return {{"duplicate_uploads", site_sums_json(f.duplicate_sites)},
+          {"round_trips", site_sums_json(f.round_trip_sites)}};
+}
+
+void site_sums_of(const json& j, std::vector<FindingsTally::SiteSum>& sums, size_t sites) {
+  sums.assign(sites + 1, {});
+  for (const json& row : j) {
+    FindingsTally::SiteSum& s = sums[part_site_id(row.at(0), sites)];
+    if (s.calls) throw std::out_of_range("a site's repeated copies given twice");
+    s = {row.at(1).get<uint64_t>(), row.at(2).get<uint64_t>(), row.at(3).get<uint64_t>(),
+         row.at(4).get<uint64_t>(), row.at(5).get<uint64_t>()};
+    if (s.calls == 0 || s.max_ns > s.time_ns) throw std::out_of_range("repeated copies: sums no walk makes");
+  }
+}
+void repeated_copies_of(const json& j, FindingsTally& f, size_t sites) {
+  site_sums_of(j.at("duplicate_uploads"), f.duplicate_sites, sites);
+  site_sums_of(j.at("round_trips"), f.round_trip_sites, sites);
+}
+
 template <typename T>
 void add_max(T& a, const T& b) {
   a = std::max(a, b);
@@ -626,15 +769,21 @@ ProcessRecord record_process(model::Job&& job) {
   compact(tally.findings.async_pageable, tally.findings.async_pageable_counts, async_key);
   compact(tally.findings.large_pageable, tally.findings.large_pageable_counts, large_key);
   for (auto& v : tally.findings.pinned_async_return_ns) v.shrink_to_fit();  // reserved for every call
-  return make_record(std::move(job.processes.at(0)), std::move(job.sites), std::move(job.notes),
-                     std::move(tally));
+  // What the events give beyond the pass's sums, as a streamed summary has
+  // them: the copies that repeat per site, and the unified memory.
+  add_job_repeated_copies(job, tally.findings);
+  tally.managed = managed_tally(job);
+  return make_record(std::move(job.processes.at(0)), std::move(job.sites), std::move(job.ranges),
+                     std::move(job.notes), std::move(tally));
 }
 
 ProcessRecord make_record(model::Process&& process, std::vector<model::Site> sites,
-                          std::vector<std::string> notes, JobTally tally) {
+                          std::vector<model::RangeStack> ranges, std::vector<std::string> notes,
+                          JobTally tally) {
   ProcessRecord r;
   r.tally = std::move(tally);
   r.sites = std::move(sites);
+  r.ranges = std::move(ranges);
   r.notes = std::move(notes);
   model::Process& p = process;
   // The header only: the events, records, stacks and modules are what a
@@ -691,11 +840,15 @@ std::string write_summary(const SummaryHeader& header, const std::vector<Process
       sites.push_back({frame_json(s.frame), stack});
     }
     // The tally goes in where its placeholder is (append_tally).
-    const json process = {{"trace", trace_json(r.process.trace)},
-                          {"model", model_json(r.process)},
-                          {"sites", sites},
-                          {"notes", r.notes},
-                          {"tally", nullptr}};
+    json process = {{"trace", trace_json(r.process.trace)},
+                    {"model", model_json(r.process)},
+                    {"sites", sites},
+                    {"notes", r.notes},
+                    {"tally", nullptr}};
+    // The parts it keeps (an older summary's record, written again, still lacks the others).
+    if (r.kept.ranges) process["ranges"] = ranges_json(r.ranges, r.tally.ranges);
+    if (r.kept.managed) process["managed"] = managed_json(r.tally.managed);
+    if (r.kept.repeated_copies) process["repeated_copies"] = repeated_copies_json(r.tally.findings);
     const std::string text = dump_text(process);
     constexpr std::string_view kTally = "\"tally\":null";
     const size_t at = text.find(kTally);
@@ -738,6 +891,14 @@ bool read_summary(const std::string& text, SummaryHeader& header, std::vector<Pr
       }
       r.notes = p.at("notes").get<std::vector<std::string>>();
       tally_of(p.at("tally"), r.tally, r.sites.size(), r.process.trace.api_names.size());
+      // Parts a summary written before them does not have (KeptParts).
+      r.kept.ranges = p.contains("ranges");
+      if (r.kept.ranges) ranges_of(p.at("ranges"), r);
+      r.kept.managed = p.contains("managed");
+      if (r.kept.managed) managed_of_json(p.at("managed"), r.tally, r.sites.size());
+      r.kept.repeated_copies = p.contains("repeated_copies");
+      if (r.kept.repeated_copies)
+        repeated_copies_of(p.at("repeated_copies"), r.tally.findings, r.sites.size());
       // Its copies without a Python line are known to be none where no site
       // holds a Python frame (none is counted there); unknown otherwise.
       ProcessTally& pt = r.tally.processes.at(0);
@@ -769,6 +930,7 @@ MergedJob merge_records(std::vector<ProcessRecord> records, MergeOrder order) {
   model::Job& job = m.job;
   JobTally& t = m.tally;
   std::set<std::string> seen;
+  std::unordered_map<std::string, uint32_t> range_by_path;  // job.ranges by RangeStack::path()
   t.findings.storm.resize(1);
   t.rewrite.sites.resize(1);
   for (ProcessRecord& r : records) {
@@ -822,17 +984,31 @@ MergedJob merge_records(std::vector<ProcessRecord> records, MergeOrder order) {
     // Per process and per site: appended, the sites renumbered.
     t.processes.push_back(std::move(x.processes.at(0)));
     for (SiteTally& s : x.sites) t.sites.push_back(std::move(s));
-    // Unified memory (a streamed process's; a summary keeps none): its keys
-    // renumbered as the process and its sites are.
+    // Parts an older summary lacks: counted, and said (parts_lacking_note).
+    m.lacking.ranges += !r.kept.ranges;
+    m.lacking.managed += !r.kept.managed;
+    m.lacking.repeated_copies += !r.kept.repeated_copies;
+    // Unified memory: its keys renumbered as the process and its sites are;
+    // each key is one process's, so its on-demand time is never merged here.
     if (x.managed) {
       if (!t.managed) t.managed.emplace();
       for (auto& [key, from] : *x.managed)
         (*t.managed)[{pi, key.second == 0 ? 0 : key.second + site_base}] = std::move(from);
     }
-    // Copies per NVTX range (a streamed process's; a summary keeps none).
+    // Copies per NVTX range: its stacks interned into the job's by path, in
+    // record order, as build_job interns each process's in trace order (so
+    // the job's stacks come in the same order); none where the record's
+    // stacks are the job's already (a streamed report's).
+    std::vector<uint32_t> range_index;
+    for (model::RangeStack& stack : r.ranges) {
+      auto [at, fresh] = range_by_path.try_emplace(stack.path(), static_cast<uint32_t>(job.ranges.size()));
+      if (fresh) job.ranges.push_back(std::move(stack));
+      range_index.push_back(at->second);
+    }
     for (const auto& [key, from] : x.ranges) {
+      const uint32_t range = r.ranges.empty() ? key.range : range_index.at(key.range);
       RangeCopies& into =
-          t.ranges[{key.range, key.site == model::kNoSite ? model::kNoSite : key.site + site_base, key.cls}];
+          t.ranges[{range, key.site == model::kNoSite ? model::kNoSite : key.site + site_base, key.cls}];
       into.failed_calls += from.failed_calls;
       into.calls += from.calls;
       into.bytes += from.bytes;
@@ -933,8 +1109,21 @@ MergedJob merge_records(std::vector<ProcessRecord> records, MergeOrder order) {
 }
 
 std::string summary_report_note() {
-  return "from summaries: overlap, sync_copy_idle, duplicate_uploads, round_trips, managed memory and NVTX ranges "
-         "need the events (report the traces)";
+  return "from summaries: overlap and sync_copy_idle need the events (report the traces)";
+}
+
+std::optional<std::string> parts_lacking_note(const MergedJob& merged) {
+  const MergedJob::Lacking& l = merged.lacking;
+  std::vector<std::string> parts;
+  if (l.ranges) parts.push_back(fmt::format("NVTX ranges ({})", l.ranges));
+  if (l.managed) parts.push_back(fmt::format("managed memory ({})", l.managed));
+  if (l.repeated_copies)
+    parts.push_back(fmt::format("duplicate_uploads and round_trips ({})", l.repeated_copies));
+  if (parts.empty()) return std::nullopt;
+  return fmt::format(
+      "summaries written before they kept these parts leave their processes out of them: {} (summarize their "
+      "traces again with this cuxfer)",
+      fmt::join(parts, ", "));
 }
 
 }  // namespace cuxfer::analyses

@@ -10,14 +10,24 @@
 // order (as `cuxfer report DIR` reads a directory), renumbers the call sites
 // in that order and adds the tallies up with integer sums; the report's
 // pure functions (analyze_tally) then run on the result, the same code as
-// for the traces. What needs the events themselves (copy/compute overlap,
-// sync_copy_idle, duplicate_uploads, round_trips, managed memory, NVTX
-// ranges, the HTML timeline, Perfetto) is not in a summary: the report says
-// so in one note. The schema is versioned (kSummarySchema); a summary of
-// another version is refused, never read as this one.
+// for the traces. The parts made from more than the calls' sums are kept as
+// what their tallies need, each a process's own: the copies per NVTX range
+// stack, site and class with the range stacks they index (interned by path
+// when merged, as build_job interns them); unified memory per allocation
+// site, whose on-demand intervals are merged within the process before it is
+// written, so that only their union's length is kept; and the copies that
+// repeat (duplicate_uploads, round_trips) summed per site, walked from the
+// process's fingerprints before it is written. What needs the events
+// themselves (copy/compute overlap, sync_copy_idle, the HTML timeline,
+// Perfetto) is not in a summary: the report says so in one note. The schema
+// is versioned (kSummarySchema); a summary of another version is refused,
+// never read as this one. Parts added since a version began are optional
+// keys: a summary written before them is read, and the report says in one
+// line which of its parts leave which processes out (KeptParts).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +38,15 @@
 namespace cuxfer::analyses {
 
 inline constexpr const char* kSummarySchema = "cuxfer.summary/1";
+
+// The parts a summary added after its schema began. False for a process of
+// a summary written before it kept them: the report leaves the process out of
+// that part and says so (parts_lacking_note), never counts it as nothing.
+struct KeptParts {
+  bool ranges = true;           // NVTX ranges: JobTally::ranges, ProcessRecord::ranges
+  bool managed = true;          // unified memory: JobTally::managed
+  bool repeated_copies = true;  // FindingsTally::duplicate_sites, round_trip_sites
+};
 
 // One process of a summary.
 struct ProcessRecord {
@@ -41,6 +60,11 @@ struct ProcessRecord {
   std::vector<model::Site> sites;  // Site::process is 0
   std::vector<std::string> notes;  // the model's notes of this process (symbolization, impossible sizes)
   JobTally tally;                  // of this one process; per-copy lists as histograms
+  // The NVTX range stacks its tally's ranges index (RangeKey::range), in its
+  // trace's order; empty where they index the job's instead (a streamed
+  // report's process: its frame holds the job's stacks, merge_streamed).
+  std::vector<model::RangeStack> ranges;
+  KeptParts kept;
 
   // The trace this record is of: host, pid, start, trace name and its notes
   // (run and rank ids). A trace and a summary of it have the same identity.
@@ -57,7 +81,8 @@ ProcessRecord record_process(model::Job&& job);
 // lists compacted by the caller): record_process's, and that of a trace read
 // a block at a time (stream.h summarize_streamed).
 ProcessRecord make_record(model::Process&& process, std::vector<model::Site> sites,
-                          std::vector<std::string> notes, JobTally tally);
+                          std::vector<model::RangeStack> ranges, std::vector<std::string> notes,
+                          JobTally tally);
 
 // The symbolization a summary was made with ("on", "off", "python=all",
 // "sysroot=DIR", ...): summaries made differently name sites differently.
@@ -82,6 +107,10 @@ struct MergedJob {
   model::Job job;
   JobTally tally;
   std::vector<std::string> duplicates;  // trace paths counted once although given more than once
+  // How many processes each part leaves out (KeptParts false: an older summary's).
+  struct Lacking {
+    size_t ranges = 0, managed = 0, repeated_copies = 0;
+  } lacking;
 };
 // `order`: AsGiven keeps the records' order and every one of them (the
 // processes of one job streamed from its traces, analyses/stream.h).
@@ -95,5 +124,8 @@ void compact_finding_inputs(FindingsTally& f);
 
 // The note a report of summaries carries: which parts need the events.
 std::string summary_report_note();
+// One line where processes of older summaries are left out of parts they
+// do not keep (MergedJob::lacking): which parts, how many processes.
+std::optional<std::string> parts_lacking_note(const MergedJob& merged);
 
 }  // namespace cuxfer::analyses

@@ -161,10 +161,10 @@ struct FindingsTally {
   bool large_used_measured = false, large_used_nominal = false;
   double large_ref_max = 0;  // the largest reference of a summed copy
   uint64_t large_gpu_calls = 0;
-  // duplicate_uploads and round_trips of a streamed report: the copies that
-  // repeat, summed per site id (duplicates.h, add_repeated_copies) as each
-  // process ends. Empty in a report holding the events (it walks the job's
-  // copies itself) and in a summary (which keeps no fingerprints).
+  // duplicate_uploads and round_trips of a streamed report or a summary: the
+  // copies that repeat, summed per site id (duplicates.h, add_repeated_copies)
+  // as each process ends. Empty in a report holding the events (it walks the
+  // job's copies itself).
   std::vector<SiteSum> duplicate_sites, round_trip_sites;
 };
 // Sum one qualifying copy into FindingsTally::async_sites / large_sites with
@@ -305,9 +305,10 @@ struct JobTally {
   FindingsTally findings;
   RewriteTally rewrite;
   DeviceTally devices;
-  RangeTally ranges;  // empty without NVTX ranges (and in a job of summaries, which keep none)
-  // Unified memory per process and allocation site: a streamed job's (a
-  // summary keeps none; a job that holds its events computes it from them).
+  RangeTally ranges;  // empty without NVTX ranges
+  // Unified memory per process and allocation site: a streamed job's or a
+  // summary's (a job that holds its events computes it from them; none in a
+  // job of summaries written before they kept it).
   std::optional<ManagedTally> managed;
 };
 
@@ -329,10 +330,9 @@ void tally_references(FindingsTally& f, std::span<const model::Call> calls, cons
 // The report from a tally. `events`: the job holds its calls (a job made from
 // summaries, or streamed, holds none): the parts that need them (overlap,
 // sync_copy_idle) are computed only then; managed memory then, or from the
-// tally's (JobTally::managed: a streamed job's). duplicate_uploads
+// tally's (JobTally::managed: a streamed job's or a summary's). duplicate_uploads
 // and round_trips come from the job's copies then, and from the tally's sums
-// otherwise (FindingsTally::duplicate_sites: a streamed job's; a summary's
-// are empty).
+// otherwise (FindingsTally::duplicate_sites: a streamed job's or a summary's).
 Report analyze_tally(const model::Job& job, JobTally& tally, const Thresholds& thresholds, bool events);
 // One line when processes whose call sites hold Python frames made copies
 // whose sites have none (python_threads.cpp): how many, their bytes, on how

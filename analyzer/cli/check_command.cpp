@@ -31,9 +31,10 @@ measured, limit). A directory stands for the cuxfer-*.trace files in it.
 
 Byte and copy limits are exact; time limits are a baseline and a tolerance,
 because timings are noisy. Job summaries (cuxfer summarize) may stand for
-traces: the findings made from the events (sync_copy_idle, duplicate_uploads,
-round_trips, managed_migrations) are then not checked, and one line says so;
-an NVTX range entry needs the traces (exit 2).
+traces: sync_copy_idle (made from the events) is then not checked, and one
+line says so; so are duplicate_uploads and round_trips, or managed_migrations,
+where a summary written before summaries kept them is given, and an NVTX
+range entry then needs the traces (exit 2).
 
 Options:
   --budget FILE        the budget to check the traces against
@@ -78,6 +79,9 @@ bool parse_percent(std::string_view option, const std::string& v, double& out, A
 struct AnalyzedRun {
   analyses::Report report;
   check::CheckedRun run;
+  // Of a job of summaries: how many processes each part leaves out (an
+  // older summary's), which decides what a budget can be checked for.
+  analyses::MergedJob::Lacking lacking;
 };
 
 // Each of the report's call sites named as a budget names it.
@@ -112,6 +116,7 @@ bool analyze_summaries(const InputPaths& inputs, const SymbolOptions& symbols, c
     }
   analyses::MergedJob merged = analyses::merge_records(std::move(records));
   if (refuse_mixed_runs(merged.job, command)) return false;
+  out.lacking = merged.lacking;
   // No machine profile: the check reads measured numbers only, never estimates.
   out.report = analyses::analyze_tally(merged.job, merged.tally, analyses::Thresholds{}, false);
   name_sites(merged.job, out);
@@ -137,41 +142,47 @@ bool analyze_traces(const std::vector<std::string>& paths, const SymbolOptions& 
   return true;
 }
 
-// Findings made from the events, which a job summary does not hold.
-bool needs_events(analyses::FindingKind k) {
+// Findings a job of summaries cannot answer for every process: made from
+// the events (sync_copy_idle), or from a part an older summary lacks.
+bool unanswerable(analyses::FindingKind k, const analyses::MergedJob::Lacking& lacking) {
   using analyses::FindingKind;
-  return k == FindingKind::SyncCopyIdle || k == FindingKind::DuplicateUploads || k == FindingKind::RoundTrips ||
-         k == FindingKind::ManagedMigrations;
+  return k == FindingKind::SyncCopyIdle ||
+         (lacking.repeated_copies && (k == FindingKind::DuplicateUploads || k == FindingKind::RoundTrips)) ||
+         (lacking.managed && k == FindingKind::ManagedMigrations);
 }
 
-// The budget as summaries can answer it: findings made from the events are
+// The budget as summaries can answer it: findings they cannot answer are
 // not forbidden (one line on stderr names them, so that none passes unsaid);
-// an NVTX range entry is refused in one line (false: exit 2).
+// an NVTX range entry, where a summary lacks the ranges, is refused in one
+// line (false: exit 2).
 bool budget_for_summaries(const check::Budget& budget, const std::string& budget_path, const char* command,
-                          check::Budget& out) {
+                          const analyses::MergedJob::Lacking& lacking, check::Budget& out) {
   out = budget;
   std::vector<std::string> unchecked;
   for (size_t i = 0; i < out.entries.size(); ++i) {
     check::BudgetEntry& e = out.entries[i];
-    if (e.scope == check::Scope::Range) {
+    if (e.scope == check::Scope::Range && lacking.ranges) {
       std::fprintf(stderr,
-                   "%s: %s: entries[%zu] checks NVTX range '%s', which needs the events a summary does not hold: "
-                   "check the traces\n",
-                   command, budget_path.c_str(), i, e.range.c_str());
+                   "%s: %s: entries[%zu] checks NVTX range '%s', which %zu process(es) of summaries written before "
+                   "they kept NVTX ranges leave out: check the traces, or summarize them again\n",
+                   command, budget_path.c_str(), i, e.range.c_str(), lacking.ranges);
       return false;
     }
+    auto cannot = [&](analyses::FindingKind k) { return unanswerable(k, lacking); };
     for (analyses::FindingKind k : e.forbid_findings) {
       const std::string name = analyses::finding_kind_name(k);
-      if (needs_events(k) && std::find(unchecked.begin(), unchecked.end(), name) == unchecked.end())
+      if (cannot(k) && std::find(unchecked.begin(), unchecked.end(), name) == unchecked.end())
         unchecked.push_back(name);
     }
-    std::erase_if(e.forbid_findings, needs_events);
+    std::erase_if(e.forbid_findings, cannot);
   }
   if (!unchecked.empty()) {
     std::string list;
     for (const auto& n : unchecked) list += (list.empty() ? "" : ", ") + n;
-    std::fprintf(stderr, "%s: not checked from summaries (made from the events): forbidden findings %s\n", command,
-                 list.c_str());
+    std::fprintf(stderr,
+                 "%s: not checked from summaries (made from the events, or from parts older summaries lack): "
+                 "forbidden findings %s\n",
+                 command, list.c_str());
   }
   return true;
 }
@@ -206,7 +217,7 @@ int check_traces(const check::Budget& budget, const std::string& budget_path, co
   std::vector<std::string> split_errors;
   check::Budget answerable;
   const bool summaries = !split_inputs(traces, split_errors).summaries.empty();
-  if (summaries && !budget_for_summaries(budget, budget_path, command, answerable)) return kExitUsage;
+  if (summaries && !budget_for_summaries(budget, budget_path, command, a.lacking, answerable)) return kExitUsage;
   const check::Budget& checked = summaries ? answerable : budget;
   if (std::string mismatch = check::program_mismatch(budget, a.report); !mismatch.empty()) {
     if (!outputs.any_program) {

@@ -131,12 +131,10 @@ struct SummaryReportOptions {
 // is refused in one line rather than answered with a wrong or empty part.
 int report_summaries(const InputPaths& inputs, const SymbolOptions& symbols, size_t jobs,
                      std::vector<std::string>& errors, const SummaryReportOptions& o) {
-  // --csv's table is the tally's (its staged column too). A summary keeps no
-  // NVTX ranges (--ranges-csv, --range) and no timeline (--html).
-  const char* needs_events = !o.html.empty() ? "--html"
-                             : o.ranges_csv  ? "--ranges-csv"
-                             : o.range       ? "--range"
-                                             : nullptr;
+  // --csv's and --ranges-csv's tables are the tally's (the staged column and
+  // the range sums too). A summary keeps no call's range (--range) and no
+  // timeline (--html).
+  const char* needs_events = !o.html.empty() ? "--html" : o.range ? "--range" : nullptr;
   if (needs_events) {
     std::fprintf(stderr,
                  "cuxfer report: %s needs the events, which a summary does not hold: give the traces instead of %s\n",
@@ -160,6 +158,8 @@ int report_summaries(const InputPaths& inputs, const SymbolOptions& symbols, siz
   std::string text;
   if (o.csv) {
     text = render::render_callsites_csv(report);
+  } else if (o.ranges_csv) {
+    text = render::render_ranges_csv(report);
   } else if (o.json) {
     text = render::render_json(report, {o.top});
   } else {

@@ -15,8 +15,9 @@ const char* const kSummarizeHelp =
     R"(Usage: cuxfer summarize [options] -o FILE TRACE|SUMMARY...
 
 Reduces traces to a job summary (schema cuxfer.summary/1, docs/report.md,
-"Job summaries"): per process, the totals, call sites, findings' inputs and
-ranks the report needs, without the events; tens of KiB per process. Run it
+"Job summaries"): per process, the totals, call sites, findings' inputs,
+NVTX ranges, managed memory and repeated copies the report needs, without the
+events; tens of KiB per process. Run it
 next to the traces (on each node, or per rank at exit), then give the
 summaries to `cuxfer report` as you would the traces. Summaries given here
 are merged into the new one (a tree of merges is the same as one).

@@ -169,6 +169,7 @@ std::optional<std::string> missing_ranks(const model::Job& job) {
 
 std::vector<std::string> merged_job_notes(const analyses::MergedJob& merged, const std::vector<std::string>& symbols) {
   std::vector<std::string> notes{analyses::summary_report_note()};
+  if (auto lacking = analyses::parts_lacking_note(merged)) notes.push_back(std::move(*lacking));
   if (!merged.duplicates.empty()) {
     std::string list;
     for (size_t i = 0; i < merged.duplicates.size() && i < 5; ++i) list += (i ? ", " : "") + merged.duplicates[i];

@@ -74,8 +74,9 @@ bool gather_records(const InputPaths& inputs, const SymbolOptions& options, size
 // 1000)"), or none.
 std::optional<std::string> missing_ranks(const model::Job& job);
 
-// The notes a job made of summaries carries: what needs the events, traces
-// counted once, different symbolizations, ranks missing.
+// The notes a job made of summaries carries: what needs the events, parts
+// older summaries lack, traces counted once, different symbolizations, ranks
+// missing.
 std::vector<std::string> merged_job_notes(const analyses::MergedJob& merged, const std::vector<std::string>& symbols);
 
 }  // namespace cuxfer::cli

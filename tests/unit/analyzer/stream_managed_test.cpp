@@ -12,6 +12,7 @@
 #include "analyzer/analyses/managed.h"
 #include "analyzer/cli/summary_inputs.h"
 #include "tests/unit/analyzer/job_fixture.h"
+#include "tests/unit/analyzer/managed_traces.h"
 #include "tests/unit/analyzer/streamed_report.h"
 
 namespace cuxfer::testing {
@@ -23,97 +24,10 @@ using trace::UmCause;
 using trace::UmCounter;
 
 constexpr uint64_t KiB = 1 << 10, MiB = 1 << 20;
-constexpr uint64_t kBase = 0x7e0000000000ull;
-
-trace::Event& managed_alloc(SyntheticTrace& t, uint64_t address, uint64_t bytes, uint32_t site) {
-  trace::Event& e = t.add(trace::EventKind::ManagedAlloc, "cudaMallocManaged", Direction::Unknown,
-                          MemKind::Unknown, MemKind::Managed, bytes, 5'000, 0, site);
-  e.address = address;
-  return e;
-}
-
-void managed_free(SyntheticTrace& t, uint64_t address) {
-  t.add(trace::EventKind::DeviceFree, "cudaFree", Direction::Unknown, MemKind::Unknown, MemKind::Managed, 0,
-        1000)
-      .address = address;
-}
-
-trace::GpuRecord um_record(UmCounter counter, uint64_t address, uint64_t start, uint64_t ns, uint64_t value,
-                           UmCause cause = UmCause::Coherence) {
-  trace::GpuRecord g{};
-  g.kind = static_cast<uint8_t>(trace::GpuRecordKind::UnifiedMemory);
-  g.cupti_copy_kind = static_cast<uint8_t>(counter);
-  g.start_ns = start;
-  g.end_ns = start + ns;
-  g.bytes = value;
-  g.src_kind = static_cast<uint8_t>(cause);
-  trace::set_um_address(g, address);
-  return g;
-}
-
-// A record written in the file after the first `after` events (at the next events block).
-void um(SyntheticTrace& t, size_t after, const trace::GpuRecord& g) {
-  t.gpu_after_events.resize(t.gpu_records.size(), 0);
-  t.gpu_records.push_back(g);
-  t.gpu_after_events.push_back(after);
-}
+constexpr uint64_t kBase = kManagedBase;
 
 class StreamManaged : public JobTest {
  protected:
-  // A training loop over managed buffers: `steps` steps, each allocating a
-  // managed buffer at one of a few addresses (reused after a free), faulting
-  // it in on the GPU (fault groups and on-demand migrations, overlapping),
-  // prefetching another, the CPU reading back; the records written a few
-  // blocks after their calls, as the shim's later cycles write CUPTI's
-  // buffers. With copies timed by CUPTI records (joined by time) where `gpu`.
-  static SyntheticTrace training(uint32_t pid, int steps, bool gpu, uint64_t site_base) {
-    SyntheticTrace t(pid);
-    t.process.trace_name = "managed" + std::to_string(pid);
-    t.events_per_block = 13;
-    t.notes.push_back("cupti: unified memory records on");
-    const uint32_t weights = t.site(site_base + 0x1000), activations = t.site(site_base + 0x2000),
-                   load = t.site(site_base + 0x3000);
-    // The weights: allocated once, prefetched by the app each step.
-    managed_alloc(t, kBase + 512 * MiB, 64 * MiB, weights);
-    std::vector<std::pair<size_t, trace::GpuRecord>> pending;  // (written after event, record)
-    for (int s = 0; s < steps; ++s) {
-      // Activations: freed and allocated again at one of three addresses, sizes varying.
-      const uint64_t at = kBase + static_cast<uint64_t>(s % 3) * 64 * MiB;
-      const uint64_t size = (8 + static_cast<uint64_t>(s % 5) * 4) * MiB;
-      managed_alloc(t, at, size, activations);
-      for (int i = 0; i < 3; ++i) t.copy(Direction::HtoD, MemKind::Pinned, 256 * KiB, 30'000, true, load);
-      const uint64_t t0 = t.clock_ns;
-      std::vector<trace::GpuRecord> step;
-      step.push_back(um_record(UmCounter::GpuPageFault, at + 4096, t0, 400'000, 2 + s % 3));
-      for (int i = 0; i < 4; ++i) {
-        const UmCause cause =
-            i == 3 ? UmCause::Prefetch : (s % 4 == 1 ? UmCause::Unknown : UmCause::Coherence);
-        step.push_back(
-            um_record(UmCounter::HtoD, at + i * 2 * MiB, t0 + 50'000 + i * 120'000, 100'000, 2 * MiB, cause));
-      }
-      step.push_back(
-          um_record(UmCounter::HtoD, kBase + 512 * MiB, t0 + 900'000, 300'000, 16 * MiB, UmCause::User));
-      step.push_back(um_record(UmCounter::CpuPageFault, at + 8192, t0 + 1'300'000, 0, 1));
-      step.push_back(um_record(UmCounter::DtoH, at, t0 + 1'300'000, 80'000, 2 * MiB));
-      // Addresses in no managed allocation: below every one, and between them.
-      if (s % 7 == 3) step.push_back(um_record(UmCounter::HtoD, 0x10000, t0 + 1'500'000, 10'000, 64 * KiB));
-      if (s % 5 == 2)
-        step.push_back(um_record(UmCounter::DtoH, kBase + 400 * MiB, t0 + 1'600'000, 10'000, 4096));
-      step.push_back(um_record(UmCounter::Thrashing, at, t0 + 1'700'000, 0, 1));
-      t.clock_ns = t0 + 2'000'000;
-      for (const auto& g : step) pending.emplace_back(t.events.size() + 40, g);
-      managed_free(t, at);
-    }
-    // The copies' own records (joined by time), where timed: after the events.
-    if (gpu) t.time_copies_on_gpu(4);
-    const std::vector<trace::GpuRecord> copies = t.gpu_records;
-    t.gpu_records.clear();
-    // Each unified-memory record at its place, then the copies' (the join's window is another test's).
-    for (const auto& [after, g] : pending) um(t, std::min(after, t.events.size()), g);
-    for (const auto& g : copies) um(t, t.events.size(), g);
-    return t;
-  }
-
   std::string whole(const std::vector<std::string>& paths) {
     return render_json_and_text(analyses::analyze(load_paths(paths)));
   }
@@ -126,11 +40,11 @@ TEST_F(StreamManaged, SeveralProcessesEqualTheWholeRead) {
   managed_alloc(unavailable, kBase, 4 * MiB, unavailable.site(0x9000));
   unavailable.copy(Direction::HtoD, MemKind::Pageable, MiB, 100'000);
   // CUPTI on, its copies' records lost: the unified-memory records are its only ones.
-  SyntheticTrace um_only = training(600, 10, false, 0x600000);
+  SyntheticTrace um_only = managed_training(600, 10, false, 0x600000);
   um_only.status.cupti = trace::CuptiState::Active;
   um_only.status.cupti_reason.clear();
-  const std::vector<std::string> paths = {write(training(100, 60, true, 0x400000), "a.trace"),
-                                          write(training(200, 45, false, 0x500000), "b.trace"),
+  const std::vector<std::string> paths = {write(managed_training(100, 60, true, 0x400000), "a.trace"),
+                                          write(managed_training(200, 45, false, 0x500000), "b.trace"),
                                           write(unavailable, "c.trace"), write(um_only, "d.trace")};
   const std::string w = whole(paths);
   const std::optional<analyses::Report> r = streamed_report(paths);
@@ -221,8 +135,8 @@ TEST_F(StreamManaged, AllocationWrittenAfterARecordItTakesIsSaidAndReadWhole) {
 }
 
 TEST_F(StreamManaged, SummariesStreamAndEqualTheWholeRead) {
-  const std::vector<std::string> paths = {write(training(100, 30, true, 0x400000), "a.trace"),
-                                          write(training(200, 20, false, 0x500000), "b.trace")};
+  const std::vector<std::string> paths = {write(managed_training(100, 30, true, 0x400000), "a.trace"),
+                                          write(managed_training(200, 20, false, 0x500000), "b.trace")};
   cli::SymbolOptions symbols;
   symbols.enabled = false;
   for (const auto& p : paths) EXPECT_TRUE(cli::summarize_streamed(p, symbols)) << p;
@@ -235,6 +149,16 @@ TEST_F(StreamManaged, SummariesStreamAndEqualTheWholeRead) {
       analyses::write_summary(header, cli::summarize_traces(paths, symbols, 2, errors, /*stream=*/false));
   EXPECT_TRUE(errors.empty());
   EXPECT_EQ(streamed, whole_read);
+}
+
+// A union known by its length alone (a summary's): the length, and nothing added.
+TEST(IntervalUnion, OfLengthKeepsTheLengthAndTakesNoMore) {
+  analyses::IntervalUnion u = analyses::IntervalUnion::of_length(12'345);
+  EXPECT_EQ(u.length(), 12'345u);
+  EXPECT_FALSE(u.add(0, 10));
+  EXPECT_FALSE(u.add(UINT64_MAX - 10, UINT64_MAX));
+  EXPECT_TRUE(u.add(5, 5));  // empty: adds nothing, refused or not
+  EXPECT_EQ(u.length(), 12'345u);
 }
 
 // IntervalUnion: the length of the union, whatever the order; past the kept

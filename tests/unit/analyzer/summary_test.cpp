@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <random>
 #include <regex>
 
@@ -13,10 +14,12 @@
 #include "analyzer/analyses/summary.h"
 #include "analyzer/analyses/tally.h"
 #include "analyzer/cli/summary_inputs.h"
+#include "analyzer/render/csv_renderer.h"
 #include "analyzer/render/json_renderer.h"
 #include "analyzer/render/text_renderer.h"
 #include "bench/rank_trace_set.h"
 #include "tests/unit/analyzer/job_fixture.h"
+#include "tests/unit/analyzer/managed_traces.h"
 #include "trace/python_frame.h"
 
 namespace cuxfer::testing {
@@ -60,11 +63,47 @@ class Summary : public JobTest {
     analyses::MergedJob m = analyses::merge_records(std::move(records));
     return render(analyses::analyze_tally(m.job, m.tally, {}, false));
   }
+  // The JSON, and the text followed by the --csv and --ranges-csv tables.
   static std::pair<std::string, std::string> render(const analyses::Report& r) {
     render::TextOptions to;
     to.width = 120;
     to.stacks = true;
-    return {render::render_json(r, render::JsonOptions{}), render::render_text(r, to)};
+    return {render::render_json(r, render::JsonOptions{}),
+            render::render_text(r, to) + "\n--csv\n" + render::render_callsites_csv(r) + "\n--ranges-csv\n" +
+                render::render_ranges_csv(r)};
+  }
+  // Groupings: one summary of all; one per trace; random groups in random
+  // order, each through its file's text; a summary of summaries (a tree).
+  void expect_every_grouping(const std::vector<std::string>& paths,
+                             const std::pair<std::string, std::string>& want, uint64_t seed) {
+    EXPECT_EQ(of_records(round_trip(records_of(paths))), want) << "one summary of all";
+    std::vector<analyses::ProcessRecord> singles;
+    for (const auto& p : paths)
+      for (auto& r : round_trip(records_of({p}))) singles.push_back(std::move(r));
+    EXPECT_EQ(of_records(std::move(singles)), want) << "one summary per trace";
+
+    std::mt19937_64 rng(seed);
+    for (int trial = 0; trial < 4; ++trial) {
+      std::vector<std::string> shuffled = paths;
+      std::shuffle(shuffled.begin(), shuffled.end(), rng);
+      std::vector<analyses::ProcessRecord> all;
+      std::vector<std::vector<analyses::ProcessRecord>> summaries;
+      for (size_t at = 0; at < shuffled.size();) {
+        const size_t n = std::min<size_t>(shuffled.size() - at, 1 + rng() % 7);
+        summaries.push_back(round_trip(records_of({shuffled.begin() + at, shuffled.begin() + at + n})));
+        at += n;
+      }
+      // Merge the first half of the summaries into one (a node's summary of
+      // its tasks' summaries), then all together.
+      std::vector<analyses::ProcessRecord> tree;
+      for (size_t i = 0; i < summaries.size() / 2; ++i)
+        for (auto& r : summaries[i]) tree.push_back(std::move(r));
+      for (auto& r : round_trip(tree)) all.push_back(std::move(r));
+      for (size_t i = summaries.size() / 2; i < summaries.size(); ++i)
+        for (auto& r : summaries[i]) all.push_back(std::move(r));
+      std::shuffle(all.begin(), all.end(), rng);
+      EXPECT_EQ(of_records(std::move(all)), want) << "trial " << trial;
+    }
   }
   std::vector<std::string> rank_set(uint32_t ranks, uint64_t events, uint64_t seed) {
     bench::RankTraceSetOptions o;
@@ -77,6 +116,51 @@ class Summary : public JobTest {
     EXPECT_TRUE(bench::write_rank_trace_set(o, dir_.string(), planted, error)) << error;
     return planted.paths;
   }
+  // Processes with NVTX ranges, managed memory and content fingerprints (the
+  // first two all three): range stacks shared across processes in other
+  // orders (one holding no copy, one name holding " / "), a process without
+  // ranges; unified memory per allocation site; duplicate uploads and round
+  // trips. What a summary keeps beyond the calls' sums.
+  std::vector<std::string> parts_traces() {
+    std::vector<std::string> paths;
+    for (uint32_t k = 0; k < 5; ++k) {
+      SyntheticTrace t =
+          k < 2 ? managed_training(8000 + k, 20 + 5 * static_cast<int>(k), k == 0, 0x400000 + k * 0x10000)
+                : SyntheticTrace(8000 + k);
+      t.process.trace_name = "parts" + std::to_string(k);
+      const uint32_t a = t.site(0x401000 + k), b = t.site(0x402000);
+      std::vector<std::vector<std::string>> names = {
+          {"step"}, {"step", "load"}, {"eval"}, {"step", "fwd / bwd"}};
+      std::rotate(names.begin(), names.begin() + k % names.size(), names.end());
+      std::vector<uint32_t> stacks;
+      for (const auto& n : names) stacks.push_back(t.nvtx_stack(n));
+      auto fingerprint = [&](uint32_t correlation_id, uint64_t hash, uint64_t device_ptr) {
+        trace::Event& f = t.add(EventKind::Fingerprint, trace::kFingerprintApiName, Direction::HtoD,
+                                MemKind::Unknown, MemKind::Unknown, MiB, 300);
+        f.correlation_id = correlation_id;
+        f.address = hash;
+        f.stream = device_ptr;
+      };
+      for (int i = 0; i < 120; ++i) {
+        if (i % 20 == 0 && k != 4) t.nvtx_ranges(t.process.pid, i % 60 == 40 ? 0 : stacks[(i / 20) % 3]);
+        const bool up = i % 3 != 0;
+        const uint32_t corr =
+            t.copy(up ? Direction::HtoD : Direction::DtoH, i % 4 ? MemKind::Pageable : MemKind::Pinned,
+                   (1 + i % 3) * MiB, 200'000 + 100 * i, i % 5 == 0, i % 2 ? a : b)
+                .correlation_id;
+        if (k >= 1) fingerprint(corr, (i / 24) % 3, 0xd000 + i % 2);
+      }
+      // Round trips: a download's contents uploaded to another buffer.
+      for (int j = 0; j < 4 && k >= 1; ++j) {
+        fingerprint(t.copy(Direction::DtoH, MemKind::Pageable, 2 * MiB, 90'000, false, b).correlation_id,
+                    100 + j, 0xe000);
+        fingerprint(t.copy(Direction::HtoD, MemKind::Pageable, 2 * MiB, 95'000, false, a).correlation_id,
+                    100 + j, 0xf000 + j);
+      }
+      paths.push_back(write(t, "cuxfer-parts-" + std::to_string(k) + ".trace"));
+    }
+    return paths;
+  }
 };
 
 // Groupings: one summary of all; one per trace; random groups in random
@@ -85,35 +169,7 @@ TEST_F(Summary, MergedSummariesEqualTheDirectReportOnEveryGrouping) {
   const auto paths = rank_set(24, 400, 5);
   const auto want = direct(paths);
   ASSERT_NE(want.second.find("Ranks"), std::string::npos) << want.second;
-
-  EXPECT_EQ(of_records(round_trip(records_of(paths))), want) << "one summary of all";
-  std::vector<analyses::ProcessRecord> singles;
-  for (const auto& p : paths)
-    for (auto& r : round_trip(records_of({p}))) singles.push_back(std::move(r));
-  EXPECT_EQ(of_records(std::move(singles)), want) << "one summary per trace";
-
-  std::mt19937_64 rng(17);
-  for (int trial = 0; trial < 4; ++trial) {
-    std::vector<std::string> shuffled = paths;
-    std::shuffle(shuffled.begin(), shuffled.end(), rng);
-    std::vector<analyses::ProcessRecord> all;
-    std::vector<std::vector<analyses::ProcessRecord>> summaries;
-    for (size_t at = 0; at < shuffled.size();) {
-      const size_t n = std::min<size_t>(shuffled.size() - at, 1 + rng() % 7);
-      summaries.push_back(round_trip(records_of({shuffled.begin() + at, shuffled.begin() + at + n})));
-      at += n;
-    }
-    // Merge the first half of the summaries into one (a node's summary of
-    // its tasks' summaries), then all together.
-    std::vector<analyses::ProcessRecord> tree;
-    for (size_t i = 0; i < summaries.size() / 2; ++i)
-      for (auto& r : summaries[i]) tree.push_back(std::move(r));
-    for (auto& r : round_trip(tree)) all.push_back(std::move(r));
-    for (size_t i = summaries.size() / 2; i < summaries.size(); ++i)
-      for (auto& r : summaries[i]) all.push_back(std::move(r));
-    std::shuffle(all.begin(), all.end(), rng);
-    EXPECT_EQ(of_records(std::move(all)), want) << "trial " << trial;
-  }
+  expect_every_grouping(paths, want, 17);
 }
 
 // Processes that exercise every tally-based part: the rewrite (staged and
@@ -180,6 +236,111 @@ TEST_F(Summary, EveryTallyPartSurvivesTheSummary) {
   for (auto it = paths.rbegin(); it != paths.rend(); ++it)
     for (auto& r : round_trip(records_of({*it}))) reversed.push_back(std::move(r));
   EXPECT_EQ(of_records(std::move(reversed)), want);
+}
+
+// NVTX ranges, managed memory, duplicate uploads and round trips: the
+// report of summaries, in every grouping, is the report of the traces (text,
+// JSON, --csv and --ranges-csv).
+TEST_F(Summary, RangesManagedMemoryAndRepeatedCopiesEqualTheDirectReport) {
+  const auto paths = parts_traces();
+  const auto want = direct(paths);
+  for (const char* part : {"duplicate_uploads", "round_trips", "managed_migrations", "Managed memory",
+                           "fwd / bwd", "step / load"})
+    EXPECT_NE((want.first + want.second).find(part), std::string::npos)
+        << part << " not in the report: the test lost its point";
+  expect_every_grouping(paths, want, 23);
+  // Traces read whole give the same summaries.
+  cli::SymbolOptions symbols;
+  symbols.enabled = false;
+  std::vector<std::string> errors;
+  EXPECT_EQ(of_records(round_trip(cli::summarize_traces(paths, symbols, 2, errors, /*stream=*/false))), want);
+  EXPECT_TRUE(errors.empty());
+}
+
+// A summary written before it kept these parts: read, its processes left out
+// of them, and one line says which parts and how many processes; written
+// again (a summary of it), it still lacks them.
+TEST_F(Summary, ASummaryWrittenBeforeThePartsIsReadAndSaysSo) {
+  const auto paths = parts_traces();
+  analyses::SummaryHeader header;
+  header.symbols = "off";
+  nlohmann::json document = nlohmann::json::parse(analyses::write_summary(header, records_of(paths)));
+  for (size_t i = 0; i < 2; ++i)
+    for (const char* part : {"ranges", "managed", "repeated_copies"}) {
+      ASSERT_TRUE(document["processes"][i].contains(part)) << part;
+      document["processes"][i].erase(part);
+    }
+  std::vector<analyses::ProcessRecord> records;
+  std::string error;
+  ASSERT_TRUE(analyses::read_summary(document.dump(), header, records, error)) << error;
+  ASSERT_EQ(records.size(), 5u);
+  EXPECT_FALSE(records[0].kept.ranges || records[1].kept.managed || records[1].kept.repeated_copies);
+  EXPECT_TRUE(records[2].kept.ranges && records[2].kept.managed && records[2].kept.repeated_copies);
+  analyses::MergedJob m = analyses::merge_records(round_trip(records));
+  EXPECT_EQ(m.lacking.ranges, 2u);
+  EXPECT_EQ(m.lacking.managed, 2u);
+  EXPECT_EQ(m.lacking.repeated_copies, 2u);
+  const auto note = analyses::parts_lacking_note(m);
+  ASSERT_TRUE(note.has_value());
+  EXPECT_EQ(
+      *note,
+      "summaries written before they kept these parts leave their processes out of them: NVTX ranges (2), "
+      "managed memory (2), duplicate_uploads and round_trips (2) (summarize their traces again with this "
+      "cuxfer)");
+  const auto notes = cli::merged_job_notes(m, {"off"});
+  EXPECT_EQ(std::count(notes.begin(), notes.end(), *note), 1);
+  // The parts hold the other processes' alone, never a made-up figure.
+  const analyses::Report r = analyses::analyze_tally(m.job, m.tally, {}, false);
+  const analyses::Report rest = analyses::analyze(load_paths({paths.begin() + 2, paths.end()}));
+  ASSERT_EQ(r.ranges.size(), rest.ranges.size());
+  for (size_t i = 0; i < r.ranges.size(); ++i) {
+    EXPECT_EQ(r.ranges[i].path, rest.ranges[i].path);
+    EXPECT_EQ(r.ranges[i].calls, rest.ranges[i].calls) << r.ranges[i].path;
+    EXPECT_EQ(r.ranges[i].bytes, rest.ranges[i].bytes) << r.ranges[i].path;
+  }
+  EXPECT_EQ(r.managed.total.allocations, 0u);  // only the first two allocated managed memory
+  // Every part known: no such line.
+  EXPECT_FALSE(analyses::parts_lacking_note(analyses::merge_records(round_trip(records_of(paths)))));
+}
+
+// A summary whose parts no tally makes: one line, never a wrong number.
+TEST_F(Summary, DamagedPartsAreRefusedInOneLine) {
+  const auto paths = parts_traces();
+  analyses::SummaryHeader header;
+  header.symbols = "off";
+  const nlohmann::json document =
+      nlohmann::json::parse(analyses::write_summary(header, records_of({paths[1]})));
+  const nlohmann::json& p = document["processes"][0];
+  ASSERT_FALSE(p["ranges"]["copies"].empty());
+  ASSERT_FALSE(p["managed"].empty());
+  ASSERT_FALSE(p["repeated_copies"]["duplicate_uploads"].empty());
+  using Damage = std::function<void(nlohmann::json&)>;
+  const std::vector<std::pair<std::string, Damage>> cases = {
+      {"a range stack past the stacks", [](nlohmann::json& q) { q["ranges"]["copies"][0][0] = 99; }},
+      {"an empty range stack", [](nlohmann::json& q) { q["ranges"]["stacks"][0] = nlohmann::json::array(); }},
+      {"more async copies than copies",
+       [](nlohmann::json& q) {
+         q["ranges"]["copies"][0][9] = q["ranges"]["copies"][0][4].get<uint64_t>() + 1;
+       }},
+      {"a range entry twice",
+       [](nlohmann::json& q) { q["ranges"]["copies"].push_back(q["ranges"]["copies"][0]); }},
+      {"a managed site past the sites", [](nlohmann::json& q) { q["managed"][0][0] = 999; }},
+      {"on-demand bytes that do not add up",
+       [](nlohmann::json& q) { q["managed"][0][7] = q["managed"][0][7].get<uint64_t>() + 1; }},
+      {"a managed site twice", [](nlohmann::json& q) { q["managed"].push_back(q["managed"][0]); }},
+      {"repeated copies of no copy",
+       [](nlohmann::json& q) { q["repeated_copies"]["duplicate_uploads"][0][1] = 0; }},
+      {"repeated copies not a list", [](nlohmann::json& q) { q["repeated_copies"]["round_trips"] = "x"; }},
+  };
+  for (const auto& [what, damage] : cases) {
+    nlohmann::json bad = document;
+    damage(bad["processes"][0]);
+    std::vector<analyses::ProcessRecord> records;
+    std::string error;
+    EXPECT_FALSE(analyses::read_summary(bad.dump(), header, records, error)) << what;
+    EXPECT_EQ(error.rfind("damaged summary: ", 0), 0u) << what << ": " << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << what;
+  }
 }
 
 TEST_F(Summary, SummaryOfAnotherVersionIsRefusedInOneLine) {
@@ -360,7 +521,7 @@ TEST_F(Summary, StreamedSummaryEqualsTheWholeRead) {
     paths.push_back(write(t, "cuxfer-many.trace"));
   }
   {
-    // NVTX ranges on two threads (a summary keeps none): streamed as well.
+    // NVTX ranges on two threads: streamed as well.
     SyntheticTrace t(7004);
     t.process.trace_name = "nvtx";
     const uint32_t a = t.site(0x401000);
@@ -373,7 +534,7 @@ TEST_F(Summary, StreamedSummaryEqualsTheWholeRead) {
     paths.push_back(write(t, "cuxfer-nvtx.trace"));
   }
   {
-    // Content fingerprints (a summary keeps no duplicate_uploads or round_trips): streamed as well.
+    // Content fingerprints (duplicate_uploads and round_trips, summed per site): streamed as well.
     SyntheticTrace t(7006);
     t.process.trace_name = "fingerprints";
     const uint32_t a = t.site(0x401000);
@@ -389,6 +550,8 @@ TEST_F(Summary, StreamedSummaryEqualsTheWholeRead) {
     }
     paths.push_back(write(t, "cuxfer-fingerprints.trace"));
   }
+  // Managed memory, its unified-memory records among the events: streamed as well.
+  paths.push_back(write(managed_training(7008, 30, false, 0x500000), "cuxfer-managed.trace"));
   {
     // The CUPTI governor turned the records off and back on, and copies
     // raced the switch to on (build_job's second pass): streamed as well.
@@ -444,7 +607,8 @@ TEST_F(Summary, StreamedSummaryEqualsTheWholeRead) {
   for (const nlohmann::json& process : document.at("processes"))
     EXPECT_NE(whole.find(process.dump()), std::string::npos) << process.at("trace").dump();
   EXPECT_GT(document.at("processes").at(5).at("tally").at("async_pageable").size(), 1000u);
-  for (const char* part : {"GPU records joined to calls by time", R"("python_lines":[440,40,)"})
+  for (const char* part : {"GPU records joined to calls by time", R"("python_lines":[440,40,)",
+                           R"("stacks":[["step"])", R"("round_trips":[[)", R"("managed":[[0,)"})
     EXPECT_NE(whole.find(part), std::string::npos) << part << " not in the summary: the test lost its point";
 }
 
