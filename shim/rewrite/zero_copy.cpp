@@ -235,14 +235,21 @@ void zero_copy_teardown(CUcontext going) {
   const DriverCalls* drv = driver_calls();
   if (!drv) return;
   // The going context need not be the current one (cuCtxDestroy of another):
-  // its work is waited for, and its memory freed, with it current.
-  const bool pushed = drv->ctx_push_current(going) == CUDA_SUCCESS;
+  // its work is waited for, and its memory freed, with it current
+  // (cuCtxSynchronize waits for the current context's work only). Where it
+  // cannot be made current, its work cannot be waited for: its buffers are
+  // left to the driver, which frees them with the context after its work,
+  // rather than freed while a kernel may still use them.
+  if (drv->ctx_push_current(going) != CUDA_SUCCESS) {
+    static std::atomic<bool> said{false};
+    note_once(said, "policy: zero_copy: a context going could not be made current; its mapped buffers are "
+                    "left to the driver");
+    return;
+  }
   drv->ctx_synchronize();
   for (const Buffer& b : gone) drv->free_host(reinterpret_cast<void*>(b.host));
-  if (pushed) {
-    CUcontext popped = nullptr;
-    drv->ctx_pop_current(&popped);
-  }
+  CUcontext popped = nullptr;
+  drv->ctx_pop_current(&popped);
 }
 
 void zero_copy_context_gone(CUcontext gone) {
@@ -286,9 +293,26 @@ bool zero_copy_free(uint64_t p) {
   allocation_table().erase(p);
   const DriverCalls* drv = driver_calls();
   InternalScope internal;
-  // Kernels may still use it: cudaFree waits for the device too.
+  // Kernels may still use it: cudaFree waits for the device too. The work to
+  // wait for is of the buffer's own context, which need not be the current
+  // one (cuMemFree of another context's memory), and cuCtxSynchronize waits
+  // for the current context's only: the buffer's is made current for it.
+  CUcontext current = nullptr;
+  const bool other = b.ctx && (drv->ctx_get_current(&current) != CUDA_SUCCESS || current != b.ctx);
+  if (other && drv->ctx_push_current(b.ctx) != CUDA_SUCCESS) {
+    // Its work cannot be waited for: left to the driver, freed with its
+    // context after that context's work, never while a kernel may use it.
+    static std::atomic<bool> said{false};
+    note_once(said, "policy: zero_copy: a mapped buffer's context could not be made current to free it; "
+                    "it is left to the driver until its context goes");
+    return true;
+  }
   drv->ctx_synchronize();
   drv->free_host(reinterpret_cast<void*>(b.host));
+  if (other) {
+    CUcontext popped = nullptr;
+    drv->ctx_pop_current(&popped);
+  }
   return true;
 }
 

@@ -1578,12 +1578,28 @@ CUresult CUDAAPI cuMemAllocHost_v2(void** pp, size_t bytesize) { return cuMemHos
 // its context) from the pointer, as it does for cuMemFree and
 // cuMemHostUnregister. Memory of a destroyed context went with it: freeing
 // it again is CUDA_ERROR_INVALID_VALUE. Null is a no-op, as free(NULL).
+// With SIMCUDA_EVENTS_PENDING, work of the allocation's context still in
+// flight (an event of that context recorded and not waited for) may still
+// read or write the memory over the link (mapped memory, a DMA): freeing it
+// then is the caller's error, a loud abort here rather than a silent
+// corruption on a GPU. Waiting for another context's work does not help
+// (cuCtxSynchronize waits for the current context's only).
 CUresult CUDAAPI cuMemFreeHost(void* p) {
   SIM_REQUIRE_INIT();
   if (!p) return CUDA_SUCCESS;
   std::lock_guard lk(state().mu);
   auto it = state().allocs.find(reinterpret_cast<uintptr_t>(p));
   if (it == state().allocs.end() || it->second.kind != Kind::HostPinned) return CUDA_ERROR_INVALID_VALUE;
+  if (events_pending()) {
+    for (CUevent e : state().events)
+      if (e->pending && e->ctx == it->second.ctx) {
+        std::fprintf(stderr,
+                     "simcuda: cuMemFreeHost of %p while work of its context %p is in flight (event %p recorded, "
+                     "not waited for: the GPU may still use the memory)\n",
+                     p, static_cast<void*>(it->second.ctx), static_cast<void*>(e));
+        std::abort();
+      }
+  }
   munmap(p, round_up(it->second.size, kPage));
   state().allocs.erase(it);
   return CUDA_SUCCESS;
