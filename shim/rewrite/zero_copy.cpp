@@ -82,6 +82,18 @@ GoneContexts& gone_contexts() {
 // than GoneContexts::kSlots teardowns behind cannot tell, and drops its event
 // too: if its context still lives, that one event leaks (at most one per
 // kSlots teardowns per thread, never one per teardown).
+//
+// The destroy of the old event is decided and made in one step with respect
+// to teardowns (GoneContexts::destroy_unless_gone): another thread may be
+// destroying or resetting that context at this very moment, and a check
+// followed by the call would let the context go in between (a use after free
+// in the driver). Teardowns publish before they call the driver, so the
+// destroy either returns before the context goes or is not made.
+// Not covered: a primary context's last release, known only once the
+// context is gone (published after); and a thread still copying in its
+// context while another thread destroys that context (the app's own race:
+// without the shim its copy gets CUDA_ERROR_CONTEXT_IS_DESTROYED or runs first).
+// The caller is inside an InternalScope and holds no shim lock.
 CUevent thread_event(const DriverCalls& d) {
   thread_local CUcontext ctx = nullptr;  // the event's
   thread_local CUevent event = nullptr;
@@ -96,8 +108,10 @@ CUevent thread_event(const DriverCalls& d) {
     seen = upto;
   }
   if (now != ctx || !event) {
-    // Another live context's (a context that went was seen above): ours to destroy.
-    if (event && d.event_destroy) d.event_destroy(event);
+    // Another context's, live when seen above: ours to destroy unless it went
+    // since. `seen` stays: a publication meanwhile may be of `now`, and the
+    // event made below is then dropped at the next look.
+    if (event && d.event_destroy) gone.destroy_unless_gone(ctx, seen, [&] { d.event_destroy(event); });
     event = nullptr;
     if (d.event_create(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return event = nullptr;
     ctx = now;

@@ -1410,10 +1410,27 @@ CUresult CUDAAPI cuEventElapsedTime(float* pMilliseconds, CUevent hStart, CUeven
   return cuEventElapsedTime_v2(pMilliseconds, hStart, hEnd);
 }
 
+// SIMCUDA_EVENT_DESTROY_DELAY_US=N (default 0) makes cuEventDestroy sleep N
+// microseconds at its entry, before it reads anything: the caller as if
+// descheduled just before the call. A context destroyed meanwhile by another
+// thread went before the call, and the destroy is then of a dead event (an
+// abort): it widens the window in which a caller's "its context lives" can go
+// stale before the driver sees the event (e2e.rewrite.zero_copy_event_race).
+static void event_destroy_delay() {
+  static const int us = env_int("SIMCUDA_EVENT_DESTROY_DELAY_US", 0, 0, 10000000);
+  if (us > 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
+}
+
 CUresult CUDAAPI cuEventDestroy_v2(CUevent hEvent) {
   SIM_REQUIRE_INIT();
-  abort_if_dead_event(hEvent, "cuEventDestroy");
-  std::lock_guard lk(state().mu);
+  event_destroy_delay();
+  std::unique_lock lk(state().mu);
+  // Dead or not decided under the one lock a context's destruction takes too:
+  // a destroy that lands after the context went is always caught.
+  if (hEvent && state().dead_events.count(hEvent)) {
+    lk.unlock();
+    abort_if_dead_event(hEvent, "cuEventDestroy");
+  }
   if (!hEvent || !state().events.erase(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
   delete hEvent;
   return CUDA_SUCCESS;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -99,6 +100,48 @@ TEST(GoneContexts, ReadersRacingWritersNeverMisread) {
   EXPECT_EQ(wrong.load(), 0u);
   EXPECT_GT(asked.load(), 0u);
   EXPECT_EQ(gone.generation(), 40000u);
+}
+
+// The destroy is made only while the context has not gone since the thread
+// looked, and not at all once it has (or may have).
+TEST(GoneContexts, DestroyUnlessGoneDecidesByGenerations) {
+  GoneContexts gone;
+  const uint64_t seen = gone.generation();
+  int destroyed = 0;
+  gone.publish(handle(0x2000));
+  EXPECT_EQ(gone.destroy_unless_gone(handle(0x1000), seen, [&] { ++destroyed; }), 1u);
+  EXPECT_EQ(destroyed, 1);
+  gone.publish(handle(0x1000));
+  gone.destroy_unless_gone(handle(0x1000), seen, [&] { ++destroyed; });
+  EXPECT_EQ(destroyed, 1);  // went: dropped untouched
+  gone.publish(nullptr);
+  gone.destroy_unless_gone(handle(0x3000), seen + 2, [&] { ++destroyed; });
+  EXPECT_EQ(destroyed, 1);  // an unknown handle went: maybe it
+  const uint64_t far = gone.generation();
+  for (uint64_t i = 0; i <= GoneContexts::kSlots; ++i) gone.publish(handle(0x4000));
+  gone.destroy_unless_gone(handle(0x5000), far, [&] { ++destroyed; });
+  EXPECT_EQ(destroyed, 1);  // too far behind to tell
+}
+
+// A publication never lands inside a destroy: a teardown that publishes while
+// a thread is in its destroy waits for it, so the driver destroys the context
+// only after the event (the publication comes before the driver's call).
+TEST(GoneContexts, PublicationWaitsForADestroyInProgress) {
+  GoneContexts gone;
+  std::atomic<bool> inside{false}, finished{false}, published{false};
+  std::thread dropper([&] {
+    gone.destroy_unless_gone(handle(0x1000), gone.generation(), [&] {
+      inside.store(true);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      EXPECT_FALSE(published.load());
+      finished.store(true);
+    });
+  });
+  while (!inside.load()) std::this_thread::yield();
+  gone.publish(handle(0x1000));
+  published.store(true);
+  EXPECT_TRUE(finished.load());
+  dropper.join();
 }
 
 }  // namespace
