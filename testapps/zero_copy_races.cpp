@@ -102,9 +102,9 @@ void sync(CUdevice dev, size_t rounds, size_t n, size_t s) {
     CUevent ev = nullptr;
     DA_CHECK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
     DA_CHECK(cuEventRecord(ev, st));
-    DA_CHECK(cuCtxSetCurrent(y));  // X is no longer current, nor Y's work pending
+    DA_CHECK(cuCtxSetCurrent(y));            // Y current now; X's work still in flight
     if (r % 2 == 0) DA_CHECK(cuMemFree(d));  // X's memory freed with Y current
-    DA_CHECK(cuCtxDestroy(x));  // its stream and event go with it
+    DA_CHECK(cuCtxDestroy(x));               // its stream and event go with it
   }
   DA_CHECK(cuCtxSetCurrent(nullptr));
   DA_CHECK(cuCtxDestroy(y));

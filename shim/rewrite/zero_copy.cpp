@@ -256,8 +256,9 @@ void zero_copy_teardown(CUcontext going) {
   // rather than freed while a kernel may still use them.
   if (drv->ctx_push_current(going) != CUDA_SUCCESS) {
     static std::atomic<bool> said{false};
-    note_once(said, "policy: zero_copy: a context going could not be made current; its mapped buffers are "
-                    "left to the driver");
+    note_once(said,
+              "policy: zero_copy: a context going could not be made current; its mapped buffers are "
+              "left to the driver");
     return;
   }
   drv->ctx_synchronize();
@@ -317,8 +318,9 @@ bool zero_copy_free(uint64_t p) {
     // Its work cannot be waited for: left to the driver, freed with its
     // context after that context's work, never while a kernel may use it.
     static std::atomic<bool> said{false};
-    note_once(said, "policy: zero_copy: a mapped buffer's context could not be made current to free it; "
-                    "it is left to the driver until its context goes");
+    note_once(said,
+              "policy: zero_copy: a mapped buffer's context could not be made current to free it; "
+              "it is left to the driver until its context goes");
     return true;
   }
   drv->ctx_synchronize();

@@ -1610,10 +1610,11 @@ CUresult CUDAAPI cuMemFreeHost(void* p) {
   if (events_pending()) {
     for (CUevent e : state().events)
       if (e->pending && e->ctx == it->second.ctx) {
-        std::fprintf(stderr,
-                     "simcuda: cuMemFreeHost of %p while work of its context %p is in flight (event %p recorded, "
-                     "not waited for: the GPU may still use the memory)\n",
-                     p, static_cast<void*>(it->second.ctx), static_cast<void*>(e));
+        std::fprintf(
+            stderr,
+            "simcuda: cuMemFreeHost of %p while work of its context %p is in flight (event %p recorded, "
+            "not waited for: the GPU may still use the memory)\n",
+            p, static_cast<void*>(it->second.ctx), static_cast<void*>(e));
         std::abort();
       }
   }
