@@ -46,6 +46,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "core/bounded_lock.h"
 #include "core/ranked_lock.h"
 
 namespace cuxfer::shim::rewrite {
@@ -95,6 +96,13 @@ class GoneContexts {
     if (went(ctx, since, upto) == Since::Alive) destroy();
     return upto;
   }
+
+  // Fork child: the publishers' lock made anew. A thread of the parent may
+  // have held it (across a cuEventDestroy: not a few stores any more); that
+  // thread does not exist here, its destroy never ends, and a teardown hook in
+  // the child would otherwise wait for it for ever. A publication the fork cut
+  // short left published_ behind its slot: never read.
+  void after_fork_child() { remake_in_fork_child(writers_); }
 
   // Whether `ctx` is among the contexts of generations (since, upto], where
   // `upto` is a generation() the caller read.

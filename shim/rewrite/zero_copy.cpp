@@ -385,6 +385,14 @@ Action try_zero_copy(const CallDesc& d, int& result) {
   return Action::Done;
 }
 
+void zero_copy_before_fork() {
+  if (config().rewrite_any()) gone_contexts();
+}
+
+void zero_copy_after_fork_child() {
+  if (config().rewrite_any()) gone_contexts().after_fork_child();
+}
+
 bool zero_copy_attribute(CUpointer_attribute attribute, void* data, CUdeviceptr p, CUresult& result) {
   if (!zero_copy_exists() || !data) return false;
   Buffer b;

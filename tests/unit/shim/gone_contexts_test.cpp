@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <csignal>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -142,6 +146,42 @@ TEST(GoneContexts, PublicationWaitsForADestroyInProgress) {
   published.store(true);
   EXPECT_TRUE(finished.load());
   dropper.join();
+}
+
+// A fork while another thread is inside its destroy (holding the publishers'
+// lock): the child, one thread, makes the lock anew and can publish; it did
+// not, and a teardown hook in the child waited for ever.
+TEST(GoneContexts, ForkChildPublishesWhileAParentThreadWasInsideADestroy) {
+  GoneContexts gone;
+  std::atomic<bool> inside{false}, release{false};
+  std::thread dropper([&] {
+    gone.destroy_unless_gone(handle(0x1000), gone.generation(), [&] {
+      inside.store(true);
+      while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+  });
+  while (!inside.load()) std::this_thread::yield();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    gone.after_fork_child();
+    gone.publish(handle(0x1000));
+    _exit(gone.generation() == 1 ? 0 : 2);
+  }
+  ASSERT_GT(pid, 0);
+  int status = -1;
+  pid_t done = 0;
+  for (int i = 0; i < 2000 && done == 0; ++i) {  // 2 s at most
+    done = waitpid(pid, &status, WNOHANG);
+    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (done == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  release.store(true);
+  dropper.join();
+  EXPECT_NE(done, 0) << "the fork child's publish waited for a lock no thread of it holds";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 }  // namespace
