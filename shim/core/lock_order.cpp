@@ -28,12 +28,12 @@ const char* name_of(LockRank r) {
     case LockRank::kRecorderSession: return "Recorder session";
     case LockRank::kRecorderCapture: return "Recorder capture ranges";
     case LockRank::kCuptiHandover: return "CUPTI handover";
+    case LockRank::kZeroCopyContextsGone: return "zero-copy contexts gone";
     case LockRank::kCuptiRecords: return "CUPTI records";
     case LockRank::kRecorderWake: return "Recorder wake";
     case LockRank::kSitePolicyBind: return "site policy bind";
     case LockRank::kZeroCopyBuffers: return "zero-copy buffers";
     case LockRank::kZeroCopyStreams: return "zero-copy streams";
-    case LockRank::kZeroCopyContextsGone: return "zero-copy contexts gone";
     case LockRank::kParallelMemcpySubmit: return "parallel memcpy submit";
     case LockRank::kParallelMemcpyWake: return "parallel memcpy wake";
     case LockRank::kStagingContexts: return "staging contexts";

@@ -24,12 +24,13 @@ enum class LockRank : uint8_t {
   kRecorderSession = 10,     // Recorder::session_mutex_: the writer's; across CUDA/CUPTI calls, allocates
   kRecorderCapture = 15,     // Recorder::capture_mutex_: profiler-API capture ranges
   kCuptiHandover = 20,       // CuptiCollector::handover_mutex_: across CUPTI's attach, detach and flush
+  kZeroCopyContextsGone = 22,  // zero_copy: publishing a context that went, and a thread's
+                               // event destroyed unless its context went (across cuEventDestroy)
   kCuptiRecords = 25,        // CuptiCollector::mutex_: records handed over by CUPTI's buffer callback
   kRecorderWake = 30,        // Recorder::wake_mutex_: the writer's sleep
   kSitePolicyBind = 35,      // site_policy: binding a policy to the loaded modules
   kZeroCopyBuffers = 40,     // zero_copy: the mapped host buffers
   kZeroCopyStreams = 42,     // zero_copy: the app's blocking streams
-  kZeroCopyContextsGone = 43,  // zero_copy: publishing a context that went (a leaf: a few stores)
   kParallelMemcpySubmit = 45,  // ParallelMemcpy: one job at a time
   kParallelMemcpyWake = 47,    // ParallelMemcpy: its workers' sleep
   kStagingContexts = 48,     // staging: making and giving back the contexts' pools (pool locks under it)

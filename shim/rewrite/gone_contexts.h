@@ -10,17 +10,43 @@
 // context may have a dead one's address, and a context that went before the
 // thread looked is not asked about.
 //
-// Publishing (context teardown, rare) takes a ranked leaf lock: writers go one
-// at a time, so every generation up to generation() is in its slot. Asking
-// (the copy path) takes no lock and allocates nothing; each slot is read as a
+// Publishing (context teardown, rare) takes a ranked lock: writers go one at a
+// time, so every generation up to generation() is in its slot. Asking (the
+// copy path) takes no lock and allocates nothing; each slot is read as a
 // sequence lock, so a slot overwritten by a later generation while a thread
 // reads it is seen, never misread.
+//
+// Asking alone cannot decide a driver call on the thing kept: between "not
+// gone" and the call, another thread may publish the context and destroy it,
+// and the call lands on freed memory. destroy_unless_gone() makes the two one
+// step: it asks and makes the call under the publishers' lock. Every teardown
+// publishes its context before it calls the driver to destroy or reset it, so
+// such a call either completes before the publication (hence before the
+// context goes) or is not made (the publication is seen).
+//
+// The lock so is held across one driver call (cuEventDestroy). Why that keeps
+// the written order (docs/architecture.md, "Locks"):
+//   - it is taken with no other shim lock held: by the teardown hooks at
+//     their entry and by the copy path's thread_event(), which holds none;
+//   - inside the driver call the shim is entered only (a) through the libc
+//     hooks (the driver's malloc and free: host ranges, rank 80), (b) through
+//     CUPTI's buffer callbacks, which CUPTI may run on the calling thread
+//     (CUPTI records, rank 25; their allocations: host ranges), both ranked
+//     above this lock, and (c) through driver hooks reached from an app's own
+//     CUPTI callback: the caller holds an InternalScope, under which every
+//     hook calls straight through and takes no lock (call_scope.h);
+//   - the teardown side holds it for a few stores only, never across the
+//     driver's destroy or reset (whose callbacks could reach a copy hook on
+//     that thread outside any InternalScope and ask for it again).
+// Hence rank 22: above the CUPTI handover (never held where this is taken),
+// below the CUPTI records.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <mutex>
 
+#include "core/bounded_lock.h"
 #include "core/ranked_lock.h"
 
 namespace cuxfer::shim::rewrite {
@@ -57,6 +83,26 @@ class GoneContexts {
     published_.store(g, std::memory_order_release);
     return g;
   }
+
+  // Calls `destroy()` (a driver call on something of `ctx`) unless `ctx` went
+  // since generation `since` (Gone or TooFarBehind: the thing is dropped
+  // untouched, maybe leaked), with no context published meanwhile: see the
+  // top. Returns the generation it decided at. Takes the publishers' lock;
+  // the caller holds no shim lock and is inside an InternalScope.
+  template <typename Destroy>
+  uint64_t destroy_unless_gone(const void* ctx, uint64_t since, Destroy&& destroy) {
+    std::lock_guard<RankedMutex> lock(writers_);
+    const uint64_t upto = published_.load(std::memory_order_relaxed);
+    if (went(ctx, since, upto) == Since::Alive) destroy();
+    return upto;
+  }
+
+  // Fork child: the publishers' lock made anew. A thread of the parent may
+  // have held it (across a cuEventDestroy: not a few stores any more); that
+  // thread does not exist here, its destroy never ends, and a teardown hook in
+  // the child would otherwise wait for it for ever. A publication the fork cut
+  // short left published_ behind its slot: never read.
+  void after_fork_child() { remake_in_fork_child(writers_); }
 
   // Whether `ctx` is among the contexts of generations (since, upto], where
   // `upto` is a generation() the caller read.

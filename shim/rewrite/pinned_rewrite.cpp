@@ -543,6 +543,7 @@ void after_context_destroyed(CUcontext ctx) {
 void before_fork() {
   make_state_before_fork();
   if (registrations_exist() || config().register_in_place) state();
+  zero_copy_before_fork();
 }
 
 void after_fork_child() {
@@ -553,6 +554,7 @@ void after_fork_child() {
   if (registrations_exist() || config().register_in_place) state().cache.forget_all_after_fork();
   registrar_after_fork_child();
   host_ranges().clear();
+  zero_copy_after_fork_child();
 }
 
 void on_shutdown() {

@@ -82,6 +82,18 @@ GoneContexts& gone_contexts() {
 // than GoneContexts::kSlots teardowns behind cannot tell, and drops its event
 // too: if its context still lives, that one event leaks (at most one per
 // kSlots teardowns per thread, never one per teardown).
+//
+// The destroy of the old event is decided and made in one step with respect
+// to teardowns (GoneContexts::destroy_unless_gone): another thread may be
+// destroying or resetting that context at this very moment, and a check
+// followed by the call would let the context go in between (a use after free
+// in the driver). Teardowns publish before they call the driver, so the
+// destroy either returns before the context goes or is not made.
+// Not covered: a primary context's last release, known only once the
+// context is gone (published after); and a thread still copying in its
+// context while another thread destroys that context (the app's own race:
+// without the shim its copy gets CUDA_ERROR_CONTEXT_IS_DESTROYED or runs first).
+// The caller is inside an InternalScope and holds no shim lock.
 CUevent thread_event(const DriverCalls& d) {
   thread_local CUcontext ctx = nullptr;  // the event's
   thread_local CUevent event = nullptr;
@@ -96,8 +108,10 @@ CUevent thread_event(const DriverCalls& d) {
     seen = upto;
   }
   if (now != ctx || !event) {
-    // Another live context's (a context that went was seen above): ours to destroy.
-    if (event && d.event_destroy) d.event_destroy(event);
+    // Another context's, live when seen above: ours to destroy unless it went
+    // since. `seen` stays: a publication meanwhile may be of `now`, and the
+    // event made below is then dropped at the next look.
+    if (event && d.event_destroy) gone.destroy_unless_gone(ctx, seen, [&] { d.event_destroy(event); });
     event = nullptr;
     if (d.event_create(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return event = nullptr;
     ctx = now;
@@ -235,14 +249,22 @@ void zero_copy_teardown(CUcontext going) {
   const DriverCalls* drv = driver_calls();
   if (!drv) return;
   // The going context need not be the current one (cuCtxDestroy of another):
-  // its work is waited for, and its memory freed, with it current.
-  const bool pushed = drv->ctx_push_current(going) == CUDA_SUCCESS;
+  // its work is waited for, and its memory freed, with it current
+  // (cuCtxSynchronize waits for the current context's work only). Where it
+  // cannot be made current, its work cannot be waited for: its buffers are
+  // left to the driver, which frees them with the context after its work,
+  // rather than freed while a kernel may still use them.
+  if (drv->ctx_push_current(going) != CUDA_SUCCESS) {
+    static std::atomic<bool> said{false};
+    note_once(said,
+              "policy: zero_copy: a context going could not be made current; its mapped buffers are "
+              "left to the driver");
+    return;
+  }
   drv->ctx_synchronize();
   for (const Buffer& b : gone) drv->free_host(reinterpret_cast<void*>(b.host));
-  if (pushed) {
-    CUcontext popped = nullptr;
-    drv->ctx_pop_current(&popped);
-  }
+  CUcontext popped = nullptr;
+  drv->ctx_pop_current(&popped);
 }
 
 void zero_copy_context_gone(CUcontext gone) {
@@ -286,9 +308,27 @@ bool zero_copy_free(uint64_t p) {
   allocation_table().erase(p);
   const DriverCalls* drv = driver_calls();
   InternalScope internal;
-  // Kernels may still use it: cudaFree waits for the device too.
+  // Kernels may still use it: cudaFree waits for the device too. The work to
+  // wait for is of the buffer's own context, which need not be the current
+  // one (cuMemFree of another context's memory), and cuCtxSynchronize waits
+  // for the current context's only: the buffer's is made current for it.
+  CUcontext current = nullptr;
+  const bool other = b.ctx && (drv->ctx_get_current(&current) != CUDA_SUCCESS || current != b.ctx);
+  if (other && drv->ctx_push_current(b.ctx) != CUDA_SUCCESS) {
+    // Its work cannot be waited for: left to the driver, freed with its
+    // context after that context's work, never while a kernel may use it.
+    static std::atomic<bool> said{false};
+    note_once(said,
+              "policy: zero_copy: a mapped buffer's context could not be made current to free it; "
+              "it is left to the driver until its context goes");
+    return true;
+  }
   drv->ctx_synchronize();
   drv->free_host(reinterpret_cast<void*>(b.host));
+  if (other) {
+    CUcontext popped = nullptr;
+    drv->ctx_pop_current(&popped);
+  }
   return true;
 }
 
@@ -343,6 +383,14 @@ Action try_zero_copy(const CallDesc& d, int& result) {
   thread_state().pending.flags &= static_cast<uint8_t>(~trace::kFlagGpuExpected);
   result = CUDA_SUCCESS;
   return Action::Done;
+}
+
+void zero_copy_before_fork() {
+  if (config().rewrite_any()) gone_contexts();
+}
+
+void zero_copy_after_fork_child() {
+  if (config().rewrite_any()) gone_contexts().after_fork_child();
 }
 
 bool zero_copy_attribute(CUpointer_attribute attribute, void* data, CUdeviceptr p, CUresult& result) {

@@ -62,6 +62,11 @@ void zero_copy_teardown(CUcontext going);
 // The context `gone` was destroyed: the buffers made in it went with it and
 // are forgotten, with no driver call; threads' events of it are dropped.
 void zero_copy_context_gone(CUcontext gone);
+// Fork: the record of contexts gone is made before the fork (its first
+// construction in a child could wait on a guard a parent thread held), and its
+// lock made anew in the child (rewrite::before_fork, rewrite::after_fork_child).
+void zero_copy_before_fork();
+void zero_copy_after_fork_child();
 // Pointer attribute queries on a zero-copy buffer: true when answered here.
 bool zero_copy_attribute(CUpointer_attribute attribute, void* data, CUdeviceptr p, CUresult& result);
 

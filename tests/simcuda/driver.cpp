@@ -1410,10 +1410,27 @@ CUresult CUDAAPI cuEventElapsedTime(float* pMilliseconds, CUevent hStart, CUeven
   return cuEventElapsedTime_v2(pMilliseconds, hStart, hEnd);
 }
 
+// SIMCUDA_EVENT_DESTROY_DELAY_US=N (default 0) makes cuEventDestroy sleep N
+// microseconds at its entry, before it reads anything: the caller as if
+// descheduled just before the call. A context destroyed meanwhile by another
+// thread went before the call, and the destroy is then of a dead event (an
+// abort): it widens the window in which a caller's "its context lives" can go
+// stale before the driver sees the event (e2e.rewrite.zero_copy_event_race).
+static void event_destroy_delay() {
+  static const int us = env_int("SIMCUDA_EVENT_DESTROY_DELAY_US", 0, 0, 10000000);
+  if (us > 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
+}
+
 CUresult CUDAAPI cuEventDestroy_v2(CUevent hEvent) {
   SIM_REQUIRE_INIT();
-  abort_if_dead_event(hEvent, "cuEventDestroy");
-  std::lock_guard lk(state().mu);
+  event_destroy_delay();
+  std::unique_lock lk(state().mu);
+  // Dead or not decided under the one lock a context's destruction takes too:
+  // a destroy that lands after the context went is always caught.
+  if (hEvent && state().dead_events.count(hEvent)) {
+    lk.unlock();
+    abort_if_dead_event(hEvent, "cuEventDestroy");
+  }
   if (!hEvent || !state().events.erase(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
   delete hEvent;
   return CUDA_SUCCESS;
@@ -1578,12 +1595,29 @@ CUresult CUDAAPI cuMemAllocHost_v2(void** pp, size_t bytesize) { return cuMemHos
 // its context) from the pointer, as it does for cuMemFree and
 // cuMemHostUnregister. Memory of a destroyed context went with it: freeing
 // it again is CUDA_ERROR_INVALID_VALUE. Null is a no-op, as free(NULL).
+// With SIMCUDA_EVENTS_PENDING, work of the allocation's context still in
+// flight (an event of that context recorded and not waited for) may still
+// read or write the memory over the link (mapped memory, a DMA): freeing it
+// then is the caller's error, a loud abort here rather than a silent
+// corruption on a GPU. Waiting for another context's work does not help
+// (cuCtxSynchronize waits for the current context's only).
 CUresult CUDAAPI cuMemFreeHost(void* p) {
   SIM_REQUIRE_INIT();
   if (!p) return CUDA_SUCCESS;
   std::lock_guard lk(state().mu);
   auto it = state().allocs.find(reinterpret_cast<uintptr_t>(p));
   if (it == state().allocs.end() || it->second.kind != Kind::HostPinned) return CUDA_ERROR_INVALID_VALUE;
+  if (events_pending()) {
+    for (CUevent e : state().events)
+      if (e->pending && e->ctx == it->second.ctx) {
+        std::fprintf(
+            stderr,
+            "simcuda: cuMemFreeHost of %p while work of its context %p is in flight (event %p recorded, "
+            "not waited for: the GPU may still use the memory)\n",
+            p, static_cast<void*>(it->second.ctx), static_cast<void*>(e));
+        std::abort();
+      }
+  }
   munmap(p, round_up(it->second.size, kPage));
   state().allocs.erase(it);
   return CUDA_SUCCESS;

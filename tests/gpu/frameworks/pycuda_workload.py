@@ -18,6 +18,7 @@ primary retains the device's primary context (the runtime's). Exit 0 ok, 1 a res
 wrong, 77 skip ('pycuda not importable: ...' or 'no GPU: ...').
 """
 import argparse
+import ctypes
 import gc
 import hashlib
 import json
@@ -36,6 +37,11 @@ ap.add_argument("--size-mib", type=int, default=256)
 ap.add_argument("--context", choices=["create", "primary"], default="create")
 a = ap.parse_args()
 
+try:
+    ctypes.CDLL("libcuda.so.1")  # no driver: "no GPU", whatever else is missing
+except OSError as e:
+    print(f"no GPU: libcuda.so.1 cannot be loaded (no NVIDIA driver: {e})")
+    sys.exit(SKIP)
 try:
     import numpy as np
 except Exception as e:

@@ -4,7 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <csignal>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -99,6 +104,84 @@ TEST(GoneContexts, ReadersRacingWritersNeverMisread) {
   EXPECT_EQ(wrong.load(), 0u);
   EXPECT_GT(asked.load(), 0u);
   EXPECT_EQ(gone.generation(), 40000u);
+}
+
+// The destroy is made only while the context has not gone since the thread
+// looked, and not at all once it has (or may have).
+TEST(GoneContexts, DestroyUnlessGoneDecidesByGenerations) {
+  GoneContexts gone;
+  const uint64_t seen = gone.generation();
+  int destroyed = 0;
+  gone.publish(handle(0x2000));
+  EXPECT_EQ(gone.destroy_unless_gone(handle(0x1000), seen, [&] { ++destroyed; }), 1u);
+  EXPECT_EQ(destroyed, 1);
+  gone.publish(handle(0x1000));
+  gone.destroy_unless_gone(handle(0x1000), seen, [&] { ++destroyed; });
+  EXPECT_EQ(destroyed, 1);  // went: dropped untouched
+  gone.publish(nullptr);
+  gone.destroy_unless_gone(handle(0x3000), seen + 2, [&] { ++destroyed; });
+  EXPECT_EQ(destroyed, 1);  // an unknown handle went: maybe it
+  const uint64_t far = gone.generation();
+  for (uint64_t i = 0; i <= GoneContexts::kSlots; ++i) gone.publish(handle(0x4000));
+  gone.destroy_unless_gone(handle(0x5000), far, [&] { ++destroyed; });
+  EXPECT_EQ(destroyed, 1);  // too far behind to tell
+}
+
+// A publication never lands inside a destroy: a teardown that publishes while
+// a thread is in its destroy waits for it, so the driver destroys the context
+// only after the event (the publication comes before the driver's call).
+TEST(GoneContexts, PublicationWaitsForADestroyInProgress) {
+  GoneContexts gone;
+  std::atomic<bool> inside{false}, finished{false}, published{false};
+  std::thread dropper([&] {
+    gone.destroy_unless_gone(handle(0x1000), gone.generation(), [&] {
+      inside.store(true);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      EXPECT_FALSE(published.load());
+      finished.store(true);
+    });
+  });
+  while (!inside.load()) std::this_thread::yield();
+  gone.publish(handle(0x1000));
+  published.store(true);
+  EXPECT_TRUE(finished.load());
+  dropper.join();
+}
+
+// A fork while another thread is inside its destroy (holding the publishers'
+// lock): the child, one thread, makes the lock anew and can publish; it did
+// not, and a teardown hook in the child waited for ever.
+TEST(GoneContexts, ForkChildPublishesWhileAParentThreadWasInsideADestroy) {
+  GoneContexts gone;
+  std::atomic<bool> inside{false}, release{false};
+  std::thread dropper([&] {
+    gone.destroy_unless_gone(handle(0x1000), gone.generation(), [&] {
+      inside.store(true);
+      while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+  });
+  while (!inside.load()) std::this_thread::yield();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    gone.after_fork_child();
+    gone.publish(handle(0x1000));
+    _exit(gone.generation() == 1 ? 0 : 2);
+  }
+  ASSERT_GT(pid, 0);
+  int status = -1;
+  pid_t done = 0;
+  for (int i = 0; i < 2000 && done == 0; ++i) {  // 2 s at most
+    done = waitpid(pid, &status, WNOHANG);
+    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (done == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  release.store(true);
+  dropper.join();
+  EXPECT_NE(done, 0) << "the fork child's publish waited for a lock no thread of it holds";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 }  // namespace
