@@ -17,7 +17,9 @@
 # governor turned the GPU records off for most of it, whose join's second
 # pass (copies racing the switch to on) the streamed report makes too. And of
 # a trace with managed allocations and CUPTI's unified-memory records (and GPU
-# records), which the streamed report attributes as they are read.
+# records), which the streamed report attributes as they are read. And of a
+# trace with CUPTI's kernel records on two devices (and GPU records), whose
+# copies the streamed report measures against the kernels as both are read.
 #   check_report_memory.sh ANALYZER_THROUGHPUT CUXFER DIR [EVENTS]
 set -euo pipefail
 bench=$1 cuxfer=$2 dir=$3 events=${4:-1000000}
@@ -95,4 +97,9 @@ check_kind "governed GPU records" "GPU time: .* copies and memsets" 168 0 0 plot
 # records: the report keeps the allocations and each site's on-demand
 # intervals, not the records.
 check_kind "managed memory, GPU records" "Managed memory" 180 0 0 plots --managed --gpu joined
+# CUPTI's kernel records on two devices (about one per 4 events: 12 bytes an
+# event), written in buffer batches after the events they overlap, with GPU
+# records: the report measures each copy against the kernels in a window
+# (analyses/overlap.h) and keeps neither.
+check_kind "kernels, GPU records" "Copy/compute overlap" 180 0 0 plots --kernels --gpu joined
 echo ok

@@ -10,10 +10,10 @@
 // order (as `cuxfer report DIR` reads a directory), renumbers the call sites
 // in that order and adds the tallies up with integer sums; the report's
 // pure functions (analyze_tally) then run on the result, the same code as
-// for the traces. What needs the events themselves (copy/compute overlap,
-// sync_copy_idle, duplicate_uploads, round_trips, managed memory, NVTX
-// ranges, the HTML timeline, Perfetto) is not in a summary: the report says
-// so in one note. The schema is versioned (kSummarySchema); a summary of
+// for the traces (copy/compute overlap and sync_copy_idle included: their
+// sums are the tally's). What needs the events themselves
+// (duplicate_uploads, round_trips, managed memory, NVTX ranges, the HTML
+// timeline, Perfetto) is not in a summary: the report says so in one note. The schema is versioned (kSummarySchema); a summary of
 // another version is refused, never read as this one.
 #pragma once
 
