@@ -20,9 +20,10 @@
 # records), which the streamed report attributes as they are read. And of a
 # trace with CUPTI's kernel records on two devices (and GPU records), whose
 # copies the streamed report measures against the kernels as both are read.
-#   check_report_memory.sh ANALYZER_THROUGHPUT CUXFER DIR [EVENTS]
+#   check_report_memory.sh ANALYZER_THROUGHPUT CUXFER DIR [EVENTS [KIND]]
+# KIND: only the kinds whose name holds it (e.g. "kernels").
 set -euo pipefail
-bench=$1 cuxfer=$2 dir=$3 events=${4:-1000000}
+bench=$1 cuxfer=$2 dir=$3 events=${4:-1000000} only=${5:-}
 command -v /usr/bin/time >/dev/null || { echo "SKIP: /usr/bin/time is not installed"; exit 77; }
 rm -rf "$dir"
 mkdir -p "$dir"
@@ -49,6 +50,7 @@ peak_kib() {
 check_kind() {
   local kind=$1 says=$2 bytes_per_event=$3 kept_per_event=$4 rounds=$5 plots=$6
   shift 6
+  [[ -z $only || $kind == *"$only"* ]] || return 0
   "$bench" --events "$events" --rounds "$rounds" "$@" --out "$dir/small.trace" --keep >/dev/null
   "$bench" --events $((4 * events)) --rounds "$rounds" "$@" --out "$dir/big.trace" --keep >/dev/null
   local small big allowance=$((3 * events * bytes_per_event / 1024 / 8 + 3 * events * kept_per_event / 1024))
