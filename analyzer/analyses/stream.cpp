@@ -127,8 +127,9 @@ struct CallsRead {
 // in trace order: their ranges wait beside them, in the same order.
 // `feeds` are fed the managed allocations as their events are read and the
 // GPU records as theirs are (file order, which is what tells whether a
-// feed's result is the whole job's); the read stops where one turns inexact. `use_records`, if given, takes the process's GPU records,
-// every one, as the join settles them (model::StreamedGpuJoin::SettledRecord:
+// feed's result is the whole job's); the read stops where one turns
+// inexact. `use_records`, if given, takes the process's GPU records, every
+// one, as the join settles them (model::StreamedGpuJoin::SettledRecord:
 // which call's class each joined); where the calls join none, each as it is read.
 using SettledRecords = std::span<const model::StreamedGpuJoin::SettledRecord>;
 template <typename Use, typename UseRecords = std::nullptr_t>
