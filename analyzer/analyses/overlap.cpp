@@ -71,7 +71,7 @@ void KernelOverlapFeed::add_kernels(std::span<const trace::GpuRecord> records) {
     std::push_heap(d.waiting_kernels.begin(), d.waiting_kernels.end(), starts_later);
     if (d.waiting_kernels.size() > window_.kernel_lag) {
       place_next(d);
-      answer_ready(d);
+      let_go(d);
     }
   }
 }
@@ -92,22 +92,44 @@ void KernelOverlapFeed::push_watermark(Device& d, uint64_t to) {
   while (!d.waiting_kernels.empty() && d.waiting_kernels.front().first < to) place_next(d);
   d.watermark = std::max(d.watermark, to);
   answer_ready(d);
+  let_go(d);
 }
 
 void KernelOverlapFeed::answer_ready(Device& d) {
-  auto ends_later = [](const Question& a, const Question& b) { return a.end > b.end; };
-  while (!d.questions.empty() && d.questions.front().end <= d.watermark) {
-    std::pop_heap(d.questions.begin(), d.questions.end(), ends_later);
-    answer(d, d.questions.back());
-    d.questions.pop_back();
+  // The sums do not depend on the order of the answers: one sweep, in the
+  // order the copies came, keeps the others.
+  size_t kept = 0;
+  for (const Question& q : d.questions)
+    if (q.end <= d.watermark)
+      answer(d, q);
+    else
+      d.questions[kept++] = q;
+  d.questions.resize(kept);
+}
+
+void KernelOverlapFeed::sweep(Device& d) {
+  answer_ready(d);
+  // Too many wait (few kernels among many copies): the watermark moves to
+  // answer all but a quarter of the limit, those that end first; a kernel
+  // record that starts before it later makes the feed inexact, never a
+  // different number.
+  const size_t limit = window_.max_waiting_copies;
+  if (d.questions.size() > limit / 2) {
+    const size_t last = d.questions.size() - limit / 4 - 1;  // the latest end answered
+    std::nth_element(d.questions.begin(), d.questions.begin() + static_cast<std::ptrdiff_t>(last),
+                     d.questions.end(), [](const Question& a, const Question& b) { return a.end < b.end; });
+    push_watermark(d, d.questions[last].end);
   }
-  let_go(d);
+  // The next sweep once as many more have come (at least 4,096, or the
+  // limit): each waiting copy is looked at a constant number of times.
+  d.sweep_at = d.questions.size() + std::max(std::min<size_t>(limit, 4096), d.questions.size());
 }
 
 void KernelOverlapFeed::let_go(Device& d) {
   const size_t keep = window_.keep_kernels;
   // Every kernel in: copies given from now on are answered from what is kept.
   if (keep == SIZE_MAX || d.watermark == UINT64_MAX || d.busy.size() <= std::max(2 * keep, d.let_go_at)) return;
+  answer_ready(d);
   // Intervals that end before every waiting copy starts, and before the
   // watermark (no kernel still to come can join them), answer nothing more.
   uint64_t floor = d.watermark;
@@ -161,15 +183,9 @@ void KernelOverlapFeed::ask(Device& d, const Question& q) {
       return;
     }
     if (q.end > d.watermark) {
-      auto ends_later = [](const Question& a, const Question& b) { return a.end > b.end; };
+      // Answered in sweeps, once no kernel still to come can start before its end.
       d.questions.push_back(q);
-      std::push_heap(d.questions.begin(), d.questions.end(), ends_later);
-      // Too many wait (few kernels among many copies): the watermark moves
-      // to answer the earliest half; a kernel record that starts before it
-      // later makes the feed inexact, never a different number.
-      if (d.questions.size() > window_.max_waiting_copies)
-        while (!inexact() && d.questions.size() > window_.max_waiting_copies / 2)
-          push_watermark(d, d.questions.front().end);
+      if (d.questions.size() >= d.sweep_at) sweep(d);
       return;
     }
   }

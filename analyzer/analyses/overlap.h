@@ -105,12 +105,14 @@ class KernelOverlapFeed {
     uint64_t dropped_begin = UINT64_MAX, dropped_end = 0;  // the span of the intervals let go
     uint64_t dropped_ns = 0;                // their time
     size_t let_go_at = 0;                   // busy's size at which to try letting go again
-    std::vector<Question> questions;        // min-heap by end
+    std::vector<Question> questions;        // waiting, in the order they came
+    size_t sweep_at = 0;                    // questions' size at which to answer those ready
   };
   Device& device(uint32_t d);
   void place_next(Device& d);
   void push_watermark(Device& d, uint64_t to);
   void answer_ready(Device& d);
+  void sweep(Device& d);
   void answer(Device& d, const Question& q);
   void let_go(Device& d);
   void ask(Device& d, const Question& q);
