@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <random>
 
+#include <nlohmann/json.hpp>
+
 #include "analyzer/analyses/copy_plots.h"
 #include "analyzer/analyses/overlap.h"
 #include "analyzer/cli/summary_inputs.h"
@@ -251,6 +253,17 @@ TEST_F(StreamKernels, SummariesCarryTheOverlapAndEqualTheWholeRead) {
   to.width = 120;
   EXPECT_EQ(render::render_text(of_summaries, to), render::render_text(direct, to));
   EXPECT_EQ(render::render_json(of_summaries, {}), render::render_json(direct, {}));
+  // A summary written before summaries kept the overlap still reads: its
+  // report has no Overlap table and no sync_copy_idle, as before.
+  nlohmann::json old = nlohmann::json::parse(whole_text);
+  for (nlohmann::json& process : old.at("processes")) process.at("tally").erase("overlap");
+  back.clear();
+  ASSERT_TRUE(analyses::read_summary(old.dump(), header, back, error)) << error;
+  analyses::MergedJob o = analyses::merge_records(std::move(back));
+  const analyses::Report of_old = analyses::analyze_tally(o.job, o.tally, {}, false);
+  EXPECT_FALSE(of_old.overlap.kernels_recorded);
+  EXPECT_FALSE(find_finding(of_old, "sync_copy_idle"));
+  EXPECT_TRUE(find_finding(direct, "sync_copy_idle"));
 }
 
 // The feed with small windows against the feed that holds everything: on
