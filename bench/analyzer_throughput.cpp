@@ -3,7 +3,7 @@
 //
 //   analyzer_throughput [--events N] [--threads T] [--sites S] [--rounds R]
 //                       [--gpu none|joined|late] [--governor] [--allocs K] [--python] [--nvtx]
-//                       [--fingerprints] [--managed] [--pid P] [--out FILE] [--keep] [--check]
+//                       [--fingerprints] [--managed] [--kernels] [--pid P] [--out FILE] [--keep] [--check]
 //
 // Writes a trace the way the shim does (blocks of up to 65536 events, zstd)
 // with realistic variety — T threads interleaved, S call sites, a mix of sizes,
@@ -45,6 +45,14 @@
 // prefetched by the app instead), the notes saying the records are on.
 // --pid P gives the process another pid (default 4242) and its events
 // another random sequence: several traces of one job (tests/e2e/run_summary_parts.sh).
+// --kernels makes it a trace recorded with CUXFER_CUPTI_KERNELS=1: the
+// copies alternate between devices 0 and 1 (by thread), each device runs
+// kernels back to back (20-200 us, a few us apart, an idle gap of 0.5-3 ms
+// after one in 48), some copies under them and some in the gaps, and
+// CUPTI's kernel records are written in buffer batches, per device, after
+// the events block after the one they overlap (a buffer handed over a cycle
+// later), the notes saying the records are on: about one kernel record per
+// 4 events.
 // Prints one
 // machine-readable line per round, the per-phase medians, and whether the
 // medians meet the bars; --check makes a missed bar the exit status (1).
@@ -92,6 +100,42 @@ Gate gate_at(uint64_t i) {
   return i >= kGatePeriod && at < kGateRace ? Gate::Race : Gate::On;
 }
 bool governor = false;
+
+// --kernels: each device's kernels, made as the events' clock passes them,
+// held a batch (CUPTI's buffer) and written after the next events block.
+class KernelStream {
+ public:
+  static constexpr uint32_t kDevices = 2;
+  explicit KernelStream(uint64_t t0) {
+    for (uint32_t d = 0; d < kDevices; ++d) next_[d] = t0 + d * 7'000;
+  }
+  // The kernels that started before `t` join the batch being filled; the
+  // batch filled before it is handed back (written now, after the events).
+  std::vector<trace::GpuRecord> batch_until(uint64_t t, std::mt19937_64& rng) {
+    std::vector<trace::GpuRecord> filled;
+    for (uint32_t d = 0; d < kDevices; ++d)
+      while (next_[d] < t) {
+        trace::GpuRecord k{};
+        k.kind = static_cast<uint8_t>(trace::GpuRecordKind::Kernel);
+        k.device = d;
+        k.stream_id = 7;
+        k.cupti_correlation_id = static_cast<uint32_t>(++made_);
+        k.start_ns = next_[d];
+        k.end_ns = k.start_ns + 20'000 + rng() % 180'000;
+        next_[d] = k.end_ns + 1'000 + rng() % 5'000 + (made_ % 48 == 0 ? 500'000 + rng() % 2'500'000 : 0);
+        filled.push_back(k);
+      }
+    std::swap(filled, held_);
+    return filled;
+  }
+  // At the end of the trace: what is still held (CUPTI's last flush).
+  std::vector<trace::GpuRecord> rest() { return std::move(held_); }
+
+ private:
+  uint64_t next_[kDevices] = {};
+  uint64_t made_ = 0;
+  std::vector<trace::GpuRecord> held_;
+};
 
 // --managed: one event in kManagedEvery a managed allocation, each followed by
 // its buffer's unified-memory records.
@@ -192,7 +236,8 @@ void write_cycle(trace::TraceWriter& w, std::vector<trace::Event>& cycle, std::m
 constexpr uint32_t kDefaultPid = 4242;
 
 bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uint32_t sites, GpuRecords gpu,
-                 uint32_t allocs, bool python, bool nvtx, bool fingerprints, bool managed, uint32_t pid) {
+                 uint32_t allocs, bool python, bool nvtx, bool fingerprints, bool managed, bool kernels,
+                 uint32_t pid) {
   std::string error;
   auto w = trace::TraceWriter::create(path, 0600, &error);
   if (!w) {
@@ -274,6 +319,7 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
   bool records_on = true;
   std::vector<trace::GpuRecord> um;  // --managed: the records of the block's managed buffers
   uint64_t managed_made = 0;
+  KernelStream kernel_stream(t);  // --kernels
   // A full block (a write cycle's with GPU records), or the last, is written;
   // then the unified-memory records of its managed buffers.
   auto flush_block = [&](bool last) {
@@ -292,6 +338,11 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
     if (written && !um.empty()) {
       w->write_block(trace::BlockType::GpuRecords, um.data(), um.size() * sizeof(trace::GpuRecord));
       um.clear();
+    }
+    if (written && kernels) {
+      const std::vector<trace::GpuRecord> batch = kernel_stream.batch_until(t, rng);
+      if (!batch.empty())
+        w->write_block(trace::BlockType::GpuRecords, batch.data(), batch.size() * sizeof(trace::GpuRecord));
     }
   };
   for (uint64_t i = 0; i < events; ++i) {
@@ -338,7 +389,7 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
       gate_changes.push_back({records_on ? t : t - 500, records_on,
                               records_on ? trace::GateReason::AsyncCopies : trace::GateReason::SyncOnly});
     }
-    e.device = 0;
+    e.device = kernels ? static_cast<int8_t>(e.thread_id % KernelStream::kDevices) : 0;
     if (managed && rng() % kManagedEvery == 0) {
       e.kind = static_cast<uint8_t>(trace::EventKind::ManagedAlloc);
       e.direction = e.src_kind = 0;
@@ -384,9 +435,17 @@ bool write_trace(const std::string& path, uint64_t events, uint32_t threads, uin
     block.push_back(e);
     flush_block(i + 1 == events);
   }
-  if (managed) {
+  if (kernels) {
+    const std::vector<trace::GpuRecord> rest = kernel_stream.rest();
+    if (!rest.empty())
+      w->write_block(trace::BlockType::GpuRecords, rest.data(), rest.size() * sizeof(trace::GpuRecord));
+  }
+  if (managed || kernels) {
+    std::vector<std::string> notes;
+    if (managed) notes.push_back("cupti: unified memory records on");
+    if (kernels) notes.push_back("cupti: kernel records on");
     payload.clear();
-    trace::encode_strings({"cupti: unified memory records on"}, payload);
+    trace::encode_strings(notes, payload);
     w->write_block(trace::BlockType::Notes, payload);
   }
   if (gpu != GpuRecords::None) {
@@ -496,18 +555,19 @@ int main(int argc, char** argv) {
   bool check = false, keep = false;
   GpuRecords gpu = GpuRecords::None;
   uint32_t allocs = 0;
-  bool python = false, nvtx = false, fingerprints = false, managed = false;
+  bool python = false, nvtx = false, fingerprints = false, managed = false, kernels = false;
   uint32_t pid = kDefaultPid;
   for (int i = 1; i < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--check" || a == "--keep" || a == "--python" || a == "--nvtx" || a == "--fingerprints" ||
-        a == "--governor" || a == "--managed") {
+        a == "--governor" || a == "--managed" || a == "--kernels") {
       (a == "--check"      ? check
        : a == "--keep"     ? keep
        : a == "--nvtx"     ? nvtx
        : a == "--python"   ? python
        : a == "--governor" ? governor
        : a == "--managed"  ? managed
+       : a == "--kernels"  ? kernels
                            : fingerprints) = true;
       --i;  // takes no value
       continue;
@@ -527,14 +587,15 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: analyzer_throughput [--events N] [--threads T] [--sites S] [--rounds R] "
                    "[--gpu none|joined|late] [--governor] [--allocs K] [--python] [--nvtx] [--fingerprints] "
-                   "[--managed] [--pid P] [--out FILE] [--keep] "
+                   "[--managed] [--kernels] [--pid P] [--out FILE] [--keep] "
                    "[--check]\n");
       return 2;
     }
   }
   if (events == 0 || threads == 0 || sites == 0 || pid == 0 || (rounds == 0 && !keep)) return 2;
   ::unlink(out.c_str());
-  if (!write_trace(out, events, threads, sites, gpu, allocs, python, nvtx, fingerprints, managed, pid)) return 1;
+  if (!write_trace(out, events, threads, sites, gpu, allocs, python, nvtx, fingerprints, managed, kernels, pid))
+    return 1;
   if (rounds == 0) return 0;  // --rounds 0 --keep: the trace only (to measure `cuxfer report` on it)
   struct stat st {};
   ::stat(out.c_str(), &st);

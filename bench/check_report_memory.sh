@@ -17,10 +17,13 @@
 # governor turned the GPU records off for most of it, whose join's second
 # pass (copies racing the switch to on) the streamed report makes too. And of
 # a trace with managed allocations and CUPTI's unified-memory records (and GPU
-# records), which the streamed report attributes as they are read.
-#   check_report_memory.sh ANALYZER_THROUGHPUT CUXFER DIR [EVENTS]
+# records), which the streamed report attributes as they are read. And of a
+# trace with CUPTI's kernel records on two devices (and GPU records), whose
+# copies the streamed report measures against the kernels as both are read.
+#   check_report_memory.sh ANALYZER_THROUGHPUT CUXFER DIR [EVENTS [KIND]]
+# KIND: only the kinds whose name holds it (e.g. "kernels").
 set -euo pipefail
-bench=$1 cuxfer=$2 dir=$3 events=${4:-1000000}
+bench=$1 cuxfer=$2 dir=$3 events=${4:-1000000} only=${5:-}
 command -v /usr/bin/time >/dev/null || { echo "SKIP: /usr/bin/time is not installed"; exit 77; }
 rm -rf "$dir"
 mkdir -p "$dir"
@@ -50,6 +53,7 @@ report_args=()
 check_kind() {
   local kind=$1 says=$2 bytes_per_event=$3 kept_per_event=$4 rounds=$5 plots=$6
   shift 6
+  [[ -z $only || $kind == *"$only"* ]] || return 0
   "$bench" --events "$events" --rounds "$rounds" "$@" --out "$dir/small.trace" --keep >/dev/null
   "$bench" --events $((4 * events)) --rounds "$rounds" "$@" --out "$dir/big.trace" --keep >/dev/null
   local small big allowance=$((3 * events * bytes_per_event / 1024 / 8 + 3 * events * kept_per_event / 1024))
@@ -100,15 +104,20 @@ check_kind "governed GPU records" "GPU time: .* copies and memsets" 168 0 0 plot
 # records: the report keeps the allocations and each site's on-demand
 # intervals, not the records.
 check_kind "managed memory, GPU records" "Managed memory" 180 0 0 plots --managed --gpu joined
+# CUPTI's kernel records on two devices (about one per 4 events: 12 bytes an
+# event), written in buffer batches after the events they overlap, with GPU
+# records: the report measures each copy against the kernels in a window
+# (analyses/overlap.h) and keeps neither.
+check_kind "kernels, GPU records" "Copy/compute overlap" 180 0 0 plots --kernels --gpu joined
 # --range: the calls inside one NVTX range (a name at any depth, then a
-# nested path), chosen as they stream, with GPU records and fingerprints
-# beside them: the references, tally and duplicates of the kept calls only.
+# nested path), chosen as they stream, with GPU records, kernel records and fingerprints
+# beside them: the references, tally, overlap and duplicates of the kept calls only.
 # (Not with --html, which reads whole; nor with managed allocations left out
 # whose unified-memory records a later allocation would take: read whole,
 # said in one line.)
 for range in forward "train_step / backward"; do
   report_args=(--range "$range")
-  check_kind "--range '$range'" "--range $range: .* calls ran inside it" 168 18 0 noplots --nvtx --fingerprints --gpu joined
+  check_kind "--range '$range'" "--range $range: .* calls ran inside it" 180 18 0 noplots --nvtx --fingerprints --kernels --gpu joined
 done
 report_args=()
 echo ok

@@ -297,8 +297,11 @@ ReadStatus read_trace(const std::string& path, Trace& t, std::string& error, con
       const auto kind = static_cast<GpuRecordKind>(r.kind);
       if (kind == GpuRecordKind::UnifiedMemory)
         ++t.gpu_records_passed.unified_memory;
-      else if (r.correlation_id != 0 || (kind != GpuRecordKind::Memcpy && kind != GpuRecordKind::Memset))
+      else if (r.correlation_id != 0 ||
+               (kind != GpuRecordKind::Memcpy && kind != GpuRecordKind::Memset && kind != GpuRecordKind::Kernel))
         ++t.gpu_records_passed.not_joined_by_time;
+      else if (kind == GpuRecordKind::Kernel)
+        ++t.gpu_records_passed.kernels;
     }
     return true;
   };

@@ -29,10 +29,14 @@ struct Trace {
   // how many, and how many the report could not join in a stream.
   struct GpuRecordCount {
     uint64_t records = 0;
-    // Copy or memset records that carry a correlation id, and kernel
-    // records: the join by time (what the current shim's records need) is
-    // the only one streamed.
+    // Records that carry a correlation id (the shim writes none; older
+    // traces may), and records of a kind this reader does not know: the join
+    // by time (what the current shim's records need) is the only one streamed.
     uint64_t not_joined_by_time = 0;
+    // Kernel records without a correlation id: joined to no call (the
+    // overlap analysis measures copies against them), so they stream beside
+    // the join.
+    uint64_t kernels = 0;
     // Unified-memory records: joined to no call (attributed by address to
     // managed allocations), so they stream beside the join.
     uint64_t unified_memory = 0;

@@ -1,5 +1,6 @@
 #include "analyzer/analyses/report.h"
 #include "analyzer/analyses/duplicates.h"
+#include "analyzer/analyses/overlap.h"
 #include "analyzer/analyses/tally.h"
 
 #include <algorithm>
@@ -135,12 +136,10 @@ Report analyze_tally(const model::Job& job, JobTally& tally, const Thresholds& t
   for (auto& f : find_rewrite_candidates(tally, thresholds)) r.findings.push_back(std::move(f));
   r.devices = device_totals(job, tally);
   r.peer_pairs = peer_pairs(job, tally);
-  // Overlap and sync_copy_idle need kernel records and make their own pass
-  // over the copies only then (overlap.cpp): without them they return at once.
-  if (events) {
-    r.overlap = overlap_totals(job);
-    for (auto& f : find_sync_copy_idle(job, thresholds)) r.findings.push_back(std::move(f));
-  }
+  // Overlap and sync_copy_idle: the tally's sums (overlap.h), whichever way
+  // the job was read.
+  r.overlap = overlap_of(tally);
+  for (auto& f : find_sync_copy_idle(tally)) r.findings.push_back(std::move(f));
   // duplicate_uploads and round_trips: from the job's copies, or from the
   // sums of a streamed job's or a summary's (analyses/stream.h, summary.h).
   for (auto& f :

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "analyzer/analyses/overlap.h"
 #include "analyzer/analyses/tally.h"
 #include "analyzer/model/gpu_join.h"
 
@@ -55,16 +56,29 @@ bool read_events(const model::Job& frame, uint32_t process, Use use, UseRecords 
          again.complete == first.complete;
 }
 
-// Whether the calls of process `p` get GPU time from records read with them
-// (unified-memory records join no call).
-bool joins_records(const model::Process& p) {
-  const trace::Trace::GpuRecordCount& n = p.trace.gpu_records_passed;
-  return p.gpu_timing && n.records > n.not_joined_by_time + n.unified_memory;
+// The kernels' extents of process `process` of the frame (overlap.h): its
+// GPU records read again, its events passed by. False when the trace reads
+// differently from the first time.
+bool read_kernel_extents(const model::Job& frame, uint32_t process, KernelExtents& out) {
+  trace::EventBlocks blocks;
+  blocks.skip = true;
+  blocks.gpu_sink = [&](std::span<trace::GpuRecord> records) {
+    add_kernel_extents(out, records);
+    return true;
+  };
+  const trace::Trace& first = frame.processes[process].trace;
+  trace::Trace again;
+  std::string error;
+  return trace::read_trace(first.path, again, error, blocks) == trace::ReadStatus::Ok &&
+         again.blocks_read == first.blocks_read && again.cut_reason == first.cut_reason &&
+         again.complete == first.complete;
 }
 
-// Whether process `p` recorded unified-memory records (ManagedFeed takes them).
-bool has_unified_memory_records(const model::Process& p) {
-  return p.trace.gpu_records_passed.unified_memory > 0;
+// Whether the calls of process `p` get GPU time from records read with them
+// (unified-memory and kernel records join no call).
+bool joins_records(const model::Process& p) {
+  const trace::Trace::GpuRecordCount& n = p.trace.gpu_records_passed;
+  return p.gpu_timing && n.records > n.not_joined_by_time + n.unified_memory + n.kernels;
 }
 
 // The calls of `calls` that `only` keeps (their ranges, parallel, in
@@ -82,6 +96,44 @@ void select_calls(const CallSelection& only, std::span<const model::Call> calls,
   }
 }
 
+// What takes a process's GPU records as they are read, beside the join:
+// ManagedFeed the unified-memory records (and the managed allocations among
+// the calls), KernelOverlapFeed the kernel records, KernelExtents the
+// kernels' extents (a first pass). Each is optional. `only`, if given,
+// chooses the calls ManagedFeed is fed (--range: the kept calls' allocations).
+struct RecordFeeds {
+  ManagedFeed* managed = nullptr;
+  KernelOverlapFeed* kernels = nullptr;
+  KernelExtents* extents = nullptr;
+  const CallSelection* only = nullptr;
+  std::vector<model::Call> kept;  // scratch: the calls `only` keeps
+
+  // Whether a read must hand over the process's records for these feeds.
+  bool want_records(const model::Process& p) const {
+    const trace::Trace::GpuRecordCount& n = p.trace.gpu_records_passed;
+    return (managed && n.unified_memory > 0) || ((kernels || extents) && n.kernels > 0);
+  }
+  // False where a feed turned inexact: the read stops there.
+  // `ranges`: the calls' range stacks, parallel (empty: none recorded).
+  bool add_calls(std::span<const model::Call> calls, std::span<const uint32_t> ranges) {
+    if (!managed) return ok();
+    if (only) {
+      select_calls(*only, calls, ranges, kept, nullptr);
+      managed->add_calls(kept);
+    } else {
+      managed->add_calls(calls);
+    }
+    return ok();
+  }
+  bool add_records(std::span<const trace::GpuRecord> records) {
+    if (managed) managed->add_records(records);
+    if (kernels) kernels->add_kernels(records);
+    if (extents) add_kernel_extents(*extents, records);
+    return ok();
+  }
+  bool ok() const { return !(managed && managed->inexact()) && !(kernels && kernels->inexact()); }
+};
+
 // What reading a process's calls with their GPU time found beside the calls.
 struct CallsRead {
   bool ok = false;
@@ -98,57 +150,43 @@ struct CallsRead {
 // empty where the process recorded no range. The join holds calls back until
 // no later record can reach them (model::StreamedGpuJoin), and hands them out
 // in trace order: their ranges wait beside them, in the same order.
-// `managed`, if given, is fed the managed allocations as their events are
-// read and the unified-memory records as theirs are (file order, which is
-// what tells whether its result is the whole job's); the read stops where it
-// turns inexact. `use_records`, if given, takes the process's GPU records,
-// every one, as the join settles them (model::StreamedGpuJoin::SettledRecord:
+// `feeds` are fed the managed allocations as their events are read and the
+// GPU records as theirs are (file order, which is what tells whether a
+// feed's result is the whole job's); the read stops where one turns
+// inexact. `use_records`, if given, takes the process's GPU records, every
+// one, as the join settles them (model::StreamedGpuJoin::SettledRecord:
 // which call's class each joined); where the calls join none, each as it is read.
-// `only`, if given, chooses the calls `managed` is fed (`use` gets them all).
 using SettledRecords = std::span<const model::StreamedGpuJoin::SettledRecord>;
 template <typename Use, typename UseRecords = std::nullptr_t>
 CallsRead read_calls(const model::Job& frame, uint32_t process, model::CallFeed& feed, Use use,
-                     const CallSelection* only, ManagedFeed* managed = nullptr, UseRecords use_records = nullptr) {
+                     RecordFeeds feeds = {}, UseRecords use_records = nullptr) {
   constexpr bool wants_records = !std::is_same_v<UseRecords, std::nullptr_t>;
   CallsRead out;
   std::vector<model::Call> calls, shim_calls, ready;
   std::vector<uint32_t> ranges, ready_ranges;
   std::vector<model::StreamedGpuJoin::SettledRecord> settled;
-  std::vector<model::Call> managed_calls;  // the calls `only` keeps
-  auto feed_managed_calls = [&] {
-    if (!managed) return true;
-    if (only) {
-      select_calls(*only, calls, ranges, managed_calls, nullptr);
-      managed->add_calls(managed_calls);
-    } else {
-      managed->add_calls(calls);
-    }
-    return !managed->inexact();
-  };
-  auto feed_managed_records = [&](std::span<const trace::GpuRecord> records) {
-    if (managed) managed->add_records(records);
-    return !managed || !managed->inexact();
-  };
+  auto feed_calls = [&] { return feeds.add_calls(calls, ranges); };
+  auto feed_records = [&](std::span<const trace::GpuRecord> records) { return feeds.add_records(records); };
   auto say_managed = [&] {
-    if (managed && managed->inexact()) out.managed_inexact = managed->inexact();
+    if (feeds.managed && feeds.managed->inexact()) out.managed_inexact = feeds.managed->inexact();
   };
   if (!joins_records(frame.processes[process])) {
     auto use_events = [&](std::span<trace::Event> events) {
       feed.add(events, calls, shim_calls, &ranges);
-      return feed_managed_calls() && use(calls, shim_calls, ranges);
+      return feed_calls() && use(calls, shim_calls, ranges);
     };
     if constexpr (wants_records) {
       // Records build_job joins to no call (no GPU timing): each settled as read.
       uint64_t next = 0;
       out.ok = read_events(frame, process, use_events, [&](std::span<trace::GpuRecord> records) {
-        if (!feed_managed_records(records)) return false;
+        if (!feed_records(records)) return false;
         settled.clear();
         for (const trace::GpuRecord& r : records) settled.push_back({next++, r, std::nullopt});
         use_records(SettledRecords(settled));
         return true;
       });
-    } else if (managed && has_unified_memory_records(frame.processes[process])) {
-      out.ok = read_events(frame, process, use_events, feed_managed_records);
+    } else if (feeds.want_records(frame.processes[process])) {
+      out.ok = read_events(frame, process, use_events, feed_records);
     } else {
       out.ok = read_events(frame, process, use_events);
     }
@@ -178,7 +216,7 @@ CallsRead read_calls(const model::Job& frame, uint32_t process, model::CallFeed&
       frame, process,
       [&](std::span<trace::Event> events) {
         feed.add(events, calls, shim_calls, &ranges);
-        if (!feed_managed_calls()) return false;
+        if (!feed_calls()) return false;
         join.add_calls(calls);
         held_ranges.insert(held_ranges.end(), ranges.begin(), ranges.end());
         join.take_ready(ready);
@@ -187,7 +225,7 @@ CallsRead read_calls(const model::Job& frame, uint32_t process, model::CallFeed&
         return !join.inexact() && use(ready, shim_calls, ready_ranges);
       },
       [&](std::span<trace::GpuRecord> records) {
-        if (!feed_managed_records(records)) return false;
+        if (!feed_records(records)) return false;
         join.add_records(records);
         join.take_ready(ready);
         take_ranges();
@@ -252,8 +290,9 @@ std::string join_window_note(const model::Process& p, model::StreamedGpuJoin::In
 }
 
 // Said, once per trace, when its unified-memory records could not be
-// attributed as they were read (ManagedFeed::inexact).
-std::string managed_order_note(const model::Process& p, const std::string& why) {
+// attributed as they were read (ManagedFeed::inexact), or its kernel records
+// not measured against its copies (KernelOverlapFeed::inexact).
+std::string read_whole_note(const model::Process& p, const std::string& why) {
   return fmt::format(
       "{} (pid {}): {}; the report is made holding the events (the same report; memory grows with them)",
       p.trace.path, p.pid(), why);
@@ -291,15 +330,13 @@ std::optional<std::string> needs_events(const trace::Trace& header) {
   // GPU records kept in memory (a read that did not pass them by), or of a
   // kind the stream does not join (model::calls_stream).
   if (!header.gpu_records.empty()) return "GPU records to join";
-  if (header.gpu_records_passed.not_joined_by_time > 0)
-    return "GPU records joined by correlation id, or kernels";
+  if (header.gpu_records_passed.not_joined_by_time > 0) return "GPU records joined by correlation id";
   return std::nullopt;
 }
 
 std::optional<std::string> needs_events(const model::Job& frame) {
   for (const model::Process& p : frame.processes)
     if (auto why = needs_events(p.trace)) return why;
-  if (overlap_totals(frame).kernels_recorded) return "kernel records";
   return std::nullopt;
 }
 
@@ -307,6 +344,9 @@ std::optional<FirstPass> stream_references(const model::Job& frame, uint32_t pro
                                            std::string* why, const CallSelection* only) {
   FirstPass out;
   FindingsTally& f = out.references;
+  // The kernels' extents, where the process recorded them (overlap.h).
+  RecordFeeds feeds;
+  if (kernels_recorded(frame.processes[process])) feeds.extents = &out.kernels;
   // The return times into the histogram (one entry per distinct time) now and then.
   auto compact_now_and_then = [&] {
     if (f.pinned_async_return_ns[0].size() + f.pinned_async_return_ns[1].size() > (size_t{1} << 16))
@@ -329,7 +369,7 @@ std::optional<FirstPass> stream_references(const model::Job& frame, uint32_t pro
                                         compact_now_and_then();
                                         return true;
                                       },
-                                      nullptr);
+                                      feeds);
     if (read.inexact && why) *why = join_window_note(frame.processes[process], read.why_inexact);
     if (!read.ok) return std::nullopt;
     compact_finding_inputs(f);
@@ -340,7 +380,7 @@ std::optional<FirstPass> stream_references(const model::Job& frame, uint32_t pro
   // without being made a call. (An event of impossible size is not bounded
   // here; the tally's pass finds it and the job is read whole.)
   const model::CallFeed feed(frame, process);
-  const bool read = read_events(frame, process, [&](std::span<trace::Event> events) {
+  auto use_events = [&](std::span<trace::Event> events) {
     for (const trace::Event& e : events) {
       const bool shim = feed.is_shim(e);
       if (is_fingerprint(e, shim)) out.fingerprints.add(e.correlation_id, e.address, e.stream);
@@ -354,7 +394,11 @@ std::optional<FirstPass> stream_references(const model::Job& frame, uint32_t pro
     }
     compact_now_and_then();
     return true;
-  });
+  };
+  auto use_records = [&](std::span<trace::GpuRecord> records) { return feeds.add_records(records); };
+  const bool read = feeds.want_records(frame.processes[process])
+                        ? read_events(frame, process, use_events, use_records)
+                        : read_events(frame, process, use_events);
   if (!read) return std::nullopt;
   compact_finding_inputs(f);
   out.fingerprints.finish();
@@ -375,8 +419,21 @@ Thresholds::RunReferences job_references(const std::vector<FindingsTally>& input
 
 std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t process, const Thresholds& t,
                                             const Fingerprints* fingerprints, uint64_t& event_bytes,
-                                            std::string* why, CopyPlots* plots, CallSelection* only) {
+                                            std::string* why, CopyPlots* plots,
+                                            const KernelExtents* kernel_extents, CallSelection* only) {
   model::Job job = one_process_job(frame, process);
+  // Copy/compute overlap, where the process recorded kernels (overlap.h):
+  // its copies measured against its kernel records as both are read.
+  std::optional<KernelOverlapFeed> overlap;
+  if (kernels_recorded(frame.processes[process])) {
+    KernelExtents extents;
+    if (kernel_extents)
+      extents = *kernel_extents;
+    else if (frame.processes[process].trace.gpu_records_passed.kernels > 0 &&
+             !read_kernel_extents(frame, process, extents))
+      return std::nullopt;
+    overlap.emplace(frame.processes[process].pid(), std::move(extents));
+  }
   JobTally tally = start_tally(job, t);
   model::CallFeed feed(frame, process);
   model::Process& p = job.processes[0];
@@ -407,7 +464,8 @@ std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t pr
     tally_more(tally, job, calls, shim, t, call_ranges);
     if (plots) plots->add_calls(frame.processes[process], process, calls, plotted);
     compactor.now_and_then(tally.findings);
-    return true;
+    if (overlap) overlap->add_copies(calls);
+    return !overlap || !overlap->inexact();
   };
   // The timeline draws each GPU record, coloured by the class of the call it joined.
   auto plot_records = [&](SettledRecords records) {
@@ -415,11 +473,18 @@ std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t pr
       plots->timeline.add_record(frame.processes[process], process, r.record, r.index, r.joined);
   };
   ManagedFeed managed(0);
-  const CallsRead read = plots ? read_calls(frame, process, feed, use, only, &managed, plot_records)
-                               : read_calls(frame, process, feed, use, only, &managed);
+  const RecordFeeds feeds{&managed, overlap ? &*overlap : nullptr, nullptr, only};
+  const CallsRead read = plots ? read_calls(frame, process, feed, use, feeds, plot_records)
+                               : read_calls(frame, process, feed, use, feeds);
   if (read.inexact && why) *why = join_window_note(p, read.why_inexact);
-  if (read.managed_inexact && why) *why = managed_order_note(p, *read.managed_inexact);
+  if (read.managed_inexact && why) *why = read_whole_note(p, *read.managed_inexact);
+  if (overlap && overlap->inexact() && why) *why = read_whole_note(p, kernel_window_reason(overlap->why_inexact()));
   if (!read.ok || feed.impossible_note()) return std::nullopt;
+  if (overlap) {
+    overlap->finish_kernels();
+    tally.overlap.kernels_recorded = true;
+    overlap->take(tally.overlap.devices, tally.findings.sync_idle_sites);
+  }
   if (fingerprints) add_repeated_copies(fingerprinted, *fingerprints, tally.findings);
   if (plots) plots->timeline.settle();
   finish_tally(tally);

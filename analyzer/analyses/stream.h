@@ -13,8 +13,11 @@
 //
 // Exact: the report equals analyze() of build_job() of the same traces,
 // which is why only jobs whose report needs nothing but the tally stream.
-// The rest (GPU records joined by correlation id, kernel records) take the
-// path that holds the events; where
+// The rest (GPU records joined by correlation id) take the path that holds
+// the events. Kernel records stream: the first pass finds each device's
+// first and last kernel, the tally's pass measures each copy against the
+// kernels in a window (KernelOverlapFeed, overlap.h); a record too far out
+// of order is said once (`why`) and the job is read whole. Where
 // the CUPTI governor turned the records off, the join makes build_job's
 // second pass in its window too. Content fingerprints stream: the
 // first pass gathers each process's fingerprints, the tally's pass keeps its
@@ -42,6 +45,7 @@
 
 #include "analyzer/analyses/copy_plots.h"
 #include "analyzer/analyses/duplicates.h"
+#include "analyzer/analyses/overlap.h"
 #include "analyzer/analyses/summary.h"
 #include "analyzer/model/job.h"
 #include "trace/reader.h"
@@ -84,6 +88,9 @@ struct FirstPass {
   // Its content fingerprints (finished), which the tally's pass pairs with
   // their copies for duplicate_uploads and round_trips.
   Fingerprints fingerprints;
+  // Where it recorded kernels: each device's first kernel start and last
+  // kernel end, between which sync_copy_idle counts copies (overlap.h).
+  KernelExtents kernels;
 };
 // The first pass of process `process` of the frame. Nullopt when its trace
 // reads differently from the first time, or its GPU records cannot be joined
@@ -109,12 +116,18 @@ Thresholds::RunReferences job_references(const std::vector<FindingsTally>& input
 // calls and GPU records (copy_plots.h; settled at the process's end), each
 // record with the class of the call the streamed join gave it
 // (model::StreamedGpuJoin::keep_settled_records).
+// `kernel_extents`: the first pass's (FirstPass::kernels); where null and
+// the process recorded kernels, its records are read once more for them.
+// Its copies are measured against its kernel records as both are read
+// (KernelOverlapFeed); records too far out of order make it nullopt, `why`
+// saying so.
 // `only`, if given, chooses the calls tallied (and counts them in its
 // process's slots); not with `plots` (a record of a call left out would
 // still be drawn in its class).
 std::optional<ProcessRecord> stream_process(const model::Job& frame, uint32_t process, const Thresholds& t,
                                             const Fingerprints* fingerprints, uint64_t& event_bytes,
                                             std::string* why = nullptr, CopyPlots* plots = nullptr,
+                                            const KernelExtents* kernel_extents = nullptr,
                                             CallSelection* only = nullptr);
 
 // The content fingerprints of process `process` of the frame, its events

@@ -351,6 +351,38 @@ void process_tally_of(const json& j, ProcessTally& p, size_t api_count) {
   }
 }
 
+// Copy/compute overlap (overlap.h), where the process recorded kernels: its
+// devices' sums and the sync_copy_idle copies per site id. Absent from a
+// summary of a process without kernel records, and from one written before
+// summaries kept it (a report of it then has no Overlap, as before).
+json overlap_json(const JobTally& t) {
+  json devices = json::array(), sites = json::array();
+  for (const DeviceOverlap& d : t.overlap.devices)
+    devices.push_back({d.pid, d.device, d.kernels, d.kernel_busy_ns, d.dma_ns, d.dma_under_kernels_ns,
+                       d.sync_copy_ns, d.sync_copy_idle_ns});
+  const auto& idle = t.findings.sync_idle_sites;
+  for (size_t id = 0; id < idle.size(); ++id)
+    if (idle[id].calls > 0)
+      sites.push_back({id, idle[id].calls, idle[id].bytes, idle[id].time_ns, idle[id].max_ns, idle[id].recoverable_ns});
+  return {{"devices", devices}, {"sync_copy_idle_sites", sites}};
+}
+
+void overlap_of_json(const json& j, JobTally& t, size_t sites) {
+  t.overlap.kernels_recorded = true;
+  for (const json& d : j.at("devices"))
+    t.overlap.devices.push_back({d.at(0).get<uint32_t>(), d.at(1).get<uint32_t>(), d.at(2).get<uint64_t>(),
+                                 d.at(3).get<uint64_t>(), d.at(4).get<uint64_t>(), d.at(5).get<uint64_t>(),
+                                 d.at(6).get<uint64_t>(), d.at(7).get<uint64_t>()});
+  auto& idle = t.findings.sync_idle_sites;
+  for (const json& s : j.at("sync_copy_idle_sites")) {
+    const size_t id = s.at(0).get<size_t>();
+    if (id > sites) throw std::out_of_range("sync_copy_idle site out of range");
+    if (id >= idle.size()) idle.resize(id + 1);
+    idle[id] = {s.at(1).get<uint64_t>(), s.at(2).get<uint64_t>(), s.at(3).get<uint64_t>(), s.at(4).get<uint64_t>(),
+                s.at(5).get<uint64_t>()};
+  }
+}
+
 // The one-process tally, apart from its process part.
 json tally_json(const JobTally& t) {
   json classes = json::array();
@@ -395,7 +427,7 @@ json tally_json(const JobTally& t) {
   json peers = json::array();
   for (const auto& [key, p] : t.devices.peers)
     peers.push_back({std::get<1>(key), std::get<2>(key), p.calls, p.bytes, p.cpu_blocked_ns, optional_json(p.gpu_ns)});
-  return {
+  json out = {
       {"copies", totals_json(t.copies)},
       {"memsets", totals_json(t.memsets)},
       {"allocations",
@@ -418,6 +450,8 @@ json tally_json(const JobTally& t) {
       {"devices", devices},
       {"peers", peers},
   };
+  if (t.overlap.kernels_recorded) out["overlap"] = overlap_json(t);
+  return out;
 }
 
 // A summary's JSON text. Names come from the traced programs (paths, symbol
@@ -581,6 +615,7 @@ void tally_of(const json& j, JobTally& t, size_t sites, size_t api_count) {
     x.cpu_blocked_ns = p.at(4).get<uint64_t>();
     x.gpu_ns = optional_of(p.at(5));
   }
+  if (j.contains("overlap")) overlap_of_json(j.at("overlap"), t, sites);
 }
 
 // --- The parts kept beyond the calls' sums, one pair of functions each
@@ -1061,6 +1096,10 @@ MergedJob merge_records(std::vector<ProcessRecord> records, MergeOrder order) {
     merge_sums(f.large_sites, x.findings.large_sites);
     merge_sums(f.duplicate_sites, x.findings.duplicate_sites);
     merge_sums(f.round_trip_sites, x.findings.round_trip_sites);
+    merge_sums(f.sync_idle_sites, x.findings.sync_idle_sites);
+    // Copy/compute overlap: each process's devices, in process order.
+    t.overlap.kernels_recorded |= x.overlap.kernels_recorded;
+    t.overlap.devices.insert(t.overlap.devices.end(), x.overlap.devices.begin(), x.overlap.devices.end());
     f.async_measured |= x.findings.async_measured;
     f.large_used_measured |= x.findings.large_used_measured;
     f.large_used_nominal |= x.findings.large_used_nominal;
@@ -1109,7 +1148,8 @@ MergedJob merge_records(std::vector<ProcessRecord> records, MergeOrder order) {
 }
 
 std::string summary_report_note() {
-  return "from summaries: overlap and sync_copy_idle need the events (report the traces)";
+  return "from summaries: made from the processes' summaries (--range and the HTML report's timeline need the "
+         "traces)";
 }
 
 std::optional<std::string> parts_lacking_note(const MergedJob& merged) {

@@ -15,11 +15,11 @@
 // stack, site and class with the range stacks they index (interned by path
 // when merged, as build_job interns them); unified memory per allocation
 // site, whose on-demand intervals are merged within the process before it is
-// written, so that only their union's length is kept; and the copies that
+// written, so that only their union's length is kept; the copies that
 // repeat (duplicate_uploads, round_trips) summed per site, walked from the
-// process's fingerprints before it is written. What needs the events
-// themselves (copy/compute overlap, sync_copy_idle, the HTML timeline,
-// Perfetto) is not in a summary: the report says so in one note. The schema
+// process's fingerprints before it is written; and copy/compute overlap and
+// sync_copy_idle, whose sums are the tally's. What needs the events
+// themselves (the HTML timeline, Perfetto) is not in a summary. The schema
 // is versioned (kSummarySchema); a summary of another version is refused,
 // never read as this one. Parts added since a version began are optional
 // keys: a summary written before them is read, and the report says in one

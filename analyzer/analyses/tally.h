@@ -166,6 +166,17 @@ struct FindingsTally {
   // as each process ends. Empty in a report holding the events (it walks the
   // job's copies itself).
   std::vector<SiteSum> duplicate_sites, round_trip_sites;
+  // sync_copy_idle: the synchronous copies between their device's first and
+  // last kernel that left it idle, summed per site id (overlap.h); on every
+  // path, and in a summary.
+  std::vector<SiteSum> sync_idle_sites;
+};
+
+// Copy/compute overlap (overlap.h): per process and device, in process then
+// device order, as the Overlap table lists them.
+struct OverlapTally {
+  bool kernels_recorded = false;  // some process recorded kernels (its trace's note)
+  std::vector<DeviceOverlap> devices;
 };
 // Sum one qualifying copy into FindingsTally::async_sites / large_sites with
 // the known references (findings.cpp; the same arithmetic as for a listed copy).
@@ -310,6 +321,7 @@ struct JobTally {
   // summary's (a job that holds its events computes it from them; none in a
   // job of summaries written before they kept it).
   std::optional<ManagedTally> managed;
+  OverlapTally overlap;
 };
 
 // The one pass (totals.cpp).
@@ -328,11 +340,12 @@ void finish_tally(JobTally& tally);
 void tally_references(FindingsTally& f, std::span<const model::Call> calls, const Thresholds& t);
 
 // The report from a tally. `events`: the job holds its calls (a job made from
-// summaries, or streamed, holds none): the parts that need them (overlap,
-// sync_copy_idle) are computed only then; managed memory then, or from the
+// summaries, or streamed, holds none): managed memory then, or from the
 // tally's (JobTally::managed: a streamed job's or a summary's). duplicate_uploads
 // and round_trips come from the job's copies then, and from the tally's sums
 // otherwise (FindingsTally::duplicate_sites: a streamed job's or a summary's).
+// Overlap and sync_copy_idle come from the tally's sums on every path
+// (JobTally::overlap, FindingsTally::sync_idle_sites).
 Report analyze_tally(const model::Job& job, JobTally& tally, const Thresholds& thresholds, bool events);
 // One line when processes whose call sites hold Python frames made copies
 // whose sites have none (python_threads.cpp): how many, their bytes, on how

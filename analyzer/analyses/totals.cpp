@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "analyzer/analyses/report.h"
+#include "analyzer/analyses/overlap.h"
 #include "analyzer/analyses/tally.h"
 
 namespace cuxfer::analyses {
@@ -401,6 +402,7 @@ JobTally tally_calls(const model::Job& job, const Thresholds& t) {
     tally.findings.pinned_async_return_ns[1].reserve(n);
   }
   tally_more(tally, job, job.calls, job.shim_calls, t, job.call_ranges);
+  tally_overlap(job, tally);
   finish_tally(tally);
   return tally;
 }

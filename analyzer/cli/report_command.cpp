@@ -254,6 +254,7 @@ std::optional<StreamedJob> stream_job(const model::Job& frame, const analyses::T
   });
   std::vector<analyses::FindingsTally> read;
   std::vector<analyses::Fingerprints> fingerprints(n);
+  std::vector<analyses::KernelExtents> kernels(n);
   for (size_t i = 0; i < n; ++i) {
     if (!inputs[i]) {
       say_why();
@@ -261,6 +262,7 @@ std::optional<StreamedJob> stream_job(const model::Job& frame, const analyses::T
     }
     read.push_back(std::move(inputs[i]->references));
     fingerprints[i] = std::move(inputs[i]->fingerprints);
+    kernels[i] = std::move(inputs[i]->kernels);
   }
   inputs.clear();
   const analyses::Thresholds::RunReferences known = analyses::job_references(read);
@@ -272,7 +274,7 @@ std::optional<StreamedJob> stream_job(const model::Job& frame, const analyses::T
   for_each_parallel(n, jobs, [&](size_t i) {
     analyses::CopyPlots own;
     records[i] = analyses::stream_process(frame, static_cast<uint32_t>(i), with_known, &fingerprints[i],
-                                          bytes[i], &why[i], plots ? &own : nullptr, only);
+                                          bytes[i], &why[i], plots ? &own : nullptr, &kernels[i], only);
     fingerprints[i] = {};  // paired with their copies: let go
     if (plots && records[i]) {
       const std::lock_guard<std::mutex> hold(plots_lock);

@@ -228,8 +228,8 @@ TEST_F(TraceFormat, StreamingReadsAgreeWithTheWholeRead) {
 }
 
 // GPU records in a streaming read: passed by (skip_gpu_records) they are
-// counted, and those a join by time cannot take (a correlation id, a kernel)
-// counted apart; handed over (gpu_sink) they are the whole read's records,
+// counted, and those a join by time cannot take (a correlation id) and the
+// kernel records without one (which stream beside the join) counted apart; handed over (gpu_sink) they are the whole read's records,
 // after the events written before them; either way the trace is cut where
 // read_trace cuts it.
 TEST_F(TraceFormat, StreamingReadPassesGpuRecordsByOrHandsThemOver) {
@@ -243,6 +243,9 @@ TEST_F(TraceFormat, StreamingReadPassesGpuRecordsByOrHandsThemOver) {
   t.gpu(t.events.back(), 80);
   t.gpu_records.back().kind = static_cast<uint8_t>(trace::GpuRecordKind::Kernel);
   t.gpu_records.back().correlation_id = 0;
+  t.gpu(t.events.back(), 85);  // a kernel record of an older shim, with a correlation id
+  t.gpu_records.back().kind = static_cast<uint8_t>(trace::GpuRecordKind::Kernel);
+  t.gpu_records.back().correlation_id = 7;
   t.gpu(t.events.back(), 90);
   t.gpu_records.back().kind = static_cast<uint8_t>(trace::GpuRecordKind::UnifiedMemory);
   t.gpu_records.back().correlation_id = 0;
@@ -258,15 +261,19 @@ TEST_F(TraceFormat, StreamingReadPassesGpuRecordsByOrHandsThemOver) {
     pass.skip = true;
     pass.skip_gpu_records = true;
     ASSERT_EQ(read_trace(path("s.trace"), passed, error, pass), ReadStatus::Ok);
-    uint64_t not_by_time = 0, unified = 0;
+    uint64_t not_by_time = 0, unified = 0, kernels = 0;
     for (const auto& r : whole.gpu_records) {
       const bool um = r.kind == static_cast<uint8_t>(trace::GpuRecordKind::UnifiedMemory);
+      const bool kernel = r.kind == static_cast<uint8_t>(trace::GpuRecordKind::Kernel);
       unified += um;
-      not_by_time +=
-          !um && (r.correlation_id != 0 || r.kind == static_cast<uint8_t>(trace::GpuRecordKind::Kernel));
+      // A kernel record without a correlation id streams (the overlap
+      // analysis takes it); one with an id is read whole, as a copy's is.
+      not_by_time += !um && r.correlation_id != 0;
+      kernels += kernel && r.correlation_id == 0;
     }
     EXPECT_EQ(passed.gpu_records_passed.records, whole.gpu_records.size());
     EXPECT_EQ(passed.gpu_records_passed.not_joined_by_time, not_by_time);
+    EXPECT_EQ(passed.gpu_records_passed.kernels, kernels);
     EXPECT_EQ(passed.gpu_records_passed.unified_memory, unified);
     std::vector<GpuRecord> got;
     size_t events_before_last_record = 0, events = 0;
