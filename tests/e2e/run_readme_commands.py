@@ -277,7 +277,11 @@ def main() -> int:
     sites = site_markers(work / "train.py")
     env = dict(os.environ, PATH=f"{bin_dir}:{os.environ.get('PATH', '')}",
                SIM_LIBCUDART=str(Path(a.libcudart).resolve()),
-               CUXFER_PROFILE_DIR=str(work / "no-profiles"))  # no machine profile of this user's
+               CUXFER_PROFILE_DIR=str(work / "no-profiles"),  # no machine profile of this user's
+               # Pageable copies slower than the nominal pinned reference, as on the GPU the sample
+               # came from (docs/simcuda.md): the sample's rewrite_candidates finding then holds
+               # whatever the load (memmove of a cache-resident 4 MiB beat 50 GB/s 6 times in 25).
+               SIMCUDA_PAGEABLE_US_PER_MIB="500")
     for v in ("CUXFER_SHIM", "CUXFER_OUTPUT_DIR", "LD_PRELOAD", "TRAIN_EXIT"):
         env.pop(v, None)
 

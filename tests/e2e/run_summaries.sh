@@ -11,7 +11,7 @@ rm -rf "$dir"; mkdir -p "$dir"; cd "$dir"
 fail() { echo "FAIL: $*"; exit 1; }
 export COLUMNS=100
 "$gen" --ranks 64 --events-per-rank 300 --seed 21 --out run >/dev/null
-# The JSON of a report without its notes (a report of summaries says which parts need the events).
+# The JSON of a report without its notes (a report of summaries says it was made from summaries).
 same_json() {
   python3 - "$1" "$2" <<'PY'
 import json, sys
@@ -32,7 +32,7 @@ done
 "$cuxfer" summarize -o half.sum node0.sum node1.sum node2.sum node3.sum 2>/dev/null
 "$cuxfer" report --json node7.sum half.sum node5.sum node4.sum node6.sum > tree.json
 same_json direct.json tree.json || fail "report of a tree of summaries differs from the report of the traces"
-grep -q "need the events" tree.json || fail "report of summaries does not say which parts need the events"
+grep -q "from summaries: made from the processes' summaries" tree.json || fail "report of summaries does not say it was made from summaries"
 echo "per-node summaries and a tree of them: same report"
 
 # Summaries and traces mixed.
