@@ -20,13 +20,20 @@
     }                                                                                           \
   } while (0)
 
-// cuInit's failure with no GPU/driver: print "no GPU" and skip (exit 77).
+// cuInit's failure with no GPU, or a driver that cannot run one: print "no
+// GPU" and skip (exit 77). Any other failure is a failure (exit 1): the
+// shim's hooks answer CUDA_ERROR_NOT_INITIALIZED where they cannot reach the
+// driver, and that must never pass as a skip.
 inline void driver_require_gpu(const char* app, CUresult init_result) {
-  if (init_result != CUDA_SUCCESS) {
-    std::printf("%s: no GPU (cuInit returned %d): skipping\n", app, static_cast<int>(init_result));
-    std::fflush(stdout);
-    std::exit(testapp::kSkip);
-  }
+  if (init_result == CUDA_SUCCESS) return;
+  const bool no_gpu = init_result == CUDA_ERROR_NO_DEVICE || init_result == CUDA_ERROR_DEVICE_UNAVAILABLE ||
+                      init_result == CUDA_ERROR_SYSTEM_DRIVER_MISMATCH ||
+                      init_result == CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE ||
+                      init_result == CUDA_ERROR_SYSTEM_NOT_READY;
+  std::printf("%s: %s (cuInit returned %d)%s\n", app, no_gpu ? "no GPU" : "cuInit failed",
+              static_cast<int>(init_result), no_gpu ? ": skipping" : "");
+  std::fflush(stdout);
+  std::exit(no_gpu ? testapp::kSkip : 1);
 }
 
 // dlsym(h, name) as F, or exit 1 naming the symbol (apps that find the

@@ -1,6 +1,8 @@
 #include "analyzer/analyses/summary.h"
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <functional>
 #include <iterator>
 #include <map>
@@ -14,6 +16,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "analyzer/analyses/overlap.h"
 #include "analyzer/analyses/duplicates.h"
 #include "analyzer/symbolize/symbolizer.h"
 
@@ -47,6 +50,38 @@ void compact(std::vector<T>& v, std::vector<uint64_t>& counts, Key key) {
 auto async_key(const AsyncPageableCopy& c) { return std::make_tuple(c.site_id, c.dir, c.bytes, c.cpu_ns); }
 auto large_key(const LargePageableCopy& c) { return std::make_tuple(c.site_id, c.dir, c.gpu, c.bytes, c.time); }
 
+// Numbers as the summary's writer wrote them, checked: a damaged or
+// hand-made summary's -1, 2.9, 1e30 or 4294967297 is refused as damaged
+// (nlohmann's get<> would wrap, truncate or, for 1e30, be undefined), never
+// read as another number.
+uint64_t u64(const json& v) {
+  if (!v.is_number_unsigned()) throw std::out_of_range("a count that is not a whole number at least 0");
+  return v.get<uint64_t>();
+}
+uint32_t u32(const json& v) {
+  const uint64_t x = u64(v);
+  if (x > UINT32_MAX) throw std::out_of_range("a number too large for its field");
+  return static_cast<uint32_t>(x);
+}
+uint8_t u8(const json& v) {
+  const uint64_t x = u64(v);
+  if (x > UINT8_MAX) throw std::out_of_range("a number too large for its field");
+  return static_cast<uint8_t>(x);
+}
+int i32(const json& v) {
+  if (!v.is_number_integer()) throw std::out_of_range("a number that is not a whole number");
+  const int64_t x = v.get<int64_t>();
+  if (x < INT32_MIN || x > INT32_MAX) throw std::out_of_range("a number too large for its field");
+  return static_cast<int>(x);
+}
+template <size_t N>
+std::array<uint64_t, N> u64_array(const json& v) {
+  if (!v.is_array() || v.size() != N) throw std::out_of_range("a row of the wrong length");
+  std::array<uint64_t, N> out{};
+  for (size_t i = 0; i < N; ++i) out[i] = u64(v[i]);
+  return out;
+}
+
 // --- JSON of the parts (arrays where a part is a row of numbers: a summary
 // of a thousand processes stays small) ---
 
@@ -55,29 +90,29 @@ json frame_json(const symbolize::Frame& f) {
 }
 symbolize::Frame frame_of(const json& j) {
   symbolize::Frame f;
-  f.address = j.at(0).get<uint64_t>();
+  f.address = u64(j.at(0));
   f.module = j.at(1).get<std::string>();
-  f.offset = j.at(2).get<uint64_t>();
+  f.offset = u64(j.at(2));
   f.function = j.at(3).get<std::string>();
   f.file = j.at(4).get<std::string>();
-  f.line = j.at(5).get<int>();
+  f.line = i32(j.at(5));
   f.python = j.at(6).get<bool>();
   return f;
 }
 
 json totals_json(const Totals& t) { return json::array({t.calls, t.bytes, t.cpu_blocked_ns, t.failed_calls}); }
 Totals totals_of(const json& j) {
-  return {j.at(0).get<uint64_t>(), j.at(1).get<uint64_t>(), j.at(2).get<uint64_t>(), j.at(3).get<uint64_t>()};
+  return {u64(j.at(0)), u64(j.at(1)), u64(j.at(2)), u64(j.at(3))};
 }
 json alloc_json(const AllocTotals& t) { return json::array({t.calls, t.bytes, t.cpu_blocked_ns, t.frees}); }
 AllocTotals alloc_of(const json& j) {
-  return {j.at(0).get<uint64_t>(), j.at(1).get<uint64_t>(), j.at(2).get<uint64_t>(), j.at(3).get<uint64_t>()};
+  return {u64(j.at(0)), u64(j.at(1)), u64(j.at(2)), u64(j.at(3))};
 }
 
 json optional_json(const std::optional<uint64_t>& v) { return v ? json(*v) : json(nullptr); }
 std::optional<uint64_t> optional_of(const json& j) {
   if (j.is_null()) return std::nullopt;
-  return j.get<uint64_t>();
+  return u64(j);
 }
 
 // Modules as rows [base, low, high, path, build id].
@@ -89,7 +124,7 @@ json modules_json(const std::vector<trace::ModuleInfo>& modules) {
 std::vector<trace::ModuleInfo> modules_of(const json& j) {
   std::vector<trace::ModuleInfo> out;
   for (const json& m : j)
-    out.push_back({m.at(0).get<uint64_t>(), m.at(1).get<uint64_t>(), m.at(2).get<uint64_t>(),
+    out.push_back({u64(m.at(0)), u64(m.at(1)), u64(m.at(2)),
                    m.at(3).get<std::string>(), m.at(4).get<std::string>()});
   return out;
 }
@@ -130,31 +165,31 @@ json trace_json(const trace::Trace& t) {
 trace::Trace trace_of(const json& j) {
   trace::Trace t;
   t.path = j.at("path").get<std::string>();
-  t.format_version = j.at("format_version").get<uint32_t>();
+  t.format_version = u32(j.at("format_version"));
   t.has_process = j.at("has_process").get<bool>();
   const json& p = j.at("process");
-  t.process.pid = p.at("pid").get<uint32_t>();
-  t.process.ppid = p.at("ppid").get<uint32_t>();
-  t.process.start_realtime_ns = p.at("start_realtime_ns").get<uint64_t>();
-  t.process.start_monotonic_ns = p.at("start_monotonic_ns").get<uint64_t>();
+  t.process.pid = u32(p.at("pid"));
+  t.process.ppid = u32(p.at("ppid"));
+  t.process.start_realtime_ns = u64(p.at("start_realtime_ns"));
+  t.process.start_monotonic_ns = u64(p.at("start_monotonic_ns"));
   t.process.exe = p.at("exe").get<std::string>();
   t.process.argv = p.at("argv").get<std::vector<std::string>>();
   t.process.hostname = p.at("hostname").get<std::string>();
   t.process.trace_name = p.at("trace_name").get<std::string>();
   t.process.cuxfer_version = p.at("cuxfer_version").get<std::string>();
-  t.process.stack_depth = p.at("stack_depth").get<uint32_t>();
+  t.process.stack_depth = u32(p.at("stack_depth"));
   t.api_names = j.at("api_names").get<std::vector<std::string>>();
   t.notes = j.at("notes").get<std::vector<std::string>>();
   t.has_status = j.at("has_status").get<bool>();
   const json& s = j.at("status");
   t.status.simulated = s.at("simulated").get<bool>();
-  t.status.cupti = static_cast<trace::CuptiState>(s.at("cupti").get<int>());
+  t.status.cupti = static_cast<trace::CuptiState>(i32(s.at("cupti")));
   t.status.cupti_reason = s.at("cupti_reason").get<std::string>();
-  t.status.events_recorded = s.at("events_recorded").get<uint64_t>();
-  t.status.events_dropped = s.at("events_dropped").get<uint64_t>();
-  t.status.gpu_records_recorded = s.at("gpu_records_recorded").get<uint64_t>();
-  t.status.gpu_records_dropped = s.at("gpu_records_dropped").get<uint64_t>();
-  t.status.callsites_dropped = s.at("callsites_dropped").get<uint64_t>();
+  t.status.events_recorded = u64(s.at("events_recorded"));
+  t.status.events_dropped = u64(s.at("events_dropped"));
+  t.status.gpu_records_recorded = u64(s.at("gpu_records_recorded"));
+  t.status.gpu_records_dropped = u64(s.at("gpu_records_dropped"));
+  t.status.callsites_dropped = u64(s.at("callsites_dropped"));
   t.has_modes = j.at("has_modes").get<bool>();
   const json& m = j.at("modes");
   t.modes.rewrite_pin = m.at("rewrite_pin").get<bool>();
@@ -163,13 +198,13 @@ trace::Trace trace_of(const json& j) {
   t.modes.python_stacks = m.at("python_stacks").get<bool>();
   t.modes.policy_path = m.at("policy_path").get<std::string>();
   t.has_cupti_handover = j.at("has_cupti_handover").get<bool>();
-  t.cupti_handover.t_ns = j.at("cupti_handover").at("t_ns").get<uint64_t>();
+  t.cupti_handover.t_ns = u64(j.at("cupti_handover").at("t_ns"));
   t.cupti_handover.reason = j.at("cupti_handover").at("reason").get<std::string>();
   // Summaries written before the modules were kept have none (ProcessRecord::site_modules).
   if (j.contains("modules")) t.modules = modules_of(j.at("modules"));
   t.complete = j.at("complete").get<bool>();
   t.cut_reason = j.at("cut_reason").get<std::string>();
-  t.blocks_read = j.at("blocks_read").get<uint64_t>();
+  t.blocks_read = u64(j.at("blocks_read"));
   return t;
 }
 
@@ -189,21 +224,23 @@ json model_json(const model::Process& p) {
 
 void model_of(const json& j, model::Process& p) {
   p.gpu_timing = j.at("gpu_timing").get<bool>();
-  p.gpu_records_unmatched = j.at("gpu_records_unmatched").get<uint64_t>();
-  p.events_without_gpu = j.at("events_without_gpu").get<uint64_t>();
-  p.gpu_records_joined_by_time = j.at("gpu_records_joined_by_time").get<uint64_t>();
-  p.events_read = j.at("events_read").get<uint64_t>();
-  p.gpu_records_read = j.at("gpu_records_read").get<uint64_t>();
+  p.gpu_records_unmatched = u64(j.at("gpu_records_unmatched"));
+  p.events_without_gpu = u64(j.at("events_without_gpu"));
+  p.gpu_records_joined_by_time = u64(j.at("gpu_records_joined_by_time"));
+  p.events_read = u64(j.at("events_read"));
+  p.gpu_records_read = u64(j.at("gpu_records_read"));
   const json& g = j.at("gate");
   p.gate.governed = g.at(0).get<bool>();
-  p.gate.changes = g.at(1).get<uint32_t>();
-  p.gate.samples = g.at(2).get<uint32_t>();
+  p.gate.changes = u32(g.at(1));
+  p.gate.samples = u32(g.at(2));
   p.gate.on_share = g.at(3).get<double>();
-  p.gate.calls = g.at(4).get<uint64_t>();
-  p.gate.timed = g.at(5).get<uint64_t>();
-  p.gate.untimed_sync = g.at(6).get<uint64_t>();
-  p.gate.untimed_async = g.at(7).get<uint64_t>();
-  p.gate.untimed_repeats = g.at(8).get<uint64_t>();
+  if (!g.at(3).is_number() || !(p.gate.on_share >= 0.0 && p.gate.on_share <= 1.0))
+    throw std::out_of_range("a share outside 0..1");
+  p.gate.calls = u64(g.at(4));
+  p.gate.timed = u64(g.at(5));
+  p.gate.untimed_sync = u64(g.at(6));
+  p.gate.untimed_async = u64(g.at(7));
+  p.gate.untimed_repeats = u64(g.at(8));
 }
 
 // A call site's tally: [used, calls, bytes, cpu, max cpu, failed, gpu,
@@ -221,24 +258,24 @@ json site_tally_json(const SiteTally& s) {
 
 void site_tally_of(const json& s, SiteTally& x) {
   x.used = s.at(0).get<bool>();
-  x.out.calls = s.at(1).get<uint64_t>();
-  x.out.bytes = s.at(2).get<uint64_t>();
-  x.out.cpu_blocked_ns = s.at(3).get<uint64_t>();
-  x.out.max_cpu_ns = s.at(4).get<uint64_t>();
-  x.out.failed_calls = s.at(5).get<uint64_t>();
+  x.out.calls = u64(s.at(1));
+  x.out.bytes = u64(s.at(2));
+  x.out.cpu_blocked_ns = u64(s.at(3));
+  x.out.max_cpu_ns = u64(s.at(4));
+  x.out.failed_calls = u64(s.at(5));
   x.out.gpu_ns = optional_of(s.at(6));
-  x.classes_seen = s.at(7).get<uint64_t>();
+  x.classes_seen = u64(s.at(7));
   auto per_class = [](const json& list, std::array<uint64_t, kClasses>& out) {
     for (const json& kv : list) {
-      const unsigned k = kv.at(0).get<unsigned>();
+      const unsigned k = u32(kv.at(0));
       if (k >= kClasses) throw std::out_of_range("class out of range");
-      out[k] = kv.at(1).get<uint64_t>();
+      out[k] = u64(kv.at(1));
     }
   };
   per_class(s.at(8), x.class_bytes);
   per_class(s.at(9), x.class_calls);
-  x.staged_calls = s.at(10).get<uint64_t>();
-  x.staged_bytes = s.at(11).get<uint64_t>();
+  x.staged_calls = u64(s.at(10));
+  x.staged_bytes = u64(s.at(11));
 }
 
 json process_tally_json(const ProcessTally& p) {
@@ -280,69 +317,69 @@ void process_tally_of(const json& j, ProcessTally& p, size_t api_count) {
   site_tally_of(j.at("no_site"), p.no_site);
   const json& c = j.at("copies");
   p.has_copies = c.at(0).get<bool>();
-  p.copies = c.at(1).get<uint64_t>();
-  p.bytes = c.at(2).get<uint64_t>();
-  p.cpu_blocked_ns = c.at(3).get<uint64_t>();
-  p.failed_copies = c.at(4).get<uint64_t>();
+  p.copies = u64(c.at(1));
+  p.bytes = u64(c.at(2));
+  p.cpu_blocked_ns = u64(c.at(3));
+  p.failed_copies = u64(c.at(4));
   const json& r = j.at("rewrite");
   p.rewrote = r.at(0).get<bool>();
-  p.staged_calls = r.at(1).get<uint64_t>();
-  p.staged_bytes = r.at(2).get<uint64_t>();
-  p.registered_calls = r.at(3).get<uint64_t>();
-  p.registered_bytes = r.at(4).get<uint64_t>();
-  p.passthrough_pageable_calls = r.at(5).get<uint64_t>();
-  p.passthrough_pageable_bytes = r.at(6).get<uint64_t>();
-  p.zero_copy_calls = r.at(7).get<uint64_t>();
-  p.zero_copy_bytes = r.at(8).get<uint64_t>();
-  p.staged_cpu_ns = r.at(9).get<uint64_t>();
-  p.staged_async_calls = r.at(10).get<uint64_t>();
+  p.staged_calls = u64(r.at(1));
+  p.staged_bytes = u64(r.at(2));
+  p.registered_calls = u64(r.at(3));
+  p.registered_bytes = u64(r.at(4));
+  p.passthrough_pageable_calls = u64(r.at(5));
+  p.passthrough_pageable_bytes = u64(r.at(6));
+  p.zero_copy_calls = u64(r.at(7));
+  p.zero_copy_bytes = u64(r.at(8));
+  p.staged_cpu_ns = u64(r.at(9));
+  p.staged_async_calls = u64(r.at(10));
   for (int dir = 0; dir < 2; ++dir) {
-    p.staged_sync_bytes[dir] = r.at(11 + dir).get<uint64_t>();
-    p.staged_sync_calls[dir] = r.at(13 + dir).get<uint64_t>();
+    p.staged_sync_bytes[dir] = u64(r.at(11 + dir));
+    p.staged_sync_calls[dir] = u64(r.at(13 + dir));
   }
   const json& s = j.at("shim");
   p.shim_rewrite = s.at(0).get<bool>();
-  p.registrations = s.at(1).get<uint64_t>();
-  p.registration_bytes = s.at(2).get<uint64_t>();
-  p.registration_cost_ns = s.at(3).get<uint64_t>();
-  p.registrations_refused = s.at(4).get<uint64_t>();
-  p.pool_allocations = s.at(5).get<uint64_t>();
-  p.pool_bytes = s.at(6).get<uint64_t>();
-  p.pinning_cost_ns = s.at(7).get<uint64_t>();
-  p.zero_copy_allocations = s.at(8).get<uint64_t>();
-  p.zero_copy_allocation_bytes = s.at(9).get<uint64_t>();
+  p.registrations = u64(s.at(1));
+  p.registration_bytes = u64(s.at(2));
+  p.registration_cost_ns = u64(s.at(3));
+  p.registrations_refused = u64(s.at(4));
+  p.pool_allocations = u64(s.at(5));
+  p.pool_bytes = u64(s.at(6));
+  p.pinning_cost_ns = u64(s.at(7));
+  p.zero_copy_allocations = u64(s.at(8));
+  p.zero_copy_allocation_bytes = u64(s.at(9));
   for (const json& x : j.at("passthrough_reasons")) {
-    const size_t slot = x.at(0).get<size_t>(), dir = x.at(1).get<size_t>();
+    const size_t slot = u64(x.at(0)), dir = u64(x.at(1));
     if (slot >= kReasonSlots || dir >= 2) throw std::out_of_range("passthrough reason out of range");
-    p.passthrough_reasons[slot][dir] = {x.at(2).get<uint64_t>(), x.at(3).get<uint64_t>()};
+    p.passthrough_reasons[slot][dir] = {u64(x.at(2)), u64(x.at(3))};
   }
-  p.last_end_realtime_ns = j.at("last_end_realtime_ns").get<uint64_t>();
+  p.last_end_realtime_ns = u64(j.at("last_end_realtime_ns"));
   p.apis.assign(api_count, {});
   for (const json& a : j.at("apis")) {
-    const size_t i = a.at(0).get<size_t>();
+    const size_t i = u64(a.at(0));
     if (i >= 65536) throw std::out_of_range("API index out of range");
     if (i >= p.apis.size()) p.apis.resize(i + 1);
-    p.apis[i] = {"", a.at(1).get<uint64_t>(), a.at(2).get<uint64_t>(), a.at(3).get<uint64_t>(),
-                 a.at(4).get<uint64_t>()};
+    p.apis[i] = {"", u64(a.at(1)), u64(a.at(2)), u64(a.at(3)),
+                 u64(a.at(4))};
   }
   for (const json& k : j.at("classes")) {
-    const unsigned i = k.at(0).get<unsigned>();
+    const unsigned i = u32(k.at(0));
     if (i >= kClasses) throw std::out_of_range("class out of range");
-    p.classes[i] = {k.at(1).get<uint64_t>(), k.at(2).get<uint64_t>(), k.at(3).get<uint64_t>()};
+    p.classes[i] = {u64(k.at(1)), u64(k.at(2)), u64(k.at(3))};
   }
   const json& g = j.at("pageable_gpu");
-  p.pageable_bytes = g.at(0).get<uint64_t>();
+  p.pageable_bytes = u64(g.at(0));
   p.has_gpu = g.at(1).get<bool>();
-  p.gpu_ns = g.at(2).get<uint64_t>();
+  p.gpu_ns = u64(g.at(2));
   // Absent from a summary written before they were counted (read_summary
   // then tells from the sites whether they are unknown).
   p.python_lines_known = j.contains("python_lines");
   if (p.python_lines_known) {
     const json& py = j.at("python_lines");
-    p.python_site_copies = py.at(0).get<uint64_t>();
-    p.copies_without_python = py.at(1).get<uint64_t>();
-    p.bytes_without_python = py.at(2).get<uint64_t>();
-    p.threads_without_python = py.at(3).get<uint64_t>();
+    p.python_site_copies = u64(py.at(0));
+    p.copies_without_python = u64(py.at(1));
+    p.bytes_without_python = u64(py.at(2));
+    p.threads_without_python = u64(py.at(3));
     // What a tally cannot hold: more of them than copies, threads without
     // copies or more threads than copies.
     if (p.copies_without_python > p.python_site_copies || p.threads_without_python > p.copies_without_python ||
@@ -370,16 +407,16 @@ json overlap_json(const JobTally& t) {
 void overlap_of_json(const json& j, JobTally& t, size_t sites) {
   t.overlap.kernels_recorded = true;
   for (const json& d : j.at("devices"))
-    t.overlap.devices.push_back({d.at(0).get<uint32_t>(), d.at(1).get<uint32_t>(), d.at(2).get<uint64_t>(),
-                                 d.at(3).get<uint64_t>(), d.at(4).get<uint64_t>(), d.at(5).get<uint64_t>(),
-                                 d.at(6).get<uint64_t>(), d.at(7).get<uint64_t>()});
+    t.overlap.devices.push_back({u32(d.at(0)), u32(d.at(1)), u64(d.at(2)),
+                                 u64(d.at(3)), u64(d.at(4)), u64(d.at(5)),
+                                 u64(d.at(6)), u64(d.at(7))});
   auto& idle = t.findings.sync_idle_sites;
   for (const json& s : j.at("sync_copy_idle_sites")) {
-    const size_t id = s.at(0).get<size_t>();
+    const size_t id = u64(s.at(0));
     if (id > sites) throw std::out_of_range("sync_copy_idle site out of range");
     if (id >= idle.size()) idle.resize(id + 1);
-    idle[id] = {s.at(1).get<uint64_t>(), s.at(2).get<uint64_t>(), s.at(3).get<uint64_t>(), s.at(4).get<uint64_t>(),
-                s.at(5).get<uint64_t>()};
+    idle[id] = {u64(s.at(1)), u64(s.at(2)), u64(s.at(3)), u64(s.at(4)),
+                u64(s.at(5))};
   }
 }
 
@@ -502,25 +539,25 @@ void tally_of(const json& j, JobTally& t, size_t sites, size_t api_count) {
   t.memsets = totals_of(j.at("memsets"));
   const json& a = j.at("allocations");
   t.allocations = {alloc_of(a.at(0)), alloc_of(a.at(1)), alloc_of(a.at(2)), alloc_of(a.at(3))};
-  t.pageable.pageable_bytes = j.at("pageable").at(0).get<uint64_t>();
-  t.pageable.host_bytes = j.at("pageable").at(1).get<uint64_t>();
+  t.pageable.pageable_bytes = u64(j.at("pageable").at(0));
+  t.pageable.host_bytes = u64(j.at("pageable").at(1));
   for (const json& c : j.at("classes")) {
-    const unsigned k = c.at(0).get<unsigned>();
+    const unsigned k = u32(c.at(0));
     if (k >= kClasses) throw std::out_of_range("class out of range");
     ClassTally& x = t.classes[k];
     x.seen = true;
     x.out.cls = class_of_index(k);
-    x.out.calls = c.at(1).get<uint64_t>();
-    x.out.bytes = c.at(2).get<uint64_t>();
-    x.out.cpu_blocked_ns = c.at(3).get<uint64_t>();
-    x.out.failed_calls = c.at(4).get<uint64_t>();
-    x.out.async_calls = c.at(5).get<uint64_t>();
-    x.out.staged_calls = c.at(6).get<uint64_t>();
-    x.out.staged_bytes = c.at(7).get<uint64_t>();
-    x.out.gpu_calls = c.at(8).get<uint64_t>();
-    x.gpu_ns = c.at(9).get<uint64_t>();
-    x.cpu_measured_bytes = c.at(10).get<uint64_t>();
-    x.cpu_measured_ns = c.at(11).get<uint64_t>();
+    x.out.calls = u64(c.at(1));
+    x.out.bytes = u64(c.at(2));
+    x.out.cpu_blocked_ns = u64(c.at(3));
+    x.out.failed_calls = u64(c.at(4));
+    x.out.async_calls = u64(c.at(5));
+    x.out.staged_calls = u64(c.at(6));
+    x.out.staged_bytes = u64(c.at(7));
+    x.out.gpu_calls = u64(c.at(8));
+    x.gpu_ns = u64(c.at(9));
+    x.cpu_measured_bytes = u64(c.at(10));
+    x.cpu_measured_ns = u64(c.at(11));
   }
   t.processes.resize(1);
   process_tally_of(j.at("process"), t.processes[0], api_count);
@@ -531,88 +568,88 @@ void tally_of(const json& j, JobTally& t, size_t sites, size_t api_count) {
     const json& s = js.at(i);
     site_tally_of(s, t.sites[i]);
   }
-  t.calls_without_site = j.at("calls_without_site").get<uint64_t>();
+  t.calls_without_site = u64(j.at("calls_without_site"));
   FindingsTally& f = t.findings;
   for (int dir = 0; dir < 2; ++dir)
     for (const json& h : j.at("pinned_async_return_ns").at(dir)) {
-      const uint64_t count = h.at(1).get<uint64_t>();
+      const uint64_t count = u64(h.at(1));
       if (count == 0) throw std::out_of_range("a histogram count of 0");
-      f.pinned_async_return_histogram[dir][h.at(0).get<uint64_t>()] += count;
+      f.pinned_async_return_histogram[dir][u64(h.at(0))] += count;
     }
   const json& pl = j.at("pinned_large");
-  f.pinned_large_bytes[0] = pl.at(0).get<uint64_t>();
-  f.pinned_large_bytes[1] = pl.at(1).get<uint64_t>();
-  f.pinned_large_ns[0] = pl.at(2).get<uint64_t>();
-  f.pinned_large_ns[1] = pl.at(3).get<uint64_t>();
+  f.pinned_large_bytes[0] = u64(pl.at(0));
+  f.pinned_large_bytes[1] = u64(pl.at(1));
+  f.pinned_large_ns[0] = u64(pl.at(2));
+  f.pinned_large_ns[1] = u64(pl.at(3));
   auto site_id = [&](const json& v) {
-    const uint32_t id = v.get<uint32_t>();
+    const uint32_t id = u32(v);
     if (id > sites) throw std::out_of_range("call site id out of range");
     return id;
   };
   auto dir_of = [](const json& v) {
-    const uint8_t d = v.get<uint8_t>();
+    const uint8_t d = u8(v);
     if (d > 1) throw std::out_of_range("direction out of range");
     return d;
   };
   for (const json& c : j.at("async_pageable")) {
-    f.async_pageable.push_back({site_id(c.at(0)), dir_of(c.at(1)), c.at(2).get<uint64_t>(), c.at(3).get<uint64_t>()});
-    f.async_pageable_counts.push_back(c.at(4).get<uint64_t>());
+    f.async_pageable.push_back({site_id(c.at(0)), dir_of(c.at(1)), u64(c.at(2)), u64(c.at(3))});
+    f.async_pageable_counts.push_back(u64(c.at(4)));
   }
   for (const json& c : j.at("large_pageable")) {
-    f.large_pageable.push_back({site_id(c.at(0)), dir_of(c.at(1)), c.at(2).get<bool>(), c.at(3).get<uint64_t>(),
-                                c.at(4).get<uint64_t>()});
-    f.large_pageable_counts.push_back(c.at(5).get<uint64_t>());
+    f.large_pageable.push_back({site_id(c.at(0)), dir_of(c.at(1)), c.at(2).get<bool>(), u64(c.at(3)),
+                                u64(c.at(4))});
+    f.large_pageable_counts.push_back(u64(c.at(5)));
   }
   const json& storm = j.at("storm");
   if (storm.size() != sites) throw std::out_of_range("storm sites and sites differ in number");
   f.storm.assign(sites + 1, {});
   for (size_t i = 0; i < sites; ++i) {
     const json& s = storm.at(i);
-    f.storm[i + 1] = {s.at(0).get<uint64_t>(), s.at(1).get<uint64_t>(), s.at(2).get<uint64_t>(),
-                      s.at(3).get<uint64_t>(), s.at(4).get<uint64_t>(), s.at(5).get<uint64_t>()};
+    f.storm[i + 1] = {u64(s.at(0)), u64(s.at(1)), u64(s.at(2)),
+                      u64(s.at(3)), u64(s.at(4)), u64(s.at(5))};
   }
   RewriteTally& r = t.rewrite;
   const json& rw = j.at("rewrite");
-  r.calls = rw.at(0).get<uint64_t>();
-  r.bytes = rw.at(1).get<uint64_t>();
-  r.time_ns = rw.at(2).get<uint64_t>();
-  r.max_ns = rw.at(3).get<uint64_t>();
-  r.gpu_calls = rw.at(4).get<uint64_t>();
-  r.predicted_ns = rw.at(5).get<uint64_t>();
-  r.largest = rw.at(6).get<uint64_t>();
-  r.registered = rw.at(7).get<uint64_t>();
-  r.staged = rw.at(8).get<uint64_t>();
+  r.calls = u64(rw.at(0));
+  r.bytes = u64(rw.at(1));
+  r.time_ns = u64(rw.at(2));
+  r.max_ns = u64(rw.at(3));
+  r.gpu_calls = u64(rw.at(4));
+  r.predicted_ns = u64(rw.at(5));
+  r.largest = u64(rw.at(6));
+  r.registered = u64(rw.at(7));
+  r.staged = u64(rw.at(8));
   const json& rs = j.at("rewrite_sites");
   if (rs.size() != sites + 1) throw std::out_of_range("rewrite sites and sites differ in number");
   r.sites.resize(sites + 1);
   for (size_t i = 0; i <= sites; ++i) {
     const json& s = rs.at(i);
-    r.sites[i] = {s.at(0).get<uint64_t>(), s.at(1).get<uint64_t>(), s.at(2).get<uint64_t>(), s.at(3).get<uint64_t>(),
-                  s.at(4).get<uint64_t>()};
+    r.sites[i] = {u64(s.at(0)), u64(s.at(1)), u64(s.at(2)), u64(s.at(3)),
+                  u64(s.at(4))};
   }
   t.devices.by_process.resize(1);
   for (const json& d : j.at("devices")) {
-    const size_t slot = d.at(0).get<size_t>();
+    const size_t slot = u64(d.at(0));
     if (slot >= 256) throw std::out_of_range("device out of range");
     auto& slots = t.devices.by_process[0];
     if (slot >= slots.size()) slots.resize(slot + 1);
     DeviceAcc& x = slots[slot];
-    x.out.calls = d.at(1).get<uint64_t>();
-    x.out.bytes = d.at(2).get<uint64_t>();
-    x.out.cpu_blocked_ns = d.at(3).get<uint64_t>();
-    x.out.pageable_bytes = d.at(4).get<uint64_t>();
-    x.dir_bytes = d.at(5).get<std::array<uint64_t, kDirections>>();
-    x.gpu_ns = d.at(6).get<uint64_t>();
+    x.out.calls = u64(d.at(1));
+    x.out.bytes = u64(d.at(2));
+    x.out.cpu_blocked_ns = u64(d.at(3));
+    x.out.pageable_bytes = u64(d.at(4));
+    x.dir_bytes = u64_array<kDirections>(d.at(5));
+    x.gpu_ns = u64(d.at(6));
     x.gpu = d.at(7).get<bool>();
   }
   for (const json& p : j.at("peers")) {
-    const int src = p.at(0).get<int>(), dst = p.at(1).get<int>();
+    const int src = i32(p.at(0)), dst = i32(p.at(1));
     PeerPair& x = t.devices.peers[{0u, src, dst}];
     x.src_device = src;
     x.dst_device = dst;
-    x.calls = p.at(2).get<uint64_t>();
-    x.bytes = p.at(3).get<uint64_t>();
-    x.cpu_blocked_ns = p.at(4).get<uint64_t>();
+    x.calls = u64(p.at(2));
+    x.bytes = u64(p.at(3));
+    x.cpu_blocked_ns = u64(p.at(4));
     x.gpu_ns = optional_of(p.at(5));
   }
   if (j.contains("overlap")) overlap_of_json(j.at("overlap"), t, sites);
@@ -623,7 +660,7 @@ void tally_of(const json& j, JobTally& t, size_t sites, size_t api_count) {
 
 // Site ids in a part: Job::sites index + 1 of the record's sites, 0 = none.
 uint32_t part_site_id(const json& v, size_t sites) {
-  const uint32_t id = v.get<uint32_t>();
+  const uint32_t id = u32(v);
   if (id > sites) throw std::out_of_range("call site id out of range");
   return id;
 }
@@ -656,21 +693,21 @@ void ranges_of(const json& j, ProcessRecord& r) {
     r.ranges.push_back(std::move(stack));
   }
   for (const json& c : j.at("copies")) {
-    const uint32_t range = c.at(0).get<uint32_t>();
+    const uint32_t range = u32(c.at(0));
     if (range >= r.ranges.size()) throw std::out_of_range("NVTX range stack out of range");
     const uint32_t site = part_site_id(c.at(1), r.sites.size());
-    const uint32_t cls = c.at(2).get<uint32_t>();
+    const uint32_t cls = u32(c.at(2));
     if (cls >= kClasses) throw std::out_of_range("class out of range");
     RangeCopies x;
-    x.failed_calls = c.at(3).get<uint64_t>();
-    x.calls = c.at(4).get<uint64_t>();
-    x.bytes = c.at(5).get<uint64_t>();
-    x.cpu_blocked_ns = c.at(6).get<uint64_t>();
-    x.gpu_ns = c.at(7).get<uint64_t>();
-    x.gpu_calls = c.at(8).get<uint64_t>();
-    x.async_calls = c.at(9).get<uint64_t>();
-    x.large_calls = c.at(10).get<uint64_t>();
-    x.tiny_calls = c.at(11).get<uint64_t>();
+    x.failed_calls = u64(c.at(3));
+    x.calls = u64(c.at(4));
+    x.bytes = u64(c.at(5));
+    x.cpu_blocked_ns = u64(c.at(6));
+    x.gpu_ns = u64(c.at(7));
+    x.gpu_calls = u64(c.at(8));
+    x.async_calls = u64(c.at(9));
+    x.large_calls = u64(c.at(10));
+    x.tiny_calls = u64(c.at(11));
     // What the pass cannot count: more of a kind than the copies.
     if (std::max({x.gpu_calls, x.async_calls, x.large_calls, x.tiny_calls}) > x.calls)
       throw std::out_of_range("NVTX range copies: counts no tally makes");
@@ -704,21 +741,21 @@ void managed_of_json(const json& j, JobTally& tally, size_t sites) {
     const uint32_t site = part_site_id(row.at(0), sites);
     ManagedSiteTally s;
     ManagedTotals& t = s.totals;
-    t.allocations = row.at(1).get<uint64_t>();
-    t.allocated_bytes = row.at(2).get<uint64_t>();
-    t.htod_bytes = row.at(3).get<uint64_t>();
-    t.dtoh_bytes = row.at(4).get<uint64_t>();
-    t.htod_migrations = row.at(5).get<uint64_t>();
-    t.dtoh_migrations = row.at(6).get<uint64_t>();
-    t.on_demand_bytes = row.at(7).get<uint64_t>();
-    t.prefetched_bytes = row.at(8).get<uint64_t>();
-    t.migration_ns = row.at(9).get<uint64_t>();
-    t.gpu_fault_groups = row.at(10).get<uint64_t>();
-    t.cpu_faults = row.at(11).get<uint64_t>();
-    s.on_demand_htod = row.at(12).get<uint64_t>();
-    s.on_demand_dtoh = row.at(13).get<uint64_t>();
-    s.largest_allocation = row.at(14).get<uint64_t>();
-    s.on_demand = IntervalUnion::of_length(row.at(15).get<uint64_t>());
+    t.allocations = u64(row.at(1));
+    t.allocated_bytes = u64(row.at(2));
+    t.htod_bytes = u64(row.at(3));
+    t.dtoh_bytes = u64(row.at(4));
+    t.htod_migrations = u64(row.at(5));
+    t.dtoh_migrations = u64(row.at(6));
+    t.on_demand_bytes = u64(row.at(7));
+    t.prefetched_bytes = u64(row.at(8));
+    t.migration_ns = u64(row.at(9));
+    t.gpu_fault_groups = u64(row.at(10));
+    t.cpu_faults = u64(row.at(11));
+    s.on_demand_htod = u64(row.at(12));
+    s.on_demand_dtoh = u64(row.at(13));
+    s.largest_allocation = u64(row.at(14));
+    s.on_demand = IntervalUnion::of_length(u64(row.at(15)));
     // The feed splits the on-demand bytes by direction, out of the migrated ones.
     if (s.on_demand_htod > t.htod_bytes || s.on_demand_dtoh > t.dtoh_bytes ||
         s.on_demand_htod + s.on_demand_dtoh != t.on_demand_bytes)
@@ -748,8 +785,8 @@ void site_sums_of(const json& j, std::vector<FindingsTally::SiteSum>& sums, size
   for (const json& row : j) {
     FindingsTally::SiteSum& s = sums[part_site_id(row.at(0), sites)];
     if (s.calls) throw std::out_of_range("a site's repeated copies given twice");
-    s = {row.at(1).get<uint64_t>(), row.at(2).get<uint64_t>(), row.at(3).get<uint64_t>(),
-         row.at(4).get<uint64_t>(), row.at(5).get<uint64_t>()};
+    s = {u64(row.at(1)), u64(row.at(2)), u64(row.at(3)),
+         u64(row.at(4)), u64(row.at(5))};
     if (s.calls == 0 || s.max_ns > s.time_ns) throw std::out_of_range("repeated copies: sums no walk makes");
   }
 }
@@ -931,6 +968,8 @@ bool read_summary(const std::string& text, SummaryHeader& header, std::vector<Pr
       if (r.kept.ranges) ranges_of(p.at("ranges"), r);
       r.kept.managed = p.contains("managed");
       if (r.kept.managed) managed_of_json(p.at("managed"), r.tally, r.sites.size());
+      // An older summary of a process that recorded kernels has no overlap in its tally.
+      r.kept.overlap = p.at("tally").contains("overlap") || !kernels_recorded(r.process);
       r.kept.repeated_copies = p.contains("repeated_copies");
       if (r.kept.repeated_copies)
         repeated_copies_of(p.at("repeated_copies"), r.tally.findings, r.sites.size());
@@ -1023,6 +1062,7 @@ MergedJob merge_records(std::vector<ProcessRecord> records, MergeOrder order) {
     m.lacking.ranges += !r.kept.ranges;
     m.lacking.managed += !r.kept.managed;
     m.lacking.repeated_copies += !r.kept.repeated_copies;
+    m.lacking.overlap += !r.kept.overlap;
     // Unified memory: its keys renumbered as the process and its sites are;
     // each key is one process's, so its on-demand time is never merged here.
     if (x.managed) {
@@ -1159,6 +1199,7 @@ std::optional<std::string> parts_lacking_note(const MergedJob& merged) {
   if (l.managed) parts.push_back(fmt::format("managed memory ({})", l.managed));
   if (l.repeated_copies)
     parts.push_back(fmt::format("duplicate_uploads and round_trips ({})", l.repeated_copies));
+  if (l.overlap) parts.push_back(fmt::format("copy/compute overlap and sync_copy_idle ({})", l.overlap));
   if (parts.empty()) return std::nullopt;
   return fmt::format(
       "summaries written before they kept these parts leave their processes out of them: {} (summarize their "

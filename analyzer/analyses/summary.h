@@ -46,6 +46,7 @@ struct KeptParts {
   bool ranges = true;           // NVTX ranges: JobTally::ranges, ProcessRecord::ranges
   bool managed = true;          // unified memory: JobTally::managed
   bool repeated_copies = true;  // FindingsTally::duplicate_sites, round_trip_sites
+  bool overlap = true;          // copy/compute overlap, sync_copy_idle: where its trace recorded kernels
 };
 
 // One process of a summary.
@@ -109,7 +110,7 @@ struct MergedJob {
   std::vector<std::string> duplicates;  // trace paths counted once although given more than once
   // How many processes each part leaves out (KeptParts false: an older summary's).
   struct Lacking {
-    size_t ranges = 0, managed = 0, repeated_copies = 0;
+    size_t ranges = 0, managed = 0, repeated_copies = 0, overlap = 0;
   } lacking;
 };
 // `order`: AsGiven keeps the records' order and every one of them (the

@@ -331,6 +331,12 @@ TEST_F(Summary, DamagedPartsAreRefusedInOneLine) {
       {"repeated copies of no copy",
        [](nlohmann::json& q) { q["repeated_copies"]["duplicate_uploads"][0][1] = 0; }},
       {"repeated copies not a list", [](nlohmann::json& q) { q["repeated_copies"]["round_trips"] = "x"; }},
+      // Numbers nlohmann's get<> would wrap, truncate or convert with undefined behaviour.
+      {"a site id past 32 bits (would wrap to site 1)", [](nlohmann::json& q) { q["managed"][0][0] = 4294967297ull; }},
+      {"a negative count", [](nlohmann::json& q) { q["managed"][0][1] = -1; }},
+      {"a fractional count", [](nlohmann::json& q) { q["managed"][0][1] = 2.9; }},
+      {"a count of 1e30", [](nlohmann::json& q) { q["managed"][0][1] = 1e30; }},
+      {"a negative pid", [](nlohmann::json& q) { q["trace"]["process"]["pid"] = -5; }},
   };
   for (const auto& [what, damage] : cases) {
     nlohmann::json bad = document;
