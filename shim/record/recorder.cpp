@@ -1027,16 +1027,7 @@ void Recorder::prepare_fork() {
   const uint64_t deadline = now_ns() + kForkWaitNs;
   fork_writer_locked_ = lock_before(session_mutex_, deadline);
   capture_mutex_.lock();
-  // CUPTI's last flush out on its own thread (end_flush_ 1: set only after
-  // the recording ended, claim_end) holds the collector's locks until it
-  // returns, and once the finish gave up on it (an exec that then failed), it
-  // may never return. The child records nothing either way (the recording
-  // ended: its state is off), so the fork does not wait kForkWaitNs for
-  // those locks: it goes ahead as after a wait that ran out, and the child
-  // makes them anew and touches nothing they guard (forsake_after_fork_child).
-  // A flush that starts after this load is waited for as before.
-  const bool last_flush_out = end_flush_.load(std::memory_order_acquire) == 1;
-  if (fork_writer_locked_ && (last_flush_out || !collector.lock_for_fork(deadline))) {
+  if (fork_writer_locked_ && !collector.lock_for_fork(deadline)) {
     session_mutex_.unlock();
     fork_writer_locked_ = false;
   }

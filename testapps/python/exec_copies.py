@@ -12,9 +12,6 @@ Every copy is a 64 KiB H2D through the runtime (ctypes). MODE:
            EACCES), then 2 copies more
   enoexec  3 copies, os.execv of an empty executable file (fails: ENOEXEC),
            then 2 copies more
-  enoexec_fork  as enoexec, then a fork: the child exits at once, the
-           parent prints "exec_copies: fork took <ms> ms" (how long
-           os.fork() took, the fork handlers' waits included)
 DIR: where the eacces and enoexec files are made. Prints "exec_copies: OK"
 at the end of the run that ends normally.
 """
@@ -58,7 +55,7 @@ elif MODE in ("execl", "execle"):
         env = (ctypes.c_char_p * (len(os.environ) + 1))(*[f"{k}={v}".encode() for k, v in os.environ.items()], None)
         libc.execle(args[0], *args, None, env)
     raise SystemExit(f"exec_copies: {MODE} failed: errno {ctypes.get_errno()}")
-elif MODE in ("eacces", "enoexec", "enoexec_fork"):
+elif MODE in ("eacces", "enoexec"):
     path = os.path.join(DIR, MODE + ".bin")
     with open(path, "w"):
         pass
@@ -68,17 +65,6 @@ elif MODE in ("eacces", "enoexec", "enoexec_fork"):
         raise SystemExit("exec_copies: the exec of an unrunnable file returned no error")
     except OSError as e:
         print(f"exec_copies: exec failed as expected: errno {e.errno}", flush=True)
-    if MODE == "enoexec_fork":
-        import time
-        start = time.monotonic()
-        pid = os.fork()
-        if pid == 0:
-            os._exit(0)
-        took = time.monotonic() - start
-        _, status = os.waitpid(pid, 0)
-        if status != 0:
-            raise SystemExit(f"exec_copies: the fork child ended with status {status}")
-        print(f"exec_copies: fork took {took * 1000:.1f} ms", flush=True)
     copies(2)
     print("exec_copies: OK", flush=True)
 else:
