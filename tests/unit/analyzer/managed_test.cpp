@@ -6,6 +6,7 @@
 #include "analyzer/analyses/report.h"
 #include "analyzer/render/text_renderer.h"
 #include "tests/unit/analyzer/job_fixture.h"
+#include "tests/unit/analyzer/managed_traces.h"
 
 namespace cuxfer {
 namespace {
@@ -23,24 +24,11 @@ constexpr uint64_t kBase = 0x7e0000000000ull;
 
 class Managed : public JobTest {};
 
-uint32_t managed_alloc(SyntheticTrace& t, uint64_t address, uint64_t bytes, uint32_t site) {
-  trace::Event& e = t.add(trace::EventKind::ManagedAlloc, "cudaMallocManaged", Direction::Unknown, MemKind::Unknown,
-                          MemKind::Managed, bytes, 5'000, 0, site);
-  e.address = address;
-  return e.correlation_id;
-}
+using testing::managed_alloc;
 
 void um(SyntheticTrace& t, UmCounter counter, uint64_t address, uint64_t start, uint64_t ns, uint64_t value,
         UmCause cause = UmCause::Coherence) {
-  trace::GpuRecord g{};
-  g.kind = static_cast<uint8_t>(trace::GpuRecordKind::UnifiedMemory);
-  g.cupti_copy_kind = static_cast<uint8_t>(counter);
-  g.start_ns = start;
-  g.end_ns = start + ns;
-  g.bytes = value;
-  g.src_kind = static_cast<uint8_t>(cause);
-  trace::set_um_address(g, address);
-  t.gpu_records.push_back(g);
+  t.gpu_records.push_back(testing::um_record(counter, address, start, ns, value, cause));
 }
 
 TEST_F(Managed, MigrationsAttributedToTheirAllocationSite) {

@@ -1,7 +1,7 @@
 // Unified-memory programs' traces for the analyzer's tests: managed
 // allocations and frees, CUPTI's unified-memory records written among the
 // events as the shim's later cycles write them, and a training loop of them
-// (stream_managed_test.cpp, summary_test.cpp).
+// (managed_test.cpp, stream_managed_test.cpp, summary_test.cpp).
 #pragma once
 
 #include <algorithm>
