@@ -43,10 +43,8 @@ namespace {
 
 using zero_copy_storm::alloc_buffer;
 using zero_copy_storm::storm;
+using zero_copy_storm::wait_for;
 
-void wait_for(const std::atomic<size_t>& v, size_t at_least) {
-  while (v.load() < at_least) std::this_thread::yield();
-}
 
 void drop(CUdevice dev, size_t rounds, size_t n, size_t s) {
   std::atomic<size_t> made{0}, switching{0}, done{0};

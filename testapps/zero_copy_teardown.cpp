@@ -37,10 +37,7 @@ namespace {
 
 using zero_copy_storm::alloc_buffer;
 using zero_copy_storm::storm;
-
-void wait_for(const std::atomic<size_t>& v, size_t at_least) {
-  while (v.load() < at_least) std::this_thread::yield();
-}
+using zero_copy_storm::wait_for;
 
 }  // namespace
 

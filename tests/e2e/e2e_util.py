@@ -208,3 +208,18 @@ def zero_copy_policy(a, app: list[str], work: Path, env: dict[str, str], fails: 
     doc["entries"] = zero
     policy.write_text(json.dumps(doc))
     return policy
+
+
+def zero_copy_report_says_mapped(a, run_dir: Path, env: dict[str, str], fails: list[str]) -> bool:
+    """The zero-copy context tests' report check: `cuxfer report` of run_dir says
+    the policy's allocations were mapped host memory, with no fallback note.
+    False, with the reason in `fails`, when the report itself failed."""
+    rep = run_diagnosed([a.cuxfer, "report", str(run_dir)], 60, env=env)
+    if rep.returncode != 0:
+        fails.append(f"report failed: {rep.stderr}")
+        return False
+    if "device allocations named by the policy are mapped host memory" not in rep.stdout:
+        fails.append("the report does not say the policy's allocations were mapped host memory")
+    if "allocations stay on the device" in rep.stdout:
+        fails.append("zero copy fell back: " + next(l for l in rep.stdout.splitlines() if "stay on the device" in l))
+    return True

@@ -27,7 +27,8 @@ from __future__ import annotations
 import json
 import sys
 
-from e2e_util import clean_env, fresh_dir, run_diagnosed, shim_app_args, verdict, zero_copy_policy
+from e2e_util import (clean_env, fresh_dir, run_diagnosed, shim_app_args, verdict, zero_copy_policy,
+                      zero_copy_report_says_mapped)
 
 
 def main() -> int:
@@ -53,14 +54,8 @@ def main() -> int:
     if run.returncode != 0 or run.stdout.strip() != plain.stdout.strip():
         fails.append(f"under the policy: exit {run.returncode}, output {run.stdout.strip()!r}; "
                      f"plain: {plain.stdout.strip()!r}")
-    rep = run_diagnosed([a.cuxfer, "report", str(work / "zc")], 60, env=env)
-    if rep.returncode != 0:
-        fails.append(f"report failed: {rep.stderr}")
+    if not zero_copy_report_says_mapped(a, work / "zc", env, fails):
         return verdict(fails)
-    if "device allocations named by the policy are mapped host memory" not in rep.stdout:
-        fails.append("the report does not say the policy's allocations were mapped host memory")
-    if "allocations stay on the device" in rep.stdout:
-        fails.append("zero copy fell back: " + next(l for l in rep.stdout.splitlines() if "stay on the device" in l))
     # Every allocation and copy of the app went to zero copy: a buffer per
     # context and one for the second thread; per context two storms of N+1
     # copies, and one storm of the second thread's.

@@ -31,7 +31,8 @@ from __future__ import annotations
 import json
 import sys
 
-from e2e_util import clean_env, fresh_dir, run_diagnosed, shim_app_args, verdict, zero_copy_policy
+from e2e_util import (clean_env, fresh_dir, run_diagnosed, shim_app_args, verdict, zero_copy_policy,
+                      zero_copy_report_says_mapped)
 
 # The simulated driver's settings per mode (ignored by a real one).
 SIM_ENV = {
@@ -69,14 +70,8 @@ def main() -> int:
         fails.append(f"under the policy: exit {run.returncode}, output {run.stdout.strip()!r}; "
                      f"plain: {plain.stdout.strip()!r}; stderr: {run.stderr.strip()[-600:]!r}")
         return verdict(fails)
-    rep = run_diagnosed([a.cuxfer, "report", str(work / "zc")], 60, env=env)
-    if rep.returncode != 0:
-        fails.append(f"report failed: {rep.stderr}")
+    if not zero_copy_report_says_mapped(a, work / "zc", env, fails):
         return verdict(fails)
-    if "device allocations named by the policy are mapped host memory" not in rep.stdout:
-        fails.append("the report does not say the policy's allocations were mapped host memory")
-    if "allocations stay on the device" in rep.stdout:
-        fails.append("zero copy fell back: " + next(l for l in rep.stdout.splitlines() if "stay on the device" in l))
     given = [int(x) for x in app[2:5]]  # the app's ROUNDS N S, its defaults for the rest
     rounds, n, s = given + [4, 300, 64][len(given):]
     allocations, storms = (1 + rounds, 1 + 2 * rounds) if mode == "drop" else (rounds, rounds)
