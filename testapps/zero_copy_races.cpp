@@ -1,4 +1,4 @@
-// zero_copy_races drop|sync [ROUNDS=4] [N=300] [S=64]
+// zero_copy_races drop|release|sync [ROUNDS=4] [N=300] [S=64]
 // A device buffer that a policy sends to zero copy (zero_copy_storm.h's
 // allocation site), in contexts that another thread tears down at the worst
 // moment for the shim.
@@ -13,6 +13,10 @@
 //   cuEventDestroy is held at its entry long enough for X's destruction to
 //   land first unless the shim makes "X lives" and the destroy one step
 //   (an event of a destroyed context aborts there).
+// release: drop with the device's primary context as X: the main thread
+//   retains it each round and releases it (its last reference: the driver
+//   destroys it) where drop destroys X. The shim learns that a release was
+//   the last only after it: until then the context must count as going.
 // sync: each round the main thread makes a context X, allocates a buffer in
 //   it, storms, and leaves work of X in flight (an event recorded on a stream
 //   of X, not waited for), then makes its context Y current and, in even
@@ -24,7 +28,7 @@
 // A storm: N tiny synchronous H2D copies of S bytes on the per-thread default
 // stream, one D2H of the whole buffer, every byte checked (zero_copy_storm.h).
 //
-// Exact traffic: drop: 1 + ROUNDS device allocations of N*S bytes
+// Exact traffic: drop and release: 1 + ROUNDS device allocations of N*S bytes
 // (cuMemAlloc_v2) and 1 + 2*ROUNDS storms; sync: ROUNDS allocations and
 // ROUNDS storms; each storm
 //   cuMemcpyHtoD_v2_ptds   H2D pageable -> device   N calls  N*S bytes
@@ -46,7 +50,7 @@ using zero_copy_storm::storm;
 using zero_copy_storm::wait_for;
 
 
-void drop(CUdevice dev, size_t rounds, size_t n, size_t s) {
+void drop(CUdevice dev, size_t rounds, size_t n, size_t s, bool primary) {
   std::atomic<size_t> made{0}, switching{0}, done{0};
   std::atomic<CUcontext> x_ctx{nullptr};
   std::thread worker([&] {
@@ -70,15 +74,22 @@ void drop(CUdevice dev, size_t rounds, size_t n, size_t s) {
   });
   for (size_t r = 0; r < rounds; ++r) {
     CUcontext x = nullptr;
-    DA_CHECK(cuCtxCreate(&x, nullptr, 0, dev));
-    DA_CHECK(cuCtxPopCurrent(nullptr));
+    if (primary) {
+      DA_CHECK(cuDevicePrimaryCtxRetain(&x, dev));
+    } else {
+      DA_CHECK(cuCtxCreate(&x, nullptr, 0, dev));
+      DA_CHECK(cuCtxPopCurrent(nullptr));
+    }
     x_ctx.store(x);
     made.store(r + 1);
     wait_for(switching, r + 1);
     // The worker is on its way to its first copy in Y (a few microseconds
     // away); a simulated delayed cuEventDestroy holds it there far longer.
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    DA_CHECK(cuCtxDestroy(x));
+    if (primary)
+      DA_CHECK(cuDevicePrimaryCtxRelease(dev));  // the last reference: X is destroyed
+    else
+      DA_CHECK(cuCtxDestroy(x));
     wait_for(done, r + 1);
   }
   worker.join();
@@ -112,9 +123,9 @@ void sync(CUdevice dev, size_t rounds, size_t n, size_t s) {
 
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
-  const bool is_drop = std::strcmp(mode, "drop") == 0;
-  if (!is_drop && std::strcmp(mode, "sync") != 0) {
-    std::fprintf(stderr, "usage: zero_copy_races drop|sync [ROUNDS] [N] [S]\n");
+  const bool is_drop = std::strcmp(mode, "drop") == 0, is_release = std::strcmp(mode, "release") == 0;
+  if (!is_drop && !is_release && std::strcmp(mode, "sync") != 0) {
+    std::fprintf(stderr, "usage: zero_copy_races drop|release|sync [ROUNDS] [N] [S]\n");
     return 2;
   }
   const size_t rounds = testapp::arg_size(argc, argv, 2, 4);
@@ -123,8 +134,8 @@ int main(int argc, char** argv) {
   driver_require_gpu("zero_copy_races", cuInit(0));
   CUdevice dev = 0;
   DA_CHECK(cuDeviceGet(&dev, 0));
-  if (is_drop)
-    drop(dev, rounds, n, s);
+  if (is_drop || is_release)
+    drop(dev, rounds, n, s, is_release);
   else
     sync(dev, rounds, n, s);
   std::printf("zero_copy_races: %s %zu rounds OK\n", mode, rounds);

@@ -55,7 +55,9 @@ void forget_primary(CUdevice dev);
 // is forgotten first: it is never bound again.
 CUresult reset_primary(CUdevice dev, DeviceCall reset) {
   if (known_primary(dev) && !primary_still_active(dev)) forget_primary(dev);
-  if (dev >= 0 && dev < kMaxDevices) rewrite::before_context_teardown(known_primary(dev), static_cast<int>(dev));
+  const CUcontext primary = known_primary(dev);
+  const bool tearing =
+      dev >= 0 && dev < kMaxDevices && rewrite::before_context_teardown(primary, static_cast<int>(dev));
   const CUresult r = reset(dev);
   if (r == CUDA_SUCCESS && dev >= 0 && dev < kMaxDevices) {
     if (const CUcontext gone = g_primary[dev].exchange(nullptr, std::memory_order_acq_rel)) {
@@ -63,6 +65,7 @@ CUresult reset_primary(CUdevice dev, DeviceCall reset) {
       cupti_warmup_forget(gone);
     }
   }
+  if (tearing) rewrite::after_context_teardown(primary);
   return r;
 }
 
@@ -86,9 +89,10 @@ void forget_primary(CUdevice dev) {
 // that is not the last changes nothing.
 CUresult release_primary(CUdevice dev, DeviceCall release) {
   const CUcontext primary = known_primary(dev);
-  if (primary && rewrite_on()) rewrite::before_primary_release(primary);
+  const bool releasing = primary && rewrite_on() && rewrite::before_primary_release(primary);
   const CUresult r = release(dev);
   if (r == CUDA_SUCCESS && primary && !primary_still_active(dev)) forget_primary(dev);
+  if (releasing) rewrite::after_primary_release(primary);
   return r;
 }
 }  // namespace
@@ -116,12 +120,13 @@ CUXFER_DRIVER_HOOK_BEGIN(cuDevicePrimaryCtxReset, (CUdevice dev))
 }
 
 CUXFER_DRIVER_HOOK_BEGIN(cuCtxDestroy_v2, (CUcontext ctx))
-  rewrite::before_context_teardown(ctx);
+  const bool tearing = rewrite::before_context_teardown(ctx);
   const CUresult r = real(ctx);
   if (r == CUDA_SUCCESS) {
     rewrite::after_context_destroyed(ctx);
     cupti_warmup_forget(ctx);
   }
+  if (tearing) rewrite::after_context_teardown(ctx);
   return r;
 }
 

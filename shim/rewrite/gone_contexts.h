@@ -24,10 +24,22 @@
 // such a call either completes before the publication (hence before the
 // context goes) or is not made (the publication is seen).
 //
-// The lock so is held across one driver call (cuEventDestroy). Why that keeps
-// the written order (docs/architecture.md, "Locks"):
+// Publishing before the driver call is not enough where the shim learns that
+// a context went only afterwards (a primary context's release, which is the
+// last only if no reference is left) or where it must not act on the context
+// meanwhile at all (freeing a zero-copy buffer pushes the buffer's context).
+// So a teardown also marks its context *going* for the length of the driver
+// call (going() ... done_going()), and call_unless_going() makes a driver call
+// on something of a context only while that context is neither going nor,
+// for destroy_unless_gone(), gone since the caller looked.
+//
+// The lock so is held across driver calls (cuEventDestroy; a zero-copy
+// buffer's push, synchronize, free and pop). Why that keeps the written order
+// (docs/architecture.md, "Locks"):
 //   - it is taken with no other shim lock held: by the teardown hooks at
-//     their entry and by the copy path's thread_event(), which holds none;
+//     their entry and exit, by the copy path's thread_event() and by
+//     zero_copy_free(), which hold none (the latter takes the zero-copy
+//     buffers' lock, rank 40, inside it);
 //   - inside the driver call the shim is entered only (a) through the libc
 //     hooks (the driver's malloc and free: host ranges, rank 80), (b) through
 //     CUPTI's buffer callbacks, which CUPTI may run on the calling thread
@@ -43,6 +55,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 
@@ -93,8 +106,55 @@ class GoneContexts {
   uint64_t destroy_unless_gone(const void* ctx, uint64_t since, Destroy&& destroy) {
     std::lock_guard<RankedMutex> lock(writers_);
     const uint64_t upto = published_.load(std::memory_order_relaxed);
-    if (went(ctx, since, upto) == Since::Alive) destroy();
+    if (!is_going(ctx) && went(ctx, since, upto) == Since::Alive) destroy();
     return upto;
+  }
+
+  // Calls `call()` (driver calls on something of `ctx`) unless a teardown of
+  // `ctx` is under way (then nothing is called and false returned). What
+  // went before the caller found the thing is the caller's to know (a
+  // context_gone that forgot it). Same lock and caller rules as above.
+  template <typename Call>
+  bool call_unless_going(const void* ctx, Call&& call) {
+    std::lock_guard<RankedMutex> lock(writers_);
+    if (is_going(ctx)) return false;
+    call();
+    return true;
+  }
+
+  // A teardown of `ctx` (null: a context of unknown handle, so every one) is
+  // under way from now until done_going(ctx), whatever its result. Teardowns
+  // of the same context may overlap (two releases); each is counted.
+  void going(const void* ctx) {
+    std::lock_guard<RankedMutex> lock(writers_);
+    if (!ctx) {
+      ++all_going_;
+      return;
+    }
+    for (Going& g : going_)
+      if (g.count && g.ctx == ctx) {
+        ++g.count;
+        return;
+      }
+    for (Going& g : going_)
+      if (!g.count) {
+        g = {ctx, 1};
+        return;
+      }
+    ++all_going_;  // more teardowns at once than slots: every context counts as going meanwhile
+    ++overflow_;
+  }
+  void done_going(const void* ctx) {
+    std::lock_guard<RankedMutex> lock(writers_);
+    if (ctx)
+      for (Going& g : going_)
+        if (g.count && g.ctx == ctx) {
+          --g.count;
+          return;
+        }
+    // Null, or counted under all_going_ when the slots were full.
+    if (ctx && overflow_) --overflow_;
+    if (all_going_) --all_going_;
   }
 
   // Fork child: the publishers' lock made anew. A thread of the parent may
@@ -102,7 +162,12 @@ class GoneContexts {
   // thread does not exist here, its destroy never ends, and a teardown hook in
   // the child would otherwise wait for it for ever. A publication the fork cut
   // short left published_ behind its slot: never read.
-  void after_fork_child() { remake_in_fork_child(writers_); }
+  // Teardowns under way belonged to the parent's threads: none is here.
+  void after_fork_child() {
+    remake_in_fork_child(writers_);
+    for (Going& g : going_) g = {};
+    all_going_ = overflow_ = 0;
+  }
 
   // Whether `ctx` is among the contexts of generations (since, upto], where
   // `upto` is a generation() the caller read.
@@ -127,7 +192,24 @@ class GoneContexts {
     std::atomic<uint64_t> generation{0};
     std::atomic<const void*> ctx{nullptr};
   };
+  struct Going {
+    const void* ctx = nullptr;
+    uint32_t count = 0;
+  };
+  static constexpr size_t kGoingSlots = 16;
+
+  // Under writers_.
+  bool is_going(const void* ctx) const {
+    if (all_going_) return true;
+    for (const Going& g : going_)
+      if (g.count && g.ctx == ctx) return true;
+    return false;
+  }
+
   RankedMutex writers_{LockRank::kZeroCopyContextsGone};
+  Going going_[kGoingSlots];  // under writers_
+  uint32_t all_going_ = 0;    // teardowns of unknown contexts, and those past the slots
+  uint32_t overflow_ = 0;     // of all_going_, those past the slots
   std::atomic<uint64_t> published_{0};
   Slot slots_[kSlots];
 };

@@ -484,9 +484,9 @@ void device_memory_made() {
     start_registrar();
 }
 
-void before_context_teardown(CUcontext ctx, int reset_device) {
+bool before_context_teardown(CUcontext ctx, int reset_device) {
   const Config& c = config();
-  if (!c.enabled || !c.rewrite_any() || thread_state().internal || (!ctx && reset_device < 0)) return;
+  if (!c.enabled || !c.rewrite_any() || thread_state().internal || (!ctx && reset_device < 0)) return false;
   InternalScope internal;
   if (registrations_exist()) {
     // Requests still queued would push the context that is going.
@@ -500,16 +500,29 @@ void before_context_teardown(CUcontext ctx, int reset_device) {
   }
   zero_copy_teardown(ctx);
   staging_teardown(reset_device >= 0 ? nullptr : ctx);
+  return true;
 }
 
-void before_primary_release(CUcontext primary) {
+void after_context_teardown(CUcontext ctx) {
+  InternalScope internal;
+  zero_copy_teardown_done(ctx);
+}
+
+bool before_primary_release(CUcontext primary) {
   const Config& c = config();
-  if (!primary || !c.enabled || !c.rewrite_any() || thread_state().internal) return;
+  if (!primary || !c.enabled || !c.rewrite_any() || thread_state().internal) return false;
   InternalScope internal;
   // Queued registrations bind the context of the copy that asked: done while
   // it still exists (any left are withdrawn after, if it went).
   if (registrations_exist() && !wait_registrations_idle(2000))
     Recorder::instance().note("rewrite: pin: background registrations still running when a context was released");
+  zero_copy_release_begins(primary);
+  return true;
+}
+
+void after_primary_release(CUcontext primary) {
+  InternalScope internal;
+  zero_copy_teardown_done(primary);
 }
 
 void after_context_gone(CUcontext gone) {

@@ -116,14 +116,21 @@ void device_memory_made();
 // A context is about to be destroyed, or (`reset_device` >= 0) the primary
 // context of that device reset (`ctx`: its handle, null when the shim never
 // saw it): registrations are dropped while it still exists, its zero-copy
-// buffers freed, and staging stops if its pool lived there (after a reset,
-// every pool: they are made again as copies need them). A destroy that names
-// no context destroys nothing: nothing is done.
-void before_context_teardown(CUcontext ctx, int reset_device = -1);
+// buffers are left to the driver (freed with the context), and staging stops
+// if its pool lived there (after a reset, every pool: they are made again as
+// copies need them). A destroy that names no context destroys nothing:
+// nothing is done. True: the teardown is under way until
+// after_context_teardown(), which the caller owes whatever the driver answered.
+bool before_context_teardown(CUcontext ctx, int reset_device = -1);
+void after_context_teardown(CUcontext ctx);
 // A primary context's reference is about to be released, perhaps its last
 // (which destroys it: known only afterwards): the background registrations
-// asked for (which bind the context of their copy) are done while it exists.
-void before_primary_release(CUcontext primary);
+// asked for (which bind the context of their copy) are done while it exists,
+// and nothing of it is bound until after_primary_release() (owed when this
+// returns true), by which time a last release has been followed by
+// after_context_gone().
+bool before_primary_release(CUcontext primary);
+void after_primary_release(CUcontext primary);
 // The context `gone` was destroyed without a teardown before (a primary
 // context's last release): what the shim had in it (registrations, queued
 // registrations, zero-copy buffers, staging pool) is let go without ever

@@ -4,9 +4,11 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <string>
 #include <vector>
 
+#include "core/bounded_lock.h"
 #include "core/config.h"
 #include "core/ranked_lock.h"
 #include "symbols/symbol_table.h"
@@ -31,6 +33,11 @@ struct Buffer {
   uint64_t bytes = 0;
   int ordinal = -1;
   CUcontext ctx = nullptr;  // current when it was made: the driver frees it with that context
+  // zero_copy_free() is at it: no longer the app's, kept here until the free
+  // is done so that a context going meanwhile sees it (orphaned: the context
+  // went, the driver freed it, the free makes no driver call).
+  bool freeing = false;
+  bool orphaned = false;
 };
 
 // Few buffers (the policy names small, hot ones): a vector under a mutex.
@@ -50,7 +57,7 @@ bool find(uint64_t p, uint64_t n, Buffer& out) {
   Table& t = table();
   std::lock_guard<RankedMutex> lock(t.mutex);
   for (const Buffer& b : t.buffers)
-    if (p >= b.device && p - b.device < b.bytes) {
+    if (!b.freeing && p >= b.device && p - b.device < b.bytes) {
       if (n > b.bytes - (p - b.device)) return false;  // runs past the end: not ours to handle
       out = b;
       return true;
@@ -89,10 +96,12 @@ GoneContexts& gone_contexts() {
 // followed by the call would let the context go in between (a use after free
 // in the driver). Teardowns publish before they call the driver, so the
 // destroy either returns before the context goes or is not made.
-// Not covered: a primary context's last release, known only once the
-// context is gone (published after); and a thread still copying in its
-// context while another thread destroys that context (the app's own race:
-// without the shim its copy gets CUDA_ERROR_CONTEXT_IS_DESTROYED or runs first).
+// A primary context's release, the last only if no reference is left, is
+// known as the last only once the context is gone (published after): while
+// it is under way the context counts as going, and its events are left alone.
+// Not covered: a thread still copying in its context while another thread
+// destroys that context (the app's own race: without the shim its copy gets
+// CUDA_ERROR_CONTEXT_IS_DESTROYED or runs first).
 // The caller is inside an InternalScope and holds no shim lock.
 CUevent thread_event(const DriverCalls& d) {
   thread_local CUcontext ctx = nullptr;  // the event's
@@ -227,49 +236,25 @@ void zero_copy_teardown(CUcontext going) {
   // it (a thread that moved to another context would otherwise destroy a dead
   // event). Null: a primary context whose handle the shim never saw; every
   // thread's event may be of it.
-  gone_contexts().publish(going);
-  if (!going || !zero_copy_exists()) return;
-  std::vector<Buffer> gone;
-  Table& t = table();
-  {
-    std::lock_guard<RankedMutex> lock(t.mutex);
-    for (auto it = t.buffers.begin(); it != t.buffers.end();) {
-      if (it->ctx != going) {
-        ++it;  // another context's: another thread may be copying into it now
-        continue;
-      }
-      t.bytes -= it->bytes;
-      gone.push_back(*it);
-      it = t.buffers.erase(it);
-    }
-  }
-  if (gone.empty()) return;
-  detail::g_zero_copy_buffers.fetch_sub(static_cast<uint32_t>(gone.size()), std::memory_order_relaxed);
-  for (const Buffer& b : gone) allocation_table().erase(b.device);
-  const DriverCalls* drv = driver_calls();
-  if (!drv) return;
-  // The going context need not be the current one (cuCtxDestroy of another):
-  // its work is waited for, and its memory freed, with it current
-  // (cuCtxSynchronize waits for the current context's work only). Where it
-  // cannot be made current, its work cannot be waited for: its buffers are
-  // left to the driver, which frees them with the context after its work,
-  // rather than freed while a kernel may still use them.
-  if (drv->ctx_push_current(going) != CUDA_SUCCESS) {
-    static std::atomic<bool> said{false};
-    note_once(said,
-              "policy: zero_copy: a context going could not be made current; its mapped buffers are "
-              "left to the driver");
-    return;
-  }
-  drv->ctx_synchronize();
-  for (const Buffer& b : gone) drv->free_host(reinterpret_cast<void*>(b.host));
-  CUcontext popped = nullptr;
-  drv->ctx_pop_current(&popped);
+  GoneContexts& gone = gone_contexts();
+  gone.going(going);
+  gone.publish(going);
+  // Its buffers are not freed here: the driver frees them with the context,
+  // after the context's work (which may still use them), and if it refuses
+  // the app keeps them. zero_copy_context_gone() forgets them once it went.
+}
+
+void zero_copy_teardown_done(CUcontext going) { gone_contexts().done_going(going); }
+
+void zero_copy_release_begins(CUcontext primary) {
+  // No publication: a release that is not the last leaves the context, and
+  // the threads' events of it, alive. A last one publishes once it is known.
+  gone_contexts().going(primary);
 }
 
 void zero_copy_context_gone(CUcontext gone) {
   if (!gone) return;
-  // A primary context's last release had no teardown before; after a
+  // A primary context's last release had no publication before; after a
   // destroy or reset this is its second generation: a thread that made an
   // event in it after the teardown's drops that one too.
   gone_contexts().publish(gone);
@@ -283,6 +268,11 @@ void zero_copy_context_gone(CUcontext gone) {
         ++it;
         continue;
       }
+      if (it->freeing) {  // zero_copy_free() forgets it, without a driver call
+        it->orphaned = true;
+        ++it;
+        continue;
+      }
       allocation_table().erase(it->device);  // the driver freed it with its context
       t.bytes -= it->bytes;
       it = t.buffers.erase(it);
@@ -292,19 +282,44 @@ void zero_copy_context_gone(CUcontext gone) {
   detail::g_zero_copy_buffers.fetch_sub(n, std::memory_order_relaxed);
 }
 
+namespace {
+
+// The buffer zero_copy_free() is at leaves the table; whether its context
+// went meanwhile (the driver freed it with the context).
+bool forget_freeing(uint64_t p) {
+  Table& t = table();
+  std::lock_guard<RankedMutex> lock(t.mutex);
+  for (auto it = t.buffers.begin(); it != t.buffers.end(); ++it)
+    if (it->freeing && it->device == p) {
+      const bool orphaned = it->orphaned;
+      t.bytes -= it->bytes;
+      t.buffers.erase(it);
+      return orphaned;
+    }
+  return true;  // not found: never happens (only zero_copy_free erases a freeing buffer)
+}
+
+bool orphaned(uint64_t p) {
+  Table& t = table();
+  std::lock_guard<RankedMutex> lock(t.mutex);
+  for (const Buffer& b : t.buffers)
+    if (b.freeing && b.device == p) return b.orphaned;
+  return true;
+}
+
+}  // namespace
+
 bool zero_copy_free(uint64_t p) {
   Buffer b;
   Table& t = table();
   {
     std::lock_guard<RankedMutex> lock(t.mutex);
     auto it = t.buffers.begin();
-    while (it != t.buffers.end() && it->device != p) ++it;
+    while (it != t.buffers.end() && (it->device != p || it->freeing)) ++it;
     if (it == t.buffers.end()) return false;
+    it->freeing = true;
     b = *it;
-    t.buffers.erase(it);
-    t.bytes -= b.bytes;
   }
-  detail::g_zero_copy_buffers.fetch_sub(1, std::memory_order_relaxed);
   allocation_table().erase(p);
   const DriverCalls* drv = driver_calls();
   InternalScope internal;
@@ -312,22 +327,34 @@ bool zero_copy_free(uint64_t p) {
   // wait for is of the buffer's own context, which need not be the current
   // one (cuMemFree of another context's memory), and cuCtxSynchronize waits
   // for the current context's only: the buffer's is made current for it.
-  CUcontext current = nullptr;
-  const bool other = b.ctx && (drv->ctx_get_current(&current) != CUDA_SUCCESS || current != b.ctx);
-  if (other && drv->ctx_push_current(b.ctx) != CUDA_SUCCESS) {
-    // Its work cannot be waited for: left to the driver, freed with its
+  // Made with no teardown of that context under way (another thread may be
+  // destroying it: pushing it then is a use after free in the driver), and
+  // only if it did not go since the buffer was found (orphaned).
+  bool pushed_failed = false;
+  const bool called = drv && gone_contexts().call_unless_going(b.ctx, [&] {
+    if (orphaned(p)) return;
+    CUcontext current = nullptr;
+    const bool other = b.ctx && (drv->ctx_get_current(&current) != CUDA_SUCCESS || current != b.ctx);
+    if (other && drv->ctx_push_current(b.ctx) != CUDA_SUCCESS) {
+      pushed_failed = true;
+      return;
+    }
+    drv->ctx_synchronize();
+    drv->free_host(reinterpret_cast<void*>(b.host));
+    if (other) {
+      CUcontext popped = nullptr;
+      drv->ctx_pop_current(&popped);
+    }
+  });
+  forget_freeing(p);
+  detail::g_zero_copy_buffers.fetch_sub(1, std::memory_order_relaxed);
+  if (pushed_failed || !called) {
+    // Its work cannot be waited for now: left to the driver, freed with its
     // context after that context's work, never while a kernel may use it.
     static std::atomic<bool> said{false};
     note_once(said,
-              "policy: zero_copy: a mapped buffer's context could not be made current to free it; "
-              "it is left to the driver until its context goes");
-    return true;
-  }
-  drv->ctx_synchronize();
-  drv->free_host(reinterpret_cast<void*>(b.host));
-  if (other) {
-    CUcontext popped = nullptr;
-    drv->ctx_pop_current(&popped);
+              "policy: zero_copy: a mapped buffer's context could not be made current (or was going) to free "
+              "it; it is left to the driver until its context goes");
   }
   return true;
 }
@@ -386,11 +413,28 @@ Action try_zero_copy(const CallDesc& d, int& result) {
 }
 
 void zero_copy_before_fork() {
-  if (config().rewrite_any()) gone_contexts();
+  if (!config().rewrite_any()) return;
+  gone_contexts();
+  table();
+  streams();
 }
 
 void zero_copy_after_fork_child() {
-  if (config().rewrite_any()) gone_contexts().after_fork_child();
+  if (!config().rewrite_any()) return;
+  gone_contexts().after_fork_child();
+  // A parent thread may have held these locks, or been changing the table,
+  // when it forked: the locks are made anew and the contents dropped (their
+  // storage leaked, never freed half-changed). The child has no CUDA of the
+  // parent's: its buffers, streams and events are not its own.
+  Table& t = table();
+  remake_in_fork_child(t.mutex);
+  new (&t.buffers) std::vector<Buffer>();
+  t.bytes = 0;
+  detail::g_zero_copy_buffers.store(0, std::memory_order_relaxed);
+  Streams& st = streams();
+  remake_in_fork_child(st.mutex);
+  st.count = 0;
+  st.overflow = false;
 }
 
 bool zero_copy_attribute(CUpointer_attribute attribute, void* data, CUdeviceptr p, CUresult& result) {

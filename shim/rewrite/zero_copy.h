@@ -42,7 +42,8 @@ inline bool zero_copy_exists() { return detail::g_zero_copy_buffers.load(std::me
 // policy sends to zero copy: allocates the mapped buffer, returns true and
 // its device pointer in `*out`. False: allocate as the app asked.
 bool zero_copy_alloc(uint64_t bytes, uint64_t* out);
-// `p` is a zero-copy buffer: waits for the device, frees it, returns true.
+// `p` is a zero-copy buffer: waits for its context's work, frees it, returns
+// true. A buffer whose context is going or went is left to the driver.
 bool zero_copy_free(uint64_t p);
 // A 1D copy touching a zero-copy buffer (see above). Done: `result` is the
 // call's result.
@@ -51,20 +52,29 @@ Action try_zero_copy(const CallDesc& d, int& result);
 void blocking_stream_created(CUstream s);
 void stream_destroyed(CUstream s);
 void per_thread_stream_used();
-// The context `going` is about to be destroyed or reset: the zero-copy
-// buffers made in it are freed while it still exists (the app's pointers to
-// them are invalid after, like its device memory); other contexts' buffers
-// stay, the app's to use. Threads' events of it are dropped untouched from
-// now on; threads whose context lives keep theirs. Null (a primary context
-// whose handle the shim never saw, hence none of its buffers): nothing is
-// freed, and every thread drops its event (it may be of that context).
+// The context `going` is about to be destroyed or reset. Its zero-copy
+// buffers are left to the driver, which frees them with the context after
+// its work (the app's pointers to them are invalid after, like its device
+// memory), and stay the app's if the driver refuses; other contexts' buffers
+// stay. Threads' events of it are dropped untouched from now on; threads
+// whose context lives keep theirs. Nothing of it is bound until
+// zero_copy_teardown_done(going), which the caller owes whatever the driver
+// answered. Null (a primary context whose handle the shim never saw): every
+// thread drops its event, and no context is bound meanwhile.
 void zero_copy_teardown(CUcontext going);
+void zero_copy_teardown_done(CUcontext going);
+// A primary context's reference is about to be released, perhaps its last:
+// nothing of it is bound until zero_copy_teardown_done(primary); a last
+// release is followed by zero_copy_context_gone() before that.
+void zero_copy_release_begins(CUcontext primary);
 // The context `gone` was destroyed: the buffers made in it went with it and
 // are forgotten, with no driver call; threads' events of it are dropped.
 void zero_copy_context_gone(CUcontext gone);
-// Fork: the record of contexts gone is made before the fork (its first
-// construction in a child could wait on a guard a parent thread held), and its
-// lock made anew in the child (rewrite::before_fork, rewrite::after_fork_child).
+// Fork: the zero-copy state is made before the fork (its first construction
+// in a child could wait on a guard a parent thread held), and in the child
+// its locks made anew and its buffers, streams and teardowns forgotten (the
+// parent's CUDA does not survive fork) (rewrite::before_fork,
+// rewrite::after_fork_child).
 void zero_copy_before_fork();
 void zero_copy_after_fork_child();
 // Pointer attribute queries on a zero-copy buffer: true when answered here.

@@ -11,6 +11,9 @@ sends to zero copy, in contexts another thread destroys:
         so that the destruction lands inside the window unless the shim makes
         "its context lives" and the destroy one step; an event of a destroyed
         context makes the simulated driver abort (on a GPU: a use after free).
+  release  drop with the device's primary context released (its last
+        reference) instead of a context destroyed: the shim knows the release
+        was the last only after it, so the context counts as going meanwhile.
   sync  work of a context is left in flight (an event not waited for) and the
         context is destroyed, in even rounds its zero-copy buffer freed first,
         by a thread whose current context is another one. With
@@ -37,6 +40,7 @@ from e2e_util import (clean_env, fresh_dir, run_diagnosed, shim_app_args, verdic
 # The simulated driver's settings per mode (ignored by a real one).
 SIM_ENV = {
     "drop": {"SIMCUDA_EVENT_DESTROY_DELAY_US": "30000"},
+    "release": {"SIMCUDA_EVENT_DESTROY_DELAY_US": "30000"},
     "sync": {"SIMCUDA_EVENTS_PENDING": "1"},
 }
 
@@ -74,7 +78,7 @@ def main() -> int:
         return verdict(fails)
     given = [int(x) for x in app[2:5]]  # the app's ROUNDS N S, its defaults for the rest
     rounds, n, s = given + [4, 300, 64][len(given):]
-    allocations, storms = (1 + rounds, 1 + 2 * rounds) if mode == "drop" else (rounds, rounds)
+    allocations, storms = (1 + rounds, 1 + 2 * rounds) if mode in ("drop", "release") else (rounds, rounds)
     j = run_diagnosed([a.cuxfer, "report", "--json", str(work / "zc")], 60, env=env)
     rw = json.loads(j.stdout).get("rewrite", {}) if j.returncode == 0 else {}
     want = {"zero_copy_allocations": allocations, "zero_copy_allocation_bytes": allocations * n * s,

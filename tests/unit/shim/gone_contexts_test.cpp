@@ -184,5 +184,63 @@ TEST(GoneContexts, ForkChildPublishesWhileAParentThreadWasInsideADestroy) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+// A context whose teardown (or release) is under way is bound by no one until
+// it is done, whatever the generations say: a release learns it was the last
+// only afterwards, and a free pushes the buffer's context.
+TEST(GoneContexts, NothingOfAGoingContextIsCalled) {
+  GoneContexts gone;
+  int calls = 0;
+  gone.going(handle(0x1000));
+  EXPECT_FALSE(gone.call_unless_going(handle(0x1000), [&] { ++calls; }));
+  gone.destroy_unless_gone(handle(0x1000), gone.generation(), [&] { ++calls; });
+  EXPECT_EQ(calls, 0);
+  EXPECT_TRUE(gone.call_unless_going(handle(0x2000), [&] { ++calls; }));  // another context: called
+  EXPECT_EQ(calls, 1);
+  gone.going(handle(0x1000));  // a second release of the same context at once
+  gone.done_going(handle(0x1000));
+  EXPECT_FALSE(gone.call_unless_going(handle(0x1000), [&] { ++calls; }));
+  gone.done_going(handle(0x1000));
+  EXPECT_TRUE(gone.call_unless_going(handle(0x1000), [&] { ++calls; }));  // a release that was not the last
+  EXPECT_EQ(gone.generation(), 0u);  // marking publishes nothing
+  EXPECT_EQ(calls, 2);
+}
+
+TEST(GoneContexts, AnUnknownOrOneTooManyTeardownMakesEveryContextGoing) {
+  GoneContexts gone;
+  int calls = 0;
+  gone.going(nullptr);
+  EXPECT_FALSE(gone.call_unless_going(handle(0x1000), [&] { ++calls; }));
+  gone.done_going(nullptr);
+  EXPECT_TRUE(gone.call_unless_going(handle(0x1000), [&] { ++calls; }));
+  // More teardowns at once than there are slots: the one past them stands
+  // for every context until its own end.
+  for (uintptr_t i = 1; i <= 17; ++i) gone.going(handle(0x1000 * (i + 1)));
+  EXPECT_FALSE(gone.call_unless_going(handle(0x99000), [&] { ++calls; }));
+  for (uintptr_t i = 1; i <= 17; ++i) gone.done_going(handle(0x1000 * (i + 1)));
+  EXPECT_TRUE(gone.call_unless_going(handle(0x99000), [&] { ++calls; }));
+  EXPECT_EQ(calls, 2);
+}
+
+// A teardown that marks its context going waits for a call in progress on it,
+// and one that comes after the mark is not made.
+TEST(GoneContexts, MarkingWaitsForACallInProgress) {
+  GoneContexts gone;
+  std::atomic<bool> inside{false}, finished{false}, marked{false};
+  std::thread freer([&] {
+    gone.call_unless_going(handle(0x1000), [&] {
+      inside.store(true);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      EXPECT_FALSE(marked.load());
+      finished.store(true);
+    });
+  });
+  while (!inside.load()) std::this_thread::yield();
+  gone.going(handle(0x1000));
+  marked.store(true);
+  EXPECT_TRUE(finished.load());
+  freer.join();
+  EXPECT_FALSE(gone.call_unless_going(handle(0x1000), [] {}));
+}
+
 }  // namespace
 }  // namespace cuxfer::shim::rewrite
