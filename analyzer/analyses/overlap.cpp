@@ -49,8 +49,10 @@ KernelOverlapFeed::KernelOverlapFeed(uint32_t pid, KernelExtents extents, Window
 KernelOverlapFeed::Device& KernelOverlapFeed::device(uint32_t d) {
   if (last_ && d == last_device_) return *last_;
   auto [it, added] = devices_.try_emplace(d);
-  if (added)
+  if (added) {
     if (auto e = extents_.find(d); e != extents_.end()) it->second.extent = e->second;
+    if (devices_.size() > window_.max_devices) give_up(Inexact::ManyDevices);
+  }
   last_device_ = d;
   last_ = &it->second;
   return it->second;
@@ -260,6 +262,8 @@ std::string kernel_window_reason(KernelOverlapFeed::Inexact why) {
     case Inexact::HeldKernels:
       return fmt::format("more than {} kernel intervals wait for the copies that may overlap them",
                          window.max_kernels);
+    case Inexact::ManyDevices:
+      return fmt::format("its records name more than {} devices", window.max_devices);
     case Inexact::No: break;
   }
   return "its kernel records cannot be measured a block at a time";

@@ -54,13 +54,17 @@ struct KernelOverlapWindow {
   size_t max_waiting_copies = size_t{1} << 16;  // past it the watermark moves to answer the earliest half
   size_t keep_kernels = size_t{1} << 14;        // placed intervals kept for copies still to come
   size_t max_kernels = size_t{1} << 20;         // placed intervals waiting copies hold: past it, inexact
+  // Devices of one process with kernel records or copies: a real process has
+  // a few (16 on the largest nodes); a damaged trace's device ids are not
+  // given each its own window.
+  size_t max_devices = 64;
 };
 
 class KernelOverlapFeed {
  public:
   using Window = KernelOverlapWindow;
   // Every limit off: what a job that holds its events uses (nothing is let go).
-  static Window unbounded() { return {SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX}; }
+  static Window unbounded() { return {SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX}; }
 
   // `extents`: the process's (add_kernel_extents over all its records).
   KernelOverlapFeed(uint32_t pid, KernelExtents extents, Window w = {});
@@ -77,6 +81,7 @@ class KernelOverlapFeed {
     KernelLate,   // a kernel record starts before the watermark
     CopyLate,     // a copy starts before kernels already let go
     HeldKernels,  // more placed kernels than max_kernels that waiting copies need
+    ManyDevices,  // more devices than max_devices
   };
   bool inexact() const { return why_ != Inexact::No; }
   Inexact why_inexact() const { return why_; }

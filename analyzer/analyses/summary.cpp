@@ -406,17 +406,29 @@ json overlap_json(const JobTally& t) {
 
 void overlap_of_json(const json& j, JobTally& t, size_t sites) {
   t.overlap.kernels_recorded = true;
-  for (const json& d : j.at("devices"))
-    t.overlap.devices.push_back({u32(d.at(0)), u32(d.at(1)), u64(d.at(2)),
-                                 u64(d.at(3)), u64(d.at(4)), u64(d.at(5)),
-                                 u64(d.at(6)), u64(d.at(7))});
+  const size_t before = t.overlap.devices.size();
+  for (const json& d : j.at("devices")) {
+    const DeviceOverlap o{u32(d.at(0)), u32(d.at(1)), u64(d.at(2)), u64(d.at(3)),
+                          u64(d.at(4)), u64(d.at(5)), u64(d.at(6)), u64(d.at(7))};
+    // What the feed cannot sum: more time under kernels than the copies
+    // took, more idle time than the copies blocked.
+    if (o.dma_under_kernels_ns > o.dma_ns || o.sync_copy_idle_ns > o.sync_copy_ns)
+      throw std::out_of_range("overlap: times no tally makes");
+    for (size_t i = before; i < t.overlap.devices.size(); ++i)
+      if (t.overlap.devices[i].pid == o.pid && t.overlap.devices[i].device == o.device)
+        throw std::out_of_range("an overlap device given twice");
+    t.overlap.devices.push_back(o);
+  }
   auto& idle = t.findings.sync_idle_sites;
   for (const json& s : j.at("sync_copy_idle_sites")) {
     const size_t id = u64(s.at(0));
     if (id > sites) throw std::out_of_range("sync_copy_idle site out of range");
     if (id >= idle.size()) idle.resize(id + 1);
-    idle[id] = {u64(s.at(1)), u64(s.at(2)), u64(s.at(3)), u64(s.at(4)),
-                u64(s.at(5))};
+    if (idle[id].calls) throw std::out_of_range("a sync_copy_idle site given twice");
+    const FindingsTally::SiteSum x{u64(s.at(1)), u64(s.at(2)), u64(s.at(3)), u64(s.at(4)), u64(s.at(5))};
+    if (x.calls == 0 || x.max_ns > x.time_ns || x.recoverable_ns > x.time_ns)
+      throw std::out_of_range("sync_copy_idle: counts no tally makes");
+    idle[id] = x;
   }
 }
 

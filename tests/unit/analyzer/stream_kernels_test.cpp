@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -253,6 +254,30 @@ TEST_F(StreamKernels, SummariesCarryTheOverlapAndEqualTheWholeRead) {
   to.width = 120;
   EXPECT_EQ(render::render_text(of_summaries, to), render::render_text(direct, to));
   EXPECT_EQ(render::render_json(of_summaries, {}), render::render_json(direct, {}));
+  // A damaged overlap part is refused in one line, never summed.
+  const nlohmann::json good = nlohmann::json::parse(whole_text);
+  const std::vector<std::pair<std::string, std::function<void(nlohmann::json&)>>> damages = {
+      {"a device twice", [](nlohmann::json& o) { o["devices"].push_back(o["devices"][0]); }},
+      {"more DMA under kernels than DMA", [](nlohmann::json& o) { o["devices"][0][5] = o["devices"][0][4].get<uint64_t>() + 1; }},
+      {"more idle than blocked", [](nlohmann::json& o) { o["devices"][0][7] = o["devices"][0][6].get<uint64_t>() + 1; }},
+      {"an idle site twice", [](nlohmann::json& o) { o["sync_copy_idle_sites"].push_back(o["sync_copy_idle_sites"][0]); }},
+      {"an idle site of no copy", [](nlohmann::json& o) { o["sync_copy_idle_sites"][0][1] = 0; }},
+      {"an idle copy longer than all", [](nlohmann::json& o) { o["sync_copy_idle_sites"][0][4] = o["sync_copy_idle_sites"][0][3].get<uint64_t>() + 1; }},
+  };
+  for (const auto& [what, damage] : damages) {
+    nlohmann::json bad = good;
+    nlohmann::json* overlap = nullptr;
+    for (nlohmann::json& process : bad.at("processes"))
+      if (process.at("tally").contains("overlap") && !process["tally"]["overlap"]["sync_copy_idle_sites"].empty()) {
+        overlap = &process["tally"]["overlap"];
+        break;
+      }
+    ASSERT_NE(overlap, nullptr);
+    damage(*overlap);
+    back.clear();
+    EXPECT_FALSE(analyses::read_summary(bad.dump(), header, back, error)) << what;
+    EXPECT_EQ(error.rfind("damaged summary: ", 0), 0u) << what << ": " << error;
+  }
   // A summary written before summaries kept the overlap still reads: its
   // report has no Overlap table and no sync_copy_idle, as before.
   nlohmann::json old = nlohmann::json::parse(whole_text);
@@ -264,6 +289,25 @@ TEST_F(StreamKernels, SummariesCarryTheOverlapAndEqualTheWholeRead) {
   EXPECT_FALSE(of_old.overlap.kernels_recorded);
   EXPECT_FALSE(find_finding(of_old, "sync_copy_idle"));
   EXPECT_TRUE(find_finding(direct, "sync_copy_idle"));
+}
+
+// A damaged trace that names many devices: past max_devices the feed says it
+// cannot measure a block at a time (the job is then read whole) instead of
+// keeping a window per device id.
+TEST(KernelOverlapFeed, MoreDevicesThanTheCapSayInexact) {
+  std::vector<trace::GpuRecord> kernels;
+  const analyses::KernelOverlapFeed::Window window;
+  for (uint32_t d = 0; d < window.max_devices; ++d) kernels.push_back(kernel_record(d, d * us, (d + 1) * us));
+  analyses::KernelExtents extents;
+  analyses::add_kernel_extents(extents, kernels);
+  analyses::KernelOverlapFeed feed(7, extents, window);
+  feed.add_kernels(kernels);
+  EXPECT_FALSE(feed.inexact());  // as many as the cap: measured
+  const trace::GpuRecord one_more = kernel_record(static_cast<uint32_t>(window.max_devices), 0, us);
+  feed.add_kernels({&one_more, 1});
+  ASSERT_TRUE(feed.inexact());
+  EXPECT_EQ(feed.why_inexact(), analyses::KernelOverlapFeed::Inexact::ManyDevices);
+  EXPECT_NE(analyses::kernel_window_reason(feed.why_inexact()).find("more than 64 devices"), std::string::npos);
 }
 
 // The feed with small windows against the feed that holds everything: on
