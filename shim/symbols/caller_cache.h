@@ -4,6 +4,14 @@
 // resolved for an object, and emptied whenever an object is unloaded, so
 // that nothing in it outlives the object it points into.
 //
+// The table also remembers, per object and function, that neither the global
+// scope nor the object's dependency scope defined the function, and at which
+// loader generation (symbols/elf_lookup.h): the dependency scope of a loaded
+// object never changes, and the global scope only when an object is loaded
+// or unloaded, so such a caller (one handed the hook by dlsym on a runtime
+// loaded RTLD_LOCAL, as ctypes does) takes the function it was handed
+// without asking the loader again on every call.
+//
 // An object is known by a non-zero identity (its link_map's address). Every
 // key carries the table's epoch, which each emptying advances: an entry of
 // an object that is gone can never match a lookup again, even where a new
@@ -63,6 +71,42 @@ class CallerCache {
     return true;
   }
 
+  // The loader generation at which `object`'s function `fn` was last found
+  // in neither scope (store_miss), or 0 when no miss is remembered.
+  uint64_t missed_at(uintptr_t object, size_t fn) const {
+    if (!object || fn >= Functions) return 0;
+    const uint64_t key = key_of(object, epoch());
+    for (const Entry& e : entries_) {
+      if (e.key.load(std::memory_order_acquire) != key) continue;
+      const uint64_t g = e.missed_at[fn].load(std::memory_order_acquire);
+      return e.key.load(std::memory_order_relaxed) == key ? g : 0;
+    }
+    return 0;
+  }
+
+  // Remembers that `object`'s function `fn` was found in neither scope at
+  // loader generation `generation` (read before the search), under the same
+  // rule as store().
+  bool store_miss(uintptr_t object, size_t fn, uint64_t generation, uint64_t seen) {
+    if (!object || fn >= Functions || generation == 0) return false;
+    Locked hold(lock_);
+    if (epoch_.load(std::memory_order_relaxed) != seen) return false;
+    const uint64_t key = key_of(object, seen);
+    Entry* free_entry = nullptr;
+    for (Entry& e : entries_) {
+      const uint64_t k = e.key.load(std::memory_order_relaxed);
+      if (k == key) {
+        e.missed_at[fn].store(generation, std::memory_order_release);
+        return true;
+      }
+      if (k == 0 && !free_entry) free_entry = &e;
+    }
+    if (!free_entry) return false;
+    free_entry->missed_at[fn].store(generation, std::memory_order_release);
+    free_entry->key.store(key, std::memory_order_release);
+    return true;
+  }
+
   // Stores `p` into `slot` (a process-wide answer kept beside the table)
   // under the same rule as store().
   bool store_beside(std::atomic<void*>& slot, void* p, uint64_t seen) {
@@ -82,6 +126,7 @@ class CallerCache {
     for (Entry& e : entries_) {
       e.key.store(0, std::memory_order_release);
       for (auto& f : e.fn) f.store(nullptr, std::memory_order_relaxed);
+      for (auto& g : e.missed_at) g.store(0, std::memory_order_relaxed);
     }
     also();
   }
@@ -101,6 +146,7 @@ class CallerCache {
   struct Entry {
     std::atomic<uint64_t> key{0};
     std::atomic<void*> fn[Functions] = {};
+    std::atomic<uint64_t> missed_at[Functions] = {};  // 0: no miss remembered
   };
 
   class Locked {

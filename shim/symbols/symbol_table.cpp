@@ -14,6 +14,7 @@
 #include "symbols/bound_definition.h"
 #include "symbols/caller_cache.h"
 #include "symbols/cuda_headers.h"
+#include "symbols/elf_lookup.h"
 
 // Our hooks are the CUDA entry points themselves: the CUDA headers declare
 // each one, with its own type, under its exact name (the hook files define
@@ -215,26 +216,54 @@ void* detail::resolve_real(HookId id) {
   return nullptr;
 }
 
+namespace {
+
+// The function the app was last handed by dlsym for hook `id`, or null
+// (said once) when it was handed none.
+void* looked_up_or_missing(HookId id, const HookEntry& e) {
+  if (void* p = g_looked_up[static_cast<size_t>(id)].load(std::memory_order_acquire)) return p;
+  warn_missing(e);
+  return nullptr;
+}
+
+}  // namespace
+
 void* detail::resolve_real_for(HookId id, const void* caller) {
   const size_t column = kRuntimeIndex[static_cast<size_t>(id)];
   const link_map* object = object_containing(caller);
   const auto key = reinterpret_cast<uintptr_t>(object);
   if (void* p = g_callers.find(key, column)) return p;
   // Read before the loader is: an unload from here on keeps what is found
-  // out of the table (it may lie in the object that went).
+  // out of the table (it may lie in the object that went), and a load or
+  // unload from here on keeps a miss from being remembered for it.
   const uint64_t seen = g_callers.epoch();
+  const uint64_t generation = loader_generation();
   const HookEntry& e = hook_entry(id);
+  // A caller that neither scope served (handed the hook by dlsym on a
+  // runtime loaded RTLD_LOCAL: ctypes, a plugin host) takes the function it
+  // was handed. Its dependency scope is searched once: it is fixed while the
+  // object is loaded (an unload empties the table); the global scope again
+  // only once the loader's generation moved. Asking the loader on each call
+  // cost two global dlsym searches and a dlopen/dlclose pair of the caller's
+  // object a call, and such a dlclose, on a thread still copying while the
+  // process exits, races the loader's own exit: _dl_fini drops each object's
+  // open count after it released the loader's lock, so an increment of ours
+  // lost to it lets our dlclose unload the caller's object under the threads
+  // running its code (a SIGSEGV of e2e.python_finalize).
+  const uint64_t missed_at = g_callers.missed_at(key, column);
+  if (missed_at != 0 && missed_at == generation) return looked_up_or_missing(id, e);
   if (void* p = global_scope_definition(e.name)) {
     g_callers.store_beside(g_real[static_cast<size_t>(id)], p, seen);
     return p;
   }
-  if (void* p = dependency_scope_definition(object, e.name)) {
-    g_callers.store(key, column, p, seen);
-    return p;
+  if (missed_at == 0) {
+    if (void* p = dependency_scope_definition(object, e.name)) {
+      g_callers.store(key, column, p, seen);
+      return p;
+    }
   }
-  if (void* p = g_looked_up[static_cast<size_t>(id)].load(std::memory_order_acquire)) return p;
-  warn_missing(e);
-  return nullptr;
+  g_callers.store_miss(key, column, generation, seen);
+  return looked_up_or_missing(id, e);
 }
 
 void forget_unloaded_definitions() {

@@ -79,6 +79,43 @@ TEST(CallerCache, WhatWasResolvedBeforeAnEmptyingIsNotStored) {
   EXPECT_EQ(beside.load(), nullptr);
 }
 
+// A caller that neither scope serves (a function pointer from dlsym on a
+// runtime loaded RTLD_LOCAL) is remembered with the loader generation of the
+// search, so that its calls stop asking the loader (symbol_table.cpp).
+TEST(CallerCache, RemembersAMissWithItsLoaderGeneration) {
+  Cache c;
+  const uint64_t e = c.epoch();
+  EXPECT_EQ(c.missed_at(0x1000, 0), 0u);
+  EXPECT_TRUE(c.store_miss(0x1000, 0, 7, e));
+  EXPECT_EQ(c.missed_at(0x1000, 0), 7u);
+  EXPECT_EQ(c.missed_at(0x1000, 1), 0u);  // per function
+  EXPECT_EQ(c.missed_at(0x2000, 0), 0u);  // per object
+  EXPECT_EQ(c.find(0x1000, 0), nullptr);  // a miss is no function
+  EXPECT_TRUE(c.store_miss(0x1000, 0, 9, e));  // the loader moved: searched again, still missing
+  EXPECT_EQ(c.missed_at(0x1000, 0), 9u);
+  // A function found for the same object keeps its entry (one entry an object).
+  EXPECT_TRUE(c.store(0x1000, 1, fn(0xa1), e));
+  EXPECT_EQ(c.find(0x1000, 1), fn(0xa1));
+  EXPECT_EQ(c.missed_at(0x1000, 0), 9u);
+  EXPECT_TRUE(c.store_miss(0x2000, 2, 9, e));
+  EXPECT_FALSE(c.store_miss(0x3000, 0, 9, e));  // full
+  EXPECT_FALSE(c.store_miss(0x1000, 0, 0, e));  // a loader that does not count: never remembered
+  EXPECT_FALSE(c.store_miss(0, 0, 9, e));
+  EXPECT_FALSE(c.store_miss(0x1000, 3, 9, e));
+}
+
+TEST(CallerCache, EmptyingForgetsMisses) {
+  Cache c;
+  const uint64_t before = c.epoch();
+  ASSERT_TRUE(c.store_miss(0x1000, 0, 5, before));
+  c.empty([] {});
+  EXPECT_EQ(c.missed_at(0x1000, 0), 0u);
+  EXPECT_FALSE(c.store_miss(0x1000, 0, 5, before));  // searched before the emptying: not kept
+  const uint64_t e = c.epoch();
+  EXPECT_TRUE(c.store(0x1000, 1, fn(0xa1), e));  // a new object at the same address starts without one
+  EXPECT_EQ(c.missed_at(0x1000, 0), 0u);
+}
+
 // Readers never see another object's function, while writers fill and an
 // emptier empties the table (a run under TSan checks the ordering too).
 TEST(CallerCache, ReadersSeeOnlyTheirObjectsFunctions) {

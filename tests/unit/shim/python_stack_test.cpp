@@ -4,6 +4,8 @@
 // process that runs no Python. (Walks of real interpreters:
 // e2e.python_stacks.*.)
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -537,6 +539,55 @@ TEST_F(FrameWalk, AWalkThatFinalizationOverlappedKeepsNoFrame) {
   EXPECT_FALSE(fresh.take_note(note)) << note;
   g_finalizing = false;
   EXPECT_EQ(fresh.walk_thread(tstate, kMain, out, 8), 2u);
+}
+
+// 3.11 and 3.12 reach the innermost frame through the thread state's cframe.
+// Finalization frees a daemon thread's state as it begins, and its memory
+// may hold anything by the time a direct walk reads it: the cframe read from
+// it is followed only while finalization has not begun. (A daemon thread's
+// walk crashed there on 3.11, its "cframe" string data: e2e.python_finalize
+// with 16 copying threads, 2 runs in 800.) The cframe here leads into a page
+// that cannot be read: a walk that followed it would fault.
+TEST_F(FrameWalk, ADirectWalkFollowsNoCframeOnceFinalizationBegan) {
+  for (const uint32_t version : {0x030bu, 0x030cu}) {
+    const PyLayout* generated = generated_layout(version);
+    ASSERT_NE(generated, nullptr) << std::hex << version;
+    l_ = *generated;
+    ASSERT_NE(l_.ts_cframe, kNoField);
+    const uint64_t load = code("train.py", "load_batch", 40);
+    const uint64_t f = object(0, 256);
+    put(f, l_.frame_code, load);
+    put<uint64_t>(f, l_.frame_previous, 0);
+    put(f, l_.frame_instr, load + l_.code_bytecode + 8);
+    if (l_.frame_owner != kNoField) put<uint8_t>(f, l_.frame_owner, 0);
+    if (l_.frame_is_entry != kNoField) put<uint8_t>(f, l_.frame_is_entry, 1);
+    const uint64_t cframe = object(0, 256);
+    put(cframe, l_.cframe_current_frame, f);
+    const uint64_t tstate = object(0, 1024);
+    put(tstate, l_.ts_cframe, cframe);
+    put(tstate, l_.ts_interp, kMain);
+    PythonStacks::KnownObjects objects = known();
+    objects.is_finalizing = finalizing;
+    PythonStacks stacks(l_, objects);
+    g_finalizing = false;
+    for (uint32_t i = 0; i < PythonStacks::kCheckedWalks + 1; ++i) {  // the checked walks, then a direct one
+      uint64_t out[8] = {};
+      ASSERT_EQ(stacks.walk_thread(tstate, kMain, out, 8), 1u) << std::hex << version << " walk " << std::dec << i;
+    }
+    const long page = sysconf(_SC_PAGESIZE);
+    void* none = mmap(nullptr, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(none, MAP_FAILED);
+    const uint64_t freed = object(0, 1024);  // the state's memory, reused
+    put(freed, l_.ts_cframe, reinterpret_cast<uint64_t>(none));
+    put(freed, l_.ts_interp, kMain);
+    g_finalizing = true;
+    uint64_t out[8] = {};
+    EXPECT_EQ(stacks.walk_thread(freed, kMain, out, 8), 0u) << std::hex << version;
+    g_finalizing = false;
+    munmap(none, page);
+    std::string note;
+    EXPECT_FALSE(stacks.take_note(note)) << note;
+  }
 }
 
 TEST_F(FrameWalk, ASubinterpretersThreadIsNotWalkedAndSaysSo) {
