@@ -29,24 +29,28 @@
 // last only if no reference is left) or where it must not act on the context
 // meanwhile at all (freeing a zero-copy buffer pushes the buffer's context).
 // So a teardown also marks its context *going* for the length of the driver
-// call (going() ... done_going()), and call_unless_going() makes a driver call
-// on something of a context only while that context is neither going nor,
-// for destroy_unless_gone(), gone since the caller looked.
+// call (going() ... done_going()); destroy_unless_gone() treats a going
+// context as gone, and a longer call on something of a context (a zero-copy
+// buffer's push, synchronize, free and pop) *pins* the context instead of
+// holding the lock: pin() refuses while the context is going, and going()
+// waits, with the lock released, until the context's pins are gone. A
+// teardown thus waits only for the calls on its own context, which its
+// driver call would wait for anyway, and no lock is held across a
+// synchronize (whose callbacks and host functions may run anything).
 //
-// The lock so is held across driver calls (cuEventDestroy; a zero-copy
-// buffer's push, synchronize, free and pop). Why that keeps the written order
-// (docs/architecture.md, "Locks"):
+// The lock so is held across one driver call (cuEventDestroy). Why that keeps
+// the written order (docs/architecture.md, "Locks"):
 //   - it is taken with no other shim lock held: by the teardown hooks at
 //     their entry and exit, by the copy path's thread_event() and by
-//     zero_copy_free(), which hold none (the latter takes the zero-copy
-//     buffers' lock, rank 40, inside it);
+//     zero_copy_free(), which hold none;
 //   - inside the driver call the shim is entered only (a) through the libc
 //     hooks (the driver's malloc and free: host ranges, rank 80), (b) through
 //     CUPTI's buffer callbacks, which CUPTI may run on the calling thread
 //     (CUPTI records, rank 25; their allocations: host ranges), both ranked
 //     above this lock, and (c) through driver hooks reached from an app's own
-//     CUPTI callback: the caller holds an InternalScope, under which every
-//     hook calls straight through and takes no lock (call_scope.h);
+//     CUPTI callback: the caller holds an InternalScope, and a zero-copy free
+//     or copy made there only tries this lock (`nested`), leaving its buffer
+//     or event to the driver when it is taken;
 //   - the teardown side holds it for a few stores only, never across the
 //     driver's destroy or reset (whose callbacks could reach a copy hook on
 //     that thread outside any InternalScope and ask for it again).
@@ -58,6 +62,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+
+#include <time.h>
 
 #include "core/bounded_lock.h"
 #include "core/ranked_lock.h"
@@ -103,51 +109,71 @@ class GoneContexts {
   // top. Returns the generation it decided at. Takes the publishers' lock;
   // the caller holds no shim lock and is inside an InternalScope.
   template <typename Destroy>
-  uint64_t destroy_unless_gone(const void* ctx, uint64_t since, Destroy&& destroy) {
-    std::lock_guard<RankedMutex> lock(writers_);
+  uint64_t destroy_unless_gone(const void* ctx, uint64_t since, bool nested, Destroy&& destroy) {
+    std::unique_lock<RankedMutex> lock(writers_, std::defer_lock);
+    if (nested ? !lock.try_lock() : (lock.lock(), false)) return since;  // left to the driver
     const uint64_t upto = published_.load(std::memory_order_relaxed);
     if (!is_going(ctx) && went(ctx, since, upto) == Since::Alive) destroy();
     return upto;
   }
 
-  // Calls `call()` (driver calls on something of `ctx`) unless a teardown of
-  // `ctx` is under way (then nothing is called and false returned). What
-  // went before the caller found the thing is the caller's to know (a
-  // context_gone that forgot it). Same lock and caller rules as above.
-  template <typename Call>
-  bool call_unless_going(const void* ctx, Call&& call) {
+  enum class Pin {
+    Pinned,  // the caller may make its calls on `ctx`, then unpin(ctx)
+    Going,   // a teardown of `ctx` is under way: try again after it, or leave the thing
+    Busy,    // the lock is held (nested) or every slot is taken: try again, or leave the thing
+  };
+  // Calls on something of `ctx` (null: of no known context) in progress,
+  // outside the lock, until unpin(ctx); refused while a teardown of `ctx` is
+  // under way. `nested`: the caller may be inside a driver call this lock is
+  // held across (an app's callback): the lock is only tried.
+  Pin pin(const void* ctx, bool nested) {
+    std::unique_lock<RankedMutex> lock(writers_, std::defer_lock);
+    if (nested ? !lock.try_lock() : (lock.lock(), false)) return Pin::Busy;
+    if (is_going(ctx)) return Pin::Going;
+    for (CtxCount& p : pins_)
+      if (p.count && p.ctx == ctx) {
+        ++p.count;
+        return Pin::Pinned;
+      }
+    for (CtxCount& p : pins_)
+      if (!p.count) {
+        p = {ctx, 1};
+        return Pin::Pinned;
+      }
+    return Pin::Busy;
+  }
+  void unpin(const void* ctx) {
     std::lock_guard<RankedMutex> lock(writers_);
-    if (is_going(ctx)) return false;
-    call();
-    return true;
+    for (CtxCount& p : pins_)
+      if (p.count && p.ctx == ctx) {
+        --p.count;
+        return;
+      }
   }
 
   // A teardown of `ctx` (null: a context of unknown handle, so every one) is
   // under way from now until done_going(ctx), whatever its result. Teardowns
-  // of the same context may overlap (two releases); each is counted.
+  // of the same context may overlap (two releases); each is counted. Returns
+  // once no call pinned on `ctx` is in progress (the lock released while it
+  // waits: a pinned call takes no lock).
   void going(const void* ctx) {
-    std::lock_guard<RankedMutex> lock(writers_);
-    if (!ctx) {
-      ++all_going_;
-      return;
+    {
+      std::lock_guard<RankedMutex> lock(writers_);
+      mark_going(ctx);
     }
-    for (Going& g : going_)
-      if (g.count && g.ctx == ctx) {
-        ++g.count;
-        return;
+    for (;;) {
+      {
+        std::lock_guard<RankedMutex> lock(writers_);
+        if (!is_pinned(ctx)) return;
       }
-    for (Going& g : going_)
-      if (!g.count) {
-        g = {ctx, 1};
-        return;
-      }
-    ++all_going_;  // more teardowns at once than slots: every context counts as going meanwhile
-    ++overflow_;
+      struct timespec pause {0, 50'000};
+      nanosleep(&pause, nullptr);
+    }
   }
   void done_going(const void* ctx) {
     std::lock_guard<RankedMutex> lock(writers_);
     if (ctx)
-      for (Going& g : going_)
+      for (CtxCount& g : going_)
         if (g.count && g.ctx == ctx) {
           --g.count;
           return;
@@ -157,15 +183,11 @@ class GoneContexts {
     if (all_going_) --all_going_;
   }
 
-  // Fork child: the publishers' lock made anew. A thread of the parent may
-  // have held it (across a cuEventDestroy: not a few stores any more); that
-  // thread does not exist here, its destroy never ends, and a teardown hook in
-  // the child would otherwise wait for it for ever. A publication the fork cut
-  // short left published_ behind its slot: never read.
   // Teardowns under way belonged to the parent's threads: none is here.
   void after_fork_child() {
     remake_in_fork_child(writers_);
-    for (Going& g : going_) g = {};
+    for (CtxCount& g : going_) g = {};
+    for (CtxCount& p : pins_) p = {};
     all_going_ = overflow_ = 0;
   }
 
@@ -192,22 +214,49 @@ class GoneContexts {
     std::atomic<uint64_t> generation{0};
     std::atomic<const void*> ctx{nullptr};
   };
-  struct Going {
+  // A context and how many teardowns (going_) or calls (pins_) of it are under way.
+  struct CtxCount {
     const void* ctx = nullptr;
     uint32_t count = 0;
   };
   static constexpr size_t kGoingSlots = 16;
 
   // Under writers_.
+  void mark_going(const void* ctx) {
+    if (!ctx) {
+      ++all_going_;
+      return;
+    }
+    for (CtxCount& g : going_)
+      if (g.count && g.ctx == ctx) {
+        ++g.count;
+        return;
+      }
+    for (CtxCount& g : going_)
+      if (!g.count) {
+        g = {ctx, 1};
+        return;
+      }
+    ++all_going_;  // more teardowns at once than slots: every context counts as going meanwhile
+    ++overflow_;
+  }
   bool is_going(const void* ctx) const {
     if (all_going_) return true;
-    for (const Going& g : going_)
+    for (const CtxCount& g : going_)
       if (g.count && g.ctx == ctx) return true;
+    return false;
+  }
+  // A call pinned on `ctx`, or on no known context (it may be `ctx`), or any
+  // call for a teardown of unknown handle.
+  bool is_pinned(const void* ctx) const {
+    for (const CtxCount& p : pins_)
+      if (p.count && (!ctx || !p.ctx || p.ctx == ctx)) return true;
     return false;
   }
 
   RankedMutex writers_{LockRank::kZeroCopyContextsGone};
-  Going going_[kGoingSlots];  // under writers_
+  CtxCount going_[kGoingSlots];  // under writers_
+  CtxCount pins_[kGoingSlots];   // under writers_
   uint32_t all_going_ = 0;    // teardowns of unknown contexts, and those past the slots
   uint32_t overflow_ = 0;     // of all_going_, those past the slots
   std::atomic<uint64_t> published_{0};

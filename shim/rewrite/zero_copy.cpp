@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <time.h>
+
 #include "core/bounded_lock.h"
 #include "core/config.h"
 #include "core/ranked_lock.h"
@@ -102,8 +104,10 @@ GoneContexts& gone_contexts() {
 // Not covered: a thread still copying in its context while another thread
 // destroys that context (the app's own race: without the shim its copy gets
 // CUDA_ERROR_CONTEXT_IS_DESTROYED or runs first).
-// The caller is inside an InternalScope and holds no shim lock.
-CUevent thread_event(const DriverCalls& d) {
+// The caller is inside an InternalScope and holds no shim lock; `nested`: it
+// was inside one already (an app's callback inside the shim's own driver
+// call), and may not wait for the teardowns' lock.
+CUevent thread_event(const DriverCalls& d, bool nested) {
   thread_local CUcontext ctx = nullptr;  // the event's
   thread_local CUevent event = nullptr;
   thread_local uint64_t seen = 0;  // the generation of contexts gone when this thread last looked
@@ -120,7 +124,7 @@ CUevent thread_event(const DriverCalls& d) {
     // Another context's, live when seen above: ours to destroy unless it went
     // since. `seen` stays: a publication meanwhile may be of `now`, and the
     // event made below is then dropped at the next look.
-    if (event && d.event_destroy) gone.destroy_unless_gone(ctx, seen, [&] { d.event_destroy(event); });
+    if (event && d.event_destroy) gone.destroy_unless_gone(ctx, seen, nested, [&] { d.event_destroy(event); });
     event = nullptr;
     if (d.event_create(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return event = nullptr;
     ctx = now;
@@ -235,20 +239,60 @@ void zero_copy_teardown(CUcontext going) {
   // drops it at its next wait, from now on rather than after the driver freed
   // it (a thread that moved to another context would otherwise destroy a dead
   // event). Null: a primary context whose handle the shim never saw; every
-  // thread's event may be of it.
+  // thread's event may be of it. Then nothing of it is bound until the
+  // teardown is done, and frees of its buffers in progress are waited for.
   GoneContexts& gone = gone_contexts();
-  gone.going(going);
   gone.publish(going);
-  // Its buffers are not freed here: the driver frees them with the context,
-  // after the context's work (which may still use them), and if it refuses
-  // the app keeps them. zero_copy_context_gone() forgets them once it went.
+  gone.going(going);
+  if (!going || !zero_copy_exists()) return;
+  std::vector<Buffer> mine;
+  Table& t = table();
+  {
+    std::lock_guard<RankedMutex> lock(t.mutex);
+    for (auto it = t.buffers.begin(); it != t.buffers.end();) {
+      // Another context's (another thread may be copying into it now), or
+      // one a free waits to finish (it does once the teardown is done).
+      if (it->ctx != going || it->freeing) {
+        ++it;
+        continue;
+      }
+      t.bytes -= it->bytes;
+      mine.push_back(*it);
+      it = t.buffers.erase(it);
+    }
+  }
+  if (mine.empty()) return;
+  detail::g_zero_copy_buffers.fetch_sub(static_cast<uint32_t>(mine.size()), std::memory_order_relaxed);
+  for (const Buffer& b : mine) allocation_table().erase(b.device);
+  const DriverCalls* drv = driver_calls();
+  if (!drv) return;
+  // Freed while the context exists, after its work (the app's pointers to
+  // them are invalid after, like its device memory). The going context need
+  // not be the current one (cuCtxDestroy of another): its work is waited for,
+  // and its memory freed, with it current (cuCtxSynchronize waits for the
+  // current context's work only). Where it cannot be made current, its work
+  // cannot be waited for: its buffers are left to the driver, which frees
+  // them with the context after its work, rather than freed while a kernel
+  // may still use them.
+  if (drv->ctx_push_current(going) != CUDA_SUCCESS) {
+    static std::atomic<bool> said{false};
+    note_once(said,
+              "policy: zero_copy: a context going could not be made current; its mapped buffers are "
+              "left to the driver");
+    return;
+  }
+  drv->ctx_synchronize();
+  for (const Buffer& b : mine) drv->free_host(reinterpret_cast<void*>(b.host));
+  CUcontext popped = nullptr;
+  drv->ctx_pop_current(&popped);
 }
 
 void zero_copy_teardown_done(CUcontext going) { gone_contexts().done_going(going); }
 
 void zero_copy_release_begins(CUcontext primary) {
   // No publication: a release that is not the last leaves the context, and
-  // the threads' events of it, alive. A last one publishes once it is known.
+  // the threads' events and buffers of it, alive. A last one publishes once
+  // it is known (zero_copy_context_gone: the driver freed its buffers).
   gone_contexts().going(primary);
 }
 
@@ -299,6 +343,21 @@ bool forget_freeing(uint64_t p) {
   return true;  // not found: never happens (only zero_copy_free erases a freeing buffer)
 }
 
+// Waits for `b`'s context's work and frees it (pushing that context where
+// it is not the current one). False: the context could not be made current.
+bool free_mapped(const DriverCalls& drv, const Buffer& b) {
+  CUcontext current = nullptr;
+  const bool other = b.ctx && (drv.ctx_get_current(&current) != CUDA_SUCCESS || current != b.ctx);
+  if (other && drv.ctx_push_current(b.ctx) != CUDA_SUCCESS) return false;
+  drv.ctx_synchronize();
+  drv.free_host(reinterpret_cast<void*>(b.host));
+  if (other) {
+    CUcontext popped = nullptr;
+    drv.ctx_pop_current(&popped);
+  }
+  return true;
+}
+
 bool orphaned(uint64_t p) {
   Table& t = table();
   std::lock_guard<RankedMutex> lock(t.mutex);
@@ -322,39 +381,42 @@ bool zero_copy_free(uint64_t p) {
   }
   allocation_table().erase(p);
   const DriverCalls* drv = driver_calls();
+  const bool nested = thread_state().internal;
   InternalScope internal;
   // Kernels may still use it: cudaFree waits for the device too. The work to
   // wait for is of the buffer's own context, which need not be the current
   // one (cuMemFree of another context's memory), and cuCtxSynchronize waits
   // for the current context's only: the buffer's is made current for it.
-  // Made with no teardown of that context under way (another thread may be
-  // destroying it: pushing it then is a use after free in the driver), and
-  // only if it did not go since the buffer was found (orphaned).
-  bool pushed_failed = false;
-  const bool called = drv && gone_contexts().call_unless_going(b.ctx, [&] {
-    if (orphaned(p)) return;
-    CUcontext current = nullptr;
-    const bool other = b.ctx && (drv->ctx_get_current(&current) != CUDA_SUCCESS || current != b.ctx);
-    if (other && drv->ctx_push_current(b.ctx) != CUDA_SUCCESS) {
-      pushed_failed = true;
-      return;
+  // That context is pinned meanwhile: another thread may be tearing it down
+  // (pushing it after its destroy is a use after free in the driver). While
+  // a teardown of it is under way the free waits for its end: the context
+  // went (its buffer orphaned: the driver freed it) or stays (freed here).
+  // A free nested in the shim's own driver call cannot wait: its buffer is
+  // left to the driver.
+  bool left = !drv;
+  GoneContexts& gone = gone_contexts();
+  while (drv) {
+    const GoneContexts::Pin pin = gone.pin(b.ctx, nested);
+    if (pin == GoneContexts::Pin::Pinned) {
+      if (!orphaned(p)) left = !free_mapped(*drv, b);
+      gone.unpin(b.ctx);
+      break;
     }
-    drv->ctx_synchronize();
-    drv->free_host(reinterpret_cast<void*>(b.host));
-    if (other) {
-      CUcontext popped = nullptr;
-      drv->ctx_pop_current(&popped);
+    if (nested) {
+      left = true;
+      break;
     }
-  });
+    if (orphaned(p)) break;  // its context went: the driver freed it
+    struct timespec pause {0, 100'000};
+    nanosleep(&pause, nullptr);
+  }
   forget_freeing(p);
   detail::g_zero_copy_buffers.fetch_sub(1, std::memory_order_relaxed);
-  if (pushed_failed || !called) {
-    // Its work cannot be waited for now: left to the driver, freed with its
-    // context after that context's work, never while a kernel may use it.
+  if (left) {
     static std::atomic<bool> said{false};
     note_once(said,
-              "policy: zero_copy: a mapped buffer's context could not be made current (or was going) to free "
-              "it; it is left to the driver until its context goes");
+              "policy: zero_copy: a mapped buffer's context could not be made current to free it; it is left "
+              "to the driver until its context goes");
   }
   return true;
 }
@@ -370,6 +432,7 @@ Action try_zero_copy(const CallDesc& d, int& result) {
   if (d.direction != trace::Direction::Unknown && d.direction != want) return Action::Original;
   const DriverCalls* drv = driver_calls();
   if (!drv) return Action::Original;
+  const bool nested = thread_state().internal;
   const bool async = d.flags & trace::kFlagAsync;
   const bool per_thread = d.flags & trace::kFlagPerThreadStream;
   InternalScope internal;
@@ -383,7 +446,7 @@ Action try_zero_copy(const CallDesc& d, int& result) {
     // blocking streams).
     if (per_thread) per_thread_stream_used();
     if (per_thread || !legacy_order_idle(*drv)) {
-      CUevent ev = thread_event(*drv);
+      CUevent ev = thread_event(*drv, nested);
       if (!ev || drv->record(per_thread, ev, nullptr) != CUDA_SUCCESS || drv->event_synchronize(ev) != CUDA_SUCCESS)
         return Action::Original;
     }

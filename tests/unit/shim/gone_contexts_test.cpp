@@ -113,17 +113,17 @@ TEST(GoneContexts, DestroyUnlessGoneDecidesByGenerations) {
   const uint64_t seen = gone.generation();
   int destroyed = 0;
   gone.publish(handle(0x2000));
-  EXPECT_EQ(gone.destroy_unless_gone(handle(0x1000), seen, [&] { ++destroyed; }), 1u);
+  EXPECT_EQ(gone.destroy_unless_gone(handle(0x1000), seen, false, [&] { ++destroyed; }), 1u);
   EXPECT_EQ(destroyed, 1);
   gone.publish(handle(0x1000));
-  gone.destroy_unless_gone(handle(0x1000), seen, [&] { ++destroyed; });
+  gone.destroy_unless_gone(handle(0x1000), seen, false, [&] { ++destroyed; });
   EXPECT_EQ(destroyed, 1);  // went: dropped untouched
   gone.publish(nullptr);
-  gone.destroy_unless_gone(handle(0x3000), seen + 2, [&] { ++destroyed; });
+  gone.destroy_unless_gone(handle(0x3000), seen + 2, false, [&] { ++destroyed; });
   EXPECT_EQ(destroyed, 1);  // an unknown handle went: maybe it
   const uint64_t far = gone.generation();
   for (uint64_t i = 0; i <= GoneContexts::kSlots; ++i) gone.publish(handle(0x4000));
-  gone.destroy_unless_gone(handle(0x5000), far, [&] { ++destroyed; });
+  gone.destroy_unless_gone(handle(0x5000), far, false, [&] { ++destroyed; });
   EXPECT_EQ(destroyed, 1);  // too far behind to tell
 }
 
@@ -134,7 +134,7 @@ TEST(GoneContexts, PublicationWaitsForADestroyInProgress) {
   GoneContexts gone;
   std::atomic<bool> inside{false}, finished{false}, published{false};
   std::thread dropper([&] {
-    gone.destroy_unless_gone(handle(0x1000), gone.generation(), [&] {
+    gone.destroy_unless_gone(handle(0x1000), gone.generation(), false, [&] {
       inside.store(true);
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       EXPECT_FALSE(published.load());
@@ -155,7 +155,7 @@ TEST(GoneContexts, ForkChildPublishesWhileAParentThreadWasInsideADestroy) {
   GoneContexts gone;
   std::atomic<bool> inside{false}, release{false};
   std::thread dropper([&] {
-    gone.destroy_unless_gone(handle(0x1000), gone.generation(), [&] {
+    gone.destroy_unless_gone(handle(0x1000), gone.generation(), false, [&] {
       inside.store(true);
       while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     });
@@ -187,59 +187,83 @@ TEST(GoneContexts, ForkChildPublishesWhileAParentThreadWasInsideADestroy) {
 // A context whose teardown (or release) is under way is bound by no one until
 // it is done, whatever the generations say: a release learns it was the last
 // only afterwards, and a free pushes the buffer's context.
-TEST(GoneContexts, NothingOfAGoingContextIsCalled) {
+TEST(GoneContexts, NothingOfAGoingContextIsPinnedOrDestroyed) {
+  using Pin = GoneContexts::Pin;
   GoneContexts gone;
   int calls = 0;
   gone.going(handle(0x1000));
-  EXPECT_FALSE(gone.call_unless_going(handle(0x1000), [&] { ++calls; }));
-  gone.destroy_unless_gone(handle(0x1000), gone.generation(), [&] { ++calls; });
+  EXPECT_EQ(gone.pin(handle(0x1000), false), Pin::Going);
+  gone.destroy_unless_gone(handle(0x1000), gone.generation(), false, [&] { ++calls; });
   EXPECT_EQ(calls, 0);
-  EXPECT_TRUE(gone.call_unless_going(handle(0x2000), [&] { ++calls; }));  // another context: called
-  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(gone.pin(handle(0x2000), false), Pin::Pinned);  // another context
+  gone.unpin(handle(0x2000));
   gone.going(handle(0x1000));  // a second release of the same context at once
   gone.done_going(handle(0x1000));
-  EXPECT_FALSE(gone.call_unless_going(handle(0x1000), [&] { ++calls; }));
+  EXPECT_EQ(gone.pin(handle(0x1000), false), Pin::Going);
   gone.done_going(handle(0x1000));
-  EXPECT_TRUE(gone.call_unless_going(handle(0x1000), [&] { ++calls; }));  // a release that was not the last
+  EXPECT_EQ(gone.pin(handle(0x1000), false), Pin::Pinned);  // a release that was not the last
+  gone.unpin(handle(0x1000));
+  gone.destroy_unless_gone(handle(0x1000), gone.generation(), false, [&] { ++calls; });
+  EXPECT_EQ(calls, 1);
   EXPECT_EQ(gone.generation(), 0u);  // marking publishes nothing
-  EXPECT_EQ(calls, 2);
 }
 
 TEST(GoneContexts, AnUnknownOrOneTooManyTeardownMakesEveryContextGoing) {
+  using Pin = GoneContexts::Pin;
   GoneContexts gone;
-  int calls = 0;
   gone.going(nullptr);
-  EXPECT_FALSE(gone.call_unless_going(handle(0x1000), [&] { ++calls; }));
+  EXPECT_EQ(gone.pin(handle(0x1000), false), Pin::Going);
   gone.done_going(nullptr);
-  EXPECT_TRUE(gone.call_unless_going(handle(0x1000), [&] { ++calls; }));
+  EXPECT_EQ(gone.pin(handle(0x1000), false), Pin::Pinned);
+  gone.unpin(handle(0x1000));
   // More teardowns at once than there are slots: the one past them stands
   // for every context until its own end.
   for (uintptr_t i = 1; i <= 17; ++i) gone.going(handle(0x1000 * (i + 1)));
-  EXPECT_FALSE(gone.call_unless_going(handle(0x99000), [&] { ++calls; }));
+  EXPECT_EQ(gone.pin(handle(0x99000), false), Pin::Going);
   for (uintptr_t i = 1; i <= 17; ++i) gone.done_going(handle(0x1000 * (i + 1)));
-  EXPECT_TRUE(gone.call_unless_going(handle(0x99000), [&] { ++calls; }));
-  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(gone.pin(handle(0x99000), false), Pin::Pinned);
+  gone.unpin(handle(0x99000));
 }
 
-// A teardown that marks its context going waits for a call in progress on it,
-// and one that comes after the mark is not made.
-TEST(GoneContexts, MarkingWaitsForACallInProgress) {
+// A teardown waits for the calls pinned on its context, with the lock
+// released (another context's calls go on meanwhile), and a pin asked for
+// after its mark is refused.
+TEST(GoneContexts, GoingWaitsForTheCallsPinnedOnItsContextOnly) {
+  using Pin = GoneContexts::Pin;
   GoneContexts gone;
-  std::atomic<bool> inside{false}, finished{false}, marked{false};
-  std::thread freer([&] {
-    gone.call_unless_going(handle(0x1000), [&] {
-      inside.store(true);
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      EXPECT_FALSE(marked.load());
-      finished.store(true);
-    });
+  ASSERT_EQ(gone.pin(handle(0x1000), false), Pin::Pinned);
+  std::atomic<bool> marked{false};
+  std::thread teardown([&] {
+    gone.going(handle(0x1000));
+    marked.store(true);
   });
-  while (!inside.load()) std::this_thread::yield();
-  gone.going(handle(0x1000));
-  marked.store(true);
-  EXPECT_TRUE(finished.load());
-  freer.join();
-  EXPECT_FALSE(gone.call_unless_going(handle(0x1000), [] {}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_FALSE(marked.load());  // waits for the pinned call
+  EXPECT_EQ(gone.pin(handle(0x2000), false), Pin::Pinned);  // the lock is free: another context goes on
+  gone.unpin(handle(0x2000));
+  EXPECT_EQ(gone.pin(handle(0x1000), false), Pin::Going);  // no new call on the going one
+  gone.unpin(handle(0x1000));
+  teardown.join();
+  EXPECT_TRUE(marked.load());
+  gone.done_going(handle(0x1000));
+}
+
+// A call nested in a driver call made under the lock (an app's callback
+// inside the shim's own cuEventDestroy) only tries the lock: it never waits
+// for itself.
+TEST(GoneContexts, ANestedCallOnlyTriesTheLock) {
+  using Pin = GoneContexts::Pin;
+  GoneContexts gone;
+  int destroyed = 0;
+  Pin nested_pin = Pin::Pinned;
+  gone.destroy_unless_gone(handle(0x1000), gone.generation(), false, [&] {
+    nested_pin = gone.pin(handle(0x2000), true);
+    gone.destroy_unless_gone(handle(0x3000), gone.generation(), true, [&] { ++destroyed; });
+  });
+  EXPECT_EQ(nested_pin, Pin::Busy);
+  EXPECT_EQ(destroyed, 0);
+  EXPECT_EQ(gone.pin(handle(0x2000), true), Pin::Pinned);  // not held: pinned
+  gone.unpin(handle(0x2000));
 }
 
 }  // namespace
