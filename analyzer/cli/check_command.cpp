@@ -31,10 +31,10 @@ measured, limit). A directory stands for the cuxfer-*.trace files in it.
 
 Byte and copy limits are exact; time limits are a baseline and a tolerance,
 because timings are noisy. Job summaries (cuxfer summarize) may stand for
-traces: sync_copy_idle (made from the events) is then not checked, and one
-line says so; so are duplicate_uploads and round_trips, or managed_migrations,
-where a summary written before summaries kept them is given, and an NVTX
-range entry then needs the traces (exit 2).
+traces. Where a summary written before summaries kept them is given,
+duplicate_uploads and round_trips, managed_migrations, or sync_copy_idle (of
+a process that recorded kernels) are not checked, and one line says so; an
+NVTX range entry then needs the traces (exit 2).
 
 Options:
   --budget FILE        the budget to check the traces against
@@ -142,11 +142,12 @@ bool analyze_traces(const std::vector<std::string>& paths, const SymbolOptions& 
   return true;
 }
 
-// Findings a job of summaries cannot answer for every process: made from
-// the events (sync_copy_idle), or from a part an older summary lacks.
+// Findings a job of summaries cannot answer for every process: made from a
+// part an older summary lacks (sync_copy_idle: the overlap of a process that
+// recorded kernels).
 bool unanswerable(analyses::FindingKind k, const analyses::MergedJob::Lacking& lacking) {
   using analyses::FindingKind;
-  return k == FindingKind::SyncCopyIdle ||
+  return (lacking.overlap && k == FindingKind::SyncCopyIdle) ||
          (lacking.repeated_copies && (k == FindingKind::DuplicateUploads || k == FindingKind::RoundTrips)) ||
          (lacking.managed && k == FindingKind::ManagedMigrations);
 }
@@ -180,7 +181,7 @@ bool budget_for_summaries(const check::Budget& budget, const std::string& budget
     std::string list;
     for (const auto& n : unchecked) list += (list.empty() ? "" : ", ") + n;
     std::fprintf(stderr,
-                 "%s: not checked from summaries (made from the events, or from parts older summaries lack): "
+                 "%s: not checked from summaries (made from parts older summaries lack): "
                  "forbidden findings %s\n",
                  command, list.c_str());
   }

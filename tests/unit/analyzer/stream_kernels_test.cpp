@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <functional>
 #include <random>
 
@@ -15,6 +16,8 @@
 
 #include "analyzer/analyses/copy_plots.h"
 #include "analyzer/analyses/overlap.h"
+#include "analyzer/cli/check_command.h"
+#include "analyzer/cli/summarize_command.h"
 #include "analyzer/cli/summary_inputs.h"
 #include "analyzer/render/html_renderer.h"
 #include "tests/unit/analyzer/job_fixture.h"
@@ -308,6 +311,34 @@ TEST(KernelOverlapFeed, MoreDevicesThanTheCapSayInexact) {
   ASSERT_TRUE(feed.inexact());
   EXPECT_EQ(feed.why_inexact(), analyses::KernelOverlapFeed::Inexact::ManyDevices);
   EXPECT_NE(analyses::kernel_window_reason(feed.why_inexact()).find("more than 64 devices"), std::string::npos);
+}
+
+// `cuxfer check` of summaries answers sync_copy_idle as of the traces (a
+// summary keeps the overlap); an older summary of a process that recorded
+// kernels, without it, leaves the finding unchecked rather than passing it.
+TEST_F(StreamKernels, CheckOfSummariesAnswersSyncCopyIdle) {
+  const std::string trace = write(training(100, 200, 2, 0x400000), "a.trace");
+  const std::string summary = path("a.summary.json"), budget = path("budget.json");
+  ASSERT_EQ(cli::run_summarize({"--no-symbols", "-o", summary, trace}), 0);
+  {
+    std::ofstream b(budget);
+    b << R"({"schema": "cuxfer.budget/1", "entries": [{"forbid_findings": ["sync_copy_idle"]}]})";
+  }
+  // The trace raises it (SummariesCarryTheOverlapAndEqualTheWholeRead): a violation, exit 1.
+  EXPECT_EQ(cli::run_check({"--any-program", "--no-symbols", "--budget", budget, trace}), 1);
+  EXPECT_EQ(cli::run_check({"--any-program", "--no-symbols", "--budget", budget, summary}), 1);
+  nlohmann::json older;
+  {
+    std::ifstream in(summary);
+    older = nlohmann::json::parse(in);
+  }
+  for (nlohmann::json& process : older.at("processes")) process.at("tally").erase("overlap");
+  const std::string older_path = path("older.summary.json");
+  {
+    std::ofstream out(older_path);
+    out << older.dump();
+  }
+  EXPECT_EQ(cli::run_check({"--any-program", "--no-symbols", "--budget", budget, older_path}), 0);
 }
 
 // The feed with small windows against the feed that holds everything: on
