@@ -1,17 +1,21 @@
 // Context teardown: cudaDeviceReset (which reaches cuDevicePrimaryCtxReset),
-// cuDevicePrimaryCtxReset, cuCtxDestroy and a primary context's last release
+// cuDevicePrimaryCtxReset, cuCtxDestroy, a context's last cuCtxDetach
+// (PyCUDA's end of every context it makes) and a primary context's last release
 // free every allocation of the context, the rewrite's pinned staging pool and
 // zero-copy buffers included, end its registrations, and free the context's
 // handle. The rewrite lets go of them first where it can (while the context
 // still exists), so that no later copy touches freed memory, and never binds
 // a destroyed context's handle again. Nothing is recorded.
 #include <atomic>
+#include <string>
 
 #include "core/export.h"
 #include "symbols/cuda_headers.h"
+#include "interpose/context_usage.h"
 #include "interpose/hook_macros.h"
 #include "symbols/symbol_table.h"
 #include "record/cupti_warmup.h"
+#include "record/recorder.h"
 #include "rewrite/pinned_rewrite.h"
 
 using namespace cuxfer::shim;
@@ -47,6 +51,46 @@ bool primary_still_active(CUdevice dev) {
 }
 
 void forget_primary(CUdevice dev);
+
+// The usage counts cuCtxAttach and cuCtxDetach change (context_usage.h).
+ContextUsage g_usage;
+
+using DestroyCall = CUresult (*)(CUcontext);
+
+// A call that destroys `ctx` (cuCtxDestroy, its last detach): the rewrite lets
+// go of what it holds there first, while the context exists.
+CUresult destroy_context(CUcontext ctx, DestroyCall destroy) {
+  const bool tearing = rewrite::before_context_teardown(ctx);
+  const CUresult r = destroy(ctx);
+  if (r == CUDA_SUCCESS) {
+    g_usage.destroyed(ctx);
+    rewrite::after_context_destroyed(ctx);
+    cupti_warmup_forget(ctx);
+  }
+  if (tearing) rewrite::after_context_teardown(ctx);
+  return r;
+}
+
+// A detach that may or may not destroy its context (its count was not kept):
+// as a primary context's release, nothing of the context is freed before, and
+// after a successful call it counts as gone, let go without binding it (at
+// worst what the shim held there leaks).
+CUresult detach_maybe_last(CUcontext ctx, DestroyCall detach) {
+  const bool releasing = rewrite_on() && rewrite::before_primary_release(ctx);
+  const CUresult r = detach(ctx);
+  if (r == CUDA_SUCCESS) {
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true))
+      Recorder::instance().note("rewrite: more than " + std::to_string(ContextUsage::kSlots) +
+                                " contexts attached at once: a cuCtxDetach's context counts as gone afterwards "
+                                "(what the rewrite held there is let go, not freed)");
+    g_usage.destroyed(ctx);
+    if (rewrite_on()) rewrite::after_context_gone(ctx);
+    cupti_warmup_forget(ctx);
+  }
+  if (releasing) rewrite::after_primary_release(ctx);
+  return r;
+}
 
 // A reset destroys the primary context whatever its references: the rewrite
 // lets go of what it had there before (while it exists), and its handle is
@@ -120,15 +164,34 @@ CUXFER_DRIVER_HOOK_BEGIN(cuDevicePrimaryCtxReset, (CUdevice dev))
 }
 
 CUXFER_DRIVER_HOOK_BEGIN(cuCtxDestroy_v2, (CUcontext ctx))
-  const bool tearing = rewrite::before_context_teardown(ctx);
-  const CUresult r = real(ctx);
-  if (r == CUDA_SUCCESS) {
-    rewrite::after_context_destroyed(ctx);
-    cupti_warmup_forget(ctx);
-  }
-  if (tearing) rewrite::after_context_teardown(ctx);
+  return destroy_context(ctx, real);
+}
+
+// cuCtxAttach and cuCtxDetach are deprecated, and still PyCUDA's.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+CUXFER_DRIVER_HOOK_BEGIN(cuCtxAttach, (CUcontext* pctx, unsigned int flags))
+  const CUresult r = real(pctx, flags);
+  if (r == CUDA_SUCCESS && pctx && config().enabled) g_usage.attached(*pctx);
   return r;
 }
+
+// A detach destroys its context when no attach is left: then it is a destroy.
+CUXFER_DRIVER_HOOK_BEGIN(cuCtxDetach, (CUcontext ctx))
+  if (!config().enabled) return real(ctx);  // disabled: inert
+  switch (g_usage.classify(ctx)) {
+    case ContextUsage::Detach::Last:
+      return destroy_context(ctx, real);
+    case ContextUsage::Detach::Unknown:
+      return detach_maybe_last(ctx, real);
+    case ContextUsage::Detach::NotLast:
+      break;
+  }
+  const CUresult r = real(ctx);
+  if (r == CUDA_SUCCESS) g_usage.detached(ctx);
+  return r;
+}
+#pragma GCC diagnostic pop
 
 CUXFER_DRIVER_HOOK_BEGIN(cuDevicePrimaryCtxRelease_v2, (CUdevice dev))
   return release_primary(dev, real);

@@ -66,6 +66,7 @@ struct CUctx_st {
   int device = 0;
   bool primary = false;
   unsigned flags = 0;
+  int usage = 1;  // cuCtxCreate's reference plus each cuCtxAttach's (cuCtxDetach drops one)
 };
 struct CUstream_st {
   uint32_t magic = kStreamMagic;
@@ -1117,7 +1118,10 @@ CUresult CUDAAPI cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams*, unsigned in
 CUresult CUDAAPI cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) { return ctx_create(pctx, flags, dev); }
 CUresult CUDAAPI cuCtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev) { return ctx_create(pctx, flags, dev); }
 
-CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
+// Not cuCtxDestroy_v2 itself for cuCtxDetach: a call between the library's
+// exported functions goes through its PLT, where the shim's hook would see a
+// destroy that the real driver's cuCtxDetach never shows.
+static CUresult ctx_destroy(CUcontext ctx) {
   SIM_REQUIRE_INIT();
   {
     std::lock_guard lk(state().mu);
@@ -1131,7 +1135,32 @@ CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
   live_report("ctx_destroy");
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuCtxDestroy(CUcontext ctx) { return cuCtxDestroy_v2(ctx); }
+CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) { return ctx_destroy(ctx); }
+CUresult CUDAAPI cuCtxDestroy(CUcontext ctx) { return ctx_destroy(ctx); }
+
+// The deprecated usage count PyCUDA still ends its contexts with: cuCtxAttach
+// adds a reference to the current context, cuCtxDetach drops one from a
+// context that "must be current to the calling thread" and destroys it at
+// zero (popped, as cuCtxDestroy pops it).
+CUresult CUDAAPI cuCtxAttach(CUcontext* pctx, unsigned int flags) {
+  SIM_REQUIRE_CTX();
+  if (!pctx || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* c = current_ctx();
+  std::lock_guard lk(state().mu);
+  if (!state().contexts.count(c)) return CUDA_ERROR_INVALID_CONTEXT;  // a primary context: not attachable
+  ++c->usage;
+  *pctx = c;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxDetach(CUcontext ctx) {
+  SIM_REQUIRE_INIT();
+  {
+    std::lock_guard lk(state().mu);
+    if (!ctx || !state().contexts.count(ctx) || current_ctx() != ctx) return CUDA_ERROR_INVALID_CONTEXT;
+    if (--ctx->usage > 0) return CUDA_SUCCESS;
+  }
+  return ctx_destroy(ctx);
+}
 
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
   SIM_REQUIRE_INIT();
@@ -2066,6 +2095,8 @@ const ProcEntry kProcTable[] = {
     {"cuCtxCreate", 2000, FN(cuCtxCreate), nullptr},
     {"cuCtxDestroy", 4000, FN(cuCtxDestroy_v2), nullptr},
     {"cuCtxDestroy", 2000, FN(cuCtxDestroy), nullptr},
+    {"cuCtxAttach", 2000, FN(cuCtxAttach), nullptr},
+    {"cuCtxDetach", 2000, FN(cuCtxDetach), nullptr},
     {"cuCtxGetCurrent", 4000, FN(cuCtxGetCurrent), nullptr},
     {"cuCtxSetCurrent", 4000, FN(cuCtxSetCurrent), nullptr},
     {"cuCtxPushCurrent", 4000, FN(cuCtxPushCurrent_v2), nullptr},
