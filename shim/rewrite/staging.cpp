@@ -485,9 +485,13 @@ bool run_htod(State& s, bool per_thread, bool async, CUdeviceptr dev, const char
   size_t chunks = (bytes + chunk - 1) / chunk;
   result = CUDA_SUCCESS;
   Buffer* last = nullptr;
+  // Once recording a buffer's event failed, the stream says when its DMA is
+  // done instead (each chunk waited for): no buffer goes back to the pool, or
+  // is filled again, while a DMA may still read it.
+  bool events_ok = true;
   for (size_t i = 0; i < chunks; ++i) {
     Buffer* b = ring[i % k];
-    if (i >= k) {
+    if (i >= k && events_ok) {
       // Our own earlier chunk must have left the buffer. Its DMA's failure
       // is this copy's error, as the driver would return it.
       const CUresult w = d.event_synchronize(b->done);
@@ -504,7 +508,16 @@ bool run_htod(State& s, bool per_thread, bool async, CUdeviceptr dev, const char
       result = r;
       break;
     }
-    d.record(per_thread, b->done, stream);
+    if (events_ok && d.record(per_thread, b->done, stream) != CUDA_SUCCESS) events_ok = false;
+    if (!events_ok) {
+      const CUresult w = d.sync_stream(per_thread, stream);
+      if (w != CUDA_SUCCESS) {
+        result = w;
+        return true;
+      }
+      last = nullptr;
+      continue;
+    }
     last = b;
   }
   // A synchronous copy returns when its DMA is done, with the DMA's error if it failed.
@@ -526,8 +539,16 @@ bool run_dtoh(State& s, bool per_thread, CUdeviceptr dev, char* host, size_t byt
     Buffer* b = ring[issued % k];
     size_t off = issued * chunk, n = std::min(chunk, bytes - off);
     CUresult r = d.copy_async(per_thread, reinterpret_cast<CUdeviceptr>(b->host), dev + off, n, stream);
-    if (r == CUDA_SUCCESS) r = d.record(per_thread, b->done, stream);
-    if (r == CUDA_SUCCESS) ++issued;
+    if (r != CUDA_SUCCESS) return r;
+    r = d.record(per_thread, b->done, stream);
+    if (r != CUDA_SUCCESS) {
+      // The DMA into the buffer is queued but no event tracks it: it must be
+      // over before the buffer goes back to the pool (then this copy fails,
+      // or passes through when it was the first chunk).
+      d.sync_stream(per_thread, stream);
+      return r;
+    }
+    ++issued;
     return r;
   };
   for (size_t i = 0; i < std::min(k, chunks); ++i) {
