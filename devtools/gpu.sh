@@ -66,7 +66,8 @@ Correctness
                  PyCUDA built from .whl/
   pycuda-suite   PyCUDA's own tests (test_driver, test_gpuarray, test_cumath from its sdist)
                  plain and under --rewrite=pin: every test's outcome the same, the share of
-                 pageable bytes the rewrite served (PYCUDA_FILES, PYCUDA_TIMEOUT 300 s a run)
+                 pageable bytes the rewrite served (PYCUDA_FILES, PYCUDA_TIMEOUT 300 s a run,
+                 PYCUDA_MODES plain,rewrite: one of them keeps its outcomes for another run's)
   pycuda-timeout PyCUDA's test_gpuarray.py under `timeout -s TERM T cuxfer record` (observe and
                  --rewrite=pin; T from CUT_AFTER, default "15 30"): is each trace complete, and
                  what the shim printed when its finish ran late (the step it was at)
@@ -335,7 +336,7 @@ step_pycuda_suite() {
   [ -d /tmp/pycuda-src/test ] || { echo "no PyCUDA test folder in /tmp/pycuda-src"; return 77; }
   PYTHONPATH=/tmp/site python3 tests/gpu/frameworks/pycuda_suite.py --cuxfer "$CUX" --tests /tmp/pycuda-src/test \
     --files "${PYCUDA_FILES:-test_driver.py,test_cumath.py,test_gpuarray.py}" --timeout "${PYCUDA_TIMEOUT:-300}" \
-    --work "$D/work" --summary "$D/suite.json"
+    --modes "${PYCUDA_MODES:-plain,rewrite}" --work "$D/work" --summary "$D/suite.json"
   local rc=$?
   rm -rf "$D"/work/*.trace
   return "$rc"

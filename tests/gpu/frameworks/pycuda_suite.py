@@ -92,8 +92,13 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=300, help="seconds per file and mode")
     ap.add_argument("--work")
     ap.add_argument("--summary")
+    ap.add_argument("--modes", default="plain,rewrite",
+                    help="plain,rewrite (compared test by test) or one of them (outcomes only)")
     ap.add_argument("pytest_args", nargs="*")
     a = ap.parse_args()
+    modes = [m for m in a.modes.split(",") if m]
+    if not modes or any(m not in ("plain", "rewrite") for m in modes):
+        ap.error(f"--modes: plain, rewrite or both, not {a.modes!r}")
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     probe = subprocess.run([sys.executable, "-c", "import pycuda.driver as d; d.init(); print(d.Device.count())"],
                            capture_output=True, text=True, env=env)
@@ -115,7 +120,7 @@ def main() -> int:
         base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(f), *a.pytest_args]
         entry = {}
         res = {}
-        for mode in ("plain", "rewrite"):
+        for mode in modes:
             xml = work / f"{stem}.{mode}.xml"
             cmd = base + [f"--junitxml={xml}"]
             if mode == "rewrite":
@@ -126,8 +131,15 @@ def main() -> int:
             print(f"{name} {mode}: rc={rc} {secs:.0f} s: {counts(res[mode])}")
             if rc == "timeout" or not res[mode]:
                 ok = False
-        differ = sorted(t for t in set(res["plain"]) | set(res["rewrite"])
-                        if res["plain"].get(t) != res["rewrite"].get(t))
+        for mode in modes:
+            failed = sorted(t for t, o in res[mode].items() if o == "failed")
+            entry[mode]["failed"] = failed
+        if len(modes) < 2:  # nothing to compare: the outcomes are kept for a comparison with another run
+            summary[name] = entry
+            if "rewrite" not in modes:
+                continue
+        differ = [] if len(modes) < 2 else sorted(t for t in set(res["plain"]) | set(res["rewrite"])
+                                                  if res["plain"].get(t) != res["rewrite"].get(t))
         entry["differ"] = [(t, res["plain"].get(t), res["rewrite"].get(t)) for t in differ]
         for t, p, r in entry["differ"][:20]:
             print(f"  differs: {t}: plain {p}, rewrite {r}")
