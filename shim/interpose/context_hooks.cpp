@@ -115,12 +115,24 @@ CUresult reset_primary(CUdevice dev, DeviceCall reset) {
 
 // The device's primary context is known to be gone: what the shim had in it
 // is let go without binding it, once (whichever thread sees it first).
+//
+// The context counts as going (zero copy's mark, rewrite/gone_contexts.h)
+// from before the exchange until after the publication: a release whose own
+// forget loses the exchange to this one then ends its going mark while this
+// one's still holds, so that no thread binds the context (destroys its event
+// of it) between that release's end and this publication.
 void forget_primary(CUdevice dev) {
   if (dev < 0 || dev >= kMaxDevices) return;
+  const CUcontext seen = g_primary[dev].load(std::memory_order_acquire);
+  if (!seen) return;
+  const bool marked = rewrite_on();
+  if (marked) rewrite::zero_copy_release_begins(seen);
   const CUcontext gone = g_primary[dev].exchange(nullptr, std::memory_order_acq_rel);
-  if (!gone) return;
-  if (rewrite_on()) rewrite::after_context_gone(gone);
-  cupti_warmup_forget(gone);
+  if (gone) {
+    if (rewrite_on()) rewrite::after_context_gone(gone);
+    cupti_warmup_forget(gone);
+  }
+  if (marked) rewrite::zero_copy_teardown_done(seen);
 }
 
 // The last reference's release destroys the primary context ("automatically
