@@ -55,20 +55,7 @@ class CallerCache {
     if (!object || !p || fn >= Functions) return false;
     Locked hold(lock_);
     if (epoch_.load(std::memory_order_relaxed) != seen) return false;
-    const uint64_t key = key_of(object, seen);
-    Entry* free_entry = nullptr;
-    for (Entry& e : entries_) {
-      const uint64_t k = e.key.load(std::memory_order_relaxed);
-      if (k == key) {
-        e.fn[fn].store(p, std::memory_order_release);
-        return true;
-      }
-      if (k == 0 && !free_entry) free_entry = &e;
-    }
-    if (!free_entry) return false;
-    free_entry->key.store(key, std::memory_order_release);
-    free_entry->fn[fn].store(p, std::memory_order_release);
-    return true;
+    return write_entry(key_of(object, seen), [&](Entry& e) { e.fn[fn].store(p, std::memory_order_release); });
   }
 
   // The loader generation at which `object`'s function `fn` was last found
@@ -91,20 +78,8 @@ class CallerCache {
     if (!object || fn >= Functions || generation == 0) return false;
     Locked hold(lock_);
     if (epoch_.load(std::memory_order_relaxed) != seen) return false;
-    const uint64_t key = key_of(object, seen);
-    Entry* free_entry = nullptr;
-    for (Entry& e : entries_) {
-      const uint64_t k = e.key.load(std::memory_order_relaxed);
-      if (k == key) {
-        e.missed_at[fn].store(generation, std::memory_order_release);
-        return true;
-      }
-      if (k == 0 && !free_entry) free_entry = &e;
-    }
-    if (!free_entry) return false;
-    free_entry->missed_at[fn].store(generation, std::memory_order_release);
-    free_entry->key.store(key, std::memory_order_release);
-    return true;
+    return write_entry(key_of(object, seen),
+                       [&](Entry& e) { e.missed_at[fn].store(generation, std::memory_order_release); });
   }
 
   // Stores `p` into `slot` (a process-wide answer kept beside the table)
@@ -148,6 +123,27 @@ class CallerCache {
     std::atomic<void*> fn[Functions] = {};
     std::atomic<uint64_t> missed_at[Functions] = {};  // 0: no miss remembered
   };
+
+  // Under lock_: `write`s into the entry whose key is `key`, or into a free
+  // one, which `key` then claims. The value is written before the key is
+  // published, so that a reader who finds the key (find, missed_at) finds
+  // the value with it. False when every entry is taken by another object.
+  template <typename Write>
+  bool write_entry(uint64_t key, Write&& write) {
+    Entry* free_entry = nullptr;
+    for (Entry& e : entries_) {
+      const uint64_t k = e.key.load(std::memory_order_relaxed);
+      if (k == key) {
+        write(e);
+        return true;
+      }
+      if (k == 0 && !free_entry) free_entry = &e;
+    }
+    if (!free_entry) return false;
+    write(*free_entry);
+    free_entry->key.store(key, std::memory_order_release);
+    return true;
+  }
 
   class Locked {
    public:
