@@ -61,9 +61,9 @@ using DestroyCall = CUresult (*)(CUcontext);
 // go of what it holds there first, while the context exists.
 CUresult destroy_context(CUcontext ctx, DestroyCall destroy) {
   const bool tearing = rewrite::before_context_teardown(ctx);
+  g_usage.destroyed(ctx);  // before the call: a context made at its address next starts afresh
   const CUresult r = destroy(ctx);
   if (r == CUDA_SUCCESS) {
-    g_usage.destroyed(ctx);
     rewrite::after_context_destroyed(ctx);
     cupti_warmup_forget(ctx);
   }
@@ -71,7 +71,8 @@ CUresult destroy_context(CUcontext ctx, DestroyCall destroy) {
   return r;
 }
 
-// A detach that may or may not destroy its context (its count was not kept):
+// A detach that may or may not destroy its context (its count was not kept,
+// or the context is not the calling thread's, which the driver may refuse):
 // as a primary context's release, nothing of the context is freed before, and
 // after a successful call it counts as gone, let go without binding it (at
 // worst what the shim held there leaks).
@@ -81,15 +82,26 @@ CUresult detach_maybe_last(CUcontext ctx, DestroyCall detach) {
   if (r == CUDA_SUCCESS) {
     static std::atomic<bool> said{false};
     if (!said.exchange(true))
-      Recorder::instance().note("rewrite: more than " + std::to_string(ContextUsage::kSlots) +
-                                " contexts attached at once: a cuCtxDetach's context counts as gone afterwards "
-                                "(what the rewrite held there is let go, not freed)");
+      Recorder::instance().note("rewrite: a cuCtxDetach whose context's references the shim could not count "
+                                "(more than " + std::to_string(ContextUsage::kSlots) +
+                                " contexts attached at once, or a context not current to the caller): its context "
+                                "counts as gone afterwards (what the rewrite held there is let go, not freed)");
     g_usage.destroyed(ctx);
     if (rewrite_on()) rewrite::after_context_gone(ctx);
     cupti_warmup_forget(ctx);
   }
   if (releasing) rewrite::after_primary_release(ctx);
   return r;
+}
+
+// Whether `ctx` is the calling thread's current context (cuCtxDetach's
+// condition). Not known: no.
+bool is_current(CUcontext ctx) {
+  using GetCurrent = CUresult (*)(CUcontext*);
+  static const auto get_current =
+      libcuda_handle() ? reinterpret_cast<GetCurrent>(real_dlsym(libcuda_handle(), "cuCtxGetCurrent")) : nullptr;
+  CUcontext current = nullptr;
+  return get_current && get_current(&current) == CUDA_SUCCESS && current == ctx;
 }
 
 // A reset destroys the primary context whatever its references: the rewrite
@@ -121,18 +133,24 @@ CUresult reset_primary(CUdevice dev, DeviceCall reset) {
 // forget loses the exchange to this one then ends its going mark while this
 // one's still holds, so that no thread binds the context (destroys its event
 // of it) between that release's end and this publication.
+//
+// Only the handle that was seen gone is forgotten, and only while the device
+// still has no active primary context once the mark is made (marking may wait
+// for a zero-copy free's pins): a retain on another thread may meanwhile have
+// made a new primary context, maybe at the same address, which lives.
 void forget_primary(CUdevice dev) {
   if (dev < 0 || dev >= kMaxDevices) return;
-  const CUcontext seen = g_primary[dev].load(std::memory_order_acquire);
+  CUcontext seen = g_primary[dev].load(std::memory_order_acquire);
   if (!seen) return;
   const bool marked = rewrite_on();
   if (marked) rewrite::zero_copy_release_begins(seen);
-  const CUcontext gone = g_primary[dev].exchange(nullptr, std::memory_order_acq_rel);
-  if (gone) {
+  const CUcontext gone = seen;
+  if (!primary_still_active(dev) &&
+      g_primary[dev].compare_exchange_strong(seen, nullptr, std::memory_order_acq_rel)) {
     if (rewrite_on()) rewrite::after_context_gone(gone);
     cupti_warmup_forget(gone);
   }
-  if (marked) rewrite::zero_copy_teardown_done(seen);
+  if (marked) rewrite::zero_copy_teardown_done(gone);
 }
 
 // The last reference's release destroys the primary context ("automatically
@@ -179,9 +197,7 @@ CUXFER_DRIVER_HOOK_BEGIN(cuCtxDestroy_v2, (CUcontext ctx))
   return destroy_context(ctx, real);
 }
 
-// cuCtxAttach and cuCtxDetach are deprecated, and still PyCUDA's.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+// cuCtxAttach and cuCtxDetach: deprecated, and still PyCUDA's.
 CUXFER_DRIVER_HOOK_BEGIN(cuCtxAttach, (CUcontext* pctx, unsigned int flags))
   const CUresult r = real(pctx, flags);
   if (r == CUDA_SUCCESS && pctx && config().enabled) g_usage.attached(*pctx);
@@ -191,19 +207,20 @@ CUXFER_DRIVER_HOOK_BEGIN(cuCtxAttach, (CUcontext* pctx, unsigned int flags))
 // A detach destroys its context when no attach is left: then it is a destroy.
 CUXFER_DRIVER_HOOK_BEGIN(cuCtxDetach, (CUcontext ctx))
   if (!config().enabled) return real(ctx);  // disabled: inert
-  switch (g_usage.classify(ctx)) {
+  switch (g_usage.claim_detach(ctx)) {
+    case ContextUsage::Detach::NotLast: {
+      const CUresult r = real(ctx);
+      if (r != CUDA_SUCCESS) g_usage.attached(ctx);  // refused: the reference is still there
+      return r;
+    }
     case ContextUsage::Detach::Last:
-      return destroy_context(ctx, real);
-    case ContextUsage::Detach::Unknown:
+      if (is_current(ctx)) return destroy_context(ctx, real);
       return detach_maybe_last(ctx, real);
-    case ContextUsage::Detach::NotLast:
+    case ContextUsage::Detach::Unknown:
       break;
   }
-  const CUresult r = real(ctx);
-  if (r == CUDA_SUCCESS) g_usage.detached(ctx);
-  return r;
+  return detach_maybe_last(ctx, real);
 }
-#pragma GCC diagnostic pop
 
 CUXFER_DRIVER_HOOK_BEGIN(cuDevicePrimaryCtxRelease_v2, (CUdevice dev))
   return release_primary(dev, real);

@@ -48,27 +48,24 @@ class ContextUsage {
     overflow_.store(true, std::memory_order_release);
   }
 
-  // Before cuCtxDetach(ctx): what the call will do to the context.
-  Detach classify(CUcontext ctx) const {
-    long extra = 0;
-    for (const Slot& s : slots_)
-      if (s.ctx.load(std::memory_order_acquire) == ctx) extra += s.extra.load(std::memory_order_acquire);
-    if (extra > 0) return Detach::NotLast;
-    return overflow_.load(std::memory_order_acquire) ? Detach::Unknown : Detach::Last;
-  }
-
-  // After a successful cuCtxDetach(ctx) that was not the last: one reference fewer.
-  void detached(CUcontext ctx) {
+  // Before cuCtxDetach(ctx): what the call will do to the context. NotLast
+  // takes one of the counted references in the same step (two threads'
+  // detaches of a context with one attach left: one is NotLast, the other
+  // Last); the caller gives it back (attached) if the driver refuses the call.
+  Detach claim_detach(CUcontext ctx) {
     for (Slot& s : slots_) {
       if (s.ctx.load(std::memory_order_acquire) != ctx) continue;
       int n = s.extra.load(std::memory_order_acquire);
       while (n > 0 && !s.extra.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel)) {
       }
-      if (n > 0) return;
+      if (n > 0) return Detach::NotLast;
     }
+    return overflow_.load(std::memory_order_acquire) ? Detach::Unknown : Detach::Last;
   }
 
-  // After `ctx` was destroyed (its last detach, cuCtxDestroy): its slots are free.
+  // `ctx` is being destroyed (its last detach, cuCtxDestroy): its slots are
+  // free. Called before the driver's call, so that an attach to a new context
+  // made at its address at once is never counted and then wiped.
   void destroyed(CUcontext ctx) {
     if (!ctx) return;
     for (Slot& s : slots_)
