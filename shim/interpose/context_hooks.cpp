@@ -55,6 +55,13 @@ void forget_primary(CUdevice dev);
 // The usage counts cuCtxAttach and cuCtxDetach change (context_usage.h).
 ContextUsage g_usage;
 
+// `gone` was destroyed with no teardown before it: what the shim had in it
+// is let go without binding it.
+void let_go_of(CUcontext gone) {
+  if (rewrite_on()) rewrite::after_context_gone(gone);
+  cupti_warmup_forget(gone);
+}
+
 using DestroyCall = CUresult (*)(CUcontext);
 
 // A call that destroys `ctx` (cuCtxDestroy, its last detach): the rewrite lets
@@ -77,7 +84,7 @@ CUresult destroy_context(CUcontext ctx, DestroyCall destroy) {
 // after a successful call it counts as gone, let go without binding it (at
 // worst what the shim held there leaks).
 CUresult detach_maybe_last(CUcontext ctx, DestroyCall detach) {
-  const bool releasing = rewrite_on() && rewrite::before_primary_release(ctx);
+  const bool releasing = rewrite::before_primary_release(ctx);
   const CUresult r = detach(ctx);
   if (r == CUDA_SUCCESS) {
     static std::atomic<bool> said{false};
@@ -87,8 +94,7 @@ CUresult detach_maybe_last(CUcontext ctx, DestroyCall detach) {
                                 " contexts attached at once, or a context not current to the caller): its context "
                                 "counts as gone afterwards (what the rewrite held there is let go, not freed)");
     g_usage.destroyed(ctx);
-    if (rewrite_on()) rewrite::after_context_gone(ctx);
-    cupti_warmup_forget(ctx);
+    let_go_of(ctx);
   }
   if (releasing) rewrite::after_primary_release(ctx);
   return r;
@@ -146,10 +152,8 @@ void forget_primary(CUdevice dev) {
   if (marked) rewrite::zero_copy_release_begins(seen);
   const CUcontext gone = seen;
   if (!primary_still_active(dev) &&
-      g_primary[dev].compare_exchange_strong(seen, nullptr, std::memory_order_acq_rel)) {
-    if (rewrite_on()) rewrite::after_context_gone(gone);
-    cupti_warmup_forget(gone);
-  }
+      g_primary[dev].compare_exchange_strong(seen, nullptr, std::memory_order_acq_rel))
+    let_go_of(gone);
   if (marked) rewrite::zero_copy_teardown_done(gone);
 }
 
@@ -163,7 +167,7 @@ void forget_primary(CUdevice dev) {
 // that is not the last changes nothing.
 CUresult release_primary(CUdevice dev, DeviceCall release) {
   const CUcontext primary = known_primary(dev);
-  const bool releasing = primary && rewrite_on() && rewrite::before_primary_release(primary);
+  const bool releasing = primary && rewrite::before_primary_release(primary);
   const CUresult r = release(dev);
   if (r == CUDA_SUCCESS && primary && !primary_still_active(dev)) forget_primary(dev);
   if (releasing) rewrite::after_primary_release(primary);
