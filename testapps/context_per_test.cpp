@@ -1,4 +1,4 @@
-// context_per_test [CONTEXTS=4] [S=16M] [END=destroy|detach|attach]
+// context_per_test [CONTEXTS=4] [S=16M] [END=destroy|detach|attach|green]
 // What PyCUDA's test suite does: every test makes its own context
 // (cuCtxCreate), copies, and ends it. Each context: cuMemAlloc S bytes, then
 // twice H2D then D2H of S bytes from pageable buffers (sync), every byte
@@ -12,6 +12,10 @@
 //   attach   cuCtxAttach first (usage count 2): the first cuCtxDetach leaves
 //            the context alive and current, a third round of copies runs in
 //            it, and the second detach destroys it.
+//   green    each context a green context (cuGreenCtxCreate on all of the
+//            device's SMs, converted with cuCtxFromGreenCtx and pushed),
+//            popped and ended with cuGreenCtxDestroy, which destroys the
+//            converted context with it.
 // Under --rewrite=pin every context's copies are served (each gets its own
 // staging pool), not only the first one's.
 //
@@ -26,15 +30,34 @@
 #include "driver_common.h"
 
 namespace {
-enum class End { Destroy, Detach, Attach };
+enum class End { Destroy, Detach, Attach, Green };
 
 End end_of(int argc, char** argv) {
   const std::string e = argc > 3 ? argv[3] : "destroy";
   if (e == "destroy") return End::Destroy;
   if (e == "detach") return End::Detach;
   if (e == "attach") return End::Attach;
-  std::fprintf(stderr, "context_per_test: END must be destroy, detach or attach, not '%s'\n", e.c_str());
+  if (e == "green") return End::Green;
+  std::fprintf(stderr, "context_per_test: END must be destroy, detach, attach or green, not '%s'\n", e.c_str());
   std::exit(2);
+}
+
+// A green context with every SM of `dev`, converted and pushed current.
+CUcontext make_green(CUdevice dev, CUgreenCtx& green) {
+  CUdevResource sms{};
+  const CUresult r = cuDeviceGetDevResource(dev, &sms, CU_DEV_RESOURCE_TYPE_SM);
+  if (r == CUDA_ERROR_NOT_SUPPORTED) {  // before compute capability 9.0 (Hopper)
+    std::printf("context_per_test: this device has no green contexts: skipped\n");
+    std::exit(77);
+  }
+  DA_CHECK(r);
+  CUdevResourceDesc desc = nullptr;
+  DA_CHECK(cuDevResourceGenerateDesc(&desc, &sms, 1));
+  DA_CHECK(cuGreenCtxCreate(&green, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
+  CUcontext ctx = nullptr;
+  DA_CHECK(cuCtxFromGreenCtx(&ctx, green));
+  DA_CHECK(cuCtxPushCurrent(ctx));
+  return ctx;
 }
 
 void copy_round(CUdeviceptr d, std::vector<unsigned char>& src, std::vector<unsigned char>& dst, uint32_t seed) {
@@ -59,7 +82,11 @@ int main(int argc, char** argv) {
   DA_CHECK(cuDeviceGet(&dev, 0));
   for (size_t c = 0; c < contexts; ++c) {
     CUcontext ctx = nullptr;
-    DA_CHECK(cuCtxCreate(&ctx, nullptr, 0, dev));  // CUDA 13: cuCtxCreate_v4, no creation parameters
+    CUgreenCtx green = nullptr;
+    if (end == End::Green)
+      ctx = make_green(dev, green);
+    else
+      DA_CHECK(cuCtxCreate(&ctx, nullptr, 0, dev));  // CUDA 13: cuCtxCreate_v4, no creation parameters
     CUdeviceptr d = 0;
     DA_CHECK(cuMemAlloc(&d, s));
     std::vector<unsigned char> src(s), dst(s);
@@ -86,6 +113,14 @@ int main(int argc, char** argv) {
         copy_round(d, src, dst, static_cast<uint32_t>(c * 10 + 2));
         DA_CHECK(cuMemFree(d));
         DA_CHECK(cuCtxDetach(ctx));  // the last
+        break;
+      }
+      case End::Green: {
+        DA_CHECK(cuMemFree(d));
+        CUcontext popped = nullptr;
+        DA_CHECK(cuCtxPopCurrent(&popped));
+        TA_ASSERT(popped == ctx);
+        DA_CHECK(cuGreenCtxDestroy(green));  // destroys ctx with it
         break;
       }
     }

@@ -1,6 +1,7 @@
 // Context teardown: cudaDeviceReset (which reaches cuDevicePrimaryCtxReset),
 // cuDevicePrimaryCtxReset, cuCtxDestroy, a context's last cuCtxDetach
-// (PyCUDA's end of every context it makes) and a primary context's last release
+// (PyCUDA's end of every context it makes), cuGreenCtxDestroy (the context the
+// green context was converted to) and a primary context's last release
 // free every allocation of the context, the rewrite's pinned staging pool and
 // zero-copy buffers included, end its registrations, and free the context's
 // handle. The rewrite lets go of them first where it can (while the context
@@ -12,6 +13,7 @@
 #include "core/export.h"
 #include "symbols/cuda_headers.h"
 #include "interpose/context_usage.h"
+#include "interpose/green_contexts.h"
 #include "interpose/hook_macros.h"
 #include "symbols/symbol_table.h"
 #include "record/cupti_warmup.h"
@@ -54,6 +56,8 @@ void forget_primary(CUdevice dev);
 
 // The usage counts cuCtxAttach and cuCtxDetach change (context_usage.h).
 ContextUsage g_usage;
+// The context each green context was converted to (green_contexts.h).
+GreenContexts g_green;
 
 // `gone` was destroyed with no teardown before it: what the shim had in it
 // is let go without binding it.
@@ -64,12 +68,14 @@ void let_go_of(CUcontext gone) {
 
 using DestroyCall = CUresult (*)(CUcontext);
 
-// A call that destroys `ctx` (cuCtxDestroy, its last detach): the rewrite lets
-// go of what it holds there first, while the context exists.
-CUresult destroy_context(CUcontext ctx, DestroyCall destroy) {
+// A call that destroys `ctx` (cuCtxDestroy, its last detach, its green
+// context's destroy): the rewrite lets go of what it holds there first, while
+// the context exists. `destroy()` makes the call.
+template <typename Destroy>
+CUresult destroy_context(CUcontext ctx, Destroy&& destroy) {
   const bool tearing = rewrite::before_context_teardown(ctx);
   g_usage.destroyed(ctx);  // before the call: a context made at its address next starts afresh
-  const CUresult r = destroy(ctx);
+  const CUresult r = destroy();
   if (r == CUDA_SUCCESS) {
     rewrite::after_context_destroyed(ctx);
     cupti_warmup_forget(ctx);
@@ -198,7 +204,35 @@ CUXFER_DRIVER_HOOK_BEGIN(cuDevicePrimaryCtxReset, (CUdevice dev))
 }
 
 CUXFER_DRIVER_HOOK_BEGIN(cuCtxDestroy_v2, (CUcontext ctx))
-  return destroy_context(ctx, real);
+  return destroy_context(ctx, [&] { return real(ctx); });
+}
+
+// A green context's converted context goes with it.
+CUXFER_DRIVER_HOOK_BEGIN(cuCtxFromGreenCtx, (CUcontext* pctx, CUgreenCtx green))
+  const CUresult r = real(pctx, green);
+  if (r == CUDA_SUCCESS && pctx && config().enabled) g_green.converted(green, *pctx);
+  return r;
+}
+
+CUXFER_DRIVER_HOOK_BEGIN(cuGreenCtxDestroy, (CUgreenCtx green))
+  if (!config().enabled) return real(green);  // disabled: inert
+  GreenContexts::Taken t = g_green.take(green);
+  if (t.unknown) {
+    // More converted green contexts alive than the shim keeps: the driver
+    // says which context this one was converted to (a lookup for a
+    // converted one; one never converted was never current, nothing to do).
+    using FromGreen = CUresult (*)(CUcontext*, CUgreenCtx);
+    static const auto from_green =
+        libcuda_handle() ? reinterpret_cast<FromGreen>(real_dlsym(libcuda_handle(), "cuCtxFromGreenCtx")) : nullptr;
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true))
+      Recorder::instance().note("rewrite: more than " + std::to_string(GreenContexts::kSlots) +
+                                " green contexts converted at once: the driver is asked which context each "
+                                "cuGreenCtxDestroy takes with it");
+    if (!from_green || from_green(&t.ctx, green) != CUDA_SUCCESS) t.ctx = nullptr;
+  }
+  if (!t.ctx) return real(green);
+  return destroy_context(t.ctx, [&] { return real(green); });
 }
 
 // cuCtxAttach and cuCtxDetach: deprecated, and still PyCUDA's.
@@ -218,7 +252,7 @@ CUXFER_DRIVER_HOOK_BEGIN(cuCtxDetach, (CUcontext ctx))
       return r;
     }
     case ContextUsage::Detach::Last:
-      if (is_current(ctx)) return destroy_context(ctx, real);
+      if (is_current(ctx)) return destroy_context(ctx, [&] { return real(ctx); });
       return detach_maybe_last(ctx, real);
     case ContextUsage::Detach::Unknown:
       break;

@@ -1162,6 +1162,68 @@ CUresult CUDAAPI cuCtxDetach(CUcontext ctx) {
   return ctx_destroy(ctx);
 }
 
+// Green contexts (CUDA 12.4+): a partition of the device's SMs. The app
+// converts one to a CUcontext (cuCtxFromGreenCtx) to make it current;
+// cuGreenCtxDestroy destroys that context with it, through no call the shim
+// hooks for contexts otherwise (not the exported cuCtxDestroy: ctx_destroy).
+// The resource calls only hand back what a real device would: every SM.
+struct CUgreenCtx_st {
+  uint32_t magic = 0x47524e43;  // "GRNC"
+  CUdevice device = 0;
+  CUctx_st* ctx = nullptr;  // made by the first cuCtxFromGreenCtx
+};
+struct CUdevResourceDesc_st {
+  CUdevResource resource{};
+};
+CUresult CUDAAPI cuDeviceGetDevResource(CUdevice device, CUdevResource* resource, CUdevResourceType type) {
+  SIM_REQUIRE_INIT();
+  if (!resource || type != CU_DEV_RESOURCE_TYPE_SM) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_device(device)) return CUDA_ERROR_INVALID_DEVICE;
+  std::memset(resource, 0, sizeof(*resource));
+  resource->type = CU_DEV_RESOURCE_TYPE_SM;
+  resource->sm.smCount = 132;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDevResourceGenerateDesc(CUdevResourceDesc* phDesc, CUdevResource* resources, unsigned int n) {
+  SIM_REQUIRE_INIT();
+  if (!phDesc || !resources || n != 1) return CUDA_ERROR_INVALID_VALUE;
+  auto* d = new CUdevResourceDesc_st();
+  d->resource = resources[0];
+  *phDesc = d;  // kept for the process, as the driver keeps it
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGreenCtxCreate(CUgreenCtx* phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags) {
+  SIM_REQUIRE_INIT();
+  if (!phCtx || !desc || !(flags & CU_GREEN_CTX_DEFAULT_STREAM)) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  auto* g = new CUgreenCtx_st();
+  g->device = dev;
+  *phCtx = g;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxFromGreenCtx(CUcontext* pContext, CUgreenCtx hCtx) {
+  SIM_REQUIRE_INIT();
+  if (!pContext || !hCtx || hCtx->magic != 0x47524e43) return CUDA_ERROR_INVALID_VALUE;
+  if (!hCtx->ctx) {
+    auto* c = new CUctx_st();  // not made current: the app sets it
+    c->device = hCtx->device;
+    std::lock_guard lk(state().mu);
+    state().contexts.insert(c);
+    state().destroyed.erase(c);
+    hCtx->ctx = c;
+  }
+  *pContext = hCtx->ctx;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGreenCtxDestroy(CUgreenCtx hCtx) {
+  SIM_REQUIRE_INIT();
+  if (!hCtx || hCtx->magic != 0x47524e43) return CUDA_ERROR_INVALID_CONTEXT;
+  CUctx_st* c = hCtx->ctx;
+  hCtx->magic = 0;
+  delete hCtx;
+  return c ? ctx_destroy(c) : CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
   SIM_REQUIRE_INIT();
   if (!pctx) return CUDA_ERROR_INVALID_VALUE;
