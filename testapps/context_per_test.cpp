@@ -46,7 +46,7 @@ End end_of(int argc, char** argv) {
 CUcontext make_green(CUdevice dev, CUgreenCtx& green) {
   CUdevResource sms{};
   const CUresult r = cuDeviceGetDevResource(dev, &sms, CU_DEV_RESOURCE_TYPE_SM);
-  if (r == CUDA_ERROR_NOT_SUPPORTED) {  // before compute capability 9.0 (Hopper)
+  if (r == CUDA_ERROR_NOT_SUPPORTED) {  // a device or driver without green contexts
     std::printf("context_per_test: this device has no green contexts: skipped\n");
     std::exit(77);
   }

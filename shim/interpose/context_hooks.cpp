@@ -1,12 +1,14 @@
 // Context teardown: cudaDeviceReset (which reaches cuDevicePrimaryCtxReset),
 // cuDevicePrimaryCtxReset, cuCtxDestroy, a context's last cuCtxDetach
-// (PyCUDA's end of every context it makes), cuGreenCtxDestroy (the context the
-// green context was converted to) and a primary context's last release
+// (PyCUDA's end of every context it makes) and a primary context's last release
 // free every allocation of the context, the rewrite's pinned staging pool and
 // zero-copy buffers included, end its registrations, and free the context's
 // handle. The rewrite lets go of them first where it can (while the context
 // still exists), so that no later copy touches freed memory, and never binds
-// a destroyed context's handle again. Nothing is recorded.
+// a destroyed context's handle again. cuGreenCtxDestroy takes the context its
+// green context was converted to, a primary context in all but its SMs: what
+// the shim bound to that handle goes first, the memory made in it stays.
+// Nothing is recorded.
 #include <atomic>
 #include <string>
 
@@ -68,9 +70,9 @@ void let_go_of(CUcontext gone) {
 
 using DestroyCall = CUresult (*)(CUcontext);
 
-// A call that destroys `ctx` (cuCtxDestroy, its last detach, its green
-// context's destroy): the rewrite lets go of what it holds there first, while
-// the context exists. `destroy()` makes the call.
+// A call that destroys `ctx` (cuCtxDestroy, its last detach): the rewrite lets
+// go of what it holds there first, while the context exists. `destroy()`
+// makes the call.
 template <typename Destroy>
 CUresult destroy_context(CUcontext ctx, Destroy&& destroy) {
   const bool tearing = rewrite::before_context_teardown(ctx);
@@ -220,7 +222,7 @@ CUXFER_DRIVER_HOOK_BEGIN(cuGreenCtxDestroy, (CUgreenCtx green))
   if (t.unknown) {
     // More converted green contexts alive than the shim keeps: the driver
     // says which context this one was converted to (a lookup for a
-    // converted one; one never converted was never current, nothing to do).
+    // converted one).
     using FromGreen = CUresult (*)(CUcontext*, CUgreenCtx);
     static const auto from_green =
         libcuda_handle() ? reinterpret_cast<FromGreen>(real_dlsym(libcuda_handle(), "cuCtxFromGreenCtx")) : nullptr;
@@ -231,8 +233,22 @@ CUXFER_DRIVER_HOOK_BEGIN(cuGreenCtxDestroy, (CUgreenCtx green))
                                 "cuGreenCtxDestroy takes with it");
     if (!from_green || from_green(&t.ctx, green) != CUDA_SUCCESS) t.ctx = nullptr;
   }
+  // Never converted: never current, nothing of the shim's is bound to it.
   if (!t.ctx) return real(green);
-  return destroy_context(t.ctx, [&] { return real(green); });
+  const bool tearing = rewrite::before_green_context_destroy(t.ctx);
+  const CUresult r = real(green);
+  if (r != CUDA_SUCCESS) {
+    g_green.converted(green, t.ctx);  // still there: a later destroy finds it
+    return r;
+  }
+  g_usage.destroyed(t.ctx);
+  if (tearing) rewrite::after_green_context_destroyed(t.ctx);
+  cupti_warmup_forget(t.ctx);
+  // The green context held a reference to its device's primary context: if
+  // that was the last, the primary context went with it, unseen otherwise.
+  for (CUdevice dev = 0; dev < kMaxDevices; ++dev)
+    if (known_primary(dev) && !primary_still_active(dev)) forget_primary(dev);
+  return r;
 }
 
 // cuCtxAttach and cuCtxDetach: deprecated, and still PyCUDA's.

@@ -503,6 +503,30 @@ bool before_context_teardown(CUcontext ctx, int reset_device) {
   return true;
 }
 
+bool before_green_context_destroy(CUcontext ctx) {
+  const Config& c = config();
+  if (!ctx || !c.enabled || !c.rewrite_any() || thread_state().internal) return false;
+  InternalScope internal;
+  if (registrations_exist()) {
+    if (!wait_registrations_idle(2000))
+      Recorder::instance().note("rewrite: pin: background registrations still running when a green context went");
+    const uint32_t n = state().cache.clear();
+    Recorder::instance().note("rewrite: pin: " + std::to_string(n) +
+                                  " registrations dropped before a green context's destroy; buffers are registered "
+                                  "again as they are reused",
+                              /*warning=*/false);
+  }
+  staging_teardown(ctx);
+  return true;
+}
+
+void after_green_context_destroyed(CUcontext ctx) {
+  const Config& c = config();
+  if (!ctx || !c.enabled || !c.rewrite_any()) return;
+  forget_registrar_context(ctx);
+  if (registrations_exist() || c.register_in_place) state().ops.forget_context(ctx);
+}
+
 void after_context_teardown(CUcontext ctx) {
   InternalScope internal;
   zero_copy_teardown_done(ctx);

@@ -139,6 +139,16 @@ void after_context_gone(CUcontext gone);
 // `ctx` was destroyed or reset (before_context_teardown ran while it
 // existed): its handle is never bound again.
 void after_context_destroyed(CUcontext ctx);
+// The context a green context was converted to is about to go with it
+// (cuGreenCtxDestroy). Such a context is the device's primary context with
+// the green context's SMs: the memory made in it is the primary context's and
+// stays, so only what is bound to the handle goes while it exists -- queued
+// registrations are done, registrations dropped (made again as buffers are
+// reused) and its staging pool given back. Zero-copy buffers made in it are
+// left as they are (not freed: the app may still use them). True: after a
+// successful destroy, after_green_context_destroyed() forgets the handle.
+bool before_green_context_destroy(CUcontext ctx);
+void after_green_context_destroyed(CUcontext ctx);
 // In the parent, first in the fork handler (before any lock): everything
 // after_fork_child() and the staging's fork child use is made, so that the
 // child never waits for a function-local static another thread of the

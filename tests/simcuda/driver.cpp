@@ -1164,8 +1164,9 @@ CUresult CUDAAPI cuCtxDetach(CUcontext ctx) {
 
 // Green contexts (CUDA 12.4+): a partition of the device's SMs. The app
 // converts one to a CUcontext (cuCtxFromGreenCtx) to make it current;
-// cuGreenCtxDestroy destroys that context with it, through no call the shim
-// hooks for contexts otherwise (not the exported cuCtxDestroy: ctx_destroy).
+// cuGreenCtxDestroy destroys that context's handle, events and streams with
+// it (not through the exported cuCtxDestroy: ctx_destroy), while the memory
+// made in it, the primary context's, stays.
 // The resource calls only hand back what a real device would: every SM.
 struct CUgreenCtx_st {
   uint32_t magic = 0x47524e43;  // "GRNC"
@@ -1219,9 +1220,18 @@ CUresult CUDAAPI cuGreenCtxDestroy(CUgreenCtx hCtx) {
   SIM_REQUIRE_INIT();
   if (!hCtx || hCtx->magic != 0x47524e43) return CUDA_ERROR_INVALID_CONTEXT;
   CUctx_st* c = hCtx->ctx;
+  const CUdevice dev = hCtx->device;
   hCtx->magic = 0;
   delete hCtx;
-  return c ? ctx_destroy(c) : CUDA_SUCCESS;
+  if (!c) return CUDA_SUCCESS;
+  {
+    // The converted context is the primary context with the green one's SMs:
+    // the memory made in it is the primary context's, and stays.
+    std::lock_guard lk(state().mu);
+    for (auto& [base, a] : state().allocs)
+      if (a.ctx == c) a.ctx = &state().devices[dev].primary;
+  }
+  return ctx_destroy(c);
 }
 
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
