@@ -193,20 +193,27 @@ def spread(v, prec=1):
 
 
 ref = "reference" if "reference" in modes else None
-ratio_modes = [m for m in modes if m.startswith("rewrite")] if ref else []
+# The program's own registration is the floor of a copy in place: its ratio
+# is shown beside the rewrite's, and the rewrite's ratio to it.
+ratio_modes = [m for m in modes if m.startswith(("rewrite", "registered"))] if ref else []
+floor = next((m for m in ("registered_portable", "registered") if m in modes), None)
 BAR = 0.90
 print(f"\nGB/s: bandwidthTest's figure (bytes / summed copy times, 1e9 B/s), median over {rounds} round(s) [min-max];"
       "\nx/reference: the paired ratio of each round, median [min-max]"
-      + (f"; * marks a median below the bar ({BAR:.2f})" if ratio_modes else ""))
+      + (f"; * marks a rewrite median below the bar ({BAR:.2f})" if ratio_modes else "")
+      + (f"\nrewrite/{floor}: the rewrite against the program's own registration (the floor of a copy in place)"
+         if floor and "rewrite" in modes else ""))
 w = 20
-print(f"{'size':>8} {'dir':>4}" + "".join(f"{m:>{w}}" for m in modes) + "".join(f"{m + '/ref':>{w + 2}}" for m in ratio_modes))
+ratios = [(m, ref) for m in ratio_modes] + ([("rewrite", floor)] if floor and "rewrite" in modes else [])
+print(f"{'size':>8} {'dir':>4}" + "".join(f"{m:>{w}}" for m in modes)
+      + "".join(f"{a + '/' + ('ref' if b == ref else b):>{w + 2}}" for a, b in ratios))
 for d, s in cases:
     gb = lambda m: {r: float(kv["mean_gbps"]) for r, kv in runs[(d, s, m)].items()}
     row = [spread(list(gb(m).values())) for m in modes]
-    for m in ratio_modes:
-        a, b = gb(m), gb(ref)
+    for m, base in ratios:
+        a, b = gb(m), gb(base)
         paired = [a[r] / b[r] for r in a if r in b and b[r] > 0]
-        mark = "*" if paired and statistics.median(paired) < BAR else " "
+        mark = "*" if base == ref and m.startswith("rewrite") and paired and statistics.median(paired) < BAR else " "
         row.append(spread(paired, 2) + mark)
     print(f"{size_name(s):>8} {d:>4}" + "".join(f"{c:>{w}}" for c in row[:len(modes)])
           + "".join(f"{c:>{w + 2}}" for c in row[len(modes):]))
