@@ -228,6 +228,15 @@ PrepareResult prepare_recording(const RecordSettings& o, PreparedRecording& out)
       {"CUXFER_OUTPUT_DIR", out.output_dir},
       {"CUXFER_LAUNCHER", "1"},
   };
+  // GCC 12's LeakSanitizer (Debian 12's libasan.so.8) can crash at the exit
+  // of a program recorded this way ("Tracer caught signal 11": its record of
+  // dynamic TLS blocks, taken in its __tls_get_addr interceptor, holds a
+  // bogus block beside the shim's static TLS, depending on the process's
+  // layout), and the program then exits 1. Its leak check does not need that
+  // interception (glibc's TLS blocks are heap reachable from the thread's
+  // own static TLS), so it is turned off, unless the user set it.
+  if (std::string asan_options = asan_options_for(preload, std::getenv("ASAN_OPTIONS")); !asan_options.empty())
+    out.set["ASAN_OPTIONS"] = asan_options;
   // The options when given; else what the environment says passes through
   // (`CUXFER_CUPTI=off cuxfer record ...` means what it says), else the
   // defaults. The shim checks an inherited value and says so once if bad.

@@ -41,6 +41,15 @@ bool is_sanitizer_runtime(const std::string& entry) {
   return false;
 }
 
+std::string asan_options_for(const std::string& preload, const char* existing) {
+  const std::string first = preload.substr(0, preload.find_first_of(": "));
+  const std::string_view base = std::string_view(first).substr(first.rfind('/') + 1);
+  if (base.substr(0, 10) != "libasan.so") return {};
+  const std::string_view options = existing ? existing : "";
+  if (options.find("intercept_tls_get_addr") != std::string_view::npos) return {};
+  return options.empty() ? std::string("intercept_tls_get_addr=0") : std::string(options) + ":intercept_tls_get_addr=0";
+}
+
 std::string prepend_preload(const std::string& shim, const char* existing, const std::string& runtime_first) {
   const std::string_view list = existing ? existing : "";
   // ld.so separates entries with ':' or ' '. `front_end`: where the sanitizer

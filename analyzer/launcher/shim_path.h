@@ -23,4 +23,11 @@ std::string prepend_preload(const std::string& shim, const char* existing, const
 // /usr/lib/.../libtsan.so.2, libclang_rt.asan-x86_64.so, ...).
 bool is_sanitizer_runtime(const std::string& entry);
 
+// ASAN_OPTIONS for a program whose LD_PRELOAD list `preload` starts with
+// GCC's AddressSanitizer runtime (libasan.so*): `existing` with
+// intercept_tls_get_addr=0 added, unless it sets that option itself; "" when
+// nothing is to be set. GCC 12's LeakSanitizer can crash at exit beside the
+// shim in its dynamic-TLS bookkeeping; its leak check does not need it.
+std::string asan_options_for(const std::string& preload, const char* existing);
+
 }  // namespace cuxfer::launcher

@@ -51,6 +51,20 @@ TEST(Preload, PrependsKeepsAndDoesNotDuplicate) {
   EXPECT_EQ(prepend_preload("/l/libcuxfer.so", "/x/a.so:/l/libcuxfer.so"), "/x/a.so:/l/libcuxfer.so");
 }
 
+// GCC's ASan runtime in front of the shim: its __tls_get_addr bookkeeping is
+// turned off (GCC 12's LeakSanitizer crashed at exit beside the shim), keeping
+// the user's options, and never overriding a choice the user made.
+TEST(Preload, AsanOptionsTurnOffTlsGetAddrInterceptionOnlyForGccAsanFirst) {
+  EXPECT_EQ(asan_options_for("/usr/lib/gcc/x86_64-linux-gnu/12/libasan.so:/l/libcuxfer.so", nullptr),
+            "intercept_tls_get_addr=0");
+  EXPECT_EQ(asan_options_for("libasan.so.8:/l/libcuxfer.so", "detect_leaks=1"), "detect_leaks=1:intercept_tls_get_addr=0");
+  EXPECT_EQ(asan_options_for("libasan.so.8:/l/libcuxfer.so", "intercept_tls_get_addr=1"), "");
+  EXPECT_EQ(asan_options_for("/l/libcuxfer.so:/x/libasan.so.8", nullptr), "");  // not first: not this program's
+  EXPECT_EQ(asan_options_for("/l/libcuxfer.so", "detect_leaks=1"), "");
+  EXPECT_EQ(asan_options_for("/x/libtsan.so.2:/l/libcuxfer.so", nullptr), "");
+  EXPECT_EQ(asan_options_for("", nullptr), "");
+}
+
 // AddressSanitizer aborts unless its runtime is the first library loaded: the
 // sanitizer runtimes leading LD_PRELOAD stay in front of the shim, and the
 // runtime a program needs in first place is put there when the list lacks it.
