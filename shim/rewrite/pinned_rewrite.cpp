@@ -484,20 +484,27 @@ void device_memory_made() {
     start_registrar();
 }
 
+namespace {
+// Before a context goes (`going`: "a context", "a green context"): queued
+// registration requests, which would push it, are done, and every
+// registration is dropped while it exists; buffers are registered again as
+// they are reused.
+void drop_registrations_before_teardown(const std::string& going, const char* event) {
+  if (!registrations_exist()) return;
+  if (!wait_registrations_idle(2000))
+    Recorder::instance().note("rewrite: pin: background registrations still running when " + going + " went");
+  const uint32_t n = state().cache.clear();
+  Recorder::instance().note("rewrite: pin: " + std::to_string(n) + " registrations dropped before " + event +
+                                "; buffers are registered again as they are reused",
+                            /*warning=*/false);
+}
+}  // namespace
+
 bool before_context_teardown(CUcontext ctx, int reset_device) {
   const Config& c = config();
   if (!c.enabled || !c.rewrite_any() || thread_state().internal || (!ctx && reset_device < 0)) return false;
   InternalScope internal;
-  if (registrations_exist()) {
-    // Requests still queued would push the context that is going.
-    if (!wait_registrations_idle(2000))
-      Recorder::instance().note("rewrite: pin: background registrations still running when a context went");
-    const uint32_t n = state().cache.clear();
-    Recorder::instance().note("rewrite: pin: " + std::to_string(n) +
-                                  " registrations dropped before a context reset/destroy; buffers are registered "
-                                  "again as they are reused",
-                              /*warning=*/false);
-  }
+  drop_registrations_before_teardown("a context", "a context reset/destroy");
   zero_copy_teardown(ctx);
   staging_teardown(reset_device >= 0 ? nullptr : ctx);
   return true;
@@ -507,15 +514,7 @@ bool before_green_context_destroy(CUcontext ctx) {
   const Config& c = config();
   if (!ctx || !c.enabled || !c.rewrite_any() || thread_state().internal) return false;
   InternalScope internal;
-  if (registrations_exist()) {
-    if (!wait_registrations_idle(2000))
-      Recorder::instance().note("rewrite: pin: background registrations still running when a green context went");
-    const uint32_t n = state().cache.clear();
-    Recorder::instance().note("rewrite: pin: " + std::to_string(n) +
-                                  " registrations dropped before a green context's destroy; buffers are registered "
-                                  "again as they are reused",
-                              /*warning=*/false);
-  }
+  drop_registrations_before_teardown("a green context", "a green context's destroy");
   staging_teardown(ctx);
   return true;
 }
