@@ -42,24 +42,6 @@ End end_of(int argc, char** argv) {
   std::exit(2);
 }
 
-// A green context with every SM of `dev`, converted and pushed current.
-CUcontext make_green(CUdevice dev, CUgreenCtx& green) {
-  CUdevResource sms{};
-  const CUresult r = cuDeviceGetDevResource(dev, &sms, CU_DEV_RESOURCE_TYPE_SM);
-  if (r == CUDA_ERROR_NOT_SUPPORTED) {  // a device or driver without green contexts
-    std::printf("context_per_test: this device has no green contexts: skipped\n");
-    std::exit(77);
-  }
-  DA_CHECK(r);
-  CUdevResourceDesc desc = nullptr;
-  DA_CHECK(cuDevResourceGenerateDesc(&desc, &sms, 1));
-  DA_CHECK(cuGreenCtxCreate(&green, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
-  CUcontext ctx = nullptr;
-  DA_CHECK(cuCtxFromGreenCtx(&ctx, green));
-  DA_CHECK(cuCtxPushCurrent(ctx));
-  return ctx;
-}
-
 void copy_round(CUdeviceptr d, std::vector<unsigned char>& src, std::vector<unsigned char>& dst, uint32_t seed) {
   const size_t s = src.size();
   testapp::fill(src.data(), s, seed);
@@ -84,7 +66,7 @@ int main(int argc, char** argv) {
     CUcontext ctx = nullptr;
     CUgreenCtx green = nullptr;
     if (end == End::Green)
-      ctx = make_green(dev, green);
+      ctx = driver_make_green("context_per_test", dev, green);
     else
       DA_CHECK(cuCtxCreate(&ctx, nullptr, 0, dev));  // CUDA 13: cuCtxCreate_v4, no creation parameters
     CUdeviceptr d = 0;

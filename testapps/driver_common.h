@@ -47,3 +47,24 @@ F driver_need(const char* app, void* h, const char* name) {
   }
   return reinterpret_cast<F>(p);
 }
+
+// A green context with every SM of `dev` (cuGreenCtxCreate), converted
+// (cuCtxFromGreenCtx) and pushed current. A device or driver without green
+// contexts: skip (exit 77), saying so.
+inline CUcontext driver_make_green(const char* app, CUdevice dev, CUgreenCtx& green) {
+  CUdevResource sms{};
+  const CUresult r = cuDeviceGetDevResource(dev, &sms, CU_DEV_RESOURCE_TYPE_SM);
+  if (r == CUDA_ERROR_NOT_SUPPORTED) {
+    std::printf("%s: this device has no green contexts: skipped\n", app);
+    std::fflush(stdout);
+    std::exit(testapp::kSkip);
+  }
+  DA_CHECK(r);
+  CUdevResourceDesc desc = nullptr;
+  DA_CHECK(cuDevResourceGenerateDesc(&desc, &sms, 1));
+  DA_CHECK(cuGreenCtxCreate(&green, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
+  CUcontext ctx = nullptr;
+  DA_CHECK(cuCtxFromGreenCtx(&ctx, green));
+  DA_CHECK(cuCtxPushCurrent(ctx));
+  return ctx;
+}

@@ -56,6 +56,16 @@ bool primary_still_active(CUdevice dev) {
 
 void forget_primary(CUdevice dev);
 
+// What a green context's zero-copy buffers become after its destroy
+// (rewrite::PrimaryNow): the memory is the primary context's. A device
+// whose state cannot be asked counts as having none left (its buffers are
+// forgotten: at worst they leak, never freed twice); a buffer of unknown
+// device stays, freed with whatever context is current.
+CUcontext primary_now(int ordinal, bool* active) {
+  *active = ordinal < 0 || primary_still_active(ordinal);
+  return *active ? known_primary(ordinal) : nullptr;
+}
+
 // The usage counts cuCtxAttach and cuCtxDetach change (context_usage.h).
 ContextUsage g_usage;
 // The context each green context was converted to (green_contexts.h).
@@ -237,12 +247,12 @@ CUXFER_DRIVER_HOOK_BEGIN(cuGreenCtxDestroy, (CUgreenCtx green))
   if (!t.ctx) return real(green);
   const bool tearing = rewrite::before_green_context_destroy(t.ctx);
   const CUresult r = real(green);
+  if (tearing) rewrite::after_green_context_destroy(t.ctx, r == CUDA_SUCCESS, primary_now);
   if (r != CUDA_SUCCESS) {
     g_green.converted(green, t.ctx);  // still there: a later destroy finds it
     return r;
   }
   g_usage.destroyed(t.ctx);
-  if (tearing) rewrite::after_green_context_destroyed(t.ctx);
   cupti_warmup_forget(t.ctx);
   // The green context held a reference to its device's primary context: if
   // that was the last, the primary context went with it, unseen otherwise.

@@ -10,8 +10,11 @@
 // at once are remembered; past that, `take` answers Unknown and the caller
 // asks the driver (cuCtxFromGreenCtx of a converted context is a lookup).
 //
-// No lock: conversions and destroys are rare. A destroy racing a conversion
-// of the same green context is the app's race to settle, as for the driver.
+// No lock: conversions and destroys are rare. Two threads converting the
+// same green context at once may each claim a slot for it: a destroy clears
+// every slot of its green context, so that none is left to answer for a
+// later green context at the same address. A destroy racing a conversion of
+// the same green context is the app's race to settle, as for the driver.
 #pragma once
 
 #include <atomic>
@@ -34,6 +37,12 @@ class GreenContexts {
         s.ctx.store(ctx, std::memory_order_release);
         return;
       }
+    claim(green, ctx);
+  }
+
+  // A new slot for `green`, which the caller did not find: what each of two
+  // threads converting it at once does (see the top).
+  void claim(CUgreenCtx green, CUcontext ctx) {
     for (Slot& s : slots_) {
       CUgreenCtx empty = nullptr;
       if (s.green.compare_exchange_strong(empty, green, std::memory_order_acq_rel)) {
@@ -48,17 +57,20 @@ class GreenContexts {
     CUcontext ctx = nullptr;  // the context the destroy takes with it; null: none known
     bool unknown = false;     // slots ran out: ask the driver
   };
-  // Before cuGreenCtxDestroy(green): its converted context, forgotten here.
+  // Before cuGreenCtxDestroy(green): its converted context, forgotten here
+  // (every slot of it: see the top).
   Taken take(CUgreenCtx green) {
     Taken t;
     if (!green) return t;
+    bool found = false;
     for (Slot& s : slots_)
       if (s.green.load(std::memory_order_acquire) == green) {
-        t.ctx = s.ctx.exchange(nullptr, std::memory_order_acq_rel);
+        const CUcontext c = s.ctx.exchange(nullptr, std::memory_order_acq_rel);
         s.green.store(nullptr, std::memory_order_release);
-        return t;
+        if (!t.ctx) t.ctx = c;
+        found = true;
       }
-    t.unknown = overflow_.load(std::memory_order_acquire);
+    if (!found) t.unknown = overflow_.load(std::memory_order_acquire);
     return t;
   }
 

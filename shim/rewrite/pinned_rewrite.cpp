@@ -515,15 +515,18 @@ bool before_green_context_destroy(CUcontext ctx) {
   if (!ctx || !c.enabled || !c.rewrite_any() || thread_state().internal) return false;
   InternalScope internal;
   drop_registrations_before_teardown("a green context", "a green context's destroy");
+  zero_copy_green_destroy_begins(ctx);
   staging_teardown(ctx);
   return true;
 }
 
-void after_green_context_destroyed(CUcontext ctx) {
-  const Config& c = config();
-  if (!ctx || !c.enabled || !c.rewrite_any()) return;
-  forget_registrar_context(ctx);
-  if (registrations_exist() || c.register_in_place) state().ops.forget_context(ctx);
+void after_green_context_destroy(CUcontext ctx, bool destroyed, PrimaryNow primary_now) {
+  InternalScope internal;
+  if (destroyed) {
+    forget_registrar_context(ctx);
+    if (registrations_exist() || config().register_in_place) state().ops.forget_context(ctx);
+  }
+  zero_copy_green_destroy_done(ctx, destroyed, primary_now);
 }
 
 void after_context_teardown(CUcontext ctx) {

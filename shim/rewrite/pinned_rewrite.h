@@ -144,11 +144,17 @@ void after_context_destroyed(CUcontext ctx);
 // the green context's SMs: the memory made in it is the primary context's and
 // stays, so only what is bound to the handle goes while it exists -- queued
 // registrations are done, registrations dropped (made again as buffers are
-// reused) and its staging pool given back. Zero-copy buffers made in it are
-// left as they are (not freed: the app may still use them). True: after a
-// successful destroy, after_green_context_destroyed() forgets the handle.
+// reused), its staging pool given back and threads' events of it dropped.
+// Zero-copy buffers made in it are not freed (the app may still use them):
+// after the destroy they are the primary context's (zero_copy.h). True: the
+// destroy is under way until after_green_context_destroy(), which the caller
+// owes whatever the driver answered (`destroyed`: it succeeded; then the
+// handle is forgotten).
+// The device's primary context now, for memory of device `ordinal`: null
+// when its handle is not known; `*active` false when it no longer exists.
+using PrimaryNow = CUcontext (*)(int ordinal, bool* active);
 bool before_green_context_destroy(CUcontext ctx);
-void after_green_context_destroyed(CUcontext ctx);
+void after_green_context_destroy(CUcontext ctx, bool destroyed, PrimaryNow primary_now);
 // In the parent, first in the fork handler (before any lock): everything
 // after_fork_child() and the staging's fork child use is made, so that the
 // child never waits for a function-local static another thread of the

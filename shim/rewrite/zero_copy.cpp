@@ -296,6 +296,93 @@ void zero_copy_release_begins(CUcontext primary) {
   gone_contexts().going(primary);
 }
 
+void zero_copy_green_destroy_begins(CUcontext converted) {
+  if (!converted) return;
+  // The driver frees the context's events with it: published before, as a
+  // teardown's are, and going (a free's push of it waits) until after.
+  GoneContexts& gone = gone_contexts();
+  gone.publish(converted);
+  gone.going(converted);
+}
+
+namespace {
+
+// The buffers of `from`, and those handed over earlier to a primary context
+// whose handle was not known (null), become their device's primary
+// context's, or are forgotten where that context went too. primary_now is a
+// driver call: asked once per device, with no lock held.
+void hand_over_to_primary(CUcontext from, PrimaryNow primary_now) {
+  struct Answer {
+    int ordinal;
+    CUcontext primary;
+    bool active;
+  };
+  Answer answers[8];
+  size_t count = 0;
+  bool unasked = false;  // more devices than answers: those buffers stay as they are
+  const auto mine = [from](const Buffer& b) { return b.ctx == from || b.ctx == nullptr; };
+  const auto answer_for = [&](int ordinal) -> Answer* {
+    for (size_t i = 0; i < count; ++i)
+      if (answers[i].ordinal == ordinal) return &answers[i];
+    return nullptr;
+  };
+  Table& t = table();
+  {
+    std::lock_guard<RankedMutex> lock(t.mutex);
+    for (const Buffer& b : t.buffers)
+      if (mine(b) && !answer_for(b.ordinal)) {
+        if (count == sizeof answers / sizeof answers[0]) unasked = true;
+        else answers[count++] = {b.ordinal, nullptr, true};
+      }
+  }
+  for (size_t i = 0; i < count; ++i) {
+    bool active = true;
+    answers[i].primary = primary_now(answers[i].ordinal, &active);
+    answers[i].active = active;
+  }
+  uint32_t forgotten = 0;
+  {
+    std::lock_guard<RankedMutex> lock(t.mutex);
+    for (auto it = t.buffers.begin(); it != t.buffers.end();) {
+      const Answer* a = mine(*it) ? answer_for(it->ordinal) : nullptr;
+      if (!a) {
+        ++it;
+        continue;
+      }
+      if (a->active) {
+        it->ctx = a->primary;
+        ++it;
+        continue;
+      }
+      if (it->freeing) {  // zero_copy_free() forgets it, without a driver call
+        it->orphaned = true;
+        ++it;
+        continue;
+      }
+      allocation_table().erase(it->device);  // the driver freed it with the primary context
+      t.bytes -= it->bytes;
+      it = t.buffers.erase(it);
+      ++forgotten;
+    }
+  }
+  detail::g_zero_copy_buffers.fetch_sub(forgotten, std::memory_order_relaxed);
+  if (unasked) {
+    static std::atomic<bool> said{false};
+    note_once(said, "policy: zero_copy: mapped buffers of green contexts on more than 8 devices: some keep the "
+                    "handle of their destroyed context and are left to the driver");
+  }
+}
+
+}  // namespace
+
+void zero_copy_green_destroy_done(CUcontext converted, bool destroyed, PrimaryNow primary_now) {
+  if (!converted) return;
+  // Handed over before the context stops going: a free that waited for it
+  // then finds the buffer's new context, never the destroyed one.
+  if (destroyed && primary_now && zero_copy_exists()) hand_over_to_primary(converted, primary_now);
+  gone_contexts().done_going(converted);
+}
+
 void zero_copy_context_gone(CUcontext gone) {
   if (!gone) return;
   // A primary context's last release had no publication before; after a
@@ -358,12 +445,17 @@ bool free_mapped(const DriverCalls& drv, const Buffer& b) {
   return true;
 }
 
-bool orphaned(uint64_t p) {
+// The context of the buffer zero_copy_free() is at, in `ctx`. False: its
+// context went (orphaned: the driver freed it).
+bool freeing_context(uint64_t p, CUcontext& ctx) {
   Table& t = table();
   std::lock_guard<RankedMutex> lock(t.mutex);
   for (const Buffer& b : t.buffers)
-    if (b.freeing && b.device == p) return b.orphaned;
-  return true;
+    if (b.freeing && b.device == p) {
+      ctx = b.ctx;
+      return !b.orphaned;
+    }
+  return false;
 }
 
 }  // namespace
@@ -395,18 +487,29 @@ bool zero_copy_free(uint64_t p) {
   // left to the driver.
   bool left = !drv;
   GoneContexts& gone = gone_contexts();
+  // A green context's destroy hands its buffers over to the primary context
+  // while it is going: the context is read again once pinned, and a buffer
+  // handed over meanwhile is pinned anew under its new one.
   while (drv) {
-    const GoneContexts::Pin pin = gone.pin(b.ctx, nested);
+    CUcontext ctx = nullptr;
+    if (!freeing_context(p, ctx)) break;  // its context went: the driver freed it
+    const GoneContexts::Pin pin = gone.pin(ctx, nested);
     if (pin == GoneContexts::Pin::Pinned) {
-      if (!orphaned(p)) left = !free_mapped(*drv, b);
-      gone.unpin(b.ctx);
+      CUcontext now = nullptr;
+      const bool live = freeing_context(p, now);
+      if (live && now != ctx) {
+        gone.unpin(ctx);
+        continue;
+      }
+      b.ctx = ctx;
+      if (live) left = !free_mapped(*drv, b);
+      gone.unpin(ctx);
       break;
     }
     if (nested) {
       left = true;
       break;
     }
-    if (orphaned(p)) break;  // its context went: the driver freed it
     struct timespec pause {0, 100'000};
     nanosleep(&pause, nullptr);
   }

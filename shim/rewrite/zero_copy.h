@@ -63,6 +63,20 @@ void per_thread_stream_used();
 // thread drops its event, and no context is bound meanwhile.
 void zero_copy_teardown(CUcontext going);
 void zero_copy_teardown_done(CUcontext going);
+// The context `converted` goes with its green context (cuGreenCtxDestroy):
+// threads' events of it are dropped untouched from now on, and nothing of it
+// is bound (a zero-copy free's push of it waits) until
+// zero_copy_green_destroy_done(), which the caller owes whatever the driver
+// answered. Its buffers are not freed: the memory made in a green context is
+// its device's primary context's, and stays the app's.
+void zero_copy_green_destroy_begins(CUcontext converted);
+// After the destroy (`destroyed`: the driver did it): the buffers made in
+// `converted` count as their device's primary context's from now on (freed
+// with it current), or, where that context went too (the green context held
+// its last reference), went with it and are forgotten with no driver call.
+// Buffers handed over earlier to a primary context whose handle was not known
+// are looked at again.
+void zero_copy_green_destroy_done(CUcontext converted, bool destroyed, PrimaryNow primary_now);
 // A primary context's reference is about to be released, perhaps its last:
 // nothing of it is bound until zero_copy_teardown_done(primary); a last
 // release is followed by zero_copy_context_gone() before that.

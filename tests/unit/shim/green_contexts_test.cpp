@@ -83,5 +83,19 @@ TEST(GreenContexts, ConcurrentThreadsEachTakeTheirOwn) {
   EXPECT_EQ(wrong.load(), 0);
 }
 
+// Two threads converting the same green context at once may each claim a
+// slot for it (neither found the other's). Its destroy must clear both: a
+// slot left behind would answer a later destroy of a green context at the
+// same address, never converted, with a context that is gone.
+TEST(GreenContexts, ADestroyClearsEverySlotOfItsGreenContext) {
+  GreenContexts g;
+  g.claim(green(9), ctx(9));
+  g.claim(green(9), ctx(9));
+  EXPECT_EQ(g.take(green(9)).ctx, ctx(9));
+  const GreenContexts::Taken again = g.take(green(9));
+  EXPECT_EQ(again.ctx, nullptr);
+  EXPECT_FALSE(again.unknown);
+}
+
 }  // namespace
 }  // namespace cuxfer::shim
