@@ -53,6 +53,10 @@ struct Buffer {
   char* host = nullptr;
   CUevent done = nullptr;
   bool pending = false;  // its last DMA may still be running
+  // A DMA of it may still be running and no event says when (its record and
+  // the stream's wait both failed: a broken context): never handed out
+  // again, freed with the pool.
+  bool withheld = false;
 };
 
 // Pinned buffers bound to one context, shared by all threads. The pool is
@@ -106,15 +110,26 @@ class Pool {
   }
 
   void release(Buffer** bufs, size_t n, bool pending) {
+    bool withheld = false;
     {
       std::lock_guard<RankedMutex> lock(mutex_);
       for (size_t i = 0; i < n; ++i) {
+        if (bufs[i]->withheld) {
+          withheld = true;
+          continue;
+        }
         bufs[i]->pending = bufs[i]->pending || pending;
         free_.push_back(bufs[i]);
       }
       ++releases_;
     }
     first_.notify_all();  // a caller waiting while the pool is made (wait_buffer)
+    if (withheld) {
+      static std::atomic<bool> said{false};
+      if (!said.exchange(true))
+        Recorder::instance().note("rewrite: pin: a staging buffer whose copy could be neither tracked nor waited "
+                                  "for (the context failed) is no longer used");
+    }
   }
 
   // Gives every buffer back to the system before the pool's context goes
@@ -512,6 +527,7 @@ bool run_htod(State& s, bool per_thread, bool async, CUdeviceptr dev, const char
     if (!events_ok) {
       const CUresult w = d.sync_stream(per_thread, stream);
       if (w != CUDA_SUCCESS) {
+        b->withheld = true;  // its DMA may still read it: never refilled
         result = w;
         return true;
       }
@@ -544,8 +560,9 @@ bool run_dtoh(State& s, bool per_thread, CUdeviceptr dev, char* host, size_t byt
     if (r != CUDA_SUCCESS) {
       // The DMA into the buffer is queued but no event tracks it: it must be
       // over before the buffer goes back to the pool (then this copy fails,
-      // or passes through when it was the first chunk).
-      d.sync_stream(per_thread, stream);
+      // or passes through when it was the first chunk). Where even that wait
+      // fails, the DMA may still write into it: it never goes back.
+      if (d.sync_stream(per_thread, stream) != CUDA_SUCCESS) b->withheld = true;
       return r;
     }
     ++issued;
@@ -786,8 +803,10 @@ trace::PassthroughReason try_stage(const CallDesc& desc, int& result, bool any_s
                              stream, ring, k, r)
                   : run_dtoh(s, per_thread, desc.src, reinterpret_cast<char*>(desc.dst), desc.bytes, stream, ring,
                              k, r);
-  // H2D buffers may still be in flight (async); their events say when they are free.
-  pool.release(ring, k, way == Way::HtoD);
+  // H2D buffers may still be in flight (async); their events say when they
+  // are free. So may D2H buffers after a failure: a DMA queued behind the
+  // one that failed was never waited for.
+  pool.release(ring, k, way == Way::HtoD || !done || r != CUDA_SUCCESS);
   if (!done) return Why::StagingFailed;
   result = static_cast<int>(r);
   return Why::None;

@@ -1358,8 +1358,13 @@ static CUresult stream_sync(CUstream s) {
   SIM_REQUIRE_CTX();
   return check_stream(s);
 }
+// Fault injection: SIMCUDA_FAIL_STREAM_SYNC=N, the same for the N-th
+// cuStreamSynchronize and every later one (0: never).
 static CUresult stream_wait(CUstream s) {
+  static const int fail_from = env_int("SIMCUDA_FAIL_STREAM_SYNC", 0, 0, 1 << 30);
+  static std::atomic<int> calls{0};
   const CUresult r = stream_sync(s);
+  if (r == CUDA_SUCCESS && fail_from > 0 && calls.fetch_add(1) + 1 >= fail_from) return CUDA_ERROR_LAUNCH_FAILED;
   if (r == CUDA_SUCCESS) events_waited(s, !s || s == CU_STREAM_LEGACY);
   return r;
 }
@@ -1439,10 +1444,16 @@ CUresult CUDAAPI cuEventCreate(CUevent* phEvent, unsigned int Flags) {
 // "event and stream must be on the same CUDA context" (cudaEventRecord): an
 // event of another context is CUDA_ERROR_INVALID_HANDLE, as the real driver
 // answers. The default streams are the current context's.
+// Fault injection: SIMCUDA_FAIL_EVENT_RECORD=N makes the N-th cuEventRecord
+// of the process and every later one return CUDA_ERROR_LAUNCH_FAILED, as a
+// context broken by an earlier fault answers (0: never).
 static CUresult event_record(CUevent e, CUstream s) {
   SIM_REQUIRE_CTX();
   abort_if_dead_event(e, "cuEventRecord");
   if (CUresult r = check_stream(s); r != CUDA_SUCCESS) return r;
+  static const int fail_from = env_int("SIMCUDA_FAIL_EVENT_RECORD", 0, 0, 1 << 30);
+  static std::atomic<int> calls{0};
+  if (fail_from > 0 && calls.fetch_add(1) + 1 >= fail_from) return CUDA_ERROR_LAUNCH_FAILED;
   std::lock_guard lk(state().mu);
   if (!e || !state().events.count(e)) return CUDA_ERROR_INVALID_HANDLE;
   const bool default_stream = !s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;
