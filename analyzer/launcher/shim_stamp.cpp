@@ -86,7 +86,7 @@ std::string shim_mismatch(const std::string& shim_path, const ShimStamp& stamp, 
   if (!stamp.ok) return "the shim " + shim_path + " cannot be used: " + stamp.error + "; this cuxfer is " + self_id;
   if (stamp.build_id == self_id) return {};
   return "the shim " + shim_path + " is from cuxfer " + stamp.build_id + ", this cuxfer is " + self_id +
-         ": install both from one build (pip install --force-reinstall cuxfer, or rebuild the cuxfer target)";
+         ": install both from one build (pip install --force-reinstall of the same wheel, or rebuild the cuxfer target)";
 }
 
 }  // namespace cuxfer::launcher

@@ -73,8 +73,9 @@ GreenContexts g_green;
 
 // `gone` was destroyed with no teardown before it: what the shim had in it
 // is let go without binding it.
-void let_go_of(CUcontext gone) {
-  if (rewrite_on()) rewrite::after_context_gone(gone);
+// `primary_of` >= 0: the primary context of that device.
+void let_go_of(CUcontext gone, int primary_of = -1) {
+  if (rewrite_on()) rewrite::after_context_gone(gone, primary_of);
   cupti_warmup_forget(gone);
 }
 
@@ -141,7 +142,7 @@ CUresult reset_primary(CUdevice dev, DeviceCall reset) {
   const CUresult r = reset(dev);
   if (r == CUDA_SUCCESS && dev >= 0 && dev < kMaxDevices) {
     if (const CUcontext gone = g_primary[dev].exchange(nullptr, std::memory_order_acq_rel)) {
-      rewrite::after_context_destroyed(gone);
+      rewrite::after_context_destroyed(gone, static_cast<int>(dev));
       cupti_warmup_forget(gone);
     }
   }
@@ -171,7 +172,7 @@ void forget_primary(CUdevice dev) {
   const CUcontext gone = seen;
   if (!primary_still_active(dev) &&
       g_primary[dev].compare_exchange_strong(seen, nullptr, std::memory_order_acq_rel))
-    let_go_of(gone);
+    let_go_of(gone, static_cast<int>(dev));
   if (marked) rewrite::zero_copy_teardown_done(gone);
 }
 

@@ -505,7 +505,7 @@ bool before_context_teardown(CUcontext ctx, int reset_device) {
   if (!c.enabled || !c.rewrite_any() || thread_state().internal || (!ctx && reset_device < 0)) return false;
   InternalScope internal;
   drop_registrations_before_teardown("a context", "a context reset/destroy");
-  zero_copy_teardown(ctx);
+  zero_copy_teardown(ctx, reset_device);
   staging_teardown(reset_device >= 0 ? nullptr : ctx);
   return true;
 }
@@ -551,7 +551,7 @@ void after_primary_release(CUcontext primary) {
   zero_copy_teardown_done(primary);
 }
 
-void after_context_gone(CUcontext gone) {
+void after_context_gone(CUcontext gone, int primary_of) {
   const Config& c = config();
   if (!gone || !c.enabled || !c.rewrite_any()) return;
   InternalScope internal;
@@ -567,16 +567,16 @@ void after_context_gone(CUcontext gone) {
                                   "registered again as they are reused",
                               /*warning=*/false);
   }
-  zero_copy_context_gone(gone);
+  zero_copy_context_gone(gone, primary_of);
   staging_context_gone(gone);
 }
 
-void after_context_destroyed(CUcontext ctx) {
+void after_context_destroyed(CUcontext ctx, int primary_of) {
   const Config& c = config();
   if (!ctx || !c.enabled || !c.rewrite_any()) return;
   forget_registrar_context(ctx);
   if (registrations_exist() || c.register_in_place) state().ops.forget_context(ctx);
-  zero_copy_context_gone(ctx);  // its buffers went before; threads' events of it are dropped
+  zero_copy_context_gone(ctx, primary_of);  // its buffers went before; threads' events of it are dropped
 }
 
 void before_fork() {

@@ -135,10 +135,11 @@ void after_primary_release(CUcontext primary);
 // context's last release): what the shim had in it (registrations, queued
 // registrations, zero-copy buffers, staging pool) is let go without ever
 // binding its handle again (the driver freed it); other contexts keep theirs.
-void after_context_gone(CUcontext gone);
+// `primary_of` >= 0: `gone` is that device's primary context.
+void after_context_gone(CUcontext gone, int primary_of = -1);
 // `ctx` was destroyed or reset (before_context_teardown ran while it
 // existed): its handle is never bound again.
-void after_context_destroyed(CUcontext ctx);
+void after_context_destroyed(CUcontext ctx, int primary_of = -1);  // primary_of: as above
 // The context a green context was converted to is about to go with it
 // (cuGreenCtxDestroy). Such a context is the device's primary context with
 // the green context's SMs: the memory made in it is the primary context's and

@@ -61,7 +61,10 @@ void per_thread_stream_used();
 // zero_copy_teardown_done(going), which the caller owes whatever the driver
 // answered. Null (a primary context whose handle the shim never saw): every
 // thread drops its event, and no context is bound meanwhile.
-void zero_copy_teardown(CUcontext going);
+// `primary_of` >= 0: `going` is that device's primary context (null: its
+// handle unknown), whose buffers include those handed over to it by green
+// contexts' destroys while its handle was not known.
+void zero_copy_teardown(CUcontext going, int primary_of = -1);
 void zero_copy_teardown_done(CUcontext going);
 // The context `converted` goes with its green context (cuGreenCtxDestroy):
 // threads' events of it are dropped untouched from now on, and nothing of it
@@ -83,7 +86,7 @@ void zero_copy_green_destroy_done(CUcontext converted, bool destroyed, PrimaryNo
 void zero_copy_release_begins(CUcontext primary);
 // The context `gone` was destroyed: the buffers made in it went with it and
 // are forgotten, with no driver call; threads' events of it are dropped.
-void zero_copy_context_gone(CUcontext gone);
+void zero_copy_context_gone(CUcontext gone, int primary_of = -1);  // primary_of: as for the teardown
 // Fork: the zero-copy state is made before the fork (its first construction
 // in a child could wait on a guard a parent thread held), and in the child
 // its locks made anew and its buffers, streams and teardowns forgotten (the
