@@ -19,7 +19,13 @@
 # copy staged: CUXFER_REGISTER=off CUXFER_STAGE_MIN=0), rewrite_lean (the
 # rewrite recording the least: no stacks, no fingerprints, no CUPTI) and
 # observe_registered (`cuxfer record` of the program registering its own
-# buffer: the recording's cost on a copy at pinned speed).
+# buffer: the recording's cost on a copy at pinned speed); for a buffer's
+# first copies, rewrite_first_staged (below the 8 MiB H2D staging threshold
+# too, a buffer's copies before its registration are staged from 1 MiB, not
+# left to the driver's pageable path: CUXFER_STAGE_MIN_H2D=1M),
+# rewrite_inline (registered on the copying thread at its second copy:
+# CUXFER_REGISTER=inline) and rewrite_pool_early (the whole staging pool
+# made from the first device allocation on: CUXFER_POOL_GROW=early).
 # Prints per size and direction the median over rounds of each mode's GB/s
 # (bandwidthTest's figure: bytes / summed copy times) with its range, the
 # ratio of each rewrite mode to the reference (paired round by round: drift
@@ -78,8 +84,8 @@ done
 IFS=, read -r -a MODE_LIST <<<"$MODES"
 for m in "${MODE_LIST[@]}"; do
   case "$m" in
-    reference | pageable | registered | registered_portable | registered_huge | registered_collapse | observe | observe_registered | rewrite | rewrite_nocupti | rewrite_stage | rewrite_lean) ;;
-    *) echo "run_sync_copy_pattern: unknown mode '$m' (reference, pageable, registered, registered_portable, registered_huge, registered_collapse, observe, observe_registered, rewrite, rewrite_nocupti, rewrite_stage, rewrite_lean)" >&2; exit 2 ;;
+    reference | pageable | registered | registered_portable | registered_huge | registered_collapse | observe | observe_registered | rewrite | rewrite_nocupti | rewrite_stage | rewrite_lean | rewrite_first_staged | rewrite_inline | rewrite_pool_early) ;;
+    *) echo "run_sync_copy_pattern: unknown mode '$m' (reference, pageable, registered, registered_portable, registered_huge, registered_collapse, observe, observe_registered, rewrite, rewrite_nocupti, rewrite_stage, rewrite_lean, rewrite_first_staged, rewrite_inline, rewrite_pool_early)" >&2; exit 2 ;;
   esac
 done
 read -r -a SIZE_LIST <<<"${SIZES//,/ }"
@@ -117,6 +123,9 @@ run_mode() {
     rewrite_stage) cmd=(env CUXFER_REGISTER=off CUXFER_STAGE_MIN=0 "${rec[@]}" --rewrite=pin -- "$BIN") ;;
     rewrite_lean) cmd=(env CUXFER_STACK_DEPTH=0 CUXFER_FINGERPRINT=off "${rec[@]}" --rewrite=pin --cupti=off -- "$BIN") ;;
     observe_registered) cmd=("${rec[@]}" -- "$BIN" --host registered) ;;
+    rewrite_first_staged) cmd=(env CUXFER_STAGE_MIN_H2D=1048576 "${rec[@]}" --rewrite=pin -- "$BIN") ;;
+    rewrite_inline) cmd=(env CUXFER_REGISTER=inline "${rec[@]}" --rewrite=pin -- "$BIN") ;;
+    rewrite_pool_early) cmd=(env CUXFER_POOL_GROW=early "${rec[@]}" --rewrite=pin -- "$BIN") ;;
   esac
   "${cmd[@]}" "${ARGS[@]}" >"$TMP/out" 2>"$TMP/stderr" || rc=$?
   rm -rf "$TMP/trace"
@@ -203,10 +212,11 @@ print(f"\nGB/s: bandwidthTest's figure (bytes / summed copy times, 1e9 B/s), med
       + (f"; * marks a rewrite median below the bar ({BAR:.2f})" if ratio_modes else "")
       + (f"\nrewrite/{floor}: the rewrite against the program's own registration (the floor of a copy in place)"
          if floor and "rewrite" in modes else ""))
-w = 20
+# Columns wide enough for the longest mode's name (and its ratio's), a space between.
+w = max(20, 2 + max(len(m) for m in modes))
 ratios = [(m, ref) for m in ratio_modes] + ([("rewrite", floor)] if floor and "rewrite" in modes else [])
 print(f"{'size':>8} {'dir':>4}" + "".join(f"{m:>{w}}" for m in modes)
-      + "".join(f"{a + '/' + ('ref' if b == ref else b):>{w + 2}}" for a, b in ratios))
+      + "".join(f"{a + '/' + ('ref' if b == ref else b):>{w + 6}}" for a, b in ratios))
 for d, s in cases:
     gb = lambda m: {r: float(kv["mean_gbps"]) for r, kv in runs[(d, s, m)].items()}
     row = [spread(list(gb(m).values())) for m in modes]
@@ -216,7 +226,7 @@ for d, s in cases:
         mark = "*" if base == ref and m.startswith("rewrite") and paired and statistics.median(paired) < BAR else " "
         row.append(spread(paired, 2) + mark)
     print(f"{size_name(s):>8} {d:>4}" + "".join(f"{c:>{w}}" for c in row[:len(modes)])
-          + "".join(f"{c:>{w + 2}}" for c in row[len(modes):]))
+          + "".join(f"{c:>{w + 6}}" for c in row[len(modes):]))
 
 print(f"\nthe buffer's first two copies and the median of the rest (µs, each the median over rounds): first, second / rest")
 print(f"{'size':>8} {'dir':>4}" + "".join(f"{m:>{w + 4}}" for m in modes))
