@@ -1,4 +1,4 @@
-// zero_copy_contexts [CONTEXTS=3] [N=400] [S=64] [KIND=created|green]
+// zero_copy_contexts [CONTEXTS=3] [N=400] [S=64] [KIND=created|green|green-alone]
 // A device buffer that a policy sends to zero copy, used in context after
 // context: each context (cuCtxCreate) gets its buffer from the same
 // allocation site, N tiny synchronous H2D copies of S bytes into it on the
@@ -15,7 +15,9 @@
 // pushed) ended with cuGreenCtxDestroy, beside the primary context the app
 // retained first. The memory made in a green context is the primary
 // context's and outlives it: the odd contexts' buffers are freed at the end,
-// with the primary context current.
+// with the primary context current. green-alone: the same without the app's
+// own reference to the primary context, which then goes with each green
+// context (its last reference), and the odd contexts' buffers with it.
 //
 // Under a zero_copy policy the thread's event of a destroyed context must
 // never be used again (the real driver freed it; simcuda aborts on it), nor
@@ -47,16 +49,17 @@ int main(int argc, char** argv) {
   const size_t contexts = testapp::arg_size(argc, argv, 1, 3);
   const size_t n = testapp::arg_size(argc, argv, 2, 400);
   const size_t s = testapp::arg_size(argc, argv, 3, 64);
-  const bool green = argc > 4 && std::strcmp(argv[4], "green") == 0;
+  const bool alone = argc > 4 && std::strcmp(argv[4], "green-alone") == 0;
+  const bool green = alone || (argc > 4 && std::strcmp(argv[4], "green") == 0);
   if (argc > 4 && !green && std::strcmp(argv[4], "created") != 0) {
-    std::fprintf(stderr, "zero_copy_contexts: KIND must be created or green, not '%s'\n", argv[4]);
+    std::fprintf(stderr, "zero_copy_contexts: KIND must be created, green or green-alone, not '%s'\n", argv[4]);
     return 2;
   }
   driver_require_gpu("zero_copy_contexts", cuInit(0));
   CUdevice dev = 0;
   DA_CHECK(cuDeviceGet(&dev, 0));
   CUcontext primary = nullptr;
-  if (green) DA_CHECK(cuDevicePrimaryCtxRetain(&primary, dev));
+  if (green && !alone) DA_CHECK(cuDevicePrimaryCtxRetain(&primary, dev));
 
   // The second thread: its own context, one storm per round, each round
   // started when the main thread is about to destroy a context.
@@ -85,7 +88,7 @@ int main(int argc, char** argv) {
     storm(d, n, s, static_cast<uint32_t>(c * 10 + 1));
     storm(d, n, s, static_cast<uint32_t>(c * 10 + 2));
     if (c % 2 == 0) DA_CHECK(cuMemFree(d));
-    else if (green) outliving.push_back(d);
+    else if (green && !alone) outliving.push_back(d);  // alone: it goes with the primary context
     go.store(c + 1);  // the worker copies while this context goes
     if (green) {
       CUcontext popped = nullptr;
@@ -99,7 +102,7 @@ int main(int argc, char** argv) {
   }
   worker.join();
   DA_CHECK(cuCtxDestroy(other));
-  if (green) {
+  if (green && !alone) {
     DA_CHECK(cuCtxPushCurrent(primary));
     for (CUdeviceptr d : outliving) DA_CHECK(cuMemFree(d));
     DA_CHECK(cuCtxPopCurrent(nullptr));

@@ -56,16 +56,6 @@ bool primary_still_active(CUdevice dev) {
 
 void forget_primary(CUdevice dev);
 
-// What a green context's zero-copy buffers become after its destroy
-// (rewrite::PrimaryNow): the memory is the primary context's. A device
-// whose state cannot be asked counts as having none left (its buffers are
-// forgotten: at worst they leak, never freed twice); a buffer of unknown
-// device stays, freed with whatever context is current.
-CUcontext primary_now(int ordinal, bool* active) {
-  *active = ordinal < 0 || primary_still_active(ordinal);
-  return *active ? known_primary(ordinal) : nullptr;
-}
-
 // The usage counts cuCtxAttach and cuCtxDetach change (context_usage.h).
 ContextUsage g_usage;
 // The context each green context was converted to (green_contexts.h).
@@ -73,9 +63,8 @@ GreenContexts g_green;
 
 // `gone` was destroyed with no teardown before it: what the shim had in it
 // is let go without binding it.
-// `primary_of` >= 0: the primary context of that device.
-void let_go_of(CUcontext gone, int primary_of = -1) {
-  if (rewrite_on()) rewrite::after_context_gone(gone, primary_of);
+void let_go_of(CUcontext gone) {
+  if (rewrite_on()) rewrite::after_context_gone(gone);
   cupti_warmup_forget(gone);
 }
 
@@ -142,7 +131,7 @@ CUresult reset_primary(CUdevice dev, DeviceCall reset) {
   const CUresult r = reset(dev);
   if (r == CUDA_SUCCESS && dev >= 0 && dev < kMaxDevices) {
     if (const CUcontext gone = g_primary[dev].exchange(nullptr, std::memory_order_acq_rel)) {
-      rewrite::after_context_destroyed(gone, static_cast<int>(dev));
+      rewrite::after_context_destroyed(gone);
       cupti_warmup_forget(gone);
     }
   }
@@ -172,7 +161,7 @@ void forget_primary(CUdevice dev) {
   const CUcontext gone = seen;
   if (!primary_still_active(dev) &&
       g_primary[dev].compare_exchange_strong(seen, nullptr, std::memory_order_acq_rel))
-    let_go_of(gone, static_cast<int>(dev));
+    let_go_of(gone);
   if (marked) rewrite::zero_copy_teardown_done(gone);
 }
 
@@ -220,6 +209,50 @@ CUXFER_DRIVER_HOOK_BEGIN(cuCtxDestroy_v2, (CUcontext ctx))
   return destroy_context(ctx, [&] { return real(ctx); });
 }
 
+namespace {
+// The primary contexts a green context's destroy holds, by a retain of its
+// own, for the zero-copy buffers made in its converted context: those are the
+// primary context's memory, handed to it after the destroy, when it must
+// still exist with a known handle -- whether the green context held its last
+// reference or another thread releases it meanwhile. The release after is
+// the app's release as far as the shim goes (release_primary): a last one
+// lets go of the buffers with the rest.
+struct HeldPrimaries {
+  static constexpr int kDevices = 63;  // zero_copy_devices_of()'s bits below 63
+  CUcontext handle[kDevices] = {};
+  uint64_t held = 0;
+};
+
+void hold_primaries(uint64_t devices, HeldPrimaries& h) {
+  using Retain = CUresult (*)(CUcontext*, CUdevice);
+  static const auto retain =
+      libcuda_handle() ? reinterpret_cast<Retain>(real_dlsym(libcuda_handle(), "cuDevicePrimaryCtxRetain")) : nullptr;
+  if (!retain) return;
+  for (CUdevice dev = 0; dev < HeldPrimaries::kDevices; ++dev) {
+    if (!(devices >> dev & 1)) continue;
+    if (known_primary(dev) && !primary_still_active(dev)) forget_primary(dev);  // as the retain hook does
+    CUcontext c = nullptr;
+    if (retain(&c, dev) != CUDA_SUCCESS || !c) continue;
+    g_primary[dev].store(c, std::memory_order_release);
+    h.handle[dev] = c;
+    h.held |= uint64_t{1} << dev;
+  }
+}
+
+void release_held(const HeldPrimaries& h) {
+  if (!h.held) return;
+  static const auto release = [] {
+    void* lib = libcuda_handle();
+    void* f = lib ? real_dlsym(lib, "cuDevicePrimaryCtxRelease_v2") : nullptr;
+    if (!f && lib) f = real_dlsym(lib, "cuDevicePrimaryCtxRelease");
+    return reinterpret_cast<DeviceCall>(f);
+  }();
+  if (!release) return;
+  for (CUdevice dev = 0; dev < HeldPrimaries::kDevices; ++dev)
+    if (h.held >> dev & 1) release_primary(dev, release);
+}
+}  // namespace
+
 // A green context's converted context goes with it.
 CUXFER_DRIVER_HOOK_BEGIN(cuCtxFromGreenCtx, (CUcontext* pctx, CUgreenCtx green))
   const CUresult r = real(pctx, green);
@@ -247,8 +280,11 @@ CUXFER_DRIVER_HOOK_BEGIN(cuGreenCtxDestroy, (CUgreenCtx green))
   // Never converted: never current, nothing of the shim's is bound to it.
   if (!t.ctx) return real(green);
   const bool tearing = rewrite::before_green_context_destroy(t.ctx);
+  HeldPrimaries held;
+  if (tearing) hold_primaries(rewrite::zero_copy_devices_of(t.ctx), held);
   const CUresult r = real(green);
-  if (tearing) rewrite::after_green_context_destroy(t.ctx, r == CUDA_SUCCESS, primary_now);
+  if (tearing) rewrite::after_green_context_destroy(t.ctx, r == CUDA_SUCCESS ? held.handle : nullptr);
+  release_held(held);
   if (r != CUDA_SUCCESS) {
     g_green.converted(green, t.ctx);  // still there: a later destroy finds it
     return r;

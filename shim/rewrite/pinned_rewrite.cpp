@@ -505,7 +505,7 @@ bool before_context_teardown(CUcontext ctx, int reset_device) {
   if (!c.enabled || !c.rewrite_any() || thread_state().internal || (!ctx && reset_device < 0)) return false;
   InternalScope internal;
   drop_registrations_before_teardown("a context", "a context reset/destroy");
-  zero_copy_teardown(ctx, reset_device);
+  zero_copy_teardown(ctx);
   staging_teardown(reset_device >= 0 ? nullptr : ctx);
   return true;
 }
@@ -520,13 +520,13 @@ bool before_green_context_destroy(CUcontext ctx) {
   return true;
 }
 
-void after_green_context_destroy(CUcontext ctx, bool destroyed, PrimaryNow primary_now) {
+void after_green_context_destroy(CUcontext ctx, const CUcontext* primaries) {
   InternalScope internal;
-  if (destroyed) {
+  if (primaries) {
     forget_registrar_context(ctx);
     if (registrations_exist() || config().register_in_place) state().ops.forget_context(ctx);
   }
-  zero_copy_green_destroy_done(ctx, destroyed, primary_now);
+  zero_copy_green_destroy_done(ctx, primaries);
 }
 
 void after_context_teardown(CUcontext ctx) {
@@ -551,7 +551,7 @@ void after_primary_release(CUcontext primary) {
   zero_copy_teardown_done(primary);
 }
 
-void after_context_gone(CUcontext gone, int primary_of) {
+void after_context_gone(CUcontext gone) {
   const Config& c = config();
   if (!gone || !c.enabled || !c.rewrite_any()) return;
   InternalScope internal;
@@ -567,16 +567,16 @@ void after_context_gone(CUcontext gone, int primary_of) {
                                   "registered again as they are reused",
                               /*warning=*/false);
   }
-  zero_copy_context_gone(gone, primary_of);
+  zero_copy_context_gone(gone);
   staging_context_gone(gone);
 }
 
-void after_context_destroyed(CUcontext ctx, int primary_of) {
+void after_context_destroyed(CUcontext ctx) {
   const Config& c = config();
   if (!ctx || !c.enabled || !c.rewrite_any()) return;
   forget_registrar_context(ctx);
   if (registrations_exist() || c.register_in_place) state().ops.forget_context(ctx);
-  zero_copy_context_gone(ctx, primary_of);  // its buffers went before; threads' events of it are dropped
+  zero_copy_context_gone(ctx);  // its buffers went before; threads' events of it are dropped
 }
 
 void before_fork() {

@@ -135,11 +135,10 @@ void after_primary_release(CUcontext primary);
 // context's last release): what the shim had in it (registrations, queued
 // registrations, zero-copy buffers, staging pool) is let go without ever
 // binding its handle again (the driver freed it); other contexts keep theirs.
-// `primary_of` >= 0: `gone` is that device's primary context.
-void after_context_gone(CUcontext gone, int primary_of = -1);
+void after_context_gone(CUcontext gone);
 // `ctx` was destroyed or reset (before_context_teardown ran while it
 // existed): its handle is never bound again.
-void after_context_destroyed(CUcontext ctx, int primary_of = -1);  // primary_of: as above
+void after_context_destroyed(CUcontext ctx);
 // The context a green context was converted to is about to go with it
 // (cuGreenCtxDestroy). Such a context is the device's primary context with
 // the green context's SMs: the memory made in it is the primary context's and
@@ -147,15 +146,14 @@ void after_context_destroyed(CUcontext ctx, int primary_of = -1);  // primary_of
 // registrations are done, registrations dropped (made again as buffers are
 // reused), its staging pool given back and threads' events of it dropped.
 // Zero-copy buffers made in it are not freed (the app may still use them):
-// after the destroy they are the primary context's (zero_copy.h). True: the
+// after the destroy they are their device's primary context's, which the
+// caller holds across the destroy (zero_copy.h). True: the
 // destroy is under way until after_green_context_destroy(), which the caller
-// owes whatever the driver answered (`destroyed`: it succeeded; then the
-// handle is forgotten).
-// The device's primary context now, for memory of device `ordinal`: null
-// when its handle is not known; `*active` false when it no longer exists.
-using PrimaryNow = CUcontext (*)(int ordinal, bool* active);
+// owes whatever the driver answered (`primaries` non-null: it succeeded; then
+// the handle is forgotten and the buffers are handed over).
 bool before_green_context_destroy(CUcontext ctx);
-void after_green_context_destroy(CUcontext ctx, bool destroyed, PrimaryNow primary_now);
+// `primaries`: as for zero_copy_green_destroy_done() (zero_copy.h).
+void after_green_context_destroy(CUcontext ctx, const CUcontext* primaries);
 // In the parent, first in the fork handler (before any lock): everything
 // after_fork_child() and the staging's fork child use is made, so that the
 // child never waits for a function-local static another thread of the

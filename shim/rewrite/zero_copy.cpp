@@ -67,39 +67,6 @@ bool find(uint64_t p, uint64_t n, Buffer& out) {
   return false;
 }
 
-// Whether `b` is of context `ctx`: made in it, or (`primary_of` >= 0: `ctx`
-// is that device's primary context) handed over to that device's primary
-// context while its handle was not known (a green context's buffers).
-bool belongs(const Buffer& b, CUcontext ctx, int primary_of) {
-  return b.ctx == ctx || (!b.ctx && primary_of >= 0 && b.ordinal == primary_of);
-}
-
-// The buffers of `ctx` (belongs()) went with it: forgotten with no driver
-// call, or orphaned where a free is at them (it then makes no driver call).
-void forget_buffers(CUcontext ctx, int primary_of) {
-  uint32_t n = 0;
-  Table& t = table();
-  {
-    std::lock_guard<RankedMutex> lock(t.mutex);
-    for (auto it = t.buffers.begin(); it != t.buffers.end();) {
-      if (!belongs(*it, ctx, primary_of)) {
-        ++it;
-        continue;
-      }
-      if (it->freeing) {  // zero_copy_free() forgets it, without a driver call
-        it->orphaned = true;
-        ++it;
-        continue;
-      }
-      allocation_table().erase(it->device);  // the driver freed it with its context
-      t.bytes -= it->bytes;
-      it = t.buffers.erase(it);
-      ++n;
-    }
-  }
-  detail::g_zero_copy_buffers.fetch_sub(n, std::memory_order_relaxed);
-}
-
 // `warning`: a problem (a fallback); else what the policy set up.
 void note_once(std::atomic<bool>& said, const std::string& msg, bool warning = true) {
   if (!said.exchange(true)) Recorder::instance().note(msg, warning);
@@ -267,7 +234,7 @@ bool zero_copy_alloc(uint64_t bytes, uint64_t* out) {
   return true;
 }
 
-void zero_copy_teardown(CUcontext going, int primary_of) {
+void zero_copy_teardown(CUcontext going) {
   // Threads' events may be the going context's: a thread whose event it is
   // drops it at its next wait, from now on rather than after the driver freed
   // it (a thread that moved to another context would otherwise destroy a dead
@@ -277,13 +244,7 @@ void zero_copy_teardown(CUcontext going, int primary_of) {
   GoneContexts& gone = gone_contexts();
   gone.publish(going);
   gone.going(going);
-  if (!zero_copy_exists()) return;
-  if (!going) {
-    // Its handle unknown: the buffers handed over to it (made in green
-    // contexts of its device) are left to the driver, which frees them with it.
-    if (primary_of >= 0) forget_buffers(nullptr, primary_of);
-    return;
-  }
+  if (!going || !zero_copy_exists()) return;
   std::vector<Buffer> mine;
   Table& t = table();
   {
@@ -291,7 +252,7 @@ void zero_copy_teardown(CUcontext going, int primary_of) {
     for (auto it = t.buffers.begin(); it != t.buffers.end();) {
       // Another context's (another thread may be copying into it now), or
       // one a free waits to finish (it does once the teardown is done).
-      if (!belongs(*it, going, primary_of) || it->freeing) {
+      if (it->ctx != going || it->freeing) {
         ++it;
         continue;
       }
@@ -344,69 +305,77 @@ void zero_copy_green_destroy_begins(CUcontext converted) {
   gone.going(converted);
 }
 
-namespace {
-
-// Successful green context destroys so far: one may have taken a primary
-// context with it (its last reference) while another destroy's hand-over
-// asked whether that context was still there.
-std::atomic<uint64_t> g_green_destroys{0};
-
-// The buffers of `from`, and those handed over earlier to a primary context
-// whose handle was not known (null), become their device's primary
-// context's, or are forgotten where that context went too. primary_now is a
-// driver call: asked once per device, with no lock held. Between the answer
-// and the hand-over the primary context may go (another thread's release,
-// reset or green context destroy): then the answers are asked again. A
-// teardown or last release publishes before it sweeps the table, and a
-// green destroy counts itself before its own hand-over, so a change after
-// the check below finds the buffers already handed over.
-void hand_over_to_primary(CUcontext from, PrimaryNow primary_now) {
-  struct Answer {
-    int ordinal;
-    CUcontext primary;
-    bool active;
-  };
-  constexpr size_t kMaxAnswers = 72;  // every ordinal a buffer can have (int8_t), and unknown
-  Answer answers[kMaxAnswers];
-  size_t count = 0;
-  const auto mine = [from](const Buffer& b) { return b.ctx == from || b.ctx == nullptr; };
-  const auto answer_for = [&](int ordinal) -> const Answer* {
-    for (size_t i = 0; i < count; ++i)
-      if (answers[i].ordinal == ordinal) return &answers[i];
-    return nullptr;
-  };
-  GoneContexts& gone = gone_contexts();
+uint64_t zero_copy_devices_of(CUcontext ctx) {
+  if (!ctx || !zero_copy_exists()) return 0;
+  uint64_t devices = 0;
   Table& t = table();
-  uint32_t forgotten = 0;
-  for (int attempt = 0;; ++attempt) {
-    const uint64_t generation = gone.generation();
-    const uint64_t destroys = g_green_destroys.load(std::memory_order_acquire);
-    count = 0;
+  std::lock_guard<RankedMutex> lock(t.mutex);
+  for (const Buffer& b : t.buffers)
+    if (b.ctx == ctx) devices |= b.ordinal >= 0 && b.ordinal < 64 ? uint64_t{1} << b.ordinal : uint64_t{1} << 63;
+  return devices;
+}
+
+void zero_copy_green_destroy_done(CUcontext converted, const CUcontext* primaries) {
+  if (!converted) return;
+  GoneContexts& gone = gone_contexts();
+  if (primaries && zero_copy_exists()) {
+    // Handed over before the context stops going: a free that waited for it
+    // then finds the buffer's new context, never the destroyed one. The
+    // primary contexts are held by the caller meanwhile: their handles are
+    // alive, and a last release after this sweeps the buffers as its own.
+    uint32_t forgotten = 0;
+    Table& t = table();
     {
       std::lock_guard<RankedMutex> lock(t.mutex);
-      for (const Buffer& b : t.buffers)
-        if (mine(b) && !answer_for(b.ordinal) && count < kMaxAnswers) answers[count++] = {b.ordinal, nullptr, true};
-    }
-    for (size_t i = 0; i < count; ++i) {
-      bool active = true;
-      answers[i].primary = primary_now(answers[i].ordinal, &active);
-      answers[i].active = active;
-    }
-    std::lock_guard<RankedMutex> lock(t.mutex);
-    const bool changed = gone.generation() != generation ||
-                         g_green_destroys.load(std::memory_order_acquire) != destroys;
-    if (changed && attempt < 3) continue;
-    // Still changing after three tries (contexts going all the while): the
-    // buffers are handed to no known context; a later teardown of their
-    // device's primary context, or green destroy, looks at them again.
-    for (auto it = t.buffers.begin(); it != t.buffers.end();) {
-      if (!mine(*it)) {
-        ++it;
-        continue;
+      for (auto it = t.buffers.begin(); it != t.buffers.end();) {
+        if (it->ctx != converted) {
+          ++it;
+          continue;
+        }
+        const CUcontext primary = it->ordinal >= 0 && it->ordinal < 63 ? primaries[it->ordinal] : nullptr;
+        if (primary) {
+          it->ctx = primary;
+          ++it;
+          continue;
+        }
+        // No primary context could be held for it: left to the driver.
+        if (it->freeing) {
+          it->orphaned = true;
+          ++it;
+          continue;
+        }
+        allocation_table().erase(it->device);
+        t.bytes -= it->bytes;
+        it = t.buffers.erase(it);
+        ++forgotten;
       }
-      const Answer* a = answer_for(it->ordinal);
-      if (!a || changed || a->active) {
-        it->ctx = a && !changed ? a->primary : nullptr;
+    }
+    detail::g_zero_copy_buffers.fetch_sub(forgotten, std::memory_order_relaxed);
+    if (forgotten) {
+      static std::atomic<bool> said{false};
+      note_once(said, "policy: zero_copy: mapped buffers of a destroyed green context whose device's primary context "
+                      "could not be held are left to the driver");
+    }
+  }
+  // A second generation after a destroy, as cuCtxDestroy's: a thread that
+  // made an event in the context while it was going drops that one too.
+  if (primaries) gone.publish(converted);
+  gone.done_going(converted);
+}
+
+void zero_copy_context_gone(CUcontext gone) {
+  if (!gone) return;
+  // A primary context's last release had no publication before; after a
+  // destroy or reset this is its second generation: a thread that made an
+  // event in it after the teardown's drops that one too.
+  gone_contexts().publish(gone);
+  if (!zero_copy_exists()) return;
+  uint32_t n = 0;
+  Table& t = table();
+  {
+    std::lock_guard<RankedMutex> lock(t.mutex);
+    for (auto it = t.buffers.begin(); it != t.buffers.end();) {
+      if (it->ctx != gone) {
         ++it;
         continue;
       }
@@ -415,40 +384,13 @@ void hand_over_to_primary(CUcontext from, PrimaryNow primary_now) {
         ++it;
         continue;
       }
-      allocation_table().erase(it->device);  // the driver freed it with the primary context
+      allocation_table().erase(it->device);  // the driver freed it with its context
       t.bytes -= it->bytes;
       it = t.buffers.erase(it);
-      ++forgotten;
+      ++n;
     }
-    break;
   }
-  detail::g_zero_copy_buffers.fetch_sub(forgotten, std::memory_order_relaxed);
-}
-
-}  // namespace
-
-void zero_copy_green_destroy_done(CUcontext converted, bool destroyed, PrimaryNow primary_now) {
-  if (!converted) return;
-  GoneContexts& gone = gone_contexts();
-  if (destroyed) {
-    g_green_destroys.fetch_add(1, std::memory_order_acq_rel);
-    // Handed over before the context stops going: a free that waited for it
-    // then finds the buffer's new context, never the destroyed one.
-    if (primary_now && zero_copy_exists()) hand_over_to_primary(converted, primary_now);
-    // A second generation, as after a destroy: a thread that made an event
-    // in the context while it was going drops that one too.
-    gone.publish(converted);
-  }
-  gone.done_going(converted);
-}
-
-void zero_copy_context_gone(CUcontext gone, int primary_of) {
-  if (!gone) return;
-  // A primary context's last release had no publication before; after a
-  // destroy or reset this is its second generation: a thread that made an
-  // event in it after the teardown's drops that one too.
-  gone_contexts().publish(gone);
-  if (zero_copy_exists()) forget_buffers(gone, primary_of);
+  detail::g_zero_copy_buffers.fetch_sub(n, std::memory_order_relaxed);
 }
 
 namespace {

@@ -61,10 +61,7 @@ void per_thread_stream_used();
 // zero_copy_teardown_done(going), which the caller owes whatever the driver
 // answered. Null (a primary context whose handle the shim never saw): every
 // thread drops its event, and no context is bound meanwhile.
-// `primary_of` >= 0: `going` is that device's primary context (null: its
-// handle unknown), whose buffers include those handed over to it by green
-// contexts' destroys while its handle was not known.
-void zero_copy_teardown(CUcontext going, int primary_of = -1);
+void zero_copy_teardown(CUcontext going);
 void zero_copy_teardown_done(CUcontext going);
 // The context `converted` goes with its green context (cuGreenCtxDestroy):
 // threads' events of it are dropped untouched from now on, and nothing of it
@@ -73,20 +70,22 @@ void zero_copy_teardown_done(CUcontext going);
 // answered. Its buffers are not freed: the memory made in a green context is
 // its device's primary context's, and stays the app's.
 void zero_copy_green_destroy_begins(CUcontext converted);
-// After the destroy (`destroyed`: the driver did it): the buffers made in
-// `converted` count as their device's primary context's from now on (freed
-// with it current), or, where that context went too (the green context held
-// its last reference), went with it and are forgotten with no driver call.
-// Buffers handed over earlier to a primary context whose handle was not known
-// are looked at again.
-void zero_copy_green_destroy_done(CUcontext converted, bool destroyed, PrimaryNow primary_now);
+// The devices of the buffers made in `ctx` (bit d: device d; bit 63: one of
+// device 63 or more, or of unknown device).
+uint64_t zero_copy_devices_of(CUcontext ctx);
+// After the destroy. `primaries` (null: the driver refused the destroy):
+// each device's primary context, held by the caller across this call (null
+// where none could be held). The buffers made in `converted` are that
+// context's from now on, or, where none was held, forgotten (left to the
+// driver). Owed whatever the driver answered.
+void zero_copy_green_destroy_done(CUcontext converted, const CUcontext* primaries);
 // A primary context's reference is about to be released, perhaps its last:
 // nothing of it is bound until zero_copy_teardown_done(primary); a last
 // release is followed by zero_copy_context_gone() before that.
 void zero_copy_release_begins(CUcontext primary);
 // The context `gone` was destroyed: the buffers made in it went with it and
 // are forgotten, with no driver call; threads' events of it are dropped.
-void zero_copy_context_gone(CUcontext gone, int primary_of = -1);  // primary_of: as for the teardown
+void zero_copy_context_gone(CUcontext gone);
 // Fork: the zero-copy state is made before the fork (its first construction
 // in a child could wait on a guard a parent thread held), and in the child
 // its locks made anew and its buffers, streams and teardowns forgotten (the

@@ -1034,23 +1034,16 @@ CUresult CUDAAPI cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevic
 }
 
 // --- contexts ----------------------------------------------------------------
-CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
-  SIM_REQUIRE_INIT();
-  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
-  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+// The primary context's reference counting, shared with green contexts
+// (each holds a reference, taken and given back inside the driver: no hook
+// sees those calls).
+static CUcontext primary_retain(CUdevice dev) {
   std::lock_guard lk(state().mu);
   state().devices[dev].primary_refs++;
   state().devices[dev].primary_destroyed = false;
-  *pctx = &state().devices[dev].primary;
-  return CUDA_SUCCESS;
+  return &state().devices[dev].primary;
 }
-
-// As documented: "The context is automatically reset once the last reference
-// to it is released", freeing every allocation, pinned buffer and registration
-// made in it (the runtime never releases its reference; driver apps do).
-CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
-  SIM_REQUIRE_INIT();
-  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+static CUresult primary_release(CUdevice dev) {
   {
     std::lock_guard lk(state().mu);
     DeviceState& d = state().devices[dev];
@@ -1061,6 +1054,23 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   release_ctx_resources(&state().devices[dev].primary);
   live_report("primary_release");
   return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
+  SIM_REQUIRE_INIT();
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  *pctx = primary_retain(dev);
+  return CUDA_SUCCESS;
+}
+
+// As documented: "The context is automatically reset once the last reference
+// to it is released", freeing every allocation, pinned buffer and registration
+// made in it (the runtime never releases its reference; driver apps do).
+CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  SIM_REQUIRE_INIT();
+  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  return primary_release(dev);
 }
 CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) { return cuDevicePrimaryCtxRelease_v2(dev); }
 
@@ -1199,6 +1209,7 @@ CUresult CUDAAPI cuGreenCtxCreate(CUgreenCtx* phCtx, CUdevResourceDesc desc, CUd
   if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
   auto* g = new CUgreenCtx_st();
   g->device = dev;
+  primary_retain(dev);  // a green context holds its device's primary context
   *phCtx = g;
   return CUDA_SUCCESS;
 }
@@ -1223,15 +1234,19 @@ CUresult CUDAAPI cuGreenCtxDestroy(CUgreenCtx hCtx) {
   const CUdevice dev = hCtx->device;
   hCtx->magic = 0;
   delete hCtx;
-  if (!c) return CUDA_SUCCESS;
-  {
-    // The converted context is the primary context with the green one's SMs:
-    // the memory made in it is the primary context's, and stays.
-    std::lock_guard lk(state().mu);
-    for (auto& [base, a] : state().allocs)
-      if (a.ctx == c) a.ctx = &state().devices[dev].primary;
+  if (c) {
+    {
+      // The converted context is the primary context with the green one's SMs:
+      // the memory made in it is the primary context's, and stays while that does.
+      std::lock_guard lk(state().mu);
+      for (auto& [base, a] : state().allocs)
+        if (a.ctx == c) a.ctx = &state().devices[dev].primary;
+    }
+    if (const CUresult r = ctx_destroy(c); r != CUDA_SUCCESS) return r;
   }
-  return ctx_destroy(c);
+  // "Destroys the green context, releasing the primary context of the device
+  // that this green context was created for": its last reference resets it.
+  return primary_release(dev);
 }
 
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
