@@ -323,7 +323,7 @@ void zero_copy_green_destroy_done(CUcontext converted, const CUcontext* primarie
     // then finds the buffer's new context, never the destroyed one. The
     // primary contexts are held by the caller meanwhile: their handles are
     // alive, and a last release after this sweeps the buffers as its own.
-    uint32_t forgotten = 0;
+    uint32_t unheld = 0;
     Table& t = table();
     {
       std::lock_guard<RankedMutex> lock(t.mutex);
@@ -333,28 +333,18 @@ void zero_copy_green_destroy_done(CUcontext converted, const CUcontext* primarie
           continue;
         }
         const CUcontext primary = it->ordinal >= 0 && it->ordinal < 63 ? primaries[it->ordinal] : nullptr;
-        if (primary) {
-          it->ctx = primary;
-          ++it;
-          continue;
-        }
-        // No primary context could be held for it: left to the driver.
-        if (it->freeing) {
-          it->orphaned = true;
-          ++it;
-          continue;
-        }
-        allocation_table().erase(it->device);
-        t.bytes -= it->bytes;
-        it = t.buffers.erase(it);
-        ++forgotten;
+        // No primary context could be held for it (a failed retain, a device
+        // past 62): of no known context, freed with whichever is current (it
+        // is portable), and not swept by its primary context's end.
+        if (!primary) ++unheld;
+        it->ctx = primary;
+        ++it;
       }
     }
-    detail::g_zero_copy_buffers.fetch_sub(forgotten, std::memory_order_relaxed);
-    if (forgotten) {
+    if (unheld) {
       static std::atomic<bool> said{false};
       note_once(said, "policy: zero_copy: mapped buffers of a destroyed green context whose device's primary context "
-                      "could not be held are left to the driver");
+                      "could not be held belong to no known context from then on");
     }
   }
   // A second generation after a destroy, as cuCtxDestroy's: a thread that

@@ -76,8 +76,8 @@ uint64_t zero_copy_devices_of(CUcontext ctx);
 // After the destroy. `primaries` (null: the driver refused the destroy):
 // each device's primary context, held by the caller across this call (null
 // where none could be held). The buffers made in `converted` are that
-// context's from now on, or, where none was held, forgotten (left to the
-// driver). Owed whatever the driver answered.
+// context's from now on, or, where none was held, of no known context (freed
+// with whichever is current). Owed whatever the driver answered.
 void zero_copy_green_destroy_done(CUcontext converted, const CUcontext* primaries);
 // A primary context's reference is about to be released, perhaps its last:
 // nothing of it is bound until zero_copy_teardown_done(primary); a last

@@ -1234,6 +1234,7 @@ CUresult CUDAAPI cuGreenCtxDestroy(CUgreenCtx hCtx) {
   const CUdevice dev = hCtx->device;
   hCtx->magic = 0;
   delete hCtx;
+  CUresult r = CUDA_SUCCESS;
   if (c) {
     {
       // The converted context is the primary context with the green one's SMs:
@@ -1242,11 +1243,13 @@ CUresult CUDAAPI cuGreenCtxDestroy(CUgreenCtx hCtx) {
       for (auto& [base, a] : state().allocs)
         if (a.ctx == c) a.ctx = &state().devices[dev].primary;
     }
-    if (const CUresult r = ctx_destroy(c); r != CUDA_SUCCESS) return r;
+    r = ctx_destroy(c);
   }
   // "Destroys the green context, releasing the primary context of the device
   // that this green context was created for": its last reference resets it.
-  return primary_release(dev);
+  // (After a reset of the primary context nothing is left to release.)
+  primary_release(dev);
+  return r;
 }
 
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
