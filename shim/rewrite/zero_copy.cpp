@@ -327,18 +327,14 @@ void zero_copy_green_destroy_done(CUcontext converted, const CUcontext* primarie
     Table& t = table();
     {
       std::lock_guard<RankedMutex> lock(t.mutex);
-      for (auto it = t.buffers.begin(); it != t.buffers.end();) {
-        if (it->ctx != converted) {
-          ++it;
-          continue;
-        }
-        const CUcontext primary = it->ordinal >= 0 && it->ordinal < 63 ? primaries[it->ordinal] : nullptr;
+      for (Buffer& b : t.buffers) {
+        if (b.ctx != converted) continue;
+        const CUcontext primary = b.ordinal >= 0 && b.ordinal < 63 ? primaries[b.ordinal] : nullptr;
         // No primary context could be held for it (a failed retain, a device
         // past 62): of no known context, freed with whichever is current (it
         // is portable), and not swept by its primary context's end.
         if (!primary) ++unheld;
-        it->ctx = primary;
-        ++it;
+        b.ctx = primary;
       }
     }
     if (unheld) {
